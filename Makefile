@@ -1,0 +1,197 @@
+# leakwatch — build, test, install.
+#   make            build/libleakwatch.so and build/leakwatch
+#   make check      every test (unit, integration, sanitizer build)
+#   make demo       run the example workload under the shim on the CPU stand-ins
+#   make bench      benchmarks (print numbers, never fail on them)
+#   make install PREFIX=/usr/local
+
+PREFIX ?= /usr/local
+B ?= build
+SAN ?=
+CC ?= cc
+PKG_CONFIG ?= pkg-config
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -g $(WARN) -Iinclude -Isrc
+ifeq ($(SAN),1)
+OPT := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+SAN_LDFLAGS := -fsanitize=address,undefined
+else
+OPT := -O2
+SAN_LDFLAGS :=
+endif
+CFLAGS_LIB := $(BASE_CFLAGS) $(OPT) -fPIC -fvisibility=hidden -pthread
+CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
+CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
+LIB_LIBS := -ldl -lunwind -pthread -lm
+
+LIB_SRCS := $(wildcard src/*.c)
+LIB_OBJS := $(LIB_SRCS:src/%.c=$(B)/obj/%.o)
+TOOL_SRCS := $(filter-out tools/main.c,$(wildcard tools/*.c))
+TOOL_OBJS := $(TOOL_SRCS:tools/%.c=$(B)/obj/tools/%.o)
+
+STUB_DIR := $(B)/tests/lib
+STUBS := $(STUB_DIR)/libcuda.so.1 $(STUB_DIR)/libcudart.so $(STUB_DIR)/libcudart_static.a
+PROG_SRCS := $(wildcard tests/programs/*.c)
+PROGS := $(PROG_SRCS:tests/programs/%.c=$(B)/tests/programs/%)
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNITS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/unit/%)
+INTEG_SRCS := $(wildcard tests/integration/test_*.c)
+INTEGS := $(INTEG_SRCS:tests/integration/%.c=$(B)/tests/integration/%)
+HARNESS_SRCS := $(wildcard tests/integration/harness*.c)
+
+.PHONY: all check check-fast check-san test-bins demo bench install deps format lint clean fuzz fuzz-smoke
+TOOL_MAIN := $(wildcard tools/main.c)
+all: $(B)/libleakwatch.so $(if $(TOOL_MAIN),$(B)/leakwatch)
+
+$(B)/obj/%.o: src/%.c $(wildcard src/*.h include/*.h include/leakwatch/*.h) | deps
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_LIB) -c $< -o $@
+
+$(B)/obj/tools/%.o: tools/%.c $(wildcard tools/*.h src/*.h include/*.h) | deps
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_LIB) -Itools -c $< -o $@
+
+$(B)/libleakwatch.so: $(LIB_OBJS)
+	$(CC) -shared -Wl,-soname,libleakwatch.so -Wl,-z,nodelete $(SAN_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+
+$(B)/liblw_core.a: $(LIB_OBJS)
+	@rm -f $@; ar rcs $@ $^
+
+$(B)/obj/empty.o:
+	@mkdir -p $(@D); echo 'typedef int lw_empty_unit;' | $(CC) -x c -c - -o $@
+
+$(B)/liblw_tools.a: $(TOOL_OBJS) $(B)/obj/empty.o
+	@mkdir -p $(@D); rm -f $@; ar rcs $@ $^
+
+$(B)/leakwatch: tools/main.c $(B)/liblw_tools.a $(B)/liblw_core.a
+	$(CC) $(CFLAGS_LIB) -Itools -o $@ $< $(B)/liblw_tools.a $(B)/liblw_core.a $(SAN_LDFLAGS) $(LIB_LIBS) \
+	    -Wl,-rpath,'$$ORIGIN'
+
+# ---- CPU stand-ins for the CUDA libraries (tests only) ----
+STUB_CFLAGS := $(BASE_CFLAGS) -O1 -fPIC -pthread
+$(STUB_DIR)/libcuda.so.1: tests/stubs/fake_cuda.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
+	@mkdir -p $(@D)
+	$(CC) $(STUB_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl
+	ln -sf libcuda.so.1 $(STUB_DIR)/libcuda.so
+$(STUB_DIR)/libcudart.so: tests/stubs/fake_cudart.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
+	@mkdir -p $(@D)
+	$(CC) $(STUB_CFLAGS) -shared -Wl,-soname,libcudart.so -o $@ $< -ldl -pthread
+$(STUB_DIR)/libcudart_static.a: tests/stubs/fake_cudart.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
+	@mkdir -p $(B)/obj/stubs $(@D)
+	$(CC) $(STUB_CFLAGS) -fvisibility=hidden -DLW_FAKE_CUDART_STATIC -c $< -o $(B)/obj/stubs/fake_cudart_static.o
+	@rm -f $@; ar rcs $@ $(B)/obj/stubs/fake_cudart_static.o
+# A driver without cuGetProcAddress*, as before CUDA 11.3: the runtime must fall
+# back to dlsym by versioned name. Used through LD_LIBRARY_PATH=$(B)/tests/lib-legacy.
+LEGACY_STUB_DIR := $(B)/tests/lib-legacy
+$(LEGACY_STUB_DIR)/libcuda.so.1: tests/stubs/fake_cuda.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
+	@mkdir -p $(@D)
+	$(CC) $(STUB_CFLAGS) -DLW_FAKE_CUDA_NO_PROC_ADDRESS -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl
+STUBS += $(LEGACY_STUB_DIR)/libcuda.so.1
+
+$(STUB_DIR)/libnextprobe.so: tests/integration/next_probe_lib.c | deps
+	@mkdir -p $(@D)
+	$(CC) $(STUB_CFLAGS) -shared -o $@ $< -ldl
+STUBS += $(STUB_DIR)/libnextprobe.so
+
+# Test programs: the name's prefix says how each reaches CUDA.
+#   rt_*     links the (fake) runtime dynamically      drv_*   links libcuda.so.1 directly
+#   static_* links the runtime statically (cudart_static)  plain_* no CUDA at all
+#   py_*     (none compiled here)
+PROG_CFLAGS := $(BASE_CFLAGS) -O0 -fno-omit-frame-pointer -fno-inline -rdynamic -pthread
+$(B)/tests/programs/rt_%: tests/programs/rt_%.c $(wildcard tests/programs/*.h) $(STUBS)
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) -o $@ $< -L$(STUB_DIR) -lcudart -Wl,-rpath,'$$ORIGIN/../lib'
+$(B)/tests/programs/drv_%: tests/programs/drv_%.c $(wildcard tests/programs/*.h) $(STUBS)
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) -o $@ $< -L$(STUB_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN/../lib' -ldl
+$(B)/tests/programs/static_%: tests/programs/static_%.c $(wildcard tests/programs/*.h) $(STUBS)
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) -o $@ $< $(STUB_DIR)/libcudart_static.a -ldl -Wl,-rpath,'$$ORIGIN/../lib'
+$(B)/tests/programs/plain_%: tests/programs/plain_%.c
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) -o $@ $<
+$(B)/tests/programs/cxx_%: tests/programs/cxx_%.c
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) -o $@ $<
+
+# ---- tests (Check) ----
+$(B)/tests/unit/%: tests/unit/%.c $(B)/liblw_tools.a $(B)/liblw_core.a
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(OPT) -pthread $(CHECK_CFLAGS) -Itools -o $@ $< $(B)/liblw_tools.a $(B)/liblw_core.a \
+	    $(SAN_LDFLAGS) $(CHECK_LIBS) $(LIB_LIBS)
+$(B)/tests/integration/%: tests/integration/%.c $(HARNESS_SRCS) $(wildcard tests/integration/*.h) $(B)/liblw_tools.a $(B)/liblw_core.a
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(OPT) -pthread $(CHECK_CFLAGS) -Itools -Itests/integration -o $@ $< $(HARNESS_SRCS) \
+	    $(B)/liblw_tools.a $(B)/liblw_core.a $(SAN_LDFLAGS) $(CHECK_LIBS) $(LIB_LIBS)
+
+test-bins: all $(STUBS) $(PROGS) $(UNITS) $(INTEGS)
+
+# Python frame probe: loaded with ctypes by tests/python/check_pyframes.py,
+# which tests/unit/test_pyframes runs under every CPython >= 3.8 found.
+$(B)/tests/python/pyprobe.so: tests/python/pyprobe.c src/pyframes.c $(wildcard src/*.h) | deps
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(OPT) -fPIC -shared -pthread -o $@ tests/python/pyprobe.c src/pyframes.c $(SAN_LDFLAGS) -ldl
+test-bins: $(B)/tests/python/pyprobe.so
+
+# Runs every test binary; each prints Check's summary line. LW_BUILD tells the
+# integration tests where the library, stand-ins and programs are.
+# Under the sanitizer build the preloaded shim needs the ASan runtime loaded
+# first: the integration tests put LW_ASAN_RT at the head of LD_PRELOAD.
+check-fast: test-bins
+	@LW_ASAN_RT="$(if $(filter 1,$(SAN)),$(shell $(CC) -print-file-name=libasan.so))" \
+	    scripts/run-tests.sh $(B) $(UNITS) $(INTEGS)
+
+check-san:
+	@$(MAKE) --no-print-directory B=build/san SAN=1 check-fast
+
+check: check-fast check-san fuzz-smoke
+
+demo: all $(STUBS) $(PROGS)
+	@scripts/demo.sh $(B)
+
+bench: all $(STUBS) $(PROGS)
+	@scripts/bench.sh $(B)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/leakwatch $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(B)/libleakwatch.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 0755 $(B)/leakwatch $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 include/leakwatch.h $(DESTDIR)$(PREFIX)/include/
+	install -m 0644 include/leakwatch/cuda_api.h $(DESTDIR)$(PREFIX)/include/leakwatch/
+
+# ---- fuzzing (clang + libFuzzer) ----
+# `make fuzz` runs each target for FUZZ_SECONDS; `make check` replays the
+# seed corpora and runs each target briefly (fuzz-smoke).
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 10
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(WARN) -fsanitize=fuzzer,address,undefined \
+    -fno-sanitize-recover=undefined
+$(B)/fuzz/fuzz_json_read: tests/fuzz/fuzz_json_read.c tools/json_read.c tools/json_read.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Itools -o $@ tests/fuzz/fuzz_json_read.c tools/json_read.c
+fuzz: $(B)/fuzz/fuzz_json_read
+	@mkdir -p $(B)/fuzz/corpus_json
+	$< -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(B)/fuzz/corpus_json tests/fuzz/corpus_json
+fuzz-smoke: $(B)/fuzz/fuzz_json_read
+	@mkdir -p $(B)/fuzz/corpus_json
+	@$< -max_total_time=$(FUZZ_SMOKE_SECONDS) -max_len=4096 $(B)/fuzz/corpus_json tests/fuzz/corpus_json \
+	    >$(B)/fuzz/json_read.log 2>&1 || { tail -40 $(B)/fuzz/json_read.log; exit 1; }
+	@echo "fuzz: json_read ran $(FUZZ_SMOKE_SECONDS) s clean"
+
+# Build dependencies: installed once when missing (root or sudo), else one message.
+deps: $(B)/.deps-ok
+$(B)/.deps-ok: scripts/install-deps.sh
+	@scripts/install-deps.sh
+	@mkdir -p $(B) && touch $@
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+lint:
+	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance --inline-suppr \
+	    --suppress=missingIncludeSystem -D_GNU_SOURCE -Iinclude -Isrc src tools
+
+clean:
+	rm -rf build

@@ -1,0 +1,31 @@
+/* leakwatch — find gradual GPU memory leaks. Public API of libleakwatch.so.
+ *
+ * The library works with no code change (LD_PRELOAD). These functions let a
+ * program, or Python through ctypes, mark training steps and ask for a report.
+ * Both are safe to call from any thread, at any time, in any process: when the
+ * library has seen no CUDA allocation yet they do nothing visible. */
+#ifndef LEAKWATCH_H
+#define LEAKWATCH_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LEAKWATCH_VERSION "0.1.0"
+
+/* Marks the end of one training step. The detector follows the lowest live
+ * bytes seen within each step (the floor); call once per step. */
+void leakwatch_step(void);
+
+/* Writes the JSON report now (to LEAKWATCH_REPORT) and prints a short summary
+ * on stderr. The report is also written at exit. */
+void leakwatch_dump(void);
+
+/* 1 when the library is loaded and recording, 0 when it is loaded but
+ * disabled (LEAKWATCH_DISABLE=1 or a failed start). */
+int leakwatch_enabled(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,11 @@
+#!/bin/sh
+# Runs each test binary given, with LW_BUILD set to the build folder, and
+# fails if any fails. Each binary prints Check's own summary line.
+B="$1"; shift
+export LW_BUILD="$B"
+status=0; failed=""
+for t in "$@"; do
+    if ! "$t"; then status=1; failed="$failed $t"; fi
+done
+if [ $status -ne 0 ]; then echo "FAILED:$failed" >&2; fi
+exit $status

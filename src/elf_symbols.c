@@ -1,0 +1,131 @@
+#include "elf_symbols.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct {
+    uint64_t addr, size;
+    const char *name; /* points into names */
+} sym;
+
+struct lw_elf_syms {
+    sym *syms;
+    size_t n;
+    char *names;
+};
+
+static int by_addr(const void *a, const void *b) {
+    const sym *x = a, *y = b;
+    if (x->addr != y->addr) return x->addr < y->addr ? -1 : 1;
+    /* Prefer a sized symbol over an alias of size 0 at the same address. */
+    return (x->size < y->size) - (x->size > y->size);
+}
+
+/* Bounds-checked view of a mapped file: a corrupt or truncated file must not
+ * make the report writer read outside the mapping. */
+static int in_file(size_t file_size, uint64_t off, uint64_t len) {
+    return off <= file_size && len <= file_size - off;
+}
+
+lw_elf_syms *lw_elf_syms_load(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+        close(fd);
+        return NULL;
+    }
+    size_t size = (size_t)st.st_size;
+    const unsigned char *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) return NULL;
+
+    lw_elf_syms *out = NULL;
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)map;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_shentsize != sizeof(Elf64_Shdr) ||
+        !in_file(size, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr)))
+        goto done;
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(map + eh->e_shoff);
+
+    /* Prefer .symtab (has every function); fall back to .dynsym. */
+    const Elf64_Shdr *tab = NULL;
+    for (int pass = 0; pass < 2 && !tab; pass++)
+        for (unsigned i = 0; i < eh->e_shnum; i++)
+            if (sh[i].sh_type == (pass == 0 ? SHT_SYMTAB : SHT_DYNSYM) && sh[i].sh_size) {
+                tab = &sh[i];
+                break;
+            }
+    if (!tab || tab->sh_link >= eh->e_shnum || tab->sh_entsize != sizeof(Elf64_Sym)) goto done;
+    const Elf64_Shdr *strs = &sh[tab->sh_link];
+    if (!in_file(size, tab->sh_offset, tab->sh_size) ||
+        !in_file(size, strs->sh_offset, strs->sh_size) || strs->sh_size == 0)
+        goto done;
+    const Elf64_Sym *es = (const Elf64_Sym *)(map + tab->sh_offset);
+    size_t nsyms = tab->sh_size / sizeof(Elf64_Sym);
+    const char *strtab = (const char *)(map + strs->sh_offset);
+
+    out = calloc(1, sizeof *out);
+    size_t names_len = 0, count = 0;
+    for (size_t i = 0; i < nsyms; i++) {
+        unsigned type = ELF64_ST_TYPE(es[i].st_info);
+        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || !es[i].st_value ||
+            es[i].st_name >= strs->sh_size)
+            continue;
+        count++;
+        names_len += strnlen(strtab + es[i].st_name, strs->sh_size - es[i].st_name) + 1;
+    }
+    if (!out || !count || !(out->syms = malloc(count * sizeof *out->syms)) ||
+        !(out->names = malloc(names_len))) {
+        lw_elf_syms_free(out);
+        out = NULL;
+        goto done;
+    }
+    char *np = out->names;
+    for (size_t i = 0; i < nsyms; i++) {
+        unsigned type = ELF64_ST_TYPE(es[i].st_info);
+        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || !es[i].st_value ||
+            es[i].st_name >= strs->sh_size)
+            continue;
+        size_t len = strnlen(strtab + es[i].st_name, strs->sh_size - es[i].st_name);
+        memcpy(np, strtab + es[i].st_name, len);
+        np[len] = '\0';
+        out->syms[out->n++] = (sym){es[i].st_value, es[i].st_size, np};
+        np += len + 1;
+    }
+    qsort(out->syms, out->n, sizeof *out->syms, by_addr);
+done:
+    munmap((void *)map, size);
+    return out;
+}
+
+const char *lw_elf_syms_find(const lw_elf_syms *s, uint64_t vaddr) {
+    if (!s || !s->n) return NULL;
+    size_t lo = 0, hi = s->n; /* first symbol with addr > vaddr */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->syms[mid].addr <= vaddr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* Among the symbols starting at or below vaddr, the nearest ones first;
+     * the first that covers vaddr wins (symbols can nest: aliases, cold parts). */
+    for (size_t i = lo; i > 0 && lo - i < 8; i--) {
+        const sym *c = &s->syms[i - 1];
+        if (vaddr < c->addr + (c->size ? c->size : 1)) return c->name;
+    }
+    return NULL;
+}
+
+void lw_elf_syms_free(lw_elf_syms *s) {
+    if (!s) return;
+    free(s->syms);
+    free(s->names);
+    free(s);
+}

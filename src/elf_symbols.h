@@ -1,0 +1,21 @@
+/* Function names from an ELF file's own symbol tables (.symtab, and .dynsym
+ * for stripped files), for report time: dladdr knows only exported symbols,
+ * and most functions (static ones, C++ internals) are not exported. */
+#ifndef LW_ELF_SYMBOLS_H
+#define LW_ELF_SYMBOLS_H
+
+#include <stdint.h>
+
+typedef struct lw_elf_syms lw_elf_syms;
+
+/* Reads the function symbols of the ELF file at path. NULL when it cannot be
+ * read or is not a 64-bit ELF file. */
+lw_elf_syms *lw_elf_syms_load(const char *path);
+
+/* The function containing vaddr (an address as the file numbers it, i.e.
+ * runtime address minus the load bias), or NULL. */
+const char *lw_elf_syms_find(const lw_elf_syms *s, uint64_t vaddr);
+
+void lw_elf_syms_free(lw_elf_syms *s);
+
+#endif

@@ -1,0 +1,36 @@
+/* The hook layer: wrappers around CUDA's memory functions and the lookup
+ * functions (dlsym, cuGetProcAddress, cudaGetDriverEntryPoint) through which
+ * callers find them. */
+#ifndef LW_HOOKS_H
+#define LW_HOOKS_H
+
+#include <leakwatch/cuda_api.h>
+
+/* The wrapper to hand out for the driver function that a lookup by base name
+ * ("cuMemAlloc") at cudaVersion and flags returned as fn; fn itself when
+ * leakwatch does not wrap it (or cannot be sure of its signature). query_v2,
+ * when not NULL, is the real cuGetProcAddress_v2 used to confirm that a lookup
+ * at a version newer than leakwatch knows returned the function it knows. */
+void *lw_wrap_by_base(const char *symbol, int cuda_version, cuuint64_t flags, void *fn,
+                      lw_pfn_cuGetProcAddress_v12000 query_v2);
+
+/* The same for a lookup by exported, versioned name ("cuMemAlloc_v2",
+ * "cuMemAllocAsync_ptsz"), as dlsym does. */
+void *lw_wrap_by_name(const char *versioned_name, void *fn);
+
+/* Cheap tests: can name be one that lw_wrap_by_name wraps or notes, or one
+ * of the runtime's that leakwatch exports? */
+/* Inlined into dlsym, which runs before a sanitizer runtime is ready. */
+__attribute__((always_inline)) static inline int lw_maybe_cuda_name(const char *name) {
+    return name[0] == 'c' && name[1] == 'u' &&
+           (name[2] == 'M' || name[2] == 'G' || name[2] == 'C' || name[2] == 'd');
+}
+
+static inline int lw_maybe_driver_name(const char *name) {
+    return name[0] == 'c' && name[1] == 'u' && (name[2] == 'M' || name[2] == 'G' || name[2] == 'C');
+}
+
+/* The newest CUDA version whose signatures leakwatch's declarations match. */
+#define LW_CUDA_VERSION_KNOWN 13000
+
+#endif

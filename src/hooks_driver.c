@@ -1,0 +1,423 @@
+/* Driver API wrappers (cuMemAlloc_v2, cuMemAllocAsync_ptsz, cuMemCreate, ...)
+ * and the cuGetProcAddress wrappers that hand them out.
+ *
+ * A caller reaches a driver function three ways: by linking libcuda.so.1
+ * (then our exported function of the same name wins, and finds the real one
+ * with RTLD_NEXT), through dlsym (hooks_dlsym.c), or through cuGetProcAddress
+ * (how the CUDA runtime, static or shared, finds every driver function). For
+ * the last two we hand out a wrapper bound to the exact real function the
+ * lookup returned: each wrapped function has a few "slots", each a wrapper
+ * with its own real pointer, filled first come first served. So the plain and
+ * the per-thread-stream (_ptsz) versions of an async function, which share a
+ * signature, each keep their own real function. */
+#include "hooks.h"
+
+#include "device.h"
+#include "guard.h"
+#include "log.h"
+#include "real.h"
+#include "record.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#define LW_EXPORT __attribute__((visibility("default")))
+#define LW_SLOTS 3
+#define UNPAREN(...) __VA_ARGS__
+
+/* ---- the recording around each real call ---- */
+
+#define DEVICE_ASK -3 /* ask the driver for the current device, after the call */
+
+static void on_alloc(int outer, CUresult r, lw_kind kind, lw_key_class cls, uint64_t key,
+                     uint64_t size, int device) {
+    if (!outer) return;
+    int saved = errno;
+    if (device == DEVICE_ASK) device = lw_device_current();
+    if (r == CUDA_SUCCESS)
+        lw_record_alloc(kind, cls, key, size, device);
+    else
+        lw_record_failure(kind, size, device, r);
+    errno = saved;
+}
+
+static CUresult cuMemAlloc_v2_body(lw_pfn_cuMemAlloc_v3020 real, CUdeviceptr *dptr, size_t size) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    int outer = lw_hook_enter();
+    CUresult r = real(dptr, size);
+    on_alloc(outer, r, LW_KIND_DEVICE, LW_CLASS_DPTR, r == CUDA_SUCCESS && dptr ? *dptr : 0, size,
+             DEVICE_ASK);
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult cuMemAllocPitch_v2_body(lw_pfn_cuMemAllocPitch_v3020 real, CUdeviceptr *dptr,
+                                        size_t *pitch, size_t width, size_t height,
+                                        unsigned int elem) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    int outer = lw_hook_enter();
+    CUresult r = real(dptr, pitch, width, height, elem);
+    int ok = r == CUDA_SUCCESS && dptr && pitch;
+    on_alloc(outer, r, LW_KIND_DEVICE, LW_CLASS_DPTR, ok ? *dptr : 0,
+             ok ? (uint64_t)*pitch * height : (uint64_t)width * height, DEVICE_ASK);
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult cuMemAllocManaged_body(lw_pfn_cuMemAllocManaged_v6000 real, CUdeviceptr *dptr,
+                                       size_t size, unsigned int flags) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    int outer = lw_hook_enter();
+    CUresult r = real(dptr, size, flags);
+    on_alloc(outer, r, LW_KIND_MANAGED, LW_CLASS_DPTR, r == CUDA_SUCCESS && dptr ? *dptr : 0, size,
+             DEVICE_ASK);
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult cuMemAllocAsync_body(lw_pfn_cuMemAllocAsync_v11020 real, CUdeviceptr *dptr,
+                                     size_t size, CUstream stream) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    int outer = lw_hook_enter();
+    CUresult r = real(dptr, size, stream);
+    on_alloc(outer, r, LW_KIND_DEVICE, LW_CLASS_DPTR, r == CUDA_SUCCESS && dptr ? *dptr : 0, size,
+             DEVICE_ASK);
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult cuMemAllocFromPoolAsync_body(lw_pfn_cuMemAllocFromPoolAsync_v11020 real,
+                                             CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
+                                             CUstream stream) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    int outer = lw_hook_enter();
+    CUresult r = real(dptr, size, pool, stream);
+    on_alloc(outer, r, LW_KIND_DEVICE, LW_CLASS_DPTR, r == CUDA_SUCCESS && dptr ? *dptr : 0, size,
+             DEVICE_ASK);
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult cuMemHostAlloc_body(lw_pfn_cuMemHostAlloc_v2000 real, void **pp, size_t size,
+                                    unsigned int flags) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    int outer = lw_hook_enter();
+    CUresult r = real(pp, size, flags);
+    on_alloc(outer, r, LW_KIND_PINNED_HOST, LW_CLASS_HOST,
+             r == CUDA_SUCCESS && pp ? (uint64_t)(uintptr_t)*pp : 0, size, -1);
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult cuMemAllocHost_v2_body(lw_pfn_cuMemAllocHost_v3020 real, void **pp, size_t size) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    int outer = lw_hook_enter();
+    CUresult r = real(pp, size);
+    on_alloc(outer, r, LW_KIND_PINNED_HOST, LW_CLASS_HOST,
+             r == CUDA_SUCCESS && pp ? (uint64_t)(uintptr_t)*pp : 0, size, -1);
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult cuMemCreate_body(lw_pfn_cuMemCreate_v10020 real, CUmemGenericAllocationHandle *h,
+                                 size_t size, const CUmemAllocationProp *prop,
+                                 unsigned long long flags) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    int outer = lw_hook_enter();
+    CUresult r = real(h, size, prop, flags);
+    int device =
+        prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
+    on_alloc(outer, r, LW_KIND_PHYSICAL, LW_CLASS_HANDLE, r == CUDA_SUCCESS && h ? *h : 0, size,
+             device);
+    lw_hook_leave();
+    return r;
+}
+
+/* Frees: the record leaves the table before the real free (see record.h). */
+#define FREE_BODY(cls, key, call)                                                                  \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
+    int outer = lw_hook_enter();                                                                   \
+    int track = outer && (key) != 0;                                                               \
+    lw_free_ticket t;                                                                              \
+    int saved = errno;                                                                             \
+    if (track) lw_record_free_begin(cls, key, &t);                                                 \
+    errno = saved;                                                                                 \
+    CUresult r = call;                                                                             \
+    saved = errno;                                                                                 \
+    if (track) lw_record_free_end(&t, r == CUDA_SUCCESS);                                          \
+    errno = saved;                                                                                 \
+    lw_hook_leave();                                                                               \
+    return r;
+
+static CUresult cuMemFree_v2_body(lw_pfn_cuMemFree_v3020 real, CUdeviceptr dptr) {
+    FREE_BODY(LW_CLASS_DPTR, dptr, real(dptr))
+}
+
+static CUresult cuMemFreeAsync_body(lw_pfn_cuMemFreeAsync_v11020 real, CUdeviceptr dptr,
+                                    CUstream stream) {
+    FREE_BODY(LW_CLASS_DPTR, dptr, real(dptr, stream))
+}
+
+static CUresult cuMemFreeHost_body(lw_pfn_cuMemFreeHost_v2000 real, void *p) {
+    FREE_BODY(LW_CLASS_HOST, (uint64_t)(uintptr_t)p, real(p))
+}
+
+static CUresult cuMemRelease_body(lw_pfn_cuMemRelease_v10020 real, CUmemGenericAllocationHandle h) {
+    FREE_BODY(LW_CLASS_HANDLE, h, real(h))
+}
+
+/* Mappings put physical memory (already counted at cuMemCreate) at an
+ * address; they are counted as mapped bytes only. */
+static CUresult cuMemMap_body(lw_pfn_cuMemMap_v10020 real, CUdeviceptr ptr, size_t size,
+                              size_t offset, CUmemGenericAllocationHandle h,
+                              unsigned long long flags) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    int outer = lw_hook_enter();
+    CUresult r = real(ptr, size, offset, h, flags);
+    if (outer && r == CUDA_SUCCESS) lw_totals_mapped((int64_t)size);
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult cuMemUnmap_body(lw_pfn_cuMemUnmap_v10020 real, CUdeviceptr ptr, size_t size) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    int outer = lw_hook_enter();
+    CUresult r = real(ptr, size);
+    if (outer && r == CUDA_SUCCESS) lw_totals_mapped(-(int64_t)size);
+    lw_hook_leave();
+    return r;
+}
+
+/* cuGetProcAddress: the real lookup, with the caller's exact version and
+ * flags; then the wrapper for what it returned. */
+static CUresult cuGetProcAddress_v2_body(lw_pfn_cuGetProcAddress_v12000 real, const char *symbol,
+                                         void **pfn, int version, cuuint64_t flags,
+                                         CUdriverProcAddressQueryResult *status) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = real(symbol, pfn, version, flags, status);
+    if (r == CUDA_SUCCESS && symbol && pfn && *pfn)
+        *pfn = lw_wrap_by_base(symbol, version, flags, *pfn, real);
+    return r;
+}
+
+static CUresult cuGetProcAddress_body(lw_pfn_cuGetProcAddress_v11030 real, const char *symbol,
+                                      void **pfn, int version, cuuint64_t flags) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = real(symbol, pfn, version, flags);
+    if (r == CUDA_SUCCESS && symbol && pfn && *pfn)
+        *pfn = lw_wrap_by_base(symbol, version, flags, *pfn, NULL);
+    return r;
+}
+
+/* ---- slots and exported names ---- */
+
+#define SLOT(NAME, T, P, A, I)                                                                     \
+    static CUresult NAME##_slot##I P {                                                             \
+        return NAME##_body((T)atomic_load_explicit(&NAME##_real[I], memory_order_acquire),         \
+                           UNPAREN A);                                                             \
+    }
+
+#define FAMILY(NAME, T, P, A)                                                                      \
+    static void *_Atomic NAME##_real[LW_SLOTS];                                                    \
+    SLOT(NAME, T, P, A, 0)                                                                         \
+    SLOT(NAME, T, P, A, 1)                                                                         \
+    SLOT(NAME, T, P, A, 2)                                                                         \
+    static void *const NAME##_slots[LW_SLOTS] = {(void *)NAME##_slot0, (void *)NAME##_slot1,       \
+                                                 (void *)NAME##_slot2};
+
+/* The function a program linked against libcuda.so.1 calls by name. */
+#define EXPORT(EXPNAME, NAME, T, P, A)                                                             \
+    static void *_Atomic EXPNAME##_next;                                                           \
+    LW_EXPORT CUresult EXPNAME P {                                                                 \
+        return NAME##_body((T)lw_real_next(&EXPNAME##_next, #EXPNAME), UNPAREN A);                 \
+    }
+
+#define P_ALLOC (CUdeviceptr * dptr, size_t size)
+#define A_ALLOC (dptr, size)
+FAMILY(cuMemAlloc_v2, lw_pfn_cuMemAlloc_v3020, P_ALLOC, A_ALLOC)
+EXPORT(cuMemAlloc_v2, cuMemAlloc_v2, lw_pfn_cuMemAlloc_v3020, P_ALLOC, A_ALLOC)
+
+#define P_PITCH (CUdeviceptr * d, size_t * p, size_t w, size_t h, unsigned int e)
+#define A_PITCH (d, p, w, h, e)
+FAMILY(cuMemAllocPitch_v2, lw_pfn_cuMemAllocPitch_v3020, P_PITCH, A_PITCH)
+EXPORT(cuMemAllocPitch_v2, cuMemAllocPitch_v2, lw_pfn_cuMemAllocPitch_v3020, P_PITCH, A_PITCH)
+
+#define P_MANAGED (CUdeviceptr * d, size_t s, unsigned int f)
+#define A_MANAGED (d, s, f)
+FAMILY(cuMemAllocManaged, lw_pfn_cuMemAllocManaged_v6000, P_MANAGED, A_MANAGED)
+EXPORT(cuMemAllocManaged, cuMemAllocManaged, lw_pfn_cuMemAllocManaged_v6000, P_MANAGED, A_MANAGED)
+
+#define P_ASYNC (CUdeviceptr * d, size_t s, CUstream st)
+#define A_ASYNC (d, s, st)
+FAMILY(cuMemAllocAsync, lw_pfn_cuMemAllocAsync_v11020, P_ASYNC, A_ASYNC)
+EXPORT(cuMemAllocAsync, cuMemAllocAsync, lw_pfn_cuMemAllocAsync_v11020, P_ASYNC, A_ASYNC)
+EXPORT(cuMemAllocAsync_ptsz, cuMemAllocAsync, lw_pfn_cuMemAllocAsync_v11020, P_ASYNC, A_ASYNC)
+
+#define P_POOL (CUdeviceptr * d, size_t s, CUmemoryPool p, CUstream st)
+#define A_POOL (d, s, p, st)
+FAMILY(cuMemAllocFromPoolAsync, lw_pfn_cuMemAllocFromPoolAsync_v11020, P_POOL, A_POOL)
+EXPORT(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, lw_pfn_cuMemAllocFromPoolAsync_v11020,
+       P_POOL, A_POOL)
+EXPORT(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync, lw_pfn_cuMemAllocFromPoolAsync_v11020,
+       P_POOL, A_POOL)
+
+#define P_HOSTALLOC (void **pp, size_t s, unsigned int f)
+#define A_HOSTALLOC (pp, s, f)
+FAMILY(cuMemHostAlloc, lw_pfn_cuMemHostAlloc_v2000, P_HOSTALLOC, A_HOSTALLOC)
+EXPORT(cuMemHostAlloc, cuMemHostAlloc, lw_pfn_cuMemHostAlloc_v2000, P_HOSTALLOC, A_HOSTALLOC)
+
+#define P_ALLOCHOST (void **pp, size_t s)
+#define A_ALLOCHOST (pp, s)
+FAMILY(cuMemAllocHost_v2, lw_pfn_cuMemAllocHost_v3020, P_ALLOCHOST, A_ALLOCHOST)
+EXPORT(cuMemAllocHost_v2, cuMemAllocHost_v2, lw_pfn_cuMemAllocHost_v3020, P_ALLOCHOST, A_ALLOCHOST)
+
+#define P_CREATE                                                                                   \
+    (CUmemGenericAllocationHandle * h, size_t s, const CUmemAllocationProp *p, unsigned long long f)
+#define A_CREATE (h, s, p, f)
+FAMILY(cuMemCreate, lw_pfn_cuMemCreate_v10020, P_CREATE, A_CREATE)
+EXPORT(cuMemCreate, cuMemCreate, lw_pfn_cuMemCreate_v10020, P_CREATE, A_CREATE)
+
+#define P_FREE (CUdeviceptr d)
+#define A_FREE (d)
+FAMILY(cuMemFree_v2, lw_pfn_cuMemFree_v3020, P_FREE, A_FREE)
+EXPORT(cuMemFree_v2, cuMemFree_v2, lw_pfn_cuMemFree_v3020, P_FREE, A_FREE)
+
+#define P_FREEASYNC (CUdeviceptr d, CUstream st)
+#define A_FREEASYNC (d, st)
+FAMILY(cuMemFreeAsync, lw_pfn_cuMemFreeAsync_v11020, P_FREEASYNC, A_FREEASYNC)
+EXPORT(cuMemFreeAsync, cuMemFreeAsync, lw_pfn_cuMemFreeAsync_v11020, P_FREEASYNC, A_FREEASYNC)
+EXPORT(cuMemFreeAsync_ptsz, cuMemFreeAsync, lw_pfn_cuMemFreeAsync_v11020, P_FREEASYNC, A_FREEASYNC)
+
+#define P_FREEHOST (void *p)
+#define A_FREEHOST (p)
+FAMILY(cuMemFreeHost, lw_pfn_cuMemFreeHost_v2000, P_FREEHOST, A_FREEHOST)
+EXPORT(cuMemFreeHost, cuMemFreeHost, lw_pfn_cuMemFreeHost_v2000, P_FREEHOST, A_FREEHOST)
+
+#define P_RELEASE (CUmemGenericAllocationHandle h)
+#define A_RELEASE (h)
+FAMILY(cuMemRelease, lw_pfn_cuMemRelease_v10020, P_RELEASE, A_RELEASE)
+EXPORT(cuMemRelease, cuMemRelease, lw_pfn_cuMemRelease_v10020, P_RELEASE, A_RELEASE)
+
+#define P_MAP                                                                                      \
+    (CUdeviceptr p, size_t s, size_t o, CUmemGenericAllocationHandle h, unsigned long long f)
+#define A_MAP (p, s, o, h, f)
+FAMILY(cuMemMap, lw_pfn_cuMemMap_v10020, P_MAP, A_MAP)
+EXPORT(cuMemMap, cuMemMap, lw_pfn_cuMemMap_v10020, P_MAP, A_MAP)
+
+#define P_UNMAP (CUdeviceptr p, size_t s)
+#define A_UNMAP (p, s)
+FAMILY(cuMemUnmap, lw_pfn_cuMemUnmap_v10020, P_UNMAP, A_UNMAP)
+EXPORT(cuMemUnmap, cuMemUnmap, lw_pfn_cuMemUnmap_v10020, P_UNMAP, A_UNMAP)
+
+#define P_GPA2                                                                                     \
+    (const char *sym, void **pfn, int v, cuuint64_t f, CUdriverProcAddressQueryResult *st)
+#define A_GPA2 (sym, pfn, v, f, st)
+FAMILY(cuGetProcAddress_v2, lw_pfn_cuGetProcAddress_v12000, P_GPA2, A_GPA2)
+EXPORT(cuGetProcAddress_v2, cuGetProcAddress_v2, lw_pfn_cuGetProcAddress_v12000, P_GPA2, A_GPA2)
+
+#define P_GPA (const char *sym, void **pfn, int v, cuuint64_t f)
+#define A_GPA (sym, pfn, v, f)
+FAMILY(cuGetProcAddress, lw_pfn_cuGetProcAddress_v11030, P_GPA, A_GPA)
+EXPORT(cuGetProcAddress, cuGetProcAddress, lw_pfn_cuGetProcAddress_v11030, P_GPA, A_GPA)
+
+/* ---- the lookup table ---- */
+
+typedef struct {
+    const char *name;  /* exported, versioned name (dlsym) */
+    const char *base;  /* name asked of cuGetProcAddress */
+    int min_version;   /* lookups from this version on return this signature */
+    int below_version; /* ... and before this one (0: no newer version known) */
+    void *_Atomic *real;
+    void *const *slots;
+} entry;
+
+#define E(NAME, FAMILY_, BASE, MIN, BELOW)                                                         \
+    { #NAME, BASE, MIN, BELOW, FAMILY_##_real, FAMILY_##_slots }
+static const entry entries[] = {
+    E(cuMemAlloc_v2, cuMemAlloc_v2, "cuMemAlloc", 3020, 0),
+    E(cuMemFree_v2, cuMemFree_v2, "cuMemFree", 3020, 0),
+    E(cuMemAllocPitch_v2, cuMemAllocPitch_v2, "cuMemAllocPitch", 3020, 0),
+    E(cuMemAllocManaged, cuMemAllocManaged, "cuMemAllocManaged", 6000, 0),
+    E(cuMemAllocAsync, cuMemAllocAsync, "cuMemAllocAsync", 11020, 0),
+    E(cuMemAllocAsync_ptsz, cuMemAllocAsync, "cuMemAllocAsync", 11020, 0),
+    E(cuMemFreeAsync, cuMemFreeAsync, "cuMemFreeAsync", 11020, 0),
+    E(cuMemFreeAsync_ptsz, cuMemFreeAsync, "cuMemFreeAsync", 11020, 0),
+    E(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 11020, 0),
+    E(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 11020, 0),
+    E(cuMemCreate, cuMemCreate, "cuMemCreate", 10020, 0),
+    E(cuMemRelease, cuMemRelease, "cuMemRelease", 10020, 0),
+    E(cuMemMap, cuMemMap, "cuMemMap", 10020, 0),
+    E(cuMemUnmap, cuMemUnmap, "cuMemUnmap", 10020, 0),
+    E(cuMemHostAlloc, cuMemHostAlloc, "cuMemHostAlloc", 2020, 0),
+    E(cuMemAllocHost_v2, cuMemAllocHost_v2, "cuMemAllocHost", 3020, 0),
+    E(cuMemFreeHost, cuMemFreeHost, "cuMemFreeHost", 2000, 0),
+    E(cuGetProcAddress_v2, cuGetProcAddress_v2, "cuGetProcAddress", 12000, 0),
+    E(cuGetProcAddress, cuGetProcAddress, "cuGetProcAddress", 11030, 12000),
+};
+#define NENTRIES (sizeof entries / sizeof entries[0])
+
+static void *wrap(const entry *e, void *fn) {
+    if (!fn || lw_is_own_address((uintptr_t)fn)) return fn;
+    for (int i = 0; i < LW_SLOTS; i++) {
+        void *cur = atomic_load_explicit(&e->real[i], memory_order_acquire);
+        if (cur == fn) return e->slots[i];
+        if (!cur) {
+            void *expected = NULL;
+            if (atomic_compare_exchange_strong(&e->real[i], &expected, fn) || expected == fn)
+                return e->slots[i];
+        }
+    }
+    lw_log_once(slots_full,
+                "more than %d different %s functions were looked up; the later ones "
+                "are passed through untracked",
+                LW_SLOTS, e->base);
+    return fn;
+}
+
+/* Functions leakwatch calls itself, noted when the program finds them. */
+static void note_driver_functions(const char *symbol, int version, void *fn) {
+    if (strcmp(symbol, "cuCtxGetDevice") == 0)
+        lw_note_driver_symbol("cuCtxGetDevice", fn);
+    else if (strcmp(symbol, "cuMemGetInfo") == 0 && version >= 3020)
+        lw_note_driver_symbol("cuMemGetInfo_v2", fn);
+}
+
+void *lw_wrap_by_base(const char *symbol, int version, cuuint64_t flags, void *fn,
+                      lw_pfn_cuGetProcAddress_v12000 query_v2) {
+    if (!lw_maybe_driver_name(symbol)) return fn;
+    note_driver_functions(symbol, version, fn);
+    for (size_t i = 0; i < NENTRIES; i++) {
+        const entry *e = &entries[i];
+        if (strcmp(symbol, e->base) != 0) continue;
+        if (version < e->min_version || (e->below_version && version >= e->below_version)) continue;
+        if (version > LW_CUDA_VERSION_KNOWN) {
+            /* A newer CUDA may have a newer signature under this name. Wrap
+             * only if the driver returns the same function for the version
+             * whose signature we know. */
+            void *known = NULL;
+            if (!query_v2 ||
+                query_v2(symbol, &known, LW_CUDA_VERSION_KNOWN, flags, NULL) != CUDA_SUCCESS ||
+                known != fn) {
+                lw_log_once(newer_abi,
+                            "%s looked up for CUDA %d, newer than leakwatch knows: "
+                            "passed through untracked",
+                            symbol, version);
+                return fn;
+            }
+        }
+        return wrap(e, fn);
+    }
+    return fn;
+}
+
+void *lw_wrap_by_name(const char *name, void *fn) {
+    if (!fn || !lw_maybe_driver_name(name)) return fn;
+    if (strcmp(name, "cuCtxGetDevice") == 0 || strcmp(name, "cuMemGetInfo_v2") == 0) {
+        lw_note_driver_symbol(name, fn);
+        return fn;
+    }
+    for (size_t i = 0; i < NENTRIES; i++)
+        if (strcmp(name, entries[i].name) == 0) return wrap(&entries[i], fn);
+    return fn;
+}

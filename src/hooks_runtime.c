@@ -1,0 +1,141 @@
+/* CUDA runtime wrappers, for programs that link libcudart.so dynamically
+ * (PyTorch's pip wheels do). Each finds the real function with RTLD_NEXT.
+ *
+ * The runtime reaches the driver through our driver wrappers too; the guard
+ * (guard.h) makes the runtime call, the outermost, the one that records. A
+ * program with the runtime linked in statically never comes here: its driver
+ * calls are seen by hooks_driver.c instead. */
+#include "hooks.h"
+
+#include "guard.h"
+#include "log.h"
+#include "real.h"
+#include "record.h"
+#include "device.h"
+
+#include <errno.h>
+
+#define LW_EXPORT __attribute__((visibility("default")))
+
+/* Returned when no real runtime function exists (a program that found our
+ * export by name without loading libcudart): nothing to pass the call to. */
+#define NO_RUNTIME cudaErrorInitializationError
+
+#define REAL(NAME) ((lw_rt_##NAME)lw_real_next(&real_##NAME, #NAME))
+
+static void on_alloc(int outer, cudaError_t r, lw_kind kind, lw_key_class cls, const void *p,
+                     uint64_t size, int host) {
+    if (!outer) return;
+    int saved = errno;
+    int device = host ? -1 : lw_device_current();
+    if (r == cudaSuccess)
+        lw_record_alloc(kind, cls, (uint64_t)(uintptr_t)p, size, device);
+    else
+        lw_record_failure(kind, size, device, r);
+    errno = saved;
+}
+
+#define ALLOC_WRAPPER(NAME, REALNAME, KIND, CLS, HOST, SIZE, PARAMS, ...)                          \
+    static void *_Atomic real_##NAME;                                                              \
+    LW_EXPORT cudaError_t NAME PARAMS {                                                            \
+        lw_rt_##REALNAME real = (lw_rt_##REALNAME)lw_real_next(&real_##NAME, #NAME);               \
+        if (!real) return NO_RUNTIME;                                                              \
+        int outer = lw_hook_enter();                                                               \
+        cudaError_t r = real(__VA_ARGS__);                                                         \
+        on_alloc(outer, r, KIND, CLS, r == cudaSuccess && ptr ? *ptr : NULL, SIZE, HOST);          \
+        lw_hook_leave();                                                                           \
+        return r;                                                                                  \
+    }
+
+ALLOC_WRAPPER(cudaMalloc, cudaMalloc, LW_KIND_DEVICE, LW_CLASS_DPTR, 0, size,
+              (void **ptr, size_t size), ptr, size)
+ALLOC_WRAPPER(cudaMallocAsync, cudaMallocAsync, LW_KIND_DEVICE, LW_CLASS_DPTR, 0, size,
+              (void **ptr, size_t size, cudaStream_t s), ptr, size, s)
+ALLOC_WRAPPER(cudaMallocAsync_ptsz, cudaMallocAsync, LW_KIND_DEVICE, LW_CLASS_DPTR, 0, size,
+              (void **ptr, size_t size, cudaStream_t s), ptr, size, s)
+ALLOC_WRAPPER(cudaMallocFromPoolAsync, cudaMallocFromPoolAsync, LW_KIND_DEVICE, LW_CLASS_DPTR, 0,
+              size, (void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t s), ptr, size, pool,
+              s)
+ALLOC_WRAPPER(cudaMallocFromPoolAsync_ptsz, cudaMallocFromPoolAsync, LW_KIND_DEVICE, LW_CLASS_DPTR,
+              0, size, (void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t s), ptr, size,
+              pool, s)
+ALLOC_WRAPPER(cudaMallocManaged, cudaMallocManaged, LW_KIND_MANAGED, LW_CLASS_DPTR, 0, size,
+              (void **ptr, size_t size, unsigned int flags), ptr, size, flags)
+ALLOC_WRAPPER(cudaMallocHost, cudaMallocHost, LW_KIND_PINNED_HOST, LW_CLASS_HOST, 1, size,
+              (void **ptr, size_t size), ptr, size)
+ALLOC_WRAPPER(cudaHostAlloc, cudaHostAlloc, LW_KIND_PINNED_HOST, LW_CLASS_HOST, 1, size,
+              (void **ptr, size_t size, unsigned int flags), ptr, size, flags)
+ALLOC_WRAPPER(cudaMallocPitch, cudaMallocPitch, LW_KIND_DEVICE, LW_CLASS_DPTR, 0,
+              (r == cudaSuccess && pitch ? *pitch * height : width * height),
+              (void **ptr, size_t *pitch, size_t width, size_t height), ptr, pitch, width, height)
+
+/* Frees leave the table before the real free (see record.h). */
+#define FREE_WRAPPER(NAME, REALNAME, CLS, PARAMS, ...)                                             \
+    static void *_Atomic real_##NAME;                                                              \
+    LW_EXPORT cudaError_t NAME PARAMS {                                                            \
+        lw_rt_##REALNAME real = (lw_rt_##REALNAME)lw_real_next(&real_##NAME, #NAME);               \
+        if (!real) return NO_RUNTIME;                                                              \
+        int outer = lw_hook_enter();                                                               \
+        int track = outer && ptr != NULL;                                                          \
+        lw_free_ticket t;                                                                          \
+        int saved = errno;                                                                         \
+        if (track) lw_record_free_begin(CLS, (uint64_t)(uintptr_t)ptr, &t);                        \
+        errno = saved;                                                                             \
+        cudaError_t r = real(__VA_ARGS__);                                                         \
+        saved = errno;                                                                             \
+        if (track) lw_record_free_end(&t, r == cudaSuccess);                                       \
+        errno = saved;                                                                             \
+        lw_hook_leave();                                                                           \
+        return r;                                                                                  \
+    }
+
+FREE_WRAPPER(cudaFree, cudaFree, LW_CLASS_DPTR, (void *ptr), ptr)
+FREE_WRAPPER(cudaFreeAsync, cudaFreeAsync, LW_CLASS_DPTR, (void *ptr, cudaStream_t s), ptr, s)
+FREE_WRAPPER(cudaFreeAsync_ptsz, cudaFreeAsync, LW_CLASS_DPTR, (void *ptr, cudaStream_t s), ptr, s)
+FREE_WRAPPER(cudaFreeHost, cudaFreeHost, LW_CLASS_HOST, (void *ptr), ptr)
+
+/* cudaGetDriverEntryPoint*: the runtime answers through the driver's
+ * cuGetProcAddress, which it found through us, so what comes back is usually
+ * our wrapper already; lw_wrap_by_base leaves those alone. */
+static void *_Atomic real_cudaRuntimeGetVersion;
+
+static int runtime_version(void) {
+    lw_rt_cudaRuntimeGetVersion fn = REAL(cudaRuntimeGetVersion);
+    int v = 0;
+    if (!fn || fn(&v) != cudaSuccess) return 0;
+    return v;
+}
+
+#define ENTRY_POINT_WRAPPER(NAME)                                                                  \
+    static void *_Atomic real_##NAME;                                                              \
+    LW_EXPORT cudaError_t NAME(const char *symbol, void **fp, unsigned long long flags,            \
+                               enum cudaDriverEntryPointQueryResult *status) {                     \
+        lw_rt_cudaGetDriverEntryPoint real =                                                       \
+            (lw_rt_cudaGetDriverEntryPoint)lw_real_next(&real_##NAME, #NAME);                      \
+        if (!real) return NO_RUNTIME;                                                              \
+        cudaError_t r = real(symbol, fp, flags, status);                                           \
+        if (r == cudaSuccess && symbol && fp && *fp && !lw_is_own_address((uintptr_t)*fp)) {       \
+            int v = runtime_version();                                                             \
+            if (v > 0) *fp = lw_wrap_by_base(symbol, v, flags, *fp, NULL);                         \
+        }                                                                                          \
+        return r;                                                                                  \
+    }
+
+#define ENTRY_POINT_BY_VERSION_WRAPPER(NAME)                                                       \
+    static void *_Atomic real_##NAME;                                                              \
+    LW_EXPORT cudaError_t NAME(const char *symbol, void **fp, unsigned int version,                \
+                               unsigned long long flags,                                           \
+                               enum cudaDriverEntryPointQueryResult *status) {                     \
+        lw_rt_cudaGetDriverEntryPointByVersion real =                                              \
+            (lw_rt_cudaGetDriverEntryPointByVersion)lw_real_next(&real_##NAME, #NAME);             \
+        if (!real) return NO_RUNTIME;                                                              \
+        cudaError_t r = real(symbol, fp, version, flags, status);                                  \
+        if (r == cudaSuccess && symbol && fp && *fp)                                               \
+            *fp = lw_wrap_by_base(symbol, (int)version, flags, *fp, NULL);                         \
+        return r;                                                                                  \
+    }
+
+ENTRY_POINT_WRAPPER(cudaGetDriverEntryPoint)
+ENTRY_POINT_WRAPPER(cudaGetDriverEntryPoint_ptsz)
+ENTRY_POINT_BY_VERSION_WRAPPER(cudaGetDriverEntryPointByVersion)
+ENTRY_POINT_BY_VERSION_WRAPPER(cudaGetDriverEntryPointByVersion_ptsz)

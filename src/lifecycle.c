@@ -1,0 +1,120 @@
+#include "lifecycle.h"
+
+#include "clock.h"
+#include "live.h"
+#include "log.h"
+#include "options.h"
+#include "report.h"
+#include "sites.h"
+
+#include <leakwatch.h>
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define LW_EXPORT __attribute__((visibility("default")))
+
+_Thread_local int lw_hook_depth;
+
+enum { NOT_STARTED = 0, RECORDING = 1, OFF = -1 };
+static atomic_int state;
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static int handlers_registered;
+static pid_t owner_pid; /* the process whose report this is */
+static uint64_t start_ns;
+static _Atomic uint32_t step;
+
+static void at_exit(void);
+static void before_fork(void);
+static void after_fork_parent(void);
+static void after_fork_child(void);
+
+static void start(void) {
+    lw_options_load();
+    if (lw_opt_int(LW_OPT_DISABLE)) {
+        atomic_store(&state, OFF);
+        return;
+    }
+    lw_sites_set_cap((size_t)lw_opt_int(LW_OPT_MAX_SITES));
+    start_ns = lw_now_ns();
+    owner_pid = getpid();
+    if (!handlers_registered) {
+        if (atexit(at_exit) != 0)
+            lw_log("cannot register the exit handler; call leakwatch_dump() for a report");
+        pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+        handlers_registered = 1;
+    }
+    atomic_store_explicit(&state, RECORDING, memory_order_release);
+}
+
+int lw_started(void) {
+    int s = atomic_load_explicit(&state, memory_order_acquire);
+    if (s != NOT_STARTED) return s == RECORDING;
+    pthread_mutex_lock(&start_lock);
+    if (atomic_load(&state) == NOT_STARTED) start();
+    pthread_mutex_unlock(&start_lock);
+    return atomic_load(&state) == RECORDING;
+}
+
+uint32_t lw_step_now(void) {
+    return atomic_load_explicit(&step, memory_order_relaxed);
+}
+uint64_t lw_start_time_ns(void) {
+    return start_ns;
+}
+
+static void write_report(const char *reason, int fallback) {
+    char path[PATH_MAX];
+    int rc = lw_report_write(reason, fallback, path, sizeof path);
+    lw_report_summary(rc == 0 ? path : NULL);
+}
+
+static void at_exit(void) {
+    /* A forked child that never used CUDA itself has nothing to say, and must
+     * not overwrite its parent's report. */
+    if (atomic_load(&state) != RECORDING || owner_pid != getpid()) return;
+    lw_hook_depth++; /* CUDA calls from here on are the runtime's teardown */
+    write_report("exit", 1);
+}
+
+/* Fork: no lock of ours may be held by another thread at the moment of the
+ * fork, or the child would inherit it locked forever. */
+static void before_fork(void) {
+    pthread_mutex_lock(&start_lock);
+    lw_sites_lock_all();
+    lw_live_lock_all();
+}
+
+static void after_fork_parent(void) {
+    lw_live_unlock_all();
+    lw_sites_unlock_all();
+    pthread_mutex_unlock(&start_lock);
+}
+
+static void after_fork_child(void) {
+    lw_live_unlock_all();
+    lw_sites_unlock_all();
+    pthread_mutex_unlock(&start_lock);
+    /* The child reports only if it uses CUDA itself (owner_pid stays the
+     * parent's until then). Its counters still hold the parent's history. */
+    if (atomic_load(&state) == RECORDING) atomic_store(&state, NOT_STARTED);
+}
+
+LW_EXPORT void leakwatch_step(void) {
+    atomic_fetch_add_explicit(&step, 1, memory_order_relaxed);
+}
+
+LW_EXPORT void leakwatch_dump(void) {
+    if (atomic_load(&state) != RECORDING) return;
+    write_report("dump", 0);
+}
+
+LW_EXPORT int leakwatch_enabled(void) {
+    int s = atomic_load(&state);
+    if (s != NOT_STARTED) return s == RECORDING;
+    const char *d = getenv("LEAKWATCH_DISABLE");
+    return !(d && (d[0] == '1' || d[0] == 't' || d[0] == 'T' || d[0] == 'y' || d[0] == 'Y'));
+}

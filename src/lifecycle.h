@@ -1,0 +1,15 @@
+/* Start-up, steps, exit. leakwatch starts lazily, at the first CUDA memory
+ * call, so a process that never uses CUDA sees nothing of it. */
+#ifndef LW_LIFECYCLE_H
+#define LW_LIFECYCLE_H
+
+#include <stdint.h>
+
+/* Starts leakwatch if needed. 1: record this event; 0: pass through (disabled,
+ * failed to start, or a forked child before its own start). */
+int lw_started(void);
+
+uint32_t lw_step_now(void);
+uint64_t lw_start_time_ns(void);
+
+#endif

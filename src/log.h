@@ -1,0 +1,21 @@
+/* Messages to stderr. leakwatch speaks only in processes that use CUDA, and
+ * says each kind of problem once: a job's log must not fill with our lines. */
+#ifndef LW_LOG_H
+#define LW_LOG_H
+
+#include <stdatomic.h>
+
+/* Prints "leakwatch: " + message + newline with one write(2), no allocation. */
+void lw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Prints only the first time *once is seen clear. */
+#define lw_log_once(flag_, ...)                                                                    \
+    do {                                                                                           \
+        static atomic_flag flag_ = ATOMIC_FLAG_INIT;                                               \
+        if (!atomic_flag_test_and_set(&flag_)) lw_log(__VA_ARGS__);                                \
+    } while (0)
+
+/* 1 when LEAKWATCH_QUIET asks for silence except errors. */
+extern int lw_log_quiet;
+
+#endif

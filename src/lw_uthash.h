@@ -1,0 +1,11 @@
+/* uthash, configured so that running out of memory is survivable: the add is
+ * dropped and lw_uthash_oom is set, instead of uthash's default exit(-1). */
+#ifndef LW_UTHASH_H
+#define LW_UTHASH_H
+
+#define HASH_NONFATAL_OOM 1
+#define uthash_nonfatal_oom(obj) (lw_uthash_oom = 1)
+extern _Thread_local int lw_uthash_oom;
+#include <uthash.h>
+
+#endif

@@ -1,0 +1,110 @@
+#include "options.h"
+
+#include "log.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const lw_option_def table[LW_OPT_COUNT] = {
+    [LW_OPT_DISABLE] = {"LEAKWATCH_DISABLE", LW_OPT_BOOL, 0, NULL, 0, 1,
+                        "1: pass every CUDA call through and record nothing"},
+    [LW_OPT_REPORT] = {"LEAKWATCH_REPORT", LW_OPT_STRING, 0, "leakwatch-%p.json", 0, 0,
+                       "report path; %p = pid, %h = host name, %% = %"},
+    [LW_OPT_QUIET] = {"LEAKWATCH_QUIET", LW_OPT_BOOL, 0, NULL, 0, 1,
+                      "1: no summary on stderr (errors are still printed)"},
+    [LW_OPT_STACKS] = {"LEAKWATCH_STACKS", LW_OPT_BOOL, 1, NULL, 0, 1,
+                       "0: count bytes without call stacks (one site for everything)"},
+    [LW_OPT_MAX_FRAMES] = {"LEAKWATCH_MAX_FRAMES", LW_OPT_INT, 64, NULL, 4, 256,
+                           "native frames kept per call stack"},
+    [LW_OPT_MAX_SITES] = {"LEAKWATCH_MAX_SITES", LW_OPT_INT, 16384, NULL, 16, 1048576,
+                          "distinct call sites tracked; later ones are pooled and counted"},
+    [LW_OPT_REPORT_SITES] = {"LEAKWATCH_REPORT_SITES", LW_OPT_INT, 200, NULL, 1, 1000000,
+                             "call sites written to the report, most relevant first"},
+};
+
+static long values[LW_OPT_COUNT];
+static const char *texts[LW_OPT_COUNT];
+static int loaded;
+
+const lw_option_def *lw_options_table(size_t *count) {
+    if (count) *count = LW_OPT_COUNT;
+    return table;
+}
+
+int lw_option_parse(const lw_option_def *def, const char *text, long *out, char *err,
+                    size_t errlen) {
+    if (def->type == LW_OPT_BOOL) {
+        static const char *yes[] = {"1", "true", "yes", "on"};
+        static const char *no[] = {"0", "false", "no", "off"};
+        for (size_t i = 0; i < 4; i++) {
+            if (strcasecmp(text, yes[i]) == 0) return *out = 1, 0;
+            if (strcasecmp(text, no[i]) == 0) return *out = 0, 0;
+        }
+        snprintf(err, errlen, "expected 1 or 0 (or true/false, yes/no, on/off)");
+        return -1;
+    }
+    if (def->type == LW_OPT_INT) {
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(text, &end, 10);
+        if (end == text || *end != '\0' || errno == ERANGE || v < def->min || v > def->max) {
+            snprintf(err, errlen, "expected a whole number from %ld to %ld", def->min, def->max);
+            return -1;
+        }
+        *out = v;
+        return 0;
+    }
+    if (text[0] == '\0') {
+        snprintf(err, errlen, "expected a non-empty value");
+        return -1;
+    }
+    if (strlen(text) > 4000) {
+        snprintf(err, errlen, "value longer than 4000 characters");
+        return -1;
+    }
+    return 0;
+}
+
+void lw_options_load(void) {
+    if (loaded) return;
+    for (int i = 0; i < LW_OPT_COUNT; i++) {
+        const lw_option_def *d = &table[i];
+        values[i] = d->dflt;
+        texts[i] = d->dflt_text;
+        const char *env = getenv(d->name);
+        if (!env) continue;
+        char err[160];
+        long v = 0;
+        if (lw_option_parse(d, env, &v, err, sizeof err) != 0) {
+            char shown[64];
+            snprintf(shown, sizeof shown, "%s", env);
+            if (d->type == LW_OPT_STRING)
+                lw_log("ignoring %s=\"%s\": %s; using the default \"%s\"", d->name, shown, err,
+                       d->dflt_text);
+            else
+                lw_log("ignoring %s=\"%s\": %s; using the default %ld", d->name, shown, err,
+                       d->dflt);
+            continue;
+        }
+        if (d->type == LW_OPT_STRING)
+            texts[i] = env;
+        else
+            values[i] = v;
+    }
+    lw_log_quiet = (int)values[LW_OPT_QUIET];
+    loaded = 1;
+}
+
+long lw_opt_int(lw_option_id id) {
+    if (!loaded) lw_options_load();
+    return values[id];
+}
+
+const char *lw_opt_str(lw_option_id id) {
+    if (!loaded) lw_options_load();
+    return texts[id];
+}

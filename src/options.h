@@ -1,0 +1,45 @@
+/* All of leakwatch's settings, in one table, read from LEAKWATCH_* environment
+ * variables once, when the library first sees a CUDA allocation. The command
+ * line tool reads the same table to document and forward them. */
+#ifndef LW_OPTIONS_H
+#define LW_OPTIONS_H
+
+#include <stddef.h>
+
+typedef enum {
+    LW_OPT_DISABLE,
+    LW_OPT_REPORT,
+    LW_OPT_QUIET,
+    LW_OPT_STACKS,
+    LW_OPT_MAX_FRAMES,
+    LW_OPT_MAX_SITES,
+    LW_OPT_REPORT_SITES,
+    LW_OPT_COUNT
+} lw_option_id;
+
+typedef enum { LW_OPT_BOOL, LW_OPT_INT, LW_OPT_STRING } lw_option_type;
+
+typedef struct {
+    const char *name; /* environment variable */
+    lw_option_type type;
+    long dflt;             /* bool and int */
+    const char *dflt_text; /* string default */
+    long min, max;         /* int range */
+    const char *help;
+} lw_option_def;
+
+const lw_option_def *lw_options_table(size_t *count);
+
+/* Parses text for def. Returns 0 and sets *out (bool/int), or -1 and writes a
+ * one-line reason that names the accepted values into err. Pure. */
+int lw_option_parse(const lw_option_def *def, const char *text, long *out, char *err,
+                    size_t errlen);
+
+/* Reads the environment. A bad value prints one line naming the variable, the
+ * problem and the default used instead. Idempotent. */
+void lw_options_load(void);
+
+long lw_opt_int(lw_option_id id);
+const char *lw_opt_str(lw_option_id id);
+
+#endif

@@ -1,0 +1,836 @@
+/* pyframes.c - the calling thread's Python frames, read without the GIL.
+ *
+ * Design choices, and why
+ * -----------------------
+ * 1. No C API in the hook. PyTorch releases the GIL before it reaches CUDA and
+ *    holds its allocator mutex around cudaMalloc, so taking the GIL there can
+ *    deadlock (and stalls ~5 ms otherwise). The frames of the *calling* thread
+ *    cannot change while it is blocked in our hook, so we read them directly.
+ *
+ * 2. No CPython headers, no libpython link. Every symbol is resolved at run
+ *    time with lw_real_dlsym(RTLD_DEFAULT, ...) (the library interposes
+ *    dlsym). They live in libpython3.X.so or, for a statically linked python
+ *    (Debian's /usr/bin/python3.11), in the executable; a libpython loaded
+ *    with RTLD_LOCAL is not seen. (A link_map from dladdr1 is not a usable
+ *    dlsym handle for objects loaded at startup, and dlopen(RTLD_NOLOAD)
+ *    would go through our own dlopen hook, so instead dladdr() checks that
+ *    all functions we use come from one object: two Pythons are not mixed.) Structure offsets are
+ * declared here per minor version (64-bit Linux; measured with offsetof() against each version's
+ * headers, and checked by tests/python/check_pyframes.py). They are stable within a minor release
+ * (CPython keeps these structures ABI-stable in bugfix releases). The version comes from Py_Version
+ * (3.11+) or by parsing Py_GetVersion() (which only formats static strings).
+ *
+ * 3. Per-version walk (thread state from PyGILState_GetThisThreadState(): the
+ *    thread's own state even while it does not hold the GIL; NULL for threads
+ *    that never ran Python -> 0 frames):
+ *      3.8-3.10  tstate->frame (+24); PyFrameObject: f_back +24, f_code +32,
+ *                f_lasti +104 (3.10: +96, in code units -> *2). entry=1 always.
+ *      3.11      tstate->cframe (+56) -> current_frame (+8); frame: f_code
+ *                +32, previous +48, prev_instr +56, is_entry +68, owner +69.
+ *      3.12      tstate->cframe (+56) -> current_frame (+0); frame: f_code +0,
+ *                previous +8, prev_instr +56, owner +70; owner 3 (C stack)
+ *                is the shim frame pushed by each _PyEval_EvalFrameDefault:
+ *                skipped, and the frame above it is marked entry.
+ *      3.13      tstate->current_frame (+72); frame: f_executable +0,
+ *                previous +8, instr_ptr +56, owner +70 (3 = shim, as 3.12).
+ *                Taken from _PyRuntime.debug_offsets (cookie "xdebugpy") when
+ *                it is there and sane; the table above is the fallback. The
+ *                debug offsets also give object/code/bytes/str offsets, so a
+ *                free-threaded 3.13t build should work too (untested here).
+ *    instr is normalised to a byte offset into the bytecode: f_lasti (3.8,
+ *    3.9), f_lasti*2 (3.10), instruction pointer - &co_code_adaptive (3.11+).
+ *    Like PyFrame_GetBack()/traceback, "incomplete" frames (3.11+: not owned
+ *    by a generator and still before RESUME, instr < _co_firsttraceable) are
+ *    skipped: they have not started running their own code yet.
+ *
+ * 4. Validation (any failure -> capture returns 0, describe returns -1):
+ *    every pointer non-NULL, 8-aligned, inside the 48-bit user address range;
+ *    thread state's interp == PyInterpreterState_Main(); not finalising
+ *    (_Py_IsFinalizing / Py_IsFinalizing); 3.8-3.10 each frame's type is
+ *    &PyFrame_Type and its co_code is a bytes object; each code object's
+ *    type is exactly &PyCode_Type; the instruction offset is even (3.11+),
+ *    inside the bytecode, f_lasti >= -1; owner within the version's range;
+ *    is_entry 0/1; _co_firsttraceable inside the bytecode; loop detection
+ *    (Brent's algorithm, one compare per step); the walk is bounded (2*max+64
+ *    steps; a deeper stack is truncated to its max innermost frames). What
+ *    cannot be checked without a syscall is that a pointer is mapped: a
+ *    pointer is followed only after the object holding it passed the checks.
+ *
+ * 5. Describe without the GIL: it reads only immutable parts of objects that
+ *    the caller keeps alive (a code object is referenced by its frame; its
+ *    co_filename, co_name/co_qualname, co_firstlineno, bytecode length and
+ *    line table never change after creation; specialisation and
+ *    instrumentation rewrite co_code_adaptive, which we never read).
+ *    - Strings: the str objects are read directly: exact &PyUnicode_Type,
+ *      "compact" layout only (the one code objects' strings always have),
+ *      kind 1/2/4, data right after PyASCIIObject (ASCII) or
+ *      PyCompactUnicodeObject; we encode UTF-8 ourselves (the str's cached
+ *      utf8 member is filled lazily under the GIL, so we ignore it). Lone
+ *      surrogates U+DC80..U+DCFF (surrogateescape, undecodable bytes in file
+ *      names) become the original byte, as os.fsencode() does; other lone
+ *      surrogates become U+FFFD. Strings over 1 Mi code points are refused.
+ *    - Line: we decode the line table ourselves instead of calling
+ *      PyCode_Addr2Line(). That function is pure in 3.8-3.10 and 3.12-3.13,
+ *      but in 3.11 it reads co->_co_linearray, a cache that another thread
+ *      may be creating (sys.settrace) while we run without the GIL, and it
+ *      trusts its input (no bounds checks: a stale pointer would make it read
+ *      anywhere). Our decoders are a few lines per format (3.8/3.9 co_lnotab,
+ *      3.10 co_linetable pairs, 3.11+ location table), bounds-checked against
+ *      the bytes object's size, and the test compares them with
+ *      PyCode_Addr2Line() for every instruction of thousands of code objects.
+ *    - function: co_qualname on 3.11+ ("Trainer.step"), co_name before (the
+ *      qualname lives in the function object there, which frames of 3.8-3.10
+ *      do not reference). traceback shows co_name.
+ *    A code object may be freed once its frame returns, so describe must be
+ *    called while the thread is still in the hook (the library does that when
+ *    a call site is first seen). We cannot take a reference without the GIL
+ *    (reference counts are not atomic), so we copy the strings instead.
+ *
+ * 6. Finalisation: capture checks _Py_IsFinalizing() first. A daemon thread
+ *    blocked in our hook while another thread runs Py_Finalize() can still
+ *    race with the clearing of thread states (3.9+ clears other threads'
+ *    states); the checks above make a garbage read return 0 frames, but a
+ *    freed and unmapped arena cannot be detected without a syscall. This is
+ *    the one window that is best effort.
+ *
+ * 7. Sub-interpreters: only the main interpreter is supported. PyGILState
+ *    keeps the thread's first (main-interpreter) thread state, so code that
+ *    runs in a sub-interpreter shows as the main-interpreter frames that
+ *    entered it; a thread whose state belongs to another interpreter yields 0
+ *    frames.
+ *
+ * 8. Initialisation without locks on the hot path: g_state is 0 (unknown),
+ *    2 (being initialised), 1 (ready) or -1 (no supported Python). The first
+ *    caller moves 0 -> 2 with a compare-and-swap and fills `g`, then publishes
+ *    1/-1 with a release store; capture reads the state with an acquire load
+ *    and never waits (while another thread initialises it returns 0);
+ *    lw_py_init() waits for the result. Unsupported: 32-bit, CPython < 3.8 or
+ *    >= 3.14 (3.14 changes the debug offsets layout and tags frame pointers),
+ *    Py_TRACE_REFS builds before 3.13 (different object header).
+ */
+#include "pyframes.h"
+#include "real.h" /* lw_real_dlsym: the library interposes dlsym */
+
+#include <dlfcn.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LW_PY_MAX_STR (1 << 20) /* code points */
+#define LW_PY_MAX_TABLE (1 << 28)
+
+enum { WALK_FRAMEOBJ = 1, WALK_IFRAME = 2 };
+enum { LINES_LNOTAB = 1, LINES_310 = 2, LINES_311 = 3 };
+enum { OWNED_BY_GENERATOR = 1 };
+
+struct layout {
+    int walk, lines;
+    /* PyObject / PyVarObject */
+    uint32_t ob_type, ob_size;
+    /* PyThreadState: interp; frame (3.8-3.10) / cframe (3.11, 3.12) /
+     * current_frame (3.13); cf_current: current_frame in _PyCFrame, -1 when
+     * ts_frame already holds the frame pointer. */
+    uint32_t ts_interp, ts_frame;
+    int32_t cf_current;
+    /* frame */
+    uint32_t fr_back, fr_code, fr_instr;
+    int32_t fr_owner, fr_is_entry; /* -1: no such field */
+    int32_t lasti_units;           /* 3.8-3.10: bytes per f_lasti unit */
+    int32_t owner_max, owner_cstack;
+    /* code object */
+    uint32_t co_filename, co_name, co_firstlineno, co_lines;
+    uint32_t co_code;           /* 3.8-3.10: bytes object holding the bytecode */
+    uint32_t co_adaptive;       /* 3.11+: inline bytecode */
+    uint32_t co_firsttraceable; /* 3.11+ */
+    /* bytes */
+    uint32_t by_size, by_sval;
+    /* str */
+    uint32_t u_length, u_state, u_ascii_size, u_compact_size;
+};
+
+static struct {
+    struct layout L;
+    void *(*get_tstate)(void);
+    void *(*main_interp)(void);
+    int (*finalizing)(void);
+    uintptr_t code_type, frame_type, str_type, bytes_type;
+    int version;
+} g;
+
+static _Atomic int g_state; /* 0 unknown, 2 busy, 1 ready, -1 none */
+static _Atomic(const char *) g_status = "not initialised";
+
+/* ---- raw reads (memcpy: no alignment or aliasing assumptions for the
+ * compiler; compiles to plain loads) ---- */
+static inline uintptr_t rd_ptr(uintptr_t a) {
+    uintptr_t v;
+    memcpy(&v, (const void *)a, sizeof v);
+    return v;
+}
+static inline int64_t rd_i64(uintptr_t a) {
+    int64_t v;
+    memcpy(&v, (const void *)a, sizeof v);
+    return v;
+}
+static inline int32_t rd_i32(uintptr_t a) {
+    int32_t v;
+    memcpy(&v, (const void *)a, sizeof v);
+    return v;
+}
+static inline uint32_t rd_u32(uintptr_t a) {
+    uint32_t v;
+    memcpy(&v, (const void *)a, sizeof v);
+    return v;
+}
+static inline uint8_t rd_u8(uintptr_t a) {
+    return *(const uint8_t *)a;
+}
+
+/* Plausible pointer to an interpreter structure: non-NULL, not in the first
+ * page, 8-aligned, below 2^48 (x86-64 and AArch64 user space). */
+static inline int ptr_ok(uintptr_t p) {
+    return p >= 4096 && (p & 7) == 0 && p < ((uintptr_t)1 << 48);
+}
+
+static inline int is_code(const struct layout *L, uintptr_t code) {
+    return ptr_ok(code) && rd_ptr(code + L->ob_type) == g.code_type;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Hot path                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* 3.8-3.10: PyFrameObject chain. */
+static int walk_frameobj(const struct layout *L, uintptr_t f, lw_pyframe *out, int max) {
+    int n = 0;
+    uintptr_t tortoise = f;
+    unsigned lam = 0, power = 1;
+    while (f != 0) {
+        if (!ptr_ok(f) || rd_ptr(f + L->ob_type) != g.frame_type) return 0;
+        uintptr_t code = rd_ptr(f + L->fr_code);
+        if (!is_code(L, code)) return 0;
+        int32_t lasti = rd_i32(f + L->fr_instr);
+        int32_t instr = -1;
+        if (lasti >= 0) {
+            uintptr_t bc = rd_ptr(code + L->co_code);
+            if (!ptr_ok(bc) || rd_ptr(bc + L->ob_type) != g.bytes_type) return 0;
+            int64_t nbytes = rd_i64(bc + L->by_size);
+            int64_t off = (int64_t)lasti * L->lasti_units;
+            if (off >= nbytes) return 0;
+            instr = (int32_t)off;
+        } else if (lasti != -1) {
+            return 0;
+        }
+        out[n].code = (const void *)code;
+        out[n].instr = instr;
+        out[n].entry = 1;
+        if (++n == max) break;
+        f = rd_ptr(f + L->fr_back);
+        if (f == tortoise) return 0; /* loop */
+        if (++lam == power) {
+            tortoise = f;
+            power <<= 1;
+            lam = 0;
+        }
+    }
+    return n;
+}
+
+/* 3.11+: _PyInterpreterFrame chain. */
+static int walk_iframe(const struct layout *L, uintptr_t f, lw_pyframe *out, int max) {
+    int n = 0;
+    unsigned steps = 0, limit = 2u * (unsigned)max + 64u;
+    uintptr_t tortoise = f;
+    unsigned lam = 0, power = 1;
+    while (f != 0) {
+        if (!ptr_ok(f)) return 0;
+        if (++steps > limit) break; /* bounded walk: keep the innermost frames */
+        uintptr_t prev = rd_ptr(f + L->fr_back);
+        int owner = rd_u8(f + (uint32_t)L->fr_owner);
+        if (owner > L->owner_max) return 0;
+        if (owner != L->owner_cstack) {
+            uintptr_t code = rd_ptr(f + L->fr_code);
+            if (!is_code(L, code)) return 0;
+            int64_t units = rd_i64(code + L->ob_size);
+            if (units <= 0 || units > (1 << 28)) return 0;
+            intptr_t off =
+                (intptr_t)(rd_ptr(f + L->fr_instr) - (code + L->co_adaptive)); /* bytes */
+            if ((off & 1) != 0 || off < -2 || off >= (intptr_t)units * 2) return 0;
+            int skip = 0;
+            if (owner != OWNED_BY_GENERATOR) {
+                int32_t ft = rd_i32(code + L->co_firsttraceable);
+                if (ft < 0 || ft >= units) return 0;
+                skip = off < (intptr_t)ft * 2; /* incomplete: not started yet */
+            }
+            if (!skip) {
+                if (off < 0) return 0;
+                uint8_t entry;
+                if (L->fr_is_entry >= 0) {
+                    entry = rd_u8(f + (uint32_t)L->fr_is_entry);
+                    if (entry > 1) return 0;
+                } else {
+                    entry = ptr_ok(prev) &&
+                            rd_u8(prev + (uint32_t)L->fr_owner) == (uint8_t)L->owner_cstack;
+                }
+                out[n].code = (const void *)code;
+                out[n].instr = (int32_t)off;
+                out[n].entry = entry;
+                if (++n == max) break;
+            }
+        }
+        f = prev;
+        if (f == tortoise) return 0; /* loop */
+        if (++lam == power) {
+            tortoise = f;
+            power <<= 1;
+            lam = 0;
+        }
+    }
+    return n;
+}
+
+static int try_init(void);
+
+int lw_py_capture(lw_pyframe *out, int max) {
+    int st = atomic_load_explicit(&g_state, memory_order_acquire);
+    if (st != 1 && (st != 0 || try_init() != 1)) return 0;
+    if (out == NULL || max <= 0) return 0;
+    const struct layout *L = &g.L;
+    uintptr_t ts = (uintptr_t)g.get_tstate();
+    if (!ptr_ok(ts)) return 0; /* NULL: this thread never ran Python */
+    if (g.finalizing() != 0) return 0;
+    uintptr_t interp = rd_ptr(ts + L->ts_interp);
+    if (interp == 0 || interp != (uintptr_t)g.main_interp()) return 0;
+    uintptr_t f = rd_ptr(ts + L->ts_frame);
+    if (L->cf_current >= 0) { /* 3.11, 3.12: through tstate->cframe */
+        if (!ptr_ok(f)) return 0;
+        f = rd_ptr(f + (uint32_t)L->cf_current);
+    }
+    if (f == 0) return 0;
+    if (L->walk == WALK_FRAMEOBJ) return walk_frameobj(L, f, out, max);
+    return walk_iframe(L, f, out, max);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Describe (off the hot path)                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Bytes object -> data and size, validated. */
+static int bytes_of(const struct layout *L, uintptr_t b, const uint8_t **data, int64_t *len) {
+    if (!ptr_ok(b) || rd_ptr(b + L->ob_type) != g.bytes_type) return -1;
+    int64_t n = rd_i64(b + L->by_size);
+    if (n < 0 || n > LW_PY_MAX_TABLE) return -1;
+    *data = (const uint8_t *)(b + L->by_sval);
+    *len = n;
+    return 0;
+}
+
+static size_t put_utf8(char *o, uint32_t c) {
+    if (c < 0x80) {
+        o[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        o[0] = (char)(0xC0 | (c >> 6));
+        o[1] = (char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c >= 0xDC80 && c <= 0xDCFF) { /* surrogateescape: the original byte */
+        o[0] = (char)(c - 0xDC00);
+        return 1;
+    }
+    if (c >= 0xD800 && c <= 0xDFFF) c = 0xFFFD; /* other lone surrogate */
+    if (c < 0x10000) {
+        o[0] = (char)(0xE0 | (c >> 12));
+        o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+        o[2] = (char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | (c >> 18));
+    o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+    o[3] = (char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+/* A compact str object -> malloc'd UTF-8, or NULL. */
+static char *str_utf8(const struct layout *L, uintptr_t s) {
+    if (!ptr_ok(s) || rd_ptr(s + L->ob_type) != g.str_type) return NULL;
+    int64_t n = rd_i64(s + L->u_length);
+    if (n < 0 || n > LW_PY_MAX_STR) return NULL;
+    /* state bitfield: interned:2, kind:3, compact:1, ascii:1 (3.8-3.13) */
+    uint32_t st = rd_u32(s + L->u_state);
+    unsigned kind = (st >> 2) & 7, compact = (st >> 5) & 1, ascii = (st >> 6) & 1;
+    if (!compact || (kind != 1 && kind != 2 && kind != 4) || (ascii && kind != 1)) return NULL;
+    uintptr_t data = s + (ascii ? L->u_ascii_size : L->u_compact_size);
+    char *buf = malloc((size_t)n * 4 + 1);
+    if (buf == NULL) return NULL;
+    size_t o = 0;
+    if (ascii) {
+        memcpy(buf, (const void *)data, (size_t)n);
+        o = (size_t)n;
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t c;
+            if (kind == 1) {
+                c = ((const uint8_t *)data)[i];
+            } else if (kind == 2) {
+                uint16_t u;
+                memcpy(&u, (const void *)(data + (uintptr_t)i * 2), 2);
+                c = u;
+            } else {
+                memcpy(&c, (const void *)(data + (uintptr_t)i * 4), 4);
+                if (c > 0x10FFFF) {
+                    free(buf);
+                    return NULL;
+                }
+            }
+            o += put_utf8(buf + o, c);
+        }
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+/* 3.8, 3.9: co_lnotab, pairs (address increment, signed line increment);
+ * same algorithm as their PyCode_Addr2Line(). */
+static int line_lnotab(const uint8_t *p, int64_t len, int line, int addr) {
+    int a = 0;
+    for (int64_t i = 0; i + 1 < len; i += 2) {
+        a += p[i];
+        if (a > addr) break;
+        line += (int8_t)p[i + 1];
+    }
+    return line;
+}
+
+/* 3.10: co_linetable, pairs (bytes covered, signed line delta; -128: none). */
+static int line_310(const uint8_t *p, int64_t len, int line, int addr) {
+    int start = 0;
+    for (int64_t i = 0; i + 1 < len; i += 2) {
+        int end = start + p[i];
+        int ld = (int8_t)p[i + 1], cur = -1;
+        if (ld != -128) {
+            line += ld;
+            cur = line;
+        }
+        if (addr >= start && addr < end) return cur;
+        start = end;
+    }
+    return -1;
+}
+
+/* 3.11+: location table. Each entry starts with a byte 1cccclll: code c,
+ * l+1 code units. c 15: no location; 14 (long), 13 (no columns): signed
+ * varint line delta follows; 10-12: line delta c-10; 0-9: same line. */
+static int line_311(const uint8_t *p, int64_t len, int line, int addr) {
+    int64_t i = 0;
+    int start = 0;
+    while (i < len) {
+        uint8_t b = p[i];
+        if ((b & 0x80) == 0) return -1; /* corrupt */
+        int code = (b >> 3) & 15;
+        int end = start + ((b & 7) + 1) * 2;
+        int delta = 0;
+        if (code == 13 || code == 14) {
+            uint32_t v = 0;
+            unsigned shift = 0;
+            int64_t j = i + 1;
+            uint8_t r;
+            do {
+                if (j >= len || shift > 24) return -1;
+                r = p[j++];
+                v |= (uint32_t)(r & 63) << shift;
+                shift += 6;
+            } while (r & 64);
+            delta = (v & 1) ? -(int)(v >> 1) : (int)(v >> 1);
+        } else if (code >= 10 && code <= 12) {
+            delta = code - 10;
+        }
+        line += delta;
+        if (addr >= start && addr < end) return code == 15 ? -1 : line;
+        start = end;
+        do
+            i++;
+        while (i < len && (p[i] & 0x80) == 0);
+    }
+    return -1;
+}
+
+static int code_line(const struct layout *L, uintptr_t code, int32_t instr, int *line) {
+    int first = rd_i32(code + L->co_firstlineno);
+    int64_t nbytes;
+    if (L->walk == WALK_FRAMEOBJ) {
+        const uint8_t *bc;
+        if (bytes_of(L, rd_ptr(code + L->co_code), &bc, &nbytes) != 0) return -1;
+    } else {
+        nbytes = rd_i64(code + L->ob_size);
+        if (nbytes <= 0 || nbytes > (1 << 28)) return -1;
+        nbytes *= 2;
+    }
+    if (instr >= nbytes) return -1;
+    if (instr < 0) { /* not started: PyCode_Addr2Line(co, -1) gives this too */
+        *line = first;
+        return 0;
+    }
+    const uint8_t *t;
+    int64_t len;
+    if (bytes_of(L, rd_ptr(code + L->co_lines), &t, &len) != 0) return -1;
+    switch (L->lines) {
+    case LINES_LNOTAB:
+        *line = line_lnotab(t, len, first, instr);
+        break;
+    case LINES_310:
+        *line = line_310(t, len, first, instr);
+        break;
+    default:
+        *line = line_311(t, len, first, instr);
+        break;
+    }
+    return 0;
+}
+
+int lw_py_describe(const lw_pyframe *f, lw_py_location *out) {
+    if (out == NULL) return -1;
+    out->file = out->function = NULL;
+    out->line = -1;
+    if (f == NULL || atomic_load_explicit(&g_state, memory_order_acquire) != 1) return -1;
+    const struct layout *L = &g.L;
+    uintptr_t code = (uintptr_t)f->code;
+    if (!is_code(L, code)) return -1;
+    int line = -1;
+    if (code_line(L, code, f->instr, &line) != 0) return -1;
+    char *file = str_utf8(L, rd_ptr(code + L->co_filename));
+    char *func = str_utf8(L, rd_ptr(code + L->co_name));
+    if (file == NULL || func == NULL) {
+        free(file);
+        free(func);
+        return -1;
+    }
+    out->file = file;
+    out->function = func;
+    out->line = line;
+    return 0;
+}
+
+void lw_py_location_free(lw_py_location *loc) {
+    if (loc == NULL) return;
+    free(loc->file);
+    free(loc->function);
+    loc->file = loc->function = NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Initialisation                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* _Py_DebugOffsets as laid out in CPython 3.13 (Include/internal/
+ * pycore_runtime.h), the first member of _PyRuntime. */
+struct dbg313 {
+    char cookie[8];
+    uint64_t version, free_threaded;
+    struct {
+        uint64_t size, finalizing, interpreters_head;
+    } runtime_state;
+    struct {
+        uint64_t v[13];
+    } interpreter_state;
+    struct {
+        uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id,
+            datastack_chunk, status;
+    } thread_state;
+    struct {
+        uint64_t size, previous, executable, instr_ptr, localsplus, owner;
+    } interpreter_frame;
+    struct {
+        uint64_t size, filename, name, qualname, linetable, firstlineno, argcount, localsplusnames,
+            localspluskinds, co_code_adaptive;
+    } code_object;
+    struct {
+        uint64_t size, ob_type;
+    } pyobject;
+    struct {
+        uint64_t size, tp_name, tp_repr, tp_flags;
+    } type_object;
+    struct {
+        uint64_t size, ob_item, ob_size;
+    } tuple_object;
+    struct {
+        uint64_t size, ob_item, ob_size;
+    } list_object;
+    struct {
+        uint64_t size, ma_keys, ma_values;
+    } dict_object;
+    struct {
+        uint64_t size, ob_fval;
+    } float_object;
+    struct {
+        uint64_t size, lv_tag, ob_digit;
+    } long_object;
+    struct {
+        uint64_t size, ob_size, ob_sval;
+    } bytes_object;
+    struct {
+        uint64_t size, state, length, asciiobject_size;
+    } unicode_object;
+};
+
+/* Field `off` of a structure of `size` bytes, holding `width` bytes. */
+static int fits(uint64_t off, uint64_t width, uint64_t size) {
+    return size > 0 && size < 65536 && off + width <= size && off % (width < 8 ? width : 8) == 0;
+}
+
+static int apply_debug_offsets(const struct dbg313 *d, struct layout *L) {
+    if (memcmp(d->cookie, "xdebugpy", 8) != 0) return -1;
+    if ((d->version >> 16) != 0x030D) return -1;
+    int ok = fits(d->thread_state.interp, 8, d->thread_state.size) &&
+             fits(d->thread_state.current_frame, 8, d->thread_state.size) &&
+             fits(d->interpreter_frame.previous, 8, d->interpreter_frame.size) &&
+             fits(d->interpreter_frame.executable, 8, d->interpreter_frame.size) &&
+             fits(d->interpreter_frame.instr_ptr, 8, d->interpreter_frame.size) &&
+             fits(d->interpreter_frame.owner, 1, d->interpreter_frame.size) &&
+             fits(d->code_object.filename, 8, d->code_object.size) &&
+             fits(d->code_object.qualname, 8, d->code_object.size) &&
+             fits(d->code_object.linetable, 8, d->code_object.size) &&
+             fits(d->code_object.firstlineno, 4, d->code_object.size) &&
+             d->code_object.co_code_adaptive >= 32 &&
+             d->code_object.co_code_adaptive <= d->code_object.size &&
+             fits(d->pyobject.ob_type, 8, d->pyobject.size) &&
+             fits(d->tuple_object.ob_size, 8, d->tuple_object.size) &&
+             fits(d->bytes_object.ob_size, 8, d->bytes_object.size) &&
+             d->bytes_object.ob_sval < d->bytes_object.size &&
+             fits(d->unicode_object.state, 4, d->unicode_object.size) &&
+             fits(d->unicode_object.length, 8, d->unicode_object.size) &&
+             d->unicode_object.asciiobject_size <= d->unicode_object.size &&
+             d->unicode_object.asciiobject_size >= 24;
+    if (!ok) return -1;
+    L->ob_type = (uint32_t)d->pyobject.ob_type;
+    L->ob_size = (uint32_t)d->tuple_object.ob_size; /* PyVarObject.ob_size */
+    L->ts_interp = (uint32_t)d->thread_state.interp;
+    L->ts_frame = (uint32_t)d->thread_state.current_frame;
+    L->cf_current = -1;
+    L->fr_back = (uint32_t)d->interpreter_frame.previous;
+    L->fr_code = (uint32_t)d->interpreter_frame.executable;
+    L->fr_instr = (uint32_t)d->interpreter_frame.instr_ptr;
+    L->fr_owner = (int32_t)d->interpreter_frame.owner;
+    L->co_filename = (uint32_t)d->code_object.filename;
+    L->co_name = (uint32_t)d->code_object.qualname;
+    L->co_firstlineno = (uint32_t)d->code_object.firstlineno;
+    L->co_lines = (uint32_t)d->code_object.linetable;
+    L->co_adaptive = (uint32_t)d->code_object.co_code_adaptive;
+    /* 3.13: ... int _co_firsttraceable; void *co_extra; char co_code_adaptive[] */
+    L->co_firsttraceable = L->co_adaptive - 16;
+    L->by_size = (uint32_t)d->bytes_object.ob_size;
+    L->by_sval = (uint32_t)d->bytes_object.ob_sval;
+    L->u_state = (uint32_t)d->unicode_object.state;
+    L->u_length = (uint32_t)d->unicode_object.length;
+    L->u_ascii_size = (uint32_t)d->unicode_object.asciiobject_size;
+    /* PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8 */
+    L->u_compact_size = L->u_ascii_size + 16;
+    return 0;
+}
+
+/* Built-in tables (64-bit, default build). */
+static int pick_layout(int minor, struct layout *L) {
+    memset(L, 0, sizeof *L);
+    L->ob_type = 8;
+    L->ob_size = 16;
+    L->ts_interp = 16;
+    L->by_size = 16;
+    L->by_sval = 32;
+    L->u_length = 16;
+    L->u_state = 32;
+    L->fr_owner = L->fr_is_entry = L->owner_cstack = -1;
+    L->cf_current = -1;
+    if (minor >= 8 && minor <= 10) {
+        L->walk = WALK_FRAMEOBJ;
+        L->lines = minor == 10 ? LINES_310 : LINES_LNOTAB;
+        L->ts_frame = 24;
+        L->fr_back = 24;
+        L->fr_code = 32;
+        L->fr_instr = minor == 10 ? 96 : 104;
+        L->lasti_units = minor == 10 ? 2 : 1;
+        L->co_firstlineno = 40;
+        L->co_code = 48;
+        L->co_filename = 104;
+        L->co_name = 112;
+        L->co_lines = 120; /* co_lnotab (3.8, 3.9) / co_linetable (3.10) */
+        L->u_ascii_size = 48;
+        L->u_compact_size = 72;
+        return 0;
+    }
+    L->walk = WALK_IFRAME;
+    L->lines = LINES_311;
+    L->co_filename = 112;
+    L->co_name = 128; /* co_qualname */
+    L->co_lines = 136;
+    L->fr_instr = 56;
+    switch (minor) {
+    case 11:
+        L->ts_frame = 56; /* cframe */
+        L->cf_current = 8;
+        L->fr_code = 32;
+        L->fr_back = 48;
+        L->fr_is_entry = 68;
+        L->fr_owner = 69;
+        L->owner_max = 2;
+        L->co_firstlineno = 72;
+        L->co_firsttraceable = 168;
+        L->co_adaptive = 184;
+        L->u_ascii_size = 48;
+        L->u_compact_size = 72;
+        return 0;
+    case 12:
+    case 13:
+        L->ts_frame = minor == 12 ? 56 : 72; /* cframe / current_frame */
+        L->cf_current = minor == 12 ? 0 : -1;
+        L->fr_code = 0;
+        L->fr_back = 8;
+        L->fr_owner = 70;
+        L->owner_max = 3;
+        L->owner_cstack = 3;
+        L->co_firstlineno = 68;
+        L->co_firsttraceable = minor == 12 ? 176 : 184;
+        L->co_adaptive = minor == 12 ? 192 : 200;
+        L->u_ascii_size = 40;
+        L->u_compact_size = 56;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+/* "3.10.13 (main, ...)" / "3.13.0rc1+ ..." -> PY_VERSION_HEX */
+static int parse_version(const char *s) {
+    int part[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++) {
+        if (*s < '0' || *s > '9') {
+            if (k < 2) return 0;
+            break;
+        }
+        while (*s >= '0' && *s <= '9')
+            part[k] = part[k] * 10 + (*s++ - '0');
+        if (k < 2 && *s++ != '.') return 0;
+    }
+    int level = 0xF, serial = 0;
+    if (*s == 'a' || *s == 'b' || (s[0] == 'r' && s[1] == 'c')) {
+        level = *s == 'a' ? 0xA : *s == 'b' ? 0xB : 0xC;
+        s += level == 0xC ? 2 : 1;
+        while (*s >= '0' && *s <= '9')
+            serial = serial * 10 + (*s++ - '0');
+    }
+    if (part[0] > 255 || part[1] > 255 || part[2] > 255) return 0;
+    return (part[0] << 24) | (part[1] << 16) | (part[2] << 8) | (level << 4) | (serial & 0xF);
+}
+
+static void *sym(const char *name) {
+    return lw_real_dlsym(RTLD_DEFAULT, name);
+}
+
+/* Base address of the object that defines `p` (0 if unknown). */
+static uintptr_t object_of(const void *p) {
+    Dl_info info;
+    if (p == NULL || dladdr(p, &info) == 0) return 0;
+    return (uintptr_t)info.dli_fbase;
+}
+
+static int fail(const char *why) {
+    atomic_store(&g_status, why);
+    return -1;
+}
+
+static int do_init(void) {
+    if (sizeof(void *) != 8) return fail("32-bit process: unsupported");
+    void *gts = sym("PyGILState_GetThisThreadState");
+    if (gts == NULL) return fail("no Python in this process");
+    int version = 0;
+    const unsigned long *pv = sym("Py_Version"); /* 3.11+ */
+    void *getv = sym("Py_GetVersion");
+    if (pv != NULL) {
+        version = (int)*pv;
+    } else if (getv != NULL) {
+        version = parse_version(((const char *(*)(void))getv)());
+    }
+    if (version == 0) return fail("cannot tell the Python version");
+    int major = (version >> 24) & 0xFF, minor = (version >> 16) & 0xFF;
+    if (major != 3 || minor < 8 || minor > 13) return fail("unsupported Python version");
+
+    struct layout L;
+    int used_debug_offsets = 0;
+    if (pick_layout(minor, &L) != 0) return fail("unsupported Python version");
+    if (minor == 13) {
+        const struct dbg313 *d = sym("_PyRuntime");
+        struct layout D = L;
+        if (d != NULL && apply_debug_offsets(d, &D) == 0) {
+            L = D;
+            used_debug_offsets = 1;
+        }
+    } else if (sym("_Py_PrintReferenceAddresses") != NULL) {
+        return fail("Py_TRACE_REFS build: unsupported");
+    }
+
+    void *main_interp = sym("PyInterpreterState_Main");
+    void *fin = sym(minor >= 13 ? "Py_IsFinalizing" : "_Py_IsFinalizing");
+    void *code_type = sym("PyCode_Type");
+    void *str_type = sym("PyUnicode_Type");
+    void *bytes_type = sym("PyBytes_Type");
+    void *frame_type = sym("PyFrame_Type");
+    if (!main_interp || !fin || !getv || !code_type || !str_type || !bytes_type ||
+        (L.walk == WALK_FRAMEOBJ && !frame_type))
+        return fail("missing Python symbols");
+    /* The functions must all come from one object (two Pythons loaded: the
+     * first in search order provides every symbol, unless it lacks one).
+     * Data symbols are not checked: a copy relocation may legitimately put
+     * them into the executable. */
+    uintptr_t obj = object_of(gts);
+    if (obj == 0 || object_of(main_interp) != obj || object_of(fin) != obj ||
+        object_of(getv) != obj)
+        return fail("Python symbols come from different objects");
+
+    g.L = L;
+    g.get_tstate = (void *(*)(void))gts;
+    g.main_interp = (void *(*)(void))main_interp;
+    g.finalizing = (int (*)(void))fin;
+    g.code_type = (uintptr_t)code_type;
+    g.str_type = (uintptr_t)str_type;
+    g.bytes_type = (uintptr_t)bytes_type;
+    g.frame_type = (uintptr_t)frame_type;
+    g.version = version;
+    atomic_store(&g_status, used_debug_offsets ? "ok (3.13 debug offsets)" : "ok");
+    return 1;
+}
+
+/* Never waits: returns the state after trying (2 if another thread is at it). */
+static int try_init(void) {
+    int expect = 0;
+    if (!atomic_compare_exchange_strong(&g_state, &expect, 2)) return expect;
+    int r = do_init();
+    atomic_store_explicit(&g_state, r, memory_order_release);
+    return r;
+}
+
+int lw_py_init(void) {
+    for (;;) {
+        int st = try_init();
+        if (st == 1) return 0;
+        if (st == -1) return -1;
+        sched_yield(); /* another thread is initialising (microseconds) */
+    }
+}
+
+int lw_py_reinit(void) {
+    int expect = -1;
+    atomic_compare_exchange_strong(&g_state, &expect, 0);
+    return lw_py_init();
+}
+
+int lw_py_version(void) {
+    return atomic_load_explicit(&g_state, memory_order_acquire) == 1 ? g.version : 0;
+}
+
+const char *lw_py_status(void) {
+    return atomic_load(&g_status);
+}

@@ -1,0 +1,155 @@
+#include "record.h"
+
+#include "clock.h"
+#include "lifecycle.h"
+#include "options.h"
+#include "sites.h"
+#include "stack.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+/* Most allocations in a training step repeat a few stacks: a small
+ * direct-mapped cache per thread finds their site without the table's lock. */
+#define CACHE_SLOTS 64
+typedef struct {
+    uint64_t hash;
+    lw_site *site;
+} cache_slot;
+static _Thread_local cache_slot site_cache[CACHE_SLOTS];
+
+static _Atomic uint64_t untracked;
+static _Atomic uint64_t reused_unseen;
+
+static lw_site *site_for_this_stack(void) {
+    uintptr_t ips[LW_STACK_MAX];
+    uintptr_t key[LW_SITE_KEY_WORDS(LW_STACK_MAX, 0)];
+    int n = 0;
+    if (lw_opt_int(LW_OPT_STACKS)) n = lw_stack_capture(ips, (int)lw_opt_int(LW_OPT_MAX_FRAMES));
+    uint64_t hash = lw_site_make_key(key, ips, n, NULL, 0);
+    uint32_t nkey = LW_SITE_KEY_WORDS(n, 0);
+    cache_slot *slot = &site_cache[hash % CACHE_SLOTS];
+    lw_site *s = slot->site;
+    if (s && slot->hash == hash && s->nkey == nkey && memcmp(s->key, key, nkey * sizeof *key) == 0)
+        return s;
+    int created;
+    s = lw_site_intern(key, nkey, hash, &created);
+    if (s != lw_site_overflow()) {
+        slot->hash = hash;
+        slot->site = s;
+    }
+    return s;
+}
+
+static void site_add(lw_site *s, uint64_t size) {
+    atomic_fetch_add_explicit(&s->alloc_count, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->alloc_bytes, size, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->live_count, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->live_bytes, (int64_t)size, memory_order_relaxed);
+}
+
+static void site_sub(lw_site *s, uint64_t size) {
+    atomic_fetch_add_explicit(&s->free_count, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&s->live_count, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&s->live_bytes, (int64_t)size, memory_order_relaxed);
+}
+
+/* Takes a record's bytes off its site and the totals. */
+static void forget(const lw_alloc *r) {
+    site_sub(r->site, r->size);
+    lw_totals_free(r->device, (lw_kind)r->kind, r->size);
+}
+
+void lw_record_alloc(lw_kind kind, lw_key_class cls, uint64_t key, uint64_t size, int device) {
+    if (!lw_started()) return;
+    lw_alloc rec = {
+        .key = key,
+        .size = size,
+        .site = site_for_this_stack(),
+        .step = lw_step_now(),
+        .age_s = (uint32_t)((lw_now_coarse_ns() - lw_start_time_ns()) / 1000000000u),
+        .device = (int16_t)device,
+        .kind = (uint8_t)kind,
+        .cls = (uint8_t)cls,
+    };
+    lw_alloc old;
+    int r = lw_live_insert(&rec, &old);
+    if (r < 0) {
+        atomic_fetch_add(&untracked, 1);
+        return;
+    }
+    if (r == 1) {
+        atomic_fetch_add(&reused_unseen, 1);
+        forget(&old);
+    }
+    site_add(rec.site, size);
+    lw_totals_alloc(device, kind, size);
+}
+
+void lw_record_free_begin(lw_key_class cls, uint64_t key, lw_free_ticket *t) {
+    t->tracked = 0;
+    if (!lw_started()) return;
+    t->tracked = lw_live_remove(cls, key, &t->rec);
+}
+
+void lw_record_free_end(lw_free_ticket *t, int succeeded) {
+    if (!lw_started()) return;
+    if (!t->tracked) {
+        /* Not ours to count: allocated before we started, by an unhooked
+         * path, or not an allocation at all (the driver said so). */
+        if (succeeded) lw_totals_unknown_free();
+        return;
+    }
+    if (succeeded) {
+        forget(&t->rec);
+        return;
+    }
+    /* The driver refused the free, so the memory is still allocated. */
+    lw_alloc old;
+    if (lw_live_insert(&t->rec, &old) == 1) {
+        atomic_fetch_add(&reused_unseen, 1);
+        forget(&old);
+    }
+}
+
+static pthread_mutex_t failures_lock = PTHREAD_MUTEX_INITIALIZER;
+static lw_failure failures[LW_FAILURES_KEPT];
+static uint64_t failures_total;
+
+void lw_record_failure(lw_kind kind, uint64_t size, int device, int result) {
+    if (!lw_started()) return;
+    lw_site *s = site_for_this_stack();
+    atomic_fetch_add_explicit(&s->failed_count, 1, memory_order_relaxed);
+    lw_totals_failed(device, kind);
+    lw_failure f = {
+        .time_ns = lw_now_coarse_ns() - lw_start_time_ns(),
+        .size = size,
+        .site = s,
+        .step = lw_step_now(),
+        .result = result,
+        .device = (int16_t)device,
+        .kind = (uint8_t)kind,
+    };
+    pthread_mutex_lock(&failures_lock);
+    failures[failures_total++ % LW_FAILURES_KEPT] = f;
+    pthread_mutex_unlock(&failures_lock);
+}
+
+int lw_failures_get(lw_failure *out, int max) {
+    pthread_mutex_lock(&failures_lock);
+    uint64_t total = failures_total;
+    uint64_t n = total < LW_FAILURES_KEPT ? total : LW_FAILURES_KEPT;
+    if (n > (uint64_t)max) n = (uint64_t)max;
+    for (uint64_t i = 0; i < n; i++)
+        out[i] = failures[(total - n + i) % LW_FAILURES_KEPT];
+    pthread_mutex_unlock(&failures_lock);
+    return (int)n;
+}
+
+uint64_t lw_record_untracked(void) {
+    return atomic_load(&untracked);
+}
+uint64_t lw_record_reused_unseen(void) {
+    return atomic_load(&reused_unseen);
+}

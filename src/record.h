@@ -1,0 +1,48 @@
+/* The record layer: what the hooks call after the real CUDA function returned.
+ * One allocation event: capture the stack, find its site (a thread-local cache
+ * in front of the site table), insert into the live table, count. No I/O, no
+ * symbol lookup. */
+#ifndef LW_RECORD_H
+#define LW_RECORD_H
+
+#include "live.h"
+#include "totals.h"
+
+#include <stdint.h>
+
+void lw_record_alloc(lw_kind kind, lw_key_class cls, uint64_t key, uint64_t size, int device);
+
+/* A free takes the record out of the table BEFORE the real free runs: once
+ * the driver has the address back it can hand it to another thread, whose
+ * allocation must not be the one removed. If the real free fails, the record
+ * is put back. */
+typedef struct {
+    lw_alloc rec;
+    int tracked;
+} lw_free_ticket;
+void lw_record_free_begin(lw_key_class cls, uint64_t key, lw_free_ticket *t);
+void lw_record_free_end(lw_free_ticket *t, int succeeded);
+
+/* A failed allocation (out of memory, most often): counted, and kept with its
+ * stack, since that is the moment users most want to see. */
+void lw_record_failure(lw_kind kind, uint64_t size, int device, int result);
+
+/* The newest failed allocations, oldest first; returns how many were copied. */
+typedef struct {
+    uint64_t time_ns; /* since start */
+    uint64_t size;
+    struct lw_site *site;
+    uint32_t step;
+    int32_t result;
+    int16_t device;
+    uint8_t kind;
+} lw_failure;
+#define LW_FAILURES_KEPT 32
+int lw_failures_get(lw_failure *out, int max);
+
+/* Allocations whose tracking was given up for lack of memory. */
+uint64_t lw_record_untracked(void);
+/* Allocations whose address came back while still recorded as live. */
+uint64_t lw_record_reused_unseen(void);
+
+#endif

@@ -1,0 +1,365 @@
+#include "report.h"
+
+#include "clock.h"
+#include "json_write.h"
+#include "lifecycle.h"
+#include "live.h"
+#include "log.h"
+#include "options.h"
+#include "record.h"
+#include "sites.h"
+#include "symbolize.h"
+#include "totals.h"
+
+#include <leakwatch.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+void lw_format_bytes(double b, char *out, size_t n) {
+    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int u = 0;
+    double a = b < 0 ? -b : b;
+    while (a >= 1024 && u < 5)
+        a /= 1024, b /= 1024, u++;
+    if (u == 0)
+        snprintf(out, n, "%.0f B", b);
+    else
+        snprintf(out, n, "%.1f %s", b, units[u]);
+}
+
+int lw_report_expand_path(const char *tpl, char *out, size_t outlen) {
+    size_t o = 0;
+    char tmp[256];
+    for (const char *p = tpl; *p; p++) {
+        const char *add = NULL;
+        char one[2] = {0, 0};
+        if (*p == '%' && p[1]) {
+            p++;
+            if (*p == 'p') {
+                snprintf(tmp, sizeof tmp, "%ld", (long)getpid());
+                add = tmp;
+            } else if (*p == 'h') {
+                if (gethostname(tmp, sizeof tmp) != 0) snprintf(tmp, sizeof tmp, "unknown-host");
+                tmp[sizeof tmp - 1] = '\0';
+                add = tmp;
+            } else if (*p == '%') {
+                add = "%";
+            } else {
+                /* Unknown: keep it as written. */
+                one[0] = '%';
+                if (o + 1 >= outlen) return -1;
+                out[o++] = '%';
+                one[0] = *p;
+                add = one;
+            }
+        } else {
+            one[0] = *p;
+            add = one;
+        }
+        size_t len = strlen(add);
+        if (o + len >= outlen) return -1;
+        memcpy(out + o, add, len);
+        o += len;
+    }
+    if (o >= outlen) return -1;
+    out[o] = '\0';
+    return 0;
+}
+
+static void emit_counts(lw_jw *w, lw_counts c) {
+    lw_jw_uint(w, "alloc_count", c.alloc_count);
+    lw_jw_uint(w, "free_count", c.free_count);
+    lw_jw_uint(w, "failed_alloc_count", c.failed_count);
+    lw_jw_int(w, "live_bytes", c.live_bytes);
+    lw_jw_int(w, "live_count", c.live_count);
+    lw_jw_int(w, "peak_live_bytes", c.peak_live_bytes);
+}
+
+static void emit_totals(lw_jw *w) {
+    lw_jw_object(w, "totals");
+    emit_counts(w, lw_totals_get(-2, LW_KIND_COUNT));
+    lw_jw_uint(w, "unknown_free_count", lw_totals_unknown_frees());
+    lw_jw_int(w, "mapped_bytes", lw_totals_mapped_bytes());
+    lw_jw_object(w, "by_kind");
+    for (int k = 0; k < LW_KIND_COUNT; k++) {
+        lw_jw_object(w, lw_kind_name((lw_kind)k));
+        emit_counts(w, lw_totals_get(-2, (lw_kind)k));
+        lw_jw_end(w);
+    }
+    lw_jw_end(w);
+    lw_jw_array(w, "by_device");
+    uint64_t seen = lw_totals_devices_seen();
+    for (int d = -1; d < LW_MAX_DEVICES; d++) {
+        if (!(seen & (1ull << (d + 1)))) continue;
+        lw_jw_object(w, NULL);
+        lw_jw_int(w, "device", d);
+        emit_counts(w, lw_totals_get(d, LW_KIND_COUNT));
+        lw_jw_object(w, "by_kind");
+        for (int k = 0; k < LW_KIND_COUNT; k++) {
+            lw_jw_object(w, lw_kind_name((lw_kind)k));
+            emit_counts(w, lw_totals_get(d, (lw_kind)k));
+            lw_jw_end(w);
+        }
+        lw_jw_end(w);
+        lw_jw_end(w);
+    }
+    lw_jw_end(w);
+    lw_jw_end(w);
+}
+
+static void emit_native_frame(lw_jw *w, lw_symtab *syms, uintptr_t ip) {
+    const lw_symbol *s = syms ? lw_symtab_lookup(syms, ip) : NULL;
+    char addr[32];
+    snprintf(addr, sizeof addr, "0x%lx", (unsigned long)ip);
+    lw_jw_object(w, NULL);
+    lw_jw_str(w, "kind", "native");
+    lw_jw_str(w, "function", s ? s->function : NULL);
+    lw_jw_str(w, "file", s ? s->file : NULL);
+    if (s && s->line > 0)
+        lw_jw_int(w, "line", s->line);
+    else
+        lw_jw_null(w, "line");
+    lw_jw_str(w, "module", s ? s->module : NULL);
+    lw_jw_str(w, "address", addr);
+    if (s && s->module) {
+        snprintf(addr, sizeof addr, "0x%lx", (unsigned long)s->offset);
+        lw_jw_str(w, "offset", addr);
+    } else {
+        lw_jw_null(w, "offset");
+    }
+    lw_jw_end(w);
+}
+
+static void emit_frames(lw_jw *w, lw_symtab *syms, const lw_site *s) {
+    lw_jw_array(w, "frames");
+    const uintptr_t *ips = lw_site_native(s);
+    for (int i = 0; i < s->nnative; i++)
+        emit_native_frame(w, syms, ips[i]);
+    lw_jw_end(w);
+}
+
+typedef struct {
+    lw_site *site;
+    int64_t live_bytes;
+    uint64_t alloc_bytes;
+} ranked_site;
+
+static int by_relevance(const void *a, const void *b) {
+    const ranked_site *x = a, *y = b;
+    if (x->live_bytes != y->live_bytes) return x->live_bytes > y->live_bytes ? -1 : 1;
+    if (x->alloc_bytes != y->alloc_bytes) return x->alloc_bytes > y->alloc_bytes ? -1 : 1;
+    return x->site->id < y->site->id ? -1 : x->site->id > y->site->id;
+}
+
+static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s) {
+    lw_jw_object(w, NULL);
+    lw_jw_uint(w, "id", s->id);
+    lw_jw_int(w, "live_bytes", atomic_load(&s->live_bytes));
+    lw_jw_int(w, "live_count", atomic_load(&s->live_count));
+    lw_jw_uint(w, "alloc_count", atomic_load(&s->alloc_count));
+    lw_jw_uint(w, "alloc_bytes", atomic_load(&s->alloc_bytes));
+    lw_jw_uint(w, "free_count", atomic_load(&s->free_count));
+    lw_jw_uint(w, "failed_alloc_count", atomic_load(&s->failed_count));
+    lw_jw_bool(w, "leak", 0);
+    lw_jw_double(w, "bytes_per_step", 0.0);
+    lw_jw_bool(w, "pooled", s == lw_site_overflow());
+    emit_frames(w, syms, s);
+    lw_jw_end(w);
+}
+
+static void emit_sites(lw_jw *w, lw_symtab *syms) {
+    size_t n = 0, cap = lw_sites_count() + 1;
+    ranked_site *all = calloc(cap, sizeof *all);
+    if (all) {
+        for (lw_site *s = lw_sites_first(); s && n < cap - 1; s = s->next)
+            all[n++] = (ranked_site){s, atomic_load(&s->live_bytes), atomic_load(&s->alloc_bytes)};
+        lw_site *o = lw_site_overflow();
+        if (atomic_load(&o->alloc_count) || atomic_load(&o->failed_count))
+            all[n++] = (ranked_site){o, atomic_load(&o->live_bytes), atomic_load(&o->alloc_bytes)};
+        qsort(all, n, sizeof *all, by_relevance);
+    }
+    size_t limit = (size_t)lw_opt_int(LW_OPT_REPORT_SITES);
+    lw_jw_uint(w, "sites_total", lw_sites_count());
+    lw_jw_uint(w, "sites_reported", n < limit ? n : limit);
+    lw_jw_array(w, "sites");
+    for (size_t i = 0; i < n && i < limit; i++)
+        emit_site(w, syms, all[i].site);
+    lw_jw_end(w);
+    free(all);
+}
+
+static void emit_failures(lw_jw *w) {
+    lw_failure f[LW_FAILURES_KEPT];
+    int n = lw_failures_get(f, LW_FAILURES_KEPT);
+    lw_jw_array(w, "failed_allocations");
+    for (int i = 0; i < n; i++) {
+        lw_jw_object(w, NULL);
+        lw_jw_uint(w, "size", f[i].size);
+        lw_jw_str(w, "kind", lw_kind_name((lw_kind)f[i].kind));
+        lw_jw_int(w, "device", f[i].device);
+        lw_jw_int(w, "result", f[i].result);
+        lw_jw_uint(w, "step", f[i].step);
+        lw_jw_double(w, "time_s", (double)f[i].time_ns / 1e9);
+        lw_jw_uint(w, "site", f[i].site->id);
+        lw_jw_end(w);
+    }
+    lw_jw_end(w);
+}
+
+static void emit_command(lw_jw *w) {
+    char buf[4096];
+    size_t n = 0;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t r;
+        while (n < sizeof buf - 1 && (r = read(fd, buf + n, sizeof buf - 1 - n)) > 0)
+            n += (size_t)r;
+        close(fd);
+    }
+    while (n > 0 && buf[n - 1] == '\0')
+        n--;
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] == '\0') buf[i] = ' ';
+    lw_jw_strn(w, "command", n ? buf : NULL, n);
+}
+
+int lw_report_emit(FILE *f, const char *reason) {
+    lw_jw w;
+    lw_jw_init(&w, f, 1);
+    lw_symtab *syms = lw_symtab_new();
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    uint64_t now = lw_now_ns();
+    double uptime = (double)(now - lw_start_time_ns()) / 1e9;
+
+    lw_jw_object(&w, NULL);
+    lw_jw_str(&w, "tool", "leakwatch");
+    lw_jw_str(&w, "version", LEAKWATCH_VERSION);
+    lw_jw_int(&w, "pid", getpid());
+    emit_command(&w);
+    lw_jw_str(&w, "host", host);
+    lw_jw_str(&w, "reason", reason);
+    lw_jw_int(&w, "written_at", (int64_t)time(NULL));
+    lw_jw_double(&w, "duration_s", uptime);
+    lw_jw_str(&w, "verdict", "inconclusive");
+    emit_totals(&w);
+    lw_jw_object(&w, "growth");
+    lw_jw_uint(&w, "steps", lw_step_now());
+    lw_jw_end(&w);
+    emit_sites(&w, syms);
+    emit_failures(&w);
+    lw_jw_object(&w, "tracker");
+    lw_jw_uint(&w, "live_records", lw_live_records());
+    lw_jw_uint(&w, "overhead_bytes", lw_live_overhead_bytes());
+    lw_jw_uint(&w, "untracked_allocations", lw_record_untracked());
+    lw_jw_uint(&w, "pooled_allocations", lw_sites_pooled());
+    lw_jw_uint(&w, "reused_without_free", lw_record_reused_unseen());
+    lw_jw_end(&w);
+    lw_jw_end(&w);
+    fputc('\n', f);
+    lw_symtab_free(syms);
+    return lw_jw_failed(&w) ? -1 : 0;
+}
+
+/* Writes to a fresh private file beside path, then renames it over path, so a
+ * reader never sees half a report and a failure leaves the old one intact. */
+static int write_atomically(const char *path, const char *reason, int *err) {
+    char tmp[PATH_MAX + 64];
+    const char *slash = strrchr(path, '/');
+    int dirlen = slash ? (int)(slash - path + 1) : 0;
+    if (snprintf(tmp, sizeof tmp, "%.*s.%s.%ld.tmp", dirlen, path, slash ? slash + 1 : path,
+                 (long)getpid()) >= (int)sizeof tmp) {
+        *err = ENAMETOOLONG;
+        return -1;
+    }
+    unlink(tmp); /* a leftover of ours from a crash; O_EXCL below refuses anything else */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        *err = errno;
+        return -1;
+    }
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        *err = errno;
+        close(fd);
+        unlink(tmp);
+        return -1;
+    }
+    int rc = lw_report_emit(f, reason);
+    if (fflush(f) != 0 || rc != 0) rc = -1, *err = errno ? errno : EIO;
+    if (rc == 0 && fsync(fd) != 0 && errno != EINVAL) rc = -1, *err = errno;
+    if (fclose(f) != 0 && rc == 0) rc = -1, *err = errno;
+    if (rc == 0 && rename(tmp, path) != 0) rc = -1, *err = errno;
+    if (rc != 0) unlink(tmp);
+    return rc;
+}
+
+int lw_report_write(const char *reason, int fallback, char *written, size_t writtenlen) {
+    char path[PATH_MAX];
+    const char *tpl = lw_opt_str(LW_OPT_REPORT);
+    int err = 0;
+    if (lw_report_expand_path(tpl, path, sizeof path) != 0) {
+        lw_log("the report path from LEAKWATCH_REPORT is too long (over %d bytes); set a shorter "
+               "one",
+               PATH_MAX);
+        path[0] = '\0';
+    } else if (write_atomically(path, reason, &err) == 0) {
+        if (written) snprintf(written, writtenlen, "%s", path);
+        return 0;
+    } else {
+        lw_log("cannot write the report to %s: %s; set LEAKWATCH_REPORT to a file in a writable "
+               "folder (an earlier report at that path is left unchanged)",
+               path, strerror(err));
+    }
+    if (!fallback) return -1;
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir) dir = "/tmp";
+    char alt[PATH_MAX];
+    snprintf(alt, sizeof alt, "%s/leakwatch-%ld.json", dir, (long)getpid());
+    if (write_atomically(alt, reason, &err) == 0) {
+        lw_log("wrote the report to %s instead", alt);
+        if (written) snprintf(written, writtenlen, "%s", alt);
+        return 0;
+    }
+    lw_log("cannot write the report to %s either: %s; no report was written", alt, strerror(err));
+    return -1;
+}
+
+void lw_report_summary(const char *path) {
+    if (lw_log_quiet) return;
+    lw_counts c = lw_totals_get(-2, LW_KIND_COUNT);
+    char live[32], peak[32];
+    lw_format_bytes((double)c.live_bytes, live, sizeof live);
+    lw_format_bytes((double)c.peak_live_bytes, peak, sizeof peak);
+    lw_log("%lld allocation%s live (%s, peak %s) in %zu call site%s; %llu allocated, %llu freed, "
+           "%llu failed; verdict: inconclusive",
+           (long long)c.live_count, c.live_count == 1 ? "" : "s", live, peak, lw_sites_count(),
+           lw_sites_count() == 1 ? "" : "s", (unsigned long long)c.alloc_count,
+           (unsigned long long)c.free_count, (unsigned long long)c.failed_count);
+    lw_site *top = NULL;
+    for (lw_site *s = lw_sites_first(); s; s = s->next)
+        if (!top || atomic_load(&s->live_bytes) > atomic_load(&top->live_bytes)) top = s;
+    if (top && atomic_load(&top->live_bytes) > 0) {
+        lw_symtab *syms = lw_symtab_new();
+        const char *where = "an unnamed function";
+        for (int i = 0; syms && i < top->nnative; i++) {
+            const lw_symbol *s = lw_symtab_lookup(syms, lw_site_native(top)[i]);
+            if (s && s->function) {
+                where = s->function;
+                break;
+            }
+        }
+        char b[32];
+        lw_format_bytes((double)atomic_load(&top->live_bytes), b, sizeof b);
+        lw_log("largest site: %s live from %s (site %u)", b, where, top->id);
+        lw_symtab_free(syms);
+    }
+    if (path) lw_log("report: %s", path);
+}

@@ -1,0 +1,28 @@
+/* The JSON report (its format is a contract: add fields, never rename) and
+ * the short summary printed on stderr. */
+#ifndef LW_REPORT_H
+#define LW_REPORT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* Expands %p (pid), %h (host name) and %% in template into out. Returns 0, or
+ * -1 if the result does not fit. */
+int lw_report_expand_path(const char *template_path, char *out, size_t outlen);
+
+/* Writes the report as JSON to f. reason: "exit", "dump", ... */
+int lw_report_emit(FILE *f, const char *reason);
+
+/* Writes the report to the LEAKWATCH_REPORT path atomically (temporary file,
+ * then rename). When that fails, says why on stderr and, if fallback is set,
+ * writes it under $TMPDIR (or /tmp) instead. The path written is copied to
+ * written (may be NULL). Returns 0 when a report was written. */
+int lw_report_write(const char *reason, int fallback, char *written, size_t writtenlen);
+
+/* Prints the few-line summary on stderr. */
+void lw_report_summary(const char *path_written);
+
+/* "1.5 GiB", "512 B" */
+void lw_format_bytes(double bytes, char *out, size_t outlen);
+
+#endif

@@ -1,0 +1,64 @@
+/* Call sites: one per distinct call stack, with the bytes it holds.
+ *
+ * A site's key is its stack (native return addresses, then Python frames as
+ * (code, offset) pairs). Sites are never freed, so a pointer to one stays valid
+ * for the life of the process and readers (the report) need no lock. Their
+ * number is capped (LEAKWATCH_MAX_SITES); stacks beyond the cap are pooled
+ * into one overflow site, and counted. */
+#ifndef LW_SITES_H
+#define LW_SITES_H
+
+#include "lw_uthash.h"
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct lw_site {
+    UT_hash_handle hh;
+    struct lw_site *next; /* every site, newest first (lock-free list) */
+    uint64_t hash;
+    uint32_t id; /* 1, 2, ... in order of first sight; 0 = overflow */
+    uint16_t nnative;
+    uint16_t npy;
+    _Atomic int64_t live_bytes;
+    _Atomic int64_t live_count;
+    _Atomic uint64_t alloc_count;
+    _Atomic uint64_t alloc_bytes;
+    _Atomic uint64_t free_count;
+    _Atomic uint64_t failed_count;
+    void *py_info;   /* what the Python frames mean, filled once at creation */
+    uint32_t nkey;   /* words in key */
+    uintptr_t key[]; /* key[0] = nnative | npy << 16; then the frames */
+} lw_site;
+
+/* Number of key words for a stack of nnative addresses and npy Python frames. */
+#define LW_SITE_KEY_WORDS(nnative, npy) (1u + (unsigned)(nnative) + 2u * (unsigned)(npy))
+
+/* Builds the key for a stack into key (LW_SITE_KEY_WORDS words); returns its hash. */
+uint64_t lw_site_make_key(uintptr_t *key, const uintptr_t *ips, int nnative, const uintptr_t *py,
+                          int npy);
+
+/* Finds or adds the site for key. Never NULL: past the cap, or when memory
+ * cannot be had, it returns the overflow site. *created is set to 1 when the
+ * site is new. */
+lw_site *lw_site_intern(const uintptr_t *key, uint32_t nkey, uint64_t hash, int *created);
+
+void lw_sites_set_cap(size_t max_sites);
+lw_site *lw_sites_first(void); /* then ->next */
+size_t lw_sites_count(void);
+uint64_t lw_sites_pooled(void); /* allocations attributed to the overflow site */
+lw_site *lw_site_overflow(void);
+
+/* Re-initialises the table's locks in a forked child (see fork.c). */
+void lw_sites_lock_all(void);
+void lw_sites_unlock_all(void);
+
+static inline const uintptr_t *lw_site_native(const lw_site *s) {
+    return s->key + 1;
+}
+static inline const uintptr_t *lw_site_py(const lw_site *s) {
+    return s->key + 1 + s->nnative;
+}
+
+#endif

@@ -1,0 +1,596 @@
+/* Statistics for the growth detector. See stats.h for the contract of each
+ * function and tests/unit/reference/stats_reference.py for the independent
+ * exact-arithmetic implementation the tests compare against. */
+#include "stats.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- small helpers ---- */
+
+static int all_finite(const double *v, int n) {
+    for (int i = 0; i < n; i++)
+        if (!isfinite(v[i])) return 0;
+    return 1;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void swap_d(double *a, double *b) {
+    double t = *a;
+    *a = *b;
+    *b = t;
+}
+
+static double median3(double a, double b, double c) {
+    if (a > b) swap_d(&a, &b);
+    if (b > c) swap_d(&b, &c);
+    if (a > b) swap_d(&a, &b);
+    return b;
+}
+
+/* Rearranges a[0..n) so that a[k] holds the k-th smallest (0-based) value,
+ * everything before it is <= a[k] and everything after is >= a[k].
+ * Quickselect with a three-way partition: the pairwise slopes of an exactly
+ * linear series are all equal, and a two-way Lomuto partition would go
+ * quadratic on them (4e12 steps at n = 2048). A budget of partition rounds
+ * bounds the adversarial median-of-three cases by falling back to qsort. */
+static void select_kth(double *a, size_t n, size_t k) {
+    size_t lo = 0, hi = n;
+    int budget = 16;
+    for (size_t m = n; m > 1; m >>= 1)
+        budget += 2;
+    while (hi - lo > 16) {
+        if (budget-- == 0) {
+            qsort(a + lo, hi - lo, sizeof *a, cmp_double);
+            return;
+        }
+        double p = median3(a[lo], a[lo + (hi - lo) / 2], a[hi - 1]);
+        size_t lt = lo, i = lo, gt = hi;
+        while (i < gt) {
+            if (a[i] < p)
+                swap_d(&a[lt++], &a[i++]);
+            else if (a[i] > p)
+                swap_d(&a[i], &a[--gt]);
+            else
+                i++;
+        }
+        if (k < lt)
+            hi = lt;
+        else if (k >= gt)
+            lo = gt;
+        else
+            return; /* a[k] == p, already in place */
+    }
+    for (size_t i = lo + 1; i < hi; i++) {
+        double v = a[i];
+        size_t j = i;
+        while (j > lo && a[j - 1] > v) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = v;
+    }
+}
+
+/* Order statistics at 0-based ranks ks[0..m), given in ascending order (equal
+ * neighbours allowed). Each selection leaves everything above its rank to the
+ * right, so the next one only searches that part. */
+static void select_many(double *a, size_t n, const size_t *ks, int m, double *vals) {
+    size_t base = 0;
+    for (int i = 0; i < m; i++) {
+        if (i > 0 && ks[i] == ks[i - 1]) {
+            vals[i] = vals[i - 1];
+            continue;
+        }
+        select_kth(a + base, n - base, ks[i] - base);
+        vals[i] = a[ks[i]];
+        base = ks[i] + 1;
+    }
+}
+
+double lw_median(double *v, int n) {
+    if (n <= 0 || !v) return NAN;
+    for (int i = 0; i < n; i++)
+        if (isnan(v[i])) return NAN;
+    size_t k = (size_t)n / 2;
+    select_kth(v, (size_t)n, k);
+    if (n % 2) return v[k];
+    /* The lower middle value is the largest of the part left of k. */
+    double below = v[0];
+    for (size_t i = 1; i < k; i++)
+        if (v[i] > below) below = v[i];
+    return below / 2 + v[k] / 2;
+}
+
+/* Sums over groups of equal values in sorted v[0..n): t(t-1)(2t+5),
+ * t(t-1)(t-2) and t(t-1), the pieces of Kendall's tie-corrected Var(S). */
+typedef struct {
+    double a, b, c;
+} tie_sums;
+
+static tie_sums tie_sums_sorted(const double *v, int n) {
+    tie_sums s = {0, 0, 0};
+    int i = 0;
+    while (i < n) {
+        int j = i + 1;
+        while (j < n && v[j] == v[i])
+            j++;
+        double t = j - i;
+        if (t > 1) {
+            s.a += t * (t - 1) * (2 * t + 5);
+            s.b += t * (t - 1) * (t - 2);
+            s.c += t * (t - 1);
+        }
+        i = j;
+    }
+    return s;
+}
+
+/* Tie sums of v[0..n) (copied and sorted); -1 if out of memory. */
+static int tie_sums_of(const double *v, int n, tie_sums *out) {
+    double *w = malloc((size_t)n * sizeof *w);
+    if (!w) return -1;
+    memcpy(w, v, (size_t)n * sizeof *w);
+    qsort(w, (size_t)n, sizeof *w, cmp_double);
+    *out = tie_sums_sorted(w, n);
+    free(w);
+    return 0;
+}
+
+/* Kendall (1970) variance of S with ties in both variables; with no ties in x
+ * (tx all zero) it is the Mann–Kendall formula. */
+static double kendall_var(int n, tie_sums tx, tie_sums ty) {
+    double dn = n;
+    double v = (dn * (dn - 1) * (2 * dn + 5) - tx.a - ty.a) / 18.0;
+    v += tx.b * ty.b / (9.0 * dn * (dn - 1) * (dn - 2));
+    v += tx.c * ty.c / (2.0 * dn * (dn - 1));
+    return v;
+}
+
+/* Fills z and the p-values from S and its variance. */
+static void mk_finish(double s, double var_s, int n, lw_mk_result *out) {
+    out->s = s;
+    out->var_s = var_s;
+    out->n = n;
+    out->tau = s / (0.5 * n * (n - 1.0));
+    if (var_s <= 0) {
+        /* Every value tied: S is exactly 0 and cannot be anything else. */
+        out->z = 0;
+        out->p_two_sided = 1;
+        out->p_increasing = 1;
+        return;
+    }
+    double sd = sqrt(var_s);
+    out->z = s > 0 ? (s - 1) / sd : s < 0 ? (s + 1) / sd : 0;
+    /* erfc keeps relative accuracy deep in the tails, where 1 - Phi would
+     * round to 0 and a leak verdict would read p = 0. */
+    out->p_two_sided = erfc(fabs(out->z) / M_SQRT2);
+    if (out->p_two_sided > 1) out->p_two_sided = 1;
+    /* P(S' >= S) with the continuity correction (S-1)/sd for every sign of S;
+     * for S > 0 this is 1 - Phi(z). */
+    out->p_increasing = 0.5 * erfc((s - 1) / (sd * M_SQRT2));
+}
+
+static long long mk_s(const double *y, int n) {
+    long long s = 0;
+    for (int i = 0; i < n - 1; i++) {
+        double yi = y[i];
+        for (int j = i + 1; j < n; j++)
+            s += (y[j] > yi) - (y[j] < yi);
+    }
+    return s;
+}
+
+int lw_mann_kendall(const double *y, int n, lw_mk_result *out) {
+    if (!y || !out || n < 3 || !all_finite(y, n)) return -1;
+    tie_sums ty;
+    if (tie_sums_of(y, n, &ty)) return -1;
+    tie_sums none = {0, 0, 0};
+    mk_finish((double)mk_s(y, n), kendall_var(n, none, ty), n, out);
+    return 0;
+}
+
+/* ---- Theil–Sen ---- */
+
+/* All slopes over pairs with distinct x into a fresh array; NULL when out of
+ * memory. */
+static double *pair_slopes(const double *x, const double *y, int n, size_t *count) {
+    size_t cap = (size_t)n * (size_t)(n - 1) / 2, m = 0;
+    double *d = malloc(cap * sizeof *d);
+    if (!d) return NULL;
+    for (int i = 0; i < n - 1; i++)
+        for (int j = i + 1; j < n; j++)
+            if (x[j] != x[i]) d[m++] = (y[j] - y[i]) / (x[j] - x[i]);
+    *count = m;
+    return d;
+}
+
+static double median_of_residuals(const double *x, const double *y, int n, double slope, int *err) {
+    double *r = malloc((size_t)n * sizeof *r);
+    if (!r) {
+        *err = 1;
+        return NAN;
+    }
+    for (int i = 0; i < n; i++)
+        r[i] = y[i] - slope * x[i];
+    double m = lw_median(r, n);
+    free(r);
+    return m;
+}
+
+/* Theil–Sen slope and, when conf > 0, Sen's interval. */
+static int theil_sen_core(const double *x, const double *y, int n, double conf,
+                          lw_theil_sen_result *out) {
+    size_t N;
+    double *d = pair_slopes(x, y, n, &N);
+    if (!d) return -1;
+    if (N == 0) {
+        free(d);
+        return -1;
+    }
+    size_t ks[4];
+    int m = 0;
+    long k_lo = 0;
+    double var_s = NAN;
+    if (conf > 0) {
+        tie_sums tx, ty;
+        if (tie_sums_of(x, n, &tx) || tie_sums_of(y, n, &ty)) {
+            free(d);
+            return -1;
+        }
+        var_s = kendall_var(n, tx, ty);
+        double c = lw_normal_quantile(0.5 + conf / 2) * sqrt(var_s);
+        /* Rank M1 = (N - C)/2 rounded down (1-based); the upper rank is its
+         * mirror N + 1 - k_lo = ceil(M2 + 1). The small tolerance keeps an
+         * M1 that is an integer in exact arithmetic from dropping a rank. */
+        k_lo = (long)floor(((double)N - c) / 2 + 1e-9);
+        if (k_lo >= 1) ks[m++] = (size_t)k_lo - 1;
+    }
+    int med_at = m;
+    ks[m++] = (N - 1) / 2;
+    ks[m++] = N / 2;
+    if (k_lo >= 1) ks[m++] = N - (size_t)k_lo;
+    double vals[4];
+    select_many(d, N, ks, m, vals);
+    free(d);
+    out->slope = vals[med_at] / 2 + vals[med_at + 1] / 2;
+    if (vals[med_at] == vals[med_at + 1]) out->slope = vals[med_at];
+    out->n_pairs = (int)N;
+    out->var_s = var_s;
+    out->lo = k_lo >= 1 ? vals[0] : -INFINITY;
+    out->hi = k_lo >= 1 ? vals[m - 1] : INFINITY;
+    int err = 0;
+    out->intercept = median_of_residuals(x, y, n, out->slope, &err);
+    return err ? -1 : 0;
+}
+
+int lw_theil_sen(const double *x, const double *y, int n, double conf, lw_theil_sen_result *out) {
+    if (!x || !y || !out || n < 3 || n > LW_THEIL_SEN_MAX_N) return -1;
+    if (!(conf > 0 && conf < 1)) return -1;
+    if (!all_finite(x, n) || !all_finite(y, n)) return -1;
+    lw_theil_sen_result r;
+    if (theil_sen_core(x, y, n, conf, &r)) return -1;
+    *out = r;
+    return 0;
+}
+
+/* ---- Mann–Kendall with effective-sample-size correction ---- */
+
+lw_ess_opts lw_ess_opts_default(void) {
+    lw_ess_opts o = {.lag_alpha = 0.05,
+                     .max_lag = 0,
+                     .weights = LW_ESS_WEIGHTS_CUBIC,
+                     .use_ranks = 0,
+                     .allow_below_one = 0};
+    return o;
+}
+
+typedef struct {
+    double v;
+    int i;
+} val_idx;
+
+static int cmp_val_idx(const void *a, const void *b) {
+    const val_idx *p = a, *q = b;
+    if (p->v != q->v) return (p->v > q->v) - (p->v < q->v);
+    return (p->i > q->i) - (p->i < q->i);
+}
+
+/* Replaces e[0..n) by its ranks, 1..n, tied values sharing their mean rank.
+ * Values within tol of their sorted neighbour count as tied. */
+static int to_midranks(double *e, int n, double tol) {
+    val_idx *t = malloc((size_t)n * sizeof *t);
+    if (!t) return -1;
+    for (int i = 0; i < n; i++)
+        t[i] = (val_idx){e[i], i};
+    qsort(t, (size_t)n, sizeof *t, cmp_val_idx);
+    int i = 0;
+    while (i < n) {
+        int j = i + 1;
+        while (j < n && t[j].v - t[j - 1].v <= tol)
+            j++;
+        double rank = (i + 1 + j) / 2.0; /* mean of ranks i+1 .. j */
+        for (int k = i; k < j; k++)
+            e[t[k].i] = rank;
+        i = j;
+    }
+    free(t);
+    return 0;
+}
+
+/* n/n* from the residuals e[0..n) (overwritten when ranks are used). */
+static int ess_ratio_of(double *e, int n, const lw_ess_opts *o, double tie_tol, double *ratio) {
+    if (o->use_ranks && to_midranks(e, n, tie_tol)) return -1;
+    double mean = 0;
+    for (int i = 0; i < n; i++)
+        mean += e[i];
+    mean /= n;
+    double c0 = 0;
+    for (int i = 0; i < n; i++) {
+        e[i] -= mean;
+        c0 += e[i] * e[i];
+    }
+    if (c0 <= 0) {
+        /* The Theil–Sen line passes through every point: nothing is left to
+         * be correlated. */
+        *ratio = 1;
+        return 0;
+    }
+    int max_lag = (o->max_lag <= 0 || o->max_lag >= n) ? n - 1 : o->max_lag;
+    double thr = o->lag_alpha > 0 ? lw_normal_quantile(1 - o->lag_alpha / 2) / sqrt((double)n) : -1;
+    double dn = n, sum = 0;
+    for (int k = 1; k <= max_lag; k++) {
+        double ck = 0;
+        for (int i = 0; i + k < n; i++)
+            ck += e[i] * e[i + k];
+        double r = ck / c0;
+        if (thr >= 0 && !(fabs(r) > thr)) continue;
+        if (o->weights == LW_ESS_WEIGHTS_LINEAR)
+            sum += (1 - k / dn) * r;
+        else
+            sum += (dn - k) * (dn - k - 1) * (dn - k - 2) * r;
+    }
+    double q = o->weights == LW_ESS_WEIGHTS_LINEAR ? 1 + 2 * sum
+                                                   : 1 + 2 * sum / (dn * (dn - 1) * (dn - 2));
+    if (!o->allow_below_one && q < 1) q = 1;
+    /* Even when asked to keep ratios below 1, a non-positive one (only noisy
+     * all-lag sums reach it) would make the variance meaningless. */
+    if (q < 1 / dn) q = 1 / dn;
+    *ratio = q;
+    return 0;
+}
+
+int lw_mann_kendall_corrected_ex(const double *x, const double *y, int n, const lw_ess_opts *opts,
+                                 lw_mk_result *out, double *ess_ratio) {
+    if (!y || !out || n < 3 || n > LW_THEIL_SEN_MAX_N || !all_finite(y, n)) return -1;
+    if (x) {
+        if (!all_finite(x, n)) return -1;
+        for (int i = 1; i < n; i++)
+            if (!(x[i] > x[i - 1])) return -1;
+    }
+    lw_ess_opts o = opts ? *opts : lw_ess_opts_default();
+    lw_mk_result mk;
+    if (lw_mann_kendall(y, n, &mk)) return -1;
+
+    double *xs = malloc((size_t)n * sizeof *xs), *e = malloc((size_t)n * sizeof *e);
+    int rc = -1;
+    if (!xs || !e) goto done;
+    for (int i = 0; i < n; i++)
+        xs[i] = x ? x[i] : i;
+    lw_theil_sen_result ts;
+    if (theil_sen_core(xs, y, n, 0, &ts)) goto done;
+    /* Residuals about the first point, not the origin: floors sit near 4e9,
+     * where a double resolves only ~5e-7, and the autocorrelations are
+     * built from deviations of a few hundred bytes. The shift is a constant
+     * and leaves every r_k unchanged. */
+    double scale = 0;
+    for (int i = 0; i < n; i++) {
+        double dy = y[i] - y[0], trend = ts.slope * (xs[i] - xs[0]);
+        e[i] = dy - trend;
+        scale = fmax(scale, fmax(fabs(dy), fabs(trend)));
+    }
+    /* Residuals that are equal in exact arithmetic (integer floors, a
+     * rational slope) come out a few ulps of the terms apart; ranks must
+     * still see them as ties, and distinct residuals of integer data differ
+     * by at least 1/(2n), far above this. */
+    double tie_tol = 1e-12 * scale;
+    double ratio;
+    if (ess_ratio_of(e, n, &o, tie_tol, &ratio)) goto done;
+    mk_finish(mk.s, mk.var_s * ratio, n, out);
+    if (ess_ratio) *ess_ratio = ratio;
+    rc = 0;
+done:
+    free(xs);
+    free(e);
+    return rc;
+}
+
+int lw_mann_kendall_corrected(const double *x, const double *y, int n, lw_mk_result *out,
+                              double *ess_ratio) {
+    return lw_mann_kendall_corrected_ex(x, y, n, NULL, out, ess_ratio);
+}
+
+/* ---- least squares ---- */
+
+static int distinct_at_least(const double *x, int n, int want) {
+    double *w = malloc((size_t)n * sizeof *w);
+    if (!w) return -1;
+    memcpy(w, x, (size_t)n * sizeof *w);
+    qsort(w, (size_t)n, sizeof *w, cmp_double);
+    int d = 1;
+    for (int i = 1; i < n && d < want; i++)
+        d += w[i] != w[i - 1];
+    free(w);
+    return d >= want;
+}
+
+int lw_linear_fit_ols(const double *x, const double *y, int n, lw_linear_fit *out) {
+    if (!x || !y || !out || n < 3 || !all_finite(x, n) || !all_finite(y, n)) return -1;
+    /* Two passes about the means: Sxx from raw sums would cancel
+     * catastrophically for x near 1e6 and y near 4e9. */
+    double mx = 0, my = 0;
+    for (int i = 0; i < n; i++) {
+        mx += x[i];
+        my += y[i];
+    }
+    mx /= n;
+    my /= n;
+    double sxx = 0, sxy = 0, syy = 0;
+    for (int i = 0; i < n; i++) {
+        double dx = x[i] - mx, dy = y[i] - my;
+        sxx += dx * dx;
+        sxy += dx * dy;
+        syy += dy * dy;
+    }
+    if (!(sxx > 0)) return -1;
+    double slope = sxy / sxx;
+    double rss = 0;
+    for (int i = 0; i < n; i++) {
+        double r = (y[i] - my) - slope * (x[i] - mx);
+        rss += r * r;
+    }
+    out->slope = slope;
+    out->intercept = my - slope * mx;
+    out->resid_sd = sqrt(rss / (n - 2));
+    double r2 = syy > 0 ? (sxy / sxx) * (sxy / syy) : 0;
+    out->r2 = r2 > 1 ? 1 : r2;
+    return 0;
+}
+
+int lw_quadratic_fit(const double *x, const double *y, int n, lw_quad_fit *out) {
+    if (!x || !y || !out || n < 4 || !all_finite(x, n) || !all_finite(y, n)) return -1;
+    int distinct = distinct_at_least(x, n, 3);
+    if (distinct != 1) return -1;
+
+    /* Centre y as well: floors near 4e9 carry ~5e-7 of rounding per value,
+     * and the curvature of a slow leak is a tiny fraction of that level;
+     * fitting deviations from the mean gains the ratio of the two in
+     * accuracy of c. */
+    double m = 0, my = 0;
+    for (int i = 0; i < n; i++) {
+        m += x[i];
+        my += y[i];
+    }
+    m /= n;
+    my /= n;
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        if (fabs(x[i] - m) > s) s = fabs(x[i] - m);
+
+    /* Design matrix [1 t t^2], t = (x - m)/s in [-1, 1], column-major, and a
+     * copy of y that becomes Q^T y. */
+    double *A = malloc((size_t)n * 4 * sizeof *A);
+    if (!A) return -1;
+    double *qy = A + 3 * (size_t)n;
+    for (int i = 0; i < n; i++) {
+        double t = (x[i] - m) / s;
+        A[i] = 1;
+        A[n + i] = t;
+        A[2 * n + i] = t * t;
+        qy[i] = y[i] - my;
+    }
+    /* Householder QR: column j is reflected onto e_j; the reflector is
+     * applied to the later columns and to qy, then R[j][j] = alpha. */
+    double R[3][3] = {{0}};
+    int rc = -1;
+    for (int j = 0; j < 3; j++) {
+        double *cj = A + (size_t)j * n;
+        double norm = 0;
+        for (int i = j; i < n; i++)
+            norm += cj[i] * cj[i];
+        norm = sqrt(norm);
+        if (!(norm > 0)) goto done;
+        double alpha = cj[j] > 0 ? -norm : norm;
+        cj[j] -= alpha; /* v = column - alpha e_j, stored in place */
+        double vv = 0;
+        for (int i = j; i < n; i++)
+            vv += cj[i] * cj[i];
+        for (int k = j + 1; k <= 3; k++) {
+            double *ck = A + (size_t)k * n; /* k == 3 is qy */
+            double dot = 0;
+            for (int i = j; i < n; i++)
+                dot += cj[i] * ck[i];
+            double f = 2 * dot / vv;
+            for (int i = j; i < n; i++)
+                ck[i] -= f * cj[i];
+        }
+        R[j][j] = alpha;
+        for (int k = j + 1; k < 3; k++)
+            R[j][k] = A[(size_t)k * n + j];
+    }
+    double g = qy[2] / R[2][2];
+    double be = (qy[1] - R[1][2] * g) / R[1][1];
+    double al = (qy[0] - R[0][1] * be - R[0][2] * g) / R[0][0];
+    double rss = 0;
+    for (int i = 0; i < n; i++) {
+        double t = (x[i] - m) / s;
+        double r = (y[i] - my) - (al + be * t + g * t * t);
+        rss += r * r;
+    }
+    double sd = sqrt(rss / (n - 3));
+    /* Back to x: y = my + al + be (x-m)/s + g (x-m)^2/s^2. */
+    double s2 = s * s;
+    out->c = g / s2;
+    out->b = be / s - 2 * g * m / s2;
+    out->a = my + al - be * m / s + g * m * m / s2;
+    /* Var(g) = sigma^2 [(R^T R)^-1]_33 = sigma^2 / R_33^2, since the last
+     * row of R^-1 is (0, 0, 1/R_33). */
+    out->se_c = sd / fabs(R[2][2]) / s2;
+    out->resid_sd = sd;
+    rc = 0;
+done:
+    free(A);
+    return rc;
+}
+
+/* ---- normal distribution ---- */
+
+double lw_normal_cdf(double z) {
+    return 0.5 * erfc(-z / M_SQRT2);
+}
+
+/* Acklam's approximation for p <= 0.5 (relative error < 1.15e-9). */
+static double acklam_lower(double p) {
+    static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
+                               -2.759285104469687e+02, 1.383577518672690e+02,
+                               -3.066479806614716e+01, 2.506628277459239e+00};
+    static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
+                               -1.556989798598866e+02, 6.680131188771972e+01,
+                               -1.328068155288572e+01};
+    static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
+                               -2.400758277161838e+00, -2.549732539343734e+00,
+                               4.374664141464968e+00,  2.938163982698783e+00};
+    static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                               3.754408661907416e+00};
+    if (p < 0.02425) {
+        double q = sqrt(-2 * log(p));
+        return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+               ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+    }
+    double q = p - 0.5, r = q * q;
+    return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+           (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+}
+
+double lw_normal_quantile(double p) {
+    if (isnan(p) || p < 0 || p > 1) return NAN;
+    if (p == 0) return -INFINITY;
+    if (p == 1) return INFINITY;
+    /* Work in the lower tail, where Phi(x) - p has full relative accuracy;
+     * 1 - p is exact for p >= 0.5. */
+    if (p > 0.5) return -lw_normal_quantile(1 - p);
+    double x = acklam_lower(p);
+    /* One Halley step on Phi(x) - p = 0: f/f' = e sqrt(2 pi) exp(x^2/2).
+     * For subnormal p (|x| > 37.7) exp(x^2/2) overflows; Acklam's 1e-9
+     * relative accuracy is kept there. */
+    double e = lw_normal_cdf(x) - p;
+    double u = e * sqrt(2 * M_PI) * exp(x * x / 2);
+    if (isfinite(u)) x -= u / (1 + x * u / 2);
+    return x;
+}

@@ -1,0 +1,49 @@
+/* Process-wide counters: allocations, frees, failures, live and peak bytes,
+ * overall, by kind of memory, by device and by both. */
+#ifndef LW_TOTALS_H
+#define LW_TOTALS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+typedef enum {
+    LW_KIND_DEVICE,      /* cudaMalloc, cuMemAlloc, async and pool allocations */
+    LW_KIND_MANAGED,     /* cudaMallocManaged, cuMemAllocManaged */
+    LW_KIND_PINNED_HOST, /* cudaMallocHost, cudaHostAlloc, cuMemHostAlloc, cuMemAllocHost */
+    LW_KIND_PHYSICAL,    /* cuMemCreate: physical memory behind virtual mappings */
+    LW_KIND_COUNT
+} lw_kind;
+
+const char *lw_kind_name(lw_kind k);
+
+#define LW_MAX_DEVICES 63 /* devices 0..62 (one 64-bit mask with host); -1 = host or unknown */
+
+typedef struct {
+    _Atomic uint64_t alloc_count;
+    _Atomic uint64_t free_count;
+    _Atomic uint64_t failed_count;
+    _Atomic int64_t live_bytes;
+    _Atomic int64_t live_count;
+    _Atomic int64_t peak_live_bytes;
+} lw_counter;
+
+/* A plain copy of a counter, for reading. */
+typedef struct {
+    uint64_t alloc_count, free_count, failed_count;
+    int64_t live_bytes, live_count, peak_live_bytes;
+} lw_counts;
+
+void lw_totals_alloc(int device, lw_kind kind, uint64_t size);
+void lw_totals_free(int device, lw_kind kind, uint64_t size);
+void lw_totals_failed(int device, lw_kind kind);
+void lw_totals_unknown_free(void);
+void lw_totals_mapped(int64_t delta_bytes);
+
+/* device -2 = all devices; kind LW_KIND_COUNT = all kinds. */
+lw_counts lw_totals_get(int device, lw_kind kind);
+uint64_t lw_totals_unknown_frees(void);
+int64_t lw_totals_mapped_bytes(void);
+/* Bit i+1 set when device i has been seen (bit 0: host/unknown). */
+uint64_t lw_totals_devices_seen(void);
+
+#endif

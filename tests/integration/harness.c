@@ -1,0 +1,188 @@
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+const char *lw_build_dir(void) {
+    static char path[PATH_MAX];
+    if (!path[0]) {
+        const char *b = getenv("LW_BUILD");
+        if (!b || !*b) b = "build";
+        if (!realpath(b, path)) snprintf(path, sizeof path, "%s", b);
+    }
+    return path;
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return strdup("");
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    size_t got = fread(buf, 1, (size_t)n, f);
+    buf[got] = '\0';
+    fclose(f);
+    return buf;
+}
+
+void lw_run_exe(lw_run *r, int preload, const char *exe, const char *const *args,
+                const char *const *env) {
+    memset(r, 0, sizeof *r);
+    snprintf(r->dir, sizeof r->dir, "/tmp/lwtest.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(r->dir));
+    snprintf(r->report_path, sizeof r->report_path, "%s/report.json", r->dir);
+
+    char *argv[64];
+    int ac = 0;
+    argv[ac++] = (char *)exe;
+    for (int i = 0; args && args[i] && ac < 63; i++)
+        argv[ac++] = (char *)args[i];
+    argv[ac] = NULL;
+
+    /* The child's environment: ours without LEAKWATCH_* and LD_PRELOAD,
+     * plus the run's own settings. */
+    static char buf[16][PATH_MAX + 64];
+    char *envp[512];
+    int ec = 0;
+    for (char **e = environ; *e && ec < 480; e++)
+        if (strncmp(*e, "LEAKWATCH_", 10) && strncmp(*e, "LD_PRELOAD=", 11) &&
+            strncmp(*e, "LD_LIBRARY_PATH=", 16))
+            envp[ec++] = *e;
+    const char *asan = getenv("LW_ASAN_RT");
+    if (preload) {
+        snprintf(buf[0], sizeof buf[0], "LD_PRELOAD=%s%s%s/libleakwatch.so%s",
+                 asan && *asan ? asan : "", asan && *asan ? " " : "", lw_build_dir(),
+                 preload == 2 ? " libnextprobe.so" : "");
+        envp[ec++] = buf[0];
+    }
+    snprintf(buf[1], sizeof buf[1], "LEAKWATCH_REPORT=%s", r->report_path);
+    envp[ec++] = buf[1];
+    int own_path = 0;
+    for (int i = 0; env && env[i]; i++)
+        own_path |= !strncmp(env[i], "LD_LIBRARY_PATH=", 16);
+    snprintf(buf[2], sizeof buf[2], "LD_LIBRARY_PATH=%s/tests/lib", lw_build_dir());
+    if (!own_path) envp[ec++] = buf[2];
+    envp[ec++] = "ASAN_OPTIONS=detect_leaks=0:abort_on_error=0";
+    for (int i = 0; env && env[i] && ec < 510; i++)
+        envp[ec++] = (char *)env[i];
+    envp[ec] = NULL;
+
+    char out_path[300], err_path[300];
+    snprintf(out_path, sizeof out_path, "%s/.stdout", r->dir);
+    snprintf(err_path, sizeof err_path, "%s/.stderr", r->dir);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(o, 1);
+        dup2(e, 2);
+        if (chdir(r->dir) != 0) _exit(126);
+        execve(exe, argv, envp);
+        _exit(127);
+    }
+    /* A hung child must fail the test, not hang the suite. */
+    int status = 0;
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid) break;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - start.tv_sec > 120) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            break;
+        }
+        usleep(2000);
+    }
+    if (WIFEXITED(status)) {
+        r->exit_code = WEXITSTATUS(status);
+    } else {
+        r->exit_code = -1;
+        r->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    }
+    r->out = slurp(out_path);
+    r->err = slurp(err_path);
+    if (access(r->report_path, F_OK) == 0) {
+        char err[256];
+        r->report = lw_json_parse_file(r->report_path, NULL, err, sizeof err);
+        ck_assert_msg(r->report != NULL, "report does not parse: %s", err);
+    }
+}
+
+void lw_run_prog(lw_run *r, int preload, const char *prog, const char *const *args,
+                 const char *const *env) {
+    char exe[PATH_MAX + 256];
+    snprintf(exe, sizeof exe, "%s/tests/programs/%s", lw_build_dir(), prog);
+    lw_run_exe(r, preload, exe, args, env);
+}
+
+static void remove_tree(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    char p[PATH_MAX + 256];
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+void lw_run_free(lw_run *r) {
+    free(r->out);
+    free(r->err);
+    lw_json_free(r->report);
+    remove_tree(r->dir);
+    memset(r, 0, sizeof *r);
+}
+
+int lw_run_stray_files(const lw_run *r) {
+    int n = 0;
+    DIR *d = opendir(r->dir);
+    if (!d) return -1;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, ".stdout") &&
+            strcmp(e->d_name, ".stderr"))
+            n++;
+    closedir(d);
+    return n;
+}
+
+long long lw_rep_int(const lw_run *r, const char *path) {
+    ck_assert_msg(r->report != NULL, "no report written; stderr: %s", r->err);
+    long long v = 0;
+    ck_assert_msg(lw_json_int64(lw_json_path(r->report, path), &v) == 0, "no integer at %s", path);
+    return v;
+}
+
+const lw_json *lw_rep_site_named(const lw_run *r, const char *fn) {
+    if (!r->report) return NULL;
+    const lw_json *sites = lw_json_get(r->report, "sites");
+    for (size_t i = 0; i < lw_json_len(sites); i++) {
+        const lw_json *frames = lw_json_get(lw_json_at(sites, i), "frames");
+        for (size_t j = 0; j < lw_json_len(frames); j++) {
+            const char *f = lw_json_string(lw_json_get(lw_json_at(frames, j), "function"));
+            if (f && !strcmp(f, fn)) return lw_json_at(sites, i);
+        }
+    }
+    return NULL;
+}

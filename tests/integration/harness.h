@@ -1,0 +1,45 @@
+/* Integration tests run real programs under the shim, on the CPU stand-ins
+ * for the CUDA libraries, and read the report they leave. */
+#ifndef LW_HARNESS_H
+#define LW_HARNESS_H
+
+#include "json_read.h"
+
+#include <check.h>
+
+typedef struct {
+    int exit_code; /* -1 when killed by a signal */
+    int signal;
+    char *out;       /* the program's stdout */
+    char *err;       /* its stderr */
+    lw_json *report; /* NULL when no report was written */
+    char dir[256];   /* private folder for this run */
+    char report_path[320];
+} lw_run;
+
+/* The build folder, absolute ($LW_BUILD, default "build"). */
+const char *lw_build_dir(void);
+
+/* Runs $LW_BUILD/tests/programs/PROG ARGS... with LD_PRELOAD set to the shim
+ * (when preload), LEAKWATCH_REPORT in a fresh folder, the stand-ins on
+ * LD_LIBRARY_PATH, and env ("K=V" strings, NULL-terminated) added. */
+void lw_run_prog(lw_run *r, int preload, const char *prog, const char *const *args,
+                 const char *const *env);
+/* Same, for any executable path (argv[0] = path). */
+void lw_run_exe(lw_run *r, int preload, const char *exe, const char *const *args,
+                const char *const *env);
+void lw_run_free(lw_run *r);
+
+/* Number at path in the report; fails the test if absent. */
+long long lw_rep_int(const lw_run *r, const char *path);
+/* The first site (in report order) one of whose frames is the function fn;
+ * NULL if none. */
+const lw_json *lw_rep_site_named(const lw_run *r, const char *fn);
+/* Files in the run's folder other than the ones the harness made. */
+int lw_run_stray_files(const lw_run *r);
+
+#define RUN_OK(r)                                                                                  \
+    ck_assert_msg((r)->exit_code == 0, "exit %d signal %d\nstdout: %s\nstderr: %s",                \
+                  (r)->exit_code, (r)->signal, (r)->out, (r)->err)
+
+#endif

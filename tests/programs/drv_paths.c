@@ -1,0 +1,169 @@
+/* Reaches CUDA through the driver API: linked to libcuda.so.1 directly, or
+ * through dlsym / cuGetProcAddress as libraries that load it themselves do.
+ * Usage: drv_paths PATH [COUNT [SIZE]] */
+#include "paths.h"
+
+#include <dlfcn.h>
+
+CUresult cuInit(unsigned int flags);
+CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev);
+CUresult cuCtxSetCurrent(CUcontext ctx);
+CUresult cuMemAlloc_v2(CUdeviceptr *d, size_t s);
+CUresult cuMemFree_v2(CUdeviceptr d);
+CUresult cuMemAllocPitch_v2(CUdeviceptr *d, size_t *pitch, size_t w, size_t h, unsigned int e);
+CUresult cuMemAllocManaged(CUdeviceptr *d, size_t s, unsigned int flags);
+CUresult cuMemAllocAsync(CUdeviceptr *d, size_t s, CUstream st);
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *d, size_t s, CUstream st);
+CUresult cuMemFreeAsync(CUdeviceptr d, CUstream st);
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr d, CUstream st);
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *d, size_t s, CUmemoryPool p, CUstream st);
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *d, size_t s, CUmemoryPool p, CUstream st);
+CUresult cuMemHostAlloc(void **p, size_t s, unsigned int flags);
+CUresult cuMemAllocHost_v2(void **p, size_t s);
+CUresult cuMemFreeHost(void *p);
+CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t s, const CUmemAllocationProp *prop,
+                     unsigned long long flags);
+CUresult cuMemRelease(CUmemGenericAllocationHandle h);
+CUresult cuMemAddressReserve(CUdeviceptr *p, size_t s, size_t align, CUdeviceptr addr,
+                             unsigned long long flags);
+CUresult cuMemMap(CUdeviceptr p, size_t s, size_t o, CUmemGenericAllocationHandle h,
+                  unsigned long long flags);
+CUresult cuMemUnmap(CUdeviceptr p, size_t s);
+
+static long count, size;
+#define POOL ((CUmemoryPool)(uintptr_t)0x5000) /* any non-NULL pool, for the stand-in */
+
+NOINLINE static void leak_driver(const char *path) {
+    for (long i = 0; i < count; i++) {
+        CUdeviceptr d;
+        void *h;
+        size_t pitch;
+        if (!strcmp(path, "alloc"))
+            CHECK(cuMemAlloc_v2(&d, (size_t)size));
+        else if (!strcmp(path, "pitch"))
+            CHECK(cuMemAllocPitch_v2(&d, &pitch, 4096, (size_t)size / 4096, 4));
+        else if (!strcmp(path, "managed"))
+            CHECK(cuMemAllocManaged(&d, (size_t)size, 1));
+        else if (!strcmp(path, "async"))
+            CHECK(cuMemAllocAsync(&d, (size_t)size, NULL));
+        else if (!strcmp(path, "async_ptsz"))
+            CHECK(cuMemAllocAsync_ptsz(&d, (size_t)size, NULL));
+        else if (!strcmp(path, "pool"))
+            CHECK(cuMemAllocFromPoolAsync(&d, (size_t)size, POOL, NULL));
+        else if (!strcmp(path, "pool_ptsz"))
+            CHECK(cuMemAllocFromPoolAsync_ptsz(&d, (size_t)size, POOL, NULL));
+        else if (!strcmp(path, "hostalloc"))
+            CHECK(cuMemHostAlloc(&h, (size_t)size, 0));
+        else if (!strcmp(path, "allochost"))
+            CHECK(cuMemAllocHost_v2(&h, (size_t)size));
+        else {
+            fprintf(stderr, "unknown path %s\n", path);
+            exit(2);
+        }
+    }
+}
+
+NOINLINE static void churn_driver(void) {
+    for (int i = 0; i < 4; i++) {
+        CUdeviceptr d;
+        void *h;
+        CHECK(cuMemAlloc_v2(&d, 4096));
+        CHECK(cuMemFree_v2(d));
+        CHECK(cuMemAllocAsync(&d, 4096, NULL));
+        CHECK(cuMemFreeAsync(d, NULL));
+        CHECK(cuMemAllocAsync_ptsz(&d, 4096, NULL));
+        CHECK(cuMemFreeAsync_ptsz(d, NULL));
+        CHECK(cuMemAllocHost_v2(&h, 4096));
+        CHECK(cuMemFreeHost(h));
+    }
+}
+
+NOINLINE static void leak_vmm_direct(void) {
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 1;
+    CUdeviceptr va;
+    CHECK(cuMemAddressReserve(&va, (size_t)size * (size_t)(count + 1), 0, 0, 0));
+    for (long i = 0; i < count; i++) {
+        CUmemGenericAllocationHandle h;
+        CHECK(cuMemCreate(&h, (size_t)size, &prop, 0));
+        CHECK(cuMemMap(va + (CUdeviceptr)i * (CUdeviceptr)size, (size_t)size, 0, h, 0));
+    }
+    CUmemGenericAllocationHandle h;
+    CHECK(cuMemCreate(&h, (size_t)size, &prop, 0));
+    CHECK(cuMemRelease(h));
+}
+
+/* PyTorch 2.1 style: dlopen the driver, dlsym each function by its name. */
+NOINLINE static void leak_dlsym(void) {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!lib) lib = dlopen("libcuda.so.1", RTLD_NOW);
+    lw_pfn_cuMemAlloc_v3020 alloc = (lw_pfn_cuMemAlloc_v3020)dlsym(lib, "cuMemAlloc_v2");
+    lw_pfn_cuMemFree_v3020 release = (lw_pfn_cuMemFree_v3020)dlsym(lib, "cuMemFree_v2");
+    lw_pfn_cuMemAllocAsync_v11020 async =
+        (lw_pfn_cuMemAllocAsync_v11020)dlsym(lib, "cuMemAllocAsync_ptsz");
+    if (!alloc || !release || !async) exit(3);
+    CUdeviceptr d;
+    for (long i = 0; i < count; i++)
+        CHECK(alloc(&d, (size_t)size));
+    CHECK(async(&d, 4096, NULL));
+    CHECK(release(d));
+}
+
+/* A library that asks the driver's cuGetProcAddress_v2 itself, with the
+ * per-thread-stream flag for the async functions. */
+NOINLINE static void leak_procaddress(void) {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+    lw_pfn_cuGetProcAddress_v12000 gpa =
+        (lw_pfn_cuGetProcAddress_v12000)dlsym(lib, "cuGetProcAddress_v2");
+    lw_pfn_cuGetProcAddress_v11030 gpa_legacy =
+        (lw_pfn_cuGetProcAddress_v11030)dlsym(lib, "cuGetProcAddress");
+    if (!gpa || !gpa_legacy) exit(3);
+    lw_pfn_cuMemAllocAsync_v11020 a_ptsz = NULL, a_plain = NULL;
+    lw_pfn_cuMemFreeAsync_v11020 f_ptsz = NULL;
+    lw_pfn_cuMemAlloc_v3020 alloc = NULL;
+    CUdriverProcAddressQueryResult st;
+    CHECK(gpa("cuMemAllocAsync", (void **)&a_ptsz, 12000,
+              CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
+    CHECK(gpa("cuMemAllocAsync", (void **)&a_plain, 12000, 0, &st));
+    CHECK(gpa("cuMemFreeAsync", (void **)&f_ptsz, 12000,
+              CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL));
+    CHECK(gpa_legacy("cuMemAlloc", (void **)&alloc, 11030, 0));
+    if (!a_ptsz || !a_plain || !f_ptsz || !alloc || a_ptsz == a_plain) exit(4);
+    CUdeviceptr d;
+    for (long i = 0; i < count; i++)
+        CHECK(a_ptsz(&d, (size_t)size, NULL));
+    for (long i = 0; i < count; i++)
+        CHECK(a_plain(&d, (size_t)size, NULL));
+    CHECK(alloc(&d, (size_t)size));
+    CHECK(f_ptsz(d, NULL));
+    /* cuGetProcAddress asked for itself: what the runtime does first. */
+    lw_pfn_cuGetProcAddress_v12000 gpa2 = NULL;
+    CHECK(gpa("cuGetProcAddress", (void **)&gpa2, 12000, 0, NULL));
+    lw_pfn_cuMemAlloc_v3020 alloc2 = NULL;
+    CHECK(gpa2("cuMemAlloc", (void **)&alloc2, 12000, 0, NULL));
+    CHECK(alloc2(&d, (size_t)size));
+}
+
+int main(int argc, char **argv) {
+    const char *path = argc > 1 ? argv[1] : "alloc";
+    count = arg_long(argc, argv, 2, 3);
+    size = arg_long(argc, argv, 3, 1 << 20);
+    CHECK(cuInit(0));
+    CUcontext ctx;
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
+    CHECK(cuCtxSetCurrent(ctx));
+    if (!strcmp(path, "vmm"))
+        leak_vmm_direct();
+    else if (!strcmp(path, "dlsym"))
+        leak_dlsym();
+    else if (!strcmp(path, "procaddress"))
+        leak_procaddress();
+    else {
+        churn_driver();
+        leak_driver(path);
+    }
+    return 0;
+}

@@ -1,0 +1,1126 @@
+/* CPU stand-in for the CUDA driver, libcuda.so.1 (tests only).
+ *
+ * It exports the real library's versioned entry points (cuMemAlloc_v2,
+ * cuMemAllocAsync_ptsz, ...) and resolves cuGetProcAddress lookups by base
+ * name + version + flags the way the real driver does, so that leakwatch's
+ * hooks see the same symbols and pointers they will see on a GPU machine.
+ *
+ * Device memory is not real: addresses come from a reserved, inaccessible
+ * range of the address space (as the real driver's UVA range is), so tests can
+ * "allocate" many GiB. What is real is the bookkeeping a leak detector depends
+ * on: per-device usage against a limit, out-of-memory errors, address reuse
+ * after a free, errors for unknown or double frees, per-thread contexts.
+ * Pinned host memory is real memory.
+ *
+ * Built twice: build/tests/lib/libcuda.so.1, and with
+ * -DLW_FAKE_CUDA_NO_PROC_ADDRESS build/tests/lib-legacy/libcuda.so.1, a driver
+ * without cuGetProcAddress* that makes the runtime fall back to dlsym. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <uthash.h>
+
+#include "fake_common.h"
+
+/* ---- call counters (test hook fake_cuda_calls) ---- */
+
+#define FAKE_ENTRY_POINTS(X)                                                                       \
+    X(cuInit)                                                                                      \
+    X(cuDriverGetVersion)                                                                          \
+    X(cuDeviceGetCount)                                                                            \
+    X(cuDeviceGet)                                                                                 \
+    X(cuDevicePrimaryCtxRetain)                                                                    \
+    X(cuCtxSetCurrent)                                                                             \
+    X(cuCtxGetCurrent)                                                                             \
+    X(cuCtxGetDevice)                                                                              \
+    X(cuCtxGetDevice_v2)                                                                           \
+    X(cuCtxSynchronize)                                                                            \
+    X(cuMemGetInfo)                                                                                \
+    X(cuMemGetInfo_v2)                                                                             \
+    X(cuMemAlloc)                                                                                  \
+    X(cuMemAlloc_v2)                                                                               \
+    X(cuMemFree)                                                                                   \
+    X(cuMemFree_v2)                                                                                \
+    X(cuMemAllocPitch_v2)                                                                          \
+    X(cuMemAllocManaged)                                                                           \
+    X(cuMemAllocAsync)                                                                             \
+    X(cuMemAllocAsync_ptsz)                                                                        \
+    X(cuMemFreeAsync)                                                                              \
+    X(cuMemFreeAsync_ptsz)                                                                         \
+    X(cuMemAllocFromPoolAsync)                                                                     \
+    X(cuMemAllocFromPoolAsync_ptsz)                                                                \
+    X(cuMemGetAllocationGranularity)                                                               \
+    X(cuMemCreate)                                                                                 \
+    X(cuMemRelease)                                                                                \
+    X(cuMemAddressReserve)                                                                         \
+    X(cuMemAddressFree)                                                                            \
+    X(cuMemMap)                                                                                    \
+    X(cuMemUnmap)                                                                                  \
+    X(cuMemSetAccess)                                                                              \
+    X(cuMemHostAlloc)                                                                              \
+    X(cuMemAllocHost_v2)                                                                           \
+    X(cuMemFreeHost)                                                                               \
+    X(cuGetExportTable)                                                                            \
+    X(cuGetProcAddress)                                                                            \
+    X(cuGetProcAddress_v2)
+
+enum fake_entry {
+#define X(name) E_##name,
+    FAKE_ENTRY_POINTS(X)
+#undef X
+        E_COUNT
+};
+
+static const char *const entry_names[E_COUNT] = {
+#define X(name) #name,
+    FAKE_ENTRY_POINTS(X)
+#undef X
+};
+
+static atomic_ulong calls[E_COUNT];
+
+#define COUNT(name) atomic_fetch_add_explicit(&calls[E_##name], 1, memory_order_relaxed)
+
+/* ---- configuration (environment, read once) ---- */
+
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+static int n_devices;
+static size_t mem_limit;
+static bool fail_export_table;
+
+static size_t parse_bytes(const char *s, size_t dflt) {
+    if (s == NULL || *s == '\0') return dflt;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s) return dflt;
+    int shift = 0;
+    switch (*end) {
+    case 'k':
+    case 'K':
+        shift = 10;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        break;
+    case 't':
+    case 'T':
+        shift = 40;
+        break;
+    case '\0':
+        break;
+    default:
+        return dflt;
+    }
+    if (shift != 0 && end[1] != '\0') return dflt;
+    if (shift != 0 && v > (SIZE_MAX >> shift)) return dflt;
+    return (size_t)(v << shift);
+}
+
+static void read_config(void) {
+    n_devices = FAKE_DEFAULT_DEVICES;
+    const char *s = getenv("FAKE_CUDA_DEVICES");
+    if (s != NULL && *s != '\0') {
+        char *end = NULL;
+        long v = strtol(s, &end, 10);
+        if (*end == '\0' && v >= 0) n_devices = v > FAKE_MAX_DEVICES ? FAKE_MAX_DEVICES : (int)v;
+    }
+    mem_limit = parse_bytes(getenv("FAKE_CUDA_MEM_BYTES"), FAKE_DEFAULT_MEM_BYTES);
+    s = getenv("FAKE_CUDA_FAIL_EXPORT_TABLE");
+    fail_export_table = s != NULL && strcmp(s, "1") == 0;
+}
+
+static void config(void) {
+    pthread_once(&config_once, read_config);
+}
+
+/* ---- initialisation and contexts ---- */
+
+static atomic_bool initialized;
+
+/* The primary context of device d is this fake handle; nothing dereferences it.
+ * Per-thread, as the driver's current context is. */
+#define CTX_BASE ((uintptr_t)0x1000)
+static __thread CUcontext current_ctx;
+
+static bool valid_device(int dev) {
+    return dev >= 0 && dev < n_devices;
+}
+
+static bool ctx_device(CUcontext ctx, int *dev) {
+    uintptr_t v = (uintptr_t)ctx;
+    if (v < CTX_BASE || v >= CTX_BASE + (uintptr_t)n_devices) return false;
+    *dev = (int)(v - CTX_BASE);
+    return true;
+}
+
+static CUresult need_init(void) {
+    config();
+    return atomic_load(&initialized) ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+/* Most memory calls act on the calling thread's current context, and fail
+ * without one: a thread that never made a context current cannot allocate. */
+static CUresult need_ctx(int *dev) {
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    if (current_ctx == NULL || !ctx_device(current_ctx, dev)) return CUDA_ERROR_INVALID_CONTEXT;
+    return CUDA_SUCCESS;
+}
+
+/* ---- address space ----
+ * One PROT_NONE reservation holds the fake device addresses, so they can never
+ * collide with a real host pointer (pinned memory included) in this process. */
+
+#define ARENA_DEV 0 /* cuMemAlloc*, managed, async */
+#define ARENA_VA 1  /* cuMemAddressReserve */
+#define ARENA_V1 2  /* v1 cuMemAlloc: 32-bit addresses */
+#define N_ARENAS 3
+
+#define ARENA_SPAN ((uintptr_t)4 << 40) /* 4 TiB each for device and VA arenas */
+#define V1_SPAN ((uintptr_t)512 << 20)
+#define V1_LIMIT ((uintptr_t)1 << 32)
+
+struct arena {
+    uintptr_t base, next, end;
+    bool ready;
+};
+
+static struct arena arenas[N_ARENAS];
+
+static void *reserve_span(uintptr_t hint, uintptr_t span) {
+    void *p =
+        mmap((void *)hint, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* Called with the lock held. */
+static bool arena_ready(int id) {
+    struct arena *a = &arenas[id];
+    if (a->ready) return a->end > a->base;
+    a->ready = true;
+    if (id == ARENA_V1) {
+        void *p = reserve_span(0x10000000, V1_SPAN);
+        if (p != NULL && (uintptr_t)p + V1_SPAN > V1_LIMIT) {
+            munmap(p, V1_SPAN); /* no room below 4 GiB: v1 allocations fail */
+            p = NULL;
+        }
+        if (p != NULL) {
+            a->base = a->next = (uintptr_t)p;
+            a->end = a->base + V1_SPAN;
+        }
+        return a->end > a->base;
+    }
+    /* Device and VA arenas share one reservation. */
+    uintptr_t base = (uintptr_t)reserve_span((uintptr_t)0x600000000000, 2 * ARENA_SPAN);
+    if (base == 0) base = (uintptr_t)0x600000000000; /* cannot reserve: plain numbers still work */
+    arenas[ARENA_DEV] = (struct arena){base, base, base + ARENA_SPAN, true};
+    arenas[ARENA_VA] =
+        (struct arena){base + ARENA_SPAN, base + ARENA_SPAN, base + 2 * ARENA_SPAN, true};
+    return true;
+}
+
+/* ---- bookkeeping (all under `lock`) ---- */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static size_t used[FAKE_MAX_DEVICES];
+
+struct dev_alloc {
+    uintptr_t addr;
+    size_t size; /* rounded */
+    int dev;
+    int arena;
+    UT_hash_handle hh;
+};
+
+/* Freed addresses, LIFO per (arena, rounded size): a later allocation of the
+ * same size gets the most recently freed address back, as real allocators
+ * often do, and tests rely on it. Sizes are multiples of 512, so the arena
+ * fits in the key's low bits. */
+struct free_list {
+    uint64_t key;
+    uintptr_t *addrs;
+    size_t n, cap;
+    UT_hash_handle hh;
+};
+
+struct host_alloc {
+    void *ptr;
+    size_t size;
+    UT_hash_handle hh;
+};
+
+struct phys {
+    CUmemGenericAllocationHandle id;
+    size_t size;
+    int dev;
+    bool released;   /* cuMemRelease done: the handle is gone for the caller */
+    unsigned mapped; /* live cuMemMap mappings; memory is freed when released and 0 */
+    UT_hash_handle hh;
+};
+
+struct reservation {
+    uintptr_t addr;
+    size_t size;
+    UT_hash_handle hh;
+};
+
+struct mapping {
+    uintptr_t addr;
+    size_t size;
+    struct phys *phys;
+    UT_hash_handle hh;
+};
+
+static struct dev_alloc *allocs;
+static struct free_list *free_lists;
+static struct host_alloc *host_allocs;
+static struct phys *physs;
+static struct reservation *reservations;
+static struct mapping *mappings;
+static CUmemGenericAllocationHandle next_handle = 1;
+
+static uint64_t free_key(int arena, size_t size) {
+    return (uint64_t)size | (uint64_t)arena;
+}
+
+static bool push_free(int arena, size_t size, uintptr_t addr) {
+    uint64_t key = free_key(arena, size);
+    struct free_list *fl = NULL;
+    HASH_FIND(hh, free_lists, &key, sizeof key, fl);
+    if (fl == NULL) {
+        fl = calloc(1, sizeof *fl);
+        if (fl == NULL) return false;
+        fl->key = key;
+        HASH_ADD(hh, free_lists, key, sizeof fl->key, fl);
+    }
+    if (fl->n == fl->cap) {
+        size_t cap = fl->cap ? fl->cap * 2 : 8;
+        uintptr_t *a = realloc(fl->addrs, cap * sizeof *a);
+        if (a == NULL) return false; /* the address is lost to reuse, nothing worse */
+        fl->addrs = a;
+        fl->cap = cap;
+    }
+    fl->addrs[fl->n++] = addr;
+    return true;
+}
+
+/* Most recently freed address of this size that is a multiple of align. */
+static uintptr_t pop_free(int arena, size_t size, size_t align) {
+    uint64_t key = free_key(arena, size);
+    struct free_list *fl = NULL;
+    HASH_FIND(hh, free_lists, &key, sizeof key, fl);
+    if (fl == NULL) return 0;
+    for (size_t i = fl->n; i-- > 0;) {
+        uintptr_t a = fl->addrs[i];
+        if (a % align == 0) {
+            memmove(&fl->addrs[i], &fl->addrs[i + 1], (fl->n - i - 1) * sizeof *fl->addrs);
+            fl->n--;
+            return a;
+        }
+    }
+    return 0;
+}
+
+static uintptr_t bump(int arena, size_t size, size_t align) {
+    struct arena *a = &arenas[arena];
+    uintptr_t p = (a->next + align - 1) & ~(uintptr_t)(align - 1);
+    if (p < a->next || p > a->end || a->end - p < size) return 0;
+    a->next = p + size;
+    return p;
+}
+
+static bool round_size(size_t size, size_t *rounded) {
+    if (size == 0 || size > SIZE_MAX - (FAKE_ALLOC_ALIGN - 1)) return false;
+    *rounded = (size + FAKE_ALLOC_ALIGN - 1) & ~(FAKE_ALLOC_ALIGN - 1);
+    return true;
+}
+
+/* Device memory of `size` bytes on dev, from the given arena. */
+static CUresult dev_alloc(int dev, size_t size, int arena, uintptr_t *out) {
+    size_t rounded;
+    if (size == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (!round_size(size, &rounded)) return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&lock);
+    struct dev_alloc *rec = NULL;
+    if (rounded > mem_limit - used[dev]) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    } else if (!arena_ready(arena)) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    } else if ((rec = calloc(1, sizeof *rec)) == NULL) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+        uintptr_t addr = pop_free(arena, rounded, FAKE_ALLOC_ALIGN);
+        if (addr == 0) addr = bump(arena, rounded, FAKE_ALLOC_ALIGN);
+        if (addr == 0) {
+            free(rec); /* address space exhausted, as fragmentation would */
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        } else {
+            rec->addr = addr;
+            rec->size = rounded;
+            rec->dev = dev;
+            rec->arena = arena;
+            HASH_ADD(hh, allocs, addr, sizeof rec->addr, rec);
+            used[dev] += rounded;
+            *out = addr;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+/* Unknown or already-freed pointers are CUDA_ERROR_INVALID_VALUE, as on the
+ * real driver: a leak detector must pass such frees through, not hide them. */
+static CUresult dev_free(uintptr_t addr) {
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&lock);
+    struct dev_alloc *rec = NULL;
+    HASH_FIND(hh, allocs, &addr, sizeof addr, rec);
+    if (rec == NULL) {
+        r = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        HASH_DEL(allocs, rec);
+        used[rec->dev] -= rec->size;
+        push_free(rec->arena, rec->size, rec->addr);
+        free(rec);
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+static CUresult alloc_current(CUdeviceptr *dptr, size_t bytesize) {
+    int dev;
+    CUresult r = need_ctx(&dev);
+    if (r != CUDA_SUCCESS) return r;
+    if (dptr == NULL) return CUDA_ERROR_INVALID_VALUE;
+    uintptr_t addr = 0;
+    r = dev_alloc(dev, bytesize, ARENA_DEV, &addr);
+    if (r == CUDA_SUCCESS) *dptr = (CUdeviceptr)addr;
+    return r;
+}
+
+static CUresult free_current(CUdeviceptr dptr) {
+    int dev;
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    if (dptr == 0) return CUDA_SUCCESS; /* cuMemFree(0) is a no-op */
+    r = need_ctx(&dev);
+    if (r != CUDA_SUCCESS) return r;
+    return dev_free((uintptr_t)dptr);
+}
+
+/* ---- version, devices, contexts ---- */
+
+CUresult cuInit(unsigned int Flags) {
+    COUNT(cuInit);
+    config();
+    if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    if (n_devices == 0) return CUDA_ERROR_NO_DEVICE; /* what a machine without a GPU answers */
+    atomic_store(&initialized, true);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDriverGetVersion(int *driverVersion) {
+    COUNT(cuDriverGetVersion);
+    if (driverVersion == NULL) return CUDA_ERROR_INVALID_VALUE;
+    *driverVersion = FAKE_DRIVER_VERSION; /* works before cuInit, as the real one */
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int *count) {
+    COUNT(cuDeviceGetCount);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    if (count == NULL) return CUDA_ERROR_INVALID_VALUE;
+    *count = n_devices;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+    COUNT(cuDeviceGet);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    if (device == NULL) return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(ordinal)) return CUDA_ERROR_INVALID_DEVICE;
+    *device = ordinal;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
+    COUNT(cuDevicePrimaryCtxRetain);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    if (pctx == NULL) return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+    *pctx = (CUcontext)(CTX_BASE + (uintptr_t)dev);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCurrent(CUcontext ctx) {
+    COUNT(cuCtxSetCurrent);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    int dev;
+    if (ctx != NULL && !ctx_device(ctx, &dev)) return CUDA_ERROR_INVALID_CONTEXT;
+    current_ctx = ctx; /* NULL unbinds, as documented */
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext *pctx) {
+    COUNT(cuCtxGetCurrent);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    if (pctx == NULL) return CUDA_ERROR_INVALID_VALUE;
+    *pctx = current_ctx; /* NULL, with success, when the thread has none */
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice(CUdevice *device) {
+    COUNT(cuCtxGetDevice);
+    int dev;
+    CUresult r = need_ctx(&dev);
+    if (r != CUDA_SUCCESS) return r;
+    if (device == NULL) return CUDA_ERROR_INVALID_VALUE;
+    *device = dev;
+    return CUDA_SUCCESS;
+}
+
+/* CUDA 13's cuCtxGetDevice_v2: what cuGetProcAddress("cuCtxGetDevice", 13000) returns. */
+CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx) {
+    COUNT(cuCtxGetDevice_v2);
+    int dev;
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    if (device == NULL) return CUDA_ERROR_INVALID_VALUE;
+    if (ctx == NULL) {
+        r = need_ctx(&dev);
+        if (r != CUDA_SUCCESS) return r;
+    } else if (!ctx_device(ctx, &dev)) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    *device = dev;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize(void) {
+    COUNT(cuCtxSynchronize);
+    int dev;
+    return need_ctx(&dev);
+}
+
+/* ---- device memory ---- */
+
+CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+    COUNT(cuMemGetInfo_v2);
+    int dev;
+    CUresult r = need_ctx(&dev);
+    if (r != CUDA_SUCCESS) return r;
+    if (free_bytes == NULL || total == NULL) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    *free_bytes = mem_limit - used[dev];
+    *total = mem_limit;
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+/* v1 (before CUDA 3.2): 32-bit sizes, clamped as the real one does. */
+CUresult cuMemGetInfo(unsigned int *free_bytes, unsigned int *total) {
+    COUNT(cuMemGetInfo);
+    int dev;
+    CUresult r = need_ctx(&dev);
+    if (r != CUDA_SUCCESS) return r;
+    if (free_bytes == NULL || total == NULL) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    size_t f = mem_limit - used[dev], t = mem_limit;
+    pthread_mutex_unlock(&lock);
+    *free_bytes = f > UINT32_MAX ? UINT32_MAX : (unsigned int)f;
+    *total = t > UINT32_MAX ? UINT32_MAX : (unsigned int)t;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
+    COUNT(cuMemAlloc_v2);
+    return alloc_current(dptr, bytesize);
+}
+
+/* v1: 32-bit device pointers, so these come from a range below 4 GiB. */
+CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize) {
+    COUNT(cuMemAlloc);
+    int dev;
+    CUresult r = need_ctx(&dev);
+    if (r != CUDA_SUCCESS) return r;
+    if (dptr == NULL) return CUDA_ERROR_INVALID_VALUE;
+    uintptr_t addr = 0;
+    r = dev_alloc(dev, bytesize, ARENA_V1, &addr);
+    if (r == CUDA_SUCCESS) *dptr = (CUdeviceptr_v1)addr;
+    return r;
+}
+
+CUresult cuMemFree_v2(CUdeviceptr dptr) {
+    COUNT(cuMemFree_v2);
+    return free_current(dptr);
+}
+
+CUresult cuMemFree(CUdeviceptr_v1 dptr) {
+    COUNT(cuMemFree);
+    return free_current((CUdeviceptr)dptr);
+}
+
+CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+                            unsigned int ElementSizeBytes) {
+    COUNT(cuMemAllocPitch_v2);
+    int dev;
+    CUresult r = need_ctx(&dev);
+    if (r != CUDA_SUCCESS) return r;
+    if (dptr == NULL || pPitch == NULL || WidthInBytes == 0 || Height == 0 ||
+        (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16))
+        return CUDA_ERROR_INVALID_VALUE;
+    /* Rows padded to 512 bytes, the usual texture pitch alignment. */
+    if (WidthInBytes > SIZE_MAX - (FAKE_ALLOC_ALIGN - 1)) return CUDA_ERROR_OUT_OF_MEMORY;
+    size_t pitch = (WidthInBytes + FAKE_ALLOC_ALIGN - 1) & ~(FAKE_ALLOC_ALIGN - 1);
+    if (Height > SIZE_MAX / pitch) return CUDA_ERROR_OUT_OF_MEMORY;
+    uintptr_t addr = 0;
+    r = dev_alloc(dev, pitch * Height, ARENA_DEV, &addr);
+    if (r == CUDA_SUCCESS) {
+        *dptr = (CUdeviceptr)addr;
+        *pPitch = pitch;
+    }
+    return r;
+}
+
+CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags) {
+    COUNT(cuMemAllocManaged);
+    if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) {
+        CUresult r = need_init();
+        return r != CUDA_SUCCESS ? r : CUDA_ERROR_INVALID_VALUE;
+    }
+    return alloc_current(dptr, bytesize);
+}
+
+/* Stream-ordered allocation. The stream is not checked: every stream value a
+ * test passes (0, legacy, per-thread, a fake handle) is accepted. Freed memory
+ * goes back at once; the pool's release threshold is not modelled. */
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+    COUNT(cuMemAllocAsync);
+    return alloc_current(dptr, bytesize);
+}
+
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+    COUNT(cuMemAllocAsync_ptsz);
+    return alloc_current(dptr, bytesize);
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+    COUNT(cuMemFreeAsync);
+    return free_current(dptr);
+}
+
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+    COUNT(cuMemFreeAsync_ptsz);
+    return free_current(dptr);
+}
+
+static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool) {
+    if (pool == NULL) {
+        CUresult r = need_init();
+        return r != CUDA_SUCCESS ? r : CUDA_ERROR_INVALID_VALUE;
+    }
+    return alloc_current(dptr, bytesize); /* any non-NULL pool: the current device's */
+}
+
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                 CUstream hStream) {
+    COUNT(cuMemAllocFromPoolAsync);
+    return alloc_from_pool(dptr, bytesize, pool);
+}
+
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                      CUstream hStream) {
+    COUNT(cuMemAllocFromPoolAsync_ptsz);
+    return alloc_from_pool(dptr, bytesize, pool);
+}
+
+/* ---- virtual memory management ---- */
+
+static bool valid_prop(const CUmemAllocationProp *prop, CUresult *err) {
+    if (prop == NULL || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+        *err = CUDA_ERROR_INVALID_VALUE;
+        return false;
+    }
+    if (!valid_device(prop->location.id)) {
+        *err = CUDA_ERROR_INVALID_DEVICE;
+        return false;
+    }
+    return true;
+}
+
+CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                       CUmemAllocationGranularity_flags option) {
+    COUNT(cuMemGetAllocationGranularity);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    if (granularity == NULL || (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
+                                option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_prop(prop, &r)) return r;
+    *granularity = FAKE_VMM_GRANULARITY;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                     const CUmemAllocationProp *prop, unsigned long long flags) {
+    COUNT(cuMemCreate);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    if (handle == NULL || flags != 0 || size == 0 || size % FAKE_VMM_GRANULARITY != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_prop(prop, &r)) return r;
+    int dev = prop->location.id;
+    pthread_mutex_lock(&lock);
+    struct phys *p = NULL;
+    if (size > mem_limit - used[dev]) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    } else if ((p = calloc(1, sizeof *p)) == NULL) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+        p->id = next_handle++;
+        p->size = size;
+        p->dev = dev;
+        HASH_ADD(hh, physs, id, sizeof p->id, p);
+        used[dev] += size;
+        *handle = p->id;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+/* Called with the lock held: the memory goes once the handle is released and
+ * no mapping uses it any more, as documented for cuMemRelease. */
+static void phys_maybe_free(struct phys *p) {
+    if (!p->released || p->mapped != 0) return;
+    used[p->dev] -= p->size;
+    HASH_DEL(physs, p);
+    free(p);
+}
+
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+    COUNT(cuMemRelease);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    pthread_mutex_lock(&lock);
+    struct phys *p = NULL;
+    HASH_FIND(hh, physs, &handle, sizeof handle, p);
+    if (p == NULL || p->released) {
+        r = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        p->released = true;
+        phys_maybe_free(p);
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+static bool overlaps(uintptr_t a, size_t asz, uintptr_t b, size_t bsz) {
+    return a < b + bsz && b < a + asz;
+}
+
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                             unsigned long long flags) {
+    COUNT(cuMemAddressReserve);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    const size_t page = 4096;
+    if (ptr == NULL || flags != 0 || size == 0 || size % page != 0 || addr % page != 0 ||
+        (alignment & (alignment - 1)) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t align = alignment > FAKE_VMM_GRANULARITY ? alignment : FAKE_VMM_GRANULARITY;
+    pthread_mutex_lock(&lock);
+    struct reservation *res = NULL;
+    uintptr_t where = 0;
+    if (!arena_ready(ARENA_VA) || (res = calloc(1, sizeof *res)) == NULL) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+        struct arena *a = &arenas[ARENA_VA];
+        /* The hint is honoured when it lies in untouched space (typically right
+         * after the previous reservation, to grow it); otherwise ignored, as
+         * the real driver may. */
+        if (addr != 0 && addr % align == 0 && addr >= a->next && addr <= a->end &&
+            a->end - addr >= size) {
+            where = (uintptr_t)addr;
+            a->next = where + size;
+        }
+        if (where == 0) where = pop_free(ARENA_VA, size, align);
+        if (where == 0) where = bump(ARENA_VA, size, align);
+        if (where == 0) {
+            free(res);
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        } else {
+            res->addr = where;
+            res->size = size;
+            HASH_ADD(hh, reservations, addr, sizeof res->addr, res);
+            *ptr = (CUdeviceptr)where;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+    COUNT(cuMemAddressFree);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    uintptr_t addr = (uintptr_t)ptr;
+    pthread_mutex_lock(&lock);
+    struct reservation *res = NULL;
+    HASH_FIND(hh, reservations, &addr, sizeof addr, res);
+    if (res == NULL || res->size != size) {
+        r = CUDA_ERROR_INVALID_VALUE; /* must match a reservation exactly */
+    } else {
+        struct mapping *m, *tmp;
+        HASH_ITER(hh, mappings, m, tmp) {
+            if (overlaps(m->addr, m->size, res->addr, res->size)) {
+                r = CUDA_ERROR_INVALID_VALUE; /* still mapped: unmap first */
+                break;
+            }
+        }
+        if (r == CUDA_SUCCESS) {
+            HASH_DEL(reservations, res);
+            push_free(ARENA_VA, res->size, res->addr);
+            free(res);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+static struct reservation *reservation_holding(uintptr_t addr, size_t size) {
+    struct reservation *res, *tmp;
+    HASH_ITER(hh, reservations, res, tmp) {
+        if (addr >= res->addr && size <= res->size && addr - res->addr <= res->size - size)
+            return res;
+    }
+    return NULL;
+}
+
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags) {
+    COUNT(cuMemMap);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    uintptr_t addr = (uintptr_t)ptr;
+    if (flags != 0 || size == 0 || addr % FAKE_VMM_GRANULARITY != 0 ||
+        size % FAKE_VMM_GRANULARITY != 0 || offset % FAKE_VMM_GRANULARITY != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    struct phys *p = NULL;
+    struct mapping *m = NULL, *tmp;
+    HASH_FIND(hh, physs, &handle, sizeof handle, p);
+    if (p == NULL || p->released || offset > p->size || p->size - offset < size ||
+        reservation_holding(addr, size) == NULL) {
+        r = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        HASH_ITER(hh, mappings, m, tmp) {
+            if (overlaps(m->addr, m->size, addr, size)) {
+                r = CUDA_ERROR_INVALID_VALUE; /* only unmapped ranges can be mapped */
+                break;
+            }
+        }
+        if (r == CUDA_SUCCESS) {
+            if ((m = calloc(1, sizeof *m)) == NULL) {
+                r = CUDA_ERROR_OUT_OF_MEMORY;
+            } else {
+                m->addr = addr;
+                m->size = size;
+                m->phys = p;
+                p->mapped++;
+                HASH_ADD(hh, mappings, addr, sizeof m->addr, m);
+            }
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+/* The range must cover whole mappings (one or more): a mapping cannot be
+ * partly unmapped. */
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+    COUNT(cuMemUnmap);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    uintptr_t addr = (uintptr_t)ptr;
+    if (size == 0 || addr > UINTPTR_MAX - size) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    struct mapping *m, *tmp;
+    size_t found = 0;
+    HASH_ITER(hh, mappings, m, tmp) {
+        if (!overlaps(m->addr, m->size, addr, size)) continue;
+        if (m->addr < addr || m->addr + m->size > addr + size) {
+            r = CUDA_ERROR_INVALID_VALUE;
+            break;
+        }
+        found++;
+    }
+    if (r == CUDA_SUCCESS && found == 0) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) {
+        HASH_ITER(hh, mappings, m, tmp) {
+            if (!overlaps(m->addr, m->size, addr, size)) continue;
+            HASH_DEL(mappings, m);
+            m->phys->mapped--;
+            phys_maybe_free(m->phys);
+            free(m);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count) {
+    COUNT(cuMemSetAccess);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    uintptr_t addr = (uintptr_t)ptr;
+    if (desc == NULL || count == 0 || size == 0 || addr > UINTPTR_MAX - size)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; i++) {
+        if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+        if (!valid_device(desc[i].location.id)) return CUDA_ERROR_INVALID_DEVICE;
+        if (desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE &&
+            desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+            desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    /* Every byte of the range must be mapped (mappings never overlap). */
+    pthread_mutex_lock(&lock);
+    size_t covered = 0;
+    struct mapping *m, *tmp;
+    HASH_ITER(hh, mappings, m, tmp) {
+        if (!overlaps(m->addr, m->size, addr, size)) continue;
+        uintptr_t lo = m->addr > addr ? m->addr : addr;
+        uintptr_t hi = m->addr + m->size < addr + size ? m->addr + m->size : addr + size;
+        covered += hi - lo;
+    }
+    pthread_mutex_unlock(&lock);
+    return covered == size ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---- pinned host memory: real memory, not counted against the device ---- */
+
+static CUresult host_alloc(void **pp, size_t bytesize) {
+    int dev;
+    CUresult r = need_ctx(&dev);
+    if (r != CUDA_SUCCESS) return r;
+    if (pp == NULL || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+    struct host_alloc *rec = calloc(1, sizeof *rec);
+    void *mem = NULL;
+    if (rec == NULL || posix_memalign(&mem, 4096, bytesize) != 0) {
+        free(rec);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    rec->ptr = mem;
+    rec->size = bytesize;
+    pthread_mutex_lock(&lock);
+    HASH_ADD_PTR(host_allocs, ptr, rec);
+    pthread_mutex_unlock(&lock);
+    *pp = mem;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags) {
+    COUNT(cuMemHostAlloc);
+    if ((Flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
+                             CU_MEMHOSTALLOC_WRITECOMBINED)) != 0) {
+        CUresult r = need_init();
+        return r != CUDA_SUCCESS ? r : CUDA_ERROR_INVALID_VALUE;
+    }
+    return host_alloc(pp, bytesize);
+}
+
+CUresult cuMemAllocHost_v2(void **pp, size_t bytesize) {
+    COUNT(cuMemAllocHost_v2);
+    return host_alloc(pp, bytesize);
+}
+
+CUresult cuMemFreeHost(void *p) {
+    COUNT(cuMemFreeHost);
+    int dev;
+    CUresult r = need_ctx(&dev);
+    if (r != CUDA_SUCCESS) return r;
+    pthread_mutex_lock(&lock);
+    struct host_alloc *rec = NULL;
+    HASH_FIND_PTR(host_allocs, &p, rec);
+    if (rec != NULL) HASH_DEL(host_allocs, rec);
+    pthread_mutex_unlock(&lock);
+    if (rec == NULL) return CUDA_ERROR_INVALID_VALUE;
+    free(rec->ptr);
+    free(rec);
+    return CUDA_SUCCESS;
+}
+
+/* ---- private export tables ----
+ * The runtime asks for undocumented tables of internal functions and refuses
+ * to work (801) without them. The contents never matter here. */
+
+static const void *const export_table[4] = {(const void *)sizeof(export_table), NULL, NULL, NULL};
+
+CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId) {
+    COUNT(cuGetExportTable);
+    config();
+    if (ppExportTable == NULL || pExportTableId == NULL) return CUDA_ERROR_INVALID_VALUE;
+    if (fail_export_table) {
+        *ppExportTable = NULL;
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *ppExportTable = export_table;
+    return CUDA_SUCCESS;
+}
+
+/* ---- cuGetProcAddress ---- */
+
+#ifndef LW_FAKE_CUDA_NO_PROC_ADDRESS
+
+/* Hidden aliases: the lookup hands out this library's own functions even when
+ * another object (an LD_PRELOAD hook) defines the same names, as the real
+ * driver does; taking &cuMemAlloc_v2 would give the interposer's address. */
+#define LOCAL(name)                                                                                \
+    extern __typeof__(name) local_##name __attribute__((alias(#name), visibility("hidden")));
+FAKE_ENTRY_POINTS(LOCAL)
+#undef LOCAL
+
+struct proc {
+    const char *name; /* base name, as callers ask for it */
+    int since;        /* CUDA version that introduced this implementation */
+    void *fn;
+    void *fn_ptsz; /* per-thread default stream variant, if any */
+};
+
+#define P(base, since, impl)                                                                       \
+    { #base, since, (void *)local_##impl, NULL }
+#define P2(base, since, impl)                                                                      \
+    { #base, since, (void *)local_##impl, (void *)local_##impl##_ptsz }
+
+/* Several rows per name: the newest implementation first. */
+static const struct proc procs[] = {
+    P(cuGetProcAddress, 12000, cuGetProcAddress_v2),
+    P(cuGetProcAddress, 11030, cuGetProcAddress),
+    P(cuInit, 2000, cuInit),
+    P(cuDriverGetVersion, 2020, cuDriverGetVersion),
+    P(cuDeviceGetCount, 2000, cuDeviceGetCount),
+    P(cuDeviceGet, 2000, cuDeviceGet),
+    P(cuDevicePrimaryCtxRetain, 7000, cuDevicePrimaryCtxRetain),
+    P(cuCtxSetCurrent, 4000, cuCtxSetCurrent),
+    P(cuCtxGetCurrent, 4000, cuCtxGetCurrent),
+    P(cuCtxGetDevice, 13000, cuCtxGetDevice_v2),
+    P(cuCtxGetDevice, 2000, cuCtxGetDevice),
+    P(cuCtxSynchronize, 2000, cuCtxSynchronize),
+    P(cuMemGetInfo, 3020, cuMemGetInfo_v2),
+    P(cuMemGetInfo, 2000, cuMemGetInfo),
+    P(cuMemAlloc, 3020, cuMemAlloc_v2),
+    P(cuMemAlloc, 2000, cuMemAlloc),
+    P(cuMemFree, 3020, cuMemFree_v2),
+    P(cuMemFree, 2000, cuMemFree),
+    P(cuMemAllocPitch, 3020, cuMemAllocPitch_v2),
+    P(cuMemAllocManaged, 6000, cuMemAllocManaged),
+    P2(cuMemAllocAsync, 11020, cuMemAllocAsync),
+    P2(cuMemFreeAsync, 11020, cuMemFreeAsync),
+    P2(cuMemAllocFromPoolAsync, 11020, cuMemAllocFromPoolAsync),
+    P(cuMemGetAllocationGranularity, 10020, cuMemGetAllocationGranularity),
+    P(cuMemCreate, 10020, cuMemCreate),
+    P(cuMemRelease, 10020, cuMemRelease),
+    P(cuMemAddressReserve, 10020, cuMemAddressReserve),
+    P(cuMemAddressFree, 10020, cuMemAddressFree),
+    P(cuMemMap, 10020, cuMemMap),
+    P(cuMemUnmap, 10020, cuMemUnmap),
+    P(cuMemSetAccess, 10020, cuMemSetAccess),
+    P(cuMemHostAlloc, 2020, cuMemHostAlloc),
+    P(cuMemAllocHost, 3020, cuMemAllocHost_v2),
+    P(cuMemFreeHost, 2000, cuMemFreeHost),
+    P(cuGetExportTable, 3000, cuGetExportTable),
+};
+
+#undef P
+#undef P2
+
+/* As documented in cuda.h: unknown symbol or a version older than the symbol:
+ * CUDA_SUCCESS with *pfn = NULL and the reason in symbolStatus; a version newer
+ * than the driver, bad flags or NULL arguments: CUDA_ERROR_INVALID_VALUE.
+ * Names are base names; a versioned name ("cuMemAlloc_v2") is not found. */
+static CUresult lookup(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                       CUdriverProcAddressQueryResult *status) {
+    if (symbol == NULL || pfn == NULL ||
+        (flags & ~(cuuint64_t)(CU_GET_PROC_ADDRESS_LEGACY_STREAM |
+                               CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)) != 0) {
+        if (pfn != NULL) *pfn = NULL;
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *pfn = NULL;
+    if (cudaVersion > FAKE_DRIVER_VERSION) return CUDA_ERROR_INVALID_VALUE;
+    bool known = false;
+    for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++) {
+        if (strcmp(procs[i].name, symbol) != 0) continue;
+        known = true;
+        if (cudaVersion < procs[i].since) continue;
+        /* Flag 2 picks the _ptsz variant; 0 (the caller's default, resolved by
+         * the headers) and 1 give the legacy-stream one. */
+        bool ptsz = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+        *pfn = ptsz && procs[i].fn_ptsz != NULL ? procs[i].fn_ptsz : procs[i].fn;
+        if (status != NULL) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+        return CUDA_SUCCESS;
+    }
+    if (status != NULL)
+        *status = known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                        : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *symbolStatus) {
+    COUNT(cuGetProcAddress_v2);
+    return lookup(symbol, pfn, cudaVersion, flags, symbolStatus);
+}
+
+/* The CUDA 11.3 form, without the status argument. */
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags) {
+    COUNT(cuGetProcAddress);
+    return lookup(symbol, pfn, cudaVersion, flags, NULL);
+}
+
+#endif /* LW_FAKE_CUDA_NO_PROC_ADDRESS */
+
+/* ---- test hooks ---- */
+
+unsigned long fake_cuda_calls(const char *versioned_name) {
+    if (versioned_name == NULL) return 0;
+    for (int i = 0; i < E_COUNT; i++) {
+        if (strcmp(entry_names[i], versioned_name) == 0)
+            return atomic_load_explicit(&calls[i], memory_order_relaxed);
+    }
+    return 0;
+}
+
+size_t fake_cuda_used_bytes(int dev) {
+    if (dev < 0 || dev >= FAKE_MAX_DEVICES) return 0;
+    pthread_mutex_lock(&lock);
+    size_t n = used[dev];
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+size_t fake_cuda_live_allocations(void) {
+    pthread_mutex_lock(&lock);
+    size_t n = HASH_COUNT(allocs);
+    pthread_mutex_unlock(&lock);
+    return n;
+}
