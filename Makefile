@@ -195,3 +195,18 @@ lint:
 
 clean:
 	rm -rf build
+
+# ---- benchmarks (make bench; owned by bench/perf) ----
+# rt_bench: the timed workloads, linked against the CPU stand-ins like the
+# rt_* test programs, but optimised as a real caller would be.
+BENCH_CFLAGS := $(BASE_CFLAGS) -O2 -fno-omit-frame-pointer -pthread
+$(B)/bench/rt_bench: bench/perf/rt_bench.c include/leakwatch/cuda_api.h $(STUBS)
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< -L$(STUB_DIR) -lcudart -Wl,-rpath,'$$ORIGIN/../tests/lib' -ldl -lunwind
+bench: $(B)/bench/rt_bench
+
+# ---- examples ----
+$(B)/examples/train_loop: examples/train_loop.c $(STUBS)
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) -o $@ $< -L$(STUB_DIR) -lcudart -ldl -Wl,-rpath,'$$ORIGIN/../tests/lib'
+test-bins: $(B)/examples/train_loop

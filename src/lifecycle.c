@@ -4,7 +4,9 @@
 #include "live.h"
 #include "log.h"
 #include "options.h"
+#include "pyframes.h"
 #include "report.h"
+#include "sampler.h"
 #include "sites.h"
 
 #include <leakwatch.h>
@@ -47,7 +49,9 @@ static void start(void) {
         pthread_atfork(before_fork, after_fork_parent, after_fork_child);
         handlers_registered = 1;
     }
+    lw_py_init();
     atomic_store_explicit(&state, RECORDING, memory_order_release);
+    lw_sampler_start();
 }
 
 int lw_started(void) {
@@ -67,6 +71,7 @@ uint64_t lw_start_time_ns(void) {
 }
 
 static void write_report(const char *reason, int fallback) {
+    lw_sampler_flush();
     char path[PATH_MAX];
     int rc = lw_report_write(reason, fallback, path, sizeof path);
     lw_report_summary(rc == 0 ? path : NULL);
@@ -84,6 +89,7 @@ static void at_exit(void) {
  * fork, or the child would inherit it locked forever. */
 static void before_fork(void) {
     pthread_mutex_lock(&start_lock);
+    lw_sampler_lock_for_fork();
     lw_sites_lock_all();
     lw_live_lock_all();
 }
@@ -91,12 +97,14 @@ static void before_fork(void) {
 static void after_fork_parent(void) {
     lw_live_unlock_all();
     lw_sites_unlock_all();
+    lw_sampler_unlock_after_fork();
     pthread_mutex_unlock(&start_lock);
 }
 
 static void after_fork_child(void) {
     lw_live_unlock_all();
     lw_sites_unlock_all();
+    lw_sampler_unlock_after_fork();
     pthread_mutex_unlock(&start_lock);
     /* The child reports only if it uses CUDA itself (owner_pid stays the
      * parent's until then). Its counters still hold the parent's history. */
@@ -105,6 +113,9 @@ static void after_fork_child(void) {
 
 LW_EXPORT void leakwatch_step(void) {
     atomic_fetch_add_explicit(&step, 1, memory_order_relaxed);
+    /* Steps before the first CUDA allocation are counted, nothing more. */
+    if (atomic_load_explicit(&state, memory_order_acquire) == RECORDING && owner_pid == getpid())
+        lw_sampler_step();
 }
 
 LW_EXPORT void leakwatch_dump(void) {

@@ -24,6 +24,12 @@ static const lw_option_def table[LW_OPT_COUNT] = {
                           "distinct call sites tracked; later ones are pooled and counted"},
     [LW_OPT_REPORT_SITES] = {"LEAKWATCH_REPORT_SITES", LW_OPT_INT, 200, NULL, 1, 1000000,
                              "call sites written to the report, most relevant first"},
+    [LW_OPT_INTERVAL_MS] = {"LEAKWATCH_INTERVAL_MS", LW_OPT_INT, 1000, NULL, 10, 3600000,
+                            "without step marks, one sample of the floor per this many ms"},
+    [LW_OPT_WARN] = {"LEAKWATCH_WARN", LW_OPT_BOOL, 1, NULL, 0, 1,
+                     "1: print one line on stderr when a leak is established during the run"},
+    [LW_OPT_CONFIRM] = {"LEAKWATCH_CONFIRM", LW_OPT_INT, 3, NULL, 1, 100,
+                        "consecutive evaluations that must agree before a leak is announced"},
 };
 
 static long values[LW_OPT_COUNT];

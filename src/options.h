@@ -14,6 +14,9 @@ typedef enum {
     LW_OPT_MAX_FRAMES,
     LW_OPT_MAX_SITES,
     LW_OPT_REPORT_SITES,
+    LW_OPT_INTERVAL_MS,
+    LW_OPT_WARN,
+    LW_OPT_CONFIRM,
     LW_OPT_COUNT
 } lw_option_id;
 

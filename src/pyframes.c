@@ -11,14 +11,17 @@
  *    time with lw_real_dlsym(RTLD_DEFAULT, ...) (the library interposes
  *    dlsym). They live in libpython3.X.so or, for a statically linked python
  *    (Debian's /usr/bin/python3.11), in the executable; a libpython loaded
- *    with RTLD_LOCAL is not seen. (A link_map from dladdr1 is not a usable
- *    dlsym handle for objects loaded at startup, and dlopen(RTLD_NOLOAD)
- *    would go through our own dlopen hook, so instead dladdr() checks that
- *    all functions we use come from one object: two Pythons are not mixed.) Structure offsets are
- * declared here per minor version (64-bit Linux; measured with offsetof() against each version's
- * headers, and checked by tests/python/check_pyframes.py). They are stable within a minor release
- * (CPython keeps these structures ABI-stable in bugfix releases). The version comes from Py_Version
- * (3.11+) or by parsing Py_GetVersion() (which only formats static strings).
+ *    with RTLD_LOCAL is not seen. dladdr() checks that the functions we use
+ *    all come from one object, so two Pythons in one process are not mixed.
+ *    (Resolving from that object's handle instead would be wrong for data:
+ *    a type object copy-relocated into the executable is the one in use,
+ *    and only a global lookup finds it; and a link_map from dladdr1 is not a
+ *    usable dlsym handle for objects loaded at startup - glibc crashes.)
+ *    Structure offsets are declared here per minor version (64-bit Linux;
+ *    measured with offsetof() against each version's headers, and checked by
+ *    tests/python/check_pyframes.py); they do not change within a minor
+ *    release. The version comes from Py_Version (3.11+) or by parsing
+ *    Py_GetVersion() (which only formats static strings).
  *
  * 3. Per-version walk (thread state from PyGILState_GetThisThreadState(): the
  *    thread's own state even while it does not hold the GIL; NULL for threads
@@ -70,13 +73,15 @@
  *      names) become the original byte, as os.fsencode() does; other lone
  *      surrogates become U+FFFD. Strings over 1 Mi code points are refused.
  *    - Line: we decode the line table ourselves instead of calling
- *      PyCode_Addr2Line(). That function is pure in 3.8-3.10 and 3.12-3.13,
- *      but in 3.11 it reads co->_co_linearray, a cache that another thread
- *      may be creating (sys.settrace) while we run without the GIL, and it
- *      trusts its input (no bounds checks: a stale pointer would make it read
- *      anywhere). Our decoders are a few lines per format (3.8/3.9 co_lnotab,
- *      3.10 co_linetable pairs, 3.11+ location table), bounds-checked against
- *      the bytes object's size, and the test compares them with
+ *      PyCode_Addr2Line(). That function would be safe without the GIL in
+ *      3.8-3.10 and 3.12-3.13 (it allocates nothing, touches no reference
+ *      count or thread state, and reads only the immutable line table), but
+ *      in 3.11 it first reads co->_co_linearray, a cache that another thread
+ *      may be creating under the GIL (sys.settrace) while we read it without
+ *      any ordering guarantee; and it trusts its input (only asserts), while
+ *      our decoders check the table's type and bound every read by its size.
+ *      They are a few lines per format (3.8/3.9 co_lnotab, 3.10 co_linetable
+ *      pairs, 3.11+ location table), and the test compares them with
  *      PyCode_Addr2Line() for every instruction of thousands of code objects.
  *    - function: co_qualname on 3.11+ ("Trainer.step"), co_name before (the
  *      qualname lives in the function object there, which frames of 3.8-3.10
@@ -219,7 +224,7 @@ static int walk_frameobj(const struct layout *L, uintptr_t f, lw_pyframe *out, i
             if (!ptr_ok(bc) || rd_ptr(bc + L->ob_type) != g.bytes_type) return 0;
             int64_t nbytes = rd_i64(bc + L->by_size);
             int64_t off = (int64_t)lasti * L->lasti_units;
-            if (off >= nbytes) return 0;
+            if (off >= nbytes || off >= (1 << 28)) return 0;
             instr = (int32_t)off;
         } else if (lasti != -1) {
             return 0;
@@ -703,27 +708,30 @@ static int pick_layout(int minor, struct layout *L) {
     }
 }
 
-/* "3.10.13 (main, ...)" / "3.13.0rc1+ ..." -> PY_VERSION_HEX */
+/* "3.10.13 (main, ...)" / "3.13.0rc1+ ..." -> PY_VERSION_HEX, 0 if unparsable */
 static int parse_version(const char *s) {
-    int part[3] = {0, 0, 0};
+    unsigned part[3] = {0, 0, 0};
     for (int k = 0; k < 3; k++) {
         if (*s < '0' || *s > '9') {
             if (k < 2) return 0;
             break;
         }
-        while (*s >= '0' && *s <= '9')
-            part[k] = part[k] * 10 + (*s++ - '0');
+        while (*s >= '0' && *s <= '9') {
+            part[k] = part[k] * 10 + (unsigned)(*s++ - '0');
+            if (part[k] > 255) return 0;
+        }
         if (k < 2 && *s++ != '.') return 0;
     }
-    int level = 0xF, serial = 0;
+    unsigned level = 0xF, serial = 0;
     if (*s == 'a' || *s == 'b' || (s[0] == 'r' && s[1] == 'c')) {
         level = *s == 'a' ? 0xA : *s == 'b' ? 0xB : 0xC;
         s += level == 0xC ? 2 : 1;
-        while (*s >= '0' && *s <= '9')
-            serial = serial * 10 + (*s++ - '0');
+        while (*s >= '0' && *s <= '9' && serial < 16)
+            serial = serial * 10 + (unsigned)(*s++ - '0');
     }
-    if (part[0] > 255 || part[1] > 255 || part[2] > 255) return 0;
-    return (part[0] << 24) | (part[1] << 16) | (part[2] << 8) | (level << 4) | (serial & 0xF);
+    if (part[0] > 127) return 0;
+    return (int)((part[0] << 24) | (part[1] << 16) | (part[2] << 8) | (level << 4) |
+                 (serial & 0xF));
 }
 
 static void *sym(const char *name) {

@@ -3,6 +3,7 @@
 #include "clock.h"
 #include "lifecycle.h"
 #include "options.h"
+#include "sampler.h"
 #include "sites.h"
 #include "stack.h"
 
@@ -85,6 +86,7 @@ void lw_record_alloc(lw_kind kind, lw_key_class cls, uint64_t key, uint64_t size
     }
     site_add(rec.site, size);
     lw_totals_alloc(device, kind, size);
+    lw_sampler_tick();
 }
 
 void lw_record_free_begin(lw_key_class cls, uint64_t key, lw_free_ticket *t) {

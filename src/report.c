@@ -7,6 +7,7 @@
 #include "log.h"
 #include "options.h"
 #include "record.h"
+#include "sampler.h"
 #include "sites.h"
 #include "symbolize.h"
 #include "totals.h"
@@ -16,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -149,16 +151,41 @@ typedef struct {
     lw_site *site;
     int64_t live_bytes;
     uint64_t alloc_bytes;
+    int leak;
+    double slope;
 } ranked_site;
 
+/* Leaking sites first, fastest growth first; then by what they hold. */
 static int by_relevance(const void *a, const void *b) {
     const ranked_site *x = a, *y = b;
+    if (x->leak != y->leak) return x->leak ? -1 : 1;
+    if (x->leak && x->slope != y->slope) return x->slope > y->slope ? -1 : 1;
     if (x->live_bytes != y->live_bytes) return x->live_bytes > y->live_bytes ? -1 : 1;
     if (x->alloc_bytes != y->alloc_bytes) return x->alloc_bytes > y->alloc_bytes ? -1 : 1;
     return x->site->id < y->site->id ? -1 : x->site->id > y->site->id;
 }
 
-static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s) {
+static int site_leaks(const lw_site *s, int global_leak) {
+    return global_leak && s->track && s->track->evaluated &&
+           s->track->growth.verdict == LW_VERDICT_LEAK;
+}
+
+static void emit_site_series(lw_jw *w, const lw_site *s) {
+    lw_bin bins[LW_SITE_BINS + 1];
+    int n = lw_series_get(&s->track->series, bins, LW_SITE_BINS + 1);
+    lw_jw_object(w, "series");
+    lw_jw_array(w, "x");
+    for (int i = 0; i < n; i++)
+        lw_jw_double(w, NULL, bins[i].x);
+    lw_jw_end(w);
+    lw_jw_array(w, "floor");
+    for (int i = 0; i < n; i++)
+        lw_jw_double(w, NULL, bins[i].floor);
+    lw_jw_end(w);
+    lw_jw_end(w);
+}
+
+static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, int global_leak, int rank) {
     lw_jw_object(w, NULL);
     lw_jw_uint(w, "id", s->id);
     lw_jw_int(w, "live_bytes", atomic_load(&s->live_bytes));
@@ -167,22 +194,36 @@ static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s) {
     lw_jw_uint(w, "alloc_bytes", atomic_load(&s->alloc_bytes));
     lw_jw_uint(w, "free_count", atomic_load(&s->free_count));
     lw_jw_uint(w, "failed_alloc_count", atomic_load(&s->failed_count));
-    lw_jw_bool(w, "leak", 0);
-    lw_jw_double(w, "bytes_per_step", 0.0);
+    int leak = site_leaks(s, global_leak);
+    lw_jw_bool(w, "leak", leak);
+    lw_jw_double(w, "bytes_per_step", leak ? s->track->growth.slope : 0.0);
+    if (leak) {
+        lw_jw_int(w, "rank", rank);
+        lw_jw_array(w, "slope_ci");
+        lw_jw_double(w, NULL, s->track->growth.lo);
+        lw_jw_double(w, NULL, s->track->growth.hi);
+        lw_jw_end(w);
+        lw_jw_double(w, "p_value", s->track->growth.p_value);
+    }
     lw_jw_bool(w, "pooled", s == lw_site_overflow());
+    if (leak) emit_site_series(w, s);
     emit_frames(w, syms, s);
     lw_jw_end(w);
 }
 
-static void emit_sites(lw_jw *w, lw_symtab *syms) {
+static void emit_sites(lw_jw *w, lw_symtab *syms, int global_leak) {
     size_t n = 0, cap = lw_sites_count() + 1;
     ranked_site *all = calloc(cap, sizeof *all);
     if (all) {
-        for (lw_site *s = lw_sites_first(); s && n < cap - 1; s = s->next)
-            all[n++] = (ranked_site){s, atomic_load(&s->live_bytes), atomic_load(&s->alloc_bytes)};
+        for (lw_site *s = lw_sites_first(); s && n < cap - 1; s = s->next) {
+            int leak = site_leaks(s, global_leak);
+            all[n++] = (ranked_site){s, atomic_load(&s->live_bytes), atomic_load(&s->alloc_bytes),
+                                     leak, leak ? s->track->growth.slope : 0};
+        }
         lw_site *o = lw_site_overflow();
         if (atomic_load(&o->alloc_count) || atomic_load(&o->failed_count))
-            all[n++] = (ranked_site){o, atomic_load(&o->live_bytes), atomic_load(&o->alloc_bytes)};
+            all[n++] =
+                (ranked_site){o, atomic_load(&o->live_bytes), atomic_load(&o->alloc_bytes), 0, 0};
         qsort(all, n, sizeof *all, by_relevance);
     }
     size_t limit = (size_t)lw_opt_int(LW_OPT_REPORT_SITES);
@@ -190,7 +231,7 @@ static void emit_sites(lw_jw *w, lw_symtab *syms) {
     lw_jw_uint(w, "sites_reported", n < limit ? n : limit);
     lw_jw_array(w, "sites");
     for (size_t i = 0; i < n && i < limit; i++)
-        emit_site(w, syms, all[i].site);
+        emit_site(w, syms, all[i].site, global_leak, all[i].leak ? (int)i + 1 : 0);
     lw_jw_end(w);
     free(all);
 }
@@ -210,6 +251,73 @@ static void emit_failures(lw_jw *w) {
         lw_jw_uint(w, "site", f[i].site->id);
         lw_jw_end(w);
     }
+    lw_jw_end(w);
+}
+
+static void emit_growth(lw_jw *w, const lw_growth_state *g) {
+    const lw_growth *l = &g->last;
+    int leak = g->verdict == LW_VERDICT_LEAK;
+    lw_jw_object(w, "growth");
+    lw_jw_double(w, "bytes_per_step", l->slope);
+    lw_jw_double(w, "bytes_per_second", l->bytes_per_second);
+    lw_jw_array(w, "slope_ci");
+    lw_jw_double(w, NULL, l->lo);
+    lw_jw_double(w, NULL, l->hi);
+    lw_jw_end(w);
+    lw_jw_double(w, "p_value", l->p_value);
+    lw_jw_uint(w, "steps", g->steps);
+    lw_jw_str(w, "step_source", g->step_source);
+    if (leak)
+        lw_jw_double(w, "onset_step", l->onset_x);
+    else
+        lw_jw_null(w, "onset_step");
+    if (g->first_leak_step >= 0)
+        lw_jw_int(w, "first_leak_step", g->first_leak_step);
+    else
+        lw_jw_null(w, "first_leak_step");
+    double eta_s = NAN, eta_steps = NAN;
+    if (leak && g->device_free >= 0) {
+        if (l->bytes_per_second > 0) eta_s = (double)g->device_free / l->bytes_per_second;
+        if (l->slope > 0) eta_steps = (double)g->device_free / l->slope;
+    }
+    lw_jw_double(w, "oom_eta_seconds", eta_s);
+    lw_jw_double(w, "oom_eta_steps", eta_steps);
+    if (g->device_free >= 0)
+        lw_jw_int(w, "device_free_bytes", g->device_free);
+    else
+        lw_jw_null(w, "device_free_bytes");
+    if (g->device_total >= 0)
+        lw_jw_int(w, "device_total_bytes", g->device_total);
+    else
+        lw_jw_null(w, "device_total_bytes");
+    if (!strcmp(g->step_source, "time")) lw_jw_double(w, "interval_seconds", g->interval_s);
+    lw_jw_uint(w, "evaluations", g->evaluations);
+    lw_jw_int(w, "window_bins", l->window);
+    lw_jw_uint(w, "steps_per_bin", g->bin_width);
+    lw_jw_str(w, "reason", l->reason ? l->reason : "not evaluated yet");
+    lw_jw_end(w);
+}
+
+/* The floor and peak per step, downsampled, as columns (compact, easy to
+ * plot). */
+static void emit_series(lw_jw *w, const lw_bin *b, int n) {
+    lw_jw_object(w, "series");
+    lw_jw_array(w, "x");
+    for (int i = 0; i < n; i++)
+        lw_jw_double(w, NULL, b[i].x);
+    lw_jw_end(w);
+    lw_jw_array(w, "time_s");
+    for (int i = 0; i < n; i++)
+        lw_jw_double(w, NULL, b[i].t);
+    lw_jw_end(w);
+    lw_jw_array(w, "floor");
+    for (int i = 0; i < n; i++)
+        lw_jw_double(w, NULL, b[i].floor);
+    lw_jw_end(w);
+    lw_jw_array(w, "peak");
+    for (int i = 0; i < n; i++)
+        lw_jw_double(w, NULL, b[i].peak);
+    lw_jw_end(w);
     lw_jw_end(w);
 }
 
@@ -248,12 +356,15 @@ int lw_report_emit(FILE *f, const char *reason) {
     lw_jw_str(&w, "reason", reason);
     lw_jw_int(&w, "written_at", (int64_t)time(NULL));
     lw_jw_double(&w, "duration_s", uptime);
-    lw_jw_str(&w, "verdict", "inconclusive");
+    static lw_bin bins[300];
+    int nbins = 0;
+    lw_growth_state g;
+    lw_sampler_snapshot(&g, bins, 300, &nbins);
+    lw_jw_str(&w, "verdict", lw_verdict_name(g.verdict));
     emit_totals(&w);
-    lw_jw_object(&w, "growth");
-    lw_jw_uint(&w, "steps", lw_step_now());
-    lw_jw_end(&w);
-    emit_sites(&w, syms);
+    emit_growth(&w, &g);
+    emit_series(&w, bins, nbins);
+    emit_sites(&w, syms, g.verdict == LW_VERDICT_LEAK);
     emit_failures(&w);
     lw_jw_object(&w, "tracker");
     lw_jw_uint(&w, "live_records", lw_live_records());
@@ -332,34 +443,64 @@ int lw_report_write(const char *reason, int fallback, char *written, size_t writ
     return -1;
 }
 
+void lw_report_site_label(const lw_site *site, char *out, size_t n) {
+    snprintf(out, n, "site %u", site->id);
+    lw_symtab *syms = lw_symtab_new();
+    for (int i = 0; syms && i < site->nnative; i++) {
+        const lw_symbol *s = lw_symtab_lookup(syms, lw_site_native(site)[i]);
+        if (s && s->function) {
+            const char *mod = s->module ? strrchr(s->module, '/') : NULL;
+            snprintf(out, n, "%s (%s+0x%lx)", s->function, mod ? mod + 1 : "?",
+                     (unsigned long)s->offset);
+            break;
+        }
+    }
+    lw_symtab_free(syms);
+}
+
 void lw_report_summary(const char *path) {
     if (lw_log_quiet) return;
     lw_counts c = lw_totals_get(-2, LW_KIND_COUNT);
     char live[32], peak[32];
     lw_format_bytes((double)c.live_bytes, live, sizeof live);
     lw_format_bytes((double)c.peak_live_bytes, peak, sizeof peak);
+    lw_growth_state g;
+    lw_sampler_snapshot(&g, NULL, 0, NULL);
     lw_log("%lld allocation%s live (%s, peak %s) in %zu call site%s; %llu allocated, %llu freed, "
-           "%llu failed; verdict: inconclusive",
+           "%llu failed; verdict: %s",
            (long long)c.live_count, c.live_count == 1 ? "" : "s", live, peak, lw_sites_count(),
            lw_sites_count() == 1 ? "" : "s", (unsigned long long)c.alloc_count,
-           (unsigned long long)c.free_count, (unsigned long long)c.failed_count);
+           (unsigned long long)c.free_count, (unsigned long long)c.failed_count,
+           lw_verdict_name(g.verdict));
     lw_site *top = NULL;
-    for (lw_site *s = lw_sites_first(); s; s = s->next)
-        if (!top || atomic_load(&s->live_bytes) > atomic_load(&top->live_bytes)) top = s;
-    if (top && atomic_load(&top->live_bytes) > 0) {
-        lw_symtab *syms = lw_symtab_new();
-        const char *where = "an unnamed function";
-        for (int i = 0; syms && i < top->nnative; i++) {
-            const lw_symbol *s = lw_symtab_lookup(syms, lw_site_native(top)[i]);
-            if (s && s->function) {
-                where = s->function;
-                break;
-            }
-        }
-        char b[32];
+    int leaking = 0;
+    for (lw_site *s = lw_sites_first(); s; s = s->next) {
+        int leak =
+            g.verdict == LW_VERDICT_LEAK && s->track && s->track->growth.verdict == LW_VERDICT_LEAK;
+        if (leak && (!leaking || s->track->growth.slope > top->track->growth.slope))
+            top = s, leaking = 1;
+        else if (!leaking && (!top || atomic_load(&s->live_bytes) > atomic_load(&top->live_bytes)))
+            top = s;
+    }
+    char label[400], b[32], ci[80];
+    if (g.verdict == LW_VERDICT_LEAK) {
+        char lo[32], hi[32];
+        lw_format_bytes(g.last.slope, b, sizeof b);
+        lw_format_bytes(g.last.lo, lo, sizeof lo);
+        lw_format_bytes(g.last.hi, hi, sizeof hi);
+        snprintf(ci, sizeof ci, "%s to %s", lo, hi);
+        lw_log("the floor of live memory grows by %s per %s (95%% CI %s) since %s %.0f", b,
+               strcmp(g.step_source, "time") ? "step" : "interval", ci,
+               strcmp(g.step_source, "time") ? "step" : "interval", g.last.onset_x);
+    }
+    if (top && leaking) {
+        lw_report_site_label(top, label, sizeof label);
+        lw_format_bytes(top->track->growth.slope, b, sizeof b);
+        lw_log("leaking site: %s, +%s per step", label, b);
+    } else if (top && atomic_load(&top->live_bytes) > 0) {
+        lw_report_site_label(top, label, sizeof label);
         lw_format_bytes((double)atomic_load(&top->live_bytes), b, sizeof b);
-        lw_log("largest site: %s live from %s (site %u)", b, where, top->id);
-        lw_symtab_free(syms);
+        lw_log("largest site: %s live from %s", b, label);
     }
     if (path) lw_log("report: %s", path);
 }

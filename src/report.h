@@ -22,6 +22,10 @@ int lw_report_write(const char *reason, int fallback, char *written, size_t writ
 /* Prints the few-line summary on stderr. */
 void lw_report_summary(const char *path_written);
 
+struct lw_site;
+/* "function (module+0xoffset)" for the site's innermost named frame. */
+void lw_report_site_label(const struct lw_site *site, char *out, size_t n);
+
 /* "1.5 GiB", "512 B" */
 void lw_format_bytes(double bytes, char *out, size_t outlen);
 

@@ -14,6 +14,9 @@ static lw_counter by_kind[LW_KIND_COUNT];
 static lw_counter by_dev[LW_MAX_DEVICES + 1];
 static lw_counter cells[LW_MAX_DEVICES + 1][LW_KIND_COUNT];
 static _Atomic uint64_t devices_seen;
+/* Floor and peak of the step in progress (see sampler.c). */
+static _Atomic int64_t step_floor;
+static _Atomic int64_t step_peak;
 static _Atomic uint64_t unknown_frees;
 static _Atomic int64_t mapped_bytes;
 
@@ -52,6 +55,11 @@ void lw_totals_alloc(int device, lw_kind kind, uint64_t size) {
     count_alloc(&by_dev[d], size);
     count_alloc(&by_kind[kind], size);
     count_alloc(&all_counter, size);
+    int64_t live = atomic_load_explicit(&all_counter.live_bytes, memory_order_relaxed);
+    int64_t p = atomic_load_explicit(&step_peak, memory_order_relaxed);
+    while (live > p && !atomic_compare_exchange_weak_explicit(
+                           &step_peak, &p, live, memory_order_relaxed, memory_order_relaxed)) {
+    }
 }
 
 void lw_totals_free(int device, lw_kind kind, uint64_t size) {
@@ -60,6 +68,20 @@ void lw_totals_free(int device, lw_kind kind, uint64_t size) {
     count_free(&by_dev[d], size);
     count_free(&by_kind[kind], size);
     count_free(&all_counter, size);
+    /* Only a free can lower the floor. */
+    int64_t live = atomic_load_explicit(&all_counter.live_bytes, memory_order_relaxed);
+    int64_t f = atomic_load_explicit(&step_floor, memory_order_relaxed);
+    while (live < f && !atomic_compare_exchange_weak_explicit(
+                           &step_floor, &f, live, memory_order_relaxed, memory_order_relaxed)) {
+    }
+}
+
+void lw_totals_take_floor_peak(int64_t *floor, int64_t *peak) {
+    int64_t live = atomic_load(&all_counter.live_bytes);
+    *floor = atomic_exchange(&step_floor, live);
+    *peak = atomic_exchange(&step_peak, live);
+    if (*floor > live) *floor = live;
+    if (*peak < live) *peak = live;
 }
 
 void lw_totals_failed(int device, lw_kind kind) {

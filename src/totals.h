@@ -39,6 +39,10 @@ void lw_totals_failed(int device, lw_kind kind);
 void lw_totals_unknown_free(void);
 void lw_totals_mapped(int64_t delta_bytes);
 
+/* The lowest and highest live bytes (all devices and kinds) since the last
+ * call, which restarts both from the current value. */
+void lw_totals_take_floor_peak(int64_t *floor, int64_t *peak);
+
 /* device -2 = all devices; kind LW_KIND_COUNT = all kinds. */
 lw_counts lw_totals_get(int device, lw_kind kind);
 uint64_t lw_totals_unknown_frees(void);

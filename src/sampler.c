@@ -1,0 +1,369 @@
+#include "sampler.h"
+
+#include "clock.h"
+#include "device.h"
+#include "lifecycle.h"
+#include "log.h"
+#include "options.h"
+#include "report.h"
+#include "sites.h"
+#include "stats.h"
+#include "totals.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GLOBAL_BINS 256
+#define RING 4096
+#define MAX_TRACKED_SITES 4096
+#define WARN_AGAIN_NS (30ull * 60 * 1000000000ull)
+
+typedef struct {
+    double x, t;
+    int64_t floor, peak;
+} point;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake;
+static point ring[RING];
+static int ring_len;
+static lw_series global;
+static lw_bin global_bins[GLOBAL_BINS];
+static lw_growth last;
+static lw_verdict announced;
+static int consecutive;
+static int64_t first_leak_step = -1;
+static uint64_t evaluations, next_eval_at, points_at_eval;
+static int marker_mode;
+static uint64_t intervals;
+static int tracked;
+static uint64_t last_warn_ns;
+static int warned;
+static pid_t thread_pid;
+
+static _Atomic int64_t dev_free = -1, dev_total = -1;
+static _Atomic uint64_t meminfo_ns;
+
+static double now_s(void) {
+    return (double)(lw_now_ns() - lw_start_time_ns()) / 1e9;
+}
+
+/* ---- per-site series ---- */
+
+static void sites_point(double x, double t) {
+    for (lw_site *s = lw_sites_first(); s; s = s->next) {
+        int64_t live = atomic_load_explicit(&s->live_bytes, memory_order_relaxed);
+        int64_t f = atomic_exchange_explicit(&s->floor, live, memory_order_relaxed);
+        if (f > live) f = live;
+        if (!s->track) {
+            if (live <= 0 || tracked >= MAX_TRACKED_SITES) continue;
+            lw_site_track *tr = calloc(1, sizeof *tr);
+            if (!tr) continue;
+            lw_series_init(&tr->series, tr->bins, LW_SITE_BINS);
+            s->track = tr;
+            tracked++;
+        }
+        lw_series_add(&s->track->series, x, t, (double)f, (double)live);
+    }
+}
+
+static void evaluate_sites(void) {
+    lw_detect_params p = lw_detect_defaults();
+    p.min_points = 12;
+    p.min_window = 8;
+    lw_bin bins[LW_SITE_BINS + 1];
+    for (lw_site *s = lw_sites_first(); s; s = s->next) {
+        lw_site_track *tr = s->track;
+        if (!tr) continue;
+        int n = lw_series_get(&tr->series, bins, LW_SITE_BINS + 1);
+        tr->evaluated = 1;
+        if (n < 2 || !(bins[n - 1].floor > bins[n / 2].floor)) {
+            memset(&tr->growth, 0, sizeof tr->growth);
+            tr->growth.verdict = LW_VERDICT_NO_LEAK;
+            continue;
+        }
+        lw_detect(bins, n, &p, &tr->growth);
+        if (tr->growth.verdict == LW_VERDICT_INCONCLUSIVE && n >= 3) {
+            /* Too few points of its own (steps faster than this thread
+             * samples sites): attribute the global growth to the sites
+             * whose floor rose at a tenth of the global rate or more. */
+            double x[LW_SITE_BINS + 1], y[LW_SITE_BINS + 1];
+            for (int i = 0; i < n; i++)
+                x[i] = bins[i].x, y[i] = bins[i].floor;
+            lw_theil_sen_result ts;
+            if (lw_theil_sen(x, y, n, 0.95, &ts) == 0 && ts.slope > 0 &&
+                ts.slope >= 0.1 * last.slope) {
+                tr->growth.verdict = LW_VERDICT_LEAK;
+                tr->growth.slope = ts.slope;
+                tr->growth.lo = ts.lo;
+                tr->growth.hi = ts.hi;
+                tr->growth.reason = "its floor rises (few samples)";
+            }
+        }
+    }
+}
+
+/* ---- the verdict ---- */
+
+static void warn_leak(void) {
+    if (!lw_opt_int(LW_OPT_WARN)) return;
+    uint64_t now = lw_now_ns();
+    if (warned && now - last_warn_ns < WARN_AGAIN_NS) return;
+    warned = 1;
+    last_warn_ns = now;
+    char rate[32], lo[32], hi[32], eta[96] = "";
+    lw_format_bytes(last.slope, rate, sizeof rate);
+    lw_format_bytes(last.lo, lo, sizeof lo);
+    lw_format_bytes(last.hi, hi, sizeof hi);
+    int64_t fr = atomic_load(&dev_free);
+    if (fr >= 0 && last.bytes_per_second > 0) {
+        double secs = (double)fr / last.bytes_per_second;
+        char freeb[32];
+        lw_format_bytes((double)fr, freeb, sizeof freeb);
+        if (secs < 120)
+            snprintf(eta, sizeof eta, "; out of memory in about %.0f s at this rate (%s free)",
+                     secs, freeb);
+        else if (secs < 7200)
+            snprintf(eta, sizeof eta, "; out of memory in about %.0f min at this rate (%s free)",
+                     secs / 60, freeb);
+        else
+            snprintf(eta, sizeof eta, "; out of memory in about %.1f h at this rate (%s free)",
+                     secs / 3600, freeb);
+    }
+    lw_site *top = NULL;
+    for (lw_site *s = lw_sites_first(); s; s = s->next)
+        if (s->track && s->track->growth.verdict == LW_VERDICT_LEAK &&
+            (!top || s->track->growth.slope > top->track->growth.slope))
+            top = s;
+    if (!top) {
+        /* No site has enough points of its own yet (fast steps): name the
+         * one whose floor rose most. */
+        double best = 0;
+        lw_bin b[LW_SITE_BINS + 1];
+        for (lw_site *s = lw_sites_first(); s; s = s->next) {
+            if (!s->track) continue;
+            int n = lw_series_get(&s->track->series, b, LW_SITE_BINS + 1);
+            if (n >= 2 && b[n - 1].floor - b[0].floor > best)
+                best = b[n - 1].floor - b[0].floor, top = s;
+        }
+    }
+    char where[512] = "";
+    if (top && top->track->growth.verdict != LW_VERDICT_LEAK) {
+        char label[400];
+        lw_report_site_label(top, label, sizeof label);
+        snprintf(where, sizeof where, "; fastest-growing site: %s", label);
+    } else if (top) {
+        char label[400], srate[32];
+        lw_report_site_label(top, label, sizeof label);
+        lw_format_bytes(top->track->growth.slope, srate, sizeof srate);
+        snprintf(where, sizeof where, "; top site: %s (+%s/step)", label, srate);
+    }
+    lw_log("LEAK: GPU memory floor grows by %s per %s (95%% CI %s to %s) since %s %.0f%s%s", rate,
+           marker_mode ? "step" : "interval", lo, hi, marker_mode ? "step" : "interval",
+           last.onset_x, where, eta);
+}
+
+static void evaluate(void) {
+    lw_bin bins[GLOBAL_BINS + 1];
+    int n = lw_series_get(&global, bins, GLOBAL_BINS + 1);
+    lw_detect_params p = lw_detect_defaults();
+    lw_detect(bins, n, &p, &last);
+    evaluations++;
+    points_at_eval = global.points;
+    consecutive = last.verdict == LW_VERDICT_LEAK ? consecutive + 1 : 0;
+    if (consecutive >= lw_opt_int(LW_OPT_CONFIRM)) {
+        int newly = announced != LW_VERDICT_LEAK;
+        announced = LW_VERDICT_LEAK;
+        evaluate_sites();
+        if (newly && first_leak_step < 0) first_leak_step = (int64_t)llround(bins[n - 1].x);
+        if (newly) warn_leak();
+    } else {
+        /* Growth seen but not yet confirmed is not yet a verdict. */
+        announced = last.verdict == LW_VERDICT_LEAK ? LW_VERDICT_INCONCLUSIVE : last.verdict;
+    }
+}
+
+/* Evaluations follow the data, not the clock: at every point early on, then
+ * every 1/32 of the points seen. The verdict thus does not depend on how
+ * promptly this thread was scheduled. */
+static void add_point(const point *pt) {
+    lw_series_add(&global, pt->x, pt->t, (double)pt->floor, (double)pt->peak);
+    if (global.points >= next_eval_at) {
+        evaluate();
+        uint64_t gap = global.points / 32;
+        next_eval_at = global.points + (gap ? gap : 1);
+    }
+}
+
+static void drain_ring(void) {
+    if (!ring_len) return;
+    for (int i = 0; i < ring_len; i++)
+        add_point(&ring[i]);
+    sites_point(ring[ring_len - 1].x, ring[ring_len - 1].t);
+    ring_len = 0;
+}
+
+static void close_interval(void) {
+    point pt;
+    lw_totals_take_floor_peak(&pt.floor, &pt.peak);
+    pt.x = (double)++intervals;
+    pt.t = now_s();
+    add_point(&pt);
+    sites_point(pt.x, pt.t);
+}
+
+static void forget_history(void) {
+    lw_series_reset(&global);
+    consecutive = 0;
+    announced = LW_VERDICT_INCONCLUSIVE;
+    memset(&last, 0, sizeof last);
+    first_leak_step = -1;
+    next_eval_at = 0;
+    for (lw_site *s = lw_sites_first(); s; s = s->next)
+        if (s->track) lw_series_reset(&s->track->series);
+}
+
+static void *run(void *arg) {
+    (void)arg;
+    long interval_ms = lw_opt_int(LW_OPT_INTERVAL_MS);
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    pthread_mutex_lock(&lock);
+    for (;;) {
+        deadline.tv_sec += interval_ms / 1000;
+        deadline.tv_nsec += (interval_ms % 1000) * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) deadline.tv_sec++, deadline.tv_nsec -= 1000000000L;
+        int timed_out = 0;
+        while (!ring_len && !timed_out)
+            timed_out = pthread_cond_timedwait(&wake, &lock, &deadline) != 0;
+        if (ring_len) {
+            drain_ring();
+            /* Keep the interval clock running but do not close intervals
+             * while steps are marked. */
+            if (!timed_out) {
+                deadline.tv_sec -= interval_ms / 1000;
+                deadline.tv_nsec -= (interval_ms % 1000) * 1000000L;
+                if (deadline.tv_nsec < 0) deadline.tv_sec--, deadline.tv_nsec += 1000000000L;
+            }
+        } else if (!marker_mode) {
+            close_interval();
+        }
+    }
+    return NULL;
+}
+
+void lw_sampler_start(void) {
+    pid_t me = getpid();
+    if (thread_pid == me) return;
+    pthread_mutex_lock(&lock);
+    lw_series_init(&global, global_bins, GLOBAL_BINS);
+    forget_history();
+    ring_len = 0;
+    marker_mode = 0;
+    intervals = 0;
+    pthread_mutex_unlock(&lock);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&wake, &ca);
+    pthread_condattr_destroy(&ca);
+    /* The job's signals must go to the job's own threads, never to ours. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    pthread_t t;
+    if (pthread_create(&t, &attr, run, NULL) != 0)
+        lw_log("cannot start the sampler thread; without step marks no growth is followed");
+    else
+        thread_pid = me;
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void lw_sampler_step(void) {
+    point pt;
+    lw_totals_take_floor_peak(&pt.floor, &pt.peak);
+    pt.x = (double)lw_step_now();
+    pt.t = now_s();
+    pthread_mutex_lock(&lock);
+    if (!marker_mode) {
+        /* Marked steps from now on: time intervals would mix two scales. */
+        marker_mode = 1;
+        forget_history();
+        ring_len = 0;
+    }
+    if (ring_len == RING) {
+        /* The sampler is behind: fold this step into the newest one. */
+        point *q = &ring[RING - 1];
+        q->x = pt.x;
+        q->t = pt.t;
+        if (pt.floor < q->floor) q->floor = pt.floor;
+        if (pt.peak > q->peak) q->peak = pt.peak;
+    } else {
+        ring[ring_len++] = pt;
+    }
+    pthread_cond_signal(&wake);
+    pthread_mutex_unlock(&lock);
+    lw_sampler_tick();
+}
+
+void lw_sampler_tick(void) {
+    static _Thread_local unsigned n;
+    if ((n++ & 255) != 0) return;
+    uint64_t now = lw_now_coarse_ns(), then = atomic_load(&meminfo_ns);
+    if (then && now - then < 1000000000ull) return;
+    if (!atomic_compare_exchange_strong(&meminfo_ns, &then, now ? now : 1)) return;
+    size_t fr, total;
+    if (lw_device_mem_info(&fr, &total) == 0) {
+        atomic_store(&dev_free, (int64_t)fr);
+        atomic_store(&dev_total, (int64_t)total);
+    }
+}
+
+void lw_sampler_flush(void) {
+    pthread_mutex_lock(&lock);
+    drain_ring();
+    if (global.points != points_at_eval) evaluate();
+    pthread_mutex_unlock(&lock);
+}
+
+void lw_sampler_snapshot(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
+    pthread_mutex_lock(&lock);
+    memset(st, 0, sizeof *st);
+    st->verdict = announced;
+    st->last = last;
+    st->step_source = marker_mode ? "marker" : "time";
+    st->steps = marker_mode ? lw_step_now() : intervals;
+    st->first_leak_step = first_leak_step;
+    st->evaluations = evaluations;
+    st->device_free = atomic_load(&dev_free);
+    st->device_total = atomic_load(&dev_total);
+    st->interval_s = (double)lw_opt_int(LW_OPT_INTERVAL_MS) / 1000.0;
+    st->bin_width = global.width;
+    if (bins && nbins) *nbins = lw_series_get(&global, bins, max);
+    pthread_mutex_unlock(&lock);
+}
+
+void lw_sampler_each_site(void (*fn)(lw_site *s, const lw_site_track *t, void *arg), void *arg) {
+    pthread_mutex_lock(&lock);
+    for (lw_site *s = lw_sites_first(); s; s = s->next)
+        if (s->track) fn(s, s->track, arg);
+    pthread_mutex_unlock(&lock);
+}
+
+void lw_sampler_lock_for_fork(void) {
+    pthread_mutex_lock(&lock);
+}
+void lw_sampler_unlock_after_fork(void) {
+    pthread_mutex_unlock(&lock);
+}

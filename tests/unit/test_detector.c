@@ -1,0 +1,193 @@
+/* The growth detector on series whose truth is known by construction. */
+#include "detector.h"
+#include "series.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#define GiB (1024.0 * 1024.0 * 1024.0)
+#define MiB (1024.0 * 1024.0)
+
+/* Deterministic normal noise (Box–Muller over a fixed LCG). */
+static uint64_t rng = 12345;
+static double uniform01(void) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return ((rng >> 11) + 0.5) / 9007199254740992.0;
+}
+static double gauss(void) {
+    return sqrt(-2 * log(uniform01())) * cos(2 * M_PI * uniform01());
+}
+
+typedef double (*floor_fn)(int step);
+
+static lw_growth run_series(floor_fn f, int steps, double noise) {
+    static lw_bin storage[256], out[257];
+    lw_series s;
+    lw_series_init(&s, storage, 256);
+    for (int i = 0; i < steps; i++) {
+        double y = f(i) + noise * gauss();
+        lw_series_add(&s, i, i * 0.1, y, y + 100 * MiB);
+    }
+    int n = lw_series_get(&s, out, 257);
+    lw_detect_params p = lw_detect_defaults();
+    lw_growth g;
+    lw_detect(out, n, &p, &g);
+    return g;
+}
+
+static double leak512(int i) {
+    return 4 * GiB + 512.0 * i;
+}
+static double flat(int i) {
+    return 4 * GiB + 0 * i;
+}
+static double warmup(int i) {
+    return 4 * GiB + 2 * GiB * (1 - exp(-i / 60.0));
+}
+static double late_leak(int i) {
+    return 4 * GiB + (i > 500 ? 1 * MiB * (i - 500) : 0);
+}
+static double sawtooth(int i) {
+    return 4 * GiB + 8 * MiB * (i % 64);
+}
+static double staircase(int i) {
+    return 4 * GiB + 20 * MiB * (i < 1000 ? i / 50 : 20);
+}
+static double long_sawtooth(int i) {
+    return 4 * GiB + 1 * MiB * (i % 300);
+}
+static double stops_at_1000(int i) {
+    return 4 * GiB + 1 * MiB * (i < 1000 ? i : 1000);
+}
+static double every7(int i) {
+    return 4 * GiB + 4096.0 * (i / 7);
+}
+
+START_TEST(series_bins_hold_means_and_stay_bounded) {
+    static lw_bin storage[8], out[9];
+    lw_series s;
+    lw_series_init(&s, storage, 8);
+    for (int i = 0; i < 1000; i++)
+        lw_series_add(&s, i, i, i * 2.0, i * 3.0);
+    int n = lw_series_get(&s, out, 9);
+    ck_assert_int_le(n, 9);
+    ck_assert_uint_eq(s.points, 1000);
+    /* Every bin is the mean of its points: floor = 2x exactly, peak = max. */
+    uint32_t total = 0;
+    for (int i = 0; i < n; i++) {
+        ck_assert_double_eq_tol(out[i].floor, 2 * out[i].x, 1e-9);
+        total += out[i].n;
+        if (i) ck_assert(out[i].x > out[i - 1].x);
+    }
+    ck_assert_uint_eq(total, 1000);
+    ck_assert_double_eq_tol(out[n - 1].peak, 999 * 3.0, 1e-9);
+}
+END_TEST
+
+START_TEST(steady_leak_is_called_with_its_rate) {
+    lw_growth g = run_series(leak512, 100, 0);
+    ck_assert_int_eq(g.verdict, LW_VERDICT_LEAK);
+    ck_assert_double_eq_tol(g.slope, 512, 1e-6);
+    ck_assert(g.lo <= 512 && g.hi >= 512);
+    ck_assert(g.p_value < 1e-6);
+    ck_assert_double_eq_tol(g.bytes_per_second, 5120, 1e-3); /* 0.1 s per step */
+}
+END_TEST
+
+START_TEST(noisy_leak_rate_within_ten_percent) {
+    rng = 7;
+    lw_growth g = run_series(leak512, 4000, 64 * 1024);
+    ck_assert_int_eq(g.verdict, LW_VERDICT_LEAK);
+    ck_assert_msg(fabs(g.slope - 512) < 51.2, "slope %f", g.slope);
+}
+END_TEST
+
+START_TEST(flat_floor_is_no_leak) {
+    rng = 9;
+    ck_assert_int_eq(run_series(flat, 500, 0).verdict, LW_VERDICT_NO_LEAK);
+    ck_assert_int_eq(run_series(flat, 3000, 1 * MiB).verdict, LW_VERDICT_NO_LEAK);
+}
+END_TEST
+
+START_TEST(too_few_steps_is_inconclusive) {
+    lw_growth g = run_series(leak512, 10, 0);
+    ck_assert_int_eq(g.verdict, LW_VERDICT_INCONCLUSIVE);
+}
+END_TEST
+
+START_TEST(warm_up_plateau_is_no_leak) {
+    for (int steps = 100; steps <= 2000; steps += 100)
+        ck_assert_msg(run_series(warmup, steps, 0).verdict != LW_VERDICT_LEAK, "at %d steps",
+                      steps);
+}
+END_TEST
+
+START_TEST(sawtooth_is_no_leak) {
+    for (int steps = 200; steps <= 2000; steps += 50)
+        ck_assert_msg(run_series(sawtooth, steps, 0).verdict != LW_VERDICT_LEAK, "at %d steps",
+                      steps);
+}
+END_TEST
+
+START_TEST(staircase_that_stops_is_no_leak) {
+    ck_assert_int_ne(run_series(staircase, 3000, 0).verdict, LW_VERDICT_LEAK);
+}
+END_TEST
+
+/* A KV cache that grows for 300 steps, then is freed: once it has been freed
+ * even once, the floor's fall-back says it is a cycle. */
+START_TEST(long_sawtooth_after_first_release_is_no_leak) {
+    for (int steps = 620; steps <= 2000; steps += 40)
+        ck_assert_msg(run_series(long_sawtooth, steps, 0).verdict != LW_VERDICT_LEAK, "at %d steps",
+                      steps);
+}
+END_TEST
+
+/* Growth that stopped recently: the newest third no longer rises. */
+START_TEST(growth_that_stopped_is_no_leak) {
+    for (int steps = 1500; steps <= 2000; steps += 100)
+        ck_assert_msg(run_series(stops_at_1000, steps, 0).verdict != LW_VERDICT_LEAK, "at %d steps",
+                      steps);
+}
+END_TEST
+
+START_TEST(late_leak_onset_is_found) {
+    lw_growth g = run_series(late_leak, 1200, 0);
+    ck_assert_int_eq(g.verdict, LW_VERDICT_LEAK);
+    ck_assert_double_eq_tol(g.slope, 1 * MiB, 1);
+    ck_assert_msg(fabs(g.onset_x - 500) <= 16, "onset %f", g.onset_x);
+}
+END_TEST
+
+START_TEST(leak_every_k_steps_has_the_mean_rate) {
+    lw_growth g = run_series(every7, 2000, 0);
+    ck_assert_int_eq(g.verdict, LW_VERDICT_LEAK);
+    ck_assert_msg(fabs(g.slope - 4096 / 7.0) < 0.1 * 4096 / 7.0, "slope %f", g.slope);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("detector");
+    TCase *tc = tcase_create("verdicts");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, series_bins_hold_means_and_stay_bounded);
+    tcase_add_test(tc, steady_leak_is_called_with_its_rate);
+    tcase_add_test(tc, noisy_leak_rate_within_ten_percent);
+    tcase_add_test(tc, flat_floor_is_no_leak);
+    tcase_add_test(tc, too_few_steps_is_inconclusive);
+    tcase_add_test(tc, warm_up_plateau_is_no_leak);
+    tcase_add_test(tc, sawtooth_is_no_leak);
+    tcase_add_test(tc, staircase_that_stops_is_no_leak);
+    tcase_add_test(tc, long_sawtooth_after_first_release_is_no_leak);
+    tcase_add_test(tc, growth_that_stopped_is_no_leak);
+    tcase_add_test(tc, late_leak_onset_is_found);
+    tcase_add_test(tc, leak_every_k_steps_has_the_mean_rate);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
