@@ -116,6 +116,18 @@ int lw_live_remove(lw_key_class cls, uint64_t key, lw_alloc *out) {
     return r != NULL;
 }
 
+void lw_live_scan(void (*fn)(const lw_alloc *r, void *arg), void *arg) {
+    pthread_once(&stripes_once, init_stripes);
+    for (int i = 0; i < STRIPES; i++) {
+        stripe *st = &stripes[i].s;
+        pthread_mutex_lock(&st->lock);
+        for (int c = 0; c < LW_CLASS_COUNT; c++)
+            for (lw_alloc *r = st->table[c]; r; r = r->hh.next)
+                fn(r, arg);
+        pthread_mutex_unlock(&st->lock);
+    }
+}
+
 uint64_t lw_live_records(void) {
     return atomic_load(&nrecords);
 }

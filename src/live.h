@@ -38,6 +38,10 @@ int lw_live_insert(const lw_alloc *rec, lw_alloc *replaced);
  * live, 0 when unknown. */
 int lw_live_remove(lw_key_class cls, uint64_t key, lw_alloc *out);
 
+/* Calls fn on every live record, one stripe at a time under its lock (off
+ * the hot path: the detector's per-site analysis). fn must not call back. */
+void lw_live_scan(void (*fn)(const lw_alloc *r, void *arg), void *arg);
+
 /* Number of records and bytes the table itself holds (for the report). */
 uint64_t lw_live_records(void);
 uint64_t lw_live_overhead_bytes(void);

@@ -3,6 +3,7 @@
 #include "clock.h"
 #include "lifecycle.h"
 #include "options.h"
+#include "pystack.h"
 #include "sampler.h"
 #include "sites.h"
 #include "stack.h"
@@ -25,17 +26,25 @@ static _Atomic uint64_t reused_unseen;
 
 static lw_site *site_for_this_stack(void) {
     uintptr_t ips[LW_STACK_MAX];
-    uintptr_t key[LW_SITE_KEY_WORDS(LW_STACK_MAX, 0)];
-    int n = 0;
-    if (lw_opt_int(LW_OPT_STACKS)) n = lw_stack_capture(ips, (int)lw_opt_int(LW_OPT_MAX_FRAMES));
-    uint64_t hash = lw_site_make_key(key, ips, n, NULL, 0);
-    uint32_t nkey = LW_SITE_KEY_WORDS(n, 0);
+    lw_pyframe py[LW_PY_MAX];
+    uintptr_t pywords[2 * LW_PY_MAX];
+    uintptr_t key[LW_SITE_KEY_WORDS(LW_STACK_MAX, LW_PY_MAX)];
+    int n = 0, npy = 0;
+    if (lw_opt_int(LW_OPT_STACKS)) {
+        n = lw_stack_capture(ips, (int)lw_opt_int(LW_OPT_MAX_FRAMES));
+        npy = lw_py_capture(py, LW_PY_MAX);
+        lw_pystack_key(py, npy, pywords);
+    }
+    uint64_t hash = lw_site_make_key(key, ips, n, pywords, npy);
+    uint32_t nkey = LW_SITE_KEY_WORDS(n, npy);
     cache_slot *slot = &site_cache[hash % CACHE_SLOTS];
     lw_site *s = slot->site;
     if (s && slot->hash == hash && s->nkey == nkey && memcmp(s->key, key, nkey * sizeof *key) == 0)
         return s;
     int created;
     s = lw_site_intern(key, nkey, hash, &created);
+    /* A new site: name its Python frames now, while they are alive. */
+    if (created && npy) lw_pystack_attach(s, py, npy);
     if (s != lw_site_overflow()) {
         slot->hash = hash;
         slot->site = s;
@@ -68,7 +77,7 @@ void lw_record_alloc(lw_kind kind, lw_key_class cls, uint64_t key, uint64_t size
         .key = key,
         .size = size,
         .site = site_for_this_stack(),
-        .step = lw_step_now(),
+        .step = lw_sampler_clock(),
         .age_s = (uint32_t)((lw_now_coarse_ns() - lw_start_time_ns()) / 1000000000u),
         .device = (int16_t)device,
         .kind = (uint8_t)kind,

@@ -6,6 +6,7 @@
 #include "live.h"
 #include "log.h"
 #include "options.h"
+#include "pystack.h"
 #include "record.h"
 #include "sampler.h"
 #include "sites.h"
@@ -139,11 +140,62 @@ static void emit_native_frame(lw_jw *w, lw_symtab *syms, uintptr_t ip) {
     lw_jw_end(w);
 }
 
+static void emit_python_frame(lw_jw *w, const lw_pystack_frame *f) {
+    lw_jw_object(w, NULL);
+    lw_jw_str(w, "kind", "python");
+    lw_jw_str(w, "function", f->function);
+    lw_jw_str(w, "file", f->file);
+    if (f->line > 0)
+        lw_jw_int(w, "line", f->line);
+    else
+        lw_jw_null(w, "line");
+    lw_jw_null(w, "module");
+    lw_jw_null(w, "address");
+    lw_jw_null(w, "offset");
+    lw_jw_end(w);
+}
+
+/* Emits the Python frames of the next native evaluation call: from *next up
+ * to and including the first one that entered it. */
+static void emit_python_group(lw_jw *w, const lw_pystack *py, int *next) {
+    while (*next < py->n) {
+        const lw_pystack_frame *f = &py->f[(*next)++];
+        emit_python_frame(w, f);
+        if (f->entry) break;
+    }
+}
+
+static int is_eval_frame(const lw_symbol *sym) {
+    return sym && sym->function && strcmp(sym->function, "_PyEval_EvalFrameDefault") == 0;
+}
+
+/* Innermost first. Python frames stand where the interpreter's evaluation
+ * frames stand; the interpreter's other frames (calls, argument handling)
+ * are hidden behind them. */
 static void emit_frames(lw_jw *w, lw_symtab *syms, const lw_site *s) {
-    lw_jw_array(w, "frames");
     const uintptr_t *ips = lw_site_native(s);
-    for (int i = 0; i < s->nnative; i++)
+    const lw_pystack *py = lw_pystack_of(s);
+    const char *interp = NULL;
+    if (py && syms)
+        for (int i = 0; i < s->nnative && !interp; i++) {
+            const lw_symbol *sym = lw_symtab_lookup(syms, ips[i]);
+            if (is_eval_frame(sym)) interp = sym->module;
+        }
+    lw_jw_array(w, "frames");
+    int next = 0;
+    for (int i = 0; i < s->nnative; i++) {
+        const lw_symbol *sym = interp ? lw_symtab_lookup(syms, ips[i]) : NULL;
+        if (interp && is_eval_frame(sym)) {
+            emit_python_group(w, py, &next);
+            continue;
+        }
+        if (interp && sym && sym->module && strcmp(sym->module, interp) == 0) continue;
         emit_native_frame(w, syms, ips[i]);
+    }
+    /* Python frames beyond the native stack kept (or all of them, when no
+     * evaluation frame was found): outermost, at the end. */
+    while (py && next < py->n)
+        emit_python_frame(w, &py->f[next++]);
     lw_jw_end(w);
 }
 
@@ -445,6 +497,15 @@ int lw_report_write(const char *reason, int fallback, char *written, size_t writ
 
 void lw_report_site_label(const lw_site *site, char *out, size_t n) {
     snprintf(out, n, "site %u", site->id);
+    const lw_pystack *py = lw_pystack_of(site);
+    for (int i = 0; py && i < py->n; i++) {
+        const lw_pystack_frame *f = &py->f[i];
+        if (!f->file) continue;
+        const char *base = strrchr(f->file, '/');
+        snprintf(out, n, "%s:%d in %s", base ? base + 1 : f->file, f->line,
+                 f->function ? f->function : "?");
+        return;
+    }
     lw_symtab *syms = lw_symtab_new();
     for (int i = 0; syms && i < site->nnative; i++) {
         const lw_symbol *s = lw_symtab_lookup(syms, lw_site_native(site)[i]);

@@ -2,6 +2,7 @@
 
 #include "clock.h"
 #include "device.h"
+#include "live.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "options.h"
@@ -11,6 +12,7 @@
 #include "totals.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -29,10 +31,16 @@ typedef struct {
     int64_t floor, peak;
 } point;
 
+/* Two locks: `ring_lock` guards only the queue of steps, so a training
+ * thread marking a step never waits for an evaluation; `lock` guards the
+ * series and the verdict. Order: lock, then ring_lock. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake;
 static point ring[RING];
 static int ring_len;
+static int marker_requested; /* set by the first step mark, under ring_lock */
+static point batch[RING];    /* the sampler's copy of the queue, under lock */
 static lw_series global;
 static lw_bin global_bins[GLOBAL_BINS];
 static lw_growth last;
@@ -41,7 +49,7 @@ static int consecutive;
 static int64_t first_leak_step = -1;
 static uint64_t evaluations, next_eval_at, points_at_eval;
 static int marker_mode;
-static uint64_t intervals;
+static _Atomic uint64_t intervals;
 static int tracked;
 static uint64_t last_warn_ns;
 static int warned;
@@ -50,61 +58,79 @@ static pid_t thread_pid;
 static _Atomic int64_t dev_free = -1, dev_total = -1;
 static _Atomic uint64_t meminfo_ns;
 
+uint32_t lw_sampler_clock(void) {
+    uint32_t steps = lw_step_now();
+    return steps ? steps : (uint32_t)atomic_load_explicit(&intervals, memory_order_relaxed);
+}
+
 static double now_s(void) {
     return (double)(lw_now_ns() - lw_start_time_ns()) / 1e9;
 }
 
 /* ---- per-site series ---- */
 
+static lw_site_track *track_of(lw_site *s);
+
 static void sites_point(double x, double t) {
     for (lw_site *s = lw_sites_first(); s; s = s->next) {
         int64_t live = atomic_load_explicit(&s->live_bytes, memory_order_relaxed);
         int64_t f = atomic_exchange_explicit(&s->floor, live, memory_order_relaxed);
         if (f > live) f = live;
-        if (!s->track) {
-            if (live <= 0 || tracked >= MAX_TRACKED_SITES) continue;
-            lw_site_track *tr = calloc(1, sizeof *tr);
-            if (!tr) continue;
-            lw_series_init(&tr->series, tr->bins, LW_SITE_BINS);
-            s->track = tr;
-            tracked++;
-        }
+        if (!s->track && (live <= 0 || !track_of(s))) continue;
         lw_series_add(&s->track->series, x, t, (double)f, (double)live);
     }
 }
 
+static lw_site_track *track_of(lw_site *s) {
+    if (!s->track && tracked < MAX_TRACKED_SITES) {
+        lw_site_track *tr = calloc(1, sizeof *tr);
+        if (!tr) return NULL;
+        lw_series_init(&tr->series, tr->bins, LW_SITE_BINS);
+        s->track = tr;
+        tracked++;
+    }
+    return s->track;
+}
+
+static void count_kept(const lw_alloc *r, void *arg) {
+    uint32_t since = *(const uint32_t *)arg;
+    if (r->step < since) return;
+    lw_site_track *tr = track_of(r->site);
+    if (!tr) return;
+    if (!tr->kept_count || r->step < tr->kept_first_step) tr->kept_first_step = r->step;
+    if (!tr->kept_count || r->step > tr->kept_last_step) tr->kept_last_step = r->step;
+    tr->kept_bytes += r->size;
+    tr->kept_count++;
+}
+
+/* Which sites grow. Each live allocation carries the step it was made at, so
+ * the bytes a site still holds from allocations made since the growth began,
+ * divided by the steps since, is what the site keeps per step: exactly the
+ * leak rate for a leaking site, about nothing for one whose allocations are
+ * freed within the step, nothing for a cache filled before the growth. A
+ * site leaks when it keeps at least a tenth of the global growth, from
+ * allocations spread over at least a third of that span (not one burst). */
 static void evaluate_sites(void) {
-    lw_detect_params p = lw_detect_defaults();
-    p.min_points = 12;
-    p.min_window = 8;
-    lw_bin bins[LW_SITE_BINS + 1];
+    double onset = isfinite(last.onset_x) ? last.onset_x : 0;
+    uint32_t since = (uint32_t)ceil(onset), now = lw_sampler_clock();
+    for (lw_site *s = lw_sites_first(); s; s = s->next)
+        if (s->track) s->track->kept_bytes = 0, s->track->kept_count = 0;
+    lw_live_scan(count_kept, &since);
+    double span = now > since ? (double)(now - since) : 1;
     for (lw_site *s = lw_sites_first(); s; s = s->next) {
         lw_site_track *tr = s->track;
         if (!tr) continue;
-        int n = lw_series_get(&tr->series, bins, LW_SITE_BINS + 1);
         tr->evaluated = 1;
-        if (n < 2 || !(bins[n - 1].floor > bins[n / 2].floor)) {
-            memset(&tr->growth, 0, sizeof tr->growth);
-            tr->growth.verdict = LW_VERDICT_NO_LEAK;
-            continue;
-        }
-        lw_detect(bins, n, &p, &tr->growth);
-        if (tr->growth.verdict == LW_VERDICT_INCONCLUSIVE && n >= 3) {
-            /* Too few points of its own (steps faster than this thread
-             * samples sites): attribute the global growth to the sites
-             * whose floor rose at a tenth of the global rate or more. */
-            double x[LW_SITE_BINS + 1], y[LW_SITE_BINS + 1];
-            for (int i = 0; i < n; i++)
-                x[i] = bins[i].x, y[i] = bins[i].floor;
-            lw_theil_sen_result ts;
-            if (lw_theil_sen(x, y, n, 0.95, &ts) == 0 && ts.slope > 0 &&
-                ts.slope >= 0.1 * last.slope) {
-                tr->growth.verdict = LW_VERDICT_LEAK;
-                tr->growth.slope = ts.slope;
-                tr->growth.lo = ts.lo;
-                tr->growth.hi = ts.hi;
-                tr->growth.reason = "its floor rises (few samples)";
-            }
+        memset(&tr->growth, 0, sizeof tr->growth);
+        tr->growth.verdict = LW_VERDICT_NO_LEAK;
+        tr->growth.lo = tr->growth.hi = tr->growth.p_value = NAN;
+        double rate = (double)tr->kept_bytes / span;
+        tr->growth.slope = rate;
+        if (tr->kept_count >= 3 && rate >= 0.1 * last.slope &&
+            tr->kept_last_step - tr->kept_first_step >= span / 3) {
+            tr->growth.verdict = LW_VERDICT_LEAK;
+            tr->growth.onset_x = tr->kept_first_step;
+            tr->growth.reason = "keeps memory from allocations made since the growth began";
         }
     }
 }
@@ -201,18 +227,30 @@ static void add_point(const point *pt) {
     }
 }
 
+static void forget_history(void);
+
+/* Moves the queued steps into the series. Called with `lock` held. */
 static void drain_ring(void) {
-    if (!ring_len) return;
-    for (int i = 0; i < ring_len; i++)
-        add_point(&ring[i]);
-    sites_point(ring[ring_len - 1].x, ring[ring_len - 1].t);
+    pthread_mutex_lock(&ring_lock);
+    int n = ring_len, switch_to_markers = marker_requested && !marker_mode;
+    memcpy(batch, ring, (size_t)n * sizeof *batch);
     ring_len = 0;
+    pthread_mutex_unlock(&ring_lock);
+    if (switch_to_markers) {
+        /* Marked steps from now on: time intervals would mix two scales. */
+        marker_mode = 1;
+        forget_history();
+    }
+    if (!n) return;
+    for (int i = 0; i < n; i++)
+        add_point(&batch[i]);
+    sites_point(batch[n - 1].x, batch[n - 1].t);
 }
 
 static void close_interval(void) {
     point pt;
     lw_totals_take_floor_peak(&pt.floor, &pt.peak);
-    pt.x = (double)++intervals;
+    pt.x = (double)atomic_fetch_add(&intervals, 1) + 1;
     pt.t = now_s();
     add_point(&pt);
     sites_point(pt.x, pt.t);
@@ -234,25 +272,24 @@ static void *run(void *arg) {
     long interval_ms = lw_opt_int(LW_OPT_INTERVAL_MS);
     struct timespec deadline;
     clock_gettime(CLOCK_MONOTONIC, &deadline);
-    pthread_mutex_lock(&lock);
     for (;;) {
         deadline.tv_sec += interval_ms / 1000;
         deadline.tv_nsec += (interval_ms % 1000) * 1000000L;
         if (deadline.tv_nsec >= 1000000000L) deadline.tv_sec++, deadline.tv_nsec -= 1000000000L;
         int timed_out = 0;
+        pthread_mutex_lock(&ring_lock);
         while (!ring_len && !timed_out)
-            timed_out = pthread_cond_timedwait(&wake, &lock, &deadline) != 0;
-        if (ring_len) {
-            drain_ring();
-            /* Keep the interval clock running but do not close intervals
-             * while steps are marked. */
-            if (!timed_out) {
-                deadline.tv_sec -= interval_ms / 1000;
-                deadline.tv_nsec -= (interval_ms % 1000) * 1000000L;
-                if (deadline.tv_nsec < 0) deadline.tv_sec--, deadline.tv_nsec += 1000000000L;
-            }
-        } else if (!marker_mode) {
-            close_interval();
+            timed_out = pthread_cond_timedwait(&wake, &ring_lock, &deadline) != 0;
+        pthread_mutex_unlock(&ring_lock);
+        pthread_mutex_lock(&lock);
+        drain_ring();
+        if (timed_out && !marker_mode) close_interval();
+        pthread_mutex_unlock(&lock);
+        if (!timed_out) {
+            /* Woken by a step: the interval clock did not run out. */
+            deadline.tv_sec -= interval_ms / 1000;
+            deadline.tv_nsec -= (interval_ms % 1000) * 1000000L;
+            if (deadline.tv_nsec < 0) deadline.tv_sec--, deadline.tv_nsec += 1000000000L;
         }
     }
     return NULL;
@@ -264,9 +301,12 @@ void lw_sampler_start(void) {
     pthread_mutex_lock(&lock);
     lw_series_init(&global, global_bins, GLOBAL_BINS);
     forget_history();
-    ring_len = 0;
     marker_mode = 0;
     intervals = 0;
+    pthread_mutex_lock(&ring_lock);
+    ring_len = 0;
+    marker_requested = 0;
+    pthread_mutex_unlock(&ring_lock);
     pthread_mutex_unlock(&lock);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -295,11 +335,11 @@ void lw_sampler_step(void) {
     lw_totals_take_floor_peak(&pt.floor, &pt.peak);
     pt.x = (double)lw_step_now();
     pt.t = now_s();
-    pthread_mutex_lock(&lock);
-    if (!marker_mode) {
-        /* Marked steps from now on: time intervals would mix two scales. */
-        marker_mode = 1;
-        forget_history();
+    pthread_mutex_lock(&ring_lock);
+    if (!marker_requested) {
+        /* Intervals queued before the first mark are dropped with the time
+         * series (drain_ring). */
+        marker_requested = 1;
         ring_len = 0;
     }
     if (ring_len == RING) {
@@ -313,7 +353,7 @@ void lw_sampler_step(void) {
         ring[ring_len++] = pt;
     }
     pthread_cond_signal(&wake);
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&ring_lock);
     lw_sampler_tick();
 }
 
@@ -333,7 +373,12 @@ void lw_sampler_tick(void) {
 void lw_sampler_flush(void) {
     pthread_mutex_lock(&lock);
     drain_ring();
-    if (global.points != points_at_eval) evaluate();
+    /* One more point for each site: the state now. */
+    sites_point((double)lw_sampler_clock(), now_s());
+    if (global.points != points_at_eval)
+        evaluate();
+    else if (announced == LW_VERDICT_LEAK)
+        evaluate_sites(); /* sites may have gained points since */
     pthread_mutex_unlock(&lock);
 }
 
@@ -343,7 +388,7 @@ void lw_sampler_snapshot(lw_growth_state *st, lw_bin *bins, int max, int *nbins)
     st->verdict = announced;
     st->last = last;
     st->step_source = marker_mode ? "marker" : "time";
-    st->steps = marker_mode ? lw_step_now() : intervals;
+    st->steps = marker_mode ? lw_step_now() : atomic_load(&intervals);
     st->first_leak_step = first_leak_step;
     st->evaluations = evaluations;
     st->device_free = atomic_load(&dev_free);

@@ -20,11 +20,20 @@ struct lw_site;
 typedef struct lw_site_track {
     lw_series series;
     lw_bin bins[LW_SITE_BINS];
-    lw_growth growth;
+    lw_growth growth; /* slope: bytes retained per step since the onset */
     int evaluated;
+    /* Live allocations made since the onset of growth (a scan of the live
+     * table): what this site keeps, step after step. */
+    uint64_t kept_bytes;
+    uint32_t kept_count;
+    uint32_t kept_first_step, kept_last_step;
 } lw_site_track;
 
 void lw_sampler_start(void);
+
+/* The sampler's clock for stamping allocations: the step count once steps
+ * are marked, else the number of time intervals closed. */
+uint32_t lw_sampler_clock(void);
 void lw_sampler_step(void);
 /* Called on each recorded allocation: refreshes the device's free memory now
  * and then, from a thread that has a CUDA context. */

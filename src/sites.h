@@ -27,11 +27,11 @@ typedef struct lw_site {
     _Atomic uint64_t alloc_bytes;
     _Atomic uint64_t free_count;
     _Atomic uint64_t failed_count;
-    _Atomic int64_t floor;      /* lowest live_bytes since the sampler last looked */
+    _Atomic int64_t floor;       /* lowest live_bytes since the sampler last looked */
     struct lw_site_track *track; /* growth series, kept by the sampler */
-    void *py_info;   /* what the Python frames mean, filled once at creation */
-    uint32_t nkey;   /* words in key */
-    uintptr_t key[]; /* key[0] = nnative | npy << 16; then the frames */
+    void *py_info;               /* what the Python frames mean, filled once at creation */
+    uint32_t nkey;               /* words in key */
+    uintptr_t key[];             /* key[0] = nnative | npy << 16; then the frames */
 } lw_site;
 
 /* Number of key words for a stack of nnative addresses and npy Python frames. */

@@ -1,0 +1,311 @@
+/* The control socket's server: one thread, one request per connection, no
+ * state kept between requests. It runs only in processes that record (the
+ * lifecycle starts it), and never runs CUDA calls, so the program's own
+ * threads see nothing of it except the CPU a report costs when one is asked. */
+#include "control.h"
+
+#include "clock.h"
+#include "growth_view.h"
+#include "json_write.h"
+#include "lifecycle.h"
+#include "log.h"
+#include "report.h"
+#include "totals.h"
+
+#include <leakwatch.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int listen_fd = -1;
+static int wake[2] = {-1, -1};
+static pthread_t thread;
+static int running;
+static pid_t owner;   /* the process that serves; a forked child must not use our fds */
+static pid_t gave_up; /* a process for which starting failed: said once, not retried */
+static int exit_hooked;
+static char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+
+/* A client that stops reading must not hold the thread forever. */
+#define IO_TIMEOUT_S 10
+
+static int send_all(int fd, const char *p, size_t n) {
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w, n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void reply_error(int fd, const char *msg) {
+    char line[512];
+    int n = snprintf(line, sizeof line, "error %s\n", msg);
+    if (n > 0) send_all(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+static void reply_report(int fd) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) {
+        reply_error(fd, "out of memory");
+        return;
+    }
+    int rc = lw_report_emit(f, "live");
+    if (fclose(f) != 0 || rc != 0 || !buf) {
+        reply_error(fd, "cannot build the report");
+    } else if (send_all(fd, "ok\n", 3) == 0) {
+        send_all(fd, buf, len);
+    }
+    free(buf);
+}
+
+static void num_or_null(lw_jw *w, const char *key, double v) {
+    if (isfinite(v))
+        lw_jw_double(w, key, v);
+    else
+        lw_jw_null(w, key);
+}
+
+/* A few numbers, cheap enough for 'leakwatch ps' to ask every process. */
+static void reply_stats(int fd) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) {
+        reply_error(fd, "out of memory");
+        return;
+    }
+    lw_counts c = lw_totals_get(-2, LW_KIND_COUNT);
+    struct lw_growth_view g;
+    int have = lw_growth_snapshot(&g) == 0;
+    static const char *verdicts[] = {"inconclusive", "leak", "no_leak"};
+    lw_jw w;
+    lw_jw_init(&w, f, 0);
+    lw_jw_object(&w, NULL);
+    lw_jw_int(&w, "pid", getpid());
+    lw_jw_str(&w, "version", LEAKWATCH_VERSION);
+    lw_jw_double(&w, "uptime_s", (double)(lw_now_ns() - lw_start_time_ns()) / 1e9);
+    lw_jw_int(&w, "live_bytes", c.live_bytes);
+    lw_jw_int(&w, "live_count", c.live_count);
+    lw_jw_int(&w, "peak_live_bytes", c.peak_live_bytes);
+    lw_jw_uint(&w, "alloc_count", c.alloc_count);
+    lw_jw_uint(&w, "free_count", c.free_count);
+    lw_jw_uint(&w, "failed_alloc_count", c.failed_count);
+    lw_jw_str(&w, "verdict",
+              have && g.verdict >= 0 && g.verdict <= 2 ? verdicts[g.verdict] : "inconclusive");
+    num_or_null(&w, "bytes_per_step", have ? g.bytes_per_step : NAN);
+    num_or_null(&w, "oom_eta_seconds", have ? g.oom_eta_seconds : NAN);
+    lw_jw_uint(&w, "steps", have ? g.steps : lw_step_now());
+    lw_jw_end(&w);
+    int bad = lw_jw_failed(&w);
+    fputc('\n', f);
+    if (fclose(f) != 0 || bad || !buf)
+        reply_error(fd, "cannot build the statistics");
+    else if (send_all(fd, "ok\n", 3) == 0)
+        send_all(fd, buf, len);
+    free(buf);
+}
+
+/* Writes the report to path as report.c does: a private temporary file
+ * beside it, then rename, so readers never see half of one. */
+static void reply_snapshot(int fd, const char *path) {
+    char tmp[PATH_MAX + 64], msg[PATH_MAX + 128];
+    if (path[0] != '/') {
+        reply_error(fd, "snapshot needs an absolute path");
+        return;
+    }
+    const char *slash = strrchr(path, '/');
+    if (snprintf(tmp, sizeof tmp, "%.*s.%s.%ld.tmp", (int)(slash - path + 1), path, slash + 1,
+                 (long)getpid()) >= (int)sizeof tmp) {
+        reply_error(fd, "path too long");
+        return;
+    }
+    unlink(tmp);
+    int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    FILE *f = out >= 0 ? fdopen(out, "w") : NULL;
+    if (!f) {
+        snprintf(msg, sizeof msg, "cannot write %s: %s", path, strerror(errno));
+        if (out >= 0) close(out), unlink(tmp);
+        reply_error(fd, msg);
+        return;
+    }
+    int rc = lw_report_emit(f, "snapshot");
+    if (fflush(f) != 0) rc = -1;
+    int e = errno;
+    if (fclose(f) != 0) rc = -1, e = errno;
+    if (rc == 0 && rename(tmp, path) != 0) rc = -1, e = errno;
+    if (rc != 0) {
+        unlink(tmp);
+        snprintf(msg, sizeof msg, "cannot write %s: %s", path, strerror(e ? e : EIO));
+        reply_error(fd, msg);
+        return;
+    }
+    snprintf(msg, sizeof msg, "ok %s\n", path);
+    send_all(fd, msg, strlen(msg));
+}
+
+static void serve_one(int fd) {
+    struct ucred cred;
+    socklen_t cl = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 ||
+        (cred.uid != geteuid() && cred.uid != 0)) {
+        reply_error(fd, "permission denied: only the same user or root may ask");
+        return;
+    }
+    struct timeval tv = {IO_TIMEOUT_S, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    char req[PATH_MAX + 64];
+    size_t n = 0;
+    while (n < sizeof req - 1) {
+        ssize_t r = recv(fd, req + n, sizeof req - 1 - n, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        n += (size_t)r;
+        if (memchr(req, '\n', n)) break;
+    }
+    req[n] = '\0';
+    char *nl = strchr(req, '\n');
+    if (!nl) {
+        reply_error(fd, "expected one request line ending in a newline");
+        return;
+    }
+    *nl = '\0';
+    if (!strcmp(req, "ping")) {
+        char line[96];
+        snprintf(line, sizeof line, "ok leakwatch %s %ld\n", LEAKWATCH_VERSION, (long)getpid());
+        send_all(fd, line, strlen(line));
+    } else if (!strcmp(req, "report")) {
+        reply_report(fd);
+    } else if (!strcmp(req, "stats")) {
+        reply_stats(fd);
+    } else if (!strncmp(req, "snapshot ", 9)) {
+        reply_snapshot(fd, req + 9);
+    } else {
+        reply_error(fd, "unknown request; expected ping, stats, report or snapshot PATH");
+    }
+}
+
+static void *serve(void *arg) {
+    (void)arg;
+    struct pollfd p[2] = {{listen_fd, POLLIN, 0}, {wake[0], POLLIN, 0}};
+    for (;;) {
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        if (p[1].revents) break;
+        if (!(p[0].revents & POLLIN)) continue;
+        int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0) continue;
+        serve_one(fd);
+        close(fd);
+    }
+    return NULL;
+}
+
+static void close_fds(void) {
+    if (listen_fd >= 0) close(listen_fd);
+    for (int i = 0; i < 2; i++)
+        if (wake[i] >= 0) close(wake[i]);
+    listen_fd = wake[0] = wake[1] = -1;
+}
+
+static void stop_at_exit(void) {
+    lw_control_stop();
+}
+
+static int start_locked(void) {
+    char dir[PATH_MAX], err[PATH_MAX + 128];
+    if (lw_control_dir(1, dir, sizeof dir, err, sizeof err) != 0) {
+        lw_log("live watching is off: %s", err);
+        return -1;
+    }
+    if (snprintf(sock_path, sizeof sock_path, "%s/%ld.sock", dir, (long)getpid()) >=
+        (int)sizeof sock_path) {
+        lw_log("live watching is off: the socket path in %s is too long; set XDG_RUNTIME_DIR to "
+               "a shorter folder",
+               dir);
+        return -1;
+    }
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    memcpy(a.sun_path, sock_path, strlen(sock_path) + 1);
+    listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (listen_fd < 0) goto fail;
+    unlink(sock_path); /* left by a dead process that had our pid */
+    if (bind(listen_fd, (struct sockaddr *)&a, sizeof a) != 0) goto fail;
+    if (chmod(sock_path, 0600) != 0 || listen(listen_fd, 16) != 0) goto fail_unlink;
+    if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) goto fail_unlink;
+    /* The thread takes no signal: they belong to the program's threads. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&thread, NULL, serve, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        errno = rc;
+        goto fail_unlink;
+    }
+    return 0;
+fail_unlink:;
+    int e = errno;
+    unlink(sock_path);
+    errno = e;
+fail:
+    lw_log("live watching is off: cannot serve %s: %s", sock_path, strerror(errno));
+    close_fds();
+    return -1;
+}
+
+void lw_control_start(void) {
+    pthread_mutex_lock(&lock);
+    pid_t me = getpid();
+    if (running && owner != me) {
+        /* A forked child: the thread and the socket are the parent's. */
+        close_fds();
+        running = 0;
+    }
+    if (!running && gave_up != me) {
+        if (start_locked() == 0) {
+            running = 1;
+            owner = me;
+            if (!exit_hooked && atexit(stop_at_exit) == 0) exit_hooked = 1;
+        } else {
+            gave_up = me;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void lw_control_stop(void) {
+    pthread_mutex_lock(&lock);
+    if (running && owner == getpid()) {
+        char c = 1;
+        if (write(wake[1], &c, 1) < 0) {
+            /* the pipe is never full: one byte ends the thread */
+        }
+        pthread_join(thread, NULL);
+        unlink(sock_path);
+        close_fds();
+        running = 0;
+    }
+    pthread_mutex_unlock(&lock);
+}

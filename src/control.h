@@ -1,0 +1,38 @@
+/* Live watching: one Unix-domain socket per watched process, served by one
+ * thread, through which 'leakwatch top', 'ps' and 'snapshot' ask for the
+ * report while the program runs.
+ *
+ * Where: $XDG_RUNTIME_DIR/leakwatch/PID.sock, else /tmp/leakwatch-UID/PID.sock.
+ * The folder must be ours and mode 0700 (created so when missing); the
+ * socket is 0600 and each peer's uid is checked (same user, or root).
+ *
+ * Protocol: the client sends one line, the server answers and closes.
+ *   "ping\n"          -> "ok leakwatch VERSION PID\n"
+ *   "stats\n"         -> "ok\n" + one line of JSON: live/peak bytes, counts, verdict
+ *   "report\n"        -> "ok\n" + the full JSON report
+ *   "snapshot PATH\n" -> the report written to PATH (absolute), then "ok PATH\n"
+ *   anything else     -> "error MESSAGE\n" */
+#ifndef LW_CONTROL_H
+#define LW_CONTROL_H
+
+#include <stddef.h>
+
+/* Starts serving (idempotent; safe after fork, where it starts afresh for the
+ * child). Call once the process has started recording (it uses CUDA). */
+void lw_control_start(void);
+/* Stops the thread and removes the socket. Called at exit by an atexit
+ * handler of its own; calling it earlier is fine. */
+void lw_control_stop(void);
+
+/* The socket folder for this user. create: make it (0700) when missing.
+ * Checks it is a real directory owned by us with no access for others.
+ * 0, or -1 with a reason in err. Shared with the leakwatch command. */
+int lw_control_dir(int create, char *out, size_t n, char *err, size_t errlen);
+/* The fallback folder, /tmp/leakwatch-UID (never under $TMPDIR, which may
+ * differ between the process and the command). The command searches it too:
+ * the watched process may have had another XDG_RUNTIME_DIR. */
+int lw_control_fallback_dir(char *out, size_t n);
+/* Checks an existing folder as lw_control_dir does. */
+int lw_control_check_dir(const char *dir, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,117 @@
+/* The leaking line of Python, named: tests/python/leak_ctypes.py allocates
+ * through the CPU stand-in runtime with ctypes (GIL held: PyDLL; released:
+ * CDLL), under the shim, with every CPython >= 3.8 found on this machine. */
+#include "harness.h"
+
+#include <glob.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char pythons[32][PATH_MAX];
+static int npythons;
+
+static void add_python(const char *path) {
+    char real[PATH_MAX];
+    if (npythons >= 32 || !realpath(path, real)) return;
+    /* Under 3.8 is not supported: skip by the version in the path. */
+    if ((strstr(real, "python2") || strstr(real, "python3.6") || strstr(real, "python3.7"))) return;
+    for (int i = 0; i < npythons; i++)
+        if (!strcmp(pythons[i], real)) return;
+    snprintf(pythons[npythons++], PATH_MAX, "%s", real);
+}
+
+static void find_pythons(void) {
+    glob_t g;
+    const char *root = getenv("PYENV_ROOT");
+    char pat[PATH_MAX];
+    snprintf(pat, sizeof pat, "%s/versions/3.*/bin/python3", root ? root : "/root/.pyenv");
+    if (glob(pat, 0, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            add_python(g.gl_pathv[i]);
+        globfree(&g);
+    }
+    if (access("/usr/bin/python3", X_OK) == 0) add_python("/usr/bin/python3");
+}
+
+/* The line of the leaking call, found by its marker comment. */
+static int leak_line(const char *script) {
+    FILE *f = fopen(script, "r");
+    ck_assert_ptr_nonnull(f);
+    char buf[512];
+    int line = 0, found = 0;
+    while (fgets(buf, sizeof buf, f)) {
+        line++;
+        if (strstr(buf, "# LEAK-LINE")) {
+            found = line;
+            break;
+        }
+    }
+    fclose(f);
+    ck_assert_int_gt(found, 0);
+    return found;
+}
+
+START_TEST(python_line_is_named) {
+    find_pythons();
+    if (!npythons) {
+        printf("test_python: no CPython >= 3.8 found; skipped\n");
+        return;
+    }
+    char script[PATH_MAX], cudart[PATH_MAX + 64];
+    ck_assert_ptr_nonnull(realpath("tests/python/leak_ctypes.py", script));
+    int line = leak_line(script);
+    snprintf(cudart, sizeof cudart, "LW_CUDART=%s/tests/lib/libcudart.so", lw_build_dir());
+    for (int i = 0; i < npythons; i++) {
+        for (int held = 0; held < 2; held++) {
+            lw_run r;
+            const char *args[] = {script, held ? "pydll" : "cdll", NULL};
+            const char *env[] = {cudart, "LEAKWATCH_QUIET=1", "LEAKWATCH_WARN=0", NULL};
+            lw_run_exe(&r, 1, pythons[i], args, env);
+            ck_assert_msg(r.exit_code == 0, "%s: exit %d\n%s", pythons[i], r.exit_code, r.err);
+            ck_assert_msg(r.report != NULL, "%s: no report", pythons[i]);
+            const char *verdict = lw_json_string(lw_json_get(r.report, "verdict"));
+            ck_assert_msg(verdict && !strcmp(verdict, "leak"), "%s: verdict %s", pythons[i],
+                          verdict);
+            /* The leaking site is first; its first Python frame is the line. */
+            const lw_json *frames = lw_json_path(r.report, "sites[0].frames");
+            const lw_json *py = NULL;
+            for (size_t j = 0; j < lw_json_len(frames) && !py; j++) {
+                const char *kind = lw_json_string(lw_json_get(lw_json_at(frames, j), "kind"));
+                if (kind && !strcmp(kind, "python")) py = lw_json_at(frames, j);
+            }
+            ck_assert_msg(py != NULL, "%s (%s): no Python frame", pythons[i], args[1]);
+            ck_assert_str_eq(lw_json_string(lw_json_get(py, "file")), script);
+            ck_assert_str_eq(lw_json_string(lw_json_get(py, "function")), "train");
+            long long got = 0;
+            ck_assert_int_eq(lw_json_int64(lw_json_get(py, "line"), &got), 0);
+            ck_assert_msg(got == line, "%s: line %lld, want %d", pythons[i], got, line);
+            ck_assert_int_eq(lw_json_bool(lw_json_path(r.report, "sites[0].leak"), 0), 1);
+            /* The interpreter's own frames are hidden behind the Python ones. */
+            for (size_t j = 0; j < lw_json_len(frames); j++) {
+                const char *fn = lw_json_string(lw_json_get(lw_json_at(frames, j), "function"));
+                ck_assert_msg(!fn || strcmp(fn, "_PyEval_EvalFrameDefault"), "%s: eval frame shown",
+                              pythons[i]);
+            }
+            lw_run_free(&r);
+        }
+        printf("test_python: %s ok\n", pythons[i]);
+    }
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("python");
+    TCase *tc = tcase_create("frames");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, python_line_is_named);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
