@@ -210,3 +210,12 @@ $(B)/examples/train_loop: examples/train_loop.c $(STUBS)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) -o $@ $< -L$(STUB_DIR) -lcudart -ldl -Wl,-rpath,'$$ORIGIN/../tests/lib'
 test-bins: $(B)/examples/train_loop
+
+# ---- accuracy benchmark of the leak detector (make bench-accuracy; owned by bench/accuracy) ----
+# Runs the corpus of simulated training jobs (tests/programs/rt_workload.c,
+# bench/accuracy/corpus.txt) under the shim; prints a confusion matrix, the
+# rate errors and the steps to a verdict. Options: ACCURACY_ARGS="--only NAME -v".
+.PHONY: bench-accuracy
+bench-accuracy: $(B)/libleakwatch.so $(STUBS) $(B)/tests/programs/rt_workload
+	@scripts/bench-accuracy.sh $(B) $(ACCURACY_ARGS)
+bench: bench-accuracy

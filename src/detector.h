@@ -10,8 +10,9 @@
  *   - growth that stops is not a leak: the newest third must still rise at a
  *     comparable slope, growth must not decelerate (a quadratic fit with a
  *     significantly negative curvature whose slope falls by more than 10%
- *     across the window), and the floor must not fall back by more than half
- *     of what it rose (a sawtooth: a cache filled, then freed).
+ *     across the window), and the low points of the floor must rise as well
+ *     (a sawtooth, a cache filled then freed, returns to the same low points;
+ *     a leak under a sawtooth still lifts them).
  * Announcing a leak also needs the verdict to hold on several consecutive
  * evaluations: that is the sampler's part (sampler.c). */
 #ifndef LW_DETECTOR_H
@@ -32,7 +33,6 @@ typedef struct {
     int min_window;      /* bins tested, at least */
     double alpha;        /* Mann–Kendall one-sided significance */
     double third_ratio;  /* newest third's slope / window slope, at least */
-    double max_drawdown; /* fall-back of the floor / rise over the window, at most */
 } lw_detect_params;
 
 lw_detect_params lw_detect_defaults(void);

@@ -344,6 +344,7 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
         lw_jw_null(w, "device_total_bytes");
     if (!strcmp(g->step_source, "time")) lw_jw_double(w, "interval_seconds", g->interval_s);
     lw_jw_uint(w, "evaluations", g->evaluations);
+    lw_jw_uint(w, "leak_verdicts_withdrawn", g->withdrawn);
     lw_jw_int(w, "window_bins", l->window);
     lw_jw_uint(w, "steps_per_bin", g->bin_width);
     lw_jw_str(w, "reason", l->reason ? l->reason : "not evaluated yet");

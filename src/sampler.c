@@ -46,7 +46,9 @@ static lw_bin global_bins[GLOBAL_BINS];
 static lw_growth last;
 static lw_verdict announced;
 static int consecutive;
-static int64_t first_leak_step = -1;
+static uint64_t raw_leak_since;      /* points when the current run of leak verdicts began */
+static int64_t first_leak_step = -1; /* when the current leak verdict was reached */
+static uint64_t withdrawn;           /* leak verdicts later withdrawn */
 static uint64_t evaluations, next_eval_at, points_at_eval;
 static int marker_mode;
 static _Atomic uint64_t intervals;
@@ -203,13 +205,20 @@ static void evaluate(void) {
     evaluations++;
     points_at_eval = global.points;
     consecutive = last.verdict == LW_VERDICT_LEAK ? consecutive + 1 : 0;
-    if (consecutive >= lw_opt_int(LW_OPT_CONFIRM)) {
-        int newly = announced != LW_VERDICT_LEAK;
+    if (consecutive == 1) raw_leak_since = global.points;
+    /* Confirmed: several evaluations in a row, over a stretch of data half as
+     * long again as when growth was first seen (a warm-up that is still
+     * rising early on has time to show that it slows down). */
+    if (consecutive >= lw_opt_int(LW_OPT_CONFIRM) &&
+        (announced == LW_VERDICT_LEAK || 2 * global.points >= 3 * raw_leak_since)) {
+        if (announced != LW_VERDICT_LEAK) first_leak_step = (int64_t)llround(bins[n - 1].x);
         announced = LW_VERDICT_LEAK;
         evaluate_sites();
-        if (newly && first_leak_step < 0) first_leak_step = (int64_t)llround(bins[n - 1].x);
-        if (newly) warn_leak();
+        /* The warning on stderr waits longer than the verdict: a job's log is
+         * no place for a warm-up mistaken for a leak. */
+        if (global.points >= 64 && global.points >= 2 * raw_leak_since) warn_leak();
     } else {
+        if (announced == LW_VERDICT_LEAK) withdrawn++, first_leak_step = -1;
         /* Growth seen but not yet confirmed is not yet a verdict. */
         announced = last.verdict == LW_VERDICT_LEAK ? LW_VERDICT_INCONCLUSIVE : last.verdict;
     }
@@ -262,6 +271,7 @@ static void forget_history(void) {
     announced = LW_VERDICT_INCONCLUSIVE;
     memset(&last, 0, sizeof last);
     first_leak_step = -1;
+    withdrawn = 0;
     next_eval_at = 0;
     for (lw_site *s = lw_sites_first(); s; s = s->next)
         if (s->track) lw_series_reset(&s->track->series);
@@ -390,6 +400,7 @@ void lw_sampler_snapshot(lw_growth_state *st, lw_bin *bins, int max, int *nbins)
     st->step_source = marker_mode ? "marker" : "time";
     st->steps = marker_mode ? lw_step_now() : atomic_load(&intervals);
     st->first_leak_step = first_leak_step;
+    st->withdrawn = withdrawn;
     st->evaluations = evaluations;
     st->device_free = atomic_load(&dev_free);
     st->device_total = atomic_load(&dev_total);

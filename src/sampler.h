@@ -46,7 +46,8 @@ typedef struct {
     lw_growth last;     /* the latest evaluation */
     const char *step_source;
     uint64_t steps;
-    int64_t first_leak_step; /* -1: never */
+    int64_t first_leak_step; /* step the current leak verdict was reached; -1: none */
+    uint64_t withdrawn;      /* leak verdicts reached, then withdrawn (growth stopped) */
     uint64_t evaluations;
     int64_t device_free, device_total; /* -1: unknown */
     double interval_s;                 /* time mode: seconds per interval */
