@@ -147,7 +147,7 @@ check-san:
 
 check: check-fast check-san fuzz-smoke
 
-demo: all $(STUBS) $(PROGS)
+demo: all $(STUBS) $(B)/examples/train_loop
 	@scripts/demo.sh $(B)
 
 bench: all $(STUBS) $(PROGS)
@@ -198,12 +198,16 @@ clean:
 
 # ---- benchmarks (make bench; owned by bench/perf) ----
 # rt_bench: the timed workloads, linked against the CPU stand-ins like the
-# rt_* test programs, but optimised as a real caller would be.
+# rt_* test programs, but optimised as a real caller would be. bench/lib holds
+# a lock-free runtime stand-in for the thread-scaling rows (see its source).
 BENCH_CFLAGS := $(BASE_CFLAGS) -O2 -fno-omit-frame-pointer -pthread
 $(B)/bench/rt_bench: bench/perf/rt_bench.c include/leakwatch/cuda_api.h $(STUBS)
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< -L$(STUB_DIR) -lcudart -Wl,-rpath,'$$ORIGIN/../tests/lib' -ldl -lunwind
-bench: $(B)/bench/rt_bench
+$(B)/bench/lib/libcudart.so: bench/perf/fast_cudart.c include/leakwatch/cuda_api.h
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -fPIC -shared -Wl,-soname,libcudart.so -o $@ $< -ldl
+bench: $(B)/bench/rt_bench $(B)/bench/lib/libcudart.so
 
 # ---- examples ----
 $(B)/examples/train_loop: examples/train_loop.c $(STUBS)
