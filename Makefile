@@ -40,7 +40,7 @@ INTEG_SRCS := $(wildcard tests/integration/test_*.c)
 INTEGS := $(INTEG_SRCS:tests/integration/%.c=$(B)/tests/integration/%)
 HARNESS_SRCS := $(wildcard tests/integration/harness*.c)
 
-.PHONY: all check check-fast check-san test-bins demo bench install deps format lint clean fuzz fuzz-smoke
+.PHONY: all check check-fast check-cuda-abi check-san test-bins demo bench install deps format lint clean fuzz fuzz-smoke
 TOOL_MAIN := $(wildcard tools/main.c)
 all: $(B)/libleakwatch.so $(if $(TOOL_MAIN),$(B)/leakwatch)
 
@@ -138,9 +138,20 @@ test-bins: $(B)/tests/python/pyprobe.so
 # integration tests where the library, stand-ins and programs are.
 # Under the sanitizer build the preloaded shim needs the ASan runtime loaded
 # first: the integration tests put LW_ASAN_RT at the head of LD_PRELOAD.
-check-fast: test-bins
+check-fast: test-bins check-cuda-abi
 	@LW_ASAN_RT="$(if $(filter 1,$(SAN)),$(shell $(CC) -print-file-name=libasan.so))" \
 	    scripts/run-tests.sh $(B) $(UNITS) $(INTEGS)
+
+# Our CUDA declarations against the toolkit's, where one is installed.
+CUDA_INC := $(firstword $(wildcard $(CUDA_HOME)/include/cuda.h /usr/local/cuda/include/cuda.h))
+check-cuda-abi:
+ifneq ($(CUDA_INC),)
+	@$(CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-function -Iinclude \
+	    -I$(dir $(CUDA_INC)) -fsyntax-only tests/cuda_abi_check.c
+	@echo "cuda-abi: include/leakwatch/cuda_api.h agrees with $(CUDA_INC)"
+else
+	@echo "cuda-abi: no CUDA toolkit (CUDA_HOME or /usr/local/cuda): declarations not compared"
+endif
 
 check-san:
 	@$(MAKE) --no-print-directory B=build/san SAN=1 check-fast

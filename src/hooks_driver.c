@@ -99,7 +99,7 @@ static CUresult cuMemAllocFromPoolAsync_body(lw_pfn_cuMemAllocFromPoolAsync_v110
     return r;
 }
 
-static CUresult cuMemHostAlloc_body(lw_pfn_cuMemHostAlloc_v2000 real, void **pp, size_t size,
+static CUresult cuMemHostAlloc_body(lw_pfn_cuMemHostAlloc_v2020 real, void **pp, size_t size,
                                     unsigned int flags) {
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;
     int outer = lw_hook_enter();
@@ -264,8 +264,8 @@ EXPORT(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync, lw_pfn_cuMemAllocF
 
 #define P_HOSTALLOC (void **pp, size_t s, unsigned int f)
 #define A_HOSTALLOC (pp, s, f)
-FAMILY(cuMemHostAlloc, lw_pfn_cuMemHostAlloc_v2000, P_HOSTALLOC, A_HOSTALLOC)
-EXPORT(cuMemHostAlloc, cuMemHostAlloc, lw_pfn_cuMemHostAlloc_v2000, P_HOSTALLOC, A_HOSTALLOC)
+FAMILY(cuMemHostAlloc, lw_pfn_cuMemHostAlloc_v2020, P_HOSTALLOC, A_HOSTALLOC)
+EXPORT(cuMemHostAlloc, cuMemHostAlloc, lw_pfn_cuMemHostAlloc_v2020, P_HOSTALLOC, A_HOSTALLOC)
 
 #define P_ALLOCHOST (void **pp, size_t s)
 #define A_ALLOCHOST (pp, s)

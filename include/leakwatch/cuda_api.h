@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* tests/cuda_abi_check.c defines this to build the function types below from
+ * the toolkit's own scalar types. */
+#ifndef LW_CUDA_TYPES_FROM_TOOLKIT
 typedef int CUresult;
 typedef int cudaError_t;
 typedef int CUdevice;
@@ -82,6 +85,8 @@ typedef struct CUmemAllocationProp_st {
 #define CU_GET_PROC_ADDRESS_LEGACY_STREAM 1
 #define CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 2
 
+#endif /* LW_CUDA_TYPES_FROM_TOOLKIT */
+
 /* ---- driver function-pointer types (named after cuda.h's PFN_*_vNNNN) ---- */
 typedef CUresult (*lw_pfn_cuGetProcAddress_v11030)(const char *symbol, void **pfn, int cudaVersion,
                                                    cuuint64_t flags);
@@ -108,7 +113,7 @@ typedef CUresult (*lw_pfn_cuMemMap_v10020)(CUdeviceptr ptr, size_t size, size_t 
                                            CUmemGenericAllocationHandle handle,
                                            unsigned long long flags);
 typedef CUresult (*lw_pfn_cuMemUnmap_v10020)(CUdeviceptr ptr, size_t size);
-typedef CUresult (*lw_pfn_cuMemHostAlloc_v2000)(void **pp, size_t bytesize, unsigned int Flags);
+typedef CUresult (*lw_pfn_cuMemHostAlloc_v2020)(void **pp, size_t bytesize, unsigned int Flags);
 typedef CUresult (*lw_pfn_cuMemAllocHost_v3020)(void **pp, size_t bytesize);
 typedef CUresult (*lw_pfn_cuMemFreeHost_v2000)(void *p);
 typedef CUresult (*lw_pfn_cuCtxGetDevice_v2000)(CUdevice *device);
@@ -137,6 +142,7 @@ typedef cudaError_t (*lw_rt_cudaGetDriverEntryPointByVersion)(
     enum cudaDriverEntryPointQueryResult *driverStatus);
 typedef cudaError_t (*lw_rt_cudaRuntimeGetVersion)(int *runtimeVersion);
 
+#ifndef LW_CUDA_TYPES_FROM_TOOLKIT
 /* ---- more declarations (used by the CPU stand-ins in tests/stubs) ---- */
 typedef unsigned int CUdeviceptr_v1; /* 32-bit pointers of the pre-3.2 (v1) entry points */
 
@@ -183,5 +189,7 @@ typedef enum {
 #define CU_MEM_ATTACH_GLOBAL 0x1
 #define CU_MEM_ATTACH_HOST 0x2
 #define CU_MEM_ATTACH_SINGLE 0x4
+
+#endif /* LW_CUDA_TYPES_FROM_TOOLKIT */
 
 #endif

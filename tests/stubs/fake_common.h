@@ -302,6 +302,8 @@ static CUresult sc_gpa_first(const char *symbol, void **pfn, int version, cuuint
 /* Interposes the runtime's dlsym calls (a definition in the program wins over
  * libc's, for libcudart.so as for the static runtime linked in). */
 void *dlsym(void *restrict handle, const char *restrict name) {
+    if (sc_real_dlsym == NULL)
+        sc_find_real_dlsym(); /* called before constructors, e.g. by a sanitizer's runtime */
     void *p = sc_real_dlsym(handle, name);
     if (strncmp(name, "cu", 2) != 0 || strncmp(name, "cuda", 4) == 0) return p;
     if (strcmp(name, "cuGetProcAddress_v2") == 0) {

@@ -371,7 +371,7 @@ RT_API cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags) 
     READY();
     NEED(cuMemHostAlloc);
     /* cudaHostAlloc* flags have the values of CU_MEMHOSTALLOC_*. */
-    return ret(from_driver(DRV(cuMemHostAlloc, lw_pfn_cuMemHostAlloc_v2000)(pHost, size, flags)));
+    return ret(from_driver(DRV(cuMemHostAlloc, lw_pfn_cuMemHostAlloc_v2020)(pHost, size, flags)));
 }
 
 RT_API cudaError_t cudaFreeHost(void *ptr) {
