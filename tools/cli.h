@@ -1,0 +1,61 @@
+/* Shared by the leakwatch command's subcommands: exit statuses, messages,
+ * human formatting, number parsing. Every subcommand is one cmd_*.c file. */
+#ifndef LW_CLI_H
+#define LW_CLI_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* Exit statuses (docs/cli.md lists them; scripts depend on them). */
+enum {
+    LW_EXIT_OK = 0,
+    LW_EXIT_ERROR = 1,        /* an input could not be used: file missing, corrupt, ... */
+    LW_EXIT_USAGE = 2,        /* bad option or value */
+    LW_EXIT_LEAK = 3,         /* --fail-on-leak and the verdict is "leak" */
+    LW_EXIT_NO_PROCESS = 4,   /* the PID is not running, or not watched by leakwatch */
+    LW_EXIT_RUN_FAILED = 125, /* leakwatch run itself failed (the job's status is unknown) */
+    LW_EXIT_CANNOT_EXEC = 126,
+    LW_EXIT_NOT_FOUND = 127,
+};
+
+int lw_cmd_run(int argc, char **argv);
+int lw_cmd_report(int argc, char **argv);
+int lw_cmd_ps(int argc, char **argv);
+int lw_cmd_top(int argc, char **argv);
+int lw_cmd_snapshot(int argc, char **argv);
+
+/* "leakwatch: " + message + newline on stderr. */
+void lw_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The message, then the usage hint for cmd ("leakwatch CMD --help"); returns LW_EXIT_USAGE. */
+int lw_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The option getopt just rejected, as the user wrote it ("-x", "--bogus"). */
+const char *lw_bad_option(char **argv);
+
+/* Human formatting; each writes at most n bytes and returns out. Non-finite
+ * values print as "?" so a hostile report can never produce "nan GiB". */
+char *lw_fmt_bytes(double bytes, char *out, size_t n);                 /* "1.5 GiB", "512 B" */
+char *lw_fmt_rate(double bytes, const char *per, char *out, size_t n); /* "+1.5 MiB/step" */
+char *lw_fmt_duration(double seconds, char *out, size_t n);            /* "3 h 12 min", "450 ms" */
+char *lw_fmt_count(double v, char *out, size_t n);                     /* "12,345" */
+char *lw_fmt_int(double v, char *out, size_t n);                       /* "12345", "?" */
+
+/* Copies s into out replacing control characters (terminal escapes from a
+ * hostile report) with '?'. Returns out. */
+char *lw_safe_text(const char *s, char *out, size_t n);
+
+/* Parses a whole decimal number in [min, max]; 0 on success. */
+int lw_parse_long(const char *text, long min, long max, long *out);
+/* Parses a non-negative decimal with optional fraction in [min, max]. */
+int lw_parse_double(const char *text, double min, double max, double *out);
+/* Parses a process id: a positive whole number. */
+int lw_parse_pid(const char *text, long *pid);
+
+/* Writes data to path atomically (temporary file beside it, then rename).
+ * 0, or -1 with errno set. */
+int lw_write_file_atomic(const char *path, const char *data, size_t len, int mode);
+
+/* 1 when stdout is a terminal that understands ANSI and colour is wanted. */
+int lw_stdout_is_tty(void);
+
+#endif

@@ -1,0 +1,531 @@
+/* Reading a report into lw_model: every field is looked up with its expected
+ * type, and anything else becomes NAN/NULL plus a warning. The report format
+ * grows (fields are added, never renamed), so absent optional fields are
+ * silent; only fields every report has had since 0.1 are warned about. */
+#include "cli_model.h"
+
+#include "cli.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const lw_model_kind_names[LW_KINDS] = {"device", "managed", "pinned_host", "physical"};
+
+/* Hostile files may hold millions of elements; a report never needs more. */
+#define MAX_SITES 100000
+#define MAX_FRAMES 1024
+#define MAX_SERIES 1000000
+#define MAX_FAILURES 100000
+#define MAX_DEVICES 1024
+#define MAX_WARNINGS 200
+
+const char *lw_mverdict_name(lw_mverdict v) {
+    switch (v) {
+    case LW_MV_LEAK:
+        return "leak";
+    case LW_MV_NO_LEAK:
+        return "no_leak";
+    case LW_MV_INCONCLUSIVE:
+        return "inconclusive";
+    default:
+        return "unknown";
+    }
+}
+
+static void warn(lw_model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(lw_model *m, const char *fmt, ...) {
+    if (m->nwarnings >= MAX_WARNINGS) {
+        m->nwarnings++; /* counted, not kept */
+        return;
+    }
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char **w = realloc(m->warnings, (m->nwarnings + 1) * sizeof *w);
+    if (!w) return;
+    m->warnings = w;
+    m->warnings[m->nwarnings++] = strdup(buf);
+}
+
+/* A number member: NAN when absent or null; NAN and a warning when of another
+ * type or beyond the double range. */
+static double num(lw_model *m, const lw_json *obj, const char *key, const char *where) {
+    const lw_json *v = lw_json_get(obj, key);
+    if (!v || lw_json_is_null(v)) return NAN;
+    if (lw_json_type_of(v) != LW_JSON_NUMBER) {
+        warn(m, "%s%s is a %s, expected a number; shown as unknown", where, key,
+             lw_json_type_name(lw_json_type_of(v)));
+        return NAN;
+    }
+    double d = lw_json_number(v, NAN);
+    if (!isfinite(d)) {
+        warn(m, "%s%s is out of range (%.40s); shown as unknown", where, key,
+             lw_json_number_text(v));
+        return NAN;
+    }
+    return d;
+}
+
+static const char *str(lw_model *m, const lw_json *obj, const char *key, const char *where) {
+    const lw_json *v = lw_json_get(obj, key);
+    if (!v || lw_json_is_null(v)) return NULL;
+    if (lw_json_type_of(v) != LW_JSON_STRING) {
+        warn(m, "%s%s is a %s, expected a string; ignored", where, key,
+             lw_json_type_name(lw_json_type_of(v)));
+        return NULL;
+    }
+    return lw_json_string(v);
+}
+
+static int boolean(lw_model *m, const lw_json *obj, const char *key, const char *where) {
+    const lw_json *v = lw_json_get(obj, key);
+    if (!v || lw_json_is_null(v)) return -1;
+    if (lw_json_type_of(v) != LW_JSON_BOOL) {
+        warn(m, "%s%s is a %s, expected true or false; shown as unknown", where, key,
+             lw_json_type_name(lw_json_type_of(v)));
+        return -1;
+    }
+    return lw_json_bool(v, 0);
+}
+
+/* A member that must be an object/array when present. */
+static const lw_json *typed(lw_model *m, const lw_json *obj, const char *key, lw_json_type t,
+                            const char *where) {
+    const lw_json *v = lw_json_get(obj, key);
+    if (!v || lw_json_is_null(v)) return NULL;
+    if (lw_json_type_of(v) != t) {
+        warn(m, "%s%s is a %s, expected %s %s; ignored", where, key,
+             lw_json_type_name(lw_json_type_of(v)), t == LW_JSON_ARRAY ? "an" : "an",
+             lw_json_type_name(t));
+        return NULL;
+    }
+    return v;
+}
+
+static size_t capped_len(lw_model *m, const lw_json *arr, size_t cap, const char *what) {
+    size_t n = lw_json_len(arr);
+    if (n > cap) {
+        warn(m, "%s has %zu entries; only the first %zu are used", what, n, cap);
+        n = cap;
+    }
+    return n;
+}
+
+static void read_counts(lw_model *m, const lw_json *o, lw_m_counts *c, const char *where) {
+    c->alloc_count = num(m, o, "alloc_count", where);
+    c->free_count = num(m, o, "free_count", where);
+    c->failed_alloc_count = num(m, o, "failed_alloc_count", where);
+    c->live_bytes = num(m, o, "live_bytes", where);
+    c->live_count = num(m, o, "live_count", where);
+    c->peak_live_bytes = num(m, o, "peak_live_bytes", where);
+}
+
+static void read_by_kind(lw_model *m, const lw_json *o, lw_m_counts *bk, const char *where) {
+    const lw_json *byk = typed(m, o, "by_kind", LW_JSON_OBJECT, where);
+    char w[200];
+    for (int k = 0; k < LW_KINDS; k++) {
+        snprintf(w, sizeof w, "%.150sby_kind.%s.", where, lw_model_kind_names[k]);
+        const lw_json *ko = typed(m, byk, lw_model_kind_names[k], LW_JSON_OBJECT, w);
+        read_counts(m, ko, &bk[k], w);
+    }
+}
+
+/* A numeric array of n values; non-numbers and missing entries (the array is
+ * shorter than n) become NAN, with one warning per array for non-numbers. */
+static double *num_array(lw_model *m, const lw_json *arr, size_t n, const char *what) {
+    double *out = calloc(n ? n : 1, sizeof *out);
+    int bad = 0;
+    size_t have = lw_json_len(arr);
+    for (size_t i = 0; out && i < n; i++) {
+        const lw_json *v = i < have ? lw_json_at(arr, i) : NULL;
+        out[i] = lw_json_type_of(v) == LW_JSON_NUMBER ? lw_json_number(v, NAN) : NAN;
+        if (!isfinite(out[i])) out[i] = NAN, bad |= v && !lw_json_is_null(v);
+    }
+    if (bad) warn(m, "%s holds values that are not finite numbers; those points are skipped", what);
+    return out;
+}
+
+/* A series: x and ykey arrays (the shorter length wins), optionally time_s
+ * and peak of the same length (padded with NAN). Returns the point count. */
+static size_t read_series(lw_model *m, const lw_json *s, const char *ykey, double **x, double **y,
+                          double **t, double **y2, const char *where) {
+    char what[200];
+    const lw_json *ax = typed(m, s, "x", LW_JSON_ARRAY, where);
+    const lw_json *ay = typed(m, s, ykey, LW_JSON_ARRAY, where);
+    if (!ax || !ay) return 0;
+    size_t n = lw_json_len(ax) < lw_json_len(ay) ? lw_json_len(ax) : lw_json_len(ay);
+    if (lw_json_len(ax) != lw_json_len(ay))
+        warn(m, "%sx and %s%s differ in length; the first %zu points are used", where, where, ykey,
+             n);
+    snprintf(what, sizeof what, "%.150sx", where);
+    if (n > MAX_SERIES) n = capped_len(m, ax, MAX_SERIES, what);
+    *x = num_array(m, ax, n, what);
+    snprintf(what, sizeof what, "%.150s%s", where, ykey);
+    *y = num_array(m, ay, n, what);
+    if (t) {
+        snprintf(what, sizeof what, "%.150stime_s", where);
+        *t = num_array(m, typed(m, s, "time_s", LW_JSON_ARRAY, where), n, what);
+    }
+    if (y2) {
+        snprintf(what, sizeof what, "%.150speak", where);
+        *y2 = num_array(m, typed(m, s, "peak", LW_JSON_ARRAY, where), n, what);
+    }
+    if (!*x || !*y || (t && !*t) || (y2 && !*y2)) return 0;
+    return n;
+}
+
+static void read_frames(lw_model *m, lw_m_site *s, const lw_json *frames, const char *where) {
+    size_t n = capped_len(m, frames, MAX_FRAMES, where);
+    s->frames = calloc(n ? n : 1, sizeof *s->frames);
+    if (!s->frames) return;
+    char w[200];
+    for (size_t i = 0; i < n; i++) {
+        const lw_json *f = lw_json_at(frames, i);
+        snprintf(w, sizeof w, "%.150s[%zu].", where, i);
+        if (lw_json_type_of(f) != LW_JSON_OBJECT) {
+            warn(m, "%s[%zu] is a %s, expected an object; skipped", where, i,
+                 lw_json_type_name(lw_json_type_of(f)));
+            continue;
+        }
+        lw_m_frame *o = &s->frames[s->nframes++];
+        o->kind = str(m, f, "kind", w);
+        o->function = str(m, f, "function", w);
+        o->file = str(m, f, "file", w);
+        o->module = str(m, f, "module", w);
+        o->address = str(m, f, "address", w);
+        o->offset = str(m, f, "offset", w);
+        o->line = num(m, f, "line", w);
+    }
+}
+
+static void read_sites(lw_model *m, const lw_json *root) {
+    const lw_json *sites = typed(m, root, "sites", LW_JSON_ARRAY, "");
+    size_t n = capped_len(m, sites, MAX_SITES, "sites");
+    m->sites = calloc(n ? n : 1, sizeof *m->sites);
+    if (!m->sites) return;
+    char w[200];
+    for (size_t i = 0; i < n; i++) {
+        const lw_json *so = lw_json_at(sites, i);
+        snprintf(w, sizeof w, "sites[%zu].", i);
+        if (lw_json_type_of(so) != LW_JSON_OBJECT) {
+            warn(m, "sites[%zu] is a %s, expected an object; skipped", i,
+                 lw_json_type_name(lw_json_type_of(so)));
+            continue;
+        }
+        lw_m_site *s = &m->sites[m->nsites++];
+        s->id = num(m, so, "id", w);
+        s->live_bytes = num(m, so, "live_bytes", w);
+        s->live_count = num(m, so, "live_count", w);
+        s->alloc_count = num(m, so, "alloc_count", w);
+        s->alloc_bytes = num(m, so, "alloc_bytes", w);
+        s->free_count = num(m, so, "free_count", w);
+        s->failed_alloc_count = num(m, so, "failed_alloc_count", w);
+        s->bytes_per_step = num(m, so, "bytes_per_step", w);
+        s->rank = num(m, so, "rank", w);
+        s->leak = boolean(m, so, "leak", w);
+        s->pooled = boolean(m, so, "pooled", w);
+        char fw[200];
+        snprintf(fw, sizeof fw, "sites[%zu].frames", i);
+        read_frames(m, s, typed(m, so, "frames", LW_JSON_ARRAY, w), fw);
+        char sw[200];
+        snprintf(sw, sizeof sw, "sites[%zu].series.", i);
+        const lw_json *ser = typed(m, so, "series", LW_JSON_OBJECT, w);
+        if (ser)
+            s->nseries =
+                read_series(m, ser, "floor", &s->series_x, &s->series_floor, NULL, NULL, sw);
+    }
+}
+
+static void read_failures(lw_model *m, const lw_json *root) {
+    const lw_json *fa = typed(m, root, "failed_allocations", LW_JSON_ARRAY, "");
+    size_t n = capped_len(m, fa, MAX_FAILURES, "failed_allocations");
+    m->failures = calloc(n ? n : 1, sizeof *m->failures);
+    if (!m->failures) return;
+    char w[200];
+    for (size_t i = 0; i < n; i++) {
+        const lw_json *f = lw_json_at(fa, i);
+        snprintf(w, sizeof w, "failed_allocations[%zu].", i);
+        if (lw_json_type_of(f) != LW_JSON_OBJECT) continue;
+        lw_m_failure *o = &m->failures[m->nfailures++];
+        o->size = num(m, f, "size", w);
+        o->kind = str(m, f, "kind", w);
+        o->device = num(m, f, "device", w);
+        o->result = num(m, f, "result", w);
+        o->step = num(m, f, "step", w);
+        o->time_s = num(m, f, "time_s", w);
+        o->site = num(m, f, "site", w);
+    }
+}
+
+static void read_totals(lw_model *m, const lw_json *root) {
+    const lw_json *t = typed(m, root, "totals", LW_JSON_OBJECT, "");
+    m->have_totals = t != NULL;
+    if (!t) warn(m, "no \"totals\" object; totals are shown as unknown");
+    read_counts(m, t, &m->totals, "totals.");
+    m->unknown_free_count = num(m, t, "unknown_free_count", "totals.");
+    m->mapped_bytes = num(m, t, "mapped_bytes", "totals.");
+    read_by_kind(m, t, m->by_kind, "totals.");
+    const lw_json *bd = typed(m, t, "by_device", LW_JSON_ARRAY, "totals.");
+    size_t n = capped_len(m, bd, MAX_DEVICES, "totals.by_device");
+    m->devices = calloc(n ? n : 1, sizeof *m->devices);
+    char w[200];
+    for (size_t i = 0; m->devices && i < n; i++) {
+        const lw_json *d = lw_json_at(bd, i);
+        if (lw_json_type_of(d) != LW_JSON_OBJECT) continue;
+        snprintf(w, sizeof w, "totals.by_device[%zu].", i);
+        lw_m_device *o = &m->devices[m->ndevices++];
+        o->device = num(m, d, "device", w);
+        read_counts(m, d, &o->c, w);
+        read_by_kind(m, d, o->by_kind, w);
+    }
+}
+
+static void read_growth(lw_model *m, const lw_json *root) {
+    const lw_json *g = typed(m, root, "growth", LW_JSON_OBJECT, "");
+    lw_m_growth *o = &m->growth;
+    o->bytes_per_step = num(m, g, "bytes_per_step", "growth.");
+    o->bytes_per_second = num(m, g, "bytes_per_second", "growth.");
+    o->steps = num(m, g, "steps", "growth.");
+    o->p_value = num(m, g, "p_value", "growth.");
+    o->onset_step = num(m, g, "onset_step", "growth.");
+    o->oom_eta_seconds = num(m, g, "oom_eta_seconds", "growth.");
+    o->oom_eta_steps = num(m, g, "oom_eta_steps", "growth.");
+    o->device_free_bytes = num(m, g, "device_free_bytes", "growth.");
+    o->device_total_bytes = num(m, g, "device_total_bytes", "growth.");
+    o->step_source = str(m, g, "step_source", "growth.");
+    o->ci_lo = o->ci_hi = NAN;
+    const lw_json *ci = typed(m, g, "slope_ci", LW_JSON_ARRAY, "growth.");
+    if (ci) {
+        if (lw_json_len(ci) == 2) {
+            o->ci_lo = lw_json_number(lw_json_at(ci, 0), NAN);
+            o->ci_hi = lw_json_number(lw_json_at(ci, 1), NAN);
+            if (!isfinite(o->ci_lo) || !isfinite(o->ci_hi)) o->ci_lo = o->ci_hi = NAN;
+        } else {
+            warn(m, "growth.slope_ci has %zu entries, expected 2 ([low, high]); ignored",
+                 lw_json_len(ci));
+        }
+    }
+}
+
+static int load_doc(lw_model *m, const char *name, char *err, size_t errlen) {
+    const lw_json *r = m->doc;
+    if (lw_json_type_of(r) != LW_JSON_OBJECT) {
+        snprintf(err, errlen,
+                 "%s is not a leakwatch report (it holds a JSON %s, not an object); give the "
+                 "file leakwatch wrote (LEAKWATCH_REPORT, default leakwatch-PID.json)",
+                 name, lw_json_type_name(lw_json_type_of(r)));
+        return -1;
+    }
+    const lw_json *tool = lw_json_get(r, "tool");
+    const char *t = lw_json_string(tool);
+    if (!t || strcmp(t, "leakwatch") != 0) {
+        char shown[64];
+        if (t)
+            snprintf(err, errlen,
+                     "%s is not a leakwatch report (its \"tool\" is \"%s\", expected "
+                     "\"leakwatch\"); give the file leakwatch wrote",
+                     name, lw_safe_text(t, shown, sizeof shown));
+        else
+            snprintf(err, errlen,
+                     "%s is not a leakwatch report (no \"tool\": \"leakwatch\" field); give the "
+                     "file leakwatch wrote (LEAKWATCH_REPORT, default leakwatch-PID.json)",
+                     name);
+        return -1;
+    }
+    m->tool = t;
+    m->version = str(m, r, "version", "");
+    m->command = str(m, r, "command", "");
+    m->host = str(m, r, "host", "");
+    m->reason = str(m, r, "reason", "");
+    m->pid = num(m, r, "pid", "");
+    m->rank = num(m, r, "rank", "");
+    m->written_at = num(m, r, "written_at", "");
+    m->duration_s = num(m, r, "duration_s", "");
+    m->verdict_text = str(m, r, "verdict", "");
+    m->verdict = LW_MV_UNKNOWN;
+    if (m->verdict_text) {
+        if (!strcmp(m->verdict_text, "leak"))
+            m->verdict = LW_MV_LEAK;
+        else if (!strcmp(m->verdict_text, "no_leak"))
+            m->verdict = LW_MV_NO_LEAK;
+        else if (!strcmp(m->verdict_text, "inconclusive"))
+            m->verdict = LW_MV_INCONCLUSIVE;
+        else {
+            char shown[40];
+            warn(m, "verdict \"%s\" is not one of leak, no_leak, inconclusive; shown as unknown",
+                 lw_safe_text(m->verdict_text, shown, sizeof shown));
+        }
+    } else {
+        warn(m, "no \"verdict\"; shown as unknown");
+    }
+    read_totals(m, r);
+    read_growth(m, r);
+    m->sites_total = num(m, r, "sites_total", "");
+    m->sites_reported = num(m, r, "sites_reported", "");
+    read_sites(m, r);
+    read_failures(m, r);
+    const lw_json *series = typed(m, r, "series", LW_JSON_OBJECT, "");
+    if (series)
+        m->nseries =
+            read_series(m, series, "floor", &m->sx, &m->sfloor, &m->st, &m->speak, "series.");
+    m->tracker = typed(m, r, "tracker", LW_JSON_OBJECT, "");
+    return 0;
+}
+
+/* The parser's message, plus what to do about it. */
+static void parse_error(const char *name, const char *perr, size_t size, char *err, size_t errlen) {
+    if (size == 0)
+        snprintf(err, errlen,
+                 "%s is empty, not a leakwatch report; a report is written when the watched "
+                 "process exits, or at once with 'leakwatch snapshot PID'",
+                 name);
+    else if (strstr(perr, "truncated") || strstr(perr, "end of input"))
+        snprintf(err, errlen,
+                 "%s is truncated (%s); copy the whole file again, or take a fresh one with "
+                 "'leakwatch snapshot PID'",
+                 name, perr);
+    else
+        snprintf(err, errlen, "%s is not valid JSON (%s); it is corrupt or not a leakwatch report",
+                 name, perr);
+}
+
+int lw_model_load_text(lw_model *m, const char *name, const char *text, size_t len, char *err,
+                       size_t errlen) {
+    memset(m, 0, sizeof *m);
+    m->path = strdup(name);
+    char perr[256];
+    m->doc = lw_json_parse(text, len, NULL, perr, sizeof perr);
+    if (!m->doc) {
+        parse_error(name, perr, len, err, errlen);
+        return -1;
+    }
+    return load_doc(m, name, err, errlen);
+}
+
+int lw_model_load(lw_model *m, const char *path, char *err, size_t errlen) {
+    memset(m, 0, sizeof *m);
+    m->path = strdup(path);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        char perr[256];
+        lw_json_parse_file(path, NULL, perr, sizeof perr); /* same wording as the reader */
+        snprintf(err, errlen, "%s; check the path (a report is written when the process exits)",
+                 perr);
+        return -1;
+    }
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fclose(f);
+    char perr[256];
+    m->doc = lw_json_parse_file(path, NULL, perr, sizeof perr);
+    if (!m->doc) {
+        /* The reader's message starts with the file name: drop it. */
+        size_t pl = strlen(path);
+        const char *msg = !strncmp(perr, path, pl) && perr[pl] == ':' ? perr + pl + 2 : perr;
+        if (size < 0) size = 1;
+        parse_error(path, msg, (size_t)size, err, errlen);
+        return -1;
+    }
+    return load_doc(m, path, err, errlen);
+}
+
+void lw_model_free(lw_model *m) {
+    for (size_t i = 0; i < m->nsites; i++) {
+        free(m->sites[i].frames);
+        free(m->sites[i].series_x);
+        free(m->sites[i].series_floor);
+    }
+    free(m->sites);
+    free(m->failures);
+    free(m->devices);
+    free(m->sx);
+    free(m->st);
+    free(m->sfloor);
+    free(m->speak);
+    size_t kept = m->nwarnings < MAX_WARNINGS ? m->nwarnings : MAX_WARNINGS;
+    for (size_t i = 0; i < kept; i++)
+        free(m->warnings[i]);
+    free(m->warnings);
+    lw_json_free(m->doc);
+    free(m->path);
+    memset(m, 0, sizeof *m);
+}
+
+void lw_model_print_warnings(const lw_model *m, size_t max) {
+    size_t kept = m->nwarnings < MAX_WARNINGS ? m->nwarnings : MAX_WARNINGS;
+    for (size_t i = 0; i < kept && i < max; i++)
+        if (m->warnings[i])
+            fprintf(stderr, "leakwatch: warning: %s: %s\n", m->path, m->warnings[i]);
+    if (m->nwarnings > max)
+        fprintf(stderr, "leakwatch: warning: %s: %zu more problems like these\n", m->path,
+                m->nwarnings - max);
+}
+
+static const lw_model *rank_model; /* qsort has no context argument in C11 */
+
+static double or0(double v) {
+    return isfinite(v) ? v : 0;
+}
+
+static int by_worry(const void *a, const void *b) {
+    const lw_m_site *x = &rank_model->sites[*(const size_t *)a];
+    const lw_m_site *y = &rank_model->sites[*(const size_t *)b];
+    if ((x->leak == 1) != (y->leak == 1)) return x->leak == 1 ? -1 : 1;
+    if (or0(x->bytes_per_step) != or0(y->bytes_per_step))
+        return or0(x->bytes_per_step) > or0(y->bytes_per_step) ? -1 : 1;
+    if (or0(x->live_bytes) != or0(y->live_bytes))
+        return or0(x->live_bytes) > or0(y->live_bytes) ? -1 : 1;
+    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+void lw_model_rank_sites(const lw_model *m, size_t *order) {
+    for (size_t i = 0; i < m->nsites; i++)
+        order[i] = i;
+    rank_model = m;
+    if (m->nsites > 1) qsort(order, m->nsites, sizeof *order, by_worry);
+    rank_model = NULL;
+}
+
+double lw_model_trend_intercept(const lw_model *m) {
+    double slope = m->growth.bytes_per_step, sum = 0;
+    size_t n = 0;
+    if (!isfinite(slope)) return NAN;
+    for (size_t i = 0; i < m->nseries; i++)
+        if (isfinite(m->sx[i]) && isfinite(m->sfloor[i]))
+            sum += m->sfloor[i] - slope * m->sx[i], n++;
+    return n ? sum / (double)n : NAN;
+}
+
+static const char *basename_of(const char *p) {
+    const char *s = p ? strrchr(p, '/') : NULL;
+    return s ? s + 1 : p;
+}
+
+void lw_frame_label(const lw_m_frame *f, char *out, size_t n) {
+    char fn[160], file[200], mod[120];
+    lw_safe_text(f->function ? f->function : "??", fn, sizeof fn);
+    if (f->file) {
+        lw_safe_text(f->file, file, sizeof file);
+        if (isfinite(f->line))
+            snprintf(out, n, "%s:%.0f in %s", file, f->line, fn);
+        else
+            snprintf(out, n, "%s in %s", file, fn);
+    } else if (f->module) {
+        lw_safe_text(basename_of(f->module), mod, sizeof mod);
+        if (f->function)
+            snprintf(out, n, "%s (%s)", fn, mod);
+        else {
+            char off[40];
+            snprintf(out, n, "%s+%s", mod,
+                     lw_safe_text(f->offset ? f->offset : "?", off, sizeof off));
+        }
+    } else {
+        char addr[40];
+        snprintf(out, n, "%s at %s", fn,
+                 lw_safe_text(f->address ? f->address : "?", addr, sizeof addr));
+    }
+}

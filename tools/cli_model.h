@@ -1,0 +1,101 @@
+/* A leakwatch report read into plain C values, checked field by field, so
+ * that the renderers (text, JSON, HTML, top) never touch raw JSON and a
+ * hostile or older file can only ever produce "unknown" values and warnings.
+ * Numbers are doubles; an absent, null, mistyped or non-finite value is NAN. */
+#ifndef LW_CLI_MODEL_H
+#define LW_CLI_MODEL_H
+
+#include "json_read.h"
+
+#include <stddef.h>
+
+enum { LW_KINDS = 4 };
+extern const char *const lw_model_kind_names[LW_KINDS]; /* device, managed, pinned_host, physical */
+
+typedef enum { LW_MV_UNKNOWN, LW_MV_LEAK, LW_MV_NO_LEAK, LW_MV_INCONCLUSIVE } lw_mverdict;
+const char *lw_mverdict_name(lw_mverdict v); /* "leak", ..., "unknown" */
+
+typedef struct {
+    double alloc_count, free_count, failed_alloc_count, live_bytes, live_count, peak_live_bytes;
+} lw_m_counts;
+
+typedef struct {
+    const char *kind, *function, *file, *module, *address, *offset; /* NULL when absent */
+    double line;
+} lw_m_frame;
+
+typedef struct {
+    double id, live_bytes, live_count, alloc_count, alloc_bytes, free_count, failed_alloc_count;
+    double bytes_per_step, rank;
+    int leak, pooled; /* 0/1; -1 unknown */
+    lw_m_frame *frames;
+    size_t nframes;
+    double *series_x, *series_floor;
+    size_t nseries;
+} lw_m_site;
+
+typedef struct {
+    double size, device, result, step, time_s, site;
+    const char *kind;
+} lw_m_failure;
+
+typedef struct {
+    double device;
+    lw_m_counts c, by_kind[LW_KINDS];
+} lw_m_device;
+
+typedef struct {
+    double bytes_per_step, bytes_per_second, steps, p_value, ci_lo, ci_hi, onset_step;
+    double oom_eta_seconds, oom_eta_steps, device_free_bytes, device_total_bytes;
+    const char *step_source;
+} lw_m_growth;
+
+typedef struct {
+    char *path; /* as given */
+    lw_json *doc;
+    const char *tool, *version, *command, *host, *reason, *verdict_text;
+    lw_mverdict verdict;
+    double pid, written_at, duration_s, rank;
+    lw_m_counts totals, by_kind[LW_KINDS];
+    double unknown_free_count, mapped_bytes;
+    int have_totals;
+    lw_m_device *devices;
+    size_t ndevices;
+    lw_m_growth growth;
+    double sites_total, sites_reported;
+    lw_m_site *sites;
+    size_t nsites;
+    lw_m_failure *failures;
+    size_t nfailures;
+    double *sx, *st, *sfloor, *speak; /* the live-memory series */
+    size_t nseries;
+    const lw_json *tracker; /* passed through as is */
+    char **warnings;
+    size_t nwarnings;
+} lw_model;
+
+/* Reads and checks a report. Returns 0, or -1 with one line in err that names
+ * the file, the problem and what to do. Warnings (mistyped fields, ...) are
+ * kept in m->warnings. */
+int lw_model_load(lw_model *m, const char *path, char *err, size_t errlen);
+/* Same, from text in memory (name is used in messages). */
+int lw_model_load_text(lw_model *m, const char *name, const char *text, size_t len, char *err,
+                       size_t errlen);
+void lw_model_free(lw_model *m);
+
+/* Prints each warning on stderr, at most max of them, then a count. */
+void lw_model_print_warnings(const lw_model *m, size_t max);
+
+/* Sites ordered most worrying first: flagged leaks, then growth per step,
+ * then live bytes. Fills order[0..nsites). */
+void lw_model_rank_sites(const lw_model *m, size_t *order);
+
+/* Least-squares intercept of the floor series for the report's slope
+ * (growth.bytes_per_step), so the trend line goes through the data. NAN if
+ * there is no series or no slope. */
+double lw_model_trend_intercept(const lw_model *m);
+
+/* A short label for a frame: "train.py:42 in step" or "alloc_via (libfoo.so)". */
+void lw_frame_label(const lw_m_frame *f, char *out, size_t n);
+
+#endif

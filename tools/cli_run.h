@@ -1,0 +1,43 @@
+/* The decisions of 'leakwatch run', apart from process handling so tests can
+ * call them directly: which settings exist and what values they accept, where
+ * the library is, how LD_PRELOAD is composed, what status to exit with. */
+#ifndef LW_CLI_RUN_H
+#define LW_CLI_RUN_H
+
+#include "cli_model.h"
+
+#include <stddef.h>
+
+/* The canonical variable for a setting name: "LEAKWATCH_MAX_SITES",
+ * "max_sites" and "MAX-SITES" all give "LEAKWATCH_MAX_SITES". NULL when no
+ * such setting exists (neither in the library's table nor among those the
+ * library reads that are not in it yet). */
+const char *lw_run_setting_name(const char *name);
+/* Comma-separated list of known setting names, for messages. */
+void lw_run_known_settings(char *out, size_t n);
+
+/* 0 when value is valid for the variable name; else -1 and a reason naming
+ * the accepted values. Settings in the library's options table are checked by
+ * lw_option_parse, so the command and the library always agree. */
+int lw_run_check_setting(const char *name, const char *value, char *err, size_t errlen);
+
+/* 1 when LEAKWATCH_QUIET in our environment asks for quiet. */
+int lw_run_quiet_env(void);
+
+/* The libleakwatch.so that belongs to this command: override (made absolute)
+ * when given, else beside the executable (the build folder), else in ../lib
+ * or ../lib64 (an installation). 0, or -1 with a message in err. */
+int lw_run_find_library(const char *override, char *out, size_t n, char *err, size_t errlen);
+
+/* The new LD_PRELOAD: lib first, except that sanitizer runtimes already in
+ * existing stay in front (they must be loaded first); lib is not added twice.
+ * Malloc'd; NULL when out of memory. */
+char *lw_run_preload(const char *lib, const char *existing);
+
+/* A wait status as a shell reports it: the exit code, or 128 + signal. */
+int lw_run_exit_code(int wait_status);
+
+/* The --fail-on-leak decision for one report: 1 when its verdict is leak. */
+int lw_run_decide(const lw_model *m);
+
+#endif

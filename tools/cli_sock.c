@@ -1,0 +1,193 @@
+/* Talking to a watched process: finding its socket, one request, one answer.
+ * Every failure becomes a sentence a person can act on. */
+#include "cli_sock.h"
+
+#include "cli.h"
+#include "control.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A report of a big process takes a moment to symbolize; a hung one must
+ * not hang the command. */
+#define REPLY_TIMEOUT_MS 30000
+
+int lw_sock_dirs(char dirs[2][4096], char *err, size_t errlen) {
+    int n = 0;
+    char cand[2][4096], why[512];
+    err[0] = '\0';
+    if (lw_control_dir(0, cand[0], sizeof cand[0], why, sizeof why) == 0) {
+        snprintf(dirs[n++], 4096, "%s", cand[0]);
+    } else if (access(cand[0], F_OK) == 0) {
+        snprintf(err, errlen, "%s", why); /* exists but unsafe: say so */
+    }
+    if (lw_control_fallback_dir(cand[1], sizeof cand[1]) == 0 &&
+        (n == 0 || strcmp(cand[1], dirs[0]) != 0)) {
+        if (lw_control_check_dir(cand[1], why, sizeof why) == 0)
+            snprintf(dirs[n++], 4096, "%s", cand[1]);
+        else if (access(cand[1], F_OK) == 0 && !err[0])
+            snprintf(err, errlen, "%s", why);
+    }
+    return n;
+}
+
+void lw_proc_cmdline(long pid, char *out, size_t n) {
+    char p[64], buf[4096];
+    snprintf(p, sizeof p, "/proc/%ld/cmdline", pid);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    ssize_t r = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0) close(fd);
+    if (r <= 0) {
+        snprintf(out, n, "?");
+        return;
+    }
+    while (r > 0 && buf[r - 1] == '\0')
+        r--;
+    for (ssize_t i = 0; i < r; i++)
+        if (buf[i] == '\0') buf[i] = ' ';
+    buf[r] = '\0';
+    lw_safe_text(buf, out, n);
+}
+
+int lw_sock_find(long pid, char *path, size_t n, char *err, size_t errlen) {
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+        snprintf(err, errlen,
+                 "process %ld is not running; 'leakwatch ps' lists the processes leakwatch "
+                 "watches",
+                 pid);
+        return LW_EXIT_NO_PROCESS;
+    }
+    char dirs[2][4096], why[600];
+    int nd = lw_sock_dirs(dirs, why, sizeof why);
+    for (int i = 0; i < nd; i++) {
+        struct stat st;
+        if (snprintf(path, n, "%s/%ld.sock", dirs[i], pid) < (int)n && lstat(path, &st) == 0 &&
+            S_ISSOCK(st.st_mode))
+            return 0;
+    }
+    char cmd[200];
+    lw_proc_cmdline(pid, cmd, sizeof cmd);
+    struct stat pst;
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/%ld", pid);
+    if (stat(proc, &pst) == 0 && pst.st_uid != geteuid() && geteuid() != 0) {
+        snprintf(err, errlen,
+                 "process %ld (%s) belongs to uid %ld: run leakwatch as that user to watch it", pid,
+                 cmd, (long)pst.st_uid);
+        return LW_EXIT_NO_PROCESS;
+    }
+    snprintf(err, errlen,
+             "process %ld (%s) is not watched by leakwatch: start it with 'leakwatch run -- CMD' "
+             "(its socket appears once it allocates CUDA memory)%s%s%s%s",
+             pid, cmd, nd ? "; looked in " : "", nd ? dirs[0] : "", nd > 1 ? " and " : "",
+             nd > 1 ? dirs[1] : "");
+    if (why[0] && strlen(err) + strlen(why) + 8 < errlen) {
+        strcat(err, "; ");
+        strcat(err, why);
+    }
+    return LW_EXIT_NO_PROCESS;
+}
+
+static int wait_io(int fd, short ev, int ms) {
+    struct pollfd p = {fd, ev, 0};
+    int r;
+    do
+        r = poll(&p, 1, ms);
+    while (r < 0 && errno == EINTR);
+    return r;
+}
+
+char *lw_sock_request(const char *path, const char *req, size_t *len, char *err, size_t errlen) {
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof a.sun_path) {
+        snprintf(err, errlen, "socket path %s is too long", path);
+        return NULL;
+    }
+    memcpy(a.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        snprintf(err, errlen,
+                 "cannot connect to %s: %s (the process may be exiting, or ran exec without "
+                 "leakwatch)",
+                 path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return NULL;
+    }
+    struct ucred cred;
+    socklen_t cl = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 ||
+        (cred.uid != geteuid() && cred.uid != 0)) {
+        snprintf(err, errlen, "%s is served by another user (uid %ld); refusing to talk to it",
+                 path, (long)cred.uid);
+        close(fd);
+        return NULL;
+    }
+    char line[4200];
+    int ll = snprintf(line, sizeof line, "%s\n", req);
+    if (ll <= 0 || ll >= (int)sizeof line || send(fd, line, (size_t)ll, MSG_NOSIGNAL) != ll) {
+        snprintf(err, errlen, "cannot send the request to %s: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) {
+        snprintf(err, errlen, "out of memory");
+        close(fd);
+        return NULL;
+    }
+    for (;;) {
+        if (wait_io(fd, POLLIN, REPLY_TIMEOUT_MS) <= 0) {
+            snprintf(err, errlen, "no answer from %s within %d s; the process may be stuck", path,
+                     REPLY_TIMEOUT_MS / 1000);
+            free(buf);
+            close(fd);
+            return NULL;
+        }
+        if (n + 1 >= cap) {
+            char *nb = cap < ((size_t)1 << 30) ? realloc(buf, cap * 2) : NULL;
+            if (!nb) {
+                snprintf(err, errlen, "the answer from %s is too large", path);
+                free(buf);
+                close(fd);
+                return NULL;
+            }
+            buf = nb, cap *= 2;
+        }
+        ssize_t r = recv(fd, buf + n, cap - 1 - n, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        n += (size_t)r;
+    }
+    close(fd);
+    buf[n] = '\0';
+    char *nl = memchr(buf, '\n', n);
+    if (!nl || strncmp(buf, "ok", 2) != 0) {
+        char shown[300];
+        if (nl) *nl = '\0';
+        snprintf(err, errlen, "%s answered: %s", path,
+                 n ? lw_safe_text(!strncmp(buf, "error ", 6) ? buf + 6 : buf, shown, sizeof shown)
+                   : "nothing (it closed the connection)");
+        free(buf);
+        return NULL;
+    }
+    /* "ok ...\n" then the body. */
+    size_t head = (size_t)(nl - buf) + 1;
+    if (!strcmp(req, "ping") || !strncmp(req, "snapshot ", 9))
+        head = 0; /* the line is the answer */
+    memmove(buf, buf + head, n - head + 1);
+    *len = n - head;
+    return buf;
+}

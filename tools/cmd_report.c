@@ -1,0 +1,138 @@
+/* leakwatch report [--format text|json|html] [-o FILE] FILE...
+ * Reads one report per process (one per rank of a distributed job) and shows
+ * them together. */
+#include "cli.h"
+#include "cli_model.h"
+#include "cli_render.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: leakwatch report [options] REPORT.json...\n"
+    "\n"
+    "Summarizes leakwatch reports: verdict, growth per step and per second,\n"
+    "projected time to out-of-memory, the call sites that grow with their\n"
+    "stacks, totals by device and kind, failed allocations. Give one file per\n"
+    "process (e.g. one per rank of a torchrun job) to see them side by side.\n"
+    "\n"
+    "options:\n"
+    "  -f, --format FMT   text (default), json (normalized report; an array\n"
+    "                     for several files) or html (one self-contained page)\n"
+    "  -o, --output FILE  write there instead of standard output\n"
+    "  -n, --top N        call sites to show (default 10)\n"
+    "      --frames N     native frames per stack before folding (default 12)\n"
+    "      --full-stacks  show every frame, unfolded\n"
+    "      --fail-on-leak exit with status 3 when any report's verdict is leak\n"
+    "  -h, --help         this help\n"
+    "\n"
+    "exit status: 0 done, 1 a file is missing or not a valid report,\n"
+    "2 bad option, 3 leak found (with --fail-on-leak).\n";
+
+int lw_cmd_report(int argc, char **argv) {
+    static const struct option longs[] = {
+        {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
+        {"top", required_argument, NULL, 'n'},    {"frames", required_argument, NULL, 'F'},
+        {"full-stacks", no_argument, NULL, 'S'},  {"fail-on-leak", no_argument, NULL, 'L'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    const char *format = "text", *output = NULL;
+    int fail_on_leak = 0, c;
+    long v;
+    lw_render_opts ro;
+    lw_render_opts_default(&ro);
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:f:o:n:h", longs, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            if (strcmp(optarg, "text") && strcmp(optarg, "json") && strcmp(optarg, "html"))
+                return lw_cli_usage_error("report", "--format %s: expected text, json or html",
+                                          optarg);
+            format = optarg;
+            break;
+        case 'o':
+            output = optarg;
+            break;
+        case 'n':
+            if (lw_parse_long(optarg, 1, 1000000, &v) != 0)
+                return lw_cli_usage_error("report", "--top %s: expected a whole number from 1",
+                                          optarg);
+            ro.top_sites = (size_t)v;
+            break;
+        case 'F':
+            if (lw_parse_long(optarg, 1, 100000, &v) != 0)
+                return lw_cli_usage_error("report", "--frames %s: expected a whole number from 1",
+                                          optarg);
+            ro.max_frames = (size_t)v;
+            break;
+        case 'S':
+            ro.full_stacks = 1;
+            break;
+        case 'L':
+            fail_on_leak = 1;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return LW_EXIT_OK;
+        case ':':
+            return lw_cli_usage_error("report", "%s needs a value", argv[optind - 1]);
+        default:
+            return lw_cli_usage_error("report", "unknown option %s", lw_bad_option(argv));
+        }
+    }
+    int nfiles = argc - optind;
+    if (nfiles <= 0)
+        return lw_cli_usage_error("report", "no report file given (leakwatch writes "
+                                            "leakwatch-PID.json, or LEAKWATCH_REPORT)");
+    lw_model *ms = calloc((size_t)nfiles, sizeof *ms);
+    if (!ms) return LW_EXIT_ERROR;
+    int status = LW_EXIT_OK, loaded = 0;
+    for (int i = 0; i < nfiles; i++) {
+        char err[1024];
+        if (lw_model_load(&ms[loaded], argv[optind + i], err, sizeof err) != 0) {
+            lw_cli_error("%s", err);
+            lw_model_free(&ms[loaded]);
+            status = LW_EXIT_ERROR;
+            continue;
+        }
+        lw_model_print_warnings(&ms[loaded], 5);
+        loaded++;
+    }
+    /* With several files, show those that could be read, but still fail. */
+    if (loaded > 0) {
+        FILE *out = stdout;
+        if (output && strcmp(output, "-") != 0) {
+            out = fopen(output, "w");
+            if (!out) {
+                lw_cli_error("cannot write %s: %s; choose a writable path with -o", output,
+                             strerror(errno));
+                status = LW_EXIT_ERROR;
+            }
+        }
+        if (out) {
+            if (!strcmp(format, "json"))
+                lw_render_json(out, ms, (size_t)loaded);
+            else if (!strcmp(format, "html"))
+                lw_render_html(out, ms, (size_t)loaded, &ro);
+            else
+                lw_render_text(out, ms, (size_t)loaded, &ro);
+            int werr = out == stdout ? (fflush(out) != 0 || ferror(out)) : fclose(out) != 0;
+            if (werr) {
+                lw_cli_error("cannot write %s: %s", output ? output : "standard output",
+                             strerror(errno));
+                status = LW_EXIT_ERROR;
+            } else if (output && out != stdout && strcmp(format, "text")) {
+                fprintf(stderr, "leakwatch: wrote %s\n", output);
+            }
+        }
+    }
+    int leak = 0;
+    for (int i = 0; i < loaded; i++) {
+        leak |= ms[i].verdict == LW_MV_LEAK;
+        lw_model_free(&ms[i]);
+    }
+    free(ms);
+    if (status == LW_EXIT_OK && fail_on_leak && leak) return LW_EXIT_LEAK;
+    return status;
+}
