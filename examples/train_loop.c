@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef int cudaError_t;
@@ -75,11 +76,19 @@ int main(int argc, char **argv) {
     CHECK(cudaMalloc(&weights, 64 * MiB));
     CHECK(cudaMalloc(&optimizer_state, 128 * MiB));
     void **history = calloc((size_t)steps, sizeof *history);
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
     for (int step = 0; step < steps; step++) {
         forward_backward();
         keep_loss_history(history, step, leak);
         if (marks) mark_step();
-        if (step_us) usleep((useconds_t)step_us);
+        if (step_us) {
+            /* Steady steps, as a real job's: wait for the step's deadline,
+             * not a fixed time after the work. */
+            next.tv_nsec += step_us * 1000;
+            while (next.tv_nsec >= 1000000000L) next.tv_sec++, next.tv_nsec -= 1000000000L;
+            clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+        }
     }
     printf("trained %d steps\n", steps);
     return 0;
