@@ -377,7 +377,9 @@ static void *wrap(const entry *e, void *fn) {
 
 /* Functions leakwatch calls itself, noted when the program finds them. */
 static void note_driver_functions(const char *symbol, int version, void *fn) {
-    if (strcmp(symbol, "cuCtxGetDevice") == 0)
+    /* From CUDA 13.0 on, "cuCtxGetDevice" looks up cuCtxGetDevice_v2, which
+     * takes a context as well: only the older one is ours to call. */
+    if (strcmp(symbol, "cuCtxGetDevice") == 0 && version < 13000)
         lw_note_driver_symbol("cuCtxGetDevice", fn);
     else if (strcmp(symbol, "cuMemGetInfo") == 0 && version >= 3020)
         lw_note_driver_symbol("cuMemGetInfo_v2", fn);
