@@ -174,6 +174,18 @@ START_TEST(devices_are_told_apart) {
 }
 END_TEST
 
+START_TEST(device_after_cuda13_context_lookup) {
+    lw_run r;
+    const char *args[] = {"ctxv2", "2", "1048576", NULL};
+    lw_run_prog(&r, 1, "drv_paths", args, NULL);
+    RUN_OK(&r);
+    ck_assert_uint_eq(lw_json_len(lw_json_path(r.report, "totals.by_device")), 1);
+    ck_assert_int_eq(lw_rep_int(&r, "totals.by_device[0].device"), 1);
+    ck_assert_int_eq(lw_rep_int(&r, "totals.by_device[0].live_bytes"), 2 * MiB);
+    lw_run_free(&r);
+}
+END_TEST
+
 START_TEST(unknown_free_reaches_the_driver) {
     lw_run with, without;
     const char *args[] = {"unknown_free", NULL};
@@ -315,6 +327,7 @@ int main(void) {
     tcase_add_test(tc, runtime_entry_points);
     tcase_add_test(tc, virtual_memory_management);
     tcase_add_test(tc, devices_are_told_apart);
+    tcase_add_test(tc, device_after_cuda13_context_lookup);
     tcase_add_test(tc, unknown_free_reaches_the_driver);
     tcase_add_test(tc, failed_allocation_is_recorded);
     tcase_add_test(tc, address_reuse);

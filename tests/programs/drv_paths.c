@@ -147,6 +147,23 @@ NOINLINE static void leak_procaddress(void) {
     CHECK(alloc2(&d, (size_t)size));
 }
 
+/* CUDA 13 answers a lookup of "cuCtxGetDevice" at 13000 with the
+ * two-argument cuCtxGetDevice_v2: leakwatch must not take it for the one it
+ * calls to learn an allocation's device. */
+NOINLINE static void leak_after_ctx_lookup(void) {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+    lw_pfn_cuGetProcAddress_v12000 gpa =
+        (lw_pfn_cuGetProcAddress_v12000)dlsym(lib, "cuGetProcAddress_v2");
+    void *fn = NULL;
+    CHECK(gpa("cuCtxGetDevice", &fn, 13000, 0, NULL));
+    CUcontext ctx;
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, 1));
+    CHECK(cuCtxSetCurrent(ctx));
+    CUdeviceptr d;
+    for (long i = 0; i < count; i++)
+        CHECK(cuMemAlloc_v2(&d, (size_t)size));
+}
+
 int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : "alloc";
     count = arg_long(argc, argv, 2, 3);
@@ -161,6 +178,8 @@ int main(int argc, char **argv) {
         leak_dlsym();
     else if (!strcmp(path, "procaddress"))
         leak_procaddress();
+    else if (!strcmp(path, "ctxv2"))
+        leak_after_ctx_lookup();
     else {
         churn_driver();
         leak_driver(path);
