@@ -1,0 +1,72 @@
+"""cudaMalloc/cudaFree pairs from Python, 20 Python frames deep (leakwatch bench).
+
+    python3 py_bench.py LIBCUDART [PAIRS [PYFRAMES [WARMUP]]]
+
+Loads the CPU stand-in runtime with ctypes (RTLD_GLOBAL) and calls it through
+the process's global symbol scope, as a program linked against libcudart
+would: with libleakwatch.so preloaded, the calls reach leakwatch's wrappers.
+Recurses until the Python stack (counted with traceback.extract_stack, the
+module frame included) is PYFRAMES deep, then times PAIRS pairs. ctypes itself
+costs far more than leakwatch; run it with and without the shim and subtract.
+Prints one RESULT line as rt_bench does. Standard library only.
+"""
+
+import ctypes
+import os
+import sys
+import time
+import traceback
+
+
+def main():
+    lib_path = sys.argv[1]
+    pairs = int(sys.argv[2]) if len(sys.argv) > 2 else 100000
+    want = int(sys.argv[3]) if len(sys.argv) > 3 else 20
+    warmup = int(sys.argv[4]) if len(sys.argv) > 4 else 2000
+
+    ctypes.CDLL(lib_path, mode=os.RTLD_NOW | ctypes.RTLD_GLOBAL)
+    glob = ctypes.CDLL(None)
+    cuda_malloc = glob.cudaMalloc
+    cuda_malloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+    cuda_malloc.restype = ctypes.c_int
+    cuda_free = glob.cudaFree
+    cuda_free.argtypes = [ctypes.c_void_p]
+    cuda_free.restype = ctypes.c_int
+    if cuda_free(None) != 0:
+        sys.exit("py_bench: the runtime did not start")
+
+    result = {}
+
+    def loop():
+        result["pyframes"] = len(traceback.extract_stack())
+        p = ctypes.c_void_p()
+        ref = ctypes.byref(p)
+        for _ in range(warmup):
+            cuda_malloc(ref, 4096)
+            cuda_free(p)
+        c0 = time.process_time_ns()
+        w0 = time.perf_counter_ns()
+        for _ in range(pairs):
+            if cuda_malloc(ref, 4096):
+                sys.exit("py_bench: cudaMalloc failed")
+            cuda_free(p)
+        result["wall"] = time.perf_counter_ns() - w0
+        result["cpu"] = time.process_time_ns() - c0
+
+    def recurse(n):
+        if n > 0:
+            recurse(n - 1)
+        else:
+            loop()
+
+    # recurse(n) makes n + 1 frames; <module>, main and loop are frames too.
+    recurse(max(0, want - 4))
+    print(
+        "RESULT mode=python threads=1 pyframes=%d pairs=%d ns_per_pair=%.1f cpu_ns_per_pair=%.1f"
+        % (result["pyframes"], pairs, result["wall"] / pairs, result["cpu"] / pairs),
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    main()

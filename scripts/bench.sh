@@ -1,0 +1,260 @@
+#!/usr/bin/env bash
+# make bench: leakwatch's speed and memory benchmarks on the CPU stand-ins.
+# Prints numbers; never fails on them (only when a workload cannot run).
+#
+#   scripts/bench.sh BUILD_DIR
+#
+# Environment:
+#   LW_BENCH_LIB       the shim to measure (default BUILD_DIR/libleakwatch.so)
+#   LW_BENCH_ROUNDS    rounds per comparison (default 7, at least 5 advised)
+#   LW_BENCH_SECTIONS  sections to run, in order (default: all of
+#                      "native threads python heaptrack memory report")
+#   LW_BENCH_PYTHONS   interpreters for the Python rows (default python3)
+#
+# Each comparison runs the same workload without and with the shim, in
+# alternation (A B A B ...), and reports the added cost per allocation+free
+# pair: the median of the per-round differences and their min..max, and the
+# median ratio with/without. Two clocks: the process's CPU time (blind to other
+# load on the machine; the primary number) and wall time (times the cores in
+# use, for threaded runs; it includes lock waits, and other processes' load).
+# New sections: add a function section_NAME and its name to SECTIONS.
+set -u
+set -f # word-split prefixes below, never glob them
+
+B=${1:-build}
+B=$(cd "$B" && pwd) || exit 2
+LIB=${LW_BENCH_LIB:-$B/libleakwatch.so}
+ROUNDS=${LW_BENCH_ROUNDS:-7}
+SECTIONS=${LW_BENCH_SECTIONS:-native threads python heaptrack memory report}
+PYTHONS=${LW_BENCH_PYTHONS:-python3}
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+BENCH=$B/bench/rt_bench
+PYBENCH=$HERE/bench/perf/py_bench.py
+STANDINS=$B/tests/lib
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/lw-bench.XXXXXX") || exit 2
+trap 'rm -rf "$TMP"' EXIT
+
+# Both sides of every comparison: the stand-ins on the library path, quiet
+# shim, report out of the way.
+export LD_LIBRARY_PATH=$STANDINS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+SHIM="env LD_PRELOAD=$LIB LEAKWATCH_QUIET=1 LEAKWATCH_REPORT=$TMP/report.json"
+BASE="env"
+
+for f in "$LIB" "$BENCH" "$STANDINS/libcudart.so"; do
+    [ -e "$f" ] || { echo "bench: $f is missing (run through make bench)" >&2; exit 2; }
+done
+
+# ---- helpers ----
+
+# One run: prints its RESULT line, or fails loudly.
+run() {
+    local out
+    out=$("$@" 2>"$TMP/stderr" | grep '^RESULT') || {
+        echo "bench: no result from: $*" >&2
+        tail -5 "$TMP/stderr" >&2
+        return 1
+    }
+    echo "$out"
+}
+
+# field KEY LINE: the value of KEY=... in a RESULT line.
+field() {
+    local kv
+    for kv in $2; do
+        case $kv in "$1="*) echo "${kv#*=}"; return ;; esac
+    done
+}
+
+# Summary of paired rounds: stdin has "base_cpu shim_cpu base_wall shim_wall"
+# per round; prints the formatted columns.
+summarise() {
+    awk -v goal="$1" -v showpar="${SHOW_PAR:-}" '
+    function median(a, n,   i, j, t) {
+        for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    function lo(a, n,   i, m) { m = a[1]; for (i = 2; i <= n; i++) if (a[i] < m) m = a[i]; return m }
+    function hi(a, n,   i, m) { m = a[1]; for (i = 2; i <= n; i++) if (a[i] > m) m = a[i]; return m }
+    { n++; dc[n] = $2 - $1; dw[n] = $4 - $3; bc[n] = $1; rc[n] = $1 > 0 ? $2 / $1 : 0; par[n] = $5 }
+    END {
+        if (!n) exit 1
+        mc = median(dc, n)
+        printf "%6.0f [%5.0f..%5.0f]  %6.0f [%5.0f..%5.0f]  %7.0f  %5.2fx", mc, lo(dc, n), hi(dc, n),
+               median(dw, n), lo(dw, n), hi(dw, n), median(bc, n), median(rc, n)
+        if (goal != "") printf "  goal <=%s: %s", goal, mc <= goal ? "met" : "NOT met"
+        if (showpar) printf "  %4.2f", median(par, n)
+        printf "\n"
+        print mc > "/dev/stderr"
+    }' 2>"$TMP/last_median"
+}
+
+header() {
+    printf '%-44s %-20s  %-20s  %7s  %6s%s\n' "" "added CPU ns/pair" "added wall ns/pair" "base" \
+        "with/" "${SHOW_PAR:+  cores}"
+    printf '%-44s %-20s  %-20s  %7s  %6s%s\n' "case" "median [min..max]" "median [min..max]" \
+        "CPU ns" "w/o" "${SHOW_PAR:+  used}"
+}
+
+# ab LABEL GOAL "A-PREFIX" "B-PREFIX" COMMAND...: ROUNDS alternating runs.
+ab() {
+    local label=$1 goal=$2 pa=$3 pb=$4 r a b
+    shift 4
+    : >"$TMP/rounds"
+    for ((r = 0; r < ROUNDS; r++)); do
+        a=$(run $pa "$@") || return 1
+        b=$(run $pb "$@") || return 1
+        echo "$(field cpu_ns_per_pair "$a") $(field cpu_ns_per_pair "$b")" \
+            "$(field ns_per_pair "$a") $(field ns_per_pair "$b") $(field parallel "$b")" \
+            >>"$TMP/rounds"
+    done
+    printf '%-44s ' "$label"
+    summarise "$goal" <"$TMP/rounds"
+}
+
+last_median() { cat "$TMP/last_median"; }
+
+# ---- sections ----
+
+section_native() {
+    echo
+    echo "== native stacks, 1 thread: cudaMalloc+cudaFree (CPU stand-ins) =="
+    header
+    ab "32 frames, cudaMalloc/cudaFree" 150 "$BASE" "$SHIM" \
+        "$BENCH" -m malloc -f 32 -n 300000
+    ab "32 frames, cudaMallocAsync_ptsz/FreeAsync" 150 "$BASE" "$SHIM" \
+        "$BENCH" -m async -f 32 -n 300000
+    ab "8 frames" "" "$BASE" "$SHIM" "$BENCH" -m malloc -f 8 -n 300000
+    ab "64 frames (LEAKWATCH_MAX_FRAMES default)" "" "$BASE" "$SHIM" \
+        "$BENCH" -m malloc -f 64 -n 300000
+    ab "32 frames, LEAKWATCH_STACKS=0 (the floor)" "" "$BASE" "$SHIM LEAKWATCH_STACKS=0" \
+        "$BENCH" -m malloc -f 32 -n 300000
+}
+
+section_threads() {
+    local t lib=$B/bench/lib
+    local SHOW_PAR=1
+    echo
+    echo "== threads: 32 frames, cudaMalloc+cudaFree, one call site shared by every thread =="
+    echo "   on the test stand-ins: their driver takes one global lock per call, and its"
+    echo "   convoys (futex sleep and wake-up) with 8 threads on $(nproc) cores blur the shim's share"
+    header
+    for t in 1 4 8; do
+        ab "$t thread(s), stand-ins" "" "$BASE" "$SHIM" \
+            "$BENCH" -m malloc -f 32 -t "$t" -n $((400000 / t))
+    done
+    if [ ! -e "$lib/libcudart.so" ]; then
+        echo "($lib/libcudart.so missing: lock-free runtime rows skipped)"
+        return 0
+    fi
+    echo "   on a lock-free runtime stand-in (bench/perf/fast_cudart.c, about 7 ns a pair):"
+    echo "   what grows with threads is the shim's own sharing. \"cores used\": CPU time over wall"
+    echo "   time with the shim; near 1 when other processes held a core, and then threads"
+    echo "   rarely touch shared cache lines at the same moment (less contention shows)"
+    header
+    local one=0
+    for t in 1 4 8; do
+        LD_LIBRARY_PATH=$lib:$LD_LIBRARY_PATH ab "$t thread(s), lock-free runtime" "" "$BASE" "$SHIM" \
+            "$BENCH" -m malloc -f 32 -t "$t" -n $((400000 / t))
+        [ "$t" = 1 ] && one=$(last_median)
+    done
+    awk -v a="$(last_median)" -v b="$one" 'BEGIN {
+        if (b > 0) printf "%-44s %.2fx the added CPU cost at 1 thread (goal <= 1.5x: %s)\n",
+            "8 threads, added cost per pair:", a / b, a / b <= 1.5 ? "met" : "NOT met" }'
+}
+
+section_python() {
+    local py
+    echo
+    echo "== Python: cudaMalloc/cudaFree through ctypes, 20 Python frames =="
+    echo "   (ctypes itself is most of the base cost; the native stack under it is the"
+    echo "   interpreter's: about 16 frames on 3.11+, 50+ on 3.10 and older)"
+    header
+    for py in $PYTHONS; do
+        if ! command -v "$py" >/dev/null; then
+            echo "$py: not found, skipped"
+            continue
+        fi
+        ab "$("$py" -V 2>&1), 20 Python frames" 250 "$BASE" "$SHIM" \
+            "$py" "$PYBENCH" "$STANDINS/libcudart.so" 100000 20
+    done
+}
+
+section_heaptrack() {
+    echo
+    echo "== yardstick: host malloc/free, 32 frames, under heaptrack =="
+    if ! command -v heaptrack >/dev/null; then
+        echo "heaptrack not installed (Debian package heaptrack): skipped"
+        return 0
+    fi
+    echo "   ($(heaptrack --version 2>&1 | head -1); its heaptrack_interpret process runs beside"
+    echo "   the program and is not in the program's CPU time; its analysis is not run)"
+    header
+    ab "heaptrack, 32 frames, malloc/free" "" "$BASE" "heaptrack -o $TMP/heaptrack" \
+        "$BENCH" -m host -f 32 -n 300000
+}
+
+# json_get FILE KEY.KEY...: a number from the report.
+json_get() {
+    python3 -c 'import json, sys
+v = json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."): v = v[k]
+print(v)' "$1" "$2"
+}
+
+section_memory() {
+    local n=1000000 a b rec over
+    echo
+    echo "== memory: $n live cudaMalloc allocations, one call site =="
+    a=$(run $BASE "$BENCH" -m live -f 32 -n $n) || return 1
+    b=$(run $SHIM "$BENCH" -m live -f 32 -n $n) || return 1
+    rec=$(json_get "$TMP/report.json" tracker.live_records)
+    over=$(json_get "$TMP/report.json" tracker.overhead_bytes)
+    awk -v n=$n -v a="$(field rss_delta_bytes "$a")" -v b="$(field rss_delta_bytes "$b")" \
+        -v rec="$rec" -v over="$over" -v ta="$(field ns_per_alloc "$a")" \
+        -v tb="$(field ns_per_alloc "$b")" 'BEGIN {
+        printf "report: tracker.overhead_bytes / live_records  %10.1f B per live allocation (%d records)\n", rec ? over / rec : 0, rec
+        printf "VmRSS growth, without the shim                %10.1f B per allocation (the stand-in driver)\n", a / n
+        printf "VmRSS growth, with the shim                   %10.1f B per allocation\n", b / n
+        d = (b - a) / n
+        printf "tracker memory (difference)                   %10.1f B per live allocation  goal <=64: %s\n", d, d <= 64 ? "met" : "NOT met"
+        printf "allocating them: %.0f ns each without, %.0f ns with the shim\n", ta, tb
+    }'
+}
+
+section_report() {
+    local n=100000 r size
+    echo
+    echo "== report writing: $n call sites (LEAKWATCH_MAX_SITES=200000) =="
+    for sites in 200 $n; do
+        r=$(run $SHIM LEAKWATCH_MAX_SITES=200000 LEAKWATCH_REPORT_SITES=$sites \
+            "$BENCH" -m sites -f 8 -n $n) || return 1
+        size=$(stat -c %s "$TMP/report.json" 2>/dev/null || echo 0)
+        awk -v r="$r" -v sites=$sites -v size="$size" -v made="$(json_get "$TMP/report.json" sites_total)" 'BEGIN {
+            split(r, kv, " "); for (i in kv) { split(kv[i], p, "="); v[p[1]] = p[2] }
+            if (sites == 200) printf "sites made: %d, %.0f ns each (new stack: unwind, intern, one allocation), %d frames\n", made, v["ns_per_new_site"], v["frames"]
+            printf "leakwatch_dump(), %6d sites written: %8.1f ms (%.1f ms CPU), report %.1f MiB\n", sites, v["dump_ms"], v["dump_cpu_ms"], size / 1048576
+        }'
+        rm -f "$TMP/report.json"
+    done
+}
+
+# ---- main ----
+echo "leakwatch bench: $LIB (tree $(git -C "$HERE" describe --always --dirty 2>/dev/null || echo unknown))"
+echo "machine: $(nproc) CPU(s), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')," \
+    "load $(cut -d' ' -f1-3 /proc/loadavg); $ROUNDS rounds per comparison"
+load=$(cut -d' ' -f1 /proc/loadavg)
+awk -v l="$load" -v c="$(nproc)" 'BEGIN { if (l > c / 2)
+    print "note: the machine is busy; wall times will be noisy, CPU times less so" }'
+start=$(date +%s)
+status=0
+for s in $SECTIONS; do
+    if ! declare -f "section_$s" >/dev/null; then
+        echo "bench: no section $s" >&2
+        status=2
+        continue
+    fi
+    "section_$s" || status=1
+done
+echo
+echo "bench: done in $(($(date +%s) - start)) s"
+exit $status
