@@ -16,6 +16,10 @@ BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -g $(WARN) -Iinclude -Isrc
 ifeq ($(SAN),1)
 OPT := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 SAN_LDFLAGS := -fsanitize=address,undefined
+else ifeq ($(SAN),thread)
+# GCC's maybe-uninitialized analysis gives false positives at -O1 under TSan.
+OPT := -O1 -fno-omit-frame-pointer -fsanitize=thread -Wno-maybe-uninitialized
+SAN_LDFLAGS := -fsanitize=thread
 else
 OPT := -O2
 SAN_LDFLAGS :=
@@ -32,8 +36,8 @@ TOOL_OBJS := $(TOOL_SRCS:tools/%.c=$(B)/obj/tools/%.o)
 
 STUB_DIR := $(B)/tests/lib
 STUBS := $(STUB_DIR)/libcuda.so.1 $(STUB_DIR)/libcudart.so $(STUB_DIR)/libcudart_static.a
-PROG_SRCS := $(wildcard tests/programs/*.c)
-PROGS := $(PROG_SRCS:tests/programs/%.c=$(B)/tests/programs/%)
+PROG_SRCS := $(wildcard tests/programs/*.c tests/programs/*.cpp)
+PROGS := $(patsubst tests/programs/%,$(B)/tests/programs/%,$(basename $(PROG_SRCS)))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNITS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/unit/%)
 INTEG_SRCS := $(wildcard tests/integration/test_*.c)
@@ -111,9 +115,12 @@ $(B)/tests/programs/static_%: tests/programs/static_%.c $(wildcard tests/program
 $(B)/tests/programs/plain_%: tests/programs/plain_%.c
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) -o $@ $<
-$(B)/tests/programs/cxx_%: tests/programs/cxx_%.c
+# cxx_*: C++ through the runtime, optimised (-O1) so that names, inlined
+# frames and lines are what a real build gives the symboliser.
+$(B)/tests/programs/cxx_%: tests/programs/cxx_%.cpp $(STUBS)
 	@mkdir -p $(@D)
-	$(CC) $(PROG_CFLAGS) -o $@ $<
+	$(CXX) -g -O1 -Wall -Wextra -Werror -fno-omit-frame-pointer -rdynamic -pthread -o $@ $< \
+	    -L$(STUB_DIR) -lcudart -Wl,-rpath,'$$ORIGIN/../lib'
 
 # ---- tests (Check) ----
 $(B)/tests/unit/%: tests/unit/%.c $(B)/liblw_tools.a $(B)/liblw_core.a
@@ -142,6 +149,22 @@ check-fast: test-bins check-cuda-abi
 	@LW_ASAN_RT="$(if $(filter 1,$(SAN)),$(shell $(CC) -print-file-name=libasan.so))" \
 	    scripts/run-tests.sh $(B) $(UNITS) $(INTEGS)
 
+# ThreadSanitizer build of the suite (SAN=thread). The shim needs libtsan
+# preloaded first, as the ASan build needs libasan (LW_ASAN_RT). Programs that
+# fork and then start threads (a forked child's first CUDA call) are allowed
+# to (die_after_fork=0). TSan's lock-order checker holds at most 64 locks per
+# thread, fewer than the fork handlers take at once (detect_deadlocks=0). The
+# Python tests are left out: CPython is not built with TSan, and loading it
+# under libtsan reports the interpreter's own races.
+TSAN_B := build/tsan
+TSAN_SKIP := %/test_python %/test_pyframes
+check-tsan:
+	@$(MAKE) --no-print-directory B=$(TSAN_B) SAN=thread test-bins
+	@echo "check-tsan: skipped under TSan (CPython is not built with it): $(notdir $(filter $(TSAN_SKIP),$(UNITS) $(INTEGS)))"
+	@LW_ASAN_RT="$(shell $(CC) -print-file-name=libtsan.so)" \
+	    TSAN_OPTIONS="halt_on_error=1 exitcode=66 die_after_fork=0 detect_deadlocks=0" \
+	    scripts/run-tests.sh $(TSAN_B) $(patsubst $(B)/%,$(TSAN_B)/%,$(filter-out $(TSAN_SKIP),$(UNITS) $(INTEGS)))
+
 # Our CUDA declarations against the toolkit's, where one is installed.
 CUDA_INC := $(firstword $(wildcard $(CUDA_HOME)/include/cuda.h /usr/local/cuda/include/cuda.h))
 check-cuda-abi:
@@ -153,10 +176,15 @@ else
 	@echo "cuda-abi: no CUDA toolkit (CUDA_HOME or /usr/local/cuda): declarations not compared"
 endif
 
+# A few programs under valgrind with the shim preloaded (tests/valgrind.supp
+# documents the suppressions).
+check-valgrind: all $(STUBS) $(PROGS)
+	@scripts/check-valgrind.sh $(B)
+
 check-san:
 	@$(MAKE) --no-print-directory B=build/san SAN=1 check-fast
 
-check: check-fast check-san fuzz-smoke
+check: check-fast check-san check-valgrind fuzz-smoke
 
 demo: all $(STUBS) $(B)/examples/train_loop
 	@scripts/demo.sh $(B)
@@ -170,6 +198,12 @@ install: all
 	install -m 0755 $(B)/leakwatch $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 include/leakwatch.h $(DESTDIR)$(PREFIX)/include/
 	install -m 0644 include/leakwatch/cuda_api.h $(DESTDIR)$(PREFIX)/include/leakwatch/
+	# The Python package and its auto-start, where the library looks for them
+	# (lib/../share/leakwatch/python; src/torch_mode.c).
+	install -d $(DESTDIR)$(PREFIX)/share/leakwatch/python/leakwatch/_autostart
+	install -m 0644 python/leakwatch/*.py $(DESTDIR)$(PREFIX)/share/leakwatch/python/leakwatch/
+	install -m 0644 python/leakwatch/_autostart/sitecustomize.py \
+	    $(DESTDIR)$(PREFIX)/share/leakwatch/python/leakwatch/_autostart/
 
 # ---- fuzzing (clang + libFuzzer) ----
 # `make fuzz` runs each target for FUZZ_SECONDS; `make check` replays the
@@ -190,6 +224,35 @@ fuzz-smoke: $(B)/fuzz/fuzz_json_read
 	@$< -max_total_time=$(FUZZ_SMOKE_SECONDS) -max_len=4096 $(B)/fuzz/corpus_json tests/fuzz/corpus_json \
 	    >$(B)/fuzz/json_read.log 2>&1 || { tail -40 $(B)/fuzz/json_read.log; exit 1; }
 	@echo "fuzz: json_read ran $(FUZZ_SMOKE_SECONDS) s clean"
+
+# The settings' parser and the report path's template: the environment is
+# input leakwatch does not control.
+FUZZ_LIB_CFLAGS := $(FUZZ_CFLAGS) -Iinclude -Isrc
+$(B)/fuzz/fuzz_option_parse: tests/fuzz/fuzz_option_parse.c src/options.c src/log.c src/options.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_LIB_CFLAGS) -o $@ $< src/options.c src/log.c
+# lw_report_expand_path lives in report.c, which needs the whole library: the
+# target builds that one function, cut out of report.c as it stands.
+$(B)/fuzz/expand_path_only.c: src/report.c
+	@mkdir -p $(@D)
+	@{ printf '#include "report.h"\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <unistd.h>\n'; \
+	   sed -n '/^int lw_report_expand_path(/,/^}/p' $<; } >$@
+	@grep -q lw_report_expand_path $@ || { echo "lw_report_expand_path not found in $<"; exit 1; }
+$(B)/fuzz/fuzz_expand_path: tests/fuzz/fuzz_expand_path.c $(B)/fuzz/expand_path_only.c src/report.h
+	$(FUZZ_CC) $(FUZZ_LIB_CFLAGS) -o $@ $< $(B)/fuzz/expand_path_only.c
+FUZZ_INPUT_TARGETS := option_parse expand_path
+fuzz-inputs: $(FUZZ_INPUT_TARGETS:%=$(B)/fuzz/fuzz_%)
+	@for t in $(FUZZ_INPUT_TARGETS); do mkdir -p $(B)/fuzz/corpus_$$t; \
+	    $(B)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=4200 $(B)/fuzz/corpus_$$t || exit 1; done
+fuzz: fuzz-inputs
+fuzz-smoke: fuzz-smoke-inputs
+fuzz-smoke-inputs: $(FUZZ_INPUT_TARGETS:%=$(B)/fuzz/fuzz_%)
+	@for t in $(FUZZ_INPUT_TARGETS); do mkdir -p $(B)/fuzz/corpus_$$t; \
+	    $(B)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_INPUT_SMOKE_SECONDS) -max_len=4200 $(B)/fuzz/corpus_$$t \
+	    >$(B)/fuzz/$$t.log 2>&1 || { tail -40 $(B)/fuzz/$$t.log; exit 1; }; \
+	    echo "fuzz: $$t ran $(FUZZ_INPUT_SMOKE_SECONDS) s clean"; done
+FUZZ_INPUT_SMOKE_SECONDS ?= 5
+.PHONY: fuzz-inputs fuzz-smoke-inputs check-tsan check-valgrind
 
 # Build dependencies: installed once when missing (root or sudo), else one message.
 deps: $(B)/.deps-ok

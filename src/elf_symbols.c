@@ -2,6 +2,8 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -17,6 +19,7 @@ struct lw_elf_syms {
     sym *syms;
     size_t n;
     char *names;
+    int has_debug;
 };
 
 static int by_addr(const void *a, const void *b) {
@@ -30,6 +33,70 @@ static int by_addr(const void *a, const void *b) {
  * make the report writer read outside the mapping. */
 static int in_file(size_t file_size, uint64_t off, uint64_t len) {
     return off <= file_size && len <= file_size - off;
+}
+
+/* The name of section h, or "" (bounds-checked against the section names). */
+static const char *section_name(const unsigned char *map, size_t size, const Elf64_Ehdr *eh,
+                                const Elf64_Shdr *sh, const Elf64_Shdr *h) {
+    if (eh->e_shstrndx == SHN_UNDEF || eh->e_shstrndx >= eh->e_shnum) return "";
+    const Elf64_Shdr *names = &sh[eh->e_shstrndx];
+    if (!in_file(size, names->sh_offset, names->sh_size) || h->sh_name >= names->sh_size) return "";
+    const char *n = (const char *)map + names->sh_offset + h->sh_name;
+    return memchr(n, '\0', names->sh_size - h->sh_name) ? n : "";
+}
+
+static int readable(const char *path) {
+    return access(path, R_OK) == 0;
+}
+
+/* Whether source lines can be had for this file: line tables in the file
+ * itself, or a separate debug file where the debuggers look for one (by
+ * build id under /usr/lib/debug/.build-id, or by .gnu_debuglink name next to
+ * the file, in its .debug folder, or under /usr/lib/debug). Asking addr2line
+ * about a file without any would only cost a process. */
+static int debug_info_exists(const char *path, const unsigned char *map, size_t size,
+                             const Elf64_Ehdr *eh, const Elf64_Shdr *sh) {
+    char cand[PATH_MAX];
+    for (unsigned i = 0; i < eh->e_shnum; i++) {
+        const Elf64_Shdr *h = &sh[i];
+        const char *name = section_name(map, size, eh, sh, h);
+        if ((!strcmp(name, ".debug_line") || !strcmp(name, ".zdebug_line") ||
+             !strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info")) &&
+            h->sh_type != SHT_NOBITS)
+            return 1;
+        if (h->sh_type == SHT_NOTE && !strcmp(name, ".note.gnu.build-id") &&
+            in_file(size, h->sh_offset, h->sh_size) && h->sh_size > sizeof(Elf64_Nhdr)) {
+            const Elf64_Nhdr *nh = (const Elf64_Nhdr *)(map + h->sh_offset);
+            uint64_t desc = sizeof *nh + ((nh->n_namesz + 3ull) & ~3ull);
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_descsz >= 2 && nh->n_descsz <= 64 &&
+                desc + nh->n_descsz <= h->sh_size) {
+                const unsigned char *id = map + h->sh_offset + desc;
+                int n = snprintf(cand, sizeof cand, "/usr/lib/debug/.build-id/%02x/", id[0]);
+                for (unsigned k = 1; k < nh->n_descsz; k++)
+                    n += snprintf(cand + n, sizeof cand - (size_t)n, "%02x", id[k]);
+                snprintf(cand + n, sizeof cand - (size_t)n, ".debug");
+                if (readable(cand)) return 1;
+            }
+        }
+        if (!strcmp(name, ".gnu_debuglink") && in_file(size, h->sh_offset, h->sh_size) &&
+            h->sh_size > 1) {
+            const char *link = (const char *)map + h->sh_offset;
+            size_t len = strnlen(link, h->sh_size);
+            const char *slash = strrchr(path, '/');
+            int dir = slash ? (int)(slash - path) : 0;
+            if (len == h->sh_size || memchr(link, '/', len)) continue;
+            if ((snprintf(cand, sizeof cand, "%.*s/%s", dir, path, link) < (int)sizeof cand &&
+                 readable(cand) && strcmp(cand, path) != 0) ||
+                (snprintf(cand, sizeof cand, "%.*s/.debug/%s", dir, path, link) <
+                     (int)sizeof cand &&
+                 readable(cand)) ||
+                (snprintf(cand, sizeof cand, "/usr/lib/debug%.*s/%s", dir, path, link) <
+                     (int)sizeof cand &&
+                 readable(cand)))
+                return 1;
+        }
+    }
+    return 0;
 }
 
 lw_elf_syms *lw_elf_syms_load(const char *path) {
@@ -53,6 +120,10 @@ lw_elf_syms *lw_elf_syms_load(const char *path) {
         goto done;
     const Elf64_Shdr *sh = (const Elf64_Shdr *)(map + eh->e_shoff);
 
+    out = calloc(1, sizeof *out);
+    if (!out) goto done;
+    out->has_debug = debug_info_exists(path, map, size, eh, sh);
+
     /* Prefer .symtab (has every function); fall back to .dynsym. */
     const Elf64_Shdr *tab = NULL;
     for (int pass = 0; pass < 2 && !tab; pass++)
@@ -61,6 +132,7 @@ lw_elf_syms *lw_elf_syms_load(const char *path) {
                 tab = &sh[i];
                 break;
             }
+    /* No symbols is still an answer: the debug information may name things. */
     if (!tab || tab->sh_link >= eh->e_shnum || tab->sh_entsize != sizeof(Elf64_Sym)) goto done;
     const Elf64_Shdr *strs = &sh[tab->sh_link];
     if (!in_file(size, tab->sh_offset, tab->sh_size) ||
@@ -70,7 +142,6 @@ lw_elf_syms *lw_elf_syms_load(const char *path) {
     size_t nsyms = tab->sh_size / sizeof(Elf64_Sym);
     const char *strtab = (const char *)(map + strs->sh_offset);
 
-    out = calloc(1, sizeof *out);
     size_t names_len = 0, count = 0;
     for (size_t i = 0; i < nsyms; i++) {
         unsigned type = ELF64_ST_TYPE(es[i].st_info);
@@ -80,8 +151,8 @@ lw_elf_syms *lw_elf_syms_load(const char *path) {
         count++;
         names_len += strnlen(strtab + es[i].st_name, strs->sh_size - es[i].st_name) + 1;
     }
-    if (!out || !count || !(out->syms = malloc(count * sizeof *out->syms)) ||
-        !(out->names = malloc(names_len))) {
+    if (!count) goto done;
+    if (!(out->syms = malloc(count * sizeof *out->syms)) || !(out->names = malloc(names_len))) {
         lw_elf_syms_free(out);
         out = NULL;
         goto done;
@@ -121,6 +192,10 @@ const char *lw_elf_syms_find(const lw_elf_syms *s, uint64_t vaddr) {
         if (vaddr < c->addr + (c->size ? c->size : 1)) return c->name;
     }
     return NULL;
+}
+
+int lw_elf_syms_has_debug(const lw_elf_syms *s) {
+    return s && s->has_debug;
 }
 
 void lw_elf_syms_free(lw_elf_syms *s) {

@@ -8,13 +8,17 @@
 
 typedef struct lw_elf_syms lw_elf_syms;
 
-/* Reads the function symbols of the ELF file at path. NULL when it cannot be
- * read or is not a 64-bit ELF file. */
+/* Reads the function symbols of the ELF file at path (none is possible). NULL
+ * when it cannot be read or is not a 64-bit ELF file. */
 lw_elf_syms *lw_elf_syms_load(const char *path);
 
 /* The function containing vaddr (an address as the file numbers it, i.e.
  * runtime address minus the load bias), or NULL. */
 const char *lw_elf_syms_find(const lw_elf_syms *s, uint64_t vaddr);
+
+/* 1 when source lines can be had for the file: it has DWARF line tables, or a
+ * separate debug file is installed for it (by build id or .gnu_debuglink). */
+int lw_elf_syms_has_debug(const lw_elf_syms *s);
 
 void lw_elf_syms_free(lw_elf_syms *s);
 

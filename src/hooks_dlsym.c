@@ -17,7 +17,7 @@
 typedef void *(*dlsym_fn)(void *, const char *);
 
 LW_EXPORT __attribute__((optimize("optimize-sibling-calls"), no_sanitize_address,
-                         no_sanitize("undefined"))) void *
+                         no_sanitize("undefined"), no_sanitize("thread"))) void *
 dlsym(void *handle, const char *name) {
     /* glibc declares name nonnull; a buggy caller may still pass NULL, and
      * that must reach glibc, not crash in here. Hide it from the optimiser. */

@@ -5,9 +5,13 @@
 #include "log.h"
 #include "options.h"
 #include "pyframes.h"
+#include "record.h"
 #include "report.h"
 #include "sampler.h"
 #include "sites.h"
+#include "torch_mode.h"
+#include "totals.h"
+#include "tracker_mem.h"
 
 #include <leakwatch.h>
 
@@ -28,11 +32,24 @@ static int handlers_registered;
 static pid_t owner_pid; /* the process whose report this is */
 static uint64_t start_ns;
 static _Atomic uint32_t step;
+/* Set in a forked child of a recording parent until the child's own start:
+ * the parent's allocations, sites and counters are still in memory. */
+static int forked;
 
 static void at_exit(void);
 static void before_fork(void);
 static void after_fork_parent(void);
 static void after_fork_child(void);
+
+/* The child reports only what it allocates itself. Runs under start_lock
+ * while the state is NOT_STARTED, so no thread records meanwhile. */
+static void forget_parent(void) {
+    lw_live_forget_all();
+    lw_sites_forget_all();
+    lw_totals_reset();
+    lw_record_forget_all();
+    lw_sampler_forget_parent();
+}
 
 static void start(void) {
     lw_options_load();
@@ -40,6 +57,12 @@ static void start(void) {
         atomic_store(&state, OFF);
         return;
     }
+    lw_tracker_mem_init();
+    if (forked) {
+        forget_parent();
+        forked = 0;
+    }
+    lw_torch_mode_started(); /* its deferred notice: this process uses CUDA */
     lw_sites_set_cap((size_t)lw_opt_int(LW_OPT_MAX_SITES));
     start_ns = lw_now_ns();
     owner_pid = getpid();
@@ -92,23 +115,34 @@ static void before_fork(void) {
     lw_sampler_lock_for_fork();
     lw_sites_lock_all();
     lw_live_lock_all();
+    lw_record_lock_for_fork();
 }
 
 static void after_fork_parent(void) {
+    lw_record_unlock_after_fork();
     lw_live_unlock_all();
     lw_sites_unlock_all();
     lw_sampler_unlock_after_fork();
     pthread_mutex_unlock(&start_lock);
 }
 
+/* Only cheap work here (a DataLoader forks many workers that never touch
+ * CUDA): forgetting the parent's history waits for the child's first CUDA
+ * call (start), and never happens in a child that makes none. */
 static void after_fork_child(void) {
+    lw_record_unlock_after_fork();
     lw_live_unlock_all();
     lw_sites_unlock_all();
     lw_sampler_unlock_after_fork();
     pthread_mutex_unlock(&start_lock);
+    lw_record_after_fork_child();
+    atomic_store(&step, 0); /* the child's steps are its own */
     /* The child reports only if it uses CUDA itself (owner_pid stays the
-     * parent's until then). Its counters still hold the parent's history. */
-    if (atomic_load(&state) == RECORDING) atomic_store(&state, NOT_STARTED);
+     * parent's until then, so the exit handler stays silent). */
+    if (atomic_load(&state) == RECORDING) {
+        atomic_store(&state, NOT_STARTED);
+        forked = 1;
+    }
 }
 
 LW_EXPORT void leakwatch_step(void) {

@@ -1,6 +1,7 @@
 #include "live.h"
 
 #include "hash.h"
+#include "tracker_mem.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -44,7 +45,7 @@ static inline stripe *stripe_of(unsigned hv) {
  * with the stripe's lock held. */
 static lw_alloc *take_record(stripe *st) {
     if (!st->free_list) {
-        lw_alloc *slab = malloc(SLAB_RECORDS * sizeof *slab);
+        lw_alloc *slab = lw_tracker_malloc(SLAB_RECORDS * sizeof *slab);
         if (!slab) return NULL;
         atomic_fetch_add(&slab_bytes, SLAB_RECORDS * sizeof *slab);
         for (int i = 0; i < SLAB_RECORDS; i++) {
@@ -135,6 +136,25 @@ uint64_t lw_live_records(void) {
 uint64_t lw_live_overhead_bytes(void) {
     /* Slabs plus uthash's bucket arrays (about one bucket, 16 B, per record). */
     return atomic_load(&slab_bytes) + 16 * atomic_load(&nrecords);
+}
+
+void lw_live_forget_all(void) {
+    pthread_once(&stripes_once, init_stripes);
+    for (int i = 0; i < STRIPES; i++) {
+        stripe *st = &stripes[i].s;
+        pthread_mutex_lock(&st->lock);
+        for (int c = 0; c < LW_CLASS_COUNT; c++) {
+            lw_alloc *r, *next;
+            /* The records go back to the stripe's free list (their slabs are
+             * kept: the child is likely to need as many); the buckets go. */
+            HASH_ITER(hh, st->table[c], r, next) {
+                HASH_DELETE(hh, st->table[c], r);
+                give_record(st, r);
+            }
+        }
+        pthread_mutex_unlock(&st->lock);
+    }
+    atomic_store(&nrecords, 0);
 }
 
 void lw_live_lock_all(void) {

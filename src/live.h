@@ -46,6 +46,12 @@ void lw_live_scan(void (*fn)(const lw_alloc *r, void *arg), void *arg);
 uint64_t lw_live_records(void);
 uint64_t lw_live_overhead_bytes(void);
 
+/* Empties the table (a forked child's first start: the parent's allocations
+ * are not the child's). Callers make sure nothing records meanwhile. */
+void lw_live_forget_all(void);
+
+/* Fork: every stripe's lock, taken before fork and released in both
+ * processes after it, so that no lock is inherited held. */
 void lw_live_lock_all(void);
 void lw_live_unlock_all(void);
 

@@ -13,7 +13,7 @@ static const lw_option_def table[LW_OPT_COUNT] = {
     [LW_OPT_DISABLE] = {"LEAKWATCH_DISABLE", LW_OPT_BOOL, 0, NULL, 0, 1,
                         "1: pass every CUDA call through and record nothing"},
     [LW_OPT_REPORT] = {"LEAKWATCH_REPORT", LW_OPT_STRING, 0, "leakwatch-%p.json", 0, 0,
-                       "report path; %p = pid, %h = host name, %% = %"},
+                       "report path; %p = pid, %h = host name, %r = rank, %% = %"},
     [LW_OPT_QUIET] = {"LEAKWATCH_QUIET", LW_OPT_BOOL, 0, NULL, 0, 1,
                       "1: no summary on stderr (errors are still printed)"},
     [LW_OPT_STACKS] = {"LEAKWATCH_STACKS", LW_OPT_BOOL, 1, NULL, 0, 1,
@@ -30,6 +30,18 @@ static const lw_option_def table[LW_OPT_COUNT] = {
                      "1: print one line on stderr when a leak is established during the run"},
     [LW_OPT_CONFIRM] = {"LEAKWATCH_CONFIRM", LW_OPT_INT, 3, NULL, 1, 100,
                         "consecutive evaluations that must agree before a leak is announced"},
+    [LW_OPT_REPORT_EVERY] = {"LEAKWATCH_REPORT_EVERY", LW_OPT_INT, 60, NULL, 0, 31536000,
+                             "also rewrite the report every this many seconds (0: only at exit)"},
+    [LW_OPT_PROMETHEUS] = {"LEAKWATCH_PROMETHEUS", LW_OPT_STRING, 0, NULL, 0, 0,
+                           "write Prometheus textfile metrics to this path every interval"},
+    [LW_OPT_TORCH_MODE] = {"LEAKWATCH_TORCH_MODE", LW_OPT_STRING, 0, "tensors", 0, 0,
+                           "PyTorch: tensors (cudaMallocAsync backend, one record per tensor) "
+                           "or segments (allocator untouched, one record per segment)",
+                           "tensors segments"},
+    [LW_OPT_TORCH_STEPS] = {"LEAKWATCH_TORCH_STEPS", LW_OPT_BOOL, 1, NULL, 0, 1,
+                            "1: in Python, mark a step after every torch optimizer step"},
+    [LW_OPT_SOURCE_LINES] = {"LEAKWATCH_SOURCE_LINES", LW_OPT_BOOL, 1, NULL, 0, 1,
+                             "0: no file:line or inlined frames in reports (no addr2line run)"},
 };
 
 static long values[LW_OPT_COUNT];
@@ -70,6 +82,16 @@ int lw_option_parse(const lw_option_def *def, const char *text, long *out, char 
     }
     if (strlen(text) > 4000) {
         snprintf(err, errlen, "value longer than 4000 characters");
+        return -1;
+    }
+    if (def->choices) {
+        size_t len = strlen(text);
+        for (const char *p = def->choices; *p;) {
+            size_t wl = strcspn(p, " ");
+            if (wl == len && !strncmp(p, text, len)) return 0;
+            p += wl + strspn(p + wl, " ");
+        }
+        snprintf(err, errlen, "expected one of: %s", def->choices);
         return -1;
     }
     return 0;

@@ -17,6 +17,11 @@ typedef enum {
     LW_OPT_INTERVAL_MS,
     LW_OPT_WARN,
     LW_OPT_CONFIRM,
+    LW_OPT_REPORT_EVERY,
+    LW_OPT_PROMETHEUS,
+    LW_OPT_TORCH_MODE,
+    LW_OPT_TORCH_STEPS,
+    LW_OPT_SOURCE_LINES,
     LW_OPT_COUNT
 } lw_option_id;
 
@@ -29,6 +34,7 @@ typedef struct {
     const char *dflt_text; /* string default */
     long min, max;         /* int range */
     const char *help;
+    const char *choices; /* string: the accepted values, space-separated; NULL: any */
 } lw_option_def;
 
 const lw_option_def *lw_options_table(size_t *count);

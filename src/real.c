@@ -16,7 +16,7 @@ static void *no_dlsym(void *handle, const char *name) {
 
 /* Runs inside our dlsym, which a sanitizer runtime calls before it has set
  * itself up: no instrumentation here. */
-__attribute__((no_sanitize_address, no_sanitize("undefined"))) dlsym_fn
+__attribute__((no_sanitize_address, no_sanitize("undefined"), no_sanitize("thread"))) dlsym_fn
 lw_real_dlsym_function(void) {
     dlsym_fn fn = atomic_load_explicit(&real_dlsym_fn, memory_order_acquire);
     if (!fn) {

@@ -2,6 +2,7 @@
 
 #include "clock.h"
 #include "lifecycle.h"
+#include "log.h"
 #include "options.h"
 #include "pystack.h"
 #include "sampler.h"
@@ -23,6 +24,7 @@ static _Thread_local cache_slot site_cache[CACHE_SLOTS];
 
 static _Atomic uint64_t untracked;
 static _Atomic uint64_t reused_unseen;
+static atomic_flag said_untracked = ATOMIC_FLAG_INIT;
 
 static lw_site *site_for_this_stack(void) {
     uintptr_t ips[LW_STACK_MAX];
@@ -86,7 +88,13 @@ void lw_record_alloc(lw_kind kind, lw_key_class cls, uint64_t key, uint64_t size
     lw_alloc old;
     int r = lw_live_insert(&rec, &old);
     if (r < 0) {
+        /* No memory for the record. The program's allocation stands as it
+         * is; only our count of it is lost, and that loss is counted. */
         atomic_fetch_add(&untracked, 1);
+        if (!atomic_flag_test_and_set(&said_untracked))
+            lw_log("out of memory for tracking: allocations from now on may go untracked (the "
+                   "report counts them in tracker.untracked_allocations); the program is not "
+                   "affected");
         return;
     }
     if (r == 1) {
@@ -156,6 +164,29 @@ int lw_failures_get(lw_failure *out, int max) {
         out[i] = failures[(total - n + i) % LW_FAILURES_KEPT];
     pthread_mutex_unlock(&failures_lock);
     return (int)n;
+}
+
+void lw_record_lock_for_fork(void) {
+    pthread_mutex_lock(&failures_lock);
+}
+void lw_record_unlock_after_fork(void) {
+    pthread_mutex_unlock(&failures_lock);
+}
+
+void lw_record_after_fork_child(void) {
+    /* The one thread of the child is the one that forked: its cache holds the
+     * parent's sites, which the child's first start forgets. */
+    memset(site_cache, 0, sizeof site_cache);
+}
+
+void lw_record_forget_all(void) {
+    pthread_mutex_lock(&failures_lock);
+    failures_total = 0;
+    memset(failures, 0, sizeof failures);
+    pthread_mutex_unlock(&failures_lock);
+    atomic_store(&untracked, 0);
+    atomic_store(&reused_unseen, 0);
+    atomic_flag_clear(&said_untracked);
 }
 
 uint64_t lw_record_untracked(void) {

@@ -40,6 +40,16 @@ typedef struct {
 #define LW_FAILURES_KEPT 32
 int lw_failures_get(lw_failure *out, int max);
 
+/* Fork (lifecycle.c): the failure ring's lock is taken before fork and
+ * released in both processes; in the child, the forking thread's site cache
+ * is cleared. */
+void lw_record_lock_for_fork(void);
+void lw_record_unlock_after_fork(void);
+void lw_record_after_fork_child(void);
+/* A forked child's first start: the failure ring and the counters below go
+ * back to zero. */
+void lw_record_forget_all(void);
+
 /* Allocations whose tracking was given up for lack of memory. */
 uint64_t lw_record_untracked(void);
 /* Allocations whose address came back while still recorded as live. */

@@ -52,6 +52,12 @@ int lw_report_expand_path(const char *tpl, char *out, size_t outlen) {
                 if (gethostname(tmp, sizeof tmp) != 0) snprintf(tmp, sizeof tmp, "unknown-host");
                 tmp[sizeof tmp - 1] = '\0';
                 add = tmp;
+            } else if (*p == 'r') {
+                /* torchrun sets RANK (global) and LOCAL_RANK. */
+                const char *rank = getenv("RANK");
+                if (!rank || !*rank) rank = getenv("LOCAL_RANK");
+                snprintf(tmp, sizeof tmp, "%s", rank && *rank ? rank : "0");
+                add = tmp;
             } else if (*p == '%') {
                 add = "%";
             } else {
@@ -117,8 +123,9 @@ static void emit_totals(lw_jw *w) {
     lw_jw_end(w);
 }
 
-static void emit_native_frame(lw_jw *w, lw_symtab *syms, uintptr_t ip) {
-    const lw_symbol *s = syms ? lw_symtab_lookup(syms, ip) : NULL;
+/* One frame; inlined ones exist only in the debug information and share the
+ * address, module and offset of the frame they were inlined into. */
+static void emit_symbol(lw_jw *w, const lw_symbol *s, uintptr_t ip, int inlined) {
     char addr[32];
     snprintf(addr, sizeof addr, "0x%lx", (unsigned long)ip);
     lw_jw_object(w, NULL);
@@ -137,7 +144,16 @@ static void emit_native_frame(lw_jw *w, lw_symtab *syms, uintptr_t ip) {
     } else {
         lw_jw_null(w, "offset");
     }
+    if (inlined) lw_jw_bool(w, "inlined", 1);
     lw_jw_end(w);
+}
+
+/* The frame at ip, preceded by the functions inlined there, innermost first. */
+static void emit_native_frame(lw_jw *w, lw_symtab *syms, uintptr_t ip) {
+    const lw_symbol *s = syms ? lw_symtab_lookup(syms, ip) : NULL;
+    for (int k = 0; s && k < s->ninlined; k++)
+        emit_symbol(w, &s->inlined[k], ip, 1);
+    emit_symbol(w, s, ip, 0);
 }
 
 static void emit_python_frame(lw_jw *w, const lw_pystack_frame *f) {
@@ -217,27 +233,73 @@ static int by_relevance(const void *a, const void *b) {
     return x->site->id < y->site->id ? -1 : x->site->id > y->site->id;
 }
 
-static int site_leaks(const lw_site *s, int global_leak) {
-    return global_leak && s->track && s->track->evaluated &&
-           s->track->growth.verdict == LW_VERDICT_LEAK;
+/* What the sampler concluded about each leaking site, copied under its lock:
+ * its thread updates the tracks while a report is written from another. */
+typedef struct {
+    const lw_site *site;
+    lw_growth growth;
+    int nbins;
+    lw_bin bins[LW_SITE_BINS + 1];
+} site_view;
+
+typedef struct {
+    site_view *v;
+    size_t n, cap;
+} site_views;
+
+static void copy_view(lw_site *s, const lw_site_track *t, void *arg)
+{
+    site_views *vs = arg;
+    if (!t->evaluated || t->growth.verdict != LW_VERDICT_LEAK) return;
+    if (vs->n == vs->cap) {
+        size_t cap = vs->cap ? 2 * vs->cap : 16;
+        site_view *v = realloc(vs->v, cap * sizeof *v);
+        if (!v) return;
+        vs->v = v, vs->cap = cap;
+    }
+    site_view *v = &vs->v[vs->n++];
+    v->site = s;
+    v->growth = t->growth;
+    v->nbins = lw_series_get(&t->series, v->bins, LW_SITE_BINS + 1);
 }
 
-static void emit_site_series(lw_jw *w, const lw_site *s) {
-    lw_bin bins[LW_SITE_BINS + 1];
-    int n = lw_series_get(&s->track->series, bins, LW_SITE_BINS + 1);
+static int by_site(const void *a, const void *b)
+{
+    const lw_site *x = ((const site_view *)a)->site, *y = ((const site_view *)b)->site;
+    return x < y ? -1 : x > y;
+}
+
+/* Only a process whose verdict is a leak has leaking sites. */
+static void views_load(site_views *vs, int global_leak)
+{
+    memset(vs, 0, sizeof *vs);
+    if (!global_leak) return;
+    lw_sampler_each_site(copy_view, vs);
+    if (vs->n) qsort(vs->v, vs->n, sizeof *vs->v, by_site);
+}
+
+static const site_view *view_of(const site_views *vs, const lw_site *s)
+{
+    site_view key = {.site = s};
+    return vs->n ? bsearch(&key, vs->v, vs->n, sizeof *vs->v, by_site) : NULL;
+}
+
+static void views_free(site_views *vs) { free(vs->v); }
+
+static void emit_site_series(lw_jw *w, const site_view *v)
+{
     lw_jw_object(w, "series");
     lw_jw_array(w, "x");
-    for (int i = 0; i < n; i++)
-        lw_jw_double(w, NULL, bins[i].x);
+    for (int i = 0; i < v->nbins; i++) lw_jw_double(w, NULL, v->bins[i].x);
     lw_jw_end(w);
     lw_jw_array(w, "floor");
-    for (int i = 0; i < n; i++)
-        lw_jw_double(w, NULL, bins[i].floor);
+    for (int i = 0; i < v->nbins; i++) lw_jw_double(w, NULL, v->bins[i].floor);
     lw_jw_end(w);
     lw_jw_end(w);
 }
 
-static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, int global_leak, int rank) {
+static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const site_view *v, int rank)
+{
     lw_jw_object(w, NULL);
     lw_jw_uint(w, "id", s->id);
     lw_jw_int(w, "live_bytes", atomic_load(&s->live_bytes));
@@ -246,31 +308,33 @@ static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, int global_le
     lw_jw_uint(w, "alloc_bytes", atomic_load(&s->alloc_bytes));
     lw_jw_uint(w, "free_count", atomic_load(&s->free_count));
     lw_jw_uint(w, "failed_alloc_count", atomic_load(&s->failed_count));
-    int leak = site_leaks(s, global_leak);
-    lw_jw_bool(w, "leak", leak);
-    lw_jw_double(w, "bytes_per_step", leak ? s->track->growth.slope : 0.0);
-    if (leak) {
+    lw_jw_bool(w, "leak", v != NULL);
+    lw_jw_double(w, "bytes_per_step", v ? v->growth.slope : 0.0);
+    if (v) {
         lw_jw_int(w, "rank", rank);
         lw_jw_array(w, "slope_ci");
-        lw_jw_double(w, NULL, s->track->growth.lo);
-        lw_jw_double(w, NULL, s->track->growth.hi);
+        lw_jw_double(w, NULL, v->growth.lo);
+        lw_jw_double(w, NULL, v->growth.hi);
         lw_jw_end(w);
-        lw_jw_double(w, "p_value", s->track->growth.p_value);
+        lw_jw_double(w, "p_value", v->growth.p_value);
     }
     lw_jw_bool(w, "pooled", s == lw_site_overflow());
-    if (leak) emit_site_series(w, s);
+    if (v) emit_site_series(w, v);
     emit_frames(w, syms, s);
     lw_jw_end(w);
 }
 
-static void emit_sites(lw_jw *w, lw_symtab *syms, int global_leak) {
+static void emit_sites(lw_jw *w, lw_symtab *syms, int global_leak)
+{
+    site_views vs;
+    views_load(&vs, global_leak);
     size_t n = 0, cap = lw_sites_count() + 1;
     ranked_site *all = calloc(cap, sizeof *all);
     if (all) {
         for (lw_site *s = lw_sites_first(); s && n < cap - 1; s = s->next) {
-            int leak = site_leaks(s, global_leak);
+            const site_view *v = view_of(&vs, s);
             all[n++] = (ranked_site){s, atomic_load(&s->live_bytes), atomic_load(&s->alloc_bytes),
-                                     leak, leak ? s->track->growth.slope : 0};
+                                     v != NULL, v ? v->growth.slope : 0};
         }
         lw_site *o = lw_site_overflow();
         if (atomic_load(&o->alloc_count) || atomic_load(&o->failed_count))
@@ -283,9 +347,10 @@ static void emit_sites(lw_jw *w, lw_symtab *syms, int global_leak) {
     lw_jw_uint(w, "sites_reported", n < limit ? n : limit);
     lw_jw_array(w, "sites");
     for (size_t i = 0; i < n && i < limit; i++)
-        emit_site(w, syms, all[i].site, global_leak, all[i].leak ? (int)i + 1 : 0);
+        emit_site(w, syms, all[i].site, view_of(&vs, all[i].site), all[i].leak ? (int)i + 1 : 0);
     lw_jw_end(w);
     free(all);
+    views_free(&vs);
 }
 
 static void emit_failures(lw_jw *w) {
@@ -478,9 +543,13 @@ int lw_report_write(const char *reason, int fallback, char *written, size_t writ
         if (written) snprintf(written, writtenlen, "%s", path);
         return 0;
     } else {
-        lw_log("cannot write the report to %s: %s; set LEAKWATCH_REPORT to a file in a writable "
-               "folder (an earlier report at that path is left unchanged)",
-               path, strerror(err));
+        /* Periodic rewrites fail the same way every time: say it once. */
+        static int last_err;
+        if (fallback || err != last_err)
+            lw_log("cannot write the report to %s: %s; set LEAKWATCH_REPORT to a file in a "
+                   "writable folder (an earlier report at that path is left unchanged)",
+                   path, strerror(err));
+        last_err = err;
     }
     if (!fallback) return -1;
     const char *dir = getenv("TMPDIR");
@@ -507,7 +576,7 @@ void lw_report_site_label(const lw_site *site, char *out, size_t n) {
                  f->function ? f->function : "?");
         return;
     }
-    lw_symtab *syms = lw_symtab_new();
+    lw_symtab *syms = lw_symtab_new_names(); /* a label needs no source lines */
     for (int i = 0; syms && i < site->nnative; i++) {
         const lw_symbol *s = lw_symtab_lookup(syms, lw_site_native(site)[i]);
         if (s && s->function) {
@@ -534,16 +603,15 @@ void lw_report_summary(const char *path) {
            lw_sites_count() == 1 ? "" : "s", (unsigned long long)c.alloc_count,
            (unsigned long long)c.free_count, (unsigned long long)c.failed_count,
            lw_verdict_name(g.verdict));
-    lw_site *top = NULL;
-    int leaking = 0;
-    for (lw_site *s = lw_sites_first(); s; s = s->next) {
-        int leak =
-            g.verdict == LW_VERDICT_LEAK && s->track && s->track->growth.verdict == LW_VERDICT_LEAK;
-        if (leak && (!leaking || s->track->growth.slope > top->track->growth.slope))
-            top = s, leaking = 1;
-        else if (!leaking && (!top || atomic_load(&s->live_bytes) > atomic_load(&top->live_bytes)))
-            top = s;
-    }
+    site_views vs;
+    views_load(&vs, g.verdict == LW_VERDICT_LEAK);
+    const site_view *fastest = NULL;
+    for (size_t i = 0; i < vs.n; i++)
+        if (!fastest || vs.v[i].growth.slope > fastest->growth.slope) fastest = &vs.v[i];
+    const lw_site *top = fastest ? fastest->site : NULL;
+    int leaking = fastest != NULL;
+    for (lw_site *s = lw_sites_first(); s && !leaking; s = s->next)
+        if (!top || atomic_load(&s->live_bytes) > atomic_load(&top->live_bytes)) top = s;
     char label[400], b[32], ci[80];
     if (g.verdict == LW_VERDICT_LEAK) {
         char lo[32], hi[32];
@@ -557,12 +625,13 @@ void lw_report_summary(const char *path) {
     }
     if (top && leaking) {
         lw_report_site_label(top, label, sizeof label);
-        lw_format_bytes(top->track->growth.slope, b, sizeof b);
+        lw_format_bytes(fastest->growth.slope, b, sizeof b);
         lw_log("leaking site: %s, +%s per step", label, b);
     } else if (top && atomic_load(&top->live_bytes) > 0) {
         lw_report_site_label(top, label, sizeof label);
         lw_format_bytes((double)atomic_load(&top->live_bytes), b, sizeof b);
         lw_log("largest site: %s live from %s", b, label);
     }
+    views_free(&vs);
     if (path) lw_log("report: %s", path);
 }

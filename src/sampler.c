@@ -6,6 +6,9 @@
 #include "lifecycle.h"
 #include "log.h"
 #include "options.h"
+#include "control.h"
+#include "growth_view.h"
+#include "prometheus.h"
 #include "report.h"
 #include "sites.h"
 #include "stats.h"
@@ -277,6 +280,27 @@ static void forget_history(void) {
         if (s->track) lw_series_reset(&s->track->series);
 }
 
+/* What the sampler writes on its own schedule, outside its lock: the report
+ * every LEAKWATCH_REPORT_EVERY seconds (so a job killed by the OOM killer
+ * still leaves a recent one), Prometheus metrics every interval. */
+static void periodic_outputs(void)
+{
+    static uint64_t last_report_ns, last_metrics_ns;
+    uint64_t now = lw_now_ns();
+    long every = lw_opt_int(LW_OPT_REPORT_EVERY);
+    if (!last_report_ns) last_report_ns = now;
+    if (every > 0 && now - last_report_ns >= (uint64_t)every * 1000000000ull) {
+        last_report_ns = now;
+        lw_report_write("periodic", 0, NULL, 0);
+    }
+    const char *prom = lw_opt_str(LW_OPT_PROMETHEUS);
+    uint64_t interval = (uint64_t)lw_opt_int(LW_OPT_INTERVAL_MS) * 1000000ull;
+    if (prom && now - last_metrics_ns >= interval) {
+        last_metrics_ns = now;
+        lw_prometheus_write(prom);
+    }
+}
+
 static void *run(void *arg) {
     (void)arg;
     long interval_ms = lw_opt_int(LW_OPT_INTERVAL_MS);
@@ -295,6 +319,7 @@ static void *run(void *arg) {
         drain_ring();
         if (timed_out && !marker_mode) close_interval();
         pthread_mutex_unlock(&lock);
+        periodic_outputs();
         if (!timed_out) {
             /* Woken by a step: the interval clock did not run out. */
             deadline.tv_sec -= interval_ms / 1000;
@@ -336,6 +361,9 @@ void lw_sampler_start(void) {
         lw_log("cannot start the sampler thread; without step marks no growth is followed");
     else
         thread_pid = me;
+    /* The live view (leakwatch top/snapshot/ps): a socket served by its own
+     * thread, also only in processes that use CUDA. */
+    lw_control_start();
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
@@ -417,9 +445,54 @@ void lw_sampler_each_site(void (*fn)(lw_site *s, const lw_site_track *t, void *a
     pthread_mutex_unlock(&lock);
 }
 
-void lw_sampler_lock_for_fork(void) {
+/* Both locks, in their order: a thread marking a step holds ring_lock, and a
+ * child that inherited it held would hang at its first CUDA call. */
+void lw_sampler_lock_for_fork(void)
+{
     pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&ring_lock);
 }
-void lw_sampler_unlock_after_fork(void) {
+
+void lw_sampler_unlock_after_fork(void)
+{
+    pthread_mutex_unlock(&ring_lock);
     pthread_mutex_unlock(&lock);
+}
+
+int lw_growth_snapshot(struct lw_growth_view *out)
+{
+    lw_growth_state g;
+    lw_sampler_snapshot(&g, NULL, 0, NULL);
+    if (!g.evaluations) return -1;
+    out->verdict = g.verdict;
+    out->bytes_per_step = g.last.slope;
+    out->bytes_per_second = g.last.bytes_per_second;
+    out->p_value = g.last.p_value;
+    out->oom_eta_seconds = g.verdict == LW_VERDICT_LEAK && g.device_free >= 0 &&
+                                   g.last.bytes_per_second > 0
+                               ? (double)g.device_free / g.last.bytes_per_second
+                               : NAN;
+    out->steps = g.steps;
+    return 0;
+}
+
+/* In a forked child, at its own first CUDA call (lifecycle.c): the parent's
+ * series, verdict and readings are not the child's. The sites themselves,
+ * with their tracks, are forgotten by sites.c. Single-threaded here. */
+void lw_sampler_forget_parent(void)
+{
+    forget_history();
+    tracked = 0;
+    marker_mode = 0;
+    ring_len = 0;
+    marker_requested = 0;
+    atomic_store(&intervals, 0);
+    atomic_store(&dev_free, -1);
+    atomic_store(&dev_total, -1);
+    atomic_store(&meminfo_ns, 0);
+    evaluations = 0;
+    points_at_eval = 0;
+    warned = 0;
+    last_warn_ns = 0;
+    raw_leak_since = 0;
 }

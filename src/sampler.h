@@ -62,6 +62,9 @@ void lw_sampler_snapshot(lw_growth_state *st, lw_bin *bins, int max, int *nbins)
 void lw_sampler_each_site(void (*fn)(struct lw_site *s, const lw_site_track *t, void *arg),
                           void *arg);
 
+/* A forked child's first CUDA call: forget the parent's series and verdict. */
+void lw_sampler_forget_parent(void);
+
 /* Fork safety (lifecycle.c): no lock of ours held across fork. */
 void lw_sampler_lock_for_fork(void);
 void lw_sampler_unlock_after_fork(void);

@@ -1,6 +1,7 @@
 #include "sites.h"
 
 #include "hash.h"
+#include "tracker_mem.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -72,7 +73,7 @@ lw_site *lw_site_intern(const uintptr_t *key, uint32_t nkey, uint64_t hash, int 
     HASH_FIND_BYHASHVALUE(hh, stripes[si].table, key, keylen, hv, s);
     if (s) goto out;
     if (atomic_load(&nsites) >= cap) goto full;
-    s = calloc(1, sizeof *s + keylen);
+    s = lw_tracker_calloc(1, sizeof *s + keylen);
     if (!s) goto full;
     memcpy(s->key, key, keylen);
     s->nkey = nkey;
@@ -99,6 +100,31 @@ out:
 full:
     pthread_mutex_unlock(&stripes[si].lock);
     return &overflow.site;
+}
+
+static void zero_counts(lw_site *s) {
+    atomic_store(&s->live_bytes, 0);
+    atomic_store(&s->live_count, 0);
+    atomic_store(&s->alloc_count, 0);
+    atomic_store(&s->alloc_bytes, 0);
+    atomic_store(&s->free_count, 0);
+    atomic_store(&s->failed_count, 0);
+    atomic_store(&s->floor, 0);
+}
+
+void lw_sites_forget_all(void) {
+    /* The parent's sites are dropped from the table and the list, not freed:
+     * their pages are shared with the parent until written, and freeing
+     * would copy them. Pointers to them (thread caches, the failure ring)
+     * are cleared by their owners (record.c). */
+    lw_sites_lock_all();
+    for (int i = 0; i < SITE_STRIPES; i++)
+        HASH_CLEAR(hh, stripes[i].table);
+    atomic_store(&all_sites, NULL);
+    atomic_store(&nsites, 0);
+    atomic_store(&next_id, 1);
+    zero_counts(&overflow.site);
+    lw_sites_unlock_all();
 }
 
 void lw_sites_lock_all(void) {

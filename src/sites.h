@@ -52,7 +52,13 @@ size_t lw_sites_count(void);
 uint64_t lw_sites_pooled(void); /* allocations attributed to the overflow site */
 lw_site *lw_site_overflow(void);
 
-/* Re-initialises the table's locks in a forked child (see fork.c). */
+/* Forgets every site (a forked child's first start), so that the child's
+ * report holds only its own call sites. Callers make sure nothing records
+ * meanwhile. */
+void lw_sites_forget_all(void);
+
+/* Fork: all the table's locks, taken before fork and released in both
+ * processes after it (lifecycle.c). */
 void lw_sites_lock_all(void);
 void lw_sites_unlock_all(void);
 

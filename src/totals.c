@@ -111,6 +111,31 @@ uint64_t lw_totals_devices_seen(void) {
     return atomic_load(&devices_seen);
 }
 
+static void zero_counter(lw_counter *c) {
+    atomic_store(&c->alloc_count, 0);
+    atomic_store(&c->free_count, 0);
+    atomic_store(&c->failed_count, 0);
+    atomic_store(&c->live_bytes, 0);
+    atomic_store(&c->live_count, 0);
+    atomic_store(&c->peak_live_bytes, 0);
+}
+
+void lw_totals_reset(void) {
+    zero_counter(&all_counter);
+    for (int k = 0; k < LW_KIND_COUNT; k++)
+        zero_counter(&by_kind[k]);
+    for (int d = 0; d <= LW_MAX_DEVICES; d++) {
+        zero_counter(&by_dev[d]);
+        for (int k = 0; k < LW_KIND_COUNT; k++)
+            zero_counter(&cells[d][k]);
+    }
+    atomic_store(&devices_seen, 0);
+    atomic_store(&step_floor, 0);
+    atomic_store(&step_peak, 0);
+    atomic_store(&unknown_frees, 0);
+    atomic_store(&mapped_bytes, 0);
+}
+
 lw_counts lw_totals_get(int device, lw_kind kind) {
     const lw_counter *c;
     if (device == -2)

@@ -43,6 +43,9 @@ void lw_totals_mapped(int64_t delta_bytes);
  * call, which restarts both from the current value. */
 void lw_totals_take_floor_peak(int64_t *floor, int64_t *peak);
 
+/* Every counter back to zero (a forked child's first start). */
+void lw_totals_reset(void);
+
 /* device -2 = all devices; kind LW_KIND_COUNT = all kinds. */
 lw_counts lw_totals_get(int device, lw_kind kind);
 uint64_t lw_totals_unknown_frees(void);

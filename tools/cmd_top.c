@@ -125,7 +125,21 @@ static void screen(FILE *out, const lw_model *m, long pid, size_t max_sites, int
                     break;
                 }
             if (best) lw_frame_label(best, where, sizeof where);
-            if ((int)strlen(where) > width - 46 && width > 60) where[width - 46] = '\0';
+            /* Too wide: the function matters more than the folders of its
+             * file, so drop those first, then cut from the left. */
+            int room = width > 60 ? width - 46 : 255;
+            if ((int)strlen(where) > room) {
+                const char *colon = strstr(where, ":");
+                const char *slash = NULL;
+                for (const char *q = where; colon && q < colon; q++)
+                    if (*q == '/') slash = q;
+                if (slash) memmove(where, slash + 1, strlen(slash + 1) + 1);
+            }
+            size_t len = strlen(where);
+            if ((int)len > room && room > 4) {
+                memmove(where + 3, where + len - (size_t)(room - 3), (size_t)(room - 3) + 1);
+                memcpy(where, "...", 3);
+            }
             fprintf(out, "  %5.0f %11s %15s %9s  %s%s\n", isfinite(s->id) ? s->id : -1,
                     lw_fmt_bytes(s->live_bytes, a, sizeof a),
                     isfinite(s->bytes_per_step) && s->bytes_per_step != 0

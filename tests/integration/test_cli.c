@@ -698,7 +698,15 @@ START_TEST(watch_a_real_workload) {
     kill(pid, SIGTERM);
     int st;
     if (lw_wait_pid(pid, 20000, &st) != 0) kill(pid, SIGKILL), waitpid(pid, &st, 0);
-    if (found) ck_assert_int_ne(access(sp, F_OK), 0);
+    if (found) {
+        /* Killed by a signal, the job could not remove its socket (leakwatch
+         * installs no signal handler in a job): `ps` clears what is stale. */
+        lw_run r;
+        const char *ps[] = {"ps", NULL};
+        lw_cli_run(&r, ps, NULL);
+        lw_run_free(&r);
+        ck_assert_int_ne(access(sp, F_OK), 0);
+    }
     lw_remove_dir(dir);
 }
 END_TEST

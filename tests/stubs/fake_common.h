@@ -154,9 +154,12 @@ cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsign
  * 12000), every other lookup through the 12000 pointer, and driver calls
  * through the pointers those lookups returned. With the legacy driver it
  * checks the dlsym-by-versioned-name fallback instead.
+ * Because the program defines dlsym, it cannot run under a sanitizer runtime
+ * (those resolve their interceptors with dlsym before any code of ours can run).
  * ====================================================================== */
 #ifdef FAKE_RUNTIME_SELFCHECK
 
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -299,11 +302,33 @@ static CUresult sc_gpa_first(const char *symbol, void **pfn, int version, cuuint
     return r;
 }
 
+/* RTLD_NEXT is relative to the caller, which a forwarded call would change
+ * (a sanitizer's runtime resolving its interceptors would get itself back):
+ * search the objects loaded after the caller's, in load order. */
+static void *sc_next_dlsym(const void *caller, const char *name) {
+    Dl_info info;
+    struct link_map *lm = NULL;
+    if (dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) == 0 || lm == NULL) return NULL;
+    for (lm = lm->l_next; lm != NULL; lm = lm->l_next) {
+        void *h = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
+        if (h == NULL) continue;
+        void *p = sc_real_dlsym(h, name);
+        dlclose(h);
+        /* A handle also searches the object's dependencies: keep only a
+         * definition in the object itself, as RTLD_NEXT would find it. */
+        struct link_map *owner = NULL;
+        if (p != NULL && dladdr1(p, &info, (void **)&owner, RTLD_DL_LINKMAP) != 0 && owner == lm)
+            return p;
+    }
+    return NULL;
+}
+
 /* Interposes the runtime's dlsym calls (a definition in the program wins over
  * libc's, for libcudart.so as for the static runtime linked in). */
 void *dlsym(void *restrict handle, const char *restrict name) {
     if (sc_real_dlsym == NULL)
-        sc_find_real_dlsym(); /* called before constructors, e.g. by a sanitizer's runtime */
+        sc_find_real_dlsym(); /* called before our constructor: from a preloaded library's */
+    if (handle == RTLD_NEXT) return sc_next_dlsym(__builtin_return_address(0), name);
     void *p = sc_real_dlsym(handle, name);
     if (strncmp(name, "cu", 2) != 0 || strncmp(name, "cuda", 4) == 0) return p;
     if (strcmp(name, "cuGetProcAddress_v2") == 0) {

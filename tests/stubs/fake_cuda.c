@@ -234,6 +234,20 @@ static bool arena_ready(int id) {
 /* ---- bookkeeping (all under `lock`) ---- */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A program that forks while other threads allocate (tests/programs/
+ * rt_safety_fork.c) must not hand its child this lock held: the real driver
+ * is unusable after fork, but leakwatch's tests run CUDA calls in the child
+ * to check that the child's report is its own. */
+static void fork_prepare(void) {
+    pthread_mutex_lock(&lock);
+}
+static void fork_release(void) {
+    pthread_mutex_unlock(&lock);
+}
+__attribute__((constructor)) static void register_fork_handlers(void) {
+    pthread_atfork(fork_prepare, fork_release, fork_release);
+}
 static size_t used[FAKE_MAX_DEVICES];
 
 struct dev_alloc {

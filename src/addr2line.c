@@ -1,0 +1,362 @@
+/* Source lines through an addr2line process, one per module, at report time.
+ *
+ * Why a child process and not a DWARF library (libdw, libbacktrace):
+ *  - No new dependency. The shim is preloaded into every process of a job; a
+ *    DWARF library would be loaded into all of them (libdw brings libelf, zlib,
+ *    liblzma, libbz2, libzstd) and would have to exist on every machine that
+ *    runs the shim. addr2line is optional: where it is missing, names still
+ *    come from the symbol tables and only file:line is null.
+ *  - Isolation. Reading DWARF is the largest and least trusted parsing the
+ *    report does: the debug information of a big C++ library takes seconds and
+ *    gigabytes, and a malformed file is somebody else's parser's crash. In a
+ *    child those cost its memory and its life, not the training job's, and a
+ *    deadline bounds the time.
+ *  - It is well kept and does the hard parts already: DWARF 2 to 5, compressed
+ *    sections, split and separate debug files (.gnu_debuglink, and
+ *    /usr/lib/debug/.build-id/xx/yyyy.debug), inline chains (-i), demangling
+ *    (-C).
+ *
+ * How, given that the report is written by an atexit handler or by the sampler
+ * thread of a possibly large, multi-threaded process:
+ *  - posix_spawn (glibc: clone with CLONE_VM|CLONE_VFORK), never fork: nothing
+ *    of the parent is copied, and no atfork handler or lock of the job runs.
+ *  - The child gets exactly fds 0 and 1 (one end of a socketpair) and 2
+ *    (/dev/null); our descriptors are close-on-exec and, where glibc can, all
+ *    others are closed in the child too.
+ *  - LD_PRELOAD and LD_AUDIT are dropped from the child's environment, so it
+ *    does not load this shim (nor, in the sanitizer build, the ASan runtime
+ *    that LD_PRELOAD puts first); DEBUGINFOD_URLS too, so that writing a
+ *    report never downloads anything.
+ *  - A socket rather than a pipe, written with MSG_NOSIGNAL: if the child dies,
+ *    writing to it must not raise SIGPIPE in the job.
+ *  - Every read waits with poll until a deadline; on timeout the child is
+ *    killed, and the report goes on without source lines for that module.
+ *  - One address per request, followed by address 0, which no query uses: with
+ *    -a each answer starts with the address it answers, so the echo of 0 marks
+ *    where an answer with any number of inlined frames ends. addr2line flushes
+ *    after each address it reads from its input. */
+#include "addr2line.h"
+
+#include "clock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* A line longer than this (a C++ name can be long, not this long) means the
+ * conversation is lost. */
+#define MAX_LINE (1u << 20)
+/* Inlined frames kept per address, the innermost ones. */
+#define MAX_FRAMES 64
+
+struct lw_a2l {
+    pid_t pid;
+    int fd;        /* our end of the socket; -1 once stopped */
+    int timed_out; /* it was stopped for not answering in time */
+    char *buf;     /* bytes read, not yet consumed: buf[start, len) */
+    size_t cap, len, start;
+};
+
+const char *lw_a2l_tool(char **cache) {
+    if (*cache) return **cache ? *cache : NULL;
+    /* Binutils' first: it is the one installed with the compiler almost
+     * everywhere. Both answer the same options in the same format. */
+    static const char *const names[] = {"addr2line", "llvm-addr2line"};
+    const char *path = getenv("PATH");
+    if (!path || !*path) path = "/usr/bin:/bin";
+    char cand[PATH_MAX];
+    for (size_t n = 0; n < sizeof names / sizeof names[0]; n++) {
+        for (const char *p = path; *p;) {
+            const char *end = strchr(p, ':');
+            size_t len = end ? (size_t)(end - p) : strlen(p);
+            /* Only absolute directories: a relative one would depend on the
+             * job's working directory. */
+            if (len && p[0] == '/' &&
+                snprintf(cand, sizeof cand, "%.*s/%s", (int)len, p, names[n]) < (int)sizeof cand &&
+                access(cand, X_OK) == 0) {
+                *cache = strdup(cand);
+                return *cache;
+            }
+            p += len + (end ? 1 : 0);
+        }
+    }
+    *cache = strdup(""); /* remembered: none */
+    return NULL;
+}
+
+void lw_a2l_tool_free(char *cache) {
+    free(cache);
+}
+
+static int dropped_var(const char *e) {
+    static const char *const names[] = {"LD_PRELOAD=", "LD_AUDIT=", "DEBUGINFOD_URLS="};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strncmp(e, names[i], strlen(names[i])) == 0) return 1;
+    return 0;
+}
+
+/* Our environment without the variables the child must not see. The strings
+ * are shared with environ; only the array is new. */
+static char **child_env(void) {
+    size_t n = 0;
+    while (environ && environ[n])
+        n++;
+    char **env = calloc(n + 2, sizeof *env);
+    if (!env) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!dropped_var(environ[i])) env[k++] = environ[i];
+    /* Untranslated messages and "??" in the answers we parse. */
+    env[k++] = "LC_ALL=C";
+    env[k] = NULL;
+    return env;
+}
+
+lw_a2l *lw_a2l_open(const char *tool, const char *module) {
+    if (!tool || !module || module[0] != '/') return NULL;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return NULL;
+    lw_a2l *a = calloc(1, sizeof *a);
+    char **env = child_env();
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    int fa_ok = 0, attr_ok = 0, rc = -1;
+    if (!a || !env) goto out;
+    if (posix_spawn_file_actions_init(&fa) != 0) goto out;
+    fa_ok = 1;
+    if (posix_spawnattr_init(&attr) != 0) goto out;
+    attr_ok = 1;
+    /* dup2 clears close-on-exec on the copies the child keeps. */
+    if (posix_spawn_file_actions_adddup2(&fa, sv[1], 0) != 0 ||
+        posix_spawn_file_actions_adddup2(&fa, sv[1], 1) != 0 ||
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0) != 0)
+        goto out;
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+    /* Descriptors the job opened without close-on-exec (sockets, files) must
+     * not be held open by our child. */
+    if (posix_spawn_file_actions_addclosefrom_np(&fa, 3) != 0) goto out;
+#endif
+    /* The job's signal mask and handlers are its own: the child starts with
+     * none blocked and every signal at its default action. */
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    if (posix_spawnattr_setsigmask(&attr, &none) != 0 ||
+        posix_spawnattr_setsigdefault(&attr, &all) != 0 ||
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF) != 0)
+        goto out;
+    char *argv[] = {(char *)tool, "-f", "-C", "-i", "-a", "-e", (char *)module, NULL};
+    rc = posix_spawn(&a->pid, tool, &fa, &attr, argv, env);
+out:
+    if (fa_ok) posix_spawn_file_actions_destroy(&fa);
+    if (attr_ok) posix_spawnattr_destroy(&attr);
+    free(env);
+    close(sv[1]);
+    if (rc != 0) {
+        close(sv[0]);
+        free(a);
+        return NULL;
+    }
+    a->fd = sv[0];
+    return a;
+}
+
+static int wait_fd(lw_a2l *a, short events, uint64_t deadline_ns) {
+    for (;;) {
+        uint64_t now = lw_now_ns();
+        if (now >= deadline_ns) {
+            a->timed_out = 1;
+            return -1;
+        }
+        uint64_t ms = (deadline_ns - now + 999999) / 1000000;
+        struct pollfd p = {.fd = a->fd, .events = events};
+        int r = poll(&p, 1, ms > INT_MAX ? INT_MAX : (int)ms);
+        if (r > 0) return 0;
+        if (r < 0 && errno != EINTR) return -1;
+    }
+}
+
+static int send_all(lw_a2l *a, const char *s, size_t n, uint64_t deadline_ns) {
+    while (n) {
+        ssize_t w = send(a->fd, s, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) {
+            s += w;
+            n -= (size_t)w;
+        } else if (w < 0 && errno == EINTR) {
+            continue;
+        } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (wait_fd(a, POLLOUT, deadline_ns) != 0) return -1;
+        } else {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The next line, without its newline; valid until the next call. NULL on end
+ * of file, error or deadline. */
+static char *read_line(lw_a2l *a, uint64_t deadline_ns) {
+    for (;;) {
+        char *nl = a->len > a->start ? memchr(a->buf + a->start, '\n', a->len - a->start) : NULL;
+        if (nl) {
+            *nl = '\0';
+            char *line = a->buf + a->start;
+            a->start = (size_t)(nl - a->buf) + 1;
+            return line;
+        }
+        if (a->start) {
+            memmove(a->buf, a->buf + a->start, a->len - a->start);
+            a->len -= a->start;
+            a->start = 0;
+        }
+        if (a->len == a->cap) {
+            if (a->cap >= MAX_LINE) return NULL;
+            size_t cap = a->cap ? a->cap * 2 : 4096;
+            char *nb = realloc(a->buf, cap);
+            if (!nb) return NULL;
+            a->buf = nb;
+            a->cap = cap;
+        }
+        if (wait_fd(a, POLLIN, deadline_ns) != 0) return NULL;
+        ssize_t r = recv(a->fd, a->buf + a->len, a->cap - a->len, MSG_DONTWAIT);
+        if (r == 0) return NULL;
+        if (r < 0) {
+            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+            return NULL;
+        }
+        a->len += (size_t)r;
+    }
+}
+
+/* Whether line is the echo of an address (-a): "0x" and hex digits only.
+ * No function name has that form. */
+static int echo_of(const char *line, uint64_t *addr) {
+    if (strncmp(line, "0x", 2) != 0 || !line[2]) return 0;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(line + 2, &end, 16);
+    if (*end != '\0' || errno) return 0;
+    *addr = v;
+    return 1;
+}
+
+/* "FILE:LINE", possibly followed by " (discriminator N)"; "??" and "?" mean
+ * unknown. */
+static void parse_location(char *loc, lw_a2l_frame *f) {
+    char *disc = strstr(loc, " (discriminator");
+    if (disc) *disc = '\0';
+    char *colon = strrchr(loc, ':');
+    if (!colon) return;
+    *colon = '\0';
+    char *end = NULL;
+    long line = strtol(colon + 1, &end, 10);
+    if (end != colon + 1 && *end == '\0' && line > 0 && line <= INT_MAX) f->line = (int)line;
+    if (loc[0] && strcmp(loc, "??") != 0) f->file = strdup(loc);
+}
+
+void lw_a2l_frames_free(lw_a2l_frame *f, int n) {
+    for (int i = 0; f && i < n; i++) {
+        free(f[i].function);
+        free(f[i].file);
+    }
+    free(f);
+}
+
+/* Ends the conversation: EOF makes addr2line exit by itself; one that does
+ * not within the grace period is killed. A child someone else reaped (a
+ * SIGCHLD handler of the job, SIG_IGN) is never signalled: its pid may be
+ * another process's by now. */
+static void stop(lw_a2l *a, uint64_t grace_ns) {
+    if (a->fd < 0) return;
+    close(a->fd);
+    a->fd = -1;
+    uint64_t until = lw_now_ns() + grace_ns;
+    int killed = 0;
+    for (int spins = 0;; spins++) {
+        int st;
+        pid_t w = waitpid(a->pid, &st, WNOHANG);
+        if (w == a->pid || (w < 0 && errno != EINTR)) return;
+        if (w == 0 && lw_now_ns() >= until) {
+            if (killed) return; /* left as a zombie rather than hang the job */
+            kill(a->pid, SIGKILL);
+            killed = 1;
+            until = lw_now_ns() + 1000000000u;
+        }
+        struct timespec ts = {0, spins < 20 ? 100000 : 2000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+int lw_a2l_query(lw_a2l *a, uint64_t vaddr, uint64_t deadline_ns, lw_a2l_frame **out) {
+    *out = NULL;
+    if (!a || a->fd < 0) return a && a->timed_out ? -2 : -1;
+    if (vaddr == 0) return 0; /* 0 is the end marker */
+    char req[48];
+    int n = snprintf(req, sizeof req, "0x%llx\n0x0\n", (unsigned long long)vaddr);
+    lw_a2l_frame *f = NULL;
+    int nf = 0;
+    uint64_t echo = 1;
+    char *line;
+    if (send_all(a, req, (size_t)n, deadline_ns) != 0) goto fail;
+    if (!(line = read_line(a, deadline_ns)) || !echo_of(line, &echo) || echo != vaddr) goto fail;
+    for (;;) {
+        if (!(line = read_line(a, deadline_ns))) goto fail;
+        if (echo_of(line, &echo)) {
+            if (echo != 0) goto fail;
+            break;
+        }
+        char *fn = strcmp(line, "??") != 0 ? strdup(line) : NULL;
+        if (!(line = read_line(a, deadline_ns))) {
+            free(fn);
+            goto fail;
+        }
+        if (nf == MAX_FRAMES) {
+            /* Too deep: keep the innermost frames and the outermost one,
+             * which is the function the address belongs to. */
+            free(f[nf - 1].function);
+            free(f[nf - 1].file);
+            nf--;
+        }
+        lw_a2l_frame *nfp = realloc(f, (size_t)(nf + 1) * sizeof *f);
+        if (!nfp) {
+            free(fn);
+            goto fail;
+        }
+        f = nfp;
+        f[nf] = (lw_a2l_frame){fn, NULL, 0};
+        parse_location(line, &f[nf]);
+        nf++;
+    }
+    /* The marker's own answer: a name line and a location line. */
+    if (!read_line(a, deadline_ns) || !read_line(a, deadline_ns)) goto fail;
+    /* Nothing known at all reads as no frame. */
+    if (nf == 1 && !f[0].function && !f[0].file) {
+        lw_a2l_frames_free(f, nf);
+        return 0;
+    }
+    *out = f;
+    return nf;
+fail:
+    lw_a2l_frames_free(f, nf);
+    stop(a, 0);
+    return a->timed_out ? -2 : -1;
+}
+
+void lw_a2l_close(lw_a2l *a) {
+    if (!a) return;
+    stop(a, 200000000u);
+    free(a->buf);
+    free(a);
+}

@@ -1,0 +1,435 @@
+/* Readable native frames: names for every function (demangled for C++),
+ * module and offset always, file:line where debug information exists, and
+ * nothing invented where it does not. Needs binutils' addr2line (or
+ * llvm-addr2line) on PATH, as any machine with a compiler has. */
+#include "addr2line.h"
+#include "harness.h"
+#include "symbolize.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MiB (1024LL * 1024LL)
+
+/* The source file next to this one, e.g. "../programs/cxx_alloc.cpp". */
+static void sibling(const char *rel, char *out, size_t n) {
+    const char *slash = strrchr(__FILE__, '/');
+    snprintf(out, n, "%.*s/%s", slash ? (int)(slash - __FILE__) : 1, slash ? __FILE__ : ".", rel);
+}
+
+/* The number of the first line of file containing needle after the first
+ * line containing after (or from the start when after is NULL). */
+static int line_of(const char *rel, const char *after, const char *needle) {
+    char path[PATH_MAX];
+    sibling(rel, path, sizeof path);
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot read %s (run from the repository root)", path);
+    char buf[1024];
+    int n = 0, found = 0, armed = after == NULL;
+    while (fgets(buf, sizeof buf, f)) {
+        n++;
+        if (!armed) {
+            armed = strstr(buf, after) != NULL;
+            continue;
+        }
+        if (strstr(buf, needle)) {
+            found = n;
+            break;
+        }
+    }
+    fclose(f);
+    ck_assert_msg(found > 0, "no \"%s\" in %s", needle, path);
+    return found;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t a = s ? strlen(s) : 0, b = strlen(suffix);
+    return s && a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static const char *str(const lw_json *frame, const char *key) {
+    return lw_json_string(lw_json_get(frame, key));
+}
+
+static long long num(const lw_json *frame, const char *key) {
+    long long v = -1;
+    if (lw_json_int64(lw_json_get(frame, key), &v) != 0) return -1;
+    return v;
+}
+
+/* The frame of site named fn. */
+static const lw_json *frame_named(const lw_json *site, const char *fn) {
+    const lw_json *frames = lw_json_get(site, "frames");
+    for (size_t j = 0; j < lw_json_len(frames); j++) {
+        const char *f = str(lw_json_at(frames, j), "function");
+        if (f && !strcmp(f, fn)) return lw_json_at(frames, j);
+    }
+    return NULL;
+}
+
+/* Module and offset are there whatever else is missing. */
+static void check_module(const lw_json *frame, const char *module_suffix) {
+    ck_assert_msg(ends_with(str(frame, "module"), module_suffix), "module %s, expected *%s",
+                  str(frame, "module"), module_suffix);
+    const char *off = str(frame, "offset");
+    ck_assert_msg(off && !strncmp(off, "0x", 2) && strtoull(off + 2, NULL, 16) > 0, "offset %s",
+                  off ? off : "null");
+}
+
+static void check_line(const lw_json *frame, const char *file_suffix, int line) {
+    ck_assert_msg(ends_with(str(frame, "file"), file_suffix), "%s: file %s, expected *%s",
+                  str(frame, "function"), str(frame, "file"), file_suffix);
+    ck_assert_msg(num(frame, "line") == line, "%s: line %lld, expected %d", str(frame, "function"),
+                  num(frame, "line"), line);
+}
+
+static void check_no_line(const lw_json *frame) {
+    ck_assert_msg(lw_json_is_null(lw_json_get(frame, "file")), "%s: file %s, expected null",
+                  str(frame, "function"), str(frame, "file"));
+    ck_assert_msg(lw_json_is_null(lw_json_get(frame, "line")), "%s: line %lld, expected null",
+                  str(frame, "function"), num(frame, "line"));
+}
+
+#define GROW "ns::Widget<int>::grow(unsigned long)"
+
+START_TEST(cxx_frames_demangled_with_lines) {
+    lw_run r;
+    const char *args[] = {"3", "1048576", NULL};
+    lw_run_prog(&r, 1, "cxx_alloc", args, NULL);
+    RUN_OK(&r);
+    const lw_json *site = lw_rep_site_named(&r, GROW);
+    ck_assert_msg(site != NULL, "no site names %s\nstderr: %s", GROW, r.err);
+    long long live = 0;
+    ck_assert_int_eq(lw_json_int64(lw_json_get(site, "live_bytes"), &live), 0);
+    ck_assert_int_eq(live, 3 * MiB);
+
+    /* The class template's method: where it calls the inlined helper. */
+    const lw_json *grow = frame_named(site, GROW);
+    check_line(grow, "/cxx_alloc.cpp", line_of("../programs/cxx_alloc.cpp", NULL, "LW_LINE_GROW"));
+    check_module(grow, "/cxx_alloc");
+
+    /* Its caller, the lambda, then main. */
+    const lw_json *frames = lw_json_get(site, "frames");
+    const lw_json *lambda = NULL, *main_frame = NULL;
+    for (size_t j = 0; j + 1 < lw_json_len(frames); j++)
+        if (lw_json_at(frames, j) == grow) lambda = lw_json_at(frames, j + 1);
+    ck_assert_ptr_nonnull(lambda);
+    const char *fn = str(lambda, "function");
+    ck_assert_msg(fn && !strncmp(fn, "main::{lambda(", 14) && strstr(fn, "::operator()("),
+                  "caller of grow: %s", fn ? fn : "null");
+    check_line(lambda, "/cxx_alloc.cpp",
+               line_of("../programs/cxx_alloc.cpp", NULL, "LW_LINE_LAMBDA"));
+    check_module(lambda, "/cxx_alloc");
+    main_frame = frame_named(site, "main");
+    ck_assert_ptr_nonnull(main_frame);
+    ck_assert(ends_with(str(main_frame, "file"), "/cxx_alloc.cpp"));
+    ck_assert_int_gt(num(main_frame, "line"), 0);
+    lw_run_free(&r);
+}
+END_TEST
+
+START_TEST(c_frames_with_lines) {
+    lw_run r;
+    const char *args[] = {"malloc", "3", "1048576", NULL};
+    lw_run_prog(&r, 1, "rt_paths", args, NULL);
+    RUN_OK(&r);
+    const lw_json *site = lw_rep_site_named(&r, "leak_runtime");
+    ck_assert_msg(site != NULL, "no site names leak_runtime\nstderr: %s", r.err);
+    const lw_json *f = frame_named(site, "leak_runtime");
+    check_line(
+        f, "/rt_paths.c",
+        line_of("../programs/rt_paths.c", "void leak_runtime(const char *path) {", "alloc_via("));
+    check_module(f, "/rt_paths");
+    lw_run_free(&r);
+}
+END_TEST
+
+START_TEST(source_lines_off) {
+    lw_run r;
+    const char *args[] = {"3", "1048576", NULL};
+    const char *env[] = {"LEAKWATCH_SOURCE_LINES=0", NULL};
+    lw_run_prog(&r, 1, "cxx_alloc", args, env);
+    RUN_OK(&r);
+    const lw_json *site = lw_rep_site_named(&r, GROW);
+    ck_assert_msg(site != NULL, "no site names %s\nstderr: %s", GROW, r.err);
+    check_module(frame_named(site, GROW), "/cxx_alloc");
+    const lw_json *sites = lw_json_get(r.report, "sites");
+    for (size_t i = 0; i < lw_json_len(sites); i++) {
+        const lw_json *frames = lw_json_get(lw_json_at(sites, i), "frames");
+        for (size_t j = 0; j < lw_json_len(frames); j++)
+            check_no_line(lw_json_at(frames, j));
+    }
+    lw_run_free(&r);
+}
+END_TEST
+
+/* Runs a copy of rt_paths made by strip with option (in a private folder) and
+ * returns the report; *copy gets the copy's path. */
+static void run_stripped(lw_run *r, const char *option, char *copy, size_t n) {
+    char dir[] = "/tmp/lwstrip.XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(copy, n, "%s/rt_paths", dir);
+    char cmd[3 * PATH_MAX];
+    snprintf(cmd, sizeof cmd, "strip %s -o '%s' '%s/tests/programs/rt_paths'", option, copy,
+             lw_build_dir());
+    ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
+    const char *args[] = {"malloc", "3", "1048576", NULL};
+    lw_run_exe(r, 1, copy, args, NULL);
+    unlink(copy);
+    rmdir(dir);
+    RUN_OK(r);
+}
+
+START_TEST(stripped_of_debug_information) {
+    /* .symtab stays: every function keeps its name, none gets a line. */
+    lw_run r;
+    char copy[PATH_MAX];
+    run_stripped(&r, "--strip-debug", copy, sizeof copy);
+    const lw_json *site = lw_rep_site_named(&r, "leak_runtime");
+    ck_assert_msg(site != NULL, "no site names leak_runtime\nstderr: %s", r.err);
+    const lw_json *frames = lw_json_get(site, "frames");
+    int mine = 0;
+    for (size_t j = 0; j < lw_json_len(frames); j++) {
+        const lw_json *f = lw_json_at(frames, j);
+        if (!str(f, "module") || strcmp(str(f, "module"), copy) != 0) continue;
+        mine++;
+        ck_assert_ptr_nonnull(str(f, "function"));
+        check_no_line(f);
+    }
+    ck_assert_int_ge(mine, 3); /* alloc_via, leak_runtime, main */
+    check_module(frame_named(site, "leak_runtime"), "/rt_paths");
+    lw_run_free(&r);
+}
+END_TEST
+
+START_TEST(stripped_of_all_symbols) {
+    /* Only .dynsym is left: main is there (the program is linked with
+     * -rdynamic), its static functions are not. No lines. */
+    lw_run r;
+    char copy[PATH_MAX];
+    run_stripped(&r, "--strip-all", copy, sizeof copy);
+    ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
+    const lw_json *site = lw_json_at(lw_json_get(r.report, "sites"), 0);
+    long long live = 0;
+    ck_assert_int_eq(lw_json_int64(lw_json_get(site, "live_bytes"), &live), 0);
+    ck_assert_int_eq(live, 3 * MiB);
+    ck_assert_ptr_null(frame_named(site, "leak_runtime"));
+    const lw_json *m = frame_named(site, "main");
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(str(m, "module"), copy);
+    check_module(m, "/rt_paths");
+    check_no_line(m);
+    lw_run_free(&r);
+}
+END_TEST
+
+/* A folder holding an "addr2line" made of script (run by /bin/sh, with $DIR
+ * its folder and $REAL the real tool), first on this test's PATH (each test
+ * runs in its own process; the harness hands our environment down). */
+static void fake_tool(char *dir, size_t n, const char *script) {
+    char *cache = NULL;
+    const char *real = lw_a2l_tool(&cache);
+    ck_assert_msg(real != NULL, "no addr2line on PATH");
+    snprintf(dir, n, "/tmp/lwtool.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[PATH_MAX], env[2 * PATH_MAX];
+    snprintf(path, sizeof path, "%s/addr2line", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "#!/bin/sh\nDIR='%s'\nREAL='%s'\n%s\n", dir, real, script);
+    fclose(f);
+    ck_assert_int_eq(chmod(path, 0700), 0);
+    const char *old = getenv("PATH");
+    snprintf(env, sizeof env, "%s:%s", dir, old ? old : "/usr/bin:/bin");
+    setenv("PATH", env, 1);
+    lw_a2l_tool_free(cache);
+}
+
+static void remove_fake_tool(const char *dir) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/addr2line", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/env.txt", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+START_TEST(child_runs_without_the_shim) {
+    /* Our addr2line, in between, records the environment it was given. */
+    char dir[64];
+    fake_tool(dir, sizeof dir, "env > \"$DIR/env.txt\"; exec \"$REAL\" \"$@\"");
+    lw_run r;
+    const char *args[] = {"3", "1048576", NULL};
+    lw_run_prog(&r, 1, "cxx_alloc", args, NULL);
+    RUN_OK(&r);
+    const lw_json *site = lw_rep_site_named(&r, GROW);
+    ck_assert_msg(site != NULL, "no site names %s\nstderr: %s", GROW, r.err);
+    check_line(frame_named(site, GROW), "/cxx_alloc.cpp",
+               line_of("../programs/cxx_alloc.cpp", NULL, "LW_LINE_GROW"));
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/env.txt", dir);
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "the fake addr2line did not run");
+    char line[8192];
+    while (fgets(line, sizeof line, f)) {
+        ck_assert_msg(strncmp(line, "LD_PRELOAD=", 11) != 0, "child got %s", line);
+        ck_assert_msg(strncmp(line, "DEBUGINFOD_URLS=", 16) != 0, "child got %s", line);
+    }
+    fclose(f);
+    remove_fake_tool(dir);
+    lw_run_free(&r);
+}
+END_TEST
+
+START_TEST(hung_tool_does_not_hang_the_job) {
+    /* Reads nothing and never answers: the report waits one answer's time
+     * (5 s) once, then goes on with names only. */
+    char dir[64];
+    fake_tool(dir, sizeof dir, "exec sleep 600");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    lw_run r;
+    const char *args[] = {"3", "1048576", NULL};
+    lw_run_prog(&r, 1, "cxx_alloc", args, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    RUN_OK(&r);
+    ck_assert_int_lt(t1.tv_sec - t0.tv_sec, 30);
+    const lw_json *site = lw_rep_site_named(&r, GROW);
+    ck_assert_msg(site != NULL, "no site names %s\nstderr: %s", GROW, r.err);
+    check_no_line(frame_named(site, GROW));
+    check_module(frame_named(site, GROW), "/cxx_alloc");
+    remove_fake_tool(dir);
+    lw_run_free(&r);
+}
+END_TEST
+
+START_TEST(no_tool_names_only) {
+    /* An addr2line that cannot be run (as good as none on PATH): silently
+     * no lines, names as before, no message. */
+    char dir[64];
+    fake_tool(dir, sizeof dir, "exit 1");
+    setenv("PATH", dir, 1);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/addr2line", dir);
+    unlink(path);
+    lw_run r;
+    const char *args[] = {"3", "1048576", NULL};
+    lw_run_prog(&r, 1, "cxx_alloc", args, NULL);
+    RUN_OK(&r);
+    const lw_json *site = lw_rep_site_named(&r, GROW);
+    ck_assert_msg(site != NULL, "no site names %s\nstderr: %s", GROW, r.err);
+    check_no_line(frame_named(site, GROW));
+    ck_assert_ptr_null(strstr(r.err, "addr2line"));
+    remove_fake_tool(dir);
+    lw_run_free(&r);
+}
+END_TEST
+
+/* In this very program: a frame with a function inlined into it. The report
+ * shows inlined frames where report.c writes lw_symbol.inlined; the
+ * symboliser's answer is checked here directly. */
+__attribute__((noinline)) static uintptr_t return_address(void) {
+    uintptr_t r = (uintptr_t)__builtin_return_address(0);
+    __asm__ volatile("" ::: "memory");
+    return r;
+}
+
+enum { INNER_LINE = __LINE__ + 2 };
+static inline __attribute__((always_inline)) uintptr_t inlined_helper(void) {
+    uintptr_t r = return_address();
+    __asm__ volatile("" ::: "memory"); /* not a tail call */
+    return r;
+}
+
+enum { OUTER_LINE = __LINE__ + 2 };
+__attribute__((noinline)) static uintptr_t outer_function(void) {
+    uintptr_t r = inlined_helper();
+    __asm__ volatile("" ::: "memory");
+    return r;
+}
+
+START_TEST(inlined_frames) {
+    lw_symtab *t = lw_symtab_new();
+    ck_assert_ptr_nonnull(t);
+    const lw_symbol *s = lw_symtab_lookup(t, outer_function());
+    ck_assert_ptr_nonnull(s);
+    ck_assert_msg(s->function && !strncmp(s->function, "outer_function", 14), "function %s",
+                  s->function ? s->function : "null");
+    ck_assert_msg(ends_with(s->file, "/test_symbols.c"), "file %s", s->file ? s->file : "null");
+    ck_assert_int_eq(s->line, OUTER_LINE);
+    ck_assert_int_eq(s->ninlined, 1);
+    ck_assert_str_eq(s->inlined[0].function, "inlined_helper");
+    ck_assert(ends_with(s->inlined[0].file, "/test_symbols.c"));
+    ck_assert_int_eq(s->inlined[0].line, INNER_LINE);
+    ck_assert_ptr_eq(s->inlined[0].module, s->module);
+    ck_assert_uint_eq(s->inlined[0].offset, s->offset);
+    /* One lookup per address: the same answer, not a second request. */
+    ck_assert_ptr_eq(lw_symtab_lookup(t, outer_function()), s);
+    lw_symtab_free(t);
+}
+END_TEST
+
+START_TEST(names_only_table_has_no_lines) {
+    lw_symtab *t = lw_symtab_new_names();
+    const lw_symbol *s = lw_symtab_lookup(t, outer_function());
+    ck_assert_ptr_nonnull(s);
+    ck_assert_msg(s->function && !strncmp(s->function, "outer_function", 14), "function %s",
+                  s->function ? s->function : "null");
+    ck_assert_ptr_null(s->file);
+    ck_assert_int_eq(s->line, 0);
+    ck_assert_int_eq(s->ninlined, 0);
+    lw_symtab_free(t);
+}
+END_TEST
+
+START_TEST(cxx_inlined_frame_in_report) {
+    lw_run r;
+    const char *args[] = {"3", "1048576", NULL};
+    lw_run_prog(&r, 1, "cxx_alloc", args, NULL);
+    RUN_OK(&r);
+    const char *helper = "ns::device_alloc(unsigned long)";
+    const lw_json *site = lw_rep_site_named(&r, helper);
+    ck_assert_msg(site != NULL, "no site names %s\nstderr: %s", helper, r.err);
+    const lw_json *frames = lw_json_get(site, "frames");
+    size_t j = 0;
+    while (lw_json_at(frames, j) != frame_named(site, helper))
+        j++;
+    const lw_json *in = lw_json_at(frames, j), *grow = lw_json_at(frames, j + 1);
+    ck_assert_int_eq(lw_json_bool(lw_json_get(in, "inlined"), 0), 1);
+    check_line(in, "/cxx_alloc.cpp", line_of("../programs/cxx_alloc.cpp", NULL, "LW_LINE_ALLOC"));
+    ck_assert_str_eq(str(grow, "function"), GROW);
+    ck_assert_int_eq(lw_json_bool(lw_json_get(grow, "inlined"), 0), 0);
+    ck_assert_str_eq(str(in, "offset"), str(grow, "offset"));
+    ck_assert_str_eq(str(in, "module"), str(grow, "module"));
+    lw_run_free(&r);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("symbols");
+    TCase *tc = tcase_create("frames");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, cxx_frames_demangled_with_lines);
+    tcase_add_test(tc, c_frames_with_lines);
+    tcase_add_test(tc, source_lines_off);
+    tcase_add_test(tc, stripped_of_debug_information);
+    tcase_add_test(tc, stripped_of_all_symbols);
+    tcase_add_test(tc, child_runs_without_the_shim);
+    tcase_add_test(tc, hung_tool_does_not_hang_the_job);
+    tcase_add_test(tc, no_tool_names_only);
+    tcase_add_test(tc, inlined_frames);
+    tcase_add_test(tc, names_only_table_has_no_lines);
+    tcase_add_test(tc, cxx_inlined_frame_in_report);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

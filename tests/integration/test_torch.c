@@ -1,0 +1,462 @@
+/* PyTorch out of the box, on the CPU stand-ins (no torch, no GPU here):
+ *  - the environment the constructor prepares in Python processes (allocator
+ *    backend for LEAKWATCH_TORCH_MODE=tensors, the auto-start directory on
+ *    PYTHONPATH), and that it leaves every other process alone;
+ *  - automatic steps: tests/python/faketorch stands in for torch's
+ *    optimizer post-hooks; tests/python/torch_train.py reproduces the
+ *    allocation pattern of each allocator configuration (per-tensor
+ *    cudaMallocAsync_ptsz, cudaMalloc segments, expandable segments through
+ *    cuMemCreate/cuMemMap) and never marks a step itself. */
+#include "harness.h"
+#include "torch_mode.h"
+
+#include <glob.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define ASYNC "backend:cudaMallocAsync"
+
+static char pythons[32][PATH_MAX];
+static int npythons;
+
+static void add_python(const char *path) {
+    char real[PATH_MAX];
+    if (npythons >= 32 || !realpath(path, real)) return;
+    if (strstr(real, "python2") || strstr(real, "python3.6") || strstr(real, "python3.7")) return;
+    for (int i = 0; i < npythons; i++)
+        if (!strcmp(pythons[i], real)) return;
+    snprintf(pythons[npythons++], PATH_MAX, "%s", real);
+}
+
+/* Every CPython >= 3.8 found; the first is the one the environment tests use. */
+static int find_pythons(void) {
+    if (npythons) return npythons;
+    if (access("/usr/bin/python3", X_OK) == 0) add_python("/usr/bin/python3");
+    glob_t g;
+    const char *root = getenv("PYENV_ROOT");
+    char pat[PATH_MAX];
+    snprintf(pat, sizeof pat, "%s/versions/3.*/bin/python3", root ? root : "/root/.pyenv");
+    if (glob(pat, 0, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            add_python(g.gl_pathv[i]);
+        globfree(&g);
+    }
+    return npythons;
+}
+
+static char cudart_env[PATH_MAX + 64];
+
+static const char *script(const char *name) {
+    static char path[4][PATH_MAX];
+    static int k;
+    char rel[PATH_MAX];
+    snprintf(rel, sizeof rel, "tests/python/%s", name);
+    char *out = path[k++ % 4];
+    ck_assert_msg(realpath(rel, out) != NULL, "%s missing", rel);
+    return out;
+}
+
+static const char *autostart_dir(void) {
+    static char dir[PATH_MAX];
+    ck_assert_ptr_nonnull(realpath("python/leakwatch/_autostart", dir));
+    return dir;
+}
+
+/* Runs tests/python/torch_env.py (arg: NULL or "cuda") with env added. */
+static void run_env(lw_run *r, const char *arg, const char *const *env) {
+    const char *all[24];
+    int n = 0;
+    all[n++] = cudart_env;
+    all[n++] = "LEAKWATCH_WARN=0";
+    all[n++] = "PYTHONDONTWRITEBYTECODE=1";
+    for (int i = 0; env && env[i] && n < 23; i++)
+        all[n++] = env[i];
+    all[n] = NULL;
+    const char *args[] = {script("torch_env.py"), arg, NULL};
+    lw_run_exe(r, 1, pythons[0], args, all);
+    RUN_OK(r);
+}
+
+/* The value printed for name: its text, or NULL for "name unset". */
+static const char *printed(const lw_run *r, const char *name, char *buf, size_t len) {
+    size_t nl = strlen(name);
+    for (const char *p = r->out; p && *p;) {
+        size_t l = strcspn(p, "\n");
+        if (l > nl && !strncmp(p, name, nl) && p[nl] == '=') {
+            snprintf(buf, len, "%.*s", (int)(l - nl - 1), p + nl + 1);
+            return buf;
+        }
+        if (l == nl + 6 && !strncmp(p, name, nl) && !strncmp(p + nl, " unset", 6)) return NULL;
+        p += l + (p[l] == '\n');
+    }
+    ck_abort_msg("%s not printed; stdout: %s", name, r->out);
+    return NULL;
+}
+
+static void expect(const lw_run *r, const char *name, const char *want) {
+    char buf[4200];
+    const char *got = printed(r, name, buf, sizeof buf);
+    if (!want)
+        ck_assert_msg(got == NULL, "%s: got \"%s\", want unset", name, got);
+    else
+        ck_assert_msg(got && !strcmp(got, want), "%s: got \"%s\", want \"%s\"", name,
+                      got ? got : "(unset)", want);
+}
+
+static int count(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+#define NEED_PYTHON()                                                                              \
+    do {                                                                                           \
+        if (!find_pythons()) {                                                                     \
+            printf("test_torch: no CPython >= 3.8 found; skipped\n");                              \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+
+START_TEST(rewrite_rules) {
+    static const struct {
+        const char *in;
+        int rc;
+        const char *out, *backend;
+    } cases[] = {
+        {NULL, 1, ASYNC, ""},
+        {"", 1, ASYNC, ""},
+        {"expandable_segments:True", 1, "expandable_segments:True," ASYNC, ""},
+        {"expandable_segments:True, ", 1, "expandable_segments:True," ASYNC, ""},
+        {"roundup_power2_divisions:[256:1,>:4],max_split_size_mb:128", 1,
+         "roundup_power2_divisions:[256:1,>:4],max_split_size_mb:128," ASYNC, ""},
+        {"backend:native", 0, NULL, "native"},
+        {" backend : native ,expandable_segments:True", 0, NULL, "native"},
+        {"expandable_segments:True,backend:cudaMallocAsync", 0, NULL, "cudaMallocAsync"},
+        {"backend:native,backend:cudaMallocAsync", 0, NULL, "cudaMallocAsync"},
+        /* a value named backend is not the key */
+        {"pinned_use_cuda_host_register:True", 1, "pinned_use_cuda_host_register:True," ASYNC, ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[256] = "", backend[32] = "x";
+        int rc = lw_torch_conf_rewrite(cases[i].in, out, sizeof out, backend, sizeof backend);
+        ck_assert_msg(rc == cases[i].rc, "case %zu: rc %d", i, rc);
+        if (rc) ck_assert_str_eq(out, cases[i].out);
+        ck_assert_str_eq(backend, cases[i].backend);
+    }
+    char small[8];
+    char backend[32];
+    ck_assert_int_eq(lw_torch_conf_rewrite("expandable_segments:True", small, sizeof small, backend,
+                                           sizeof backend),
+                     0);
+}
+END_TEST
+
+START_TEST(unset_gets_the_async_backend) {
+    NEED_PYTHON();
+    lw_run r;
+    run_env(&r, NULL, NULL);
+    expect(&r, "PYTORCH_CUDA_ALLOC_CONF", ASYNC);
+    expect(&r, "PYTORCH_ALLOC_CONF", NULL);
+    expect(&r, "PYTHONPATH", autostart_dir());
+    ck_assert_msg(strstr(r.out, "leakwatch loaded"), "stdout: %s", r.out);
+    ck_assert_msg(r.err[0] == '\0', "the constructor printed: %s", r.err);
+    lw_run_free(&r);
+}
+END_TEST
+
+START_TEST(user_settings_are_kept) {
+    NEED_PYTHON();
+    lw_run r;
+    const char *env[] = {"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", NULL};
+    run_env(&r, NULL, env);
+    expect(&r, "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True," ASYNC);
+    expect(&r, "PYTORCH_ALLOC_CONF", NULL);
+    lw_run_free(&r);
+    /* PyTorch >= 2.8's name, used when the old one is unset. */
+    const char *env2[] = {"PYTORCH_ALLOC_CONF=expandable_segments:True", NULL};
+    run_env(&r, NULL, env2);
+    expect(&r, "PYTORCH_CUDA_ALLOC_CONF", NULL);
+    expect(&r, "PYTORCH_ALLOC_CONF", "expandable_segments:True," ASYNC);
+    lw_run_free(&r);
+    /* Both: PyTorch reads PYTORCH_CUDA_ALLOC_CONF only; the other stays. */
+    const char *env3[] = {"PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128",
+                          "PYTORCH_ALLOC_CONF=backend:native", NULL};
+    run_env(&r, NULL, env3);
+    expect(&r, "PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:128," ASYNC);
+    expect(&r, "PYTORCH_ALLOC_CONF", "backend:native");
+    lw_run_free(&r);
+}
+END_TEST
+
+START_TEST(native_backend_is_left_and_said_once_cuda_is_used) {
+    NEED_PYTHON();
+    const char *envs[2][3] = {
+        {"PYTORCH_CUDA_ALLOC_CONF=backend:native", NULL, NULL},
+        {"PYTORCH_ALLOC_CONF=expandable_segments:True,backend:native", NULL, NULL}};
+    for (int k = 0; k < 2; k++) {
+        lw_run r;
+        run_env(&r, NULL, envs[k]);
+        const char *value = strchr(envs[k][0], '=') + 1;
+        expect(&r, k ? "PYTORCH_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF", value);
+        expect(&r, k ? "PYTORCH_CUDA_ALLOC_CONF" : "PYTORCH_ALLOC_CONF", NULL);
+        /* No CUDA call, no word from leakwatch. */
+        ck_assert_msg(r.err[0] == '\0', "stderr: %s", r.err);
+        lw_run_free(&r);
+        run_env(&r, "cuda", envs[k]);
+        expect(&r, k ? "PYTORCH_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF", value);
+        ck_assert_msg(count(r.err, "backend:native") == 1, "stderr: %s", r.err);
+        ck_assert_msg(strstr(r.err, "leakwatch: ") && strstr(r.err, "segments"), "stderr: %s",
+                      r.err);
+        lw_run_free(&r);
+    }
+    /* Quiet means quiet. */
+    lw_run r;
+    const char *quiet[] = {"PYTORCH_CUDA_ALLOC_CONF=backend:native", "LEAKWATCH_QUIET=1", NULL};
+    run_env(&r, "cuda", quiet);
+    ck_assert_msg(!strstr(r.err, "backend:native"), "stderr: %s", r.err);
+    lw_run_free(&r);
+    /* The async backend chosen by the user: left, nothing to say. */
+    const char *async[] = {"PYTORCH_CUDA_ALLOC_CONF=" ASYNC, NULL};
+    run_env(&r, "cuda", async);
+    expect(&r, "PYTORCH_CUDA_ALLOC_CONF", ASYNC);
+    ck_assert_msg(!strstr(r.err, "backend:"), "stderr: %s", r.err);
+    lw_run_free(&r);
+}
+END_TEST
+
+START_TEST(segments_mode_and_uncached_change_nothing) {
+    NEED_PYTHON();
+    const char *cases[][3] = {
+        {"LEAKWATCH_TORCH_MODE=segments", NULL, NULL},
+        {"LEAKWATCH_TORCH_MODE=segments", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", NULL},
+        {"PYTORCH_NO_CUDA_MEMORY_CACHING=1", NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        lw_run r;
+        run_env(&r, "cuda", cases[i]);
+        expect(&r, "PYTORCH_CUDA_ALLOC_CONF", cases[i][1] ? "expandable_segments:True" : NULL);
+        expect(&r, "PYTORCH_ALLOC_CONF", NULL);
+        /* Steps still come. */
+        expect(&r, "PYTHONPATH", autostart_dir());
+        ck_assert_msg(!strstr(r.err, "backend"), "stderr: %s", r.err);
+        lw_run_free(&r);
+    }
+    /* A bad mode is named once leakwatch starts, and the default applies. */
+    lw_run r;
+    const char *bad[] = {"LEAKWATCH_TORCH_MODE=tensor", NULL};
+    run_env(&r, "cuda", bad);
+    expect(&r, "PYTORCH_CUDA_ALLOC_CONF", ASYNC);
+    ck_assert_msg(strstr(r.err, "LEAKWATCH_TORCH_MODE") && strstr(r.err, "tensors segments"),
+                  "stderr: %s", r.err);
+    lw_run_free(&r);
+}
+END_TEST
+
+START_TEST(disabled_changes_nothing) {
+    NEED_PYTHON();
+    lw_run r;
+    const char *env[] = {"LEAKWATCH_DISABLE=1", NULL};
+    run_env(&r, NULL, env);
+    expect(&r, "PYTORCH_CUDA_ALLOC_CONF", NULL);
+    expect(&r, "PYTHONPATH", NULL);
+    ck_assert_msg(strstr(r.out, "leakwatch not loaded"), "stdout: %s", r.out);
+    lw_run_free(&r);
+}
+END_TEST
+
+/* Not Python: a compiler, a shell, env(1) itself. */
+START_TEST(other_programs_are_untouched) {
+    const char *cases[][3] = {
+        {NULL, NULL, NULL},
+        {"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "PYTHONPATH=/x/y", NULL},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        lw_run r;
+        lw_run_exe(&r, 1, "/usr/bin/env", NULL, cases[i]);
+        RUN_OK(&r);
+        if (!cases[i][0]) {
+            ck_assert_msg(!strstr(r.out, "PYTORCH_"), "stdout: %s", r.out);
+            ck_assert_msg(!strstr(r.out, "\nPYTHONPATH=") && strncmp(r.out, "PYTHONPATH=", 11),
+                          "stdout: %s", r.out);
+        } else {
+            ck_assert_int_eq(count(r.out, "PYTORCH_CUDA_ALLOC_CONF"), 1);
+            ck_assert_msg(strstr(r.out, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n"),
+                          "stdout: %s", r.out);
+            ck_assert_msg(strstr(r.out, "PYTHONPATH=/x/y\n"), "stdout: %s", r.out);
+        }
+        ck_assert_msg(r.err[0] == '\0', "stderr: %s", r.err);
+        lw_run_free(&r);
+    }
+}
+END_TEST
+
+START_TEST(pythonpath_is_prepended_once) {
+    NEED_PYTHON();
+    char want[PATH_MAX + 64], given[PATH_MAX + 64];
+    lw_run r;
+    const char *env[] = {"PYTHONPATH=/x/y:/z", NULL};
+    run_env(&r, NULL, env);
+    snprintf(want, sizeof want, "%s:/x/y:/z", autostart_dir());
+    expect(&r, "PYTHONPATH", want);
+    lw_run_free(&r);
+    /* A child Python inherits it: not added again. */
+    snprintf(given, sizeof given, "PYTHONPATH=/x/y:%s", autostart_dir());
+    const char *env2[] = {given, NULL};
+    run_env(&r, NULL, env2);
+    expect(&r, "PYTHONPATH", given + 11);
+    lw_run_free(&r);
+    /* Steps off: PYTHONPATH untouched, the allocator still switched. */
+    const char *env3[] = {"PYTHONPATH=/x/y", "LEAKWATCH_TORCH_STEPS=0", NULL};
+    run_env(&r, NULL, env3);
+    expect(&r, "PYTHONPATH", "/x/y");
+    expect(&r, "PYTORCH_CUDA_ALLOC_CONF", ASYNC);
+    ck_assert_msg(strstr(r.out, "leakwatch not loaded"), "stdout: %s", r.out);
+    lw_run_free(&r);
+}
+END_TEST
+
+/* ---- automatic steps ---- */
+
+static char user_site[64];
+
+/* A user's own sitecustomize, which leakwatch's must not shadow. */
+static void make_user_site(void) {
+    if (user_site[0]) return;
+    snprintf(user_site, sizeof user_site, "/tmp/lwsite.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(user_site));
+    char path[128];
+    snprintf(path, sizeof path, "%s/sitecustomize.py", user_site);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("import sys\nprint('user sitecustomize ran:', __name__)\nsys.stdout.flush()\n", f);
+    fclose(f);
+}
+
+static void remove_user_site(void) {
+    if (!user_site[0]) return;
+    char path[128];
+    snprintf(path, sizeof path, "%s/sitecustomize.py", user_site);
+    unlink(path);
+    rmdir(user_site);
+    user_site[0] = '\0';
+}
+
+static int marker_line(const char *file, const char *marker) {
+    FILE *f = fopen(file, "r");
+    ck_assert_ptr_nonnull(f);
+    char buf[512];
+    int line = 0, found = 0;
+    while (!found && fgets(buf, sizeof buf, f)) {
+        line++;
+        if (strstr(buf, marker)) found = line;
+    }
+    fclose(f);
+    ck_assert_msg(found, "no %s in %s", marker, file);
+    return found;
+}
+
+/* The leaking site (first) has a frame at file:line. */
+static void expect_leak_line(const lw_run *r, const char *file, int line, const char *who) {
+    const lw_json *frames = lw_json_path(r->report, "sites[0].frames");
+    for (size_t j = 0; j < lw_json_len(frames); j++) {
+        const lw_json *f = lw_json_at(frames, j);
+        const char *kind = lw_json_string(lw_json_get(f, "kind"));
+        const char *fl = lw_json_string(lw_json_get(f, "file"));
+        long long got = 0;
+        if (kind && !strcmp(kind, "python") && fl && !strcmp(fl, file) &&
+            lw_json_int64(lw_json_get(f, "line"), &got) == 0 && got == line)
+            return;
+    }
+    ck_abort_msg("%s: no frame at %s:%d in the first site", who, file, line);
+}
+
+static void run_train(lw_run *r, const char *python, const char *pattern, const char *opt) {
+    char path[PATH_MAX + 256];
+    snprintf(path, sizeof path, "PYTHONPATH=%s:%s", script("faketorch"), user_site);
+    const char *env[] = {cudart_env,
+                         path,
+                         "STEPS=120",
+                         "LEAKWATCH_QUIET=1",
+                         "LEAKWATCH_WARN=0",
+                         "PYTHONDONTWRITEBYTECODE=1",
+                         NULL};
+    const char *args[] = {script("torch_train.py"), pattern, opt, NULL};
+    lw_run_exe(r, 1, python, args, env);
+    ck_assert_msg(r->exit_code == 0, "%s %s: exit %d\n%s", python, pattern, r->exit_code, r->err);
+    ck_assert_msg(r->report != NULL, "%s %s: no report\n%s", python, pattern, r->err);
+    ck_assert_msg(strstr(r->out, "user sitecustomize ran: sitecustomize"),
+                  "%s: the user's sitecustomize did not run; stdout: %s", python, r->out);
+    ck_assert_int_eq(lw_rep_int(r, "growth.steps"), 120);
+    ck_assert_str_eq(lw_json_string(lw_json_path(r->report, "growth.step_source")), "marker");
+}
+
+static const char *verdict(const lw_run *r) {
+    const char *v = lw_json_string(lw_json_get(r->report, "verdict"));
+    return v ? v : "(none)";
+}
+
+START_TEST(optimizer_steps_are_marked) {
+    NEED_PYTHON();
+    make_user_site();
+    const char *train = script("torch_train.py");
+    static const struct {
+        const char *pattern, *marker;
+    } leaks[] = {
+        {"tensors", "# LEAK-TENSORS"}, {"segments", "# LEAK-SEGMENTS"}, {"vmm", "# LEAK-VMM"}};
+    for (int p = 0; p < npythons; p++) {
+        for (size_t i = 0; i < sizeof leaks / sizeof leaks[0]; i++) {
+            lw_run r;
+            run_train(&r, pythons[p], leaks[i].pattern, NULL);
+            ck_assert_msg(!strcmp(verdict(&r), "leak"), "%s %s: verdict %s", pythons[p],
+                          leaks[i].pattern, verdict(&r));
+            expect_leak_line(&r, train, marker_line(train, leaks[i].marker), pythons[p]);
+            lw_run_free(&r);
+        }
+        lw_run r;
+        run_train(&r, pythons[p], "tensors", "fixed");
+        ck_assert_msg(!strcmp(verdict(&r), "no_leak"), "%s fixed: verdict %s", pythons[p],
+                      verdict(&r));
+        lw_run_free(&r);
+        /* importlib.reload(torch.optim.optimizer) empties its hook dict. */
+        run_train(&r, pythons[p], "tensors", "reload");
+        lw_run_free(&r);
+        printf("test_torch: steps with %s ok\n", pythons[p]);
+    }
+    remove_user_site();
+}
+END_TEST
+
+int main(void) {
+    /* The runs inherit this environment: start them from a known one. */
+    unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+    unsetenv("PYTORCH_ALLOC_CONF");
+    unsetenv("PYTORCH_NO_CUDA_MEMORY_CACHING");
+    unsetenv("PYTHONPATH");
+    snprintf(cudart_env, sizeof cudart_env, "LW_CUDART=%s/tests/lib/libcudart.so", lw_build_dir());
+    Suite *s = suite_create("torch");
+    TCase *env = tcase_create("environment");
+    tcase_set_timeout(env, 120);
+    tcase_add_test(env, rewrite_rules);
+    tcase_add_test(env, unset_gets_the_async_backend);
+    tcase_add_test(env, user_settings_are_kept);
+    tcase_add_test(env, native_backend_is_left_and_said_once_cuda_is_used);
+    tcase_add_test(env, segments_mode_and_uncached_change_nothing);
+    tcase_add_test(env, disabled_changes_nothing);
+    tcase_add_test(env, other_programs_are_untouched);
+    tcase_add_test(env, pythonpath_is_prepended_once);
+    suite_add_tcase(s, env);
+    TCase *steps = tcase_create("steps");
+    tcase_set_timeout(steps, 300);
+    tcase_add_test(steps, optimizer_steps_are_marked);
+    suite_add_tcase(s, steps);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,113 @@
+/* Forks while eight threads allocate (and one marks steps), as PyTorch's
+ * DataLoader forks its workers from a process that uses CUDA.
+ *
+ *   rt_safety_fork TEMPLATE FORKS
+ *
+ * TEMPLATE becomes LEAKWATCH_REPORT before the first CUDA call (use %p, so
+ * parent and children write apart). Even-numbered children never touch
+ * CUDA; odd-numbered ones allocate 2 MiB from leak_child, free 1 MiB, and
+ * exit. Each child's stderr goes to child-PID.err in the current folder.
+ * Prints "parent PID", then "quiet PID" or "cuda PID" per child; exits 1 if
+ * a child hangs (a lock inherited held) or fails. */
+#include "safety.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MiB (1024 * 1024)
+static atomic_int stop;
+
+static void *allocator(void *arg) {
+    (void)arg;
+    while (!atomic_load(&stop)) {
+        void *p[4];
+        for (int i = 0; i < 4; i++)
+            CHECK(cudaMalloc(&p[i], 4096));
+        for (int i = 0; i < 4; i++)
+            CHECK(cudaFree(p[i]));
+    }
+    return NULL;
+}
+
+static void *stepper(void *arg) {
+    (void)arg;
+    while (!atomic_load(&stop))
+        lw_call("leakwatch_step");
+    return NULL;
+}
+
+NOINLINE static void leak_child(void) {
+    void *a, *b;
+    CHECK(cudaMalloc(&a, MiB));
+    CHECK(cudaMalloc(&b, MiB));
+    CHECK(cudaFree(b));
+}
+
+NOINLINE static void leak_parent(void) {
+    void *p;
+    for (int i = 0; i < 3; i++)
+        CHECK(cudaMalloc(&p, MiB));
+}
+
+static void child(int uses_cuda) {
+    char name[64];
+    snprintf(name, sizeof name, "child-%ld.err", (long)getpid());
+    int fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || dup2(fd, 2) < 0) _exit(3);
+    close(fd);
+    if (uses_cuda) leak_child();
+    /* exit, not _exit: the atexit handlers (ours among them) run. */
+    exit(0);
+}
+
+/* 0 when the child exited 0 within 10 s. */
+static int reap(pid_t pid) {
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int status = 0;
+    for (;;) {
+        if (waitpid(pid, &status, WNOHANG) == pid) break;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - t0.tv_sec > 10) {
+            printf("child %ld hung\n", (long)pid);
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return -1;
+        }
+        usleep(1000);
+    }
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) return 2;
+    setenv("LEAKWATCH_REPORT", argv[1], 1);
+    int forks = atoi(argv[2]);
+    printf("parent %ld\n", (long)getpid());
+    fflush(stdout);
+    pthread_t t[9];
+    for (int i = 0; i < 8; i++)
+        pthread_create(&t[i], NULL, allocator, NULL);
+    pthread_create(&t[8], NULL, stepper, NULL);
+    int failed = 0;
+    for (int i = 0; i < forks; i++) {
+        usleep(2000); /* let the threads be mid-call */
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid < 0) return 4;
+        if (pid == 0) child(i % 2);
+        printf("%s %ld\n", i % 2 ? "cuda" : "quiet", (long)pid);
+        fflush(stdout);
+        if (reap(pid) != 0) failed = 1;
+    }
+    atomic_store(&stop, 1);
+    for (int i = 0; i < 9; i++)
+        pthread_join(t[i], NULL);
+    leak_parent();
+    return failed;
+}
