@@ -10,6 +10,8 @@ B ?= build
 SAN ?=
 CC ?= cc
 PKG_CONFIG ?= pkg-config
+# Quiet compiles; `make V=1` shows every command.
+Q := $(if $(filter 1,$(V)),,@)
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -g $(WARN) -Iinclude -Isrc
@@ -50,14 +52,14 @@ all: $(B)/libleakwatch.so $(if $(TOOL_MAIN),$(B)/leakwatch)
 
 $(B)/obj/%.o: src/%.c $(wildcard src/*.h include/*.h include/leakwatch/*.h) | deps
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_LIB) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS_LIB) -c $< -o $@
 
 $(B)/obj/tools/%.o: tools/%.c $(wildcard tools/*.h src/*.h include/*.h) | deps
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_LIB) -Itools -c $< -o $@
+	$(Q)$(CC) $(CFLAGS_LIB) -Itools -c $< -o $@
 
 $(B)/libleakwatch.so: $(LIB_OBJS)
-	$(CC) -shared -Wl,-soname,libleakwatch.so -Wl,-z,nodelete $(SAN_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+	$(Q)$(CC) -shared -Wl,-soname,libleakwatch.so -Wl,-z,nodelete $(SAN_LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 $(B)/liblw_core.a: $(LIB_OBJS)
 	@rm -f $@; ar rcs $@ $^
@@ -69,33 +71,33 @@ $(B)/liblw_tools.a: $(TOOL_OBJS) $(B)/obj/empty.o
 	@mkdir -p $(@D); rm -f $@; ar rcs $@ $^
 
 $(B)/leakwatch: tools/main.c $(B)/liblw_tools.a $(B)/liblw_core.a
-	$(CC) $(CFLAGS_LIB) -Itools -o $@ $< $(B)/liblw_tools.a $(B)/liblw_core.a $(SAN_LDFLAGS) $(LIB_LIBS) \
+	$(Q)$(CC) $(CFLAGS_LIB) -Itools -o $@ $< $(B)/liblw_tools.a $(B)/liblw_core.a $(SAN_LDFLAGS) $(LIB_LIBS) \
 	    -Wl,-rpath,'$$ORIGIN'
 
 # ---- CPU stand-ins for the CUDA libraries (tests only) ----
 STUB_CFLAGS := $(BASE_CFLAGS) -O1 -fPIC -pthread
 $(STUB_DIR)/libcuda.so.1: tests/stubs/fake_cuda.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
 	@mkdir -p $(@D)
-	$(CC) $(STUB_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl
+	$(Q)$(CC) $(STUB_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl
 	ln -sf libcuda.so.1 $(STUB_DIR)/libcuda.so
 $(STUB_DIR)/libcudart.so: tests/stubs/fake_cudart.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
 	@mkdir -p $(@D)
-	$(CC) $(STUB_CFLAGS) -shared -Wl,-soname,libcudart.so -o $@ $< -ldl -pthread
+	$(Q)$(CC) $(STUB_CFLAGS) -shared -Wl,-soname,libcudart.so -o $@ $< -ldl -pthread
 $(STUB_DIR)/libcudart_static.a: tests/stubs/fake_cudart.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
 	@mkdir -p $(B)/obj/stubs $(@D)
-	$(CC) $(STUB_CFLAGS) -fvisibility=hidden -DLW_FAKE_CUDART_STATIC -c $< -o $(B)/obj/stubs/fake_cudart_static.o
+	$(Q)$(CC) $(STUB_CFLAGS) -fvisibility=hidden -DLW_FAKE_CUDART_STATIC -c $< -o $(B)/obj/stubs/fake_cudart_static.o
 	@rm -f $@; ar rcs $@ $(B)/obj/stubs/fake_cudart_static.o
 # A driver without cuGetProcAddress*, as before CUDA 11.3: the runtime must fall
 # back to dlsym by versioned name. Used through LD_LIBRARY_PATH=$(B)/tests/lib-legacy.
 LEGACY_STUB_DIR := $(B)/tests/lib-legacy
 $(LEGACY_STUB_DIR)/libcuda.so.1: tests/stubs/fake_cuda.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
 	@mkdir -p $(@D)
-	$(CC) $(STUB_CFLAGS) -DLW_FAKE_CUDA_NO_PROC_ADDRESS -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl
+	$(Q)$(CC) $(STUB_CFLAGS) -DLW_FAKE_CUDA_NO_PROC_ADDRESS -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl
 STUBS += $(LEGACY_STUB_DIR)/libcuda.so.1
 
 $(STUB_DIR)/libnextprobe.so: tests/integration/next_probe_lib.c | deps
 	@mkdir -p $(@D)
-	$(CC) $(STUB_CFLAGS) -shared -o $@ $< -ldl
+	$(Q)$(CC) $(STUB_CFLAGS) -shared -o $@ $< -ldl
 STUBS += $(STUB_DIR)/libnextprobe.so
 
 # Test programs: the name's prefix says how each reaches CUDA.
@@ -105,31 +107,31 @@ STUBS += $(STUB_DIR)/libnextprobe.so
 PROG_CFLAGS := $(BASE_CFLAGS) -O0 -fno-omit-frame-pointer -fno-inline -rdynamic -pthread
 $(B)/tests/programs/rt_%: tests/programs/rt_%.c $(wildcard tests/programs/*.h) $(STUBS)
 	@mkdir -p $(@D)
-	$(CC) $(PROG_CFLAGS) -o $@ $< -L$(STUB_DIR) -lcudart -Wl,-rpath,'$$ORIGIN/../lib'
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -L$(STUB_DIR) -lcudart -Wl,-rpath,'$$ORIGIN/../lib'
 $(B)/tests/programs/drv_%: tests/programs/drv_%.c $(wildcard tests/programs/*.h) $(STUBS)
 	@mkdir -p $(@D)
-	$(CC) $(PROG_CFLAGS) -o $@ $< -L$(STUB_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN/../lib' -ldl
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -L$(STUB_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN/../lib' -ldl
 $(B)/tests/programs/static_%: tests/programs/static_%.c $(wildcard tests/programs/*.h) $(STUBS)
 	@mkdir -p $(@D)
-	$(CC) $(PROG_CFLAGS) -o $@ $< $(STUB_DIR)/libcudart_static.a -ldl -Wl,-rpath,'$$ORIGIN/../lib'
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< $(STUB_DIR)/libcudart_static.a -ldl -Wl,-rpath,'$$ORIGIN/../lib'
 $(B)/tests/programs/plain_%: tests/programs/plain_%.c
 	@mkdir -p $(@D)
-	$(CC) $(PROG_CFLAGS) -o $@ $<
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $<
 # cxx_*: C++ through the runtime, optimised (-O1) so that names, inlined
 # frames and lines are what a real build gives the symboliser.
 $(B)/tests/programs/cxx_%: tests/programs/cxx_%.cpp $(STUBS)
 	@mkdir -p $(@D)
-	$(CXX) -g -O1 -Wall -Wextra -Werror -fno-omit-frame-pointer -rdynamic -pthread -o $@ $< \
+	$(Q)$(CXX) -g -O1 -Wall -Wextra -Werror -fno-omit-frame-pointer -rdynamic -pthread -o $@ $< \
 	    -L$(STUB_DIR) -lcudart -Wl,-rpath,'$$ORIGIN/../lib'
 
 # ---- tests (Check) ----
 $(B)/tests/unit/%: tests/unit/%.c $(B)/liblw_tools.a $(B)/liblw_core.a
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(OPT) -pthread $(CHECK_CFLAGS) -Itools -o $@ $< $(B)/liblw_tools.a $(B)/liblw_core.a \
+	$(Q)$(CC) $(BASE_CFLAGS) $(OPT) -pthread $(CHECK_CFLAGS) -Itools -o $@ $< $(B)/liblw_tools.a $(B)/liblw_core.a \
 	    $(SAN_LDFLAGS) $(CHECK_LIBS) $(LIB_LIBS)
 $(B)/tests/integration/%: tests/integration/%.c $(HARNESS_SRCS) $(wildcard tests/integration/*.h) $(B)/liblw_tools.a $(B)/liblw_core.a
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(OPT) -pthread $(CHECK_CFLAGS) -Itools -Itests/integration -o $@ $< $(HARNESS_SRCS) \
+	$(Q)$(CC) $(BASE_CFLAGS) $(OPT) -pthread $(CHECK_CFLAGS) -Itools -Itests/integration -o $@ $< $(HARNESS_SRCS) \
 	    $(B)/liblw_tools.a $(B)/liblw_core.a $(SAN_LDFLAGS) $(CHECK_LIBS) $(LIB_LIBS)
 
 test-bins: all $(STUBS) $(PROGS) $(UNITS) $(INTEGS)
@@ -138,7 +140,7 @@ test-bins: all $(STUBS) $(PROGS) $(UNITS) $(INTEGS)
 # which tests/unit/test_pyframes runs under every CPython >= 3.8 found.
 $(B)/tests/python/pyprobe.so: tests/python/pyprobe.c src/pyframes.c $(wildcard src/*.h) | deps
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(OPT) -fPIC -shared -pthread -o $@ tests/python/pyprobe.c src/pyframes.c $(SAN_LDFLAGS) -ldl
+	$(Q)$(CC) $(BASE_CFLAGS) $(OPT) -fPIC -shared -pthread -o $@ tests/python/pyprobe.c src/pyframes.c $(SAN_LDFLAGS) -ldl
 test-bins: $(B)/tests/python/pyprobe.so
 
 # Runs every test binary; each prints Check's summary line. LW_BUILD tells the
@@ -215,7 +217,7 @@ FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(WARN) -fsanitize=fuzzer,address,u
     -fno-sanitize-recover=undefined
 $(B)/fuzz/fuzz_json_read: tests/fuzz/fuzz_json_read.c tools/json_read.c tools/json_read.h
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -Itools -o $@ tests/fuzz/fuzz_json_read.c tools/json_read.c
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -Itools -o $@ tests/fuzz/fuzz_json_read.c tools/json_read.c
 fuzz: $(B)/fuzz/fuzz_json_read
 	@mkdir -p $(B)/fuzz/corpus_json
 	$< -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(B)/fuzz/corpus_json tests/fuzz/corpus_json
@@ -230,7 +232,7 @@ fuzz-smoke: $(B)/fuzz/fuzz_json_read
 FUZZ_LIB_CFLAGS := $(FUZZ_CFLAGS) -Iinclude -Isrc
 $(B)/fuzz/fuzz_option_parse: tests/fuzz/fuzz_option_parse.c src/options.c src/log.c src/options.h
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_LIB_CFLAGS) -o $@ $< src/options.c src/log.c
+	$(Q)$(FUZZ_CC) $(FUZZ_LIB_CFLAGS) -o $@ $< src/options.c src/log.c
 # lw_report_expand_path lives in report.c, which needs the whole library: the
 # target builds that one function, cut out of report.c as it stands.
 $(B)/fuzz/expand_path_only.c: src/report.c
@@ -239,7 +241,7 @@ $(B)/fuzz/expand_path_only.c: src/report.c
 	   sed -n '/^int lw_report_expand_path(/,/^}/p' $<; } >$@
 	@grep -q lw_report_expand_path $@ || { echo "lw_report_expand_path not found in $<"; exit 1; }
 $(B)/fuzz/fuzz_expand_path: tests/fuzz/fuzz_expand_path.c $(B)/fuzz/expand_path_only.c src/report.h
-	$(FUZZ_CC) $(FUZZ_LIB_CFLAGS) -o $@ $< $(B)/fuzz/expand_path_only.c
+	$(Q)$(FUZZ_CC) $(FUZZ_LIB_CFLAGS) -o $@ $< $(B)/fuzz/expand_path_only.c
 FUZZ_INPUT_TARGETS := option_parse expand_path
 fuzz-inputs: $(FUZZ_INPUT_TARGETS:%=$(B)/fuzz/fuzz_%)
 	@for t in $(FUZZ_INPUT_TARGETS); do mkdir -p $(B)/fuzz/corpus_$$t; \
@@ -277,16 +279,16 @@ clean:
 BENCH_CFLAGS := $(BASE_CFLAGS) -O2 -fno-omit-frame-pointer -pthread
 $(B)/bench/rt_bench: bench/perf/rt_bench.c include/leakwatch/cuda_api.h $(STUBS)
 	@mkdir -p $(@D)
-	$(CC) $(BENCH_CFLAGS) -o $@ $< -L$(STUB_DIR) -lcudart -Wl,-rpath,'$$ORIGIN/../tests/lib' -ldl -lunwind
+	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $< -L$(STUB_DIR) -lcudart -Wl,-rpath,'$$ORIGIN/../tests/lib' -ldl -lunwind
 $(B)/bench/lib/libcudart.so: bench/perf/fast_cudart.c include/leakwatch/cuda_api.h
 	@mkdir -p $(@D)
-	$(CC) $(BENCH_CFLAGS) -fPIC -shared -Wl,-soname,libcudart.so -o $@ $< -ldl
+	$(Q)$(CC) $(BENCH_CFLAGS) -fPIC -shared -Wl,-soname,libcudart.so -o $@ $< -ldl
 bench: $(B)/bench/rt_bench $(B)/bench/lib/libcudart.so
 
 # ---- examples ----
 $(B)/examples/train_loop: examples/train_loop.c $(STUBS)
 	@mkdir -p $(@D)
-	$(CC) $(PROG_CFLAGS) -o $@ $< -L$(STUB_DIR) -lcudart -ldl -Wl,-rpath,'$$ORIGIN/../tests/lib'
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -L$(STUB_DIR) -lcudart -ldl -Wl,-rpath,'$$ORIGIN/../tests/lib'
 test-bins: $(B)/examples/train_loop
 
 # ---- accuracy benchmark of the leak detector (make bench-accuracy; owned by bench/accuracy) ----

@@ -9,6 +9,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 
 typedef struct {
     uint64_t addr, size;
@@ -111,6 +114,11 @@ lw_elf_syms *lw_elf_syms_load(const char *path) {
     const unsigned char *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (map == MAP_FAILED) return NULL;
+#if defined(__SANITIZE_ADDRESS__)
+    /* In a forked child of a threaded process, the mapping can land where a
+     * parent thread's stack was, whose shadow still holds stack poison. */
+    __asan_unpoison_memory_region(map, size);
+#endif
 
     lw_elf_syms *out = NULL;
     const Elf64_Ehdr *eh = (const Elf64_Ehdr *)map;
