@@ -57,13 +57,11 @@ static lw_site *site_for_this_stack(void) {
 static void site_add(lw_site *s, uint64_t size) {
     atomic_fetch_add_explicit(&s->alloc_count, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->alloc_bytes, size, memory_order_relaxed);
-    atomic_fetch_add_explicit(&s->live_count, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->live_bytes, (int64_t)size, memory_order_relaxed);
 }
 
 static void site_sub(lw_site *s, uint64_t size) {
     atomic_fetch_add_explicit(&s->free_count, 1, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&s->live_count, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&s->live_bytes, (int64_t)size, memory_order_relaxed);
 }
 

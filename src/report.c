@@ -247,8 +247,7 @@ typedef struct {
     size_t n, cap;
 } site_views;
 
-static void copy_view(lw_site *s, const lw_site_track *t, void *arg)
-{
+static void copy_view(lw_site *s, const lw_site_track *t, void *arg) {
     site_views *vs = arg;
     if (!t->evaluated || t->growth.verdict != LW_VERDICT_LEAK) return;
     if (vs->n == vs->cap) {
@@ -263,47 +262,48 @@ static void copy_view(lw_site *s, const lw_site_track *t, void *arg)
     v->nbins = lw_series_get(&t->series, v->bins, LW_SITE_BINS + 1);
 }
 
-static int by_site(const void *a, const void *b)
-{
+static int by_site(const void *a, const void *b) {
     const lw_site *x = ((const site_view *)a)->site, *y = ((const site_view *)b)->site;
     return x < y ? -1 : x > y;
 }
 
 /* Only a process whose verdict is a leak has leaking sites. */
-static void views_load(site_views *vs, int global_leak)
-{
+static void views_load(site_views *vs, int global_leak) {
     memset(vs, 0, sizeof *vs);
     if (!global_leak) return;
     lw_sampler_each_site(copy_view, vs);
     if (vs->n) qsort(vs->v, vs->n, sizeof *vs->v, by_site);
 }
 
-static const site_view *view_of(const site_views *vs, const lw_site *s)
-{
+static const site_view *view_of(const site_views *vs, const lw_site *s) {
     site_view key = {.site = s};
     return vs->n ? bsearch(&key, vs->v, vs->n, sizeof *vs->v, by_site) : NULL;
 }
 
-static void views_free(site_views *vs) { free(vs->v); }
+static void views_free(site_views *vs) {
+    free(vs->v);
+}
 
-static void emit_site_series(lw_jw *w, const site_view *v)
-{
+static void emit_site_series(lw_jw *w, const site_view *v) {
     lw_jw_object(w, "series");
     lw_jw_array(w, "x");
-    for (int i = 0; i < v->nbins; i++) lw_jw_double(w, NULL, v->bins[i].x);
+    for (int i = 0; i < v->nbins; i++)
+        lw_jw_double(w, NULL, v->bins[i].x);
     lw_jw_end(w);
     lw_jw_array(w, "floor");
-    for (int i = 0; i < v->nbins; i++) lw_jw_double(w, NULL, v->bins[i].floor);
+    for (int i = 0; i < v->nbins; i++)
+        lw_jw_double(w, NULL, v->bins[i].floor);
     lw_jw_end(w);
     lw_jw_end(w);
 }
 
-static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const site_view *v, int rank)
-{
+static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const site_view *v, int rank) {
     lw_jw_object(w, NULL);
     lw_jw_uint(w, "id", s->id);
     lw_jw_int(w, "live_bytes", atomic_load(&s->live_bytes));
-    lw_jw_int(w, "live_count", atomic_load(&s->live_count));
+    /* P2a: live_count is no longer kept; alloc_count - free_count. */
+    lw_jw_int(w, "live_count",
+              (int64_t)(atomic_load(&s->alloc_count) - atomic_load(&s->free_count)));
     lw_jw_uint(w, "alloc_count", atomic_load(&s->alloc_count));
     lw_jw_uint(w, "alloc_bytes", atomic_load(&s->alloc_bytes));
     lw_jw_uint(w, "free_count", atomic_load(&s->free_count));
@@ -324,8 +324,7 @@ static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const site_vi
     lw_jw_end(w);
 }
 
-static void emit_sites(lw_jw *w, lw_symtab *syms, int global_leak)
-{
+static void emit_sites(lw_jw *w, lw_symtab *syms, int global_leak) {
     site_views vs;
     views_load(&vs, global_leak);
     size_t n = 0, cap = lw_sites_count() + 1;

@@ -1,5 +1,7 @@
 #include "totals.h"
 
+#include <stdlib.h>
+
 static const char *const kind_names[LW_KIND_COUNT] = {"device", "managed", "pinned_host",
                                                       "physical"};
 
@@ -7,12 +9,31 @@ const char *lw_kind_name(lw_kind k) {
     return k < LW_KIND_COUNT ? kind_names[k] : "unknown";
 }
 
-/* Peaks need the instantaneous sum at each level, so each level keeps its own
- * counter rather than summing cells at report time. */
-static lw_counter all_counter;
-static lw_counter by_kind[LW_KIND_COUNT];
-static lw_counter by_dev[LW_MAX_DEVICES + 1];
-static lw_counter cells[LW_MAX_DEVICES + 1][LW_KIND_COUNT];
+/* One lock-prefixed instruction per level and event (bench/perf/FINDINGS.md,
+ * P1). Counts (allocations, frees, failures) live in per-thread shards,
+ * written by their own thread with plain loads and stores and summed when
+ * read: no cache line bounces between threads for them. Live bytes stay one
+ * atomic per level, since peaks need the instantaneous sum. */
+#define NDEV (LW_MAX_DEVICES + 1)
+typedef struct shard {
+    struct shard *next;
+    _Atomic uint64_t alloc[NDEV][LW_KIND_COUNT];
+    _Atomic uint64_t freed[NDEV][LW_KIND_COUNT];
+    _Atomic uint64_t failed[NDEV][LW_KIND_COUNT];
+} shard;
+
+typedef struct {
+    _Atomic int64_t live_bytes;
+    _Atomic int64_t peak_live_bytes;
+} level;
+
+static level all_level;
+static level by_kind[LW_KIND_COUNT];
+static level by_dev[NDEV];
+static level cells[NDEV][LW_KIND_COUNT];
+static _Atomic(shard *) shards;
+static shard spill; /* for a thread whose shard could not be allocated */
+static _Thread_local shard *mine;
 static _Atomic uint64_t devices_seen;
 /* Floor and peak of the step in progress (see sampler.c). */
 static _Atomic int64_t step_floor;
@@ -24,38 +45,53 @@ static inline int dev_index(int device) {
     return device >= 0 && device < LW_MAX_DEVICES ? device + 1 : 0;
 }
 
-static inline void raise_peak(lw_counter *c, int64_t live) {
-    int64_t peak = atomic_load_explicit(&c->peak_live_bytes, memory_order_relaxed);
+static shard *my_shard(void) {
+    shard *s = mine;
+    if (s) return s;
+    s = calloc(1, sizeof *s);
+    if (!s) return &spill;
+    shard *head = atomic_load(&shards);
+    do
+        s->next = head;
+    while (!atomic_compare_exchange_weak(&shards, &head, s));
+    return mine = s;
+}
+
+/* One writer per shard (the spill shard excepted: it takes atomic adds). */
+static inline void bump(shard *s, _Atomic uint64_t *c) {
+    if (s == &spill)
+        atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+    else
+        atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+}
+
+static inline int64_t add_live(level *l, int64_t delta) {
+    int64_t live = atomic_fetch_add_explicit(&l->live_bytes, delta, memory_order_relaxed) + delta;
+    if (delta <= 0) return live;
+    int64_t peak = atomic_load_explicit(&l->peak_live_bytes, memory_order_relaxed);
     while (live > peak &&
-           !atomic_compare_exchange_weak_explicit(&c->peak_live_bytes, &peak, live,
+           !atomic_compare_exchange_weak_explicit(&l->peak_live_bytes, &peak, live,
                                                   memory_order_relaxed, memory_order_relaxed)) {
     }
+    return live;
 }
 
-static inline void count_alloc(lw_counter *c, uint64_t size) {
-    atomic_fetch_add_explicit(&c->alloc_count, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&c->live_count, 1, memory_order_relaxed);
-    int64_t live = atomic_fetch_add_explicit(&c->live_bytes, (int64_t)size, memory_order_relaxed) +
-                   (int64_t)size;
-    raise_peak(c, live);
-}
-
-static inline void count_free(lw_counter *c, uint64_t size) {
-    atomic_fetch_add_explicit(&c->free_count, 1, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&c->live_count, 1, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&c->live_bytes, (int64_t)size, memory_order_relaxed);
+static inline void note_device(int d) {
+    uint64_t bit = 1ull << d;
+    if (!(atomic_load_explicit(&devices_seen, memory_order_relaxed) & bit))
+        atomic_fetch_or(&devices_seen, bit);
 }
 
 void lw_totals_alloc(int device, lw_kind kind, uint64_t size) {
     int d = dev_index(device);
-    uint64_t bit = 1ull << d;
-    if (!(atomic_load_explicit(&devices_seen, memory_order_relaxed) & bit))
-        atomic_fetch_or(&devices_seen, bit);
-    count_alloc(&cells[d][kind], size);
-    count_alloc(&by_dev[d], size);
-    count_alloc(&by_kind[kind], size);
-    count_alloc(&all_counter, size);
-    int64_t live = atomic_load_explicit(&all_counter.live_bytes, memory_order_relaxed);
+    note_device(d);
+    shard *s = my_shard();
+    bump(s, &s->alloc[d][kind]);
+    add_live(&cells[d][kind], (int64_t)size);
+    add_live(&by_dev[d], (int64_t)size);
+    add_live(&by_kind[kind], (int64_t)size);
+    int64_t live = add_live(&all_level, (int64_t)size);
     int64_t p = atomic_load_explicit(&step_peak, memory_order_relaxed);
     while (live > p && !atomic_compare_exchange_weak_explicit(
                            &step_peak, &p, live, memory_order_relaxed, memory_order_relaxed)) {
@@ -64,12 +100,13 @@ void lw_totals_alloc(int device, lw_kind kind, uint64_t size) {
 
 void lw_totals_free(int device, lw_kind kind, uint64_t size) {
     int d = dev_index(device);
-    count_free(&cells[d][kind], size);
-    count_free(&by_dev[d], size);
-    count_free(&by_kind[kind], size);
-    count_free(&all_counter, size);
+    shard *s = my_shard();
+    bump(s, &s->freed[d][kind]);
+    add_live(&cells[d][kind], -(int64_t)size);
+    add_live(&by_dev[d], -(int64_t)size);
+    add_live(&by_kind[kind], -(int64_t)size);
+    int64_t live = add_live(&all_level, -(int64_t)size);
     /* Only a free can lower the floor. */
-    int64_t live = atomic_load_explicit(&all_counter.live_bytes, memory_order_relaxed);
     int64_t f = atomic_load_explicit(&step_floor, memory_order_relaxed);
     while (live < f && !atomic_compare_exchange_weak_explicit(
                            &step_floor, &f, live, memory_order_relaxed, memory_order_relaxed)) {
@@ -77,7 +114,7 @@ void lw_totals_free(int device, lw_kind kind, uint64_t size) {
 }
 
 void lw_totals_take_floor_peak(int64_t *floor, int64_t *peak) {
-    int64_t live = atomic_load(&all_counter.live_bytes);
+    int64_t live = atomic_load(&all_level.live_bytes);
     *floor = atomic_exchange(&step_floor, live);
     *peak = atomic_exchange(&step_peak, live);
     if (*floor > live) *floor = live;
@@ -86,13 +123,9 @@ void lw_totals_take_floor_peak(int64_t *floor, int64_t *peak) {
 
 void lw_totals_failed(int device, lw_kind kind) {
     int d = dev_index(device);
-    uint64_t bit = 1ull << d;
-    if (!(atomic_load_explicit(&devices_seen, memory_order_relaxed) & bit))
-        atomic_fetch_or(&devices_seen, bit);
-    atomic_fetch_add_explicit(&cells[d][kind].failed_count, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&by_dev[d].failed_count, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&by_kind[kind].failed_count, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&all_counter.failed_count, 1, memory_order_relaxed);
+    note_device(d);
+    shard *s = my_shard();
+    bump(s, &s->failed[d][kind]);
 }
 
 void lw_totals_unknown_free(void) {
@@ -111,24 +144,34 @@ uint64_t lw_totals_devices_seen(void) {
     return atomic_load(&devices_seen);
 }
 
-static void zero_counter(lw_counter *c) {
-    atomic_store(&c->alloc_count, 0);
-    atomic_store(&c->free_count, 0);
-    atomic_store(&c->failed_count, 0);
-    atomic_store(&c->live_bytes, 0);
-    atomic_store(&c->live_count, 0);
-    atomic_store(&c->peak_live_bytes, 0);
+static void zero_level(level *l) {
+    atomic_store(&l->live_bytes, 0);
+    atomic_store(&l->peak_live_bytes, 0);
 }
 
+static void zero_shard(shard *sh) {
+    for (int d = 0; d < NDEV; d++)
+        for (int k = 0; k < LW_KIND_COUNT; k++) {
+            atomic_store(&sh->alloc[d][k], 0);
+            atomic_store(&sh->freed[d][k], 0);
+            atomic_store(&sh->failed[d][k], 0);
+        }
+}
+
+/* A forked child's start (lifecycle.c): single-threaded, so plain resets.
+ * The shards of the parent's other threads stay listed, emptied. */
 void lw_totals_reset(void) {
-    zero_counter(&all_counter);
+    zero_level(&all_level);
     for (int k = 0; k < LW_KIND_COUNT; k++)
-        zero_counter(&by_kind[k]);
-    for (int d = 0; d <= LW_MAX_DEVICES; d++) {
-        zero_counter(&by_dev[d]);
+        zero_level(&by_kind[k]);
+    for (int d = 0; d < NDEV; d++) {
+        zero_level(&by_dev[d]);
         for (int k = 0; k < LW_KIND_COUNT; k++)
-            zero_counter(&cells[d][k]);
+            zero_level(&cells[d][k]);
     }
+    for (shard *sh = atomic_load(&shards); sh; sh = sh->next)
+        zero_shard(sh);
+    zero_shard(&spill);
     atomic_store(&devices_seen, 0);
     atomic_store(&step_floor, 0);
     atomic_store(&step_peak, 0);
@@ -137,13 +180,27 @@ void lw_totals_reset(void) {
 }
 
 lw_counts lw_totals_get(int device, lw_kind kind) {
-    const lw_counter *c;
+    int d0 = 0, d1 = NDEV, k0 = 0, k1 = LW_KIND_COUNT;
+    if (device != -2) d0 = dev_index(device), d1 = d0 + 1;
+    if (kind != LW_KIND_COUNT) k0 = kind, k1 = kind + 1;
+    lw_counts r = {0, 0, 0, 0, 0, 0};
+    const level *l;
     if (device == -2)
-        c = kind == LW_KIND_COUNT ? &all_counter : &by_kind[kind];
+        l = kind == LW_KIND_COUNT ? &all_level : &by_kind[kind];
     else
-        c = kind == LW_KIND_COUNT ? &by_dev[dev_index(device)] : &cells[dev_index(device)][kind];
-    lw_counts r = {atomic_load(&c->alloc_count),  atomic_load(&c->free_count),
-                   atomic_load(&c->failed_count), atomic_load(&c->live_bytes),
-                   atomic_load(&c->live_count),   atomic_load(&c->peak_live_bytes)};
+        l = kind == LW_KIND_COUNT ? &by_dev[dev_index(device)] : &cells[dev_index(device)][kind];
+    r.live_bytes = atomic_load(&l->live_bytes);
+    r.peak_live_bytes = atomic_load(&l->peak_live_bytes);
+    for (int pass = 0; pass < 2; pass++) {
+        const shard *s = pass ? &spill : atomic_load(&shards);
+        for (; s; s = pass ? NULL : s->next)
+            for (int d = d0; d < d1; d++)
+                for (int k = k0; k < k1; k++) {
+                    r.alloc_count += atomic_load_explicit(&s->alloc[d][k], memory_order_relaxed);
+                    r.free_count += atomic_load_explicit(&s->freed[d][k], memory_order_relaxed);
+                    r.failed_count += atomic_load_explicit(&s->failed[d][k], memory_order_relaxed);
+                }
+    }
+    r.live_count = (int64_t)(r.alloc_count - r.free_count);
     return r;
 }

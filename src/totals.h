@@ -18,15 +18,6 @@ const char *lw_kind_name(lw_kind k);
 
 #define LW_MAX_DEVICES 63 /* devices 0..62 (one 64-bit mask with host); -1 = host or unknown */
 
-typedef struct {
-    _Atomic uint64_t alloc_count;
-    _Atomic uint64_t free_count;
-    _Atomic uint64_t failed_count;
-    _Atomic int64_t live_bytes;
-    _Atomic int64_t live_count;
-    _Atomic int64_t peak_live_bytes;
-} lw_counter;
-
 /* A plain copy of a counter, for reading. */
 typedef struct {
     uint64_t alloc_count, free_count, failed_count;
