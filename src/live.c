@@ -1,85 +1,117 @@
+/* The live table as chained hashing with one link per record (48-byte
+ * records: no hash-table handle), bucket arrays that double when a stripe
+ * holds two records per bucket, and stripes whose locks need no run-time
+ * initialisation (bench/perf/FINDINGS.md, P8: half the memory of a uthash
+ * table, and faster). */
 #include "live.h"
 
 #include "hash.h"
 #include "tracker_mem.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define STRIPES 64
 #define SLAB_RECORDS 256
+#define FIRST_BUCKETS 64
+
+typedef pthread_mutex_t lock_t;
+#define LOCK pthread_mutex_lock
+#define UNLOCK pthread_mutex_unlock
 
 typedef struct stripe {
-    pthread_mutex_t lock;
-    lw_alloc *table[LW_CLASS_COUNT];
-    lw_alloc *free_list; /* recycled records, linked through .site */
+    lock_t lock;
+    lw_alloc **buckets;
+    size_t mask; /* buckets - 1; 0 while there is no array */
+    size_t count;
+    lw_alloc *free_list; /* recycled records, linked through .next */
 } stripe;
 
-/* One cache line per stripe, so neighbouring stripes do not share one. */
 typedef union {
     stripe s;
     char pad[128];
 } padded_stripe;
 
+/* Zero bytes are an unlocked lock (glibc's PTHREAD_MUTEX_INITIALIZER too). */
 static padded_stripe stripes[STRIPES];
-static pthread_once_t stripes_once = PTHREAD_ONCE_INIT;
 static atomic_uint_fast64_t nrecords;
-static atomic_uint_fast64_t slab_bytes;
+static atomic_uint_fast64_t table_bytes;
 
-static void init_stripes(void) {
-    for (int i = 0; i < STRIPES; i++)
-        pthread_mutex_init(&stripes[i].s.lock, NULL);
+static inline uint64_t hash_key(lw_key_class cls, uint64_t key) {
+    return lw_mix64(key ^ ((uint64_t)cls << 62));
 }
 
-static inline unsigned hash_key(lw_key_class cls, uint64_t key) {
-    return (unsigned)lw_mix64(key ^ ((uint64_t)cls << 62));
+static inline stripe *stripe_of(uint64_t hv) {
+    return &stripes[hv >> 58].s; /* top 6 bits: 64 stripes */
 }
 
-static inline stripe *stripe_of(unsigned hv) {
-    return &stripes[(hv >> 20) % STRIPES].s;
-}
-
-/* Records come from slabs, so an allocation event rarely calls malloc. Called
- * with the stripe's lock held. */
 static lw_alloc *take_record(stripe *st) {
     if (!st->free_list) {
         lw_alloc *slab = lw_tracker_malloc(SLAB_RECORDS * sizeof *slab);
         if (!slab) return NULL;
-        atomic_fetch_add(&slab_bytes, SLAB_RECORDS * sizeof *slab);
+        atomic_fetch_add(&table_bytes, SLAB_RECORDS * sizeof *slab);
         for (int i = 0; i < SLAB_RECORDS; i++) {
-            slab[i].site = (struct lw_site *)st->free_list;
+            slab[i].next = st->free_list;
             st->free_list = &slab[i];
         }
     }
     lw_alloc *r = st->free_list;
-    st->free_list = (lw_alloc *)r->site;
+    st->free_list = r->next;
     return r;
 }
 
 static void give_record(stripe *st, lw_alloc *r) {
-    r->site = (struct lw_site *)st->free_list;
+    r->next = st->free_list;
     st->free_list = r;
 }
 
+/* Doubles the bucket array (or makes the first). On failure the chains just
+ * grow longer. */
+static void grow(stripe *st) {
+    size_t n = st->mask ? (st->mask + 1) * 2 : FIRST_BUCKETS;
+    lw_alloc **b = lw_tracker_calloc(n, sizeof *b);
+    if (!b) return;
+    for (size_t i = 0; st->mask && i <= st->mask; i++) {
+        lw_alloc *r = st->buckets[i];
+        while (r) {
+            lw_alloc *next = r->next;
+            size_t j = hash_key((lw_key_class)r->cls, r->key) & (n - 1);
+            r->next = b[j];
+            b[j] = r;
+            r = next;
+        }
+    }
+    if (st->mask) atomic_fetch_sub(&table_bytes, (st->mask + 1) * sizeof *b);
+    atomic_fetch_add(&table_bytes, n * sizeof *b);
+    free(st->buckets);
+    st->buckets = b;
+    st->mask = n - 1;
+}
+
 int lw_live_insert(const lw_alloc *rec, lw_alloc *replaced) {
-    pthread_once(&stripes_once, init_stripes);
-    unsigned hv = hash_key(rec->cls, rec->key);
+    uint64_t hv = hash_key((lw_key_class)rec->cls, rec->key);
     stripe *st = stripe_of(hv);
     int result = 0;
-    pthread_mutex_lock(&st->lock);
-    lw_alloc *old = NULL;
-    HASH_FIND_BYHASHVALUE(hh, st->table[rec->cls], &rec->key, sizeof rec->key, hv, old);
-    if (old) {
-        /* Same key live twice: the first one's free went by unseen. Keep the
-         * newest, hand the old one back so its bytes are taken off its site. */
-        *replaced = *old;
-        UT_hash_handle hh = old->hh;
-        *old = *rec;
-        old->hh = hh;
-        result = 1;
+    LOCK(&st->lock);
+    if (!st->mask) grow(st);
+    if (!st->mask) {
+        result = -1;
         goto out;
+    }
+    lw_alloc **head = &st->buckets[hv & st->mask];
+    for (lw_alloc *old = *head; old; old = old->next) {
+        if (old->key == rec->key && old->cls == rec->cls) {
+            /* Same key live twice: the first one's free went by unseen. */
+            *replaced = *old;
+            lw_alloc *next = old->next;
+            *old = *rec;
+            old->next = next;
+            result = 1;
+            goto out;
+        }
     }
     lw_alloc *r = take_record(st);
     if (!r) {
@@ -87,45 +119,46 @@ int lw_live_insert(const lw_alloc *rec, lw_alloc *replaced) {
         goto out;
     }
     *r = *rec;
-    lw_uthash_oom = 0;
-    HASH_ADD_KEYPTR_BYHASHVALUE(hh, st->table[rec->cls], &r->key, sizeof r->key, hv, r);
-    if (lw_uthash_oom) {
-        give_record(st, r);
-        result = -1;
-        goto out;
-    }
+    r->next = *head;
+    *head = r;
+    if (++st->count > 2 * (st->mask + 1)) grow(st);
     atomic_fetch_add_explicit(&nrecords, 1, memory_order_relaxed);
 out:
-    pthread_mutex_unlock(&st->lock);
+    UNLOCK(&st->lock);
     return result;
 }
 
 int lw_live_remove(lw_key_class cls, uint64_t key, lw_alloc *out) {
-    pthread_once(&stripes_once, init_stripes);
-    unsigned hv = hash_key(cls, key);
+    uint64_t hv = hash_key(cls, key);
     stripe *st = stripe_of(hv);
-    lw_alloc *r = NULL;
-    pthread_mutex_lock(&st->lock);
-    HASH_FIND_BYHASHVALUE(hh, st->table[cls], &key, sizeof key, hv, r);
-    if (r) {
-        *out = *r;
-        HASH_DELETE(hh, st->table[cls], r);
-        give_record(st, r);
-        atomic_fetch_sub_explicit(&nrecords, 1, memory_order_relaxed);
+    int found = 0;
+    LOCK(&st->lock);
+    if (st->mask) {
+        for (lw_alloc **pp = &st->buckets[hv & st->mask]; *pp; pp = &(*pp)->next) {
+            lw_alloc *r = *pp;
+            if (r->key == key && r->cls == cls) {
+                *out = *r;
+                *pp = r->next;
+                give_record(st, r);
+                st->count--;
+                found = 1;
+                break;
+            }
+        }
     }
-    pthread_mutex_unlock(&st->lock);
-    return r != NULL;
+    UNLOCK(&st->lock);
+    if (found) atomic_fetch_sub_explicit(&nrecords, 1, memory_order_relaxed);
+    return found;
 }
 
 void lw_live_scan(void (*fn)(const lw_alloc *r, void *arg), void *arg) {
-    pthread_once(&stripes_once, init_stripes);
     for (int i = 0; i < STRIPES; i++) {
         stripe *st = &stripes[i].s;
-        pthread_mutex_lock(&st->lock);
-        for (int c = 0; c < LW_CLASS_COUNT; c++)
-            for (lw_alloc *r = st->table[c]; r; r = r->hh.next)
+        LOCK(&st->lock);
+        for (size_t b = 0; st->mask && b <= st->mask; b++)
+            for (lw_alloc *r = st->buckets[b]; r; r = r->next)
                 fn(r, arg);
-        pthread_mutex_unlock(&st->lock);
+        UNLOCK(&st->lock);
     }
 }
 
@@ -134,36 +167,36 @@ uint64_t lw_live_records(void) {
 }
 
 uint64_t lw_live_overhead_bytes(void) {
-    /* Slabs plus uthash's bucket arrays (about one bucket, 16 B, per record). */
-    return atomic_load(&slab_bytes) + 16 * atomic_load(&nrecords);
-}
-
-void lw_live_forget_all(void) {
-    pthread_once(&stripes_once, init_stripes);
-    for (int i = 0; i < STRIPES; i++) {
-        stripe *st = &stripes[i].s;
-        pthread_mutex_lock(&st->lock);
-        for (int c = 0; c < LW_CLASS_COUNT; c++) {
-            lw_alloc *r, *next;
-            /* The records go back to the stripe's free list (their slabs are
-             * kept: the child is likely to need as many); the buckets go. */
-            HASH_ITER(hh, st->table[c], r, next) {
-                HASH_DELETE(hh, st->table[c], r);
-                give_record(st, r);
-            }
-        }
-        pthread_mutex_unlock(&st->lock);
-    }
-    atomic_store(&nrecords, 0);
+    return atomic_load(&table_bytes);
 }
 
 void lw_live_lock_all(void) {
-    pthread_once(&stripes_once, init_stripes);
     for (int i = 0; i < STRIPES; i++)
-        pthread_mutex_lock(&stripes[i].s.lock);
+        LOCK(&stripes[i].s.lock);
 }
 
 void lw_live_unlock_all(void) {
     for (int i = STRIPES - 1; i >= 0; i--)
-        pthread_mutex_unlock(&stripes[i].s.lock);
+        UNLOCK(&stripes[i].s.lock);
+}
+
+void lw_live_forget_all(void) {
+    for (int i = 0; i < STRIPES; i++) {
+        stripe *st = &stripes[i].s;
+        LOCK(&st->lock);
+        /* The records go back to the stripe's free list (their slabs are
+         * kept: the child is likely to need as many); the buckets empty. */
+        for (size_t b = 0; st->mask && b <= st->mask; b++) {
+            lw_alloc *r = st->buckets[b];
+            while (r) {
+                lw_alloc *next = r->next;
+                give_record(st, r);
+                r = next;
+            }
+            st->buckets[b] = NULL;
+        }
+        st->count = 0;
+        UNLOCK(&st->lock);
+    }
+    atomic_store(&nrecords, 0);
 }

@@ -3,12 +3,10 @@
  * Keyed by (class, address or handle). Three classes keep namespaces apart
  * that can hold the same number: device addresses (device and managed
  * memory), pinned host addresses, and physical-memory handles (cuMemCreate).
- * The table is split into stripes, each with its own lock and uthash table,
+ * The table is split into stripes, each with its own lock and hash table,
  * so that threads freeing and allocating different addresses rarely meet. */
 #ifndef LW_LIVE_H
 #define LW_LIVE_H
-
-#include "lw_uthash.h"
 
 #include <stdint.h>
 
@@ -20,12 +18,12 @@ typedef struct lw_alloc {
     uint64_t key;
     uint64_t size;
     struct lw_site *site;
-    uint32_t step;  /* training step at allocation */
-    uint32_t age_s; /* seconds since leakwatch started, at allocation */
-    int16_t device; /* -1: host or unknown */
-    uint8_t kind;   /* lw_kind */
-    uint8_t cls;    /* lw_key_class */
-    UT_hash_handle hh;
+    uint32_t step;         /* training step at allocation */
+    uint32_t age_s;        /* seconds since leakwatch started, at allocation */
+    int16_t device;        /* -1: host or unknown */
+    uint8_t kind;          /* lw_kind */
+    uint8_t cls;           /* lw_key_class */
+    struct lw_alloc *next; /* live.c's chain; 48 bytes in all */
 } lw_alloc;
 
 /* Records a copy of rec. If the key was already live (its free was never
