@@ -86,7 +86,8 @@ int main(int argc, char **argv) {
             /* Steady steps, as a real job's: wait for the step's deadline,
              * not a fixed time after the work. */
             next.tv_nsec += step_us * 1000;
-            while (next.tv_nsec >= 1000000000L) next.tv_sec++, next.tv_nsec -= 1000000000L;
+            while (next.tv_nsec >= 1000000000L)
+                next.tv_sec++, next.tv_nsec -= 1000000000L;
             clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
         }
     }

@@ -29,10 +29,10 @@ typedef enum {
 const char *lw_verdict_name(lw_verdict v);
 
 typedef struct {
-    int min_points;      /* fewer bins than this: inconclusive */
-    int min_window;      /* bins tested, at least */
-    double alpha;        /* Mann–Kendall one-sided significance */
-    double third_ratio;  /* newest third's slope / window slope, at least */
+    int min_points;     /* fewer bins than this: inconclusive */
+    int min_window;     /* bins tested, at least */
+    double alpha;       /* Mann–Kendall one-sided significance */
+    double third_ratio; /* newest third's slope / window slope, at least */
 } lw_detect_params;
 
 lw_detect_params lw_detect_defaults(void);

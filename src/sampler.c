@@ -283,8 +283,7 @@ static void forget_history(void) {
 /* What the sampler writes on its own schedule, outside its lock: the report
  * every LEAKWATCH_REPORT_EVERY seconds (so a job killed by the OOM killer
  * still leaves a recent one), Prometheus metrics every interval. */
-static void periodic_outputs(void)
-{
+static void periodic_outputs(void) {
     static uint64_t last_report_ns, last_metrics_ns;
     uint64_t now = lw_now_ns();
     long every = lw_opt_int(LW_OPT_REPORT_EVERY);
@@ -447,20 +446,17 @@ void lw_sampler_each_site(void (*fn)(lw_site *s, const lw_site_track *t, void *a
 
 /* Both locks, in their order: a thread marking a step holds ring_lock, and a
  * child that inherited it held would hang at its first CUDA call. */
-void lw_sampler_lock_for_fork(void)
-{
+void lw_sampler_lock_for_fork(void) {
     pthread_mutex_lock(&lock);
     pthread_mutex_lock(&ring_lock);
 }
 
-void lw_sampler_unlock_after_fork(void)
-{
+void lw_sampler_unlock_after_fork(void) {
     pthread_mutex_unlock(&ring_lock);
     pthread_mutex_unlock(&lock);
 }
 
-int lw_growth_snapshot(struct lw_growth_view *out)
-{
+int lw_growth_snapshot(struct lw_growth_view *out) {
     lw_growth_state g;
     lw_sampler_snapshot(&g, NULL, 0, NULL);
     if (!g.evaluations) return -1;
@@ -468,10 +464,10 @@ int lw_growth_snapshot(struct lw_growth_view *out)
     out->bytes_per_step = g.last.slope;
     out->bytes_per_second = g.last.bytes_per_second;
     out->p_value = g.last.p_value;
-    out->oom_eta_seconds = g.verdict == LW_VERDICT_LEAK && g.device_free >= 0 &&
-                                   g.last.bytes_per_second > 0
-                               ? (double)g.device_free / g.last.bytes_per_second
-                               : NAN;
+    out->oom_eta_seconds =
+        g.verdict == LW_VERDICT_LEAK && g.device_free >= 0 && g.last.bytes_per_second > 0
+            ? (double)g.device_free / g.last.bytes_per_second
+            : NAN;
     out->steps = g.steps;
     return 0;
 }
@@ -479,8 +475,7 @@ int lw_growth_snapshot(struct lw_growth_view *out)
 /* In a forked child, at its own first CUDA call (lifecycle.c): the parent's
  * series, verdict and readings are not the child's. The sites themselves,
  * with their tracks, are forgotten by sites.c. Single-threaded here. */
-void lw_sampler_forget_parent(void)
-{
+void lw_sampler_forget_parent(void) {
     forget_history();
     tracked = 0;
     marker_mode = 0;
