@@ -46,7 +46,7 @@ INTEG_SRCS := $(wildcard tests/integration/test_*.c)
 INTEGS := $(INTEG_SRCS:tests/integration/%.c=$(B)/tests/integration/%)
 HARNESS_SRCS := $(wildcard tests/integration/harness*.c)
 
-.PHONY: all check check-fast check-cuda-abi check-san test-bins demo bench install deps format lint clean fuzz fuzz-smoke
+.PHONY: all check test-deps check-fast check-cuda-abi check-san test-bins demo bench install deps format lint clean fuzz fuzz-smoke
 TOOL_MAIN := $(wildcard tools/main.c)
 all: $(B)/libleakwatch.so $(if $(TOOL_MAIN),$(B)/leakwatch)
 
@@ -186,7 +186,7 @@ check-valgrind: all $(STUBS) $(PROGS)
 check-san:
 	@$(MAKE) --no-print-directory B=build/san SAN=1 check-fast
 
-check: check-fast check-san check-valgrind fuzz-smoke lint
+check: test-deps check-fast check-san check-valgrind fuzz-smoke lint
 
 demo: all $(STUBS) $(B)/examples/train_loop
 	@scripts/demo.sh $(B)
@@ -257,9 +257,14 @@ FUZZ_INPUT_SMOKE_SECONDS ?= 5
 .PHONY: fuzz-inputs fuzz-smoke-inputs check-tsan check-valgrind
 
 # Build dependencies: installed once when missing (root or sudo), else one message.
+# The tests' tools (clang's libFuzzer, valgrind, cppcheck, ...) only for make check.
 deps: $(B)/.deps-ok
 $(B)/.deps-ok: scripts/install-deps.sh
-	@scripts/install-deps.sh
+	@scripts/install-deps.sh build
+	@mkdir -p $(B) && touch $@
+test-deps: $(B)/.test-deps-ok
+$(B)/.test-deps-ok: scripts/install-deps.sh
+	@scripts/install-deps.sh test
 	@mkdir -p $(B) && touch $@
 
 format:

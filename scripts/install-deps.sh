@@ -1,24 +1,62 @@
 #!/bin/sh
 # Installs what leakwatch needs to build and test, when it is missing.
 # Debian/Ubuntu: apt-get as root, or through sudo. Elsewhere: one message.
-PKGS="build-essential pkg-config libunwind-dev uthash-dev check"
+#
+# Build: a C compiler, make, pkg-config, libunwind, uthash, Check.
+# Tests (make check): clang with libFuzzer (fuzzing runs), valgrind, cppcheck and
+# clang-format (lint), binutils' addr2line (source lines), python3 (Python frames).
+# Optional: chromium (the HTML report test; skipped with a message without it).
+#
+#   install-deps.sh          what the build needs (make, make demo)
+#   install-deps.sh test     that and what the tests need (make check, CI)
+what="${1:-build}"
 missing=""
 have_pkgconf() { pkg-config --exists "$1" 2>/dev/null; }
-command -v cc >/dev/null 2>&1 || missing="$missing build-essential"
-command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
-[ -f /usr/include/libunwind.h ] || have_pkgconf libunwind || missing="$missing libunwind-dev"
+need_cmd() { command -v "$1" >/dev/null 2>&1 || missing="$missing $2"; }
+need_cmd cc build-essential
+need_cmd make build-essential
+need_cmd pkg-config pkg-config
+have_pkgconf libunwind || [ -f /usr/include/libunwind.h ] || missing="$missing libunwind-dev"
 [ -f /usr/include/uthash.h ] || missing="$missing uthash-dev"
 have_pkgconf check || missing="$missing check"
-[ -z "$missing" ] && exit 0
-echo "leakwatch: installing missing build dependencies:$missing" >&2
-if command -v apt-get >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi
-    if [ "$SUDO" != none ]; then
-        export DEBIAN_FRONTEND=noninteractive
-        $SUDO apt-get update -qq >/dev/null 2>&1 || true
-        if $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null; then exit 0; fi
+optional=""
+if [ "$what" = test ]; then
+need_cmd clang clang
+need_cmd valgrind valgrind
+need_cmd cppcheck cppcheck
+need_cmd clang-format clang-format
+need_cmd addr2line binutils
+need_cmd python3 python3
+if command -v clang >/dev/null 2>&1; then
+    probe=$(mktemp -d)
+    echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return 0; }' \
+        > "$probe/f.c"
+    clang -fsanitize=fuzzer "$probe/f.c" -o "$probe/f" >/dev/null 2>&1 ||
+        missing="$missing libclang-rt-dev"
+    rm -rf "$probe"
+fi
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
+    optional="chromium"
+fi
+[ -z "$missing" ] && [ -z "$optional" ] && exit 0
+
+if [ "$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi
+can_apt=0
+command -v apt-get >/dev/null 2>&1 && [ "$SUDO" != none ] && can_apt=1
+if [ $can_apt = 1 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    [ -n "$missing" ] && echo "leakwatch: installing missing dependencies:$missing" >&2
+    $SUDO apt-get update -qq >/dev/null 2>&1 || true
+    if [ -n "$optional" ]; then
+        # Best effort: without it one test is skipped, with a message.
+        $SUDO apt-get install -y -qq --no-install-recommends $optional >/dev/null 2>&1 ||
+            echo "leakwatch: could not install $optional (optional: the HTML report test will be skipped)" >&2
+    fi
+    if [ -z "$missing" ] || $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null; then
+        exit 0
     fi
 fi
-echo "leakwatch: cannot install build dependencies here. Install these packages, then run make again:$missing" >&2
+[ -z "$missing" ] && exit 0
+echo "leakwatch: cannot install dependencies here. Install these packages, then run make again:$missing" >&2
 echo "           (Debian/Ubuntu: sudo apt-get install$missing)" >&2
 exit 1

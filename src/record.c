@@ -24,6 +24,7 @@ static _Thread_local cache_slot site_cache[CACHE_SLOTS];
 
 static _Atomic uint64_t untracked;
 static _Atomic uint64_t reused_unseen;
+static _Atomic uint64_t truncated_sites; /* sites whose stack hit a frame cap */
 static atomic_flag said_untracked = ATOMIC_FLAG_INIT;
 
 static lw_site *site_for_this_stack(void) {
@@ -31,9 +32,9 @@ static lw_site *site_for_this_stack(void) {
     lw_pyframe py[LW_PY_MAX];
     uintptr_t pywords[2 * LW_PY_MAX];
     uintptr_t key[LW_SITE_KEY_WORDS(LW_STACK_MAX, LW_PY_MAX)];
-    int n = 0, npy = 0;
+    int n = 0, npy = 0, max = (int)lw_opt_int(LW_OPT_MAX_FRAMES);
     if (lw_opt_int(LW_OPT_STACKS)) {
-        n = lw_stack_capture(ips, (int)lw_opt_int(LW_OPT_MAX_FRAMES));
+        n = lw_stack_capture(ips, max);
         npy = lw_py_capture(py, LW_PY_MAX);
         lw_pystack_key(py, npy, pywords);
     }
@@ -47,6 +48,8 @@ static lw_site *site_for_this_stack(void) {
     s = lw_site_intern(key, nkey, hash, &created);
     /* A new site: name its Python frames now, while they are alive. */
     if (created && npy) lw_pystack_attach(s, py, npy);
+    /* Frames beyond the caps are dropped: say how many sites lost some. */
+    if (created && (n == max || npy == LW_PY_MAX)) atomic_fetch_add(&truncated_sites, 1);
     if (s != lw_site_overflow()) {
         slot->hash = hash;
         slot->site = s;
@@ -184,7 +187,12 @@ void lw_record_forget_all(void) {
     pthread_mutex_unlock(&failures_lock);
     atomic_store(&untracked, 0);
     atomic_store(&reused_unseen, 0);
+    atomic_store(&truncated_sites, 0);
     atomic_flag_clear(&said_untracked);
+}
+
+uint64_t lw_record_truncated_sites(void) {
+    return atomic_load(&truncated_sites);
 }
 
 uint64_t lw_record_untracked(void) {

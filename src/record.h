@@ -52,6 +52,9 @@ void lw_record_forget_all(void);
 
 /* Allocations whose tracking was given up for lack of memory. */
 uint64_t lw_record_untracked(void);
+/* Call sites whose stack was cut at LEAKWATCH_MAX_FRAMES native or 48 Python
+ * frames (the innermost ones are kept). */
+uint64_t lw_record_truncated_sites(void);
 /* Allocations whose address came back while still recorded as live. */
 uint64_t lw_record_reused_unseen(void);
 

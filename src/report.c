@@ -489,6 +489,7 @@ int lw_report_emit(FILE *f, const char *reason) {
     lw_jw_uint(&w, "untracked_allocations", lw_record_untracked());
     lw_jw_uint(&w, "pooled_allocations", lw_sites_pooled());
     lw_jw_uint(&w, "reused_without_free", lw_record_reused_unseen());
+    lw_jw_uint(&w, "truncated_stacks", lw_record_truncated_sites());
     lw_jw_end(&w);
     lw_jw_end(&w);
     fputc('\n', f);

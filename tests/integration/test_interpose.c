@@ -186,6 +186,24 @@ START_TEST(device_after_cuda13_context_lookup) {
 }
 END_TEST
 
+START_TEST(frame_cap_is_counted) {
+    lw_run r;
+    const char *args[] = {"malloc", "2", "4096", NULL};
+    lw_run_prog(&r, 1, "rt_paths", args, NULL);
+    RUN_OK(&r);
+    ck_assert_int_eq(lw_rep_int(&r, "tracker.truncated_stacks"), 0);
+    lw_run_free(&r);
+
+    const char *env[] = {"LEAKWATCH_MAX_FRAMES=4", NULL};
+    lw_run_prog(&r, 1, "rt_paths", args, env);
+    RUN_OK(&r);
+    /* Both sites (churn and leak) are deeper than 4 frames. */
+    ck_assert_int_eq(lw_rep_int(&r, "tracker.truncated_stacks"), 2);
+    ck_assert_uint_eq(lw_json_len(lw_json_path(r.report, "sites[0].frames")), 4);
+    lw_run_free(&r);
+}
+END_TEST
+
 START_TEST(unknown_free_reaches_the_driver) {
     lw_run with, without;
     const char *args[] = {"unknown_free", NULL};
@@ -328,6 +346,7 @@ int main(void) {
     tcase_add_test(tc, virtual_memory_management);
     tcase_add_test(tc, devices_are_told_apart);
     tcase_add_test(tc, device_after_cuda13_context_lookup);
+    tcase_add_test(tc, frame_cap_is_counted);
     tcase_add_test(tc, unknown_free_reaches_the_driver);
     tcase_add_test(tc, failed_allocation_is_recorded);
     tcase_add_test(tc, address_reuse);
