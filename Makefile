@@ -186,7 +186,7 @@ check-valgrind: all $(STUBS) $(PROGS)
 check-san:
 	@$(MAKE) --no-print-directory B=build/san SAN=1 check-fast
 
-check: test-deps check-fast check-san check-valgrind fuzz-smoke lint
+check: test-deps check-fast check-san check-tsan check-valgrind fuzz-smoke lint
 
 demo: all $(STUBS) $(B)/examples/train_loop
 	@scripts/demo.sh $(B)

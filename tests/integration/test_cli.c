@@ -242,6 +242,13 @@ START_TEST(fail_on_leak_end_to_end) {
 END_TEST
 
 START_TEST(run_forwards_signals) {
+#ifdef __SANITIZE_THREAD__
+    /* ThreadSanitizer defers asynchronous signals in an intercepted blocking
+     * call, so the sleeping job may never see one within the wait: a property
+     * of the sanitizer, not of `leakwatch run`. */
+    printf("test_cli: run_forwards_signals skipped under ThreadSanitizer\n");
+    return;
+#endif
     char dir[64], out[128], prog[PATH_MAX];
     lw_temp_dir(dir, sizeof dir);
     snprintf(out, sizeof out, "%s/out", dir);
