@@ -38,6 +38,39 @@ static char *slurp(const char *path) {
     return buf;
 }
 
+void lw_child_env_build(lw_child_env *ce, lw_preload preload, const char *report,
+                        const char *const *extra) {
+    int ec = 0;
+    for (char **e = environ; *e && ec < 480; e++)
+        if (strncmp(*e, "LEAKWATCH_", 10) && strncmp(*e, "LD_PRELOAD=", 11) &&
+            strncmp(*e, "LD_LIBRARY_PATH=", 16))
+            ce->envp[ec++] = *e;
+    const char *rt = getenv("LW_ASAN_RT");
+    int has_rt = rt && *rt;
+    if (preload == LW_PRELOAD_SHIM || preload == LW_PRELOAD_SHIM_PROBE) {
+        snprintf(ce->buf[0], sizeof ce->buf[0], "LD_PRELOAD=%s%s%s/libleakwatch.so%s",
+                 has_rt ? rt : "", has_rt ? " " : "", lw_build_dir(),
+                 preload == LW_PRELOAD_SHIM_PROBE ? " libnextprobe.so" : "");
+        ce->envp[ec++] = ce->buf[0];
+    } else if (preload == LW_PRELOAD_RUNTIME) {
+        snprintf(ce->buf[0], sizeof ce->buf[0], "LD_PRELOAD=%s", has_rt ? rt : "");
+        ce->envp[ec++] = ce->buf[0];
+    }
+    if (report) {
+        snprintf(ce->buf[1], sizeof ce->buf[1], "LEAKWATCH_REPORT=%s", report);
+        ce->envp[ec++] = ce->buf[1];
+    }
+    int own_path = 0;
+    for (int i = 0; extra && extra[i]; i++)
+        own_path |= !strncmp(extra[i], "LD_LIBRARY_PATH=", 16);
+    snprintf(ce->buf[2], sizeof ce->buf[2], "LD_LIBRARY_PATH=%s/tests/lib", lw_build_dir());
+    if (!own_path) ce->envp[ec++] = ce->buf[2];
+    ce->envp[ec++] = "ASAN_OPTIONS=detect_leaks=0:abort_on_error=0";
+    for (int i = 0; extra && extra[i] && ec < 510; i++)
+        ce->envp[ec++] = (char *)extra[i];
+    ce->envp[ec] = NULL;
+}
+
 void lw_run_exe(lw_run *r, int preload, const char *exe, const char *const *args,
                 const char *const *env) {
     memset(r, 0, sizeof *r);
@@ -52,33 +85,13 @@ void lw_run_exe(lw_run *r, int preload, const char *exe, const char *const *args
         argv[ac++] = (char *)args[i];
     argv[ac] = NULL;
 
-    /* The child's environment: ours without LEAKWATCH_* and LD_PRELOAD,
-     * plus the run's own settings. */
-    static char buf[16][PATH_MAX + 64];
-    char *envp[512];
-    int ec = 0;
-    for (char **e = environ; *e && ec < 480; e++)
-        if (strncmp(*e, "LEAKWATCH_", 10) && strncmp(*e, "LD_PRELOAD=", 11) &&
-            strncmp(*e, "LD_LIBRARY_PATH=", 16))
-            envp[ec++] = *e;
-    const char *asan = getenv("LW_ASAN_RT");
-    if (preload) {
-        snprintf(buf[0], sizeof buf[0], "LD_PRELOAD=%s%s%s/libleakwatch.so%s",
-                 asan && *asan ? asan : "", asan && *asan ? " " : "", lw_build_dir(),
-                 preload == 2 ? " libnextprobe.so" : "");
-        envp[ec++] = buf[0];
-    }
-    snprintf(buf[1], sizeof buf[1], "LEAKWATCH_REPORT=%s", r->report_path);
-    envp[ec++] = buf[1];
-    int own_path = 0;
-    for (int i = 0; env && env[i]; i++)
-        own_path |= !strncmp(env[i], "LD_LIBRARY_PATH=", 16);
-    snprintf(buf[2], sizeof buf[2], "LD_LIBRARY_PATH=%s/tests/lib", lw_build_dir());
-    if (!own_path) envp[ec++] = buf[2];
-    envp[ec++] = "ASAN_OPTIONS=detect_leaks=0:abort_on_error=0";
-    for (int i = 0; env && env[i] && ec < 510; i++)
-        envp[ec++] = (char *)env[i];
-    envp[ec] = NULL;
+    static lw_child_env ce;
+    lw_child_env_build(&ce,
+                       preload == 2 ? LW_PRELOAD_SHIM_PROBE
+                       : preload    ? LW_PRELOAD_SHIM
+                                    : LW_PRELOAD_NONE,
+                       r->report_path, env);
+    char **envp = ce.envp;
 
     char out_path[300], err_path[300];
     snprintf(out_path, sizeof out_path, "%s/.stdout", r->dir);

@@ -17,6 +17,24 @@ typedef struct {
     char report_path[320];
 } lw_run;
 
+/* The environment of every child the tests start: ours without LEAKWATCH_*,
+ * LD_PRELOAD and LD_LIBRARY_PATH, then the stand-ins' folder on
+ * LD_LIBRARY_PATH (unless extra sets its own), LEAKWATCH_REPORT when report is
+ * given, and extra ("K=V" strings, NULL-terminated). A sanitizer runtime
+ * ($LW_ASAN_RT) always comes first in LD_PRELOAD. */
+typedef enum {
+    LW_PRELOAD_NONE,       /* no LD_PRELOAD */
+    LW_PRELOAD_RUNTIME,    /* only the sanitizer runtime, if any (leakwatch run adds the shim) */
+    LW_PRELOAD_SHIM,       /* the shim */
+    LW_PRELOAD_SHIM_PROBE, /* the shim, then libnextprobe.so */
+} lw_preload;
+typedef struct {
+    char *envp[512];
+    char buf[3][4200];
+} lw_child_env;
+void lw_child_env_build(lw_child_env *ce, lw_preload preload, const char *report,
+                        const char *const *extra);
+
 /* The build folder, absolute ($LW_BUILD, default "build"). */
 const char *lw_build_dir(void);
 

@@ -47,27 +47,9 @@ pid_t lw_spawn(const char *exe, const char *const *args, const char *const *env,
     for (int i = 0; args && args[i] && ac < 63; i++)
         argv[ac++] = (char *)args[i];
     argv[ac] = NULL;
-    static char buf[3][PATH_MAX + 64];
-    char *envp[512];
-    int ec = 0;
-    for (char **e = environ; *e && ec < 480; e++)
-        if (strncmp(*e, "LEAKWATCH_", 10) && strncmp(*e, "LD_PRELOAD=", 11) &&
-            strncmp(*e, "LD_LIBRARY_PATH=", 16))
-            envp[ec++] = *e;
-    const char *rt = getenv("LW_ASAN_RT");
-    int has_rt = rt && *rt;
-    if (preload)
-        snprintf(buf[0], sizeof buf[0], "LD_PRELOAD=%s%s%s/libleakwatch.so", has_rt ? rt : "",
-                 has_rt ? " " : "", lw_build_dir());
-    else
-        snprintf(buf[0], sizeof buf[0], "LD_PRELOAD=%s", has_rt ? rt : "");
-    envp[ec++] = buf[0];
-    snprintf(buf[1], sizeof buf[1], "LD_LIBRARY_PATH=%s/tests/lib", lw_build_dir());
-    envp[ec++] = buf[1];
-    envp[ec++] = "ASAN_OPTIONS=detect_leaks=0:abort_on_error=0";
-    for (int i = 0; env && env[i] && ec < 510; i++)
-        envp[ec++] = (char *)env[i];
-    envp[ec] = NULL;
+    static lw_child_env ce;
+    lw_child_env_build(&ce, preload ? LW_PRELOAD_SHIM : LW_PRELOAD_RUNTIME, NULL, env);
+    char **envp = ce.envp;
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
