@@ -1,6 +1,7 @@
 #include "record.h"
 
 #include "clock.h"
+#include "hash.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "options.h"
@@ -28,18 +29,19 @@ static _Atomic uint64_t truncated_sites; /* sites whose stack hit a frame cap */
 static atomic_flag said_untracked = ATOMIC_FLAG_INIT;
 
 static lw_site *site_for_this_stack(void) {
-    uintptr_t ips[LW_STACK_MAX];
-    lw_pyframe py[LW_PY_MAX];
-    uintptr_t pywords[2 * LW_PY_MAX];
+    /* The stack and the Python frames are written straight into the site key
+     * (header word first): nothing is copied before hashing. */
     uintptr_t key[LW_SITE_KEY_WORDS(LW_STACK_MAX, LW_PY_MAX)];
+    lw_pyframe py[LW_PY_MAX];
     int n = 0, npy = 0, max = (int)lw_opt_int(LW_OPT_MAX_FRAMES);
     if (lw_opt_int(LW_OPT_STACKS)) {
-        n = lw_stack_capture(ips, max);
+        n = lw_stack_capture(key + 1, max);
         npy = lw_py_capture(py, LW_PY_MAX);
-        lw_pystack_key(py, npy, pywords);
+        lw_pystack_key(py, npy, key + 1 + n);
     }
-    uint64_t hash = lw_site_make_key(key, ips, n, pywords, npy);
+    key[0] = (uintptr_t)n | (uintptr_t)npy << 16;
     uint32_t nkey = LW_SITE_KEY_WORDS(n, npy);
+    uint64_t hash = lw_hash_words(key, nkey);
     cache_slot *slot = &site_cache[hash % CACHE_SLOTS];
     lw_site *s = slot->site;
     if (s && slot->hash == hash && s->nkey == nkey && memcmp(s->key, key, nkey * sizeof *key) == 0)

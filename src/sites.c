@@ -55,14 +55,6 @@ uint64_t lw_sites_pooled(void) {
     return atomic_load(&overflow.site.alloc_count);
 }
 
-uint64_t lw_site_make_key(uintptr_t *key, const uintptr_t *ips, int nnative, const uintptr_t *py,
-                          int npy) {
-    key[0] = (uintptr_t)nnative | (uintptr_t)npy << 16;
-    if (nnative) memcpy(key + 1, ips, (size_t)nnative * sizeof *ips);
-    if (npy) memcpy(key + 1 + nnative, py, 2 * (size_t)npy * sizeof *py);
-    return lw_hash_words(key, LW_SITE_KEY_WORDS(nnative, npy));
-}
-
 lw_site *lw_site_intern(const uintptr_t *key, uint32_t nkey, uint64_t hash, int *created) {
     *created = 0;
     size_t keylen = nkey * sizeof *key;

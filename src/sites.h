@@ -37,10 +37,6 @@ typedef struct lw_site {
 /* Number of key words for a stack of nnative addresses and npy Python frames. */
 #define LW_SITE_KEY_WORDS(nnative, npy) (1u + (unsigned)(nnative) + 2u * (unsigned)(npy))
 
-/* Builds the key for a stack into key (LW_SITE_KEY_WORDS words); returns its hash. */
-uint64_t lw_site_make_key(uintptr_t *key, const uintptr_t *ips, int nnative, const uintptr_t *py,
-                          int npy);
-
 /* Finds or adds the site for key. Never NULL: past the cap, or when memory
  * cannot be had, it returns the overflow site. *created is set to 1 when the
  * site is new. */
