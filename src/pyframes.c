@@ -267,8 +267,12 @@ static int walk_iframe(const struct layout *L, uintptr_t f, lw_pyframe *out, int
             int skip = 0;
             if (owner != OWNED_BY_GENERATOR) {
                 int32_t ft = rd_i32(code + L->co_firsttraceable);
-                if (ft < 0 || ft >= units) return 0;
-                skip = off < (intptr_t)ft * 2; /* incomplete: not started yet */
+                if (ft < 0) return 0;
+                /* Not started yet, or never traceable at all: 3.13's
+                 * _Py_InitCleanup shim (pushed when a class call enters
+                 * __init__) has 3 code units and _co_firsttraceable 4.
+                 * traceback shows neither; neither do we. */
+                skip = ft >= units || off < (intptr_t)ft * 2;
             }
             if (!skip) {
                 if (off < 0) return 0;

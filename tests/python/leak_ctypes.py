@@ -33,4 +33,24 @@ def train(steps):
             step()
 
 
-train(int(os.environ.get("STEPS", "200")))
+class Batch:
+    """An object whose constructor allocates: on 3.13 a class call enters
+    __init__ through a shim frame that the walker must step over."""
+
+    def __init__(self):
+        self.buf = ctypes.c_void_p()
+        rt.cudaMalloc(ctypes.byref(self.buf), 512)  # INIT-LINE
+        history.append(self)
+
+
+def train_objects(steps):
+    for _ in range(steps):
+        Batch()
+        if step:
+            step()
+
+
+if len(sys.argv) > 2 and sys.argv[2] == "init":
+    train_objects(int(os.environ.get("STEPS", "200")))
+else:
+    train(int(os.environ.get("STEPS", "200")))
