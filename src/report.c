@@ -19,6 +19,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -499,7 +501,30 @@ int lw_report_emit(FILE *f, const char *reason) {
 
 /* Writes to a fresh private file beside path, then renames it over path, so a
  * reader never sees half a report and a failure leaves the old one intact. */
+static int write_file(const char *path, const char *reason, int *err);
+
+/* A job may run under a file-size limit (ulimit -f): writing past it raises
+ * SIGXFSZ, whose default action would end the job. While the report is
+ * written the signal is blocked, and one it raised is taken back; the write
+ * then fails with EFBIG like any other, and the job goes on. */
 static int write_atomically(const char *path, const char *reason, int *err) {
+    sigset_t xfsz, old, pending;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+    sigpending(&pending);
+    int was_pending = sigismember(&pending, SIGXFSZ);
+    int rc = write_file(path, reason, err);
+    sigpending(&pending);
+    if (!was_pending && sigismember(&pending, SIGXFSZ)) {
+        struct timespec zero = {0, 0};
+        sigtimedwait(&xfsz, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+static int write_file(const char *path, const char *reason, int *err) {
     char tmp[PATH_MAX + 64];
     const char *slash = strrchr(path, '/');
     int dirlen = slash ? (int)(slash - path + 1) : 0;

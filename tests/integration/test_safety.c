@@ -415,6 +415,13 @@ START_TEST(disk_full_keeps_the_earlier_report) {
     check_full(dir, ulimit, 0);
     remove_dir(dir);
 
+    /* The same limit in a job that keeps SIGXFSZ's default action (which
+     * ends the process): the report writer must not raise it on the job. */
+    own_dir(dir, sizeof dir);
+    const char *ulimit_default[] = {"/bin/sh", "-c", "ulimit -f 1 && exec \"$@\"", "sh", NULL};
+    check_full(dir, ulimit_default, 0);
+    remove_dir(dir);
+
     /* A full file system (root only: a 64 KiB tmpfs, filled up). */
     own_dir(dir, sizeof dir);
     if (geteuid() != 0 || mount("lwfull", dir, "tmpfs", 0, "size=64k,mode=0700") != 0) {
