@@ -60,6 +60,7 @@ static void start(void) {
     lw_tracker_mem_init();
     if (forked) {
         forget_parent();
+        lw_report_forked_child();
         forked = 0;
     }
     lw_torch_mode_started(); /* its deferred notice: this process uses CUDA */

@@ -555,6 +555,27 @@ static int write_file(const char *path, const char *reason, int *err) {
     return rc;
 }
 
+/* Set in a forked child that uses CUDA itself (lifecycle.c). */
+static int forked_child;
+
+void lw_report_forked_child(void) {
+    forked_child = 1;
+}
+
+/* A template without %p names the same file in a parent and in a forked
+ * child that uses CUDA: the child's gets its pid, before ".json". */
+static void child_path(const char *tpl, char *path, size_t n) {
+    if (!forked_child || strstr(tpl, "%p")) return;
+    size_t len = strlen(path);
+    char pid[32];
+    snprintf(pid, sizeof pid, ".%ld", (long)getpid());
+    size_t plen = strlen(pid);
+    if (len + plen + 1 > n) return;
+    size_t at = len >= 5 && strcmp(path + len - 5, ".json") == 0 ? len - 5 : len;
+    memmove(path + at + plen, path + at, len - at + 1);
+    memcpy(path + at, pid, plen);
+}
+
 int lw_report_write(const char *reason, int fallback, char *written, size_t writtenlen) {
     char path[PATH_MAX];
     const char *tpl = lw_opt_str(LW_OPT_REPORT);
@@ -564,7 +585,7 @@ int lw_report_write(const char *reason, int fallback, char *written, size_t writ
                "one",
                PATH_MAX);
         path[0] = '\0';
-    } else if (write_atomically(path, reason, &err) == 0) {
+    } else if (child_path(tpl, path, sizeof path), write_atomically(path, reason, &err) == 0) {
         if (written) snprintf(written, writtenlen, "%s", path);
         return 0;
     } else {

@@ -19,6 +19,10 @@ int lw_report_emit(FILE *f, const char *reason);
  * written (may be NULL). Returns 0 when a report was written. */
 int lw_report_write(const char *reason, int fallback, char *written, size_t writtenlen);
 
+/* A forked child that uses CUDA itself: a report template without %p then
+ * gets the child's pid (run.json -> run.PID.json), not the parent's file. */
+void lw_report_forked_child(void);
+
 /* Prints the few-line summary on stderr. */
 void lw_report_summary(const char *path_written);
 

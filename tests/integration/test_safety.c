@@ -170,6 +170,29 @@ START_TEST(fork_while_eight_threads_allocate) {
     /* The parent's own summary, once. */
     ck_assert_int_eq(count_substr(r.err, "leakwatch: report:"), 1);
     lw_run_free(&r);
+
+    /* A template without %p: the parent keeps the name, each child that uses
+     * CUDA writes its own file with its pid before ".json". */
+    const char *same[] = {"same.json", "4", NULL};
+    lw_run_prog(&r, 1, "rt_safety_fork", same, NULL);
+    RUN_OK(&r);
+    snprintf(path, sizeof path, "%s/same.json", r.dir);
+    p = parse(path);
+    ck_assert_int_eq(jint(p, "totals.live_bytes"), 3 * MiB);
+    lw_json_free(p);
+    int children = 0;
+    for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n")) {
+        long pid = 0;
+        if (sscanf(line, "cuda %ld", &pid) != 1) continue;
+        children++;
+        snprintf(path, sizeof path, "%s/same.%ld.json", r.dir, pid);
+        lw_json *c = parse(path);
+        ck_assert_int_eq(jint(c, "pid"), pid);
+        ck_assert_int_eq(jint(c, "totals.live_bytes"), MiB);
+        lw_json_free(c);
+    }
+    ck_assert_int_eq(children, 2);
+    lw_run_free(&r);
 }
 END_TEST
 
