@@ -59,6 +59,17 @@ void lw_proc_cmdline(long pid, char *out, size_t n) {
     lw_safe_text(buf, out, n);
 }
 
+int lw_sock_for_args(const char *cmd, int argc, char **argv, int optind_, long *pid, char *path,
+                     size_t n) {
+    if (optind_ != argc - 1) return lw_cli_usage_error(cmd, "expected one PID");
+    if (lw_parse_pid(argv[optind_], pid) != 0)
+        return lw_cli_usage_error(cmd, "'%s' is not a process id", argv[optind_]);
+    char err[1200];
+    int st = lw_sock_find(*pid, path, n, err, sizeof err);
+    if (st != 0) lw_cli_error("%s", err);
+    return st;
+}
+
 int lw_sock_find(long pid, char *path, size_t n, char *err, size_t errlen) {
     if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
         snprintf(err, errlen,

@@ -12,6 +12,12 @@ int lw_sock_dirs(char dirs[2][4096], char *err, size_t errlen);
  * LW_EXIT_ERROR) with one line in err saying what is wrong and what to do. */
 int lw_sock_find(long pid, char *path, size_t n, char *err, size_t errlen);
 
+/* For `top` and `snapshot`: the one PID left on the command line after the
+ * options (argv[optind..argc)), and its socket. 0, or the exit status to
+ * return, after one line on stderr. */
+int lw_sock_for_args(const char *cmd, int argc, char **argv, int optind_, long *pid, char *path,
+                     size_t n);
+
 /* Sends one request line (without newline) and returns the answer's body
  * after its "ok" line (malloc'd, NUL-terminated, *len bytes), or NULL with a
  * message in err. The peer must run as our user (or root). */

@@ -44,15 +44,10 @@ int lw_cmd_snapshot(int argc, char **argv) {
         }
     }
     long pid;
-    if (optind != argc - 1) return lw_cli_usage_error("snapshot", "expected one PID");
-    if (lw_parse_pid(argv[optind], &pid) != 0)
-        return lw_cli_usage_error("snapshot", "'%s' is not a process id", argv[optind]);
-    char sock[4200], err[1200];
-    int st = lw_sock_find(pid, sock, sizeof sock, err, sizeof err);
-    if (st != 0) {
-        lw_cli_error("%s", err);
-        return st;
-    }
+    char sock[4200];
+    char err[1200];
+    int st = lw_sock_for_args("snapshot", argc, argv, optind, &pid, sock, sizeof sock);
+    if (st != 0) return st;
     size_t len = 0;
     char *body = lw_sock_request(sock, "report", &len, err, sizeof err);
     if (!body) {

@@ -190,15 +190,10 @@ int lw_cmd_top(int argc, char **argv) {
         }
     }
     long pid;
-    if (optind != argc - 1) return lw_cli_usage_error("top", "expected one PID");
-    if (lw_parse_pid(argv[optind], &pid) != 0)
-        return lw_cli_usage_error("top", "'%s' is not a process id", argv[optind]);
-    char sock[4200], err[1200];
-    int st = lw_sock_find(pid, sock, sizeof sock, err, sizeof err);
-    if (st != 0) {
-        lw_cli_error("%s", err);
-        return st;
-    }
+    char sock[4200];
+    char err[1200];
+    int st = lw_sock_for_args("top", argc, argv, optind, &pid, sock, sizeof sock);
+    if (st != 0) return st;
     int interactive = iterations < 0 && lw_stdout_is_tty();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -2,6 +2,7 @@
  * report (text, json, html; good, truncated and hostile files), the control
  * socket (ps, top, snapshot), the Prometheus file, and the HTML page drawn by
  * a real browser when one is installed. */
+#include "../check_run.h"
 #include "harness_cli.h"
 
 #include "cli_model.h"
@@ -959,10 +960,7 @@ int main(void) {
     tcase_add_test(tc, prometheus_textfile_is_valid);
     tcase_add_test(tc, html_renders_in_chromium);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = lw_check_run(s);
     lw_remove_dir(xdg);
     return failed ? 1 : 0;
 }

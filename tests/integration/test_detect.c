@@ -1,5 +1,6 @@
 /* Verdicts end to end: example training loops run under the shim on the CPU
  * stand-ins, with and without the leak, with marked and unmarked steps. */
+#include "../check_run.h"
 #include "harness.h"
 
 #include <math.h>
@@ -130,9 +131,6 @@ int main(void) {
     tcase_add_test(tc, unmarked_steps_use_time_intervals);
     tcase_add_test(tc, warning_can_be_turned_off);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = lw_check_run(s);
     return failed ? 1 : 0;
 }

@@ -1,6 +1,7 @@
 /* The leaking line of Python, named: tests/python/leak_ctypes.py allocates
  * through the CPU stand-in runtime with ctypes (GIL held: PyDLL; released:
  * CDLL), under the shim, with every CPython >= 3.8 found on this machine. */
+#include "../check_run.h"
 #include "harness.h"
 
 #include <glob.h>
@@ -137,9 +138,6 @@ int main(void) {
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, python_line_is_named);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = lw_check_run(s);
     return failed ? 1 : 0;
 }

@@ -1,6 +1,7 @@
 /* "Never hurt the job": fork, exec, threads, re-entrancy, signals, failures
  * of leakwatch's own parts, bounded memory and hostile input, each checked on
  * a real program run under the shim on the CPU stand-ins. */
+#include "../check_run.h"
 #include "harness.h"
 
 #include "options.h"
@@ -656,9 +657,6 @@ int main(void) {
     tcase_add_test(tc, tracker_bytes_per_live_allocation);
     tcase_add_test(tc, memory_stays_flat_over_a_long_run);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = lw_check_run(s);
     return failed ? 1 : 0;
 }

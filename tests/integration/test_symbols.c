@@ -2,6 +2,7 @@
  * module and offset always, file:line where debug information exists, and
  * nothing invented where it does not. Needs binutils' addr2line (or
  * llvm-addr2line) on PATH, as any machine with a compiler has. */
+#include "../check_run.h"
 #include "addr2line.h"
 #include "harness.h"
 #include "symbolize.h"
@@ -427,9 +428,6 @@ int main(void) {
     tcase_add_test(tc, names_only_table_has_no_lines);
     tcase_add_test(tc, cxx_inlined_frame_in_report);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = lw_check_run(s);
     return failed ? 1 : 0;
 }

@@ -7,6 +7,7 @@
  *    allocation pattern of each allocator configuration (per-tensor
  *    cudaMallocAsync_ptsz, cudaMalloc segments, expandable segments through
  *    cuMemCreate/cuMemMap) and never marks a step itself. */
+#include "../check_run.h"
 #include "harness.h"
 #include "torch_mode.h"
 
@@ -454,9 +455,6 @@ int main(void) {
     tcase_set_timeout(steps, 300);
     tcase_add_test(steps, optimizer_steps_are_marked);
     suite_add_tcase(s, steps);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = lw_check_run(s);
     return failed ? 1 : 0;
 }

@@ -1,4 +1,5 @@
 /* The growth detector on series whose truth is known by construction. */
+#include "../check_run.h"
 #include "detector.h"
 #include "series.h"
 
@@ -185,9 +186,6 @@ int main(void) {
     tcase_add_test(tc, late_leak_onset_is_found);
     tcase_add_test(tc, leak_every_k_steps_has_the_mean_rate);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = lw_check_run(s);
     return failed ? 1 : 0;
 }

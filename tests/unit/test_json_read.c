@@ -1,6 +1,7 @@
 /* Unit tests for tools/json_read.c: every value type, paths, escapes and UTF-8, exact 64-bit
  * integers, each class of error with its message, the three limits, a 50 MB document and the
  * file reader. */
+#include "../check_run.h"
 #include "json_read.h"
 
 #include <check.h>
@@ -919,9 +920,6 @@ static Suite *json_read_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(json_read_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = lw_check_run(json_read_suite());
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -21,6 +21,7 @@
  * works with the pyenv and Debian Pythons here; the script skips its one
  * deliberately racy check (shutdown around capturing threads) under ASan.
  */
+#include "../check_run.h"
 #include "pyframes.h"
 
 #include <check.h>
@@ -330,9 +331,6 @@ int main(void) {
     else
         tcase_add_test(tc, test_no_python_found);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = lw_check_run(s);
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

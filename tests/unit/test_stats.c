@@ -9,6 +9,7 @@
  * The block between the GENERATED markers is the script's output verbatim;
  * `python3 tests/unit/reference/stats_reference.py --check
  * tests/unit/test_stats.c` confirms it is current. */
+#include "../check_run.h"
 #include "stats.h"
 
 #include <check.h>
@@ -599,9 +600,6 @@ static Suite *stats_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(stats_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = lw_check_run(stats_suite());
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

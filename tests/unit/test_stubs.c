@@ -4,6 +4,7 @@
  *
  * Programs are found in $LW_BUILD/tests/programs (LW_BUILD defaults to
  * "build"); stand-ins in $LW_BUILD/tests/lib and $LW_BUILD/tests/lib-legacy. */
+#include "../check_run.h"
 #include <check.h>
 #include <dlfcn.h>
 #include <limits.h>
@@ -195,9 +196,6 @@ static Suite *stubs_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(stubs_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = lw_check_run(stubs_suite());
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
