@@ -14,7 +14,25 @@ PKG_CONFIG ?= pkg-config
 Q := $(if $(filter 1,$(V)),,@)
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -g $(WARN) -Iinclude -Isrc
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -g $(WARN) -Iinclude
+# Header dependencies, written by the compiler next to each object.
+DEPFLAGS := -MMD -MP
+
+# The library's layers (README "Layout"), lowest first. Each folder compiles
+# with only its own and the lower layers' headers on the include path, so a
+# lower layer cannot even name a higher one; make check-layers checks the
+# calls from the objects' symbols.
+LAYERS := base track analyze output top hooks
+INC_base := -Isrc/base
+INC_track := $(INC_base) -Isrc/track
+INC_analyze := $(INC_track) -Isrc/analyze
+INC_output := $(INC_analyze) -Isrc/output
+INC_top := $(INC_output) -Isrc
+INC_hooks := $(INC_top) -Isrc/hooks
+# A source's layer: its folder under src/, "top" for src/*.c.
+layer_of = $(or $(word 2,$(subst /, ,$(dir $(1)))),top)
+# Tests and fuzzers see every layer.
+INC_ALL := $(INC_hooks)
 ifeq ($(SAN),1)
 OPT := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 SAN_LDFLAGS := -fsanitize=address,undefined
@@ -31,7 +49,7 @@ CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 LIB_LIBS := -ldl -lunwind -pthread -lm
 
-LIB_SRCS := $(wildcard src/*.c)
+LIB_SRCS := $(wildcard src/*.c src/*/*.c)
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(B)/obj/%.o)
 TOOL_SRCS := $(filter-out tools/main.c,$(wildcard tools/*.c))
 TOOL_OBJS := $(TOOL_SRCS:tools/%.c=$(B)/obj/tools/%.o)
@@ -46,17 +64,21 @@ INTEG_SRCS := $(wildcard tests/integration/test_*.c)
 INTEGS := $(INTEG_SRCS:tests/integration/%.c=$(B)/tests/integration/%)
 HARNESS_SRCS := $(wildcard tests/integration/harness*.c)
 
-.PHONY: all check test-deps check-fast check-cuda-abi check-san test-bins demo bench install deps format lint clean fuzz fuzz-smoke
+.PHONY: all check check-layers test-deps check-fast check-cuda-abi check-san test-bins demo bench install deps format lint clean fuzz fuzz-smoke
 TOOL_MAIN := $(wildcard tools/main.c)
 all: $(B)/libleakwatch.so $(if $(TOOL_MAIN),$(B)/leakwatch)
 
-$(B)/obj/%.o: src/%.c $(wildcard src/*.h include/*.h include/leakwatch/*.h) | deps
+$(B)/obj/%.o: src/%.c | deps
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS_LIB) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS_LIB) $(DEPFLAGS) $(INC_$(call layer_of,$<)) -c $< -o $@
 
-$(B)/obj/tools/%.o: tools/%.c $(wildcard tools/*.h src/*.h include/*.h) | deps
+# The command links the base layer only (lw_core is the whole library for the
+# tests; the linker takes from it what the command names).
+$(B)/obj/tools/%.o: tools/%.c | deps
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS_LIB) -Itools -c $< -o $@
+	$(Q)$(CC) $(CFLAGS_LIB) $(DEPFLAGS) $(INC_base) -Itools -c $< -o $@
+
+-include $(wildcard $(B)/obj/*.d $(B)/obj/*/*.d)
 
 $(B)/libleakwatch.so: $(LIB_OBJS)
 	$(Q)$(CC) -shared -Wl,-soname,libleakwatch.so -Wl,-z,nodelete $(SAN_LDFLAGS) -o $@ $^ $(LIB_LIBS)
@@ -71,7 +93,7 @@ $(B)/liblw_tools.a: $(TOOL_OBJS) $(B)/obj/empty.o
 	@mkdir -p $(@D); rm -f $@; ar rcs $@ $^
 
 $(B)/leakwatch: tools/main.c $(B)/liblw_tools.a $(B)/liblw_core.a
-	$(Q)$(CC) $(CFLAGS_LIB) -Itools -o $@ $< $(B)/liblw_tools.a $(B)/liblw_core.a $(SAN_LDFLAGS) $(LIB_LIBS) \
+	$(Q)$(CC) $(CFLAGS_LIB) $(INC_base) -Itools -o $@ $< $(B)/liblw_tools.a $(B)/liblw_core.a $(SAN_LDFLAGS) $(LIB_LIBS) \
 	    -Wl,-rpath,'$$ORIGIN'
 
 # ---- CPU stand-ins for the CUDA libraries (tests only) ----
@@ -127,20 +149,21 @@ $(B)/tests/programs/cxx_%: tests/programs/cxx_%.cpp $(STUBS)
 # ---- tests (Check) ----
 $(B)/tests/unit/%: tests/unit/%.c $(B)/liblw_tools.a $(B)/liblw_core.a
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) $(OPT) -pthread $(CHECK_CFLAGS) -Itools -o $@ $< $(B)/liblw_tools.a $(B)/liblw_core.a \
+	$(Q)$(CC) $(BASE_CFLAGS) $(INC_ALL) $(OPT) -pthread $(CHECK_CFLAGS) -Itools -o $@ $< $(B)/liblw_tools.a $(B)/liblw_core.a \
 	    $(SAN_LDFLAGS) $(CHECK_LIBS) $(LIB_LIBS)
 $(B)/tests/integration/%: tests/integration/%.c $(HARNESS_SRCS) $(wildcard tests/integration/*.h) $(B)/liblw_tools.a $(B)/liblw_core.a
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) $(OPT) -pthread $(CHECK_CFLAGS) -Itools -Itests/integration -o $@ $< $(HARNESS_SRCS) \
+	$(Q)$(CC) $(BASE_CFLAGS) $(INC_ALL) $(OPT) -pthread $(CHECK_CFLAGS) -Itools -Itests/integration -o $@ $< $(HARNESS_SRCS) \
 	    $(B)/liblw_tools.a $(B)/liblw_core.a $(SAN_LDFLAGS) $(CHECK_LIBS) $(LIB_LIBS)
 
 test-bins: all $(STUBS) $(PROGS) $(UNITS) $(INTEGS)
 
 # Python frame probe: loaded with ctypes by tests/python/check_pyframes.py,
 # which tests/unit/test_pyframes runs under every CPython >= 3.8 found.
-$(B)/tests/python/pyprobe.so: tests/python/pyprobe.c src/pyframes.c $(wildcard src/*.h) | deps
+$(B)/tests/python/pyprobe.so: tests/python/pyprobe.c src/track/pyframes.c $(wildcard src/track/*.h src/base/*.h) | deps
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) $(OPT) -fPIC -shared -pthread -o $@ tests/python/pyprobe.c src/pyframes.c $(SAN_LDFLAGS) -ldl
+	$(Q)$(CC) $(BASE_CFLAGS) $(INC_track) $(OPT) -fPIC -shared -pthread -o $@ tests/python/pyprobe.c \
+	    src/track/pyframes.c $(SAN_LDFLAGS) -ldl
 test-bins: $(B)/tests/python/pyprobe.so
 
 # Runs every test binary; each prints Check's summary line. LW_BUILD tells the
@@ -171,7 +194,7 @@ check-tsan:
 CUDA_INC := $(firstword $(wildcard $(CUDA_HOME)/include/cuda.h /usr/local/cuda/include/cuda.h))
 check-cuda-abi:
 ifneq ($(CUDA_INC),)
-	@$(CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-function -Iinclude \
+	@$(CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-function -Iinclude $(INC_ALL) \
 	    -I$(dir $(CUDA_INC)) -fsyntax-only tests/cuda_abi_check.c
 	@echo "cuda-abi: include/leakwatch/cuda_api.h agrees with $(CUDA_INC)"
 else
@@ -186,7 +209,11 @@ check-valgrind: all $(STUBS) $(PROGS)
 check-san:
 	@$(MAKE) --no-print-directory B=build/san SAN=1 check-fast
 
-check: test-deps check-fast check-san check-tsan check-valgrind fuzz-smoke lint
+# No lower layer calls a higher one (scripts/check-layers.sh reads the objects).
+check-layers: all
+	@scripts/check-layers.sh $(B)
+
+check: test-deps check-layers check-fast check-san check-tsan check-valgrind fuzz-smoke lint
 
 demo: all $(STUBS) $(B)/examples/train_loop
 	@scripts/demo.sh $(B)
@@ -199,7 +226,6 @@ install: all
 	install -m 0755 $(B)/libleakwatch.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 0755 $(B)/leakwatch $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 include/leakwatch.h $(DESTDIR)$(PREFIX)/include/
-	install -m 0644 include/leakwatch/cuda_api.h $(DESTDIR)$(PREFIX)/include/leakwatch/
 	# The Python package and its auto-start, where the library looks for them
 	# (lib/../share/leakwatch/python; src/torch_mode.c).
 	install -d $(DESTDIR)$(PREFIX)/share/leakwatch/python/leakwatch/_autostart
@@ -229,19 +255,13 @@ fuzz-smoke: $(B)/fuzz/fuzz_json_read
 
 # The settings' parser and the report path's template: the environment is
 # input leakwatch does not control.
-FUZZ_LIB_CFLAGS := $(FUZZ_CFLAGS) -Iinclude -Isrc
-$(B)/fuzz/fuzz_option_parse: tests/fuzz/fuzz_option_parse.c src/options.c src/log.c src/options.h
+FUZZ_LIB_CFLAGS := $(FUZZ_CFLAGS) -Iinclude $(INC_base)
+$(B)/fuzz/fuzz_option_parse: tests/fuzz/fuzz_option_parse.c src/base/options.c src/base/log.c src/base/options.h
 	@mkdir -p $(@D)
-	$(Q)$(FUZZ_CC) $(FUZZ_LIB_CFLAGS) -o $@ $< src/options.c src/log.c
-# lw_report_expand_path lives in report.c, which needs the whole library: the
-# target builds that one function, cut out of report.c as it stands.
-$(B)/fuzz/expand_path_only.c: src/report.c
+	$(Q)$(FUZZ_CC) $(FUZZ_LIB_CFLAGS) -o $@ $< src/base/options.c src/base/log.c
+$(B)/fuzz/fuzz_expand_path: tests/fuzz/fuzz_expand_path.c src/base/path_template.c src/base/path_template.h
 	@mkdir -p $(@D)
-	@{ printf '#include "report.h"\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <unistd.h>\n'; \
-	   sed -n '/^int lw_report_expand_path(/,/^}/p' $<; } >$@
-	@grep -q lw_report_expand_path $@ || { echo "lw_report_expand_path not found in $<"; exit 1; }
-$(B)/fuzz/fuzz_expand_path: tests/fuzz/fuzz_expand_path.c $(B)/fuzz/expand_path_only.c src/report.h
-	$(Q)$(FUZZ_CC) $(FUZZ_LIB_CFLAGS) -o $@ $< $(B)/fuzz/expand_path_only.c
+	$(Q)$(FUZZ_CC) $(FUZZ_LIB_CFLAGS) -o $@ $< src/base/path_template.c
 FUZZ_INPUT_TARGETS := option_parse expand_path
 fuzz-inputs: $(FUZZ_INPUT_TARGETS:%=$(B)/fuzz/fuzz_%)
 	@for t in $(FUZZ_INPUT_TARGETS); do mkdir -p $(B)/fuzz/corpus_$$t; \
@@ -274,7 +294,7 @@ lint:
 	    echo "lint: clang-format or cppcheck missing: skipped"; exit 0; fi; \
 	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h') && \
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance --inline-suppr \
-	    --suppress=missingIncludeSystem -D_GNU_SOURCE -Iinclude -Isrc src tools && \
+	    --suppress=missingIncludeSystem -D_GNU_SOURCE -Iinclude $(INC_ALL) src tools && \
 	echo "lint: clang-format and cppcheck clean"
 
 clean:

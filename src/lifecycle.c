@@ -7,7 +7,11 @@
 #include "pyframes.h"
 #include "record.h"
 #include "report.h"
-#include "sampler.h"
+#include "device.h"
+#include "growth.h"
+#include "runstate.h"
+#include "warning.h"
+#include "worker.h"
 #include "sites.h"
 #include "torch_mode.h"
 #include "totals.h"
@@ -23,15 +27,11 @@
 
 #define LW_EXPORT __attribute__((visibility("default")))
 
-_Thread_local int lw_hook_depth;
-
 enum { NOT_STARTED = 0, RECORDING = 1, OFF = -1 };
 static atomic_int state;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static int handlers_registered;
 static pid_t owner_pid; /* the process whose report this is */
-static uint64_t start_ns;
-static _Atomic uint32_t step;
 /* Set in a forked child of a recording parent until the child's own start:
  * the parent's allocations, sites and counters are still in memory. */
 static int forked;
@@ -48,7 +48,8 @@ static void forget_parent(void) {
     lw_sites_forget_all();
     lw_totals_reset();
     lw_record_forget_all();
-    lw_sampler_forget_parent();
+    lw_growth_forget_parent();
+    lw_warning_forget();
 }
 
 static void start(void) {
@@ -65,7 +66,7 @@ static void start(void) {
     }
     lw_torch_mode_started(); /* its deferred notice: this process uses CUDA */
     lw_sites_set_cap((size_t)lw_opt_int(LW_OPT_MAX_SITES));
-    start_ns = lw_now_ns();
+    lw_set_start_time_ns(lw_now_ns());
     owner_pid = getpid();
     if (!handlers_registered) {
         if (atexit(at_exit) != 0)
@@ -75,7 +76,7 @@ static void start(void) {
     }
     lw_py_init();
     atomic_store_explicit(&state, RECORDING, memory_order_release);
-    lw_sampler_start();
+    lw_worker_start();
 }
 
 int lw_started(void) {
@@ -87,15 +88,9 @@ int lw_started(void) {
     return atomic_load(&state) == RECORDING;
 }
 
-uint32_t lw_step_now(void) {
-    return atomic_load_explicit(&step, memory_order_relaxed);
-}
-uint64_t lw_start_time_ns(void) {
-    return start_ns;
-}
-
 static void write_report(const char *reason, int fallback) {
-    lw_sampler_flush();
+    lw_growth_flush();
+    if (lw_growth_take_warning()) lw_warning_leak();
     char path[PATH_MAX];
     int rc = lw_report_write(reason, fallback, path, sizeof path);
     lw_report_summary(rc == 0 ? path : NULL);
@@ -113,7 +108,7 @@ static void at_exit(void) {
  * fork, or the child would inherit it locked forever. */
 static void before_fork(void) {
     pthread_mutex_lock(&start_lock);
-    lw_sampler_lock_for_fork();
+    lw_growth_lock_for_fork();
     lw_sites_lock_all();
     lw_live_lock_all();
     lw_record_lock_for_fork();
@@ -123,7 +118,7 @@ static void after_fork_parent(void) {
     lw_record_unlock_after_fork();
     lw_live_unlock_all();
     lw_sites_unlock_all();
-    lw_sampler_unlock_after_fork();
+    lw_growth_unlock_after_fork();
     pthread_mutex_unlock(&start_lock);
 }
 
@@ -134,10 +129,10 @@ static void after_fork_child(void) {
     lw_record_unlock_after_fork();
     lw_live_unlock_all();
     lw_sites_unlock_all();
-    lw_sampler_unlock_after_fork();
+    lw_growth_unlock_after_fork();
     pthread_mutex_unlock(&start_lock);
     lw_record_after_fork_child();
-    atomic_store(&step, 0); /* the child's steps are its own */
+    lw_step_reset(); /* the child's steps are its own */
     /* The child reports only if it uses CUDA itself (owner_pid stays the
      * parent's until then, so the exit handler stays silent). */
     if (atomic_load(&state) == RECORDING) {
@@ -147,10 +142,12 @@ static void after_fork_child(void) {
 }
 
 LW_EXPORT void leakwatch_step(void) {
-    atomic_fetch_add_explicit(&step, 1, memory_order_relaxed);
+    lw_step_mark();
     /* Steps before the first CUDA allocation are counted, nothing more. */
-    if (atomic_load_explicit(&state, memory_order_acquire) == RECORDING && owner_pid == getpid())
-        lw_sampler_step();
+    if (atomic_load_explicit(&state, memory_order_acquire) == RECORDING && owner_pid == getpid()) {
+        lw_growth_step();
+        lw_device_tick();
+    }
 }
 
 LW_EXPORT void leakwatch_dump(void) {

@@ -9,7 +9,4 @@
  * failed to start, or a forked child before its own start). */
 int lw_started(void);
 
-uint32_t lw_step_now(void);
-uint64_t lw_start_time_ns(void);
-
 #endif

@@ -3,7 +3,7 @@
 #include "cli_sock.h"
 
 #include "cli.h"
-#include "control.h"
+#include "control_path.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-/* The client side of the control socket (see src/control.h). */
+/* The client side of the control socket (see src/output/control.h). */
 #ifndef LW_CLI_SOCK_H
 #define LW_CLI_SOCK_H
 

@@ -1,4 +1,4 @@
-/* libFuzzer target for lw_report_expand_path (src/report.c): the report path
+/* libFuzzer target for lw_path_expand (src/base/path_template.c): the report path
  * template from LEAKWATCH_REPORT.
  *
  * The first byte sets the output buffer's size (0..255); the rest is the
@@ -10,7 +10,7 @@
  *     exactly when it does not fit;
  *   - expanding into a larger buffer never fails where a smaller one
  *     succeeded, and gives the same text. */
-#include "report.h"
+#include "path_template.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -37,11 +37,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *out = malloc(outlen ? outlen : 1);
     char *big = malloc(8192);
     if (!out || !big) abort();
-    int rc = lw_report_expand_path(tpl, out, outlen);
+    int rc = lw_path_expand(tpl, out, outlen);
     CHECK(rc == 0 || rc == -1);
     if (rc == 0) {
         CHECK(outlen > 0 && memchr(out, '\0', outlen) != NULL);
-        CHECK(lw_report_expand_path(tpl, big, 8192) == 0);
+        CHECK(lw_path_expand(tpl, big, 8192) == 0);
         CHECK(strcmp(out, big) == 0);
     }
     if (!strchr(tpl, '%')) {

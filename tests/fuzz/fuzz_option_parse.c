@@ -1,4 +1,4 @@
-/* libFuzzer target for lw_option_parse (src/options.c): every LEAKWATCH_*
+/* libFuzzer target for lw_option_parse (src/base/options.c): every LEAKWATCH_*
  * setting's text, as the environment could hold it.
  *
  * The first byte picks the option; the rest is the value. Besides "no crash,

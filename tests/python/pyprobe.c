@@ -1,6 +1,6 @@
-/* pyprobe.c - test probe for src/pyframes.c, loaded by Python through ctypes
+/* pyprobe.c - test probe for src/track/pyframes.c, loaded by Python through ctypes
  * (tests/python/check_pyframes.py). Built as $(B)/tests/python/pyprobe.so
- * from this file and src/pyframes.c only: no libleakwatch, no libpython.
+ * from this file and src/track/pyframes.c only: no libleakwatch, no libpython.
  *
  * Called through ctypes.CDLL the GIL is released during the call (as in
  * PyTorch's allocator); through ctypes.PyDLL it is held.

@@ -1,6 +1,6 @@
 /* test_pyframes: runs tests/python/check_pyframes.py (which loads
  * $LW_BUILD/tests/python/pyprobe.so through ctypes and compares the raw
- * Python frame walk of src/pyframes.c with traceback.extract_stack()) under
+ * Python frame walk of src/track/pyframes.c with traceback.extract_stack()) under
  * every CPython >= 3.8 found:
  *   $PYENV_ROOT/versions/X/bin/python3 (PYENV_ROOT defaults to ~/.pyenv),
  *   /root/.pyenv/versions/X/bin/python3, `python3` on PATH, /usr/bin/python3,

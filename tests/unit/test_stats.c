@@ -1,4 +1,4 @@
-/* Unit tests for src/stats.c against reference values computed independently
+/* Unit tests for src/analyze/stats.c against reference values computed independently
  * by tests/unit/reference/stats_reference.py (exact rational arithmetic,
  * 80-digit Decimal normal law, full sorts instead of quickselect), plus the
  * published worked examples that script checks itself against:

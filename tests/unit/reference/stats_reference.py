@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reference values for tests/unit/test_stats.c, computed independently of
-src/stats.c.
+src/analyze/stats.c.
 
 Pure standard library. Everything that can be exact is exact:
   * Mann-Kendall S and the tie-corrected Var(S) in integers/Fractions, and the

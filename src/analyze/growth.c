@@ -1,33 +1,24 @@
-#include "sampler.h"
+#include "growth.h"
 
 #include "clock.h"
 #include "device.h"
 #include "live.h"
-#include "lifecycle.h"
-#include "log.h"
 #include "options.h"
-#include "control.h"
-#include "growth_view.h"
-#include "prometheus.h"
-#include "report.h"
+#include "runstate.h"
 #include "sites.h"
 #include "stats.h"
 #include "totals.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #define GLOBAL_BINS 256
 #define RING 4096
 #define MAX_TRACKED_SITES 4096
-#define WARN_AGAIN_NS (30ull * 60 * 1000000000ull)
 
 typedef struct {
     double x, t;
@@ -54,19 +45,8 @@ static int64_t first_leak_step = -1; /* when the current leak verdict was reache
 static uint64_t withdrawn;           /* leak verdicts later withdrawn */
 static uint64_t evaluations, next_eval_at, points_at_eval;
 static int marker_mode;
-static _Atomic uint64_t intervals;
 static int tracked;
-static uint64_t last_warn_ns;
-static int warned;
-static pid_t thread_pid;
-
-static _Atomic int64_t dev_free = -1, dev_total = -1;
-static _Atomic uint64_t meminfo_ns;
-
-uint32_t lw_sampler_clock(void) {
-    uint32_t steps = lw_step_now();
-    return steps ? steps : (uint32_t)atomic_load_explicit(&intervals, memory_order_relaxed);
-}
+static int warning_due;
 
 static double now_s(void) {
     return (double)(lw_now_ns() - lw_start_time_ns()) / 1e9;
@@ -117,7 +97,7 @@ static void count_kept(const lw_alloc *r, void *arg) {
  * allocations spread over at least a third of that span (not one burst). */
 static void evaluate_sites(void) {
     double onset = isfinite(last.onset_x) ? last.onset_x : 0;
-    uint32_t since = (uint32_t)ceil(onset), now = lw_sampler_clock();
+    uint32_t since = (uint32_t)ceil(onset), now = lw_run_clock();
     for (lw_site *s = lw_sites_first(); s; s = s->next)
         if (s->track) s->track->kept_bytes = 0, s->track->kept_count = 0;
     lw_live_scan(count_kept, &since);
@@ -142,64 +122,6 @@ static void evaluate_sites(void) {
 
 /* ---- the verdict ---- */
 
-static void warn_leak(void) {
-    if (!lw_opt_int(LW_OPT_WARN)) return;
-    uint64_t now = lw_now_ns();
-    if (warned && now - last_warn_ns < WARN_AGAIN_NS) return;
-    warned = 1;
-    last_warn_ns = now;
-    char rate[32], lo[32], hi[32], eta[96] = "";
-    lw_format_bytes(last.slope, rate, sizeof rate);
-    lw_format_bytes(last.lo, lo, sizeof lo);
-    lw_format_bytes(last.hi, hi, sizeof hi);
-    int64_t fr = atomic_load(&dev_free);
-    if (fr >= 0 && last.bytes_per_second > 0) {
-        double secs = (double)fr / last.bytes_per_second;
-        char freeb[32];
-        lw_format_bytes((double)fr, freeb, sizeof freeb);
-        if (secs < 120)
-            snprintf(eta, sizeof eta, "; out of memory in about %.0f s at this rate (%s free)",
-                     secs, freeb);
-        else if (secs < 7200)
-            snprintf(eta, sizeof eta, "; out of memory in about %.0f min at this rate (%s free)",
-                     secs / 60, freeb);
-        else
-            snprintf(eta, sizeof eta, "; out of memory in about %.1f h at this rate (%s free)",
-                     secs / 3600, freeb);
-    }
-    lw_site *top = NULL;
-    for (lw_site *s = lw_sites_first(); s; s = s->next)
-        if (s->track && s->track->growth.verdict == LW_VERDICT_LEAK &&
-            (!top || s->track->growth.slope > top->track->growth.slope))
-            top = s;
-    if (!top) {
-        /* No site has enough points of its own yet (fast steps): name the
-         * one whose floor rose most. */
-        double best = 0;
-        lw_bin b[LW_SITE_BINS + 1];
-        for (lw_site *s = lw_sites_first(); s; s = s->next) {
-            if (!s->track) continue;
-            int n = lw_series_get(&s->track->series, b, LW_SITE_BINS + 1);
-            if (n >= 2 && b[n - 1].floor - b[0].floor > best)
-                best = b[n - 1].floor - b[0].floor, top = s;
-        }
-    }
-    char where[512] = "";
-    if (top && top->track->growth.verdict != LW_VERDICT_LEAK) {
-        char label[400];
-        lw_report_site_label(top, label, sizeof label);
-        snprintf(where, sizeof where, "; fastest-growing site: %s", label);
-    } else if (top) {
-        char label[400], srate[32];
-        lw_report_site_label(top, label, sizeof label);
-        lw_format_bytes(top->track->growth.slope, srate, sizeof srate);
-        snprintf(where, sizeof where, "; top site: %s (+%s/step)", label, srate);
-    }
-    lw_log("LEAK: GPU memory floor grows by %s per %s (95%% CI %s to %s) since %s %.0f%s%s", rate,
-           marker_mode ? "step" : "interval", lo, hi, marker_mode ? "step" : "interval",
-           last.onset_x, where, eta);
-}
-
 static void evaluate(void) {
     lw_bin bins[GLOBAL_BINS + 1];
     int n = lw_series_get(&global, bins, GLOBAL_BINS + 1);
@@ -219,7 +141,7 @@ static void evaluate(void) {
         evaluate_sites();
         /* The warning on stderr waits longer than the verdict: a job's log is
          * no place for a warm-up mistaken for a leak. */
-        if (global.points >= 64 && global.points >= 2 * raw_leak_since) warn_leak();
+        if (global.points >= 64 && global.points >= 2 * raw_leak_since) warning_due = 1;
     } else {
         if (announced == LW_VERDICT_LEAK) withdrawn++, first_leak_step = -1;
         /* Growth seen but not yet confirmed is not yet a verdict. */
@@ -262,7 +184,7 @@ static void drain_ring(void) {
 static void close_interval(void) {
     point pt;
     lw_totals_take_floor_peak(&pt.floor, &pt.peak);
-    pt.x = (double)atomic_fetch_add(&intervals, 1) + 1;
+    pt.x = (double)lw_intervals_close();
     pt.t = now_s();
     add_point(&pt);
     sites_point(pt.x, pt.t);
@@ -280,63 +202,12 @@ static void forget_history(void) {
         if (s->track) lw_series_reset(&s->track->series);
 }
 
-/* What the sampler writes on its own schedule, outside its lock: the report
- * every LEAKWATCH_REPORT_EVERY seconds (so a job killed by the OOM killer
- * still leaves a recent one), Prometheus metrics every interval. */
-static void periodic_outputs(void) {
-    static uint64_t last_report_ns, last_metrics_ns;
-    uint64_t now = lw_now_ns();
-    long every = lw_opt_int(LW_OPT_REPORT_EVERY);
-    if (!last_report_ns) last_report_ns = now;
-    if (every > 0 && now - last_report_ns >= (uint64_t)every * 1000000000ull) {
-        last_report_ns = now;
-        lw_report_write("periodic", 0, NULL, 0);
-    }
-    const char *prom = lw_opt_str(LW_OPT_PROMETHEUS);
-    uint64_t interval = (uint64_t)lw_opt_int(LW_OPT_INTERVAL_MS) * 1000000ull;
-    if (prom && now - last_metrics_ns >= interval) {
-        last_metrics_ns = now;
-        lw_prometheus_write(prom);
-    }
-}
-
-static void *run(void *arg) {
-    (void)arg;
-    long interval_ms = lw_opt_int(LW_OPT_INTERVAL_MS);
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    for (;;) {
-        deadline.tv_sec += interval_ms / 1000;
-        deadline.tv_nsec += (interval_ms % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) deadline.tv_sec++, deadline.tv_nsec -= 1000000000L;
-        int timed_out = 0;
-        pthread_mutex_lock(&ring_lock);
-        while (!ring_len && !timed_out)
-            timed_out = pthread_cond_timedwait(&wake, &ring_lock, &deadline) != 0;
-        pthread_mutex_unlock(&ring_lock);
-        pthread_mutex_lock(&lock);
-        drain_ring();
-        if (timed_out && !marker_mode) close_interval();
-        pthread_mutex_unlock(&lock);
-        periodic_outputs();
-        if (!timed_out) {
-            /* Woken by a step: the interval clock did not run out. */
-            deadline.tv_sec -= interval_ms / 1000;
-            deadline.tv_nsec -= (interval_ms % 1000) * 1000000L;
-            if (deadline.tv_nsec < 0) deadline.tv_sec--, deadline.tv_nsec += 1000000000L;
-        }
-    }
-    return NULL;
-}
-
-void lw_sampler_start(void) {
-    pid_t me = getpid();
-    if (thread_pid == me) return;
+void lw_growth_init(void) {
     pthread_mutex_lock(&lock);
     lw_series_init(&global, global_bins, GLOBAL_BINS);
     forget_history();
     marker_mode = 0;
-    intervals = 0;
+    lw_intervals_reset();
     pthread_mutex_lock(&ring_lock);
     ring_len = 0;
     marker_requested = 0;
@@ -347,27 +218,33 @@ void lw_sampler_start(void) {
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&wake, &ca);
     pthread_condattr_destroy(&ca);
-    /* The job's signals must go to the job's own threads, never to ours. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    pthread_t t;
-    if (pthread_create(&t, &attr, run, NULL) != 0)
-        lw_log("cannot start the sampler thread; without step marks no growth is followed");
-    else
-        thread_pid = me;
-    /* The live view (leakwatch top/snapshot/ps): a socket served by its own
-     * thread, also only in processes that use CUDA. */
-    lw_control_start();
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-void lw_sampler_step(void) {
+int lw_growth_wait(const struct timespec *deadline) {
+    int timed_out = 0;
+    pthread_mutex_lock(&ring_lock);
+    while (!ring_len && !timed_out)
+        timed_out = pthread_cond_timedwait(&wake, &ring_lock, deadline) != 0;
+    pthread_mutex_unlock(&ring_lock);
+    return timed_out;
+}
+
+void lw_growth_update(int close_interval_now) {
+    pthread_mutex_lock(&lock);
+    drain_ring();
+    if (close_interval_now && !marker_mode) close_interval();
+    pthread_mutex_unlock(&lock);
+}
+
+int lw_growth_take_warning(void) {
+    pthread_mutex_lock(&lock);
+    int due = warning_due;
+    warning_due = 0;
+    pthread_mutex_unlock(&lock);
+    return due;
+}
+
+void lw_growth_step(void) {
     point pt;
     lw_totals_take_floor_peak(&pt.floor, &pt.peak);
     pt.x = (double)lw_step_now();
@@ -391,27 +268,13 @@ void lw_sampler_step(void) {
     }
     pthread_cond_signal(&wake);
     pthread_mutex_unlock(&ring_lock);
-    lw_sampler_tick();
 }
 
-void lw_sampler_tick(void) {
-    static _Thread_local unsigned n;
-    if ((n++ & 255) != 0) return;
-    uint64_t now = lw_now_coarse_ns(), then = atomic_load(&meminfo_ns);
-    if (then && now - then < 1000000000ull) return;
-    if (!atomic_compare_exchange_strong(&meminfo_ns, &then, now ? now : 1)) return;
-    size_t fr, total;
-    if (lw_device_mem_info(&fr, &total) == 0) {
-        atomic_store(&dev_free, (int64_t)fr);
-        atomic_store(&dev_total, (int64_t)total);
-    }
-}
-
-void lw_sampler_flush(void) {
+void lw_growth_flush(void) {
     pthread_mutex_lock(&lock);
     drain_ring();
     /* One more point for each site: the state now. */
-    sites_point((double)lw_sampler_clock(), now_s());
+    sites_point((double)lw_run_clock(), now_s());
     if (global.points != points_at_eval)
         evaluate();
     else if (announced == LW_VERDICT_LEAK)
@@ -419,25 +282,24 @@ void lw_sampler_flush(void) {
     pthread_mutex_unlock(&lock);
 }
 
-void lw_sampler_snapshot(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
+void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
     pthread_mutex_lock(&lock);
     memset(st, 0, sizeof *st);
     st->verdict = announced;
     st->last = last;
     st->step_source = marker_mode ? "marker" : "time";
-    st->steps = marker_mode ? lw_step_now() : atomic_load(&intervals);
+    st->steps = marker_mode ? lw_step_now() : lw_intervals_now();
     st->first_leak_step = first_leak_step;
     st->withdrawn = withdrawn;
     st->evaluations = evaluations;
-    st->device_free = atomic_load(&dev_free);
-    st->device_total = atomic_load(&dev_total);
+    lw_device_last_mem(&st->device_free, &st->device_total);
     st->interval_s = (double)lw_opt_int(LW_OPT_INTERVAL_MS) / 1000.0;
     st->bin_width = global.width;
     if (bins && nbins) *nbins = lw_series_get(&global, bins, max);
     pthread_mutex_unlock(&lock);
 }
 
-void lw_sampler_each_site(void (*fn)(lw_site *s, const lw_site_track *t, void *arg), void *arg) {
+void lw_growth_each_site(void (*fn)(lw_site *s, const lw_site_track *t, void *arg), void *arg) {
     pthread_mutex_lock(&lock);
     for (lw_site *s = lw_sites_first(); s; s = s->next)
         if (s->track) fn(s, s->track, arg);
@@ -446,19 +308,19 @@ void lw_sampler_each_site(void (*fn)(lw_site *s, const lw_site_track *t, void *a
 
 /* Both locks, in their order: a thread marking a step holds ring_lock, and a
  * child that inherited it held would hang at its first CUDA call. */
-void lw_sampler_lock_for_fork(void) {
+void lw_growth_lock_for_fork(void) {
     pthread_mutex_lock(&lock);
     pthread_mutex_lock(&ring_lock);
 }
 
-void lw_sampler_unlock_after_fork(void) {
+void lw_growth_unlock_after_fork(void) {
     pthread_mutex_unlock(&ring_lock);
     pthread_mutex_unlock(&lock);
 }
 
 int lw_growth_snapshot(struct lw_growth_view *out) {
     lw_growth_state g;
-    lw_sampler_snapshot(&g, NULL, 0, NULL);
+    lw_growth_get(&g, NULL, 0, NULL);
     if (!g.evaluations) return -1;
     out->verdict = g.verdict;
     out->bytes_per_step = g.last.slope;
@@ -475,19 +337,16 @@ int lw_growth_snapshot(struct lw_growth_view *out) {
 /* In a forked child, at its own first CUDA call (lifecycle.c): the parent's
  * series, verdict and readings are not the child's. The sites themselves,
  * with their tracks, are forgotten by sites.c. Single-threaded here. */
-void lw_sampler_forget_parent(void) {
+void lw_growth_forget_parent(void) {
     forget_history();
     tracked = 0;
     marker_mode = 0;
     ring_len = 0;
     marker_requested = 0;
-    atomic_store(&intervals, 0);
-    atomic_store(&dev_free, -1);
-    atomic_store(&dev_total, -1);
-    atomic_store(&meminfo_ns, 0);
+    lw_intervals_reset();
+    lw_device_forget();
     evaluations = 0;
     points_at_eval = 0;
-    warned = 0;
-    last_warn_ns = 0;
+    warning_due = 0;
     raw_leak_since = 0;
 }

@@ -2,13 +2,13 @@
 
 #include "clock.h"
 #include "json_write.h"
-#include "lifecycle.h"
+#include "runstate.h"
 #include "live.h"
 #include "log.h"
 #include "options.h"
 #include "pystack.h"
 #include "record.h"
-#include "sampler.h"
+#include "growth.h"
 #include "sites.h"
 #include "symbolize.h"
 #include "totals.h"
@@ -26,63 +26,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-void lw_format_bytes(double b, char *out, size_t n) {
-    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    int u = 0;
-    double a = b < 0 ? -b : b;
-    while (a >= 1024 && u < 5)
-        a /= 1024, b /= 1024, u++;
-    if (u == 0)
-        snprintf(out, n, "%.0f B", b);
-    else
-        snprintf(out, n, "%.1f %s", b, units[u]);
-}
-
-int lw_report_expand_path(const char *tpl, char *out, size_t outlen) {
-    size_t o = 0;
-    char tmp[256];
-    for (const char *p = tpl; *p; p++) {
-        const char *add = NULL;
-        char one[2] = {0, 0};
-        if (*p == '%' && p[1]) {
-            p++;
-            if (*p == 'p') {
-                snprintf(tmp, sizeof tmp, "%ld", (long)getpid());
-                add = tmp;
-            } else if (*p == 'h') {
-                if (gethostname(tmp, sizeof tmp) != 0) snprintf(tmp, sizeof tmp, "unknown-host");
-                tmp[sizeof tmp - 1] = '\0';
-                add = tmp;
-            } else if (*p == 'r') {
-                /* torchrun sets RANK (global) and LOCAL_RANK. */
-                const char *rank = getenv("RANK");
-                if (!rank || !*rank) rank = getenv("LOCAL_RANK");
-                snprintf(tmp, sizeof tmp, "%s", rank && *rank ? rank : "0");
-                add = tmp;
-            } else if (*p == '%') {
-                add = "%";
-            } else {
-                /* Unknown: keep it as written. */
-                one[0] = '%';
-                if (o + 1 >= outlen) return -1;
-                out[o++] = '%';
-                one[0] = *p;
-                add = one;
-            }
-        } else {
-            one[0] = *p;
-            add = one;
-        }
-        size_t len = strlen(add);
-        if (o + len >= outlen) return -1;
-        memcpy(out + o, add, len);
-        o += len;
-    }
-    if (o >= outlen) return -1;
-    out[o] = '\0';
-    return 0;
-}
 
 static void emit_counts(lw_jw *w, lw_counts c) {
     lw_jw_uint(w, "alloc_count", c.alloc_count);
@@ -273,7 +216,7 @@ static int by_site(const void *a, const void *b) {
 static void views_load(site_views *vs, int global_leak) {
     memset(vs, 0, sizeof *vs);
     if (!global_leak) return;
-    lw_sampler_each_site(copy_view, vs);
+    lw_growth_each_site(copy_view, vs);
     if (vs->n) qsort(vs->v, vs->n, sizeof *vs->v, by_site);
 }
 
@@ -478,7 +421,7 @@ int lw_report_emit(FILE *f, const char *reason) {
     static lw_bin bins[300];
     int nbins = 0;
     lw_growth_state g;
-    lw_sampler_snapshot(&g, bins, 300, &nbins);
+    lw_growth_get(&g, bins, 300, &nbins);
     lw_jw_str(&w, "verdict", lw_verdict_name(g.verdict));
     emit_totals(&w);
     emit_growth(&w, &g);
@@ -580,7 +523,7 @@ int lw_report_write(const char *reason, int fallback, char *written, size_t writ
     char path[PATH_MAX];
     const char *tpl = lw_opt_str(LW_OPT_REPORT);
     int err = 0;
-    if (lw_report_expand_path(tpl, path, sizeof path) != 0) {
+    if (lw_path_expand(tpl, path, sizeof path) != 0) {
         lw_log("the report path from LEAKWATCH_REPORT is too long (over %d bytes); set a shorter "
                "one",
                PATH_MAX);
@@ -642,7 +585,7 @@ void lw_report_summary(const char *path) {
     lw_format_bytes((double)c.live_bytes, live, sizeof live);
     lw_format_bytes((double)c.peak_live_bytes, peak, sizeof peak);
     lw_growth_state g;
-    lw_sampler_snapshot(&g, NULL, 0, NULL);
+    lw_growth_get(&g, NULL, 0, NULL);
     lw_log("%lld allocation%s live (%s, peak %s) in %zu call site%s; %llu allocated, %llu freed, "
            "%llu failed; verdict: %s",
            (long long)c.live_count, c.live_count == 1 ? "" : "s", live, peak, lw_sites_count(),

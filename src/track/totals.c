@@ -35,7 +35,7 @@ static _Atomic(shard *) shards;
 static shard spill; /* for a thread whose shard could not be allocated */
 static _Thread_local shard *mine;
 static _Atomic uint64_t devices_seen;
-/* Floor and peak of the step in progress (see sampler.c). */
+/* Floor and peak of the step in progress (see analyze/growth.c). */
 static _Atomic int64_t step_floor;
 static _Atomic int64_t step_peak;
 static _Atomic uint64_t unknown_frees;

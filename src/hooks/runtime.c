@@ -4,10 +4,11 @@
  * The runtime reaches the driver through our driver wrappers too; the guard
  * (guard.h) makes the runtime call, the outermost, the one that records. A
  * program with the runtime linked in statically never comes here: its driver
- * calls are seen by hooks_driver.c instead. */
+ * calls are seen by driver.c instead. */
 #include "hooks.h"
 
 #include "guard.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "real.h"
 #include "record.h"
@@ -25,7 +26,7 @@
 
 static void on_alloc(int outer, cudaError_t r, lw_kind kind, lw_key_class cls, const void *p,
                      uint64_t size, int host) {
-    if (!outer) return;
+    if (!outer || !lw_started()) return;
     int saved = errno;
     int device = host ? -1 : lw_device_current();
     if (r == cudaSuccess)
@@ -76,7 +77,7 @@ ALLOC_WRAPPER(cudaMallocPitch, cudaMallocPitch, LW_KIND_DEVICE, LW_CLASS_DPTR, 0
         lw_rt_##REALNAME real = (lw_rt_##REALNAME)lw_real_next(&real_##NAME, #NAME);               \
         if (!real) return NO_RUNTIME;                                                              \
         int outer = lw_hook_enter();                                                               \
-        int track = outer && ptr != NULL;                                                          \
+        int track = outer && ptr != NULL && lw_started();                                          \
         lw_free_ticket t;                                                                          \
         int saved = errno;                                                                         \
         if (track) lw_record_free_begin(CLS, (uint64_t)(uintptr_t)ptr, &t);                        \

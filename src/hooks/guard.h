@@ -4,7 +4,7 @@
 #ifndef LW_GUARD_H
 #define LW_GUARD_H
 
-extern _Thread_local int lw_hook_depth;
+#include "runstate.h"
 
 /* Returns 1 when this is the outermost hook on this thread. */
 static inline int lw_hook_enter(void) {

@@ -1,7 +1,7 @@
 /* Where the control sockets live, and the checks that make that place safe:
  * another user must not be able to plant a socket we would talk to, nor read
  * our reports through one of ours. Shared by the library and the command. */
-#include "control.h"
+#include "control_path.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -5,9 +5,9 @@
 #include "control.h"
 
 #include "clock.h"
-#include "growth_view.h"
+#include "growth.h"
 #include "json_write.h"
-#include "lifecycle.h"
+#include "runstate.h"
 #include "log.h"
 #include "report.h"
 #include "totals.h"

@@ -3,7 +3,7 @@
  *
  * A caller reaches a driver function three ways: by linking libcuda.so.1
  * (then our exported function of the same name wins, and finds the real one
- * with RTLD_NEXT), through dlsym (hooks_dlsym.c), or through cuGetProcAddress
+ * with RTLD_NEXT), through dlsym (dlsym.c), or through cuGetProcAddress
  * (how the CUDA runtime, static or shared, finds every driver function). For
  * the last two we hand out a wrapper bound to the exact real function the
  * lookup returned: each wrapped function has a few "slots", each a wrapper
@@ -14,6 +14,7 @@
 
 #include "device.h"
 #include "guard.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "real.h"
 #include "record.h"
@@ -32,7 +33,7 @@
 
 static void on_alloc(int outer, CUresult r, lw_kind kind, lw_key_class cls, uint64_t key,
                      uint64_t size, int device) {
-    if (!outer) return;
+    if (!outer || !lw_started()) return;
     int saved = errno;
     if (device == DEVICE_ASK) device = lw_device_current();
     if (r == CUDA_SUCCESS)
@@ -138,7 +139,7 @@ static CUresult cuMemCreate_body(lw_pfn_cuMemCreate_v10020 real, CUmemGenericAll
 #define FREE_BODY(cls, key, call)                                                                  \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
     int outer = lw_hook_enter();                                                                   \
-    int track = outer && (key) != 0;                                                               \
+    int track = outer && (key) != 0 && lw_started();                                               \
     lw_free_ticket t;                                                                              \
     int saved = errno;                                                                             \
     if (track) lw_record_free_begin(cls, key, &t);                                                 \

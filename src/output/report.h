@@ -6,9 +6,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* Expands %p (pid), %h (host name) and %% in template into out. Returns 0, or
- * -1 if the result does not fit. */
-int lw_report_expand_path(const char *template_path, char *out, size_t outlen);
+#include "fmt.h"
+#include "path_template.h"
 
 /* Writes the report as JSON to f. reason: "exit", "dump", ... */
 int lw_report_emit(FILE *f, const char *reason);
@@ -29,8 +28,5 @@ void lw_report_summary(const char *path_written);
 struct lw_site;
 /* "function (module+0xoffset)" for the site's innermost named frame. */
 void lw_report_site_label(const struct lw_site *site, char *out, size_t n);
-
-/* "1.5 GiB", "512 B" */
-void lw_format_bytes(double bytes, char *out, size_t outlen);
 
 #endif

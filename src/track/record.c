@@ -2,11 +2,11 @@
 
 #include "clock.h"
 #include "hash.h"
-#include "lifecycle.h"
 #include "log.h"
 #include "options.h"
 #include "pystack.h"
-#include "sampler.h"
+#include "runstate.h"
+#include "device.h"
 #include "sites.h"
 #include "stack.h"
 
@@ -77,12 +77,11 @@ static void forget(const lw_alloc *r) {
 }
 
 void lw_record_alloc(lw_kind kind, lw_key_class cls, uint64_t key, uint64_t size, int device) {
-    if (!lw_started()) return;
     lw_alloc rec = {
         .key = key,
         .size = size,
         .site = site_for_this_stack(),
-        .step = lw_sampler_clock(),
+        .step = lw_run_clock(),
         .age_s = (uint32_t)((lw_now_coarse_ns() - lw_start_time_ns()) / 1000000000u),
         .device = (int16_t)device,
         .kind = (uint8_t)kind,
@@ -106,17 +105,14 @@ void lw_record_alloc(lw_kind kind, lw_key_class cls, uint64_t key, uint64_t size
     }
     site_add(rec.site, size);
     lw_totals_alloc(device, kind, size);
-    lw_sampler_tick();
+    lw_device_tick();
 }
 
 void lw_record_free_begin(lw_key_class cls, uint64_t key, lw_free_ticket *t) {
-    t->tracked = 0;
-    if (!lw_started()) return;
     t->tracked = lw_live_remove(cls, key, &t->rec);
 }
 
 void lw_record_free_end(lw_free_ticket *t, int succeeded) {
-    if (!lw_started()) return;
     if (!t->tracked) {
         /* Not ours to count: allocated before we started, by an unhooked
          * path, or not an allocation at all (the driver said so). */
@@ -140,7 +136,6 @@ static lw_failure failures[LW_FAILURES_KEPT];
 static uint64_t failures_total;
 
 void lw_record_failure(lw_kind kind, uint64_t size, int device, int result) {
-    if (!lw_started()) return;
     lw_site *s = site_for_this_stack();
     atomic_fetch_add_explicit(&s->failed_count, 1, memory_order_relaxed);
     lw_totals_failed(device, kind);

@@ -14,7 +14,7 @@
  *     (a sawtooth, a cache filled then freed, returns to the same low points;
  *     a leak under a sawtooth still lifts them).
  * Announcing a leak also needs the verdict to hold on several consecutive
- * evaluations: that is the sampler's part (sampler.c). */
+ * evaluations: that is growth.c's part. */
 #ifndef LW_DETECTOR_H
 #define LW_DETECTOR_H
 

@@ -1,8 +1,8 @@
 /* The Prometheus textfile: the same counters the report shows, read through
- * the same getters (totals.h, growth_view.h), so the two never disagree. */
+ * the same getters (totals.h, growth.h), so the two never disagree. */
 #include "prometheus.h"
 
-#include "growth_view.h"
+#include "growth.h"
 #include "report.h"
 #include "totals.h"
 
@@ -13,12 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-
-/* Until the detector provides it: no growth view yet. */
-__attribute__((weak)) int lw_growth_snapshot(struct lw_growth_view *out) {
-    (void)out;
-    return -1;
-}
 
 typedef enum { M_LIVE, M_PEAK, M_ALLOC, M_FREE, M_FAILED, M_COUNT } metric;
 static const struct {
@@ -84,7 +78,7 @@ static int emit(FILE *f) {
 
 int lw_prometheus_write(const char *tpl) {
     char path[PATH_MAX], tmp[PATH_MAX + 64];
-    if (lw_report_expand_path(tpl, path, sizeof path) != 0) {
+    if (lw_path_expand(tpl, path, sizeof path) != 0) {
         errno = ENAMETOOLONG;
         return -1;
     }

@@ -1,4 +1,5 @@
-/* The record layer: what the hooks call after the real CUDA function returned.
+/* The record layer: what the hooks call after the real CUDA function returned,
+ * once leakwatch has started (lw_started(): the hooks ask).
  * One allocation event: capture the stack, find its site (a thread-local cache
  * in front of the site table), insert into the live table, count. No I/O, no
  * symbol lookup. */

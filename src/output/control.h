@@ -15,6 +15,8 @@
 #ifndef LW_CONTROL_H
 #define LW_CONTROL_H
 
+#include "control_path.h"
+
 #include <stddef.h>
 
 /* Starts serving (idempotent; safe after fork, where it starts afresh for the
@@ -23,16 +25,5 @@ void lw_control_start(void);
 /* Stops the thread and removes the socket. Called at exit by an atexit
  * handler of its own; calling it earlier is fine. */
 void lw_control_stop(void);
-
-/* The socket folder for this user. create: make it (0700) when missing.
- * Checks it is a real directory owned by us with no access for others.
- * 0, or -1 with a reason in err. Shared with the leakwatch command. */
-int lw_control_dir(int create, char *out, size_t n, char *err, size_t errlen);
-/* The fallback folder, /tmp/leakwatch-UID (never under $TMPDIR, which may
- * differ between the process and the command). The command searches it too:
- * the watched process may have had another XDG_RUNTIME_DIR. */
-int lw_control_fallback_dir(char *out, size_t n);
-/* Checks an existing folder as lw_control_dir does. */
-int lw_control_check_dir(const char *dir, char *err, size_t errlen);
 
 #endif

@@ -1,0 +1,92 @@
+/* Growth: follows the floor of live memory from step to step, runs the
+ * detector, and attributes the growth to call sites.
+ *
+ * Steps come from leakwatch_step() (marker), or, without marks, from time
+ * intervals that the worker closes every LEAKWATCH_INTERVAL_MS (time). A step
+ * mark only queues a point (lw_growth_step); the worker takes the queue in
+ * (lw_growth_update). The hot path only updates the floor and peak counters
+ * (totals.c) and each site's floor (record.c). No thread and no I/O here. */
+#ifndef LW_GROWTH_H
+#define LW_GROWTH_H
+
+#include "detector.h"
+#include "series.h"
+
+#include <stdint.h>
+
+struct lw_site;
+
+/* One per site that has held memory at a step's end: its own floor series. */
+#define LW_SITE_BINS 64
+typedef struct lw_site_track {
+    lw_series series;
+    lw_bin bins[LW_SITE_BINS];
+    lw_growth growth; /* slope: bytes retained per step since the onset */
+    int evaluated;
+    /* Live allocations made since the onset of growth (a scan of the live
+     * table): what this site keeps, step after step. */
+    uint64_t kept_bytes;
+    uint32_t kept_count;
+    uint32_t kept_first_step, kept_last_step;
+} lw_site_track;
+
+/* A fresh series and verdict (at start, and in a forked child's start). */
+void lw_growth_init(void);
+
+/* A step mark from a training thread (after lw_step_mark): queues the floor
+ * and peak since the last mark and wakes the worker. */
+void lw_growth_step(void);
+
+/* The worker's loop: waits until a step is queued or the deadline passes
+ * (CLOCK_MONOTONIC); returns 1 when the deadline passed. */
+struct timespec;
+int lw_growth_wait(const struct timespec *deadline);
+/* Takes in the queued steps; with close_interval (time mode, the interval
+ * ran out) closes one time interval as a step. */
+void lw_growth_update(int close_interval);
+
+/* Takes in the steps not yet seen and evaluates once more (before a report). */
+void lw_growth_flush(void);
+
+/* 1 once each time a confirmed leak has run long enough to be announced on
+ * stderr (output/warning.c says it, with its own rate limit). */
+int lw_growth_take_warning(void);
+
+typedef struct {
+    lw_verdict verdict; /* as announced: a leak needs LEAKWATCH_CONFIRM agreeing evaluations */
+    lw_growth last;     /* the latest evaluation */
+    const char *step_source;
+    uint64_t steps;
+    int64_t first_leak_step; /* step the current leak verdict was reached; -1: none */
+    uint64_t withdrawn;      /* leak verdicts reached, then withdrawn (growth stopped) */
+    uint64_t evaluations;
+    int64_t device_free, device_total; /* -1: unknown */
+    double interval_s;                 /* time mode: seconds per interval */
+    uint32_t bin_width;
+} lw_growth_state;
+
+/* A consistent copy of the detector's state and, if bins is not NULL, of the
+ * floor series (up to max bins; *nbins set). */
+void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins);
+
+/* Runs fn for each tracked site under the sampler's lock. */
+void lw_growth_each_site(void (*fn)(struct lw_site *s, const lw_site_track *t, void *arg),
+                         void *arg);
+
+/* A forked child's first CUDA call: forget the parent's series and verdict. */
+void lw_growth_forget_parent(void);
+
+/* Fork safety (lifecycle.c): no lock of ours held across fork. */
+void lw_growth_lock_for_fork(void);
+void lw_growth_unlock_after_fork(void);
+
+/* The current conclusion as a plain copy, for the live views (control
+ * socket, Prometheus). 0, or -1 when nothing has been evaluated yet. */
+struct lw_growth_view {
+    int verdict; /* 0 inconclusive, 1 leak, 2 no_leak */
+    double bytes_per_step, bytes_per_second, oom_eta_seconds, p_value; /* NAN when unknown */
+    uint64_t steps;
+};
+int lw_growth_snapshot(struct lw_growth_view *out);
+
+#endif

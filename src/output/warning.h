@@ -1,0 +1,11 @@
+/* The live warning on stderr when a leak is confirmed while the job runs. */
+#ifndef LW_WARNING_H
+#define LW_WARNING_H
+
+/* Says the current leak verdict in one line (LEAKWATCH_WARN), at most once in
+ * 30 minutes. */
+void lw_warning_leak(void);
+/* A forked child's own start: its warnings are its own. */
+void lw_warning_forget(void);
+
+#endif

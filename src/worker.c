@@ -1,0 +1,85 @@
+#include "worker.h"
+
+#include "clock.h"
+#include "control.h"
+#include "growth.h"
+#include "log.h"
+#include "options.h"
+#include "prometheus.h"
+#include "report.h"
+#include "warning.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+static pid_t thread_pid;
+
+/* What the worker writes on its own schedule: the report every
+ * LEAKWATCH_REPORT_EVERY seconds (so a job killed by the OOM killer still
+ * leaves a recent one), Prometheus metrics every interval. */
+static void periodic_outputs(void) {
+    static uint64_t last_report_ns, last_metrics_ns;
+    uint64_t now = lw_now_ns();
+    long every = lw_opt_int(LW_OPT_REPORT_EVERY);
+    if (!last_report_ns) last_report_ns = now;
+    if (every > 0 && now - last_report_ns >= (uint64_t)every * 1000000000ull) {
+        last_report_ns = now;
+        lw_report_write("periodic", 0, NULL, 0);
+    }
+    const char *prom = lw_opt_str(LW_OPT_PROMETHEUS);
+    uint64_t interval = (uint64_t)lw_opt_int(LW_OPT_INTERVAL_MS) * 1000000ull;
+    if (prom && now - last_metrics_ns >= interval) {
+        last_metrics_ns = now;
+        lw_prometheus_write(prom);
+    }
+}
+
+static void *run(void *arg) {
+    (void)arg;
+    long interval_ms = lw_opt_int(LW_OPT_INTERVAL_MS);
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    for (;;) {
+        deadline.tv_sec += interval_ms / 1000;
+        deadline.tv_nsec += (interval_ms % 1000) * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) deadline.tv_sec++, deadline.tv_nsec -= 1000000000L;
+        int timed_out = lw_growth_wait(&deadline);
+        lw_growth_update(timed_out);
+        if (lw_growth_take_warning()) lw_warning_leak();
+        periodic_outputs();
+        if (!timed_out) {
+            /* Woken by a step: the interval clock did not run out. */
+            deadline.tv_sec -= interval_ms / 1000;
+            deadline.tv_nsec -= (interval_ms % 1000) * 1000000L;
+            if (deadline.tv_nsec < 0) deadline.tv_sec--, deadline.tv_nsec += 1000000000L;
+        }
+    }
+    return NULL;
+}
+
+void lw_worker_start(void) {
+    pid_t me = getpid();
+    if (thread_pid == me) return;
+    lw_growth_init();
+    lw_warning_forget();
+    /* The job's signals must go to the job's own threads, never to ours. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    pthread_t t;
+    if (pthread_create(&t, &attr, run, NULL) != 0)
+        lw_log("cannot start the sampler thread; without step marks no growth is followed");
+    else
+        thread_pid = me;
+    /* The live view (leakwatch top/snapshot/ps): a socket served by its own
+     * thread, also only in processes that use CUDA. */
+    lw_control_start();
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}

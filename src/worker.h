@@ -1,0 +1,12 @@
+/* The worker: leakwatch's one background thread in the job. It takes in the
+ * steps (analyze/growth.c), closes time intervals when no steps are marked,
+ * and is the only caller of output code on a timer: the live warning, the
+ * periodic report, the Prometheus file. It also starts the control socket. */
+#ifndef LW_WORKER_H
+#define LW_WORKER_H
+
+/* Starts the thread once per process (again in a forked child that uses
+ * CUDA itself), with a fresh growth state. */
+void lw_worker_start(void);
+
+#endif
