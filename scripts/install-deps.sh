@@ -2,7 +2,8 @@
 # Installs what leakwatch needs to build and test, when it is missing.
 # Debian/Ubuntu: apt-get as root, or through sudo. Elsewhere: one message.
 #
-# Build: a C compiler, make, pkg-config, libunwind, uthash, Check.
+# Build: a C compiler, make, pkg-config, libunwind, uthash, Check, jansson (the command's
+# JSON reader; linked in statically).
 # Tests (make check): clang with libFuzzer (fuzzing runs), valgrind, cppcheck and
 # clang-format (lint), binutils' addr2line (source lines), python3 (Python frames).
 # Optional: chromium (the HTML report test; skipped with a message without it).
@@ -19,6 +20,7 @@ need_cmd pkg-config pkg-config
 have_pkgconf libunwind || [ -f /usr/include/libunwind.h ] || missing="$missing libunwind-dev"
 [ -f /usr/include/uthash.h ] || missing="$missing uthash-dev"
 have_pkgconf check || missing="$missing check"
+have_pkgconf jansson || [ -f /usr/include/jansson.h ] || missing="$missing libjansson-dev"
 optional=""
 if [ "$what" = test ]; then
 need_cmd clang clang

@@ -63,8 +63,7 @@ static double num(lw_model *m, const lw_json *obj, const char *key, const char *
     }
     double d = lw_json_number(v, NAN);
     if (!isfinite(d)) {
-        warn(m, "%s%s is out of range (%.40s); shown as unknown", where, key,
-             lw_json_number_text(v));
+        warn(m, "%s%s is out of range; shown as unknown", where, key);
         return NAN;
     }
     return d;

@@ -5,7 +5,7 @@
 #ifndef LW_CLI_MODEL_H
 #define LW_CLI_MODEL_H
 
-#include "json_read.h"
+#include "json_doc.h"
 
 #include <stddef.h>
 

@@ -3,7 +3,7 @@
 #include "cli.h"
 #include "cli_sock.h"
 
-#include "json_read.h"
+#include "json_doc.h"
 
 #include <dirent.h>
 #include <errno.h>

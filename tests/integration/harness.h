@@ -3,7 +3,7 @@
 #ifndef LW_HARNESS_H
 #define LW_HARNESS_H
 
-#include "json_read.h"
+#include "json_doc.h"
 
 #include <check.h>
 

@@ -410,6 +410,13 @@ START_TEST(report_errors_are_one_clear_line) {
     lw_write_text(p, deep);
     free(deep);
     expect_file_error(p, "not valid JSON");
+    /* Numbers beyond a double or a 64-bit integer: refused by the parser, with the place. */
+    snprintf(p, sizeof p, "%s/huge.json", dir);
+    lw_write_text(p, "{\"tool\":\"leakwatch\",\"totals\":{\"live_bytes\":1e999}}");
+    expect_file_error(p, "column");
+    lw_write_text(
+        p, "{\"tool\":\"leakwatch\",\"totals\":{\"live_count\":123456789012345678901234567890}}");
+    expect_file_error(p, "column");
 
     lw_run r;
     const char *bad_opt[] = {"report", "--format", "pdf", p, NULL};
@@ -425,8 +432,8 @@ START_TEST(report_survives_hostile_fields) {
         "{\"tool\":\"leakwatch\"}",
         "{\"tool\":\"leakwatch\",\"verdict\":7,\"totals\":\"lots\",\"sites\":{\"a\":1},"
         "\"growth\":[],\"series\":{\"x\":[1,2],\"floor\":\"no\"}}",
-        "{\"tool\":\"leakwatch\",\"verdict\":\"leak\",\"totals\":{\"live_bytes\":1e999,"
-        "\"peak_live_bytes\":-1e999,\"live_count\":123456789012345678901234567890},"
+        "{\"tool\":\"leakwatch\",\"verdict\":\"leak\",\"totals\":{\"live_bytes\":1.5e308,"
+        "\"peak_live_bytes\":-1e308,\"live_count\":-9223372036854775808},"
         "\"growth\":{\"bytes_per_step\":1e308,\"slope_ci\":[1,\"x\"],\"oom_eta_seconds\":-5,"
         "\"oom_eta_steps\":1e300},\"series\":{\"x\":[0,1,1e308,null],\"floor\":[1,2,3,4],"
         "\"peak\":[true]}}",

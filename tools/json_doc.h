@@ -1,30 +1,23 @@
-/* json_read.h — a small, strict, bounded JSON reader (DOM) for leakwatch reports.
+/* json_doc.h — reading leakwatch reports (and socket answers) as JSON documents, on top of
+ * jansson (a maintained JSON library: strict RFC 8259 by default, UTF-8 validated, line and
+ * column in its messages, nesting bounded).
  *
- * Strict: exactly RFC 8259. One value, whitespace (space, tab, CR, LF) around it, nothing
- * else; UTF-8 is validated (overlong forms, UTF-16 surrogates and code points above U+10FFFF
- * are rejected); escapes are checked, including \uXXXX surrogate pairs (a lone surrogate is an
- * error); numbers follow the RFC grammar (no leading zeros, '+', '.5', '1.', hex, NaN or
- * Infinity); no comments, no trailing commas, no single quotes. The only leniency is that a
- * UTF-8 byte order mark before the value is skipped (RFC 8259 section 8.1 allows that).
+ * What this layer adds: limits checked before and after parsing (input size, nesting depth,
+ * number of values), so a hostile or enormous file fails with a message instead of exhausting
+ * memory; a UTF-8 byte order mark before the value is skipped (RFC 8259 section 8.1); files
+ * are read only when they are regular files (a FIFO or device would block or never end);
+ * accessors that accept NULL (a failed lookup) and return their "not found" answer, so lookups
+ * chain: lw_json_int64(lw_json_path(r, "totals.n"), &n); and path lookups.
  *
- * Bounded: the input size, the nesting depth and the number of nodes are limited (see
- * lw_json_limits), and the parser never recurses, so hostile input (a megabyte of '[', a huge
- * flat array, a truncated file) fails with a message instead of exhausting the C stack or
- * memory.
+ * Memory: a parsed document is owned by its root; lw_json_free(root) releases all of it.
+ * Threads: different documents may be used concurrently; one document may be read by many
+ * threads at once.
  *
- * Memory: a parsed document lives in one arena owned by its root; lw_json_free(root) releases
- * all of it. Every node pointer obtained from a document is valid until then. The input buffer
- * is not referenced after lw_json_parse returns.
- *
- * Threads: there is no global state. Different documents may be parsed and read concurrently;
- * one document may be read (never written) by many threads at once, because nothing in it is
- * built lazily.
- *
- * Absent values: every accessor accepts NULL (the result of a failed lookup) and then returns
- * its "not found" answer, so lookups chain: lw_json_int64(lw_json_path(r, "totals.n"), &n).
+ * Integers are exact within the signed 64-bit range (jansson keeps them as integers);
+ * larger ones are refused by the parser. Duplicate member names: the last one wins.
  */
-#ifndef LW_JSON_READ_H
-#define LW_JSON_READ_H
+#ifndef LW_JSON_DOC_H
+#define LW_JSON_DOC_H
 
 #include <stddef.h>
 
@@ -41,12 +34,11 @@ typedef enum {
     LW_JSON_OBJECT
 } lw_json_type;
 
-typedef struct lw_json lw_json; /* opaque node */
+typedef struct json_t lw_json; /* a jansson value */
 
 /* 0 in a field (or a NULL limits pointer) selects that field's default.
  *   max_depth  nested arrays/objects; default 64. "[[1]]" has depth 2; a scalar alone has 0.
- *   max_nodes  values plus object member names; default 10,000,000. Each costs 32 bytes, so
- *              this also bounds the tree's memory (about 320 MB at the default).
+ *   max_nodes  values plus object member names; default 10,000,000.
  *   max_bytes  input size in bytes; default 1 GiB. */
 typedef struct {
     size_t max_depth;
@@ -75,8 +67,7 @@ lw_json *lw_json_parse(const char *text, size_t len, const lw_json_limits *limit
 lw_json *lw_json_parse_file(const char *path, const lw_json_limits *limits, char *err,
                             size_t errlen);
 
-/* Frees a whole document. Takes only a root returned by a parse function (any other node is
- * ignored, so a mistaken call cannot corrupt the arena); NULL is allowed. */
+/* Frees a whole document. Takes only a root returned by a parse function; NULL is allowed. */
 void lw_json_free(lw_json *root);
 
 /* LW_JSON_NULL also for an absent value (v == NULL); use lw_json_is_null or a pointer test to
@@ -85,18 +76,16 @@ lw_json_type lw_json_type_of(const lw_json *v);
 /* "null", "bool", "number", "string", "array", "object"; for messages. */
 const char *lw_json_type_name(lw_json_type t);
 
-/* Member lookup. Duplicate names are all kept (lw_json_key_at/lw_json_value_at see each one in
- * document order); lookup returns the LAST member with that name, as most JSON readers do.
- * Objects with more than 16 members get a sorted index at parse time, so a lookup costs
- * O(log n); smaller ones are scanned. A name containing "\u0000" can be found only with
- * lw_json_get_n. NULL if absent or obj is not an object. */
+/* Member lookup (a hash lookup). Of duplicate names the last one is kept. A name containing
+ * "\u0000" can be found only with lw_json_get_n. NULL if absent or obj is not an object. */
 const lw_json *lw_json_get(const lw_json *obj, const char *key);
 const lw_json *lw_json_get_n(const lw_json *obj, const char *key, size_t keylen);
 
 const lw_json *lw_json_at(const lw_json *arr, size_t i); /* NULL if out of range / not array */
-/* Element count of an array, member count of an object (duplicates included), byte length of a
- * string (embedded NULs included), 0 otherwise. */
+/* Element count of an array, member count of an object, byte length of a string (embedded NULs
+ * included), 0 otherwise. */
 size_t lw_json_len(const lw_json *v);
+/* Members in document order (a walk: O(i) each). */
 const char *lw_json_key_at(const lw_json *obj, size_t i); /* i-th member name; NULL if none */
 size_t lw_json_key_len_at(const lw_json *obj, size_t i);  /* its byte length (NULs included) */
 const lw_json *lw_json_value_at(const lw_json *obj, size_t i);
@@ -110,12 +99,9 @@ const lw_json *lw_json_path(const lw_json *root, const char *path);
 /* The number as a double (correctly rounded; beyond the double range it is +-HUGE_VAL), or dflt
  * if v is not a number. */
 double lw_json_number(const lw_json *v, double dflt);
-/* The number's literal text as written in the document ("1.50e3"); NULL if not a number. */
-const char *lw_json_number_text(const lw_json *v);
-/* 0 and *out set when v is a number whose exact decimal value is an integer in range; this is
- * computed from the literal, never through double, so 18446744073709551615 and
- * -9223372036854775808 are exact. "1e3" and "10.0" count as integers; "1.5", "1e-1" do not.
- * -1 otherwise, *out untouched. */
+/* 0 and *out set when v is a number whose value is an integer in range: an integer literal
+ * (exact over the whole signed 64-bit range), or a real such as "1e3" or "10.0" that is
+ * integral and exactly representable. "1.5", "1e-1" are not. -1 otherwise, *out untouched. */
 int lw_json_int64(const lw_json *v, long long *out);
 int lw_json_uint64(const lw_json *v, unsigned long long *out);
 
