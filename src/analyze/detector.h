@@ -1,7 +1,7 @@
 /* The verdict: does the floor of live memory grow steadily, step after step?
  *
  * A pure function of a series of bins (series.h), so it can be tested on
- * known data. The method (see shared/notes/growth-detection.md):
+ * known data. The method (README, "Leak detection"):
  *   - test the recent part of the series only (the newest half), so warm-up
  *     is left behind;
  *   - Mann–Kendall for "is it going up", with its variance corrected for

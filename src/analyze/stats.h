@@ -1,5 +1,5 @@
 /* Statistics for telling a gradual leak from noise, warm-up and saturation
- * (see shared/notes/growth-detection.md): Mann–Kendall trend test, Theil–Sen
+ * (README, "Leak detection"): Mann–Kendall trend test, Theil–Sen
  * slope with Sen's confidence interval, an effective-sample-size correction
  * for serially correlated series, and least-squares lines and parabolas.
  *

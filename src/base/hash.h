@@ -16,7 +16,7 @@ static inline uint64_t lw_mix64(uint64_t x) {
 }
 
 /* Four independent lanes: a single multiply chain costs its full latency per
- * word; four overlap (bench/perf/FINDINGS.md, P3). */
+ * word; four overlap (bench/perf/FINDINGS.md). */
 static inline uint64_t lw_hash_lane(uint64_t h, uint64_t w) {
     h = (h ^ w) * 0x100000001b3ull;
     return h ^ (h >> 29);

@@ -246,7 +246,7 @@ static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const site_vi
     lw_jw_object(w, NULL);
     lw_jw_uint(w, "id", s->id);
     lw_jw_int(w, "live_bytes", atomic_load(&s->live_bytes));
-    /* P2a: live_count is no longer kept; alloc_count - free_count. */
+    /* Derived: keeping a live count would cost the hot path an atomic. */
     lw_jw_int(w, "live_count",
               (int64_t)(atomic_load(&s->alloc_count) - atomic_load(&s->free_count)));
     lw_jw_uint(w, "alloc_count", atomic_load(&s->alloc_count));

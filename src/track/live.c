@@ -1,7 +1,7 @@
 /* The live table as chained hashing with one link per record (48-byte
  * records: no hash-table handle), bucket arrays that double when a stripe
  * holds two records per bucket, and stripes whose locks need no run-time
- * initialisation (bench/perf/FINDINGS.md, P8: half the memory of a uthash
+ * initialisation (bench/perf/FINDINGS.md: half the memory of a uthash
  * table, and faster). */
 #include "live.h"
 

@@ -9,8 +9,8 @@ const char *lw_kind_name(lw_kind k) {
     return k < LW_KIND_COUNT ? kind_names[k] : "unknown";
 }
 
-/* One lock-prefixed instruction per level and event (bench/perf/FINDINGS.md,
- * P1). Counts (allocations, frees, failures) live in per-thread shards,
+/* One lock-prefixed instruction per level and event (bench/perf/FINDINGS.md).
+ * Counts (allocations, frees, failures) live in per-thread shards,
  * written by their own thread with plain loads and stores and summed when
  * read: no cache line bounces between threads for them. Live bytes stay one
  * atomic per level, since peaks need the instantaneous sum. */

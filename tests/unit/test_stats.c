@@ -150,7 +150,7 @@ static void check_ts(const lw_theil_sen_result *got, const lw_theil_sen_result *
 START_TEST(normal_cdf_reference) {
     for (int i = 0; i < N_OF(NORM_CDF); i++)
         CK_REL(lw_normal_cdf(NORM_CDF[i][0]), NORM_CDF[i][1], 1e-12);
-    /* The values quoted in the design brief. */
+    /* Textbook values: the two-sided 95% point. */
     CK_REL(lw_normal_cdf(1.96), 0.9750021048517795, 1e-15);
     ck_assert(lw_normal_cdf(0) == 0.5);
     ck_assert(lw_normal_cdf(INFINITY) == 1 && lw_normal_cdf(-INFINITY) == 0);
