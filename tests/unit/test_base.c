@@ -1,0 +1,154 @@
+/* Unit tests for the base layer's utilities (src/base): the JSON writer read
+ * back by the command's reader, output path templates, byte formatting and
+ * the control-socket folder checks. */
+#include "control_path.h"
+#include "fmt.h"
+#include "json_doc.h"
+#include "json_write.h"
+#include "path_template.h"
+
+#include "../check_run.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+START_TEST(json_write_reads_back) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    lw_jw w;
+    lw_jw_init(&w, f, 1);
+    lw_jw_object(&w, NULL);
+    lw_jw_str(&w, "plain", "train.py");
+    lw_jw_str(&w, "controls", "a\"b\\c\n\x1b[31m\x7f");
+    lw_jw_strn(&w, "nul", "x\0y", 3);
+    lw_jw_str(&w, "bad_utf8", "caf\xe9");
+    lw_jw_str(&w, "none", NULL);
+    lw_jw_int(&w, "min", INT64_MIN);
+    lw_jw_uint(&w, "max", (uint64_t)INT64_MAX);
+    lw_jw_double(&w, "half", 0.5);
+    lw_jw_double(&w, "nan", NAN);
+    lw_jw_double(&w, "inf", -INFINITY);
+    lw_jw_bool(&w, "yes", 1);
+    lw_jw_array(&w, "list");
+    lw_jw_int(&w, NULL, 1);
+    lw_jw_object(&w, NULL);
+    lw_jw_end(&w);
+    lw_jw_end(&w);
+    lw_jw_end(&w);
+    ck_assert_int_eq(lw_jw_failed(&w), 0);
+    fclose(f);
+    char err[200];
+    lw_json *r = lw_json_parse(buf, len, NULL, err, sizeof err);
+    ck_assert_msg(r != NULL, "%s in:\n%s", err, buf);
+    ck_assert_str_eq(lw_json_string(lw_json_get(r, "controls")), "a\"b\\c\n\x1b[31m\x7f");
+    ck_assert_uint_eq(lw_json_len(lw_json_get(r, "nul")), 3);
+    ck_assert_str_eq(lw_json_string(lw_json_get(r, "bad_utf8")), "caf\xef\xbf\xbd");
+    ck_assert(lw_json_is_null(lw_json_get(r, "none")));
+    long long i;
+    ck_assert_int_eq(lw_json_int64(lw_json_get(r, "min"), &i), 0);
+    ck_assert(i == INT64_MIN);
+    ck_assert_int_eq(lw_json_int64(lw_json_get(r, "max"), &i), 0);
+    ck_assert(i == INT64_MAX);
+    ck_assert(lw_json_number(lw_json_get(r, "half"), 0) == 0.5);
+    ck_assert(lw_json_is_null(lw_json_get(r, "nan")));
+    ck_assert(lw_json_is_null(lw_json_get(r, "inf")));
+    ck_assert_int_eq(lw_json_bool(lw_json_get(r, "yes"), 0), 1);
+    ck_assert_uint_eq(lw_json_len(lw_json_get(r, "list")), 2);
+    /* Raw control bytes never reach the file. */
+    for (size_t k = 0; k < len; k++)
+        ck_assert_msg((unsigned char)buf[k] >= 0x20 || buf[k] == '\n' || buf[k] == ' ',
+                      "raw control byte %#x at %zu", buf[k], k);
+    lw_json_free(r);
+    free(buf);
+}
+END_TEST
+
+START_TEST(path_templates) {
+    char out[256], want[256];
+    ck_assert_int_eq(lw_path_expand("run-%p.json", out, sizeof out), 0);
+    snprintf(want, sizeof want, "run-%ld.json", (long)getpid());
+    ck_assert_str_eq(out, want);
+    setenv("RANK", "3", 1);
+    ck_assert_int_eq(lw_path_expand("r%r-100%%-%q.json", out, sizeof out), 0);
+    ck_assert_str_eq(out, "r3-100%-%q.json");
+    unsetenv("RANK");
+    setenv("LOCAL_RANK", "5", 1);
+    ck_assert_int_eq(lw_path_expand("%r", out, sizeof out), 0);
+    ck_assert_str_eq(out, "5");
+    unsetenv("LOCAL_RANK");
+    ck_assert_int_eq(lw_path_expand("%r", out, sizeof out), 0);
+    ck_assert_str_eq(out, "0");
+    char host[256];
+    gethostname(host, sizeof host);
+    host[sizeof host - 1] = '\0';
+    ck_assert_int_eq(lw_path_expand("%h", out, sizeof out), 0);
+    ck_assert_str_eq(out, host);
+    /* Too long for the buffer: refused, never cut. */
+    char small[8];
+    ck_assert_int_eq(lw_path_expand("abcdefgh", small, sizeof small), -1);
+    ck_assert_int_eq(lw_path_expand("abcdefg", small, sizeof small), 0);
+    ck_assert_str_eq(small, "abcdefg");
+}
+END_TEST
+
+START_TEST(byte_formats) {
+    char b[32];
+    lw_format_bytes(512, b, sizeof b);
+    ck_assert_str_eq(b, "512 B");
+    lw_format_bytes(1536, b, sizeof b);
+    ck_assert_str_eq(b, "1.5 KiB");
+    lw_format_bytes(-3.0 * 1024 * 1024, b, sizeof b);
+    ck_assert_str_eq(b, "-3.0 MiB");
+    lw_format_bytes(2.0 * 1024 * 1024 * 1024 * 1024 * 1024 * 1024, b, sizeof b);
+    ck_assert_str_eq(b, "2048.0 PiB");
+}
+END_TEST
+
+START_TEST(control_dir_checks) {
+    char dir[] = "/tmp/test_base_XXXXXX", err[512], link[200];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ck_assert_int_eq(lw_control_check_dir(dir, err, sizeof err), 0);
+    chmod(dir, 0755);
+    ck_assert_int_ne(lw_control_check_dir(dir, err, sizeof err), 0);
+    ck_assert_msg(strstr(err, "chmod 700") != NULL, "%s", err);
+    chmod(dir, 0700);
+    snprintf(link, sizeof link, "%s.link", dir);
+    ck_assert_int_eq(symlink(dir, link), 0);
+    ck_assert_int_ne(lw_control_check_dir(link, err, sizeof err), 0);
+    ck_assert_msg(strstr(err, "not a directory") != NULL, "%s", err);
+    unlink(link);
+    /* XDG_RUNTIME_DIR/leakwatch, created 0700 when missing. */
+    setenv("XDG_RUNTIME_DIR", dir, 1);
+    char out[256];
+    ck_assert_int_eq(lw_control_dir(1, out, sizeof out, err, sizeof err), 0);
+    char want[256];
+    snprintf(want, sizeof want, "%s/leakwatch", dir);
+    ck_assert_str_eq(out, want);
+    struct stat st;
+    ck_assert_int_eq(stat(out, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0700);
+    rmdir(out);
+    rmdir(dir);
+}
+END_TEST
+
+static Suite *base_suite(void) {
+    Suite *s = suite_create("base");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, json_write_reads_back);
+    tcase_add_test(tc, path_templates);
+    tcase_add_test(tc, byte_formats);
+    tcase_add_test(tc, control_dir_checks);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    return lw_check_run(base_suite());
+}

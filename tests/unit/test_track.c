@@ -1,0 +1,210 @@
+/* Unit tests for the allocation path's tables and counters (src/track) and
+ * the binned series (src/analyze/series.c), each on its own, without the
+ * hooks or a CUDA stand-in. */
+#include "hash.h"
+#include "live.h"
+#include "series.h"
+#include "sites.h"
+#include "totals.h"
+#include "tracker_mem.h"
+
+#include "../check_run.h"
+
+#include <check.h>
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+/* ---- series ---- */
+
+START_TEST(series_bins_merge_and_keep_the_mean) {
+    lw_bin storage[8];
+    lw_series s;
+    lw_series_init(&s, storage, 8);
+    for (int i = 1; i <= 100; i++)
+        lw_series_add(&s, i, i * 0.5, 10.0 * i, 20.0 * i);
+    lw_bin out[9];
+    int n = lw_series_get(&s, out, 9);
+    ck_assert_int_le(n, 9);
+    ck_assert_uint_eq(s.points, 100);
+    /* Every point is in exactly one bin, bins are in order, and each bin's
+     * floor is the mean of its points' floors (10 x), its peak the largest. */
+    uint64_t total = 0;
+    double prev = 0;
+    for (int i = 0; i < n; i++) {
+        total += out[i].n;
+        ck_assert(out[i].x > prev);
+        prev = out[i].x;
+        ck_assert(fabs(out[i].floor - 10 * out[i].x) < 1e-9);
+        ck_assert(out[i].peak >= 20 * out[i].x);
+    }
+    ck_assert_uint_eq(total, 100);
+    ck_assert(out[n - 1].peak == 2000);
+    /* The width doubled as the storage filled: a power of two. */
+    ck_assert_uint_gt(s.width, 1);
+    ck_assert_uint_eq(s.width & (s.width - 1), 0);
+    lw_series_reset(&s);
+    ck_assert_int_eq(lw_series_get(&s, out, 9), 0);
+    ck_assert_uint_eq(s.points, 0);
+}
+END_TEST
+
+/* ---- live table ---- */
+
+static void count(const lw_alloc *r, void *arg) {
+    uint64_t *sum = arg;
+    sum[0]++;
+    sum[1] += r->size;
+}
+
+START_TEST(live_insert_remove_replace) {
+    lw_tracker_mem_init();
+    lw_live_forget_all();
+    lw_alloc a = {.key = 0x1000, .size = 64, .cls = LW_CLASS_DPTR}, old;
+    ck_assert_int_eq(lw_live_insert(&a, &old), 0);
+    /* The same address in another class is another record. */
+    lw_alloc h = {.key = 0x1000, .size = 8, .cls = LW_CLASS_HOST};
+    ck_assert_int_eq(lw_live_insert(&h, &old), 0);
+    /* The same address again: the record is replaced and the old one given back. */
+    lw_alloc b = {.key = 0x1000, .size = 128, .cls = LW_CLASS_DPTR};
+    ck_assert_int_eq(lw_live_insert(&b, &old), 1);
+    ck_assert_uint_eq(old.size, 64);
+    ck_assert_uint_eq(lw_live_records(), 2);
+    lw_alloc out;
+    ck_assert_int_eq(lw_live_remove(LW_CLASS_DPTR, 0x1000, &out), 1);
+    ck_assert_uint_eq(out.size, 128);
+    ck_assert_int_eq(lw_live_remove(LW_CLASS_DPTR, 0x1000, &out), 0);
+    ck_assert_int_eq(lw_live_remove(LW_CLASS_HOST, 0x1000, &out), 1);
+    ck_assert_uint_eq(lw_live_records(), 0);
+}
+END_TEST
+
+START_TEST(live_grows_and_scans_everything) {
+    lw_tracker_mem_init();
+    lw_live_forget_all();
+    enum { N = 100000 };
+    lw_alloc old;
+    for (uint64_t i = 0; i < N; i++) {
+        lw_alloc r = {.key = 0x7f0000000000ull + i * 512, .size = i % 7 + 1};
+        ck_assert_int_eq(lw_live_insert(&r, &old), 0);
+    }
+    uint64_t sum[2] = {0, 0};
+    lw_live_scan(count, sum);
+    ck_assert_uint_eq(sum[0], N);
+    uint64_t bytes = 0;
+    for (uint64_t i = 0; i < N; i++)
+        bytes += i % 7 + 1;
+    ck_assert_uint_eq(sum[1], bytes);
+    /* Bounded overhead per record (the README's figure is per live allocation). */
+    ck_assert_uint_le(lw_live_overhead_bytes() / N, 64);
+    for (uint64_t i = 0; i < N; i += 2) {
+        lw_alloc r;
+        ck_assert_int_eq(lw_live_remove(LW_CLASS_DPTR, 0x7f0000000000ull + i * 512, &r), 1);
+    }
+    ck_assert_uint_eq(lw_live_records(), N / 2);
+    lw_live_forget_all();
+    ck_assert_uint_eq(lw_live_records(), 0);
+}
+END_TEST
+
+/* ---- sites ---- */
+
+static lw_site *intern(uintptr_t a, uintptr_t b, int *created) {
+    uintptr_t key[3] = {2, a, b};
+    return lw_site_intern(key, 3, lw_hash_words(key, 3), created);
+}
+
+START_TEST(sites_intern_once_and_pool_past_the_cap) {
+    lw_tracker_mem_init();
+    lw_sites_forget_all();
+    lw_sites_set_cap(3);
+    int created;
+    lw_site *s1 = intern(1, 2, &created);
+    ck_assert_int_eq(created, 1);
+    ck_assert_ptr_eq(intern(1, 2, &created), s1);
+    ck_assert_int_eq(created, 0);
+    ck_assert_uint_eq(s1->nnative, 2);
+    ck_assert_uint_ge(s1->id, 1);
+    lw_site *s2 = intern(2, 1, &created);
+    ck_assert_ptr_ne(s2, s1);
+    intern(3, 3, &created);
+    ck_assert_uint_eq(lw_sites_count(), 3);
+    /* Past the cap: the overflow site, and it says so. */
+    lw_site *o = intern(4, 4, &created);
+    ck_assert_ptr_eq(o, lw_site_overflow());
+    ck_assert_uint_eq(o->id, 0);
+    ck_assert_uint_eq(lw_sites_count(), 3);
+    size_t listed = 0;
+    for (lw_site *s = lw_sites_first(); s; s = s->next)
+        listed++;
+    ck_assert_uint_eq(listed, 3);
+    lw_sites_forget_all();
+    lw_sites_set_cap(100);
+    ck_assert_uint_eq(lw_sites_count(), 0);
+}
+END_TEST
+
+/* ---- totals ---- */
+
+START_TEST(totals_levels_and_peaks) {
+    lw_totals_reset();
+    lw_totals_alloc(0, LW_KIND_DEVICE, 100);
+    lw_totals_alloc(1, LW_KIND_DEVICE, 50);
+    lw_totals_alloc(-1, LW_KIND_PINNED_HOST, 10);
+    lw_totals_free(0, LW_KIND_DEVICE, 100);
+    lw_totals_failed(0, LW_KIND_DEVICE);
+    lw_totals_unknown_free();
+    lw_counts d0 = lw_totals_get(0, LW_KIND_DEVICE);
+    ck_assert_uint_eq(d0.alloc_count, 1);
+    ck_assert_uint_eq(d0.free_count, 1);
+    ck_assert_uint_eq(d0.failed_count, 1);
+    ck_assert_int_eq(d0.live_bytes, 0);
+    ck_assert_int_eq(d0.peak_live_bytes, 100);
+    lw_counts d1 = lw_totals_get(1, LW_KIND_DEVICE);
+    ck_assert_int_eq(d1.live_bytes, 50);
+    ck_assert_uint_eq(lw_totals_unknown_frees(), 1);
+    ck_assert_str_eq(lw_kind_name(LW_KIND_PHYSICAL), "physical");
+}
+END_TEST
+
+static void *alloc_free_many(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 10000; i++) {
+        lw_totals_alloc(2, LW_KIND_DEVICE, 3);
+        lw_totals_free(2, LW_KIND_DEVICE, 3);
+    }
+    lw_totals_alloc(2, LW_KIND_DEVICE, 1);
+    return NULL;
+}
+
+START_TEST(totals_threads_sum_exactly) {
+    lw_totals_reset();
+    pthread_t t[8];
+    for (int i = 0; i < 8; i++)
+        pthread_create(&t[i], NULL, alloc_free_many, NULL);
+    for (int i = 0; i < 8; i++)
+        pthread_join(t[i], NULL);
+    lw_counts c = lw_totals_get(2, LW_KIND_DEVICE);
+    ck_assert_uint_eq(c.alloc_count, 8 * 10001);
+    ck_assert_uint_eq(c.free_count, 8 * 10000);
+    ck_assert_int_eq(c.live_bytes, 8);
+}
+END_TEST
+
+static Suite *track_suite(void) {
+    Suite *s = suite_create("track");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, series_bins_merge_and_keep_the_mean);
+    tcase_add_test(tc, live_insert_remove_replace);
+    tcase_add_test(tc, live_grows_and_scans_everything);
+    tcase_add_test(tc, sites_intern_once_and_pool_past_the_cap);
+    tcase_add_test(tc, totals_levels_and_peaks);
+    tcase_add_test(tc, totals_threads_sum_exactly);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    return lw_check_run(track_suite());
+}
