@@ -218,7 +218,7 @@ check-san:
 check-layers: all
 	@scripts/check-layers.sh $(B)
 
-check: test-deps check-layers check-fast check-san check-tsan check-valgrind fuzz-smoke lint
+check: test-deps check-layers check-fast check-san check-tsan check-valgrind fuzz-smoke check-dist lint
 
 demo: all $(STUBS) $(B)/examples/train_loop
 	@scripts/demo.sh $(B)
@@ -292,6 +292,22 @@ lint:
 
 clean:
 	rm -rf build
+
+# ---- release ----
+# make dist: build/leakwatch-VERSION.tar.gz, reproducible (scripts/dist.sh).
+# make distcheck: unpacks it on its own and runs its whole make check.
+# check-dist (in make check): reproducible, the tracked files, and the
+# unpacked tree builds and passes its unit tests.
+.PHONY: dist distcheck check-dist check-spdx
+dist:
+	@scripts/dist.sh $(B)
+distcheck:
+	@scripts/check-dist.sh $(B) full
+check-dist:
+	@scripts/check-dist.sh $(B)
+# Every source file carries SPDX-License-Identifier: Apache-2.0.
+check-spdx:
+	@scripts/check-spdx.sh .
 
 # ---- benchmarks (make bench; owned by bench/perf) ----
 # rt_bench: the timed workloads, linked against the CPU stand-ins like the

@@ -1,0 +1,34 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# The release tarball (make dist): the same bytes twice, exactly the tracked
+# files, and, unpacked on its own, a tree that builds and passes the unit
+# tests (make distcheck runs its whole make check).
+#   check-dist.sh BUILD_DIR [full]
+set -eu
+mkdir -p "$1"; B=$(cd "$1" && pwd); full="${2:-}"
+root=$(cd "$(dirname "$0")/.." && pwd)
+a=$("$root/scripts/dist.sh" "$B/dist-a")
+b=$("$root/scripts/dist.sh" "$B/dist-b")
+cmp -s "$a" "$b" || { echo "check-dist: two tarballs of the same tree differ" >&2; exit 1; }
+name=$(basename "$a" .tar.gz)
+if [ "$(git -C "$root" rev-parse --show-toplevel 2>/dev/null)" = "$root" ]; then
+    want=$(git -C "$root" ls-files | LC_ALL=C sort)
+    got=$(tar -tzf "$a" | sed "s,^$name/,," | LC_ALL=C sort)
+    [ "$want" = "$got" ] || { echo "check-dist: the tarball's files are not the tracked files" >&2; exit 1; }
+fi
+work="$B/dist-unpacked"
+rm -rf "$work"; mkdir -p "$work"
+tar -xzf "$a" -C "$work"
+if [ "$full" = full ]; then
+    make -C "$work/$name" check
+else
+    make -s -C "$work/$name" -j2 all test-bins >"$work/build.log" 2>&1 ||
+        { tail -30 "$work/build.log"; echo "check-dist: the unpacked tarball does not build" >&2; exit 1; }
+    (cd "$work/$name" && scripts/run-tests.sh build build/tests/unit/test_*) >"$work/test.log" 2>&1 ||
+        { tail -30 "$work/test.log"; echo "check-dist: the unpacked tarball's unit tests fail" >&2; exit 1; }
+    # The tarball of the unpacked tree is the same tarball.
+    c=$("$work/$name/scripts/dist.sh" "$B/dist-c")
+    cmp -s "$a" "$c" || { echo "check-dist: a tarball made from the unpacked tarball differs" >&2; exit 1; }
+fi
+rm -rf "$work" "$B/dist-a" "$B/dist-b" "$B/dist-c"
+echo "check-dist: $name.tar.gz is reproducible, holds the tracked files, and builds and passes its unit tests on its own"
