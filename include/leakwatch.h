@@ -11,7 +11,10 @@
 extern "C" {
 #endif
 
-#define LEAKWATCH_VERSION "0.1.0"
+/* LEAKWATCH_VERSION, the version of these headers ("0.1.0"), generated
+ * from the VERSION file by the build. leakwatch_version() gives the loaded
+ * library's. */
+#include "leakwatch/version.h"
 
 /* Marks the end of one training step. The detector follows the lowest live
  * bytes seen within each step (the floor); call once per step. */
