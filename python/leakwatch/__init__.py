@@ -16,11 +16,68 @@ Under the shim, PyTorch jobs get steps without any call: the shim's
 auto-start (leakwatch/_autostart/sitecustomize.py) registers an optimizer
 step post-hook when torch is imported (leakwatch._torch). Calling step()
 yourself turns those automatic steps off, so a step is never counted twice.
+
+Installed with pip, the package also carries the library and the command:
+library_path() is the libleakwatch.so to preload, and `python -m leakwatch`
+(or the `leakwatch` console script) runs the command.
+
+    LD_PRELOAD=$(python -m leakwatch --library) python train.py
 """
 
 import ctypes
+import os
 
-__all__ = ["step", "dump", "enabled"]
+__all__ = ["step", "dump", "enabled", "library_path", "command_path", "__version__"]
+
+_here = os.path.dirname(os.path.abspath(__file__))
+
+
+def _read_version():
+    try:
+        from leakwatch._version import version  # written by the wheel's build and make install
+
+        return version
+    except ImportError:
+        pass
+    try:  # the source tree: python/leakwatch -> VERSION
+        with open(os.path.join(_here, "..", "..", "VERSION")) as f:
+            return f.read().strip()
+    except OSError:
+        return "unknown"
+
+
+__version__ = _read_version()
+
+
+def _find(name, installed):
+    """name in this package's _bin (pip), else where make install or the
+    source tree put it, relative to this file."""
+    places = [
+        os.path.join(_here, "_bin", name),
+        # make install: PREFIX/share/leakwatch/python/leakwatch
+        os.path.join(_here, "..", "..", "..", "..", installed, name),
+        # the source tree (or an editable install): python/leakwatch -> build/
+        os.path.join(_here, "..", "..", os.environ.get("LEAKWATCH_BUILD_DIR", "build"), name),
+    ]
+    for p in places:
+        if os.path.isfile(p) and os.access(p, os.R_OK):
+            return os.path.realpath(p)
+    raise FileNotFoundError(
+        "leakwatch: %s not found (looked in %s); reinstall leakwatch "
+        "(pip install leakwatch, or make && make install)"
+        % (name, ", ".join(os.path.normpath(os.path.dirname(p)) for p in places))
+    )
+
+
+def library_path():
+    """The path of the libleakwatch.so installed with this package: the one
+    to put in LD_PRELOAD. Raises FileNotFoundError when it is missing."""
+    return _find("libleakwatch.so", "lib")
+
+
+def command_path():
+    """The path of the leakwatch command installed with this package."""
+    return _find("leakwatch", "bin")
 
 
 def _lookup(name, restype):
