@@ -27,7 +27,15 @@ library_path() is the libleakwatch.so to preload, and `python -m leakwatch`
 import ctypes
 import os
 
-__all__ = ["step", "dump", "enabled", "library_path", "command_path", "__version__"]
+__all__ = [
+    "step",
+    "dump",
+    "enabled",
+    "loaded_version",
+    "library_path",
+    "command_path",
+    "__version__",
+]
 
 _here = os.path.dirname(os.path.abspath(__file__))
 
@@ -93,6 +101,7 @@ def _lookup(name, restype):
 _step = _lookup("leakwatch_step", None)
 _dump = _lookup("leakwatch_dump", None)
 _enabled = _lookup("leakwatch_enabled", ctypes.c_int)
+_lib_version = _lookup("leakwatch_version", ctypes.c_char_p)
 
 # Set by step(): the program marks its own steps, so the optimizer hook must
 # not add more (leakwatch._torch reads it).
@@ -116,6 +125,15 @@ def dump():
 def enabled():
     """True when libleakwatch.so is loaded in this process and not disabled."""
     return _enabled is not None and bool(_enabled())
+
+
+def loaded_version():
+    """The version of the libleakwatch.so loaded in this process, or None
+    when none is (__version__ is this package's)."""
+    if _lib_version is None:
+        return None
+    v = _lib_version()
+    return v.decode() if v else None
 
 
 def _auto_step():
