@@ -45,6 +45,8 @@ static void usage(FILE *f) {
           "options:\n"
           "  -h, --help                        this help\n"
           "  -V, --version                     the version and the library 'run' preloads\n"
+          "      --library                     the path of that library, alone (for\n"
+          "                                    LD_PRELOAD=$(leakwatch --library) CMD)\n"
           "\n"
           "exit status: 0 ok, 1 error, 2 bad usage, 3 leak found (--fail-on-leak),\n"
           "4 no such watched process; 'run' exits with the program's own status.\n",
@@ -92,6 +94,16 @@ static int version(void) {
     return LW_EXIT_OK;
 }
 
+static int library(void) {
+    char lib[PATH_MAX], err[PATH_MAX + 256];
+    if (lw_run_find_library(NULL, lib, sizeof lib, err, sizeof err) != 0) {
+        lw_cli_error("%s", err);
+        return LW_EXIT_ERROR;
+    }
+    printf("%s\n", lib);
+    return LW_EXIT_OK;
+}
+
 static int help(int argc, char **argv) {
     if (argc < 2) {
         usage(stdout);
@@ -127,6 +139,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "help")) return help(argc - 1, argv + 1);
     if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version") || !strcmp(cmd, "version"))
         return version();
+    if (!strcmp(cmd, "--library")) return library();
     for (int i = 0; i < NCMDS; i++)
         if (!strcmp(cmd, cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
     lw_cli_error("unknown command '%s'; commands: run, report, ps, top, snapshot, help (see "
