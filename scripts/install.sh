@@ -7,7 +7,7 @@
 #   lib/libleakwatch.so                          the library it preloads (../lib)
 #   lib/leakwatch/stand-ins/libcuda.so.1, libcudart.so
 #                                                CPU stand-ins (run --cuda-stand-ins)
-#   include/leakwatch.h, include/leakwatch/{cuda_api.h,version.h}
+#   include/leakwatch.h, include/leakwatch/version.h
 #   share/leakwatch/python/leakwatch/...         the Python package and its
 #                                                auto-start (found from lib/)
 #   share/man/man1/leakwatch.1                   the man page
@@ -39,7 +39,6 @@ $B/libleakwatch.so lib/libleakwatch.so 0755
 $B/tests/lib/libcuda.so.1 lib/leakwatch/stand-ins/libcuda.so.1 0755
 $B/tests/lib/libcudart.so lib/leakwatch/stand-ins/libcudart.so 0755
 include/leakwatch.h include/leakwatch.h 0644
-include/leakwatch/cuda_api.h include/leakwatch/cuda_api.h 0644
 $B/include/leakwatch/version.h include/leakwatch/version.h 0644
 python/leakwatch/__init__.py $PYDIR/__init__.py 0644
 python/leakwatch/__main__.py $PYDIR/__main__.py 0644
