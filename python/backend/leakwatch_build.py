@@ -29,7 +29,7 @@ import csv
 import hashlib
 import io
 import os
-import shutil
+import re
 import subprocess
 import sys
 import sysconfig
@@ -68,8 +68,10 @@ DATA = [
 def version():
     with open(os.path.join(ROOT, "VERSION")) as f:
         v = f.read().strip()
-    if not v:
-        raise SystemExit("leakwatch: the VERSION file is empty")
+    if not re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+(\.?(a|b|rc|dev|post)[0-9]+)?", v):
+        raise SystemExit(
+            "leakwatch: VERSION holds %r, not a version such as 1.2.3, 1.2.3rc1 or 1.2.3.dev4" % v
+        )
     return v
 
 

@@ -144,6 +144,12 @@ for line in h.split('options:')[1].split('\n\n')[0].splitlines():
     if i < len(words) and words[i].isupper():
         want.update(opts)
 assert want == set(m.RUN_VALUE_OPTIONS), (sorted(want), sorted(m.RUN_VALUE_OPTIONS))"
+    # pip uninstall takes everything the wheel put there.
+    check "pip uninstall" "$V/bin/pip" uninstall -y -q leakwatch
+    for f in "$site" "$V/bin/leakwatch" "$V/share/man/man1/leakwatch.1" \
+        "$V/share/bash-completion/completions/leakwatch"; do
+        if [ -e "$f" ]; then fail "pip uninstall left $f"; else ok; fi
+    done
 fi
 
 # ---- 2. make install ----
