@@ -14,8 +14,8 @@
 #   share/bash-completion/completions/leakwatch  bash completion
 #
 # The folders that did not exist before are listed in
-# share/leakwatch/created-dirs; uninstall removes the files above, then those
-# folders when empty, so PREFIX is left as it was before install.
+# share/leakwatch/created-dirs (not under DESTDIR); uninstall removes the files
+# above, then those folders when empty, so PREFIX is left as it was before.
 set -eu
 action=${1:?usage: install.sh install|uninstall DESTDIR PREFIX BUILD}
 DESTDIR=${2-}
@@ -86,9 +86,12 @@ install_all() {
         fi
         echo "  $PREFIX/$dst"
     done
-    # Keep the list of an earlier install: its folders are ours too.
-    if [ -f "$P/$MANIFEST" ]; then cat "$P/$MANIFEST" >>"$created"; fi
-    sort -u "$created" >"$P/$MANIFEST.tmp" && mv "$P/$MANIFEST.tmp" "$P/$MANIFEST"
+    # Keep the list of an earlier install: its folders are ours too. A staged
+    # install (DESTDIR, for a package) has none: the package manager removes it.
+    if [ -z "$DESTDIR" ]; then
+        if [ -f "$P/$MANIFEST" ]; then cat "$P/$MANIFEST" >>"$created"; fi
+        sort -u "$created" >"$P/$MANIFEST.tmp" && mv "$P/$MANIFEST.tmp" "$P/$MANIFEST"
+    fi
     echo "leakwatch $VERSION installed in $PREFIX; make uninstall PREFIX=$PREFIX removes it"
     case ":${PATH:-}:" in
     *":$PREFIX/bin:"*) ;;
@@ -107,13 +110,13 @@ uninstall_all() {
     dirs=$( (
         [ -f "$P/$MANIFEST" ] && cat "$P/$MANIFEST"
         echo "$PYDIR/_autostart"; echo "$PYDIR"; echo share/leakwatch/python
-        echo share/leakwatch; echo lib/leakwatch/stand-ins; echo lib/leakwatch
+        echo share/leakwatch; echo lib/leakwatch/stand-ins; echo lib/leakwatch; echo include/leakwatch
     ) | sort -u | awk '{print length($0) " " $0}' | sort -rn | cut -d' ' -f2-)
     rm -f "$P/$MANIFEST"
     for d in $dirs; do
         [ -d "$P/$d" ] && rmdir "$P/$d" 2>/dev/null || true
     done
-    for d in share/leakwatch lib/leakwatch; do
+    for d in share/leakwatch lib/leakwatch include/leakwatch; do
         [ -e "$P/$d" ] && echo "make uninstall: $PREFIX/$d holds files not installed by leakwatch: left as it is" >&2
     done
     echo "leakwatch uninstalled from $PREFIX"
