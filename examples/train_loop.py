@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """train_loop.c in Python: a training loop written against the CUDA runtime
 API through ctypes, with the classic leak: each step keeps its loss on the
 GPU (history.append(loss) without .item()). No PyTorch needed: it runs on a

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Generates leakwatch(1) and the bash completion from the command's own help
 # texts, so that neither can drift from what the command says:
 #   leakwatch --help             the commands and the top-level options

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # make install / make uninstall.
 #   scripts/install.sh install|uninstall DESTDIR PREFIX BUILD
 #

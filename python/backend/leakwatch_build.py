@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """leakwatch's PEP 517 build backend (pyproject.toml: backend-path).
 
 pip install . builds the native parts with the project's own Makefile
@@ -44,6 +45,7 @@ REQUIRES_PYTHON = ">=3.8"
 CLASSIFIERS = [
     "Environment :: GPU :: NVIDIA CUDA",
     "Operating System :: POSIX :: Linux",
+    "License :: OSI Approved :: Apache Software License",
     "Programming Language :: C",
     "Programming Language :: Python :: 3",
     "Topic :: Software Development :: Debuggers",
@@ -129,7 +131,7 @@ def _metadata():
         "Version: " + version(),
         "Summary: " + SUMMARY,
         "Requires-Python: " + REQUIRES_PYTHON,
-        "License: see the project's sources",
+        "License: Apache-2.0",
     ]
     lines += ["Classifier: " + c for c in CLASSIFIERS]
     lines += ["Description-Content-Type: text/markdown", "", readme]
@@ -186,6 +188,9 @@ def _add_metadata(whl, tag):
     whl.add(di + "/METADATA", _metadata().encode("utf-8"))
     whl.add(di + "/WHEEL", _wheel_file(tag).encode())
     whl.add(di + "/entry_points.txt", ENTRY_POINTS.encode())
+    lic = os.path.join(ROOT, "LICENSE")
+    if os.path.exists(lic):
+        whl.add_file(di + "/LICENSE", lic, 0o644)
     return di + "/RECORD"
 
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """python -m leakwatch: the leakwatch command, from the Python environment it
 is installed in.
 

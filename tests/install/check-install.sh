@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # make check-install: both install routes, end to end, on the CPU stand-ins.
 #   1. pip: a wheel built by the project's backend (from this build folder),
 #      installed into a fresh venv with --no-build-isolation; the console
