@@ -11,7 +11,10 @@
 extern "C" {
 #endif
 
-#define LEAKWATCH_VERSION "0.1.0"
+/* LEAKWATCH_VERSION, the version of these headers ("1.2.3"), generated
+ * from the VERSION file by the build. leakwatch_version() gives the loaded
+ * library's. */
+#include "leakwatch/version.h"
 
 /* Marks the end of one training step. The detector follows the lowest live
  * bytes seen within each step (the floor); call once per step. */
@@ -24,6 +27,10 @@ void leakwatch_dump(void);
 /* 1 when the library is loaded and recording, 0 when it is loaded but
  * disabled (LEAKWATCH_DISABLE=1 or a failed start). */
 int leakwatch_enabled(void);
+
+/* The loaded library's version ("1.2.3", from the VERSION file of its
+ * sources); the report's "version" is the same. */
+const char *leakwatch_version(void);
 
 #ifdef __cplusplus
 }

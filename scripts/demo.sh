@@ -1,32 +1,78 @@
 #!/bin/sh
-# make demo: a leaking training loop, run under leakwatch on the project's
-# CPU stand-ins for the CUDA libraries (no GPU needed), then its report.
+# make demo: the product on leakwatch's CPU stand-ins for the CUDA libraries
+# (no GPU, no set-up): leakwatch run on a leaking C loop and a leaking Python
+# loop, the text report, the HTML report, leakwatch top on a running job, and
+# the CI gate (--fail-on-leak).
 set -eu
 B="${1:-build}"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=$(cd "$B" && pwd)
-OUT=$(mktemp -d /tmp/leakwatch-demo.XXXXXX)
-export LD_LIBRARY_PATH="$B/tests/lib"
+OUT=$(mktemp -d "${TMPDIR:-/tmp}/leakwatch-demo.XXXXXX")
+LW="$B/leakwatch"
+PY=$(command -v python3 || true)
+cd "$OUT"
+cp "$ROOT/examples/train_loop.py" "$OUT/"
 
-echo "== 1. A C training loop that keeps each step's loss on the GPU"
-echo "   LD_PRELOAD=$B/libleakwatch.so $B/examples/train_loop --steps 600"
-LD_PRELOAD="$B/libleakwatch.so" LEAKWATCH_REPORT="$OUT/train_loop.json" \
-    "$B/examples/train_loop" --steps 600
-echo
-if PY=$(command -v python3); then
-    echo "== 2. The same bug in Python (history.append(loss)), through ctypes"
-    LW_CUDART="$B/tests/lib/libcudart.so" LD_PRELOAD="$B/libleakwatch.so" \
-        LEAKWATCH_REPORT="$OUT/python.json" STEPS=300 "$PY" "$ROOT/tests/python/leak_ctypes.py"
-    echo
+# Shows a command as a user types it (leakwatch on PATH), then runs it.
+show() {
+    printf "\n$ %s\n" "$(echo "$*" | sed "s|$LW|leakwatch|g; s|$B/examples/|./|g; s|$OUT/||g; s|${PY:-/nonexistent}|python3|g")"
+    "$@"
+}
+if [ -t 1 ]; then BOLD=$(printf "\033[1m") PLAIN=$(printf "\033[0m"); else BOLD= PLAIN=; fi
+title() { printf "\n%s== %s%s\n" "$BOLD" "$*" "$PLAIN"; }
+
+title "1. leakwatch run: a C training loop that keeps each step's loss on the GPU"
+echo "   (--cuda-stand-ins: the CPU stand-ins for libcuda.so.1 and libcudart.so, no GPU needed)"
+show "$LW" run --cuda-stand-ins --report train_loop.json -- "$B/examples/train_loop" --steps 600
+
+if [ -n "$PY" ]; then
+    title "2. leakwatch run: the same bug in a Python loop (history.append(loss)), through ctypes"
+    show "$LW" run --cuda-stand-ins --report python.json -- "$PY" train_loop.py --steps 300
 fi
-if [ -x "$B/leakwatch" ]; then
-    for f in "$OUT"/*.json; do
-        echo "== leakwatch report $f"
-        "$B/leakwatch" report "$f"
-        echo
-    done
+
+title "3. leakwatch report: the verdict, the growth and the line that leaks"
+show "$LW" report --top 2 train_loop.json
+
+title "4. leakwatch report --format html: one self-contained page"
+set -- train_loop.json
+[ -z "$PY" ] || set -- "$@" python.json
+show "$LW" report --format html -o report.html "$@"
+echo "   written: $OUT/report.html (open it in a browser)"
+
+title "5. leakwatch top: a running job, live"
+if [ -n "$PY" ]; then
+    set -- "$PY" train_loop.py --steps 100000 --step-ms 5
 else
-    echo "== the JSON report: $OUT/train_loop.json"
-    head -c 1200 "$OUT/train_loop.json"; echo " ..."
+    set -- "$B/examples/train_loop" --steps 400000 --step-us 5000
 fi
-echo "Reports kept in $OUT"
+# The job's own pid: sh writes its pid, then becomes the program (exec).
+"$LW" run --cuda-stand-ins -q --report live.json -- sh -c 'echo $$ >job.pid; exec "$@"' sh "$@" \
+    >job.log 2>&1 &
+runner=$!
+pid=
+for _ in $(seq 100); do
+    [ -s job.pid ] && pid=$(cat job.pid) && "$LW" top --once "$pid" >/dev/null 2>&1 && break
+    sleep 0.1
+done
+sleep 2 # a few samples of the trend
+if [ -n "$pid" ]; then
+    show "$LW" top --once --sites 2 "$pid" || true
+    kill -TERM "$pid" 2>/dev/null || true
+fi
+wait "$runner" 2>/dev/null || true
+
+title "6. The CI gate: --fail-on-leak exits with status 3 when the job leaks"
+set +e
+if [ -n "$PY" ]; then
+    show "$LW" run --cuda-stand-ins --quiet --fail-on-leak -- "$PY" train_loop.py --steps 200
+    echo "   exit status $? (leak)"
+    show "$LW" run --cuda-stand-ins --quiet --fail-on-leak -- "$PY" train_loop.py --steps 200 --fixed
+    echo "   exit status $? (the fixed loop)"
+else
+    show "$LW" run --cuda-stand-ins --quiet --fail-on-leak -- "$B/examples/train_loop" --steps 200
+    echo "   exit status $? (leak)"
+    show "$LW" run --cuda-stand-ins --quiet --fail-on-leak -- "$B/examples/train_loop" --steps 200 --leak 0
+    echo "   exit status $? (the fixed loop)"
+fi
+set -e
+printf '\nReports and the HTML page are in %s\n' "$OUT"

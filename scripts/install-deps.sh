@@ -5,7 +5,8 @@
 # Build: a C compiler, make, pkg-config, libunwind, uthash, Check, jansson (the command's
 # JSON reader; linked in statically).
 # Tests (make check): clang with libFuzzer (fuzzing runs), valgrind, cppcheck and
-# clang-format (lint), binutils' addr2line (source lines), python3 (Python frames).
+# clang-format (lint), binutils' addr2line (source lines), python3 (Python frames),
+# python3-venv and man-db (the install test: a wheel in a venv, the man page).
 # Optional: chromium (the HTML report test; skipped with a message without it).
 #
 #   install-deps.sh          what the build needs (make, make demo)
@@ -29,6 +30,10 @@ need_cmd cppcheck cppcheck
 need_cmd clang-format clang-format
 need_cmd addr2line binutils
 need_cmd python3 python3
+need_cmd man man-db
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+    missing="$missing python3-venv"
+fi
 if command -v clang >/dev/null 2>&1; then
     probe=$(mktemp -d)
     echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return 0; }' \

@@ -155,6 +155,10 @@ LW_EXPORT void leakwatch_dump(void) {
     write_report("dump", 0);
 }
 
+LW_EXPORT const char *leakwatch_version(void) {
+    return LEAKWATCH_VERSION;
+}
+
 LW_EXPORT int leakwatch_enabled(void) {
     int s = atomic_load(&state);
     if (s != NOT_STARTED) return s == RECORDING;

@@ -139,10 +139,12 @@ static void set_alloc_conf(void) {
 
 /* The auto-start directory (python/leakwatch/_autostart), found from where
  * this library lies: build/libleakwatch.so (repo; build/san/ for the
- * sanitizer build) or $PREFIX/lib/libleakwatch.so (make install puts the
- * package in $PREFIX/share/leakwatch/python). */
+ * sanitizer build), $PREFIX/lib/libleakwatch.so (make install puts the
+ * package in $PREFIX/share/leakwatch/python) or, installed with pip,
+ * site-packages/leakwatch/_bin/libleakwatch.so (the package is ../..). */
 static int find_autostart(char *out, size_t len) {
-    static const char *const rel[] = {"../python", "../share/leakwatch/python", "../../python"};
+    static const char *const rel[] = {"../python", "../share/leakwatch/python", "../../python",
+                                      "../.."};
     Dl_info info;
     char lib[PATH_MAX], try[PATH_MAX + 64];
     if (!dladdr((void *)find_autostart, &info) || !info.dli_fname) return 0;

@@ -122,6 +122,38 @@ static int readable_file(const char *p) {
     return access(p, R_OK) == 0;
 }
 
+/* The folder of the running leakwatch binary (through /proc/self/exe, so a
+ * symbolic link to the command still finds its own installation). */
+static int self_dir(char *out, size_t n, char *err, size_t errlen) {
+    char exe[PATH_MAX];
+    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (l <= 0) {
+        snprintf(err, errlen,
+                 "cannot find this program's own path (/proc/self/exe); is /proc "
+                 "mounted? Pass --library PATH to libleakwatch.so");
+        return -1;
+    }
+    exe[l] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = '\0';
+    snprintf(out, n, "%s", exe);
+    return 0;
+}
+
+/* The first of dir + rel[i] that exists and is readable, made absolute. */
+static int first_readable(const char *dir, const char *const *rel, size_t nrel, char *out,
+                          size_t n) {
+    for (size_t i = 0; i < nrel; i++) {
+        char cand[PATH_MAX + 64], abs[PATH_MAX];
+        snprintf(cand, sizeof cand, "%s%s", dir, rel[i]);
+        if (realpath(cand, abs) && readable_file(abs)) {
+            snprintf(out, n, "%s", abs);
+            return 0;
+        }
+    }
+    return -1;
+}
+
 int lw_run_find_library(const char *override, char *out, size_t n, char *err, size_t errlen) {
     if (override) {
         char abs[PATH_MAX];
@@ -135,32 +167,53 @@ int lw_run_find_library(const char *override, char *out, size_t n, char *err, si
         snprintf(out, n, "%s", abs);
         return 0;
     }
-    char exe[PATH_MAX];
-    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (l <= 0) {
-        snprintf(err, errlen,
-                 "cannot find this program's own path (/proc/self/exe); is /proc "
-                 "mounted? Pass --library PATH to libleakwatch.so");
-        return -1;
-    }
-    exe[l] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash) *slash = '\0';
+    char dir[PATH_MAX];
+    if (self_dir(dir, sizeof dir, err, errlen) != 0) return -1;
+    /* Beside the command: the build folder and the Python package (_bin);
+     * ../lib or ../lib64: make install. */
     static const char *const rel[] = {"/libleakwatch.so", "/../lib/libleakwatch.so",
                                       "/../lib64/libleakwatch.so"};
-    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-        char cand[PATH_MAX + 32], abs[PATH_MAX];
-        snprintf(cand, sizeof cand, "%s%s", exe, rel[i]);
-        if (realpath(cand, abs) && readable_file(abs)) {
-            snprintf(out, n, "%s", abs);
-            return 0;
-        }
-    }
+    if (first_readable(dir, rel, sizeof rel / sizeof rel[0], out, n) == 0) return 0;
     snprintf(err, errlen,
              "cannot find libleakwatch.so next to %s/leakwatch or in %s/../lib; reinstall "
-             "leakwatch (make install) or pass --library PATH",
-             exe, exe);
+             "leakwatch (pip install or make install) or pass --library PATH",
+             dir, dir);
     return -1;
+}
+
+int lw_run_find_stand_ins(char *out, size_t n, char *err, size_t errlen) {
+    char dir[PATH_MAX];
+    if (self_dir(dir, sizeof dir, err, errlen) != 0) return -1;
+    /* build/tests/lib in the build folder, stand-ins/ beside the command in
+     * the Python package, lib/leakwatch/stand-ins after make install. */
+    static const char *const rel[] = {"/tests/lib/libcuda.so.1", "/stand-ins/libcuda.so.1",
+                                      "/../lib/leakwatch/stand-ins/libcuda.so.1"};
+    char lib[PATH_MAX];
+    if (first_readable(dir, rel, sizeof rel / sizeof rel[0], lib, sizeof lib) == 0) {
+        *strrchr(lib, '/') = '\0';
+        snprintf(out, n, "%s", lib);
+        return 0;
+    }
+    snprintf(err, errlen,
+             "--cuda-stand-ins: this installation has no CPU stand-ins for the CUDA libraries "
+             "(looked in %s/tests/lib, %s/stand-ins and %s/../lib/leakwatch/stand-ins); "
+             "build them with 'make stand-ins' or reinstall leakwatch",
+             dir, dir, dir);
+    return -1;
+}
+
+char *lw_run_library_path(const char *dir, const char *existing) {
+    size_t dl = strlen(dir), el = existing ? strlen(existing) : 0;
+    char *s = malloc(dl + el + 2);
+    if (!s) return NULL;
+    memcpy(s, dir, dl);
+    if (el) {
+        s[dl] = ':';
+        memcpy(s + dl + 1, existing, el + 1);
+    } else {
+        s[dl] = '\0';
+    }
+    return s;
 }
 
 /* Sanitizer runtimes refuse to run unless loaded before everything else. */

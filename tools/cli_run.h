@@ -25,9 +25,19 @@ int lw_run_check_setting(const char *name, const char *value, char *err, size_t 
 int lw_run_quiet_env(void);
 
 /* The libleakwatch.so that belongs to this command: override (made absolute)
- * when given, else beside the executable (the build folder), else in ../lib
- * or ../lib64 (an installation). 0, or -1 with a message in err. */
+ * when given, else beside the executable (the build folder, the Python
+ * package's _bin), else in ../lib or ../lib64 (make install). 0, or -1 with a message in err. */
 int lw_run_find_library(const char *override, char *out, size_t n, char *err, size_t errlen);
+
+/* The folder of this installation's CPU stand-ins for libcuda.so.1 and
+ * libcudart.so (leakwatch run --cuda-stand-ins): build/tests/lib beside the
+ * command in the build folder, stand-ins/ beside it in the Python package,
+ * ../lib/leakwatch/stand-ins after make install. 0, or -1 with a message. */
+int lw_run_find_stand_ins(char *out, size_t n, char *err, size_t errlen);
+
+/* dir in front of an existing LD_LIBRARY_PATH (NULL or empty: dir alone).
+ * Malloc'd; NULL when out of memory. */
+char *lw_run_library_path(const char *dir, const char *existing);
 
 /* The new LD_PRELOAD: lib first, except that sanitizer runtimes already in
  * existing stay in front (they must be loaded first); lib is not added twice.

@@ -44,6 +44,9 @@ static const char usage[] =
     "                          report's verdict is leak\n"
     "      --library PATH      preload this libleakwatch.so instead of the one\n"
     "                          installed with this command\n"
+    "      --cuda-stand-ins    run CMD on leakwatch's CPU stand-ins for libcuda.so.1\n"
+    "                          and libcudart.so (put first on LD_LIBRARY_PATH): try\n"
+    "                          leakwatch without a GPU\n"
     "  -h, --help              this help\n"
     "\n"
     "Signals INT, TERM, HUP, QUIT, USR1 and USR2 sent to leakwatch are passed on to\n"
@@ -286,7 +289,8 @@ int lw_cmd_run(int argc, char **argv) {
         O_SITES,
         O_RSITES,
         O_FAIL,
-        O_LIB
+        O_LIB,
+        O_STANDINS
     };
     static const struct option longs[] = {{"report", required_argument, NULL, 'r'},
                                           {"interval", required_argument, NULL, O_INTERVAL},
@@ -301,9 +305,10 @@ int lw_cmd_run(int argc, char **argv) {
                                           {"quiet", no_argument, NULL, 'q'},
                                           {"fail-on-leak", no_argument, NULL, O_FAIL},
                                           {"library", required_argument, NULL, O_LIB},
+                                          {"cuda-stand-ins", no_argument, NULL, O_STANDINS},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
-    int c, fail_on_leak = 0, quiet = 0, li = -1;
+    int c, fail_on_leak = 0, quiet = 0, stand_ins = 0, li = -1;
     const char *library = NULL;
     char optname[64];
     opterr = 0;
@@ -365,6 +370,9 @@ int lw_cmd_run(int argc, char **argv) {
         case O_LIB:
             library = optarg;
             break;
+        case O_STANDINS:
+            stand_ins = 1;
+            break;
         case 'h':
             fputs(usage, stdout);
             return LW_EXIT_OK;
@@ -405,6 +413,20 @@ int lw_cmd_run(int argc, char **argv) {
         return LW_EXIT_RUN_FAILED;
     }
     free(preload);
+    if (stand_ins) {
+        char dir[PATH_MAX];
+        if (lw_run_find_stand_ins(dir, sizeof dir, err, sizeof err) != 0) {
+            lw_cli_error("%s", err);
+            return LW_EXIT_RUN_FAILED;
+        }
+        char *path = lw_run_library_path(dir, getenv("LD_LIBRARY_PATH"));
+        if (!path || setenv("LD_LIBRARY_PATH", path, 1) != 0) {
+            lw_cli_error("cannot set LD_LIBRARY_PATH: out of memory");
+            free(path);
+            return LW_EXIT_RUN_FAILED;
+        }
+        free(path);
+    }
 
     /* --fail-on-leak must find the report afterwards: without a path of the
      * user's, reports go to a private folder, one file per process. */
@@ -450,9 +472,14 @@ static int finish(int status, int exec_errno, const char *prog, int fail_on_leak
                          strerror(errno));
             return LW_EXIT_RUN_FAILED;
         }
-        lw_cli_error("cannot run %s: %s%s", lw_safe_text(prog, shown, sizeof shown),
-                     strerror(exec_errno),
-                     exec_errno == ENOENT ? " (check the name and PATH)" : "");
+        size_t pl = strlen(prog);
+        lw_safe_text(prog, shown, sizeof shown);
+        if (pl > 3 && !strcmp(prog + pl - 3, ".py"))
+            lw_cli_error("cannot run %s: %s; run a Python script as 'leakwatch run -- python %s'",
+                         shown, strerror(exec_errno), shown);
+        else
+            lw_cli_error("cannot run %s: %s%s", shown, strerror(exec_errno),
+                         exec_errno == ENOENT ? " (check the name and PATH)" : "");
         if (private_dir) rmdir(private_dir);
         return exec_errno == ENOENT ? LW_EXIT_NOT_FOUND : LW_EXIT_CANNOT_EXEC;
     }

@@ -16,11 +16,76 @@ Under the shim, PyTorch jobs get steps without any call: the shim's
 auto-start (leakwatch/_autostart/sitecustomize.py) registers an optimizer
 step post-hook when torch is imported (leakwatch._torch). Calling step()
 yourself turns those automatic steps off, so a step is never counted twice.
+
+Installed with pip, the package also carries the library and the command:
+library_path() is the libleakwatch.so to preload, and `python -m leakwatch`
+(or the `leakwatch` console script) runs the command.
+
+    LD_PRELOAD=$(python -m leakwatch --library) python train.py
 """
 
 import ctypes
+import os
 
-__all__ = ["step", "dump", "enabled"]
+__all__ = [
+    "step",
+    "dump",
+    "enabled",
+    "loaded_version",
+    "library_path",
+    "command_path",
+    "__version__",
+]
+
+_here = os.path.dirname(os.path.abspath(__file__))
+
+
+def _read_version():
+    try:
+        from leakwatch._version import version  # written by the wheel's build and make install
+
+        return version
+    except ImportError:
+        pass
+    try:  # the source tree: python/leakwatch -> VERSION
+        with open(os.path.join(_here, "..", "..", "VERSION")) as f:
+            return f.read().strip()
+    except OSError:
+        return "unknown"
+
+
+__version__ = _read_version()
+
+
+def _find(name, installed):
+    """name in this package's _bin (pip), else where make install or the
+    source tree put it, relative to this file."""
+    places = [
+        os.path.join(_here, "_bin", name),
+        # make install: PREFIX/share/leakwatch/python/leakwatch
+        os.path.join(_here, "..", "..", "..", "..", installed, name),
+        # the source tree (or an editable install): python/leakwatch -> build/
+        os.path.join(_here, "..", "..", os.environ.get("LEAKWATCH_BUILD_DIR", "build"), name),
+    ]
+    for p in places:
+        if os.path.isfile(p) and os.access(p, os.R_OK):
+            return os.path.realpath(p)
+    raise FileNotFoundError(
+        "leakwatch: %s not found (looked in %s); reinstall leakwatch "
+        "(pip install leakwatch, or make && make install)"
+        % (name, ", ".join(os.path.normpath(os.path.dirname(p)) for p in places))
+    )
+
+
+def library_path():
+    """The path of the libleakwatch.so installed with this package: the one
+    to put in LD_PRELOAD. Raises FileNotFoundError when it is missing."""
+    return _find("libleakwatch.so", "lib")
+
+
+def command_path():
+    """The path of the leakwatch command installed with this package."""
+    return _find("leakwatch", "bin")
 
 
 def _lookup(name, restype):
@@ -36,6 +101,7 @@ def _lookup(name, restype):
 _step = _lookup("leakwatch_step", None)
 _dump = _lookup("leakwatch_dump", None)
 _enabled = _lookup("leakwatch_enabled", ctypes.c_int)
+_lib_version = _lookup("leakwatch_version", ctypes.c_char_p)
 
 # Set by step(): the program marks its own steps, so the optimizer hook must
 # not add more (leakwatch._torch reads it).
@@ -59,6 +125,15 @@ def dump():
 def enabled():
     """True when libleakwatch.so is loaded in this process and not disabled."""
     return _enabled is not None and bool(_enabled())
+
+
+def loaded_version():
+    """The version of the libleakwatch.so loaded in this process, or None
+    when none is (__version__ is this package's)."""
+    if _lib_version is None:
+        return None
+    v = _lib_version()
+    return v.decode() if v else None
 
 
 def _auto_step():

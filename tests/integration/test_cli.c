@@ -8,6 +8,8 @@
 #include "cli_model.h"
 #include "cli_run.h"
 #include "control.h"
+#include "options.h"
+#include <leakwatch.h>
 #include "prometheus.h"
 #include "totals.h"
 
@@ -157,6 +159,80 @@ START_TEST(run_sets_the_preload_and_settings) {
     char lib[PATH_MAX + 32];
     snprintf(lib, sizeof lib, "%s/libleakwatch.so /other/libx.so|100|segments|5", lw_build_dir());
     ck_assert_msg(strstr(r.out, lib) != NULL, "got %s, want ...%s", r.out, lib);
+    lw_run_free(&r);
+}
+END_TEST
+
+/* --cuda-stand-ins: the build folder's stand-ins go first on the job's
+ * LD_LIBRARY_PATH, in front of the user's; without it the path is untouched. */
+START_TEST(run_cuda_stand_ins) {
+    lw_run r;
+    const char *args[] = {
+        "run", "--cuda-stand-ins", "--", "/bin/sh", "-c", "echo \"[$LD_LIBRARY_PATH]\"", NULL};
+    const char *env[] = {"LD_LIBRARY_PATH=/other/lib", NULL};
+    lw_cli_run(&r, args, env);
+    RUN_OK(&r);
+    char dir[PATH_MAX], rel[PATH_MAX + 16], want[PATH_MAX + 32];
+    snprintf(rel, sizeof rel, "%s/tests/lib", lw_build_dir());
+    ck_assert_ptr_nonnull(realpath(rel, dir));
+    snprintf(want, sizeof want, "[%s:/other/lib]", dir);
+    ck_assert_msg(strstr(r.out, want) != NULL, "got %s, want %s", r.out, want);
+    lw_run_free(&r);
+
+    const char *plain[] = {"run", "--", "/bin/sh", "-c", "echo \"[$LD_LIBRARY_PATH]\"", NULL};
+    lw_cli_run(&r, plain, env);
+    RUN_OK(&r);
+    ck_assert_msg(strstr(r.out, "[/other/lib]") != NULL, "got %s", r.out);
+    lw_run_free(&r);
+
+    char *p = lw_run_library_path("/a", NULL);
+    ck_assert_str_eq(p, "/a");
+    free(p);
+    p = lw_run_library_path("/a", "");
+    ck_assert_str_eq(p, "/a");
+    free(p);
+    p = lw_run_library_path("/a", "/b:/c");
+    ck_assert_str_eq(p, "/a:/b:/c");
+    free(p);
+}
+END_TEST
+
+/* --version names the library run preloads; --library prints it alone;
+ * help env lists every variable of the library's table. */
+START_TEST(version_library_and_help_env) {
+    lw_run r;
+    const char *version[] = {"--version", NULL};
+    lw_cli_run(&r, version, NULL);
+    RUN_OK(&r);
+    char lib[PATH_MAX], rel[PATH_MAX + 32], want[PATH_MAX + 64];
+    snprintf(rel, sizeof rel, "%s/libleakwatch.so", lw_build_dir());
+    ck_assert_ptr_nonnull(realpath(rel, lib));
+    snprintf(want, sizeof want, "leakwatch %s\nlibrary: %s\n", LEAKWATCH_VERSION, lib);
+    ck_assert_str_eq(r.out, want);
+    lw_run_free(&r);
+
+    const char *library[] = {"--library", NULL};
+    lw_cli_run(&r, library, NULL);
+    RUN_OK(&r);
+    snprintf(want, sizeof want, "%s\n", lib);
+    ck_assert_str_eq(r.out, want);
+    lw_run_free(&r);
+
+    const char *env[] = {"help", "env", NULL};
+    lw_cli_run(&r, env, NULL);
+    RUN_OK(&r);
+    size_t n = 0;
+    const lw_option_def *t = lw_options_table(&n);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(want, sizeof want, "\n  %s (default ", t[i].name);
+        ck_assert_msg(strstr(r.out, want) != NULL, "%s missing from: %s", t[i].name, r.out);
+    }
+    lw_run_free(&r);
+
+    const char *bad[] = {"help", "nosuch", NULL};
+    lw_cli_run(&r, bad, NULL);
+    ck_assert_int_eq(r.exit_code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "unknown command 'nosuch'"));
     lw_run_free(&r);
 }
 END_TEST
@@ -950,6 +1026,8 @@ int main(void) {
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, run_records_the_job_and_passes_its_status);
     tcase_add_test(tc, run_sets_the_preload_and_settings);
+    tcase_add_test(tc, run_cuda_stand_ins);
+    tcase_add_test(tc, version_library_and_help_env);
     tcase_add_test(tc, run_rejects_bad_values_with_one_line);
     tcase_add_test(tc, preload_keeps_sanitizer_runtimes_first);
     tcase_add_test(tc, fail_on_leak_decision);
