@@ -44,43 +44,21 @@ void lw_warning_leak(void) {
     last_warn_ns = now;
     lw_growth_state g;
     lw_growth_get(&g, NULL, 0, NULL);
-    const lw_growth *last = &g.last;
-    int marker_mode = g.step_source[0] == 'm';
-    char rate[32], lo[32], hi[32], eta[96] = "";
-    lw_format_bytes(last->slope, rate, sizeof rate);
-    lw_format_bytes(last->lo, lo, sizeof lo);
-    lw_format_bytes(last->hi, hi, sizeof hi);
-    int64_t fr = g.device_free;
-    if (fr >= 0 && last->bytes_per_second > 0) {
-        double secs = (double)fr / last->bytes_per_second;
-        char freeb[32];
-        lw_format_bytes((double)fr, freeb, sizeof freeb);
-        if (secs < 120)
-            snprintf(eta, sizeof eta, "; out of memory in about %.0f s at this rate (%s free)",
-                     secs, freeb);
-        else if (secs < 7200)
-            snprintf(eta, sizeof eta, "; out of memory in about %.0f min at this rate (%s free)",
-                     secs / 60, freeb);
-        else
-            snprintf(eta, sizeof eta, "; out of memory in about %.1f h at this rate (%s free)",
-                     secs / 3600, freeb);
-    }
+    /* The same answer as the exit summary and the report, from the state of
+     * this step; it says which step, as it may be read much later. */
+    lw_answer a;
+    lw_report_answer(&a, &g);
+    a.computed_at = (double)g.steps;
     top_sites top = {0};
     lw_growth_each_site(consider, &top);
-    char where[512] = "";
-    char label[400];
-    if (top.leaking) {
-        char srate[32];
-        lw_report_site_label(top.leaking, label, sizeof label);
-        lw_format_bytes(top.leaking_slope, srate, sizeof srate);
-        snprintf(where, sizeof where, "; top site: %s (+%s/step)", label, srate);
-    } else if (top.rising) {
-        lw_report_site_label(top.rising, label, sizeof label);
-        snprintf(where, sizeof where, "; fastest-growing site: %s", label);
+    char label[512];
+    if (top.leaking || top.rising) {
+        lw_report_site_label(top.leaking ? top.leaking : top.rising, label, sizeof label);
+        a.where = label;
+        if (top.leaking) a.where_rate = top.leaking_slope;
     }
-    lw_log("LEAK: GPU memory floor grows by %s per %s (95%% CI %s to %s) since %s %.0f%s%s", rate,
-           marker_mode ? "step" : "interval", lo, hi, marker_mode ? "step" : "interval",
-           last->onset_x, where, eta);
+    char line[1024];
+    lw_log("%s", lw_answer_line(&a, line, sizeof line));
 }
 
 void lw_warning_forget(void) {
