@@ -242,9 +242,13 @@ static void sparkline(FILE *o, const lw_m_site *s) {
     fputs("\"/></svg>", o);
 }
 
-static void html_stack_line(const char *label, int is_python, size_t folded, void *ctx) {
+static void html_stack_line(const char *label, int is_python, size_t folded, int marked,
+                            void *ctx) {
     FILE *o = ctx;
-    fprintf(o, "<tr><td class=\"mono%s\">", is_python ? " py" : folded ? " fold" : "");
+    fprintf(o, "<tr%s><td class=\"mono%s\">", marked ? " class=\"here\"" : "",
+            is_python ? " py"
+            : folded  ? " fold"
+                      : "");
     esc(o, label);
     fprintf(o, "</td><td>%s</td></tr>\n", is_python ? "python" : folded ? "" : "native");
 }
