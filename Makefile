@@ -290,9 +290,9 @@ FUZZ_LIB_CFLAGS := $(FUZZ_CFLAGS) -Iinclude $(INC_base)
 $(B)/fuzz/fuzz_option_parse: tests/fuzz/fuzz_option_parse.c src/base/options.c src/base/log.c src/base/options.h
 	@mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) $(FUZZ_LIB_CFLAGS) -o $@ $< src/base/options.c src/base/log.c
-$(B)/fuzz/fuzz_expand_path: tests/fuzz/fuzz_expand_path.c src/base/path_template.c src/base/path_template.h
+$(B)/fuzz/fuzz_expand_path: tests/fuzz/fuzz_expand_path.c src/base/path_template.c src/base/path_template.h src/base/rank.c
 	@mkdir -p $(@D)
-	$(Q)$(FUZZ_CC) $(FUZZ_LIB_CFLAGS) -o $@ $< src/base/path_template.c
+	$(Q)$(FUZZ_CC) $(FUZZ_LIB_CFLAGS) -o $@ $< src/base/path_template.c src/base/rank.c
 FUZZ_INPUT_TARGETS := option_parse expand_path
 fuzz-inputs: $(FUZZ_INPUT_TARGETS:%=$(B)/fuzz/fuzz_%)
 	@for t in $(FUZZ_INPUT_TARGETS); do mkdir -p $(B)/fuzz/corpus_$$t; \

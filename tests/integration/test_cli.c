@@ -372,13 +372,18 @@ START_TEST(report_text_json_html) {
                                  "OOM",
                                  "1 h 30 min",
                                  "model.py:42 in forward",
-                                 "more frames in libc10_cuda.so",
+                                 "2 frames in libc10_cuda.so",
                                  "Failed allocations",
                                  "2.00 GiB"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(strstr(r.out, want[i]) != NULL, "no '%s' in:\n%s", want[i], r.out);
-    /* Python frames come before native ones. */
-    ck_assert(strstr(r.out, "model.py") < strstr(r.out, "c10_alloc"));
+    /* The answer first; then a traceback: outermost first, down to the
+     * allocation. */
+    ck_assert_msg(!strncmp(r.out, "LEAK in model.py:42 in forward", 30), "%s", r.out);
+    const char *stack = strstr(r.out, "Top call sites");
+    ck_assert_ptr_nonnull(stack);
+    ck_assert(strstr(stack, "train.py:17") < strstr(stack, "model.py:42"));
+    ck_assert(strstr(stack, "model.py:42") < strstr(stack, "c10_b"));
     lw_run_free(&r);
 
     const char *json[] = {"report", "--format", "json", path, NULL};
