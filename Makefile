@@ -94,7 +94,16 @@ $(B)/obj/%.o: src/%.c | deps
 # tests; the linker takes from it what the command names).
 $(B)/obj/tools/%.o: tools/%.c | deps
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS_LIB) $(DEPFLAGS) $(INC_base) -Itools -c $< -o $@
+	$(Q)$(CC) $(CFLAGS_LIB) $(DEPFLAGS) $(INC_base) -Itools -I$(B)/gen -c $< -o $@
+
+# The HTML page's CSS and markup, kept as files in tools/templates/ and built
+# into the command.
+TEMPLATES := $(wildcard tools/templates/*)
+$(B)/gen/lw_templates.h: $(TEMPLATES) scripts/embed.sh
+	@mkdir -p $(@D)
+	$(Q)scripts/embed.sh $@ report_css=tools/templates/report.css \
+	    page_head=tools/templates/page_head.html page_foot=tools/templates/page_foot.html
+$(B)/obj/tools/cli_html.o: $(B)/gen/lw_templates.h
 
 -include $(wildcard $(B)/obj/*.d $(B)/obj/*/*.d)
 

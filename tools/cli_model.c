@@ -505,14 +505,31 @@ void lw_model_rank_sites(const lw_model *m, size_t *order) {
     rank_model = NULL;
 }
 
+static int cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 double lw_model_trend_intercept(const lw_model *m) {
-    double slope = m->growth.bytes_per_step, sum = 0;
+    double slope = m->growth.bytes_per_step;
+    if (!isfinite(slope) || !m->nseries) return NAN;
+    /* The median offset of the points since the onset: the start-up before
+     * it (weights loaded) is not on the leak's line. */
+    double from = isfinite(m->growth.onset_step) ? m->growth.onset_step : -INFINITY;
+    double *r = malloc(m->nseries * sizeof *r);
+    if (!r) return NAN;
     size_t n = 0;
-    if (!isfinite(slope)) return NAN;
-    for (size_t i = 0; i < m->nseries; i++)
-        if (isfinite(m->sx[i]) && isfinite(m->sfloor[i]))
-            sum += m->sfloor[i] - slope * m->sx[i], n++;
-    return n ? sum / (double)n : NAN;
+    for (size_t pass = 0; pass < 2 && n == 0; pass++, from = -INFINITY)
+        for (size_t i = 0; i < m->nseries; i++)
+            if (isfinite(m->sx[i]) && isfinite(m->sfloor[i]) && m->sx[i] >= from)
+                r[n++] = m->sfloor[i] - slope * m->sx[i];
+    double v = NAN;
+    if (n) {
+        qsort(r, n, sizeof *r, cmp_dbl);
+        v = n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+    }
+    free(r);
+    return v;
 }
 
 static const char *basename_of(const char *p) {

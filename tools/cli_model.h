@@ -95,7 +95,7 @@ void lw_model_print_warnings(const lw_model *m, size_t max);
  * then live bytes. Fills order[0..nsites). */
 void lw_model_rank_sites(const lw_model *m, size_t *order);
 
-/* Least-squares intercept of the floor series for the report's slope
+/* Median intercept of the floor series (since the onset) for the report's slope
  * (growth.bytes_per_step), so the trend line goes through the data. NAN if
  * there is no series or no slope. */
 double lw_model_trend_intercept(const lw_model *m);

@@ -101,8 +101,8 @@ static void fold_line(lines_t *ls, const lw_m_site *s, size_t lo, size_t hi) {
     }
     /* The outermost run of a stack: the process or thread starting. */
     int startup = hi + 1 == s->nframes;
-    snprintf(l->label, sizeof l->label, "... %zu frame%s %s %s%s%s", count, count == 1 ? "" : "s",
-             startup ? "of start-up (" : "in", names, more ? ", ..." : "", startup ? ")" : "");
+    snprintf(l->label, sizeof l->label, "... %zu frame%s %s%s%s%s", count, count == 1 ? "" : "s",
+             startup ? "of start-up (" : "in ", names, more ? ", ..." : "", startup ? ")" : "");
     l->folded = count;
 }
 

@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
     "usage: leakwatch report [options] REPORT.json...\n"
@@ -21,7 +22,8 @@ static const char usage[] =
     "options:\n"
     "  -f, --format FMT   text (default), json (normalized report; an array\n"
     "                     for several files) or html (one self-contained page)\n"
-    "  -o, --output FILE  write there instead of standard output\n"
+    "  -o, --output FILE  write there instead of standard output (HTML without\n"
+    "                     -o on a terminal: leakwatch-report.html)\n"
     "  -n, --top N        call sites to show (default 10)\n"
     "      --frames N     native frames per stack before folding (default 12)\n"
     "      --full-stacks  show every frame, unfolded\n"
@@ -123,6 +125,10 @@ int lw_cmd_report(int argc, char **argv) {
         lw_model_print_warnings(&ms[loaded], 5);
         loaded++;
     }
+    /* A page is no use on a terminal: it goes to a file, and the path is
+     * said (a pipe or redirection still gets it on standard output). */
+    if (loaded > 0 && !output && !strcmp(format, "html") && isatty(1))
+        output = "leakwatch-report.html";
     /* With several files, show those that could be read, but still fail. */
     if (loaded > 0) {
         FILE *out = stdout;

@@ -125,7 +125,8 @@ char *lw_answer_line(const lw_answer *a, char *out, size_t n) {
         if (isfinite(a->lo) && isfinite(a->hi))
             add(out, n, &o, " (95%% CI %s .. %s)", lw_fmt_bytes(a->lo, lo, sizeof lo),
                 lw_fmt_bytes(a->hi, hi, sizeof hi));
-        if (isfinite(a->onset)) add(out, n, &o, " since %s %.0f", unit, a->onset);
+        if (isfinite(a->onset))
+            add(out, n, &o, " since %s %s", unit, lw_fmt_count(a->onset, s, sizeof s));
         if (isfinite(a->oom_seconds) || isfinite(a->oom_steps)) {
             add(out, n, &o, "; out of memory in ");
             if (isfinite(a->oom_seconds))
@@ -161,6 +162,7 @@ char *lw_answer_line(const lw_answer *a, char *out, size_t n) {
                 add(out, n, &o, " (%s live)", lw_fmt_bytes(a->where_live, f, sizeof f));
         }
     }
-    if (isfinite(a->computed_at)) add(out, n, &o, " [as of %s %.0f]", unit, a->computed_at);
+    if (isfinite(a->computed_at))
+        add(out, n, &o, " [as of %s %s]", unit, lw_fmt_count(a->computed_at, s, sizeof s));
     return out;
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The line of file holding text. */
 static int line_of(const char *file, const char *text) {
@@ -234,6 +235,163 @@ START_TEST(two_ranks_are_labelled_and_merged) {
 }
 END_TEST
 
+/* ---- the HTML page as a user sees it ---- */
+
+/* A PyTorch run as a report: 1 MiB of growth over 256 steps on a 193 MiB
+ * floor, peaks above 1 GiB, the leak allocated in torch's code called from
+ * the user's train.py:27. */
+static void write_torch_report(const char *path) {
+    size_t cap = 1 << 20;
+    char *s = malloc(cap);
+    size_t o = 0;
+    const double MiB = 1024.0 * 1024.0;
+#define P(...) o += (size_t)snprintf(s + o, cap - o, __VA_ARGS__)
+    P("{\"tool\":\"leakwatch\",\"version\":\"0.1.0\",\"pid\":77,\"command\":\"python train.py\","
+      "\"host\":\"node-3\",\"rank\":0,\"world_size\":1,\"device\":0,\"verdict\":\"leak\","
+      "\"totals\":{\"live_bytes\":%.0f,\"peak_live_bytes\":%.0f},",
+      194 * MiB, 1400 * MiB);
+    P("\"growth\":{\"bytes_per_step\":4096,\"bytes_per_second\":2048,\"slope_ci\":[4000,4200],"
+      "\"p_value\":1e-30,\"steps\":256,\"step_source\":\"marker\",\"onset_step\":8,"
+      "\"oom_eta_seconds\":40000000,\"oom_eta_steps\":20000000,\"device_free_bytes\":%.0f,"
+      "\"device_total_bytes\":%.0f},",
+      78000 * MiB, 81920 * MiB);
+    P("\"series\":{\"x\":[");
+    for (int i = 0; i < 256; i++)
+        P("%s%d", i ? "," : "", i);
+    P("],\"time_s\":[");
+    for (int i = 0; i < 256; i++)
+        P("%s%.1f", i ? "," : "", i * 0.5);
+    P("],\"floor\":[");
+    for (int i = 0; i < 256; i++)
+        P("%s%.0f", i ? "," : "", 193 * MiB + (i < 8 ? 0 : 4096.0 * i));
+    P("],\"peak\":[");
+    for (int i = 0; i < 256; i++)
+        P("%s%.0f", i ? "," : "", 1100 * MiB + (i % 7) * 40 * MiB);
+    P("]},\"sites\":[{\"id\":3,\"live_bytes\":1048576,\"live_count\":248,\"alloc_count\":248,"
+      "\"free_count\":0,\"leak\":true,\"bytes_per_step\":4096,\"frames\":["
+      "{\"kind\":\"native\",\"function\":\"cudaMallocAsync\",\"module\":"
+      "\"/usr/local/cuda/lib64/libcudart.so.12\"},"
+      "{\"kind\":\"python\",\"function\":\"cross_entropy\",\"file\":"
+      "\"/venv/lib/python3.11/site-packages/torch/nn/functional.py\",\"line\":3104},"
+      "{\"kind\":\"python\",\"function\":\"train\",\"file\":\"/home/me/train.py\",\"line\":27},"
+      "{\"kind\":\"python\",\"function\":\"<module>\",\"file\":\"/home/me/train.py\","
+      "\"line\":40},"
+      "{\"kind\":\"native\",\"function\":\"__libc_start_main\",\"module\":"
+      "\"/lib/x86_64-linux-gnu/libc.so.6\"}]}]}\n");
+#undef P
+    lw_write_text(path, s);
+    free(s);
+}
+
+static const char *find_chromium(void) {
+    static const char *const names[] = {"/usr/bin/chromium", "/usr/bin/chromium-browser",
+                                        "/usr/bin/google-chrome", NULL};
+    for (int i = 0; names[i]; i++)
+        if (access(names[i], X_OK) == 0) return names[i];
+    return NULL;
+}
+
+/* "count=N ymin=A ymax=B ..." of tests/tools/png_extent.py. */
+static void extent(const char *png, const char *colour, const char *box, int *count, int *ymin,
+                   int *ymax) {
+    char cmd[1024], out[256] = "";
+    snprintf(cmd, sizeof cmd, "python3 tests/tools/png_extent.py %s %s 30 %s", png, colour, box);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    ck_assert_ptr_nonnull(fgets(out, sizeof out, p));
+    ck_assert_int_eq(pclose(p), 0);
+    ck_assert_int_eq(sscanf(out, "count=%d ymin=%d ymax=%d", count, ymin, ymax), 3);
+}
+
+START_TEST(html_header_and_floor_in_a_browser) {
+    const char *chrome = find_chromium();
+    char py[PATH_MAX];
+    if (!chrome || !find_python(py, sizeof py)) {
+        printf("test_answer: html_header_and_floor_in_a_browser skipped: %s is not installed "
+               "(scripts/install-deps.sh test installs it where available)\n",
+               chrome ? "python3" : "chromium");
+        return;
+    }
+    char dir[64], rep[128], html[128], dom[128], png[128], cmd[2048];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(rep, sizeof rep, "%s/leak.json", dir);
+    snprintf(html, sizeof html, "%s/report.html", dir);
+    snprintf(dom, sizeof dom, "%s/dom.html", dir);
+    snprintf(png, sizeof png, "%s/shot.png", dir);
+    write_torch_report(rep);
+    lw_run r;
+    const char *args[] = {"report", "--format", "html", "-o", html, rep, NULL};
+    lw_cli_run(&r, args, NULL);
+    RUN_OK(&r);
+    lw_run_free(&r);
+    static const char flags[] =
+        "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+        "--disable-background-networking --disable-component-update --disable-sync "
+        "--hide-scrollbars --window-size=1200,900";
+    /* What the browser built: the header holds the place to look. */
+    snprintf(cmd, sizeof cmd,
+             "timeout 120 %s %s --user-data-dir=%s/p1 --dump-dom file://%s >%s 2>/dev/null", chrome,
+             flags, dir, html, dom);
+    ck_assert_msg(system(cmd) == 0, "chromium failed: %s", cmd);
+    char *d = lw_slurp_file(dom);
+    const char *h = strstr(d, "id=\"answer\"");
+    ck_assert_msg(h != NULL, "no answer header in the DOM");
+    const char *end = strstr(h, "</header>");
+    const char *where = strstr(h, "train.py:27 in train");
+    ck_assert_msg(where && end && where < end, "the header does not name train.py:27 in train");
+    ck_assert_msg(strstr(h, "4.00 KiB/step") && strstr(h, "out of memory"), "header lacks rate");
+    free(d);
+    /* What the user sees: the header band at the top of the screen, and a
+     * floor line that rises across the plot (not flattened by the peaks). */
+    snprintf(cmd, sizeof cmd,
+             "timeout 120 %s %s --user-data-dir=%s/p2 --screenshot=%s file://%s >/dev/null 2>&1",
+             chrome, flags, dir, png, html);
+    ck_assert_msg(system(cmd) == 0, "chromium screenshot failed: %s", cmd);
+    int n, y0, y1;
+    extent(png, "c62828", "0 0 1200 320", &n, &y0, &y1); /* the leak's red band */
+    ck_assert_msg(n > 500, "no red header band in the top of the screenshot (%d pixels)", n);
+    /* The floor's colour right of the legend, inside the plot. */
+    extent(png, "1d4ed8", "400 250 1000 900", &n, &y0, &y1);
+    ck_assert_msg(n > 100, "no floor line drawn (%d pixels)", n);
+    ck_assert_msg(y1 - y0 >= 100, "the floor line is flat: it spans %d pixels", y1 - y0);
+    printf("test_answer: floor line spans %d pixels of the plot's 280\n", y1 - y0);
+    const char *keep = getenv("LW_SCREENSHOT");
+    if (keep && *keep) {
+        snprintf(cmd, sizeof cmd, "cp %s %s", png, keep);
+        ck_assert_int_eq(system(cmd), 0);
+    }
+    lw_remove_dir(dir);
+}
+END_TEST
+
+/* On a terminal, --format html without -o writes leakwatch-report.html. */
+START_TEST(html_on_a_terminal_goes_to_a_file) {
+    char dir[64], rep[128], cmd[1024];
+    if (access("/usr/bin/script", X_OK) != 0) {
+        printf("test_answer: html_on_a_terminal_goes_to_a_file skipped: no script(1)\n");
+        return;
+    }
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(rep, sizeof rep, "%s/leak.json", dir);
+    write_torch_report(rep);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && timeout 60 script -qec '%s report --format html leak.json' /dev/null "
+             ">out.txt 2>&1",
+             dir, lw_cli_exe());
+    ck_assert_int_eq(system(cmd), 0);
+    char path[160];
+    snprintf(path, sizeof path, "%s/leakwatch-report.html", dir);
+    char *page = lw_slurp_file(path);
+    ck_assert_msg(strstr(page, "<title>"), "no page written to %s", path);
+    free(page);
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    char *out = lw_slurp_file(path);
+    ck_assert_msg(strstr(out, "wrote leakwatch-report.html") && !strstr(out, "<html"), "%s", out);
+    free(out);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("answer");
     TCase *tc = tcase_create("answer");
@@ -241,6 +399,8 @@ int main(void) {
     tcase_add_test(tc, c_demo_names_the_users_line_everywhere);
     tcase_add_test(tc, python_demo_names_the_users_line_everywhere);
     tcase_add_test(tc, two_ranks_are_labelled_and_merged);
+    tcase_add_test(tc, html_header_and_floor_in_a_browser);
+    tcase_add_test(tc, html_on_a_terminal_goes_to_a_file);
     suite_add_tcase(s, tc);
     return lw_check_run(s) ? 1 : 0;
 }
