@@ -13,6 +13,7 @@ typedef struct {
     int full_stacks;   /* 1: every frame */
     int details;       /* several reports: 1 shows each one's details after the merged view */
     double only_rank;  /* several reports: the details of this rank only (NAN: none) */
+    int short_paths;   /* 1: files by their base name, as the place to look is named (top) */
 } lw_render_opts;
 
 void lw_render_opts_default(lw_render_opts *o);

@@ -20,6 +20,7 @@ void lw_render_opts_default(lw_render_opts *o) {
     o->max_frames = 12;
     o->full_stacks = 0;
     o->details = 0;
+    o->short_paths = 0;
     o->only_rank = NAN;
 }
 
@@ -106,10 +107,12 @@ static void fold_line(lines_t *ls, const lw_m_site *s, size_t lo, size_t hi) {
     l->folded = count;
 }
 
-static void frame_line(lines_t *ls, const lw_m_site *s, size_t i, int marked) {
+static void frame_line(lines_t *ls, const lw_m_site *s, size_t i, int marked, int short_paths) {
     line_t *l = add(ls);
     if (!l) return;
-    lw_frame_label(&s->frames[i], l->label, sizeof l->label);
+    lw_m_frame f = s->frames[i];
+    if (short_paths) f.file = base_name(f.file);
+    lw_frame_label(&f, l->label, sizeof l->label);
     l->python = is_python(&s->frames[i]);
     l->marked = marked;
 }
@@ -135,14 +138,14 @@ void lw_stack_lines(const lw_m_site *s, const lw_render_opts *o,
         const lw_m_frame *f = &s->frames[i];
         int marked = (int)i == mark;
         if (o->full_stacks || marked) {
-            frame_line(&ls, s, i, marked);
+            frame_line(&ls, s, i, marked, o->short_paths);
             continue;
         }
         if (lw_frame_class_is_noise(cls[i])) {
             /* The CUDA function the code above called stays visible: it is
              * the allocation itself. */
             if (cls[i] == LW_FRAME_CUDA && (i + 1 == s->nframes || cls[i + 1] != LW_FRAME_CUDA)) {
-                frame_line(&ls, s, i, 0);
+                frame_line(&ls, s, i, 0, o->short_paths);
                 continue;
             }
             size_t lo = i;
@@ -161,11 +164,11 @@ void lw_stack_lines(const lw_m_site *s, const lw_render_opts *o,
             lo--;
         if (i - lo + 1 >= 3) {
             /* The outermost frame says where the run enters the library. */
-            frame_line(&ls, s, i, 0);
+            frame_line(&ls, s, i, 0, o->short_paths);
             fold_line(&ls, s, lo, i - 1);
             i = lo;
         } else {
-            frame_line(&ls, s, i, 0);
+            frame_line(&ls, s, i, 0, o->short_paths);
         }
     }
     free(cls);

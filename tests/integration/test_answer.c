@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/wait.h>
 
 /* The line of file holding text. */
 static int line_of(const char *file, const char *text) {
@@ -392,7 +394,132 @@ START_TEST(html_on_a_terminal_goes_to_a_file) {
 }
 END_TEST
 
+/* ---- leakwatch top, driven through tmux ---- */
+
+static void tmux(const char *sock, const char *args, char *out, size_t n) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "tmux -L %s %s 2>&1", sock, args);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t o = 0;
+    if (out) {
+        size_t r;
+        while (o + 1 < n && (r = fread(out + o, 1, n - 1 - o, p)) > 0)
+            o += r;
+        out[o] = '\0';
+    } else {
+        char sink[4096];
+        while (fread(sink, 1, sizeof sink, p) > 0) {
+        }
+    }
+    pclose(p);
+}
+
+/* The pane's text, wrapped lines joined (-J), once it holds want (up to 10 s). */
+static void pane_until(const char *sock, const char *target, const char *want, char *out,
+                       size_t n) {
+    char args[128];
+    snprintf(args, sizeof args, "capture-pane -p -J -t %s", target);
+    for (int i = 0; i < 100; i++) {
+        tmux(sock, args, out, n);
+        if (strstr(out, want)) return;
+        usleep(100000);
+    }
+    ck_abort_msg("the pane never showed '%s':\n%s", want, out);
+}
+
+/* No line wider than cols display columns. */
+static void fits(const char *text, int cols) {
+    for (const char *p = text; *p;) {
+        const char *end = strchr(p, '\n');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        int w = 0;
+        for (size_t i = 0; i < len; i++)
+            w += ((unsigned char)p[i] & 0xC0) != 0x80;
+        ck_assert_msg(w <= cols, "a line of %d columns: %.*s", w, (int)len, p);
+        if (!end) break;
+        p = end + 1;
+    }
+}
+
+START_TEST(top_keys_and_job_exit_in_tmux) {
+    if (system("command -v tmux >/dev/null 2>&1") != 0) {
+        printf("test_answer: top_keys_and_job_exit_in_tmux skipped: tmux is not installed\n");
+        return;
+    }
+    char dir[64], out[160], rep[160], prog[PATH_MAX], sock[64];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(rep, sizeof rep, "%s/final.json", dir);
+    snprintf(prog, sizeof prog, "%s/tests/programs/rt_sleeper", lw_build_dir());
+    snprintf(sock, sizeof sock, "lwtest%ld", (long)getpid());
+    /* The job ends when its standard input closes. */
+    int in[2];
+    ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0); /* not inherited by tmux */
+    static lw_child_env ce;
+    lw_child_env_build(&ce, LW_PRELOAD_SHIM, rep, NULL);
+    pid_t job = fork();
+    ck_assert_int_ge(job, 0);
+    if (job == 0) {
+        int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(in[0], 0);
+        dup2(o, 1);
+        dup2(o, 2);
+        close(in[1]);
+        char *argv[] = {prog, "3", "1048576", "stdin", NULL};
+        execve(prog, argv, ce.envp);
+        _exit(127);
+    }
+    close(in[0]);
+    ck_assert(lw_wait_for_text(out, "ready", 20000));
+    char cmd[1024], pane[16384];
+    snprintf(cmd, sizeof cmd,
+             "new-session -d -x 80 -y 30 -s t \"LANG=C.UTF-8 %s top %ld; echo TOP-EXITED \\$?; "
+             "sleep 60\"",
+             lw_cli_exe(), (long)job);
+    tmux(sock, cmd, NULL, 0);
+    pane_until(sock, "t", "PLACE TO LOOK", pane, sizeof pane);
+    /* The first line is the answer, naming the place to look. */
+    ck_assert_msg(strstr(pane, "leak_sleeper") && strstr(pane, "gpu 0   ["), "%s", pane);
+    ck_assert_msg(strncmp(pane, "inconclusive", 12) == 0 || strncmp(pane, "no leak", 7) == 0 ||
+                      strncmp(pane, "LEAK", 4) == 0,
+                  "the first line is not the answer:\n%s", pane);
+    fits(pane, 80);
+    tmux(sock, "send-keys -t t c", NULL, 0);
+    pane_until(sock, "t", "sorted by count", pane, sizeof pane);
+    tmux(sock, "send-keys -t t Enter", NULL, 0);
+    pane_until(sock, "t", "stack, outermost first", pane, sizeof pane);
+    ck_assert_msg(strstr(pane, "--> ") && strstr(pane, "in leak_sleeper"), "%s", pane);
+    ck_assert_msg(!strstr(pane, "__libc_start"), "start-up frames shown:\n%s", pane);
+    fits(pane, 80);
+    tmux(sock, "send-keys -t t Escape", NULL, 0);
+    pane_until(sock, "t", "PLACE TO LOOK", pane, sizeof pane);
+    /* q quits a second viewer. */
+    snprintf(cmd, sizeof cmd,
+             "new-session -d -x 80 -y 30 -s q \"%s top %ld; echo TOP-EXITED \\$?; sleep 60\"",
+             lw_cli_exe(), (long)job);
+    tmux(sock, cmd, NULL, 0);
+    pane_until(sock, "q", "PLACE TO LOOK", pane, sizeof pane);
+    tmux(sock, "send-keys -t q q", NULL, 0);
+    pane_until(sock, "q", "TOP-EXITED 0", pane, sizeof pane);
+    /* The job ends: the last screen stays, with the final report's path. */
+    close(in[1]);
+    int st;
+    ck_assert_int_eq(lw_wait_pid(job, 20000, &st), 0);
+    pane_until(sock, "t", "TOP-EXITED 0", pane, sizeof pane);
+    ck_assert_msg(strstr(pane, "PLACE TO LOOK") && strstr(pane, "final report: ") &&
+                      strstr(pane, rep),
+                  "%s", pane);
+    tmux(sock, "kill-server", NULL, 0);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 int main(void) {
+    /* A private folder for the watched jobs' sockets. */
+    static char xdg[64] = "/tmp/lwxdg.XXXXXX";
+    if (!mkdtemp(xdg)) return 1;
+    setenv("XDG_RUNTIME_DIR", xdg, 1);
     Suite *s = suite_create("answer");
     TCase *tc = tcase_create("answer");
     tcase_set_timeout(tc, 300);
@@ -401,6 +528,9 @@ int main(void) {
     tcase_add_test(tc, two_ranks_are_labelled_and_merged);
     tcase_add_test(tc, html_header_and_floor_in_a_browser);
     tcase_add_test(tc, html_on_a_terminal_goes_to_a_file);
+    tcase_add_test(tc, top_keys_and_job_exit_in_tmux);
     suite_add_tcase(s, tc);
-    return lw_check_run(s) ? 1 : 0;
+    int failed = lw_check_run(s);
+    lw_remove_dir(xdg);
+    return failed ? 1 : 0;
 }
