@@ -156,9 +156,6 @@ static void plot(FILE *o, const lw_model *m, int idx) {
         good++;
         f.y0 = fmin(f.y0, m->sfloor[i]), f.y1 = fmax(f.y1, m->sfloor[i]);
     }
-    for (size_t i = 0; good && i < n; i++)
-        below |=
-            isfinite(m->sx[i]) && isfinite(m->sfloor[i]) && m->sx[i] < from && m->sfloor[i] < f.y0;
     if (!good) {
         fputs("<p class=\"note\">No time series in this report: it was written before the first "
               "sample, or by a leakwatch without the sampler. The totals below are at the time "
@@ -195,6 +192,9 @@ static void plot(FILE *o, const lw_model *m, int idx) {
     double ypad = (f.y1 - f.y0) * 0.06;
     f.y1 += ypad;
     f.y0 -= ypad;
+    for (size_t i = 0; i < n; i++)
+        below |=
+            isfinite(m->sx[i]) && isfinite(m->sfloor[i]) && m->sx[i] < from && m->sfloor[i] < f.y0;
 
     fprintf(o,
             "<svg id=\"plot-%d\" class=\"plot\" xmlns=\"http://www.w3.org/2000/svg\" "
