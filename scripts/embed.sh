@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Turns files into C byte arrays (NUL-terminated strings), so that the HTML
 # page's CSS and markup live in tools/templates/ as plain files and are built
 # into the command.   embed.sh OUT.h NAME=FILE...

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Which process of a distributed job this is, from the launcher's
  * environment: torchrun (RANK, LOCAL_RANK, WORLD_SIZE), SLURM (SLURM_PROCID,
  * SLURM_LOCALID, SLURM_NTASKS), Open MPI (OMPI_COMM_WORLD_RANK, _LOCAL_RANK,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Where to look: which frame of a call stack is the user's own code.
  *
  * A stack of a deep-learning job runs through the user's script, installed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The answer first, in every output: for the C and the Python demo the first
  * line of the live warning, the exit summary, the text report and the HTML
  * page's header names the user's line; stacks read as tracebacks without

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Reads a PNG screenshot (8-bit RGB or RGBA, as Chromium writes them) and
 prints, for one colour, how many pixels have it and the rows and columns
 they span:  png_extent.py FILE RRGGBB [TOLERANCE] [X0 Y0 X1 Y1]

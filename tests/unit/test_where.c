@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The place to look (src/base/where.c), the answer line and the launcher's
  * rank (src/base/fmt.c, rank.c): the rules every output names a site by. */
 #include "../check_run.h"
