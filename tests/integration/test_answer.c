@@ -141,6 +141,12 @@ START_TEST(python_demo_names_the_users_line_everywhere) {
         printf("test_answer: no python3; the Python demo is skipped\n");
         return;
     }
+    const char *rt = getenv("LW_ASAN_RT");
+    if (rt && strstr(rt, "tsan")) {
+        /* CPython is not built with ThreadSanitizer (as for test_python). */
+        printf("test_answer: the Python demo is skipped under ThreadSanitizer\n");
+        return;
+    }
     ck_assert_ptr_nonnull(realpath("tests/python/leak_ctypes.py", script));
     snprintf(want, sizeof want, "leak_ctypes.py:%d in train", line_of(script, "# LEAK-LINE"));
     snprintf(cudart, sizeof cudart, "LW_CUDART=%s/tests/lib/libcudart.so", lw_build_dir());
