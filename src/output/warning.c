@@ -8,6 +8,7 @@
 #include "report.h"
 #include "sites.h"
 
+#include <pthread.h>
 #include <stdio.h>
 
 #define WARN_AGAIN_NS (30ull * 60 * 1000000000ull)
@@ -36,8 +37,20 @@ static void consider(lw_site *s, const lw_site_track *t, void *arg) {
         top->rising_by = b[n - 1].floor - b[0].floor, top->rising = s;
 }
 
+/* The place the latest warning named, for the Prometheus textfile (written
+ * by the worker; the warning also runs at exit on another thread). */
+static pthread_mutex_t place_lock = PTHREAD_MUTEX_INITIALIZER;
+static char place[512];
+
+void lw_warning_place(char *out, size_t n) {
+    pthread_mutex_lock(&place_lock);
+    snprintf(out, n, "%s", place);
+    pthread_mutex_unlock(&place_lock);
+}
+
 void lw_warning_leak(void) {
-    if (!lw_opt_int(LW_OPT_WARN)) return;
+    /* Without the line on stderr, the place is still named for Prometheus. */
+    if (!lw_opt_int(LW_OPT_WARN) && !lw_opt_str(LW_OPT_PROMETHEUS)) return;
     uint64_t now = lw_now_ns();
     if (warned && now - last_warn_ns < WARN_AGAIN_NS) return;
     warned = 1;
@@ -56,12 +69,17 @@ void lw_warning_leak(void) {
         lw_report_site_label(top.leaking ? top.leaking : top.rising, label, sizeof label);
         a.where = label;
         if (top.leaking) a.where_rate = top.leaking_slope;
+        pthread_mutex_lock(&place_lock);
+        snprintf(place, sizeof place, "%s", label);
+        pthread_mutex_unlock(&place_lock);
     }
+    if (!lw_opt_int(LW_OPT_WARN)) return;
     char line[1024];
     lw_log("%s", lw_answer_line(&a, line, sizeof line));
 }
 
 void lw_warning_forget(void) {
+    place[0] = '\0';
     warned = 0;
     last_warn_ns = 0;
 }

@@ -106,11 +106,24 @@ START_TEST(c_demo_names_the_users_line_everywhere) {
     snprintf(exe, sizeof exe, "%s/examples/train_loop", lw_build_dir());
     int line = line_of("examples/train_loop.c", "cudaMalloc(&history[step]");
     snprintf(want, sizeof want, "train_loop.c:%d in keep_loss_history", line);
+    char pdir[64], prom[160], promenv[200];
+    lw_temp_dir(pdir, sizeof pdir);
+    snprintf(prom, sizeof prom, "%s/job.prom", pdir);
+    snprintf(promenv, sizeof promenv, "LEAKWATCH_PROMETHEUS=%s", prom);
     lw_run r;
-    const char *args[] = {"--steps", "600", NULL};
-    lw_run_exe(&r, 1, exe, args, NULL);
+    /* Steps of 0.5 ms, so that the textfile is written while it runs. */
+    const char *args[] = {"--steps", "600", "--step-us", "500", NULL};
+    const char *env[] = {promenv, "LEAKWATCH_INTERVAL_MS=50", NULL};
+    lw_run_exe(&r, 1, exe, args, env);
     RUN_OK(&r);
     ck_assert_ptr_nonnull(r.report);
+    /* Prometheus names the same place, as a label. */
+    char *text = lw_slurp_file(prom);
+    char label[200];
+    snprintf(label, sizeof label, "leakwatch_leak_place_info{where=\"%s\"} 1", want);
+    ck_assert_msg(strstr(text, label), "no '%s' in:\n%s", label, text);
+    free(text);
+    lw_remove_dir(pdir);
     /* The live warning and the exit summary: their first lines. */
     char first[2048];
     first_line(r.err, "leakwatch: ", first, sizeof first);
