@@ -175,13 +175,14 @@ void lw_stack_lines(const lw_m_site *s, const lw_render_opts *o,
     /* Too many native lines: the innermost ones beyond the limit (below the
      * place to look) fold into one line; Python lines always show. */
     size_t native = 0, cut = ls.n;
-    int seen_mark = 0;
+    int seen_mark = mark < 0;
     for (size_t k = 0; k < ls.n && !o->full_stacks; k++) {
-        seen_mark |= ls.l[k].marked;
-        if (!ls.l[k].python && !ls.l[k].folded && ++native > o->max_frames && seen_mark) {
+        if (!ls.l[k].python && !ls.l[k].folded && !ls.l[k].marked && ++native > o->max_frames &&
+            seen_mark) {
             cut = k;
             break;
         }
+        seen_mark |= ls.l[k].marked;
     }
     for (size_t k = 0; k < cut; k++)
         emit(ls.l[k].label, ls.l[k].python, ls.l[k].folded, ls.l[k].marked, ctx);
