@@ -413,7 +413,7 @@ int lw_cmd_top(int argc, char **argv) {
             if (gone) {
                 /* The job is gone: its last screen stays, and where its final
                  * report is. */
-                if (last) print_cut(stdout, last, last_width, 0);
+                if (last) print_cut(stdout, last, isatty(1) ? last_width : 1 << 20, 0);
                 fflush(stdout);
                 if (report_path[0] && access(report_path, R_OK) == 0)
                     fprintf(stderr,
@@ -429,7 +429,7 @@ int lw_cmd_top(int argc, char **argv) {
                     fprintf(stderr, "leakwatch: process %ld has exited\n", pid);
                 rc = i == 0 ? LW_EXIT_NO_PROCESS : LW_EXIT_OK;
             } else {
-                if (last) print_cut(stdout, last, last_width, 0);
+                if (last) print_cut(stdout, last, isatty(1) ? last_width : 1 << 20, 0);
                 fflush(stdout);
                 lw_cli_error("process %ld: %s", pid, err);
                 rc = LW_EXIT_ERROR;
@@ -464,7 +464,8 @@ int lw_cmd_top(int argc, char **argv) {
             fputs("\033[H", stdout);
         else if (i > 0)
             fputc('\n', stdout);
-        print_cut(stdout, sb.buf, width, interactive);
+        /* Cut to the terminal; into a pipe or file, whole lines. */
+        print_cut(stdout, sb.buf, isatty(1) ? width : 1 << 20, interactive);
         if (interactive) fputs("\033[J", stdout); /* clear what the last screen left below */
         fflush(stdout);
         free(last);
