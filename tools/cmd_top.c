@@ -399,6 +399,9 @@ int lw_cmd_top(int argc, char **argv) {
         size_t len = 0;
         char *body = lw_sock_request(sock, "report", &len, err, sizeof err);
         if (!body) {
+            /* The alternate screen goes with the job: its last screen is
+             * printed again on the normal one. */
+            int reprint = interactive;
             if (interactive) fputs("\033[?25h\033[?1049l", stdout), interactive = 0;
             /* An exiting job closes its socket before it is gone (it writes
              * its final report in between): give it a moment. */
@@ -413,7 +416,7 @@ int lw_cmd_top(int argc, char **argv) {
             if (gone) {
                 /* The job is gone: its last screen stays, and where its final
                  * report is. */
-                if (last) print_cut(stdout, last, isatty(1) ? last_width : 1 << 20, 0);
+                if (last && reprint) print_cut(stdout, last, last_width, 0);
                 fflush(stdout);
                 if (report_path[0] && access(report_path, R_OK) == 0)
                     fprintf(stderr,
@@ -429,7 +432,7 @@ int lw_cmd_top(int argc, char **argv) {
                     fprintf(stderr, "leakwatch: process %ld has exited\n", pid);
                 rc = i == 0 ? LW_EXIT_NO_PROCESS : LW_EXIT_OK;
             } else {
-                if (last) print_cut(stdout, last, isatty(1) ? last_width : 1 << 20, 0);
+                if (last && reprint) print_cut(stdout, last, last_width, 0);
                 fflush(stdout);
                 lw_cli_error("process %ld: %s", pid, err);
                 rc = LW_EXIT_ERROR;
