@@ -94,7 +94,16 @@ $(B)/obj/%.o: src/%.c | deps
 # tests; the linker takes from it what the command names).
 $(B)/obj/tools/%.o: tools/%.c | deps
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS_LIB) $(DEPFLAGS) $(INC_base) -Itools -c $< -o $@
+	$(Q)$(CC) $(CFLAGS_LIB) $(DEPFLAGS) $(INC_base) -Itools -I$(B)/gen -c $< -o $@
+
+# The HTML page's CSS and markup, kept as files in tools/templates/ and built
+# into the command.
+TEMPLATES := $(wildcard tools/templates/*)
+$(B)/gen/lw_templates.h: $(TEMPLATES) scripts/embed.sh
+	@mkdir -p $(@D)
+	$(Q)scripts/embed.sh $@ report_css=tools/templates/report.css \
+	    page_head=tools/templates/page_head.html page_foot=tools/templates/page_foot.html
+$(B)/obj/tools/cli_html.o: $(B)/gen/lw_templates.h
 
 -include $(wildcard $(B)/obj/*.d $(B)/obj/*/*.d)
 
@@ -290,9 +299,9 @@ FUZZ_LIB_CFLAGS := $(FUZZ_CFLAGS) -Iinclude $(INC_base)
 $(B)/fuzz/fuzz_option_parse: tests/fuzz/fuzz_option_parse.c src/base/options.c src/base/log.c src/base/options.h
 	@mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) $(FUZZ_LIB_CFLAGS) -o $@ $< src/base/options.c src/base/log.c
-$(B)/fuzz/fuzz_expand_path: tests/fuzz/fuzz_expand_path.c src/base/path_template.c src/base/path_template.h
+$(B)/fuzz/fuzz_expand_path: tests/fuzz/fuzz_expand_path.c src/base/path_template.c src/base/path_template.h src/base/rank.c
 	@mkdir -p $(@D)
-	$(Q)$(FUZZ_CC) $(FUZZ_LIB_CFLAGS) -o $@ $< src/base/path_template.c
+	$(Q)$(FUZZ_CC) $(FUZZ_LIB_CFLAGS) -o $@ $< src/base/path_template.c src/base/rank.c
 FUZZ_INPUT_TARGETS := option_parse expand_path
 fuzz-inputs: $(FUZZ_INPUT_TARGETS:%=$(B)/fuzz/fuzz_%)
 	@for t in $(FUZZ_INPUT_TARGETS); do mkdir -p $(B)/fuzz/corpus_$$t; \

@@ -3,6 +3,8 @@
 #ifndef LW_CLI_H
 #define LW_CLI_H
 
+#include "fmt.h"
+
 #include <stddef.h>
 #include <stdio.h>
 
@@ -32,13 +34,8 @@ int lw_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((for
 /* The option getopt just rejected, as the user wrote it ("-x", "--bogus"). */
 const char *lw_bad_option(char **argv);
 
-/* Human formatting; each writes at most n bytes and returns out. Non-finite
- * values print as "?" so a hostile report can never produce "nan GiB". */
-char *lw_fmt_bytes(double bytes, char *out, size_t n);                 /* "1.5 GiB", "512 B" */
-char *lw_fmt_rate(double bytes, const char *per, char *out, size_t n); /* "+1.5 MiB/step" */
-char *lw_fmt_duration(double seconds, char *out, size_t n);            /* "3 h 12 min", "450 ms" */
-char *lw_fmt_count(double v, char *out, size_t n);                     /* "12,345" */
-char *lw_fmt_int(double v, char *out, size_t n);                       /* "12345", "?" */
+/* Human formatting (lw_fmt_bytes, lw_fmt_rate, lw_fmt_duration, lw_fmt_count,
+ * lw_fmt_int) is the library's own, shared with its warnings and summary. */
 
 /* Copies s into out replacing control characters (terminal escapes from a
  * hostile report) with '?'. Returns out. */

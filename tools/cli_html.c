@@ -1,8 +1,12 @@
 /* 'leakwatch report --format html': one self-contained page (inline CSS and
  * SVG, no script, no network: a Content-Security-Policy forbids any fetch), so
- * it can be attached to a ticket or opened from a CI artifact anywhere. */
+ * it can be attached to a ticket or opened from a CI artifact anywhere. Its
+ * header is the answer (verdict, the place to look, rate, onset, out-of-memory
+ * time, device memory); the plot below shows the floor on its own scale. The
+ * CSS and fixed markup are files in tools/templates/, built in. */
 #include "cli.h"
 #include "cli_render.h"
+#include "lw_templates.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -33,24 +37,6 @@ static void esc(FILE *o, const char *s) {
     }
 }
 
-static const char *css =
-    "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;"
-    "max-width:1100px;color:#1d2430;padding:0 16px}"
-    "h1{font-size:22px;margin:0 0 12px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid "
-    "#d8dde6;padding-bottom:4px}h3{font-size:15px;margin:18px 0 6px}"
-    ".badge{display:inline-block;padding:2px 10px;border-radius:10px;font-weight:600;color:#fff}"
-    ".leak{background:#c62828}.no_leak{background:#2e7d32}.inconclusive{background:#8a6d00}"
-    ".unknown{background:#607080}"
-    "dl{display:grid;grid-template-columns:max-content auto;gap:2px 16px;margin:8px 0}"
-    "dt{color:#5a6577}dd{margin:0}"
-    "table{border-collapse:collapse;margin:6px 0;font-size:13px}"
-    "th,td{padding:3px 10px;border-bottom:1px solid #e4e8ef;text-align:left;vertical-align:top}"
-    "td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}"
-    "code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}"
-    ".py{color:#1b5e20}.fold{color:#7a8599;font-style:italic}.note{color:#5a6577}"
-    "svg text{font:11px system-ui,sans-serif;fill:#5a6577}"
-    "details summary{cursor:pointer;color:#1a56a8}";
-
 typedef struct {
     double x0, x1, y0, y1;  /* data ranges */
     double left, top, w, h; /* plot area in pixels */
@@ -63,16 +49,38 @@ static double py(const frame_t *f, double y) {
     return f->top + f->h - (y - f->y0) / (f->y1 - f->y0) * f->h;
 }
 
-/* 1, 2 or 5 times a power of ten (or of 1024 for bytes), about n per range. */
-static double nice_step(double range, int n, int bytes) {
-    double raw = range / n, base = 1;
-    if (bytes) {
-        while (base * 1024 <= raw)
-            base *= 1024;
-    }
-    double p = pow(10, floor(log10(raw / base))) * base;
+/* 1, 2 or 5 times a power of ten, about range/n. */
+static double nice_step(double range, int n) {
+    double raw = range / n;
+    if (!(raw > 0) || !isfinite(raw)) return 1;
+    double p = pow(10, floor(log10(raw)));
     double m = raw / p;
     return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+}
+
+/* Byte ticks at round values of one unit: 192 MiB, 192.5 MiB, ... The unit
+ * is that of the largest value, the step 1, 2 or 5 times a power of ten in
+ * that unit. */
+typedef struct {
+    double unit, step; /* bytes */
+    const char *name;
+    int decimals;
+} byte_ticks;
+
+static byte_ticks ticks_for(double lo, double hi, int n) {
+    static const char *names[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    byte_ticks t = {1, 1, "B", 0};
+    double a = fmax(fabs(lo), fabs(hi));
+    int u = 0;
+    while (a >= 1024 && u < 5)
+        a /= 1024, t.unit *= 1024, u++;
+    t.name = names[u];
+    double s = nice_step((hi - lo) / t.unit, n);
+    if (u == 0 && s < 1) s = 1;
+    t.step = s * t.unit;
+    t.decimals = s >= 1 ? 0 : (int)ceil(-log10(s) - 1e-9);
+    if (t.decimals > 6) t.decimals = 6;
+    return t;
 }
 
 static void polyline(FILE *o, const frame_t *f, const double *x, const double *y, size_t n,
@@ -84,19 +92,69 @@ static void polyline(FILE *o, const frame_t *f, const double *x, const double *y
     fputs("\"/>\n", o);
 }
 
+/* The time since start at step x, read off the series (NAN: unknown). */
+static double time_at(const lw_model *m, double x) {
+    if (!m->st) return NAN;
+    for (size_t i = 1; i < m->nseries; i++) {
+        double xa = m->sx[i - 1], xb = m->sx[i], ta = m->st[i - 1], tb = m->st[i];
+        if (!isfinite(xa) || !isfinite(xb) || !isfinite(ta) || !isfinite(tb)) continue;
+        if (x >= xa && x <= xb) return xb > xa ? ta + (tb - ta) * (x - xa) / (xb - xa) : ta;
+    }
+    return NAN;
+}
+
+static void y_axis(FILE *o, const frame_t *f) {
+    byte_ticks t = ticks_for(f->y0, f->y1, 5);
+    /* Counted loops: with huge values y += step may not move y at all. */
+    for (int i = 0; i < 40; i++) {
+        double y = ceil(f->y0 / t.step) * t.step + i * t.step;
+        if (y > f->y1) break;
+        fprintf(o, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e8ef\"/>",
+                f->left, f->left + f->w, py(f, y), py(f, y));
+        fprintf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.*f %s</text>\n", f->left - 6,
+                py(f, y) + 4, t.decimals, y / t.unit, t.name);
+    }
+}
+
+/* Steps below the axis, and the time since start under them when known. */
+static void x_axis(FILE *o, const frame_t *f, const lw_model *m, int steps) {
+    double xs = nice_step(f->x1 - f->x0, 8);
+    if (xs < 1) xs = 1;
+    int any_time = 0;
+    for (int i = 0; i < 40; i++) {
+        double x = ceil(f->x0 / xs) * xs + i * xs;
+        if (x > f->x1) break;
+        char b[48];
+        fprintf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", px(f, x),
+                f->top + f->h + 16, lw_fmt_count(x, b, sizeof b));
+        double t = steps ? time_at(m, x) : NAN;
+        if (isfinite(t)) {
+            fprintf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", px(f, x),
+                    f->top + f->h + 30, lw_fmt_duration(t, b, sizeof b));
+            any_time = 1;
+        }
+    }
+    fprintf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", f->left + f->w / 2,
+            f->top + f->h + (any_time ? 46 : 32),
+            steps ? (any_time ? "step (time since start below)" : "step") : "interval");
+}
+
+/* The floor on its own scale, its fitted trend and onset, the out-of-memory
+ * point (or how far away it is), each step's values on hover. */
 static void plot(FILE *o, const lw_model *m, int idx) {
     const lw_m_growth *g = &m->growth;
     size_t n = m->nseries, good = 0;
-    frame_t f = {INFINITY, -INFINITY, INFINITY, -INFINITY, 78, 16, 860, 290};
+    frame_t f = {INFINITY, -INFINITY, INFINITY, -INFINITY, 84, 16, 850, 280};
+    /* The y axis spans the floor from where growth began: the start-up
+     * (weights, optimizer state) would otherwise flatten the leak. */
+    double from = m->verdict == LW_MV_LEAK && isfinite(g->onset_step) ? g->onset_step : -INFINITY;
+    int below = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!isfinite(m->sx[i])) continue;
-        double ys[2] = {m->sfloor[i], m->speak[i]};
-        for (int k = 0; k < 2; k++) {
-            if (!isfinite(ys[k])) continue;
-            good++;
-            f.x0 = fmin(f.x0, m->sx[i]), f.x1 = fmax(f.x1, m->sx[i]);
-            f.y0 = fmin(f.y0, ys[k]), f.y1 = fmax(f.y1, ys[k]);
-        }
+        if (!isfinite(m->sx[i]) || !isfinite(m->sfloor[i])) continue;
+        f.x0 = fmin(f.x0, m->sx[i]), f.x1 = fmax(f.x1, m->sx[i]);
+        if (m->sx[i] < from) continue;
+        good++;
+        f.y0 = fmin(f.y0, m->sfloor[i]), f.y1 = fmax(f.y1, m->sfloor[i]);
     }
     if (!good) {
         fputs("<p class=\"note\">No time series in this report: it was written before the first "
@@ -105,13 +163,15 @@ static void plot(FILE *o, const lw_model *m, int idx) {
               o);
         return;
     }
+    int steps = !g->step_source || strcmp(g->step_source, "time") != 0;
     double last_x = f.x1, slope = g->bytes_per_step, icpt = lw_model_trend_intercept(m);
-    int trend = isfinite(slope) && isfinite(icpt);
+    int trend = m->verdict == LW_MV_LEAK && isfinite(slope) && isfinite(icpt);
     double oom_x = NAN;
     int oom_beyond = 0;
     if (trend && isfinite(g->oom_eta_steps) && g->oom_eta_steps >= 0) {
         oom_x = last_x + g->oom_eta_steps;
-        /* Stretch the axis to show the OOM point unless it is far away. */
+        /* Stretch the axis to show the OOM point unless it is far away: the
+         * floor then still spans a quarter of the height or more. */
         double span = f.x1 - f.x0 > 0 ? f.x1 - f.x0 : 1;
         if (oom_x <= f.x1 + 3 * span)
             f.x1 = oom_x, f.y1 = fmax(f.y1, icpt + slope * oom_x);
@@ -128,52 +188,38 @@ static void plot(FILE *o, const lw_model *m, int idx) {
         return;
     }
     if (f.x1 <= f.x0) f.x1 = f.x0 + 1;
-    if (f.y1 <= f.y0) f.y1 = f.y0 + 1024;
+    if (f.y1 <= f.y0) f.y1 = f.y0 + 1024, f.y0 -= 1024;
     double ypad = (f.y1 - f.y0) * 0.06;
     f.y1 += ypad;
-    f.y0 = f.y0 - ypad < 0 && f.y0 >= 0 ? 0 : f.y0 - ypad;
+    f.y0 -= ypad;
+    for (size_t i = 0; i < n; i++)
+        below |=
+            isfinite(m->sx[i]) && isfinite(m->sfloor[i]) && m->sx[i] < from && m->sfloor[i] < f.y0;
 
     fprintf(o,
             "<svg id=\"plot-%d\" class=\"plot\" xmlns=\"http://www.w3.org/2000/svg\" "
-            "viewBox=\"0 0 960 340\" width=\"960\" height=\"340\" role=\"img\" "
-            "aria-label=\"live memory per step\">\n",
+            "viewBox=\"0 0 960 350\" width=\"960\" height=\"350\" role=\"img\" "
+            "aria-label=\"floor of live memory per step\">\n",
             idx);
+    fprintf(o,
+            "<defs><clipPath id=\"clip-%d\"><rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" "
+            "height=\"%.0f\"/></clipPath></defs>\n",
+            idx, f.left, f.top, f.w, f.h);
     fprintf(o,
             "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"#fbfcfe\" "
             "stroke=\"#d8dde6\"/>\n",
             f.left, f.top, f.w, f.h);
-    /* Grid and labels. */
-    double ys = nice_step(f.y1 - f.y0, 5, 1);
-    /* Counted loops: with huge values y += ys may not move y at all. */
-    for (int i = 0; i < 40; i++) {
-        double y = ceil(f.y0 / ys) * ys + i * ys;
-        if (y > f.y1) break;
-        char b[32];
-        fprintf(o, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e8ef\"/>",
-                f.left, f.left + f.w, py(&f, y), py(&f, y));
-        fprintf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", f.left - 6,
-                py(&f, y) + 4, lw_fmt_bytes(y, b, sizeof b));
-    }
-    double xs = nice_step(f.x1 - f.x0, 8, 0);
-    if (xs < 1) xs = 1;
-    for (int i = 0; i < 40; i++) {
-        double x = ceil(f.x0 / xs) * xs + i * xs;
-        if (x > f.x1) break;
-        fprintf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.0f</text>\n", px(&f, x),
-                f.top + f.h + 16, x);
-    }
-    int steps = !g->step_source || strcmp(g->step_source, "time") != 0;
-    fprintf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", f.left + f.w / 2,
-            f.top + f.h + 32, steps ? "step" : "interval");
-    /* Device capacity, when known and in view. */
+    y_axis(o, &f);
+    x_axis(o, &f, m, steps);
+    /* Device capacity, when in view. */
     double cap = g->device_total_bytes;
     if (isfinite(cap) && cap > f.y0 && cap < f.y1)
         fprintf(o,
                 "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#c62828\" "
                 "stroke-dasharray=\"2 3\"/><text x=\"%.1f\" y=\"%.1f\">device memory</text>\n",
                 f.left, f.left + f.w, py(&f, cap), py(&f, cap), f.left + 4, py(&f, cap) - 4);
-    polyline(o, &f, m->sx, m->speak, n, "peak", "stroke=\"#9fb7dd\" stroke-width=\"1.5\"");
-    polyline(o, &f, m->sx, m->sfloor, n, "floor", "stroke=\"#1a56a8\" stroke-width=\"2.2\"");
+    fprintf(o, "<g clip-path=\"url(#clip-%d)\">\n", idx);
+    polyline(o, &f, m->sx, m->sfloor, n, "floor", "stroke=\"#1d4ed8\" stroke-width=\"2.2\"");
     if (trend) {
         double xa = f.x0, xb = f.x1;
         fprintf(o,
@@ -181,39 +227,101 @@ static void plot(FILE *o, const lw_model *m, int idx) {
                 "stroke=\"#e65100\" stroke-width=\"1.6\" stroke-dasharray=\"7 4\"/>\n",
                 px(&f, xa), py(&f, icpt + slope * xa), px(&f, xb), py(&f, icpt + slope * xb));
     }
+    fputs("</g>\n", o);
+    /* Where growth began. */
+    if (m->verdict == LW_MV_LEAK && isfinite(g->onset_step) && g->onset_step >= f.x0 &&
+        g->onset_step <= f.x1) {
+        char b[48];
+        double x = px(&f, g->onset_step);
+        fprintf(o,
+                "<g id=\"onset\"><line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" "
+                "stroke=\"#8a6d00\" stroke-dasharray=\"3 3\"/><text x=\"%.1f\" y=\"%.1f\" "
+                "style=\"fill:#8a6d00\">growth began near %s %s</text></g>\n",
+                x, x, f.top, f.top + f.h, x + 4, f.top + f.h - 6, steps ? "step" : "interval",
+                lw_fmt_count(g->onset_step, b, sizeof b));
+    }
     if (isfinite(oom_x) && !oom_beyond) {
         char d[48];
         double cx = px(&f, oom_x), cy = py(&f, icpt + slope * oom_x);
         fprintf(o,
                 "<circle id=\"oom\" cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"#c62828\"/>"
                 "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" style=\"fill:#c62828\">"
-                "projected OOM%s%s</text>\n",
+                "projected out of memory%s%s</text>\n",
                 cx, cy, cx - 8, cy + 4, isfinite(g->oom_eta_seconds) ? " in " : "",
                 isfinite(g->oom_eta_seconds) ? lw_fmt_duration(g->oom_eta_seconds, d, sizeof d)
                                              : "");
     } else if (oom_beyond) {
-        char d[48];
-        fprintf(o,
-                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" style=\"fill:#c62828\">projected "
-                "OOM beyond the plot, in %.0f steps%s%s &#8594;</text>\n",
-                f.left + f.w - 6, f.top + 14, g->oom_eta_steps,
-                isfinite(g->oom_eta_seconds) ? " / " : "",
-                isfinite(g->oom_eta_seconds) ? lw_fmt_duration(g->oom_eta_seconds, d, sizeof d)
-                                             : "");
+        char d[48], c[48];
+        fprintf(
+            o,
+            "<text id=\"oom-far\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" "
+            "style=\"fill:#c62828\">out of memory %s%s%s%s steps beyond the right edge at "
+            "this rate &#8594;</text>\n",
+            f.left + f.w - 6, f.top + f.h - 8, isfinite(g->oom_eta_seconds) ? "in " : "",
+            isfinite(g->oom_eta_seconds) ? lw_fmt_duration(g->oom_eta_seconds, d, sizeof d) : "",
+            isfinite(g->oom_eta_seconds) ? ", " : "", lw_fmt_count(g->oom_eta_steps, c, sizeof c));
     }
+    /* Each point's values on hover. */
+    fputs("<g id=\"points\">", o);
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(m->sx[i]) || !isfinite(m->sfloor[i])) continue;
+        char a[48], b[48], c[48], t[48];
+        fprintf(o, "<circle class=\"pt\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\"><title>%s %s: floor %s",
+                px(&f, m->sx[i]), py(&f, m->sfloor[i]), steps ? "step" : "interval",
+                lw_fmt_count(m->sx[i], a, sizeof a), lw_fmt_bytes(m->sfloor[i], b, sizeof b));
+        if (m->speak && isfinite(m->speak[i]))
+            fprintf(o, ", peak %s", lw_fmt_bytes(m->speak[i], c, sizeof c));
+        if (m->st && isfinite(m->st[i]))
+            fprintf(o, ", %s since start", lw_fmt_duration(m->st[i], t, sizeof t));
+        fputs("</title></circle>", o);
+    }
+    fputs("</g>\n", o);
     /* Legend. */
-    fprintf(
-        o,
-        "<g transform=\"translate(%.0f,%.0f)\">"
-        "<line x1=\"0\" x2=\"18\" y1=\"0\" y2=\"0\" stroke=\"#1a56a8\" stroke-width=\"2.2\"/>"
-        "<text x=\"22\" y=\"4\">floor (lowest live bytes in the step)</text>"
-        "<line x1=\"230\" x2=\"248\" y1=\"0\" y2=\"0\" stroke=\"#9fb7dd\" stroke-width=\"1.5\"/>"
-        "<text x=\"252\" y=\"4\">peak</text>%s</g>\n",
-        f.left + 8, f.top + 12,
-        trend ? "<line x1=\"300\" x2=\"318\" y1=\"0\" y2=\"0\" stroke=\"#e65100\" "
-                "stroke-dasharray=\"7 4\"/><text x=\"322\" y=\"4\">fitted trend</text>"
-              : "");
+    fprintf(o,
+            "<g transform=\"translate(%.0f,%.0f)\">"
+            "<line x1=\"0\" x2=\"18\" y1=\"0\" y2=\"0\" stroke=\"#1d4ed8\" stroke-width=\"2.2\"/>"
+            "<text x=\"22\" y=\"4\">floor (lowest live bytes in the step)%s</text>%s</g>\n",
+            f.left + 8, f.top + 12, below ? "; before the onset it was below this scale" : "",
+            trend ? "<line x1=\"0\" x2=\"18\" y1=\"16\" y2=\"16\" stroke=\"#e65100\" "
+                    "stroke-dasharray=\"7 4\"/><text x=\"22\" y=\"20\">fitted trend</text>"
+                  : "");
     fputs("</svg>\n", o);
+}
+
+/* The peak of each step on its own, smaller axis: it can be far above the
+ * floor (activations), which would flatten the floor on a shared one. */
+static void peak_plot(FILE *o, const lw_model *m, int idx) {
+    size_t n = m->nseries, good = 0;
+    frame_t f = {INFINITY, -INFINITY, INFINITY, -INFINITY, 84, 10, 850, 90};
+    for (size_t i = 0; m->speak && i < n; i++) {
+        if (!isfinite(m->sx[i]) || !isfinite(m->speak[i])) continue;
+        good++;
+        f.x0 = fmin(f.x0, m->sx[i]), f.x1 = fmax(f.x1, m->sx[i]);
+        f.y0 = fmin(f.y0, m->speak[i]), f.y1 = fmax(f.y1, m->speak[i]);
+    }
+    if (good < 2 || !isfinite(f.y1 - f.y0) || !isfinite(f.x1 - f.x0)) return;
+    if (f.x1 <= f.x0) f.x1 = f.x0 + 1;
+    if (f.y1 <= f.y0) f.y1 = f.y0 + 1024, f.y0 -= 1024;
+    double pad = (f.y1 - f.y0) * 0.08;
+    f.y0 -= pad, f.y1 += pad;
+    fprintf(o,
+            "<details><summary>Peak of live memory per step (its own scale)</summary>"
+            "<svg id=\"peak-%d\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 960 130\" "
+            "width=\"960\" height=\"130\" role=\"img\" aria-label=\"peak per step\">\n",
+            idx);
+    fprintf(o,
+            "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"#fbfcfe\" "
+            "stroke=\"#d8dde6\"/>\n",
+            f.left, f.top, f.w, f.h);
+    byte_ticks t = ticks_for(f.y0, f.y1, 3);
+    for (int i = 0; i < 20; i++) {
+        double y = ceil(f.y0 / t.step) * t.step + i * t.step;
+        if (y > f.y1) break;
+        fprintf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.*f %s</text>\n", f.left - 6,
+                py(&f, y) + 4, t.decimals, y / t.unit, t.name);
+    }
+    polyline(o, &f, m->sx, m->speak, n, "peak", "stroke=\"#7f9cc9\" stroke-width=\"1.5\"");
+    fputs("</svg></details>\n", o);
 }
 
 static void sparkline(FILE *o, const lw_m_site *s) {
@@ -242,11 +350,19 @@ static void sparkline(FILE *o, const lw_m_site *s) {
     fputs("\"/></svg>", o);
 }
 
-static void html_stack_line(const char *label, int is_python, size_t folded, void *ctx) {
+static void html_stack_line(const char *label, int is_python, size_t folded, int marked,
+                            void *ctx) {
     FILE *o = ctx;
-    fprintf(o, "<tr><td class=\"mono%s\">", is_python ? " py" : folded ? " fold" : "");
+    fprintf(o, "<tr%s><td class=\"mono%s\">", marked ? " class=\"here\"" : "",
+            is_python ? " py"
+            : folded  ? " fold"
+                      : "");
     esc(o, label);
-    fprintf(o, "</td><td>%s</td></tr>\n", is_python ? "python" : folded ? "" : "native");
+    fprintf(o, "</td><td>%s</td></tr>\n",
+            marked      ? "the place to look"
+            : is_python ? "python"
+            : folded    ? ""
+                        : "native");
 }
 
 static void cell_bytes(FILE *o, double v) {
@@ -268,15 +384,17 @@ static void sites(FILE *o, const lw_model *m, const lw_render_opts *ro) {
     lw_model_rank_sites(m, order);
     size_t n = m->nsites < ro->top_sites ? m->nsites : ro->top_sites;
     fprintf(o, "<h3>Top call sites (%zu of %zu, most worrying first)</h3>\n", n, m->nsites);
-    fputs("<table class=\"sites\"><tr><th>#</th><th>site</th><th class=\"n\">live</th>"
+    fputs("<table class=\"sites\"><tr><th>#</th><th>place to look</th><th class=\"n\">live</th>"
           "<th class=\"n\">count</th><th class=\"n\">growth</th><th class=\"n\">allocs</th>"
-          "<th class=\"n\">frees</th><th>floor</th><th>where</th></tr>\n",
+          "<th class=\"n\">frees</th><th>floor</th><th>site</th></tr>\n",
           o);
     for (size_t k = 0; k < n; k++) {
         const lw_m_site *s = &m->sites[order[k]];
-        char b[64], label[512] = "(no stack)";
-        fprintf(o, "<tr><td>%zu</td><td>%.0f%s</td>", k + 1, isfinite(s->id) ? s->id : -1,
-                s->leak == 1 ? " <span class=\"badge leak\">leak</span>" : "");
+        char b[64], where[512];
+        lw_model_where(s, where, sizeof where);
+        fprintf(o, "<tr><td>%zu</td><td class=\"mono\">", k + 1);
+        esc(o, where);
+        fprintf(o, "%s</td>", s->leak == 1 ? " <span class=\"badge leak\">leak</span>" : "");
         cell_bytes(o, s->live_bytes);
         cell_count(o, s->live_count);
         fprintf(o, "<td class=\"n\">%s</td>",
@@ -286,24 +404,18 @@ static void sites(FILE *o, const lw_model *m, const lw_render_opts *ro) {
         cell_count(o, s->free_count);
         fputs("<td>", o);
         sparkline(o, s);
-        fputs("</td><td class=\"mono\">", o);
-        /* The innermost Python frame, else the innermost native one. */
-        const lw_m_frame *best = s->nframes ? &s->frames[0] : NULL;
-        for (size_t j = 0; j < s->nframes; j++)
-            if (s->frames[j].kind && !strcmp(s->frames[j].kind, "python")) {
-                best = &s->frames[j];
-                break;
-            }
-        if (best) lw_frame_label(best, label, sizeof label);
-        esc(o, label);
-        fputs("</td></tr>\n", o);
+        fprintf(o, "</td><td>%.0f</td></tr>\n", isfinite(s->id) ? s->id : -1);
     }
     fputs("</table>\n", o);
     for (size_t k = 0; k < n; k++) {
         const lw_m_site *s = &m->sites[order[k]];
-        char b[48];
-        fprintf(o, "<details%s><summary>#%zu site %.0f: %s live</summary>\n", k < 3 ? " open" : "",
-                k + 1, isfinite(s->id) ? s->id : -1, lw_fmt_bytes(s->live_bytes, b, sizeof b));
+        if (lw_site_is_quiet(s) || !s->nframes) continue; /* nothing live, no growth */
+        char b[48], where[512];
+        lw_model_where(s, where, sizeof where);
+        fprintf(o, "<details%s><summary>#%zu ", k < 3 ? " open" : "", k + 1);
+        esc(o, where);
+        fprintf(o, ": %s live (site %.0f), stack outermost first</summary>\n",
+                lw_fmt_bytes(s->live_bytes, b, sizeof b), isfinite(s->id) ? s->id : -1);
         fputs("<table class=\"stack\">\n", o);
         lw_stack_lines(s, ro, html_stack_line, o);
         fputs("</table></details>\n", o);
@@ -374,100 +486,204 @@ static void fact(FILE *o, const char *k, const char *v) {
     fputs("</dd>\n", o);
 }
 
-static void section(FILE *o, const lw_model *m, int idx, size_t n, const lw_render_opts *ro) {
+/* The header of one report: the answer. */
+static void answer_header(FILE *o, const lw_model *m) {
     const lw_m_growth *g = &m->growth;
-    char b[96], c[64], d[64];
-    fprintf(o, "<section id=\"report-%d\">\n<h2>", idx);
-    if (n > 1 && isfinite(m->rank))
-        fprintf(o, "Rank %.0f: ", m->rank);
-    else if (n > 1)
-        fprintf(o, "Report %d: ", idx + 1);
-    esc(o, m->path);
-    fprintf(o, " <span class=\"badge %s\">%s</span></h2>\n<dl>\n", lw_mverdict_name(m->verdict),
-            lw_mverdict_label(m->verdict));
-    if (m->command) fact(o, "command", m->command);
-    snprintf(b, sizeof b, "%.0f", m->pid);
-    if (isfinite(m->pid)) fact(o, "pid", b);
-    if (m->host) fact(o, "host", m->host);
-    if (isfinite(m->duration_s))
-        fact(o, "watched for", lw_fmt_duration(m->duration_s, b, sizeof b));
-    if (isfinite(g->bytes_per_step)) {
-        char r[160];
-        lw_fmt_rate(g->bytes_per_step, "step", b, sizeof b);
-        if (isfinite(g->ci_lo))
-            snprintf(r, sizeof r, "%s (95%% CI %s .. %s)", b, lw_fmt_bytes(g->ci_lo, c, sizeof c),
-                     lw_fmt_bytes(g->ci_hi, d, sizeof d));
-        else
-            snprintf(r, sizeof r, "%s", b);
-        fact(o, "growth per step", r);
+    lw_answer a;
+    char where[512], line[1200], b[160], c[64], d[64];
+    lw_model_answer(m, &a, where, sizeof where);
+    fprintf(o, "<header id=\"answer\" class=\"answer %s\">\n<div class=\"verdict\">%s</div>\n",
+            lw_mverdict_name(m->verdict),
+            m->verdict == LW_MV_LEAK           ? "Leak: the floor of GPU memory grows"
+            : m->verdict == LW_MV_NO_LEAK      ? "No leak"
+            : m->verdict == LW_MV_INCONCLUSIVE ? "Inconclusive"
+                                               : "Verdict unknown");
+    fputs("<h1>", o);
+    esc(o, a.where ? a.where : "no call site named");
+    fputs("</h1>\n<p class=\"line\">", o);
+    esc(o, lw_answer_line(&a, line, sizeof line));
+    fputs("</p>\n<dl>\n", o);
+    if (m->verdict == LW_MV_LEAK) {
+        lw_fmt_rate(g->bytes_per_step, a.unit, b, sizeof b);
+        if (isfinite(g->ci_lo)) {
+            size_t len = strlen(b);
+            snprintf(b + len, sizeof b - len, " (95%% CI %s .. %s)",
+                     lw_fmt_bytes(g->ci_lo, c, sizeof c), lw_fmt_bytes(g->ci_hi, d, sizeof d));
+        }
+        fact(o, "rate", b);
+        if (isfinite(g->onset_step)) {
+            snprintf(b, sizeof b, "%s %s", a.unit, lw_fmt_count(g->onset_step, c, sizeof c));
+            fact(o, "growth began near", b);
+        }
+        if (isfinite(g->oom_eta_seconds) || isfinite(g->oom_eta_steps)) {
+            snprintf(b, sizeof b, "%s (%s %ss)", lw_fmt_duration(g->oom_eta_seconds, c, sizeof c),
+                     lw_fmt_count(g->oom_eta_steps, d, sizeof d), a.unit);
+            fact(o, "out of memory in", b);
+        } else {
+            fact(o, "out of memory in", "unknown (device memory not known)");
+        }
     }
-    if (isfinite(g->bytes_per_second))
-        fact(o, "growth per second", lw_fmt_rate(g->bytes_per_second, "s", b, sizeof b));
-    if (isfinite(g->p_value)) {
-        snprintf(b, sizeof b, "%.2g", g->p_value);
-        fact(o, "p-value", b);
+    if (isfinite(g->device_free_bytes)) {
+        snprintf(b, sizeof b, "%s free of %s", lw_fmt_bytes(g->device_free_bytes, c, sizeof c),
+                 lw_fmt_bytes(g->device_total_bytes, d, sizeof d));
+        fact(o, "device memory", b);
     }
-    if (isfinite(g->steps)) fact(o, "steps", lw_fmt_count(g->steps, b, sizeof b));
-    if (isfinite(g->oom_eta_seconds))
-        fact(o, "projected OOM in", lw_fmt_duration(g->oom_eta_seconds, b, sizeof b));
-    else if (isfinite(g->oom_eta_steps)) {
-        lw_fmt_count(g->oom_eta_steps, c, sizeof c);
-        snprintf(b, sizeof b, "%s steps", c);
-        fact(o, "projected OOM in", b);
+    if (isfinite(g->steps)) {
+        snprintf(b, sizeof b, "%s %ss", lw_fmt_count(g->steps, c, sizeof c), a.unit);
+        fact(o, "seen", b);
     }
     snprintf(b, sizeof b, "%s (peak %s)", lw_fmt_bytes(m->totals.live_bytes, c, sizeof c),
              lw_fmt_bytes(m->totals.peak_live_bytes, d, sizeof d));
     fact(o, "live now", b);
-    fputs("</dl>\n", o);
+    fputs("</dl>\n<p class=\"context\">", o);
+    char name[200];
+    lw_model_name(m, name, sizeof name);
+    if (isfinite(m->rank)) {
+        esc(o, name);
+        if (isfinite(m->world_size)) fprintf(o, " of %.0f", m->world_size);
+        fputs(" &#183; ", o);
+    }
+    if (m->command) esc(o, m->command);
+    if (m->host) {
+        fputs(" on ", o);
+        esc(o, m->host);
+    }
+    if (isfinite(m->device)) fprintf(o, ", device %.0f", m->device);
+    if (isfinite(m->pid)) fprintf(o, ", pid %.0f", m->pid);
+    if (isfinite(m->duration_s))
+        fprintf(o, ", watched for %s", lw_fmt_duration(m->duration_s, b, sizeof b));
+    fputs(" &#183; ", o);
+    esc(o, m->path);
+    fputs("</p>\n</header>\n", o);
+}
+
+static void section(FILE *o, const lw_model *m, int idx, const lw_render_opts *ro) {
+    fprintf(o, "<section id=\"report-%d\">\n", idx);
+    answer_header(o, m);
     plot(o, m, idx);
+    peak_plot(o, m, idx);
     sites(o, m, ro);
     totals(o, m);
     fputs("</section>\n", o);
 }
 
-void lw_render_html(FILE *o, const lw_model *ms, size_t n, const lw_render_opts *ro) {
-    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-          "style-src 'unsafe-inline'; img-src data:\">\n"
-          "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\n"
-          "<title>leakwatch report</title>\n<style>",
-          o);
-    fputs(css, o);
-    fputs("</style></head><body>\n<h1>leakwatch report</h1>\n", o);
-    if (n > 1) {
-        size_t leaking = 0;
-        for (size_t i = 0; i < n; i++)
-            leaking += ms[i].verdict == LW_MV_LEAK;
-        fprintf(o, "<p><b>%zu of %zu</b> processes leak.</p>\n", leaking, n);
-        fputs("<table><tr><th>rank</th><th>verdict</th><th class=\"n\">growth</th>"
-              "<th class=\"n\">live</th><th class=\"n\">OOM in</th><th>file</th></tr>\n",
-              o);
-        for (size_t i = 0; i < n; i++) {
-            const lw_model *m = &ms[i];
-            char b[64];
-            if (isfinite(m->rank))
-                snprintf(b, sizeof b, "%.0f", m->rank);
-            else
-                snprintf(b, sizeof b, "#%zu", i + 1);
-            fprintf(o,
-                    "<tr><td><a href=\"#report-%zu\">%s</a></td><td><span class=\"badge %s\">%s"
-                    "</span></td>",
-                    i, b, lw_mverdict_name(m->verdict), lw_mverdict_label(m->verdict));
-            fprintf(o, "<td class=\"n\">%s</td>",
-                    lw_fmt_rate(m->growth.bytes_per_step, "step", b, sizeof b));
-            cell_bytes(o, m->totals.live_bytes);
-            fprintf(o, "<td class=\"n\">%s</td><td>",
-                    isfinite(m->growth.oom_eta_seconds)
-                        ? lw_fmt_duration(m->growth.oom_eta_seconds, b, sizeof b)
-                        : "&#8212;");
-            esc(o, m->path);
-            fputs("</td></tr>\n", o);
-        }
-        fputs("</table>\n", o);
+static void title(FILE *o, const lw_model *m, const char *answer) {
+    char cmd[120];
+    fputs("<title>", o);
+    esc(o, answer);
+    if (m->command) {
+        /* The program, not its whole command line. */
+        lw_safe_text(m->command, cmd, sizeof cmd);
+        fputs(" &#8212; ", o);
+        esc(o, cmd);
     }
+    if (m->host) {
+        fputs(" on ", o);
+        esc(o, m->host);
+    }
+    fputs(" (leakwatch)</title>\n", o);
+}
+
+/* Several reports: the merged view is the header; each rank's page below. */
+static void merged(FILE *o, const lw_model *ms, size_t n) {
+    size_t *order = malloc(n * sizeof *order);
+    if (!order) return;
+    lw_merge_order(ms, n, order);
+    lw_merge_group *g = NULL;
+    size_t ng = lw_merge_groups(ms, n, &g), leaking = 0;
     for (size_t i = 0; i < n; i++)
-        section(o, &ms[i], (int)i, n, ro);
-    fputs("<p class=\"note\">Written by leakwatch. Floor: the lowest live bytes within each step; "
-          "a floor that keeps rising is memory the program never gives back.</p>\n</body></html>\n",
+        leaking += ms[i].verdict == LW_MV_LEAK;
+    char line[1200];
+    fprintf(o, "<header id=\"answer\" class=\"answer %s\">\n<div class=\"verdict\">",
+            leaking ? "leak" : "no_leak");
+    fprintf(o, "%zu of %zu processes leak</div>\n<h1>", leaking, n);
+    if (ng) {
+        lw_merge_group_line(ms, &g[0], line, sizeof line);
+        esc(o, line);
+    } else {
+        esc(o, leaking ? "no call site named" : "no leak");
+    }
+    fputs("</h1>\n", o);
+    if (ng) {
+        fputs("<ul class=\"places\">\n", o);
+        for (size_t i = 0; i < ng; i++) {
+            lw_merge_group_line(ms, &g[i], line, sizeof line);
+            fputs("<li>", o);
+            esc(o, line);
+            fputs("</li>\n", o);
+        }
+        fputs("</ul>\n", o);
+    }
+    fputs("</header>\n<table><tr><th>rank</th><th>verdict</th><th class=\"n\">growth</th>"
+          "<th class=\"n\">OOM in</th><th>place to look</th><th class=\"n\">live</th>"
+          "<th>host</th><th>file</th></tr>\n",
           o);
+    for (size_t k = 0; k < n; k++) {
+        const lw_model *m = &ms[order[k]];
+        char name[200], b[64], where[512];
+        lw_answer a;
+        lw_model_answer(m, &a, where, sizeof where);
+        lw_model_name(m, name, sizeof name);
+        fprintf(o, "<tr><td><a href=\"#report-%zu\">", order[k]);
+        esc(o, name);
+        fprintf(o, "</a></td><td><span class=\"badge %s\">%s</span></td>",
+                lw_mverdict_name(m->verdict), lw_mverdict_label(m->verdict));
+        fprintf(o, "<td class=\"n\">%s</td>",
+                m->verdict == LW_MV_LEAK
+                    ? lw_fmt_rate(m->growth.bytes_per_step, a.unit, b, sizeof b)
+                    : "&#8212;");
+        fprintf(o, "<td class=\"n\">%s</td><td class=\"mono\">",
+                isfinite(m->growth.oom_eta_seconds)
+                    ? lw_fmt_duration(m->growth.oom_eta_seconds, b, sizeof b)
+                    : "&#8212;");
+        esc(o, a.where ? a.where : "");
+        fputs("</td>", o);
+        cell_bytes(o, m->totals.live_bytes);
+        fputs("<td>", o);
+        esc(o, m->host ? m->host : "");
+        fputs("</td><td>", o);
+        esc(o, m->path);
+        fputs("</td></tr>\n", o);
+    }
+    fputs("</table>\n", o);
+    lw_merge_free(g, ng);
+    free(order);
+}
+
+void lw_render_html(FILE *o, const lw_model *ms, size_t n, const lw_render_opts *ro) {
+    fputs(page_head, o);
+    char where[512], line[1200];
+    if (n == 1) {
+        lw_answer a;
+        lw_model_answer(&ms[0], &a, where, sizeof where);
+        title(o, &ms[0], lw_answer_line(&a, line, sizeof line));
+    } else {
+        lw_merge_group *g = NULL;
+        size_t ng = lw_merge_groups(ms, n, &g);
+        if (ng)
+            lw_merge_group_line(ms, &g[0], line, sizeof line);
+        else
+            snprintf(line, sizeof line, "%zu reports", n);
+        lw_merge_free(g, ng);
+        title(o, &ms[0], line);
+    }
+    fputs("<style>", o);
+    fputs(report_css, o);
+    fputs("</style></head><body>\n", o);
+    if (n == 1) {
+        section(o, &ms[0], 0, ro);
+    } else {
+        merged(o, ms, n);
+        for (size_t i = 0; i < n; i++) {
+            char name[200];
+            lw_model_name(&ms[i], name, sizeof name);
+            fprintf(o, "<details class=\"rank\"%s><summary>",
+                    ms[i].verdict == LW_MV_LEAK && i == 0 ? " open" : "");
+            esc(o, name);
+            fprintf(o, ": %s</summary>\n", lw_mverdict_label(ms[i].verdict));
+            section(o, &ms[i], (int)i, ro);
+            fputs("</details>\n", o);
+        }
+    }
+    fputs(page_foot, o);
 }

@@ -68,6 +68,10 @@ static void one(lw_jw *w, const lw_model *m) {
     lw_jw_str(w, "file", m->path);
     num(w, "pid", m->pid);
     num(w, "rank", m->rank);
+    num(w, "local_rank", m->local_rank);
+    num(w, "world_size", m->world_size);
+    num(w, "device", m->device);
+    lw_jw_str(w, "report_path", m->report_path);
     lw_jw_str(w, "command", m->command);
     lw_jw_str(w, "host", m->host);
     lw_jw_str(w, "reason", m->reason);
@@ -137,6 +141,16 @@ static void one(lw_jw *w, const lw_model *m) {
         tri(w, "leak", s->leak);
         num(w, "bytes_per_step", s->bytes_per_step);
         tri(w, "pooled", s->pooled);
+        char where[512];
+        int k = lw_model_where(s, where, sizeof where);
+        if (k >= 0) {
+            lw_jw_object(w, "where");
+            lw_jw_int(w, "frame", k);
+            lw_jw_str(w, "label", where);
+            lw_jw_end(w);
+        } else {
+            lw_jw_null(w, "where");
+        }
         lw_jw_array(w, "frames");
         for (size_t j = 0; j < s->nframes; j++) {
             const lw_m_frame *f = &s->frames[j];
@@ -175,6 +189,19 @@ static void one(lw_jw *w, const lw_model *m) {
         lw_jw_end(w);
     }
     lw_jw_end(w);
+    const lw_m_site *top = lw_model_top_site(m);
+    if (top) {
+        char where[512];
+        lw_jw_object(w, "answer");
+        num(w, "site", top->id);
+        lw_model_where(top, where, sizeof where);
+        lw_jw_object(w, "where");
+        lw_jw_str(w, "label", where);
+        lw_jw_end(w);
+        lw_jw_end(w);
+    } else {
+        lw_jw_null(w, "answer");
+    }
     tracker(w, m->tracker);
     lw_jw_end(w);
 }

@@ -5,6 +5,7 @@
 #include "cli_model.h"
 
 #include "cli.h"
+#include "where.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -227,6 +228,14 @@ static void read_sites(lw_model *m, const lw_json *root) {
         s->rank = num(m, so, "rank", w);
         s->leak = boolean(m, so, "leak", w);
         s->pooled = boolean(m, so, "pooled", w);
+        s->where_frame = NAN;
+        const lw_json *where = typed(m, so, "where", LW_JSON_OBJECT, w);
+        if (where) {
+            char ww[200];
+            snprintf(ww, sizeof ww, "sites[%zu].where.", i);
+            s->where_frame = num(m, where, "frame", ww);
+            s->where_label = str(m, where, "label", ww);
+        }
         char fw[200];
         snprintf(fw, sizeof fw, "sites[%zu].frames", i);
         read_frames(m, s, typed(m, so, "frames", LW_JSON_ARRAY, w), fw);
@@ -342,6 +351,13 @@ static int load_doc(lw_model *m, const char *name, char *err, size_t errlen) {
     m->reason = str(m, r, "reason", "");
     m->pid = num(m, r, "pid", "");
     m->rank = num(m, r, "rank", "");
+    m->local_rank = num(m, r, "local_rank", "");
+    m->world_size = num(m, r, "world_size", "");
+    m->device = num(m, r, "device", "");
+    m->report_path = str(m, r, "report_path", "");
+    m->answer_site = NAN;
+    const lw_json *answer = typed(m, r, "answer", LW_JSON_OBJECT, "");
+    if (answer) m->answer_site = num(m, answer, "site", "answer.");
     m->written_at = num(m, r, "written_at", "");
     m->duration_s = num(m, r, "duration_s", "");
     m->verdict_text = str(m, r, "verdict", "");
@@ -489,14 +505,31 @@ void lw_model_rank_sites(const lw_model *m, size_t *order) {
     rank_model = NULL;
 }
 
+static int cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 double lw_model_trend_intercept(const lw_model *m) {
-    double slope = m->growth.bytes_per_step, sum = 0;
+    double slope = m->growth.bytes_per_step;
+    if (!isfinite(slope) || !m->nseries) return NAN;
+    /* The median offset of the points since the onset: the start-up before
+     * it (weights loaded) is not on the leak's line. */
+    double from = isfinite(m->growth.onset_step) ? m->growth.onset_step : -INFINITY;
+    double *r = malloc(m->nseries * sizeof *r);
+    if (!r) return NAN;
     size_t n = 0;
-    if (!isfinite(slope)) return NAN;
-    for (size_t i = 0; i < m->nseries; i++)
-        if (isfinite(m->sx[i]) && isfinite(m->sfloor[i]))
-            sum += m->sfloor[i] - slope * m->sx[i], n++;
-    return n ? sum / (double)n : NAN;
+    for (size_t pass = 0; pass < 2 && n == 0; pass++, from = -INFINITY)
+        for (size_t i = 0; i < m->nseries; i++)
+            if (isfinite(m->sx[i]) && isfinite(m->sfloor[i]) && m->sx[i] >= from)
+                r[n++] = m->sfloor[i] - slope * m->sx[i];
+    double v = NAN;
+    if (n) {
+        qsort(r, n, sizeof *r, cmp_dbl);
+        v = n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+    }
+    free(r);
+    return v;
 }
 
 static const char *basename_of(const char *p) {
@@ -527,4 +560,104 @@ void lw_frame_label(const lw_m_frame *f, char *out, size_t n) {
         snprintf(out, n, "%s at %s", fn,
                  lw_safe_text(f->address ? f->address : "?", addr, sizeof addr));
     }
+}
+
+static const char *user_code;
+
+void lw_model_set_user_code(const char *uc) {
+    user_code = uc && *uc ? uc : NULL;
+}
+
+const char *lw_model_user_code(void) {
+    return user_code;
+}
+
+int lw_site_is_quiet(const lw_m_site *s) {
+    return s->leak != 1 && !(isfinite(s->live_bytes) && s->live_bytes != 0) &&
+           !(isfinite(s->bytes_per_step) && s->bytes_per_step != 0) &&
+           !(isfinite(s->failed_alloc_count) && s->failed_alloc_count > 0);
+}
+
+int lw_model_where(const lw_m_site *s, char *out, size_t n) {
+    if (isfinite(s->id))
+        snprintf(out, n, "site %.0f", s->id);
+    else
+        snprintf(out, n, "site ?");
+    if (!s->nframes) return -1;
+    int k = -1;
+    if (!user_code && isfinite(s->where_frame) && s->where_frame >= 0 &&
+        s->where_frame < (double)s->nframes) {
+        k = (int)s->where_frame;
+    } else {
+        lw_frame_ref *refs = malloc(s->nframes * sizeof *refs);
+        if (!refs) return -1;
+        for (size_t i = 0; i < s->nframes; i++) {
+            const lw_m_frame *f = &s->frames[i];
+            refs[i] = (lw_frame_ref){
+                f->kind && !strcmp(f->kind, "python"), f->function, f->file, f->module,
+                isfinite(f->line) && f->line > 0 && f->line < 1e9 ? (int)f->line : 0};
+        }
+        k = lw_where_pick(refs, s->nframes, user_code, NULL);
+        free(refs);
+    }
+    if (k < 0) return -1;
+    const lw_m_frame *f = &s->frames[k];
+    lw_frame_ref r = {f->kind && !strcmp(f->kind, "python"), f->function, f->file, f->module,
+                      isfinite(f->line) && f->line > 0 && f->line < 1e9 ? (int)f->line : 0};
+    char label[600];
+    lw_where_label(&r, label, sizeof label);
+    lw_safe_text(label, out, n);
+    return k;
+}
+
+const lw_m_site *lw_model_top_site(const lw_model *m) {
+    if (!m->nsites) return NULL;
+    if (isfinite(m->answer_site))
+        for (size_t i = 0; i < m->nsites; i++)
+            if (m->sites[i].id == m->answer_site) return &m->sites[i];
+    size_t *order = malloc(m->nsites * sizeof *order);
+    if (!order) return &m->sites[0];
+    lw_model_rank_sites(m, order);
+    const lw_m_site *s = &m->sites[order[0]];
+    free(order);
+    return s;
+}
+
+void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn) {
+    const lw_m_growth *g = &m->growth;
+    lw_answer_init(a);
+    a->verdict = lw_mverdict_name(m->verdict);
+    a->unit = g->step_source && !strcmp(g->step_source, "time") ? "interval" : "step";
+    a->steps = g->steps;
+    a->free_bytes = g->device_free_bytes;
+    a->total_bytes = g->device_total_bytes;
+    if (m->verdict == LW_MV_LEAK) {
+        a->rate = g->bytes_per_step;
+        a->lo = g->ci_lo;
+        a->hi = g->ci_hi;
+        a->per_second = g->bytes_per_second;
+        a->onset = g->onset_step;
+        a->oom_seconds = g->oom_eta_seconds;
+        a->oom_steps = g->oom_eta_steps;
+    }
+    const lw_m_site *top = lw_model_top_site(m);
+    if (top && (m->verdict == LW_MV_LEAK || (isfinite(top->live_bytes) && top->live_bytes > 0))) {
+        lw_model_where(top, where, wn);
+        a->where = where;
+        if (top->leak == 1)
+            a->where_rate = top->bytes_per_step;
+        else
+            a->where_live = top->live_bytes;
+    }
+}
+
+void lw_model_name(const lw_model *m, char *out, size_t n) {
+    if (isfinite(m->rank)) {
+        snprintf(out, n, "rank %.0f", m->rank);
+        return;
+    }
+    const char *b = m->path ? strrchr(m->path, '/') : NULL;
+    char safe[200];
+    lw_safe_text(b ? b + 1 : m->path ? m->path : "?", safe, sizeof safe);
+    snprintf(out, n, "%s", safe);
 }

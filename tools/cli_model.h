@@ -27,7 +27,9 @@ typedef struct {
 typedef struct {
     double id, live_bytes, live_count, alloc_count, alloc_bytes, free_count, failed_alloc_count;
     double bytes_per_step, rank;
-    int leak, pooled; /* 0/1; -1 unknown */
+    int leak, pooled;        /* 0/1; -1 unknown */
+    double where_frame;      /* index into frames of the place to look (NAN: not given) */
+    const char *where_label; /* as the report names it */
     lw_m_frame *frames;
     size_t nframes;
     double *series_x, *series_floor;
@@ -56,6 +58,9 @@ typedef struct {
     const char *tool, *version, *command, *host, *reason, *verdict_text;
     lw_mverdict verdict;
     double pid, written_at, duration_s, rank;
+    double local_rank, world_size, device; /* NAN when the report does not say */
+    const char *report_path;               /* where the process writes its final report */
+    double answer_site;                    /* id of the site the answer names */
     lw_m_counts totals, by_kind[LW_KINDS];
     double unknown_free_count, mapped_bytes;
     int have_totals;
@@ -90,10 +95,35 @@ void lw_model_print_warnings(const lw_model *m, size_t max);
  * then live bytes. Fills order[0..nsites). */
 void lw_model_rank_sites(const lw_model *m, size_t *order);
 
-/* Least-squares intercept of the floor series for the report's slope
+/* Median intercept of the floor series (since the onset) for the report's slope
  * (growth.bytes_per_step), so the trend line goes through the data. NAN if
  * there is no series or no slope. */
 double lw_model_trend_intercept(const lw_model *m);
+
+/* What counts as the user's own code beyond the default (where.h's syntax):
+ * --user-code, else LEAKWATCH_USER_CODE. With one set, the place to look is
+ * recomputed from the frames instead of taken from the report. */
+void lw_model_set_user_code(const char *user_code);
+const char *lw_model_user_code(void);
+
+/* The place to look of a site: the index of its frame (-1: none) and its
+ * label in out ("train.py:27 in train"; "site N" without frames). */
+int lw_model_where(const lw_m_site *s, char *out, size_t n);
+
+/* The site the answer names: the report's "answer", else the most worrying
+ * one. NULL when the report has no sites. */
+const lw_m_site *lw_model_top_site(const lw_model *m);
+
+/* The report's answer as every output states it (fmt.h); where is the
+ * buffer for the place to look. */
+#include "fmt.h"
+void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn);
+
+/* A site with nothing live and no growth: shown in one line, no stack. */
+int lw_site_is_quiet(const lw_m_site *s);
+
+/* "rank 3", or the file's base name when the report has no rank. */
+void lw_model_name(const lw_model *m, char *out, size_t n);
 
 /* A short label for a frame: "train.py:42 in step" or "alloc_via (libfoo.so)". */
 void lw_frame_label(const lw_m_frame *f, char *out, size_t n);

@@ -35,19 +35,32 @@ static const char *verdict_explained(const lw_model *m) {
     }
 }
 
-static void text_stack_line(const char *label, int is_python, size_t folded, void *ctx) {
+static void text_stack_line(const char *label, int is_python, size_t folded, int marked,
+                            void *ctx) {
     FILE *out = ctx;
-    fprintf(out, "        %s%s\n", is_python ? "py  " : folded ? "    " : "    ", label);
+    (void)folded;
+    fprintf(out, "     %s %s%s\n", marked ? "-->" : "   ", is_python ? "py  " : "    ", label);
+}
+
+/* The answer in one line: what every output of leakwatch says first. */
+static void print_answer(FILE *out, const lw_model *m) {
+    lw_answer a;
+    char where[512], line[1200];
+    lw_model_answer(m, &a, where, sizeof where);
+    fprintf(out, "%s\n", lw_answer_line(&a, line, sizeof line));
 }
 
 static void print_header(FILE *out, const lw_model *m) {
     char a[64], b[64], c[64], shown[300];
-    fprintf(out, "%s\n", lw_safe_text(m->path, shown, sizeof shown));
+    fprintf(out, "  report    %s\n", lw_safe_text(m->path, shown, sizeof shown));
     if (m->command) fprintf(out, "  command   %s\n", lw_safe_text(m->command, shown, sizeof shown));
     if (isfinite(m->pid)) snprintf(a, sizeof a, "%.0f", m->pid);
     fprintf(out, "  process   pid %s", isfinite(m->pid) ? a : "?");
     if (m->host) fprintf(out, " on %s", lw_safe_text(m->host, shown, sizeof shown));
     if (isfinite(m->rank)) fprintf(out, ", rank %.0f", m->rank);
+    if (isfinite(m->world_size)) fprintf(out, " of %.0f", m->world_size);
+    if (isfinite(m->local_rank)) fprintf(out, " (local rank %.0f)", m->local_rank);
+    if (isfinite(m->device)) fprintf(out, ", device %.0f", m->device);
     if (isfinite(m->duration_s))
         fprintf(out, ", watched for %s", lw_fmt_duration(m->duration_s, b, sizeof b));
     if (isfinite(m->written_at) && m->written_at > 0 && m->written_at < 1e11) {
@@ -130,7 +143,16 @@ static void print_sites(FILE *out, const lw_model *m, const lw_render_opts *o) {
     fprintf(out, "), most worrying first:\n");
     for (size_t k = 0; k < n; k++) {
         const lw_m_site *s = &m->sites[order[k]];
-        fprintf(out, "  #%zu site %s%s%s: %s live in %s allocations", k + 1,
+        char where[512];
+        lw_model_where(s, where, sizeof where);
+        if (lw_site_is_quiet(s)) {
+            /* Nothing live, no growth: one line. */
+            fprintf(out, "  #%zu %s: nothing live; %s allocs, %s frees\n", k + 1, where,
+                    lw_fmt_count(s->alloc_count, a, sizeof a),
+                    lw_fmt_count(s->free_count, b, sizeof b));
+            continue;
+        }
+        fprintf(out, "  #%zu %s (site %s)%s%s: %s live in %s allocations", k + 1, where,
                 isfinite(s->id) ? (snprintf(a, sizeof a, "%.0f", s->id), a) : "?",
                 s->leak == 1 ? "  LEAK" : "", s->pooled == 1 ? " (pooled: over the site cap)" : "",
                 lw_fmt_bytes(s->live_bytes, b, sizeof b), lw_fmt_count(s->live_count, c, sizeof c));
@@ -210,6 +232,7 @@ static void print_failures(FILE *out, const lw_model *m) {
 }
 
 static void render_one(FILE *out, const lw_model *m, const lw_render_opts *o) {
+    print_answer(out, m);
     print_header(out, m);
     print_growth(out, m);
     print_sites(out, m, o);
@@ -217,28 +240,68 @@ static void render_one(FILE *out, const lw_model *m, const lw_render_opts *o) {
     print_failures(out, m);
 }
 
-void lw_render_text(FILE *out, const lw_model *ms, size_t n, const lw_render_opts *o) {
-    if (n > 1) {
-        size_t leaking = 0;
-        char a[48], b[48];
-        fprintf(out, "%zu reports:\n", n);
-        for (size_t i = 0; i < n; i++) {
-            const lw_model *m = &ms[i];
-            char rank[32], shown[200];
-            if (isfinite(m->rank))
-                snprintf(rank, sizeof rank, "rank %.0f", m->rank);
-            else
-                snprintf(rank, sizeof rank, "#%zu", i);
-            leaking += m->verdict == LW_MV_LEAK;
-            fprintf(out, "  %-8s %-13s %-16s live %-11s %s\n", rank, lw_mverdict_label(m->verdict),
-                    lw_fmt_rate(m->growth.bytes_per_step, "step", a, sizeof a),
-                    lw_fmt_bytes(m->totals.live_bytes, b, sizeof b),
-                    lw_safe_text(m->path, shown, sizeof shown));
+/* Several reports (one per rank): one merged view first, the details of each
+ * on request (--details, --rank N). */
+static void render_merged(FILE *out, const lw_model *ms, size_t n) {
+    size_t *order = malloc(n * sizeof *order);
+    if (!order) return;
+    lw_merge_order(ms, n, order);
+    lw_merge_group *g = NULL;
+    size_t ng = lw_merge_groups(ms, n, &g);
+    size_t leaking = 0;
+    for (size_t i = 0; i < n; i++)
+        leaking += ms[i].verdict == LW_MV_LEAK;
+    char line[1200];
+    if (ng) {
+        lw_merge_group_line(ms, &g[0], line, sizeof line);
+        fprintf(out, "LEAK: %s (%zu of %zu reports leak)\n", line, leaking, n);
+    } else if (leaking) {
+        fprintf(out, "LEAK in %zu of %zu reports\n", leaking, n);
+    } else {
+        fprintf(out, "no leak in any of %zu reports\n", n);
+    }
+    fprintf(out, "\nVerdict per rank, leaking ranks first:\n");
+    for (size_t k = 0; k < n; k++) {
+        const lw_model *m = &ms[order[k]];
+        char name[200], a[48], b[48], where[512] = "", shown[300];
+        lw_model_name(m, name, sizeof name);
+        lw_answer ans;
+        lw_model_answer(m, &ans, where, sizeof where);
+        fprintf(out, "  %-8s %-12s %-15s OOM %-13s %s  (%s)\n", name, lw_mverdict_label(m->verdict),
+                m->verdict == LW_MV_LEAK
+                    ? lw_fmt_rate(m->growth.bytes_per_step, "step", a, sizeof a)
+                    : "-",
+                isfinite(m->growth.oom_eta_seconds)
+                    ? lw_fmt_duration(m->growth.oom_eta_seconds, b, sizeof b)
+                    : "-",
+                ans.where ? ans.where : "-", lw_safe_text(m->path, shown, sizeof shown));
+    }
+    fprintf(out, "%zu of %zu leak%s\n", leaking, n, leaking == 1 ? "s" : "");
+    if (ng) {
+        fprintf(out, "\nPlaces that leak, across ranks:\n");
+        for (size_t i = 0; i < ng; i++) {
+            lw_merge_group_line(ms, &g[i], line, sizeof line);
+            fprintf(out, "  %s\n", line);
         }
-        fprintf(out, "%zu of %zu leak%s\n", leaking, n, leaking == 1 ? "s" : "");
     }
+    lw_merge_free(g, ng);
+    free(order);
+}
+
+void lw_render_text(FILE *out, const lw_model *ms, size_t n, const lw_render_opts *o) {
+    if (n == 1) {
+        render_one(out, &ms[0], o);
+        return;
+    }
+    render_merged(out, ms, n);
+    int shown = 0;
     for (size_t i = 0; i < n; i++) {
-        if (n > 1 || i > 0) fprintf(out, "\n================================================\n");
+        if (!o->details && !(isfinite(o->only_rank) && ms[i].rank == o->only_rank)) continue;
+        fprintf(out, "\n================================================\n");
         render_one(out, &ms[i], o);
+        shown = 1;
     }
+    if (!shown)
+        fprintf(out, "\nEach report in full: leakwatch report --details FILE...; one rank: "
+                     "--rank N\n");
 }

@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
     "usage: leakwatch report [options] REPORT.json...\n"
@@ -21,10 +22,16 @@ static const char usage[] =
     "options:\n"
     "  -f, --format FMT   text (default), json (normalized report; an array\n"
     "                     for several files) or html (one self-contained page)\n"
-    "  -o, --output FILE  write there instead of standard output\n"
+    "  -o, --output FILE  write there instead of standard output (HTML without\n"
+    "                     -o on a terminal: leakwatch-report.html)\n"
     "  -n, --top N        call sites to show (default 10)\n"
     "      --frames N     native frames per stack before folding (default 12)\n"
     "      --full-stacks  show every frame, unfolded\n"
+    "      --user-code LIST  more code that counts as yours when naming the place\n"
+    "                     to look: path prefixes or package names, separated by\n"
+    "                     ':' or ',' (default: LEAKWATCH_USER_CODE)\n"
+    "      --details      several reports: each one in full after the merged view\n"
+    "      --rank N       several reports: rank N in full after the merged view\n"
     "      --fail-on-leak exit with status 3 when any report's verdict is leak\n"
     "  -h, --help         this help\n"
     "\n"
@@ -32,16 +39,23 @@ static const char usage[] =
     "2 bad option, 3 leak found (with --fail-on-leak).\n";
 
 int lw_cmd_report(int argc, char **argv) {
-    static const struct option longs[] = {
-        {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
-        {"top", required_argument, NULL, 'n'},    {"frames", required_argument, NULL, 'F'},
-        {"full-stacks", no_argument, NULL, 'S'},  {"fail-on-leak", no_argument, NULL, 'L'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    static const struct option longs[] = {{"format", required_argument, NULL, 'f'},
+                                          {"output", required_argument, NULL, 'o'},
+                                          {"top", required_argument, NULL, 'n'},
+                                          {"frames", required_argument, NULL, 'F'},
+                                          {"full-stacks", no_argument, NULL, 'S'},
+                                          {"fail-on-leak", no_argument, NULL, 'L'},
+                                          {"user-code", required_argument, NULL, 'U'},
+                                          {"details", no_argument, NULL, 'D'},
+                                          {"rank", required_argument, NULL, 'R'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
     const char *format = "text", *output = NULL;
     int fail_on_leak = 0, c;
     long v;
     lw_render_opts ro;
     lw_render_opts_default(&ro);
+    lw_model_set_user_code(getenv("LEAKWATCH_USER_CODE"));
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:f:o:n:h", longs, NULL)) != -1) {
         switch (c) {
@@ -72,6 +86,18 @@ int lw_cmd_report(int argc, char **argv) {
         case 'L':
             fail_on_leak = 1;
             break;
+        case 'U':
+            lw_model_set_user_code(optarg);
+            break;
+        case 'D':
+            ro.details = 1;
+            break;
+        case 'R':
+            if (lw_parse_long(optarg, 0, 100000000, &v) != 0)
+                return lw_cli_usage_error("report", "--rank %s: expected a whole number from 0",
+                                          optarg);
+            ro.only_rank = (double)v;
+            break;
         case 'h':
             fputs(usage, stdout);
             return LW_EXIT_OK;
@@ -99,6 +125,10 @@ int lw_cmd_report(int argc, char **argv) {
         lw_model_print_warnings(&ms[loaded], 5);
         loaded++;
     }
+    /* A page is no use on a terminal: it goes to a file, and the path is
+     * said (a pipe or redirection still gets it on standard output). */
+    if (loaded > 0 && !output && !strcmp(format, "html") && isatty(1))
+        output = "leakwatch-report.html";
     /* With several files, show those that could be read, but still fail. */
     if (loaded > 0) {
         FILE *out = stdout;

@@ -37,6 +37,9 @@ static const char usage[] =
     "      --max-frames N      native frames kept per stack (LEAKWATCH_MAX_FRAMES)\n"
     "      --max-sites N       distinct call sites tracked (LEAKWATCH_MAX_SITES)\n"
     "      --report-sites N    call sites written to the report (LEAKWATCH_REPORT_SITES)\n"
+    "      --user-code LIST    more code that counts as yours when naming the place to\n"
+    "                          look: path prefixes or package names, ':' or ','\n"
+    "                          between them (LEAKWATCH_USER_CODE)\n"
     "  -s, --set NAME=VALUE    any LEAKWATCH_* setting (NAME with or without the\n"
     "                          prefix, any case); checked like the others\n"
     "  -q, --quiet             no summary from the library nor from run (LEAKWATCH_QUIET)\n"
@@ -290,7 +293,8 @@ int lw_cmd_run(int argc, char **argv) {
         O_RSITES,
         O_FAIL,
         O_LIB,
-        O_STANDINS
+        O_STANDINS,
+        O_USER_CODE
     };
     static const struct option longs[] = {{"report", required_argument, NULL, 'r'},
                                           {"interval", required_argument, NULL, O_INTERVAL},
@@ -306,6 +310,7 @@ int lw_cmd_run(int argc, char **argv) {
                                           {"fail-on-leak", no_argument, NULL, O_FAIL},
                                           {"library", required_argument, NULL, O_LIB},
                                           {"cuda-stand-ins", no_argument, NULL, O_STANDINS},
+                                          {"user-code", required_argument, NULL, O_USER_CODE},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
     int c, fail_on_leak = 0, quiet = 0, stand_ins = 0, li = -1;
@@ -341,6 +346,9 @@ int lw_cmd_run(int argc, char **argv) {
             break;
         case O_RSITES:
             env = "LEAKWATCH_REPORT_SITES";
+            break;
+        case O_USER_CODE:
+            env = "LEAKWATCH_USER_CODE";
             break;
         case 'q':
             env = "LEAKWATCH_QUIET", value = "1", quiet = 1;

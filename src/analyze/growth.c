@@ -1,5 +1,7 @@
 #include "growth.h"
 
+#include "fmt.h"
+
 #include "clock.h"
 #include "device.h"
 #include "live.h"
@@ -318,6 +320,12 @@ void lw_growth_unlock_after_fork(void) {
     pthread_mutex_unlock(&lock);
 }
 
+void lw_growth_oom(const lw_growth_state *g, double *seconds, double *steps) {
+    *seconds = *steps = NAN;
+    if (g->verdict != LW_VERDICT_LEAK || g->device_free < 0) return;
+    lw_answer_oom((double)g->device_free, g->last.bytes_per_second, g->last.slope, seconds, steps);
+}
+
 int lw_growth_snapshot(struct lw_growth_view *out) {
     lw_growth_state g;
     lw_growth_get(&g, NULL, 0, NULL);
@@ -326,10 +334,8 @@ int lw_growth_snapshot(struct lw_growth_view *out) {
     out->bytes_per_step = g.last.slope;
     out->bytes_per_second = g.last.bytes_per_second;
     out->p_value = g.last.p_value;
-    out->oom_eta_seconds =
-        g.verdict == LW_VERDICT_LEAK && g.device_free >= 0 && g.last.bytes_per_second > 0
-            ? (double)g.device_free / g.last.bytes_per_second
-            : NAN;
+    double steps;
+    lw_growth_oom(&g, &out->oom_eta_seconds, &steps);
     out->steps = g.steps;
     return 0;
 }

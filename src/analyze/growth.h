@@ -69,6 +69,11 @@ typedef struct {
  * floor series (up to max bins; *nbins set). */
 void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins);
 
+/* Time and steps to out-of-memory at the current rate (lw_answer_oom), NAN
+ * unless the verdict is a leak and the device's free memory is known. Every
+ * output's projection comes from here. */
+void lw_growth_oom(const lw_growth_state *g, double *seconds, double *steps);
+
 /* Runs fn for each tracked site under the sampler's lock. */
 void lw_growth_each_site(void (*fn)(struct lw_site *s, const lw_site_track *t, void *arg),
                          void *arg);

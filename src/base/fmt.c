@@ -1,15 +1,168 @@
 #include "fmt.h"
 
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
-void lw_format_bytes(double b, char *out, size_t n) {
-    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+char *lw_fmt_bytes(double b, char *out, size_t n) {
+    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    if (!isfinite(b)) {
+        snprintf(out, n, "?");
+        return out;
+    }
     int u = 0;
-    double a = b < 0 ? -b : b;
-    while (a >= 1024 && u < 5)
+    double a = fabs(b);
+    while (a >= 1024 && u < 6)
         a /= 1024, b /= 1024, u++;
     if (u == 0)
         snprintf(out, n, "%.0f B", b);
     else
-        snprintf(out, n, "%.1f %s", b, units[u]);
+        snprintf(out, n, "%.*f %s", a < 10 ? 2 : 1, b, units[u]);
+    return out;
+}
+
+void lw_format_bytes(double b, char *out, size_t n) {
+    lw_fmt_bytes(b, out, n);
+}
+
+char *lw_fmt_rate(double b, const char *per, char *out, size_t n) {
+    char tmp[48];
+    if (!isfinite(b)) {
+        snprintf(out, n, "?/%s", per);
+        return out;
+    }
+    lw_fmt_bytes(b, tmp, sizeof tmp);
+    snprintf(out, n, "%s%s/%s", b > 0 ? "+" : "", tmp, per);
+    return out;
+}
+
+char *lw_fmt_duration(double s, char *out, size_t n) {
+    if (!isfinite(s) || s < 0) {
+        snprintf(out, n, "?");
+    } else if (s < 1) {
+        snprintf(out, n, "%.0f ms", s * 1000);
+    } else if (s < 60) {
+        snprintf(out, n, "%.1f s", s);
+    } else if (s < 3600) {
+        snprintf(out, n, "%d min %d s", (int)(s / 60), (int)fmod(s, 60));
+    } else if (s < 86400) {
+        snprintf(out, n, "%d h %d min", (int)(s / 3600), (int)fmod(s / 60, 60));
+    } else if (s < 86400.0 * 1000) {
+        snprintf(out, n, "%d d %d h", (int)(s / 86400), (int)fmod(s / 3600, 24));
+    } else {
+        snprintf(out, n, "over 1000 days");
+    }
+    return out;
+}
+
+char *lw_fmt_count(double v, char *out, size_t n) {
+    if (!isfinite(v) || fabs(v) >= 1e18) {
+        snprintf(out, n, isfinite(v) ? "%.3g" : "?", v);
+        return out;
+    }
+    char digits[32];
+    long long x = llround(v);
+    snprintf(digits, sizeof digits, "%lld", x < 0 ? -x : x);
+    size_t len = strlen(digits), o = 0;
+    if (n == 0) return out;
+    if (x < 0 && o + 1 < n) out[o++] = '-';
+    for (size_t i = 0; i < len && o + 1 < n; i++) {
+        if (i > 0 && (len - i) % 3 == 0 && o + 1 < n) out[o++] = ',';
+        if (o + 1 < n) out[o++] = digits[i];
+    }
+    out[o] = '\0';
+    return out;
+}
+
+char *lw_fmt_int(double v, char *out, size_t n) {
+    if (isfinite(v) && fabs(v) < 1e18)
+        snprintf(out, n, "%.0f", v);
+    else
+        snprintf(out, n, isfinite(v) ? "%.3g" : "?", v);
+    return out;
+}
+
+void lw_answer_init(lw_answer *a) {
+    memset(a, 0, sizeof *a);
+    a->unit = "step";
+    a->rate = a->lo = a->hi = a->per_second = a->onset = a->steps = NAN;
+    a->free_bytes = a->total_bytes = a->oom_seconds = a->oom_steps = NAN;
+    a->computed_at = a->where_rate = a->where_live = NAN;
+}
+
+void lw_answer_oom(double free_bytes, double per_second, double per_step, double *seconds,
+                   double *steps) {
+    *seconds = *steps = NAN;
+    if (!isfinite(free_bytes) || free_bytes < 0) return;
+    if (isfinite(per_second) && per_second > 0) *seconds = free_bytes / per_second;
+    if (isfinite(per_step) && per_step > 0) *steps = free_bytes / per_step;
+}
+
+/* Appends to out at *o, never past n. */
+static void add(char *out, size_t n, size_t *o, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void add(char *out, size_t n, size_t *o, const char *fmt, ...) {
+    if (*o >= n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(out + *o, n - *o, fmt, ap);
+    va_end(ap);
+    if (w > 0) *o = *o + (size_t)w < n ? *o + (size_t)w : n - 1;
+}
+
+char *lw_answer_line(const lw_answer *a, char *out, size_t n) {
+    size_t o = 0;
+    char r[64], lo[48], hi[48], d[48], s[48], f[48], t[48];
+    const char *unit = a->unit ? a->unit : "step";
+    if (n == 0) return out;
+    out[0] = '\0';
+    int leak = a->verdict && !strcmp(a->verdict, "leak");
+    if (leak) {
+        add(out, n, &o, "LEAK");
+        if (a->where) add(out, n, &o, " in %s", a->where);
+        add(out, n, &o, ": %s", lw_fmt_rate(a->rate, unit, r, sizeof r));
+        if (isfinite(a->lo) && isfinite(a->hi))
+            add(out, n, &o, " (95%% CI %s .. %s)", lw_fmt_bytes(a->lo, lo, sizeof lo),
+                lw_fmt_bytes(a->hi, hi, sizeof hi));
+        if (isfinite(a->onset))
+            add(out, n, &o, " since %s %s", unit, lw_fmt_count(a->onset, s, sizeof s));
+        if (isfinite(a->oom_seconds) || isfinite(a->oom_steps)) {
+            add(out, n, &o, "; out of memory in ");
+            if (isfinite(a->oom_seconds))
+                add(out, n, &o, "%s", lw_fmt_duration(a->oom_seconds, d, sizeof d));
+            if (isfinite(a->oom_steps))
+                add(out, n, &o, isfinite(a->oom_seconds) ? " (%s %ss)" : "%s %ss",
+                    lw_fmt_count(a->oom_steps, s, sizeof s), unit);
+            add(out, n, &o, " at this rate");
+        } else {
+            add(out, n, &o, "; no out-of-memory projection (device memory unknown)");
+        }
+        if (isfinite(a->free_bytes)) {
+            add(out, n, &o, " (%s free", lw_fmt_bytes(a->free_bytes, f, sizeof f));
+            if (isfinite(a->total_bytes))
+                add(out, n, &o, " of %s", lw_fmt_bytes(a->total_bytes, t, sizeof t));
+            add(out, n, &o, ")");
+        }
+    } else {
+        const char *v = !a->verdict                           ? "unknown verdict"
+                        : !strcmp(a->verdict, "no_leak")      ? "no leak"
+                        : !strcmp(a->verdict, "inconclusive") ? "inconclusive"
+                                                              : "unknown verdict";
+        add(out, n, &o, "%s", v);
+        if (a->verdict && !strcmp(a->verdict, "no_leak"))
+            add(out, n, &o, ": the floor of live memory is flat");
+        else if (a->verdict && !strcmp(a->verdict, "inconclusive"))
+            add(out, n, &o, ": not enough %ss or too much noise to decide", unit);
+        if (isfinite(a->steps))
+            add(out, n, &o, " over %s %ss", lw_fmt_count(a->steps, s, sizeof s), unit);
+        if (a->where) {
+            add(out, n, &o, "; largest site: %s", a->where);
+            if (isfinite(a->where_live))
+                add(out, n, &o, " (%s live)", lw_fmt_bytes(a->where_live, f, sizeof f));
+        }
+    }
+    if (isfinite(a->computed_at))
+        add(out, n, &o, " [as of %s %s]", unit, lw_fmt_count(a->computed_at, s, sizeof s));
+    return out;
 }

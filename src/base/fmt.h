@@ -1,11 +1,56 @@
-/* Numbers as people read them, the same in every output of the library and
- * the command. */
+/* Numbers as people read them, and the one-line answer built from them: the
+ * same code in every output of the library (the live warning, the exit
+ * summary) and of the command (text, HTML, top), so that the same state of a
+ * run reads the same everywhere. */
 #ifndef LW_FMT_H
 #define LW_FMT_H
 
 #include <stddef.h>
 
-/* "1.5 GiB", "512 B" */
+/* Each writes at most n bytes and returns out. Non-finite values print as
+ * "?" so a hostile report can never produce "nan GiB". */
+char *lw_fmt_bytes(double bytes, char *out, size_t n);                 /* "1.50 GiB", "512 B" */
+char *lw_fmt_rate(double bytes, const char *per, char *out, size_t n); /* "+1.50 MiB/step" */
+char *lw_fmt_duration(double seconds, char *out, size_t n);            /* "3 h 12 min", "450 ms" */
+char *lw_fmt_count(double v, char *out, size_t n);                     /* "12,345" */
+char *lw_fmt_int(double v, char *out, size_t n);                       /* "12345", "?" */
+
+/* The library's older name for lw_fmt_bytes. */
 void lw_format_bytes(double bytes, char *out, size_t outlen);
+
+/* What a run concluded, as every output states it. Unknown numbers are NAN,
+ * unknown strings NULL. */
+typedef struct {
+    const char *verdict; /* "leak", "no_leak", "inconclusive" (else unknown) */
+    const char *where;   /* the place to look: "train.py:27 in train" */
+    const char *unit;    /* "step" or "interval" */
+    double rate, lo, hi; /* growth of the floor per unit, with its 95% interval */
+    double per_second;   /* growth per second */
+    double onset;        /* unit where growth began */
+    double steps;        /* units seen */
+    double free_bytes;   /* device memory free, and total */
+    double total_bytes;
+    double oom_seconds; /* time and units to out-of-memory at this rate */
+    double oom_steps;
+    double computed_at; /* the unit this was computed at, for an answer that may be older
+                           than the state it is shown with (the live warning); NAN: now */
+    double where_rate;  /* growth per unit of the named site (NAN: not a leaking site) */
+    double where_live;  /* bytes the named site holds (shown when there is no leak) */
+} lw_answer;
+
+/* An answer with every number unknown. */
+void lw_answer_init(lw_answer *a);
+
+/* Time and steps until the free memory is used up at the given rates; NAN
+ * when the free memory is unknown or the memory does not grow. The only place
+ * the projection is computed. */
+void lw_answer_oom(double free_bytes, double per_second, double per_step, double *seconds,
+                   double *steps);
+
+/* The answer in one line, without a trailing newline, e.g.
+ * "LEAK in train.py:27 in train: +512 B/step (95% CI 510 B .. 514 B) since
+ * step 300; out of memory in 6 h 10 min (43,210 steps) at this rate (79.9 GiB
+ * free of 80.0 GiB)". Returns out. */
+char *lw_answer_line(const lw_answer *a, char *out, size_t n);
 
 #endif

@@ -44,6 +44,10 @@ static const lw_option_def table[LW_OPT_COUNT] = {
     [LW_OPT_SOURCE_LINES] = {"LEAKWATCH_SOURCE_LINES", LW_OPT_BOOL, 1, NULL, 0, 1,
                              "0: no file:line or inlined frames in reports (no addr2line run)",
                              NULL},
+    [LW_OPT_USER_CODE] = {"LEAKWATCH_USER_CODE", LW_OPT_STRING, 0, NULL, 0, 0,
+                          "more code that counts as yours when naming the place to look: path "
+                          "prefixes or package names, separated by ':' or ','",
+                          NULL},
 };
 
 static long values[LW_OPT_COUNT];

@@ -22,6 +22,7 @@ typedef enum {
     LW_OPT_TORCH_MODE,
     LW_OPT_TORCH_STEPS,
     LW_OPT_SOURCE_LINES,
+    LW_OPT_USER_CODE,
     LW_OPT_COUNT
 } lw_option_id;
 

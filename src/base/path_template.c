@@ -1,5 +1,7 @@
 #include "path_template.h"
 
+#include "rank.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +23,13 @@ int lw_path_expand(const char *tpl, char *out, size_t outlen) {
                 tmp[sizeof tmp - 1] = '\0';
                 add = tmp;
             } else if (*p == 'r') {
-                /* torchrun sets RANK (global) and LOCAL_RANK. */
-                const char *rank = getenv("RANK");
-                if (!rank || !*rank) rank = getenv("LOCAL_RANK");
-                snprintf(tmp, sizeof tmp, "%s", rank && *rank ? rank : "0");
+                /* The global rank, else the local one, else 0. */
+                lw_rank_info r;
+                lw_rank_get(&r);
+                snprintf(tmp, sizeof tmp, "%ld",
+                         r.rank >= 0         ? r.rank
+                         : r.local_rank >= 0 ? r.local_rank
+                                             : 0);
                 add = tmp;
             } else if (*p == '%') {
                 add = "%";

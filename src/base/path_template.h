@@ -4,7 +4,8 @@
 
 #include <stddef.h>
 
-/* Expands %p (pid), %h (host name), %r (rank: RANK, else LOCAL_RANK, else 0)
+/* Expands %p (pid), %h (host name), %r (rank: rank.h says from which
+ * variables; else the local rank, else 0)
  * and %% in template into out; other %x stay as written. Returns 0, or -1 if
  * the result does not fit. */
 int lw_path_expand(const char *template_path, char *out, size_t outlen);

@@ -5,6 +5,7 @@
 #include "growth.h"
 #include "report.h"
 #include "totals.h"
+#include "warning.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -67,6 +68,22 @@ static int emit(FILE *f) {
         }
         header(f, "leakwatch_leak", "gauge", "1 when the detector's verdict is leak, else 0.");
         fprintf(f, "leakwatch_leak %d\n", g.verdict == 1);
+        char place[512];
+        lw_warning_place(place, sizeof place);
+        if (g.verdict == 1 && place[0]) {
+            header(f, "leakwatch_leak_place_info", "gauge",
+                   "The place to look of the leak (the live warning's), as the label where.");
+            fputs("leakwatch_leak_place_info{where=\"", f);
+            for (const char *p = place; *p; p++) {
+                if (*p == '\\' || *p == '"')
+                    fputc('\\', f), fputc(*p, f);
+                else if (*p == '\n')
+                    fputs("\\n", f);
+                else
+                    fputc(*p, f);
+            }
+            fputs("\"} 1\n", f);
+        }
         if (isfinite(g.oom_eta_seconds)) {
             header(f, "leakwatch_oom_eta_seconds", "gauge",
                    "Projected seconds until device memory runs out at the fitted growth.");

@@ -12,6 +12,9 @@
 #include "sites.h"
 #include "symbolize.h"
 #include "totals.h"
+#include "where.h"
+#include "rank.h"
+#include "device.h"
 
 #include <leakwatch.h>
 
@@ -68,60 +71,58 @@ static void emit_totals(lw_jw *w) {
     lw_jw_end(w);
 }
 
-/* One frame; inlined ones exist only in the debug information and share the
- * address, module and offset of the frame they were inlined into. */
-static void emit_symbol(lw_jw *w, const lw_symbol *s, uintptr_t ip, int inlined) {
-    char addr[32];
-    snprintf(addr, sizeof addr, "0x%lx", (unsigned long)ip);
-    lw_jw_object(w, NULL);
-    lw_jw_str(w, "kind", "native");
-    lw_jw_str(w, "function", s ? s->function : NULL);
-    lw_jw_str(w, "file", s ? s->file : NULL);
-    if (s && s->line > 0)
-        lw_jw_int(w, "line", s->line);
-    else
-        lw_jw_null(w, "line");
-    lw_jw_str(w, "module", s ? s->module : NULL);
-    lw_jw_str(w, "address", addr);
-    if (s && s->module) {
-        snprintf(addr, sizeof addr, "0x%lx", (unsigned long)s->offset);
-        lw_jw_str(w, "offset", addr);
-    } else {
-        lw_jw_null(w, "offset");
+/* One frame of a site's stack as a report shows it: native (with its
+ * symbol, possibly a function inlined there) or Python. */
+typedef struct {
+    lw_frame_ref ref;
+    uintptr_t ip;         /* native */
+    const lw_symbol *sym; /* native: NULL when unknown */
+    int inlined;
+} frame_entry;
+
+typedef struct {
+    frame_entry *f;
+    size_t n, cap;
+} frame_list;
+
+static void push(frame_list *l, frame_entry e) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 32;
+        frame_entry *f = realloc(l->f, cap * sizeof *f);
+        if (!f) return;
+        l->f = f, l->cap = cap;
     }
-    if (inlined) lw_jw_bool(w, "inlined", 1);
-    lw_jw_end(w);
+    l->f[l->n++] = e;
+}
+
+static void push_symbol(frame_list *l, const lw_symbol *s, uintptr_t ip, int inlined) {
+    frame_entry e = {
+        {0, s ? s->function : NULL, s ? s->file : NULL, s ? s->module : NULL, s ? s->line : 0},
+        ip,
+        s,
+        inlined};
+    push(l, e);
 }
 
 /* The frame at ip, preceded by the functions inlined there, innermost first. */
-static void emit_native_frame(lw_jw *w, lw_symtab *syms, uintptr_t ip) {
+static void push_native(frame_list *l, lw_symtab *syms, uintptr_t ip) {
     const lw_symbol *s = syms ? lw_symtab_lookup(syms, ip) : NULL;
     for (int k = 0; s && k < s->ninlined; k++)
-        emit_symbol(w, &s->inlined[k], ip, 1);
-    emit_symbol(w, s, ip, 0);
+        push_symbol(l, &s->inlined[k], ip, 1);
+    push_symbol(l, s, ip, 0);
 }
 
-static void emit_python_frame(lw_jw *w, const lw_pystack_frame *f) {
-    lw_jw_object(w, NULL);
-    lw_jw_str(w, "kind", "python");
-    lw_jw_str(w, "function", f->function);
-    lw_jw_str(w, "file", f->file);
-    if (f->line > 0)
-        lw_jw_int(w, "line", f->line);
-    else
-        lw_jw_null(w, "line");
-    lw_jw_null(w, "module");
-    lw_jw_null(w, "address");
-    lw_jw_null(w, "offset");
-    lw_jw_end(w);
+static void push_python(frame_list *l, const lw_pystack_frame *f) {
+    frame_entry e = {{1, f->function, f->file, NULL, f->line > 0 ? f->line : 0}, 0, NULL, 0};
+    push(l, e);
 }
 
-/* Emits the Python frames of the next native evaluation call: from *next up
- * to and including the first one that entered it. */
-static void emit_python_group(lw_jw *w, const lw_pystack *py, int *next) {
+/* The Python frames of the next native evaluation call: from *next up to and
+ * including the first one that entered it. */
+static void push_python_group(frame_list *l, const lw_pystack *py, int *next) {
     while (*next < py->n) {
         const lw_pystack_frame *f = &py->f[(*next)++];
-        emit_python_frame(w, f);
+        push_python(l, f);
         if (f->entry) break;
     }
 }
@@ -132,8 +133,10 @@ static int is_eval_frame(const lw_symbol *sym) {
 
 /* Innermost first. Python frames stand where the interpreter's evaluation
  * frames stand; the interpreter's other frames (calls, argument handling)
- * are hidden behind them. */
-static void emit_frames(lw_jw *w, lw_symtab *syms, const lw_site *s) {
+ * are hidden behind them. The report, the place to look and the labels on
+ * stderr all come from this one list. */
+static void collect_frames(frame_list *l, lw_symtab *syms, const lw_site *s) {
+    memset(l, 0, sizeof *l);
     const uintptr_t *ips = lw_site_native(s);
     const lw_pystack *py = lw_pystack_of(s);
     const char *interp = NULL;
@@ -142,21 +145,93 @@ static void emit_frames(lw_jw *w, lw_symtab *syms, const lw_site *s) {
             const lw_symbol *sym = lw_symtab_lookup(syms, ips[i]);
             if (is_eval_frame(sym)) interp = sym->module;
         }
-    lw_jw_array(w, "frames");
     int next = 0;
     for (int i = 0; i < s->nnative; i++) {
         const lw_symbol *sym = interp ? lw_symtab_lookup(syms, ips[i]) : NULL;
         if (interp && is_eval_frame(sym)) {
-            emit_python_group(w, py, &next);
+            push_python_group(l, py, &next);
             continue;
         }
         if (interp && sym && sym->module && strcmp(sym->module, interp) == 0) continue;
-        emit_native_frame(w, syms, ips[i]);
+        push_native(l, syms, ips[i]);
     }
     /* Python frames beyond the native stack kept (or all of them, when no
      * evaluation frame was found): outermost, at the end. */
     while (py && next < py->n)
-        emit_python_frame(w, &py->f[next++]);
+        push_python(l, &py->f[next++]);
+}
+
+/* One frame; inlined ones exist only in the debug information and share the
+ * address, module and offset of the frame they were inlined into. */
+static void emit_frame(lw_jw *w, const frame_entry *e) {
+    char addr[32];
+    const lw_symbol *s = e->sym;
+    lw_jw_object(w, NULL);
+    lw_jw_str(w, "kind", e->ref.python ? "python" : "native");
+    lw_jw_str(w, "function", e->ref.function);
+    lw_jw_str(w, "file", e->ref.file);
+    if (e->ref.line > 0)
+        lw_jw_int(w, "line", e->ref.line);
+    else
+        lw_jw_null(w, "line");
+    if (e->ref.python) {
+        lw_jw_null(w, "module");
+        lw_jw_null(w, "address");
+        lw_jw_null(w, "offset");
+    } else {
+        lw_jw_str(w, "module", s ? s->module : NULL);
+        snprintf(addr, sizeof addr, "0x%lx", (unsigned long)e->ip);
+        lw_jw_str(w, "address", addr);
+        if (s && s->module) {
+            snprintf(addr, sizeof addr, "0x%lx", (unsigned long)s->offset);
+            lw_jw_str(w, "offset", addr);
+        } else {
+            lw_jw_null(w, "offset");
+        }
+        if (e->inlined) lw_jw_bool(w, "inlined", 1);
+    }
+    lw_jw_end(w);
+}
+
+/* The place to look among a site's frames (where.h): index or -1. */
+static int pick_where(const frame_list *l, const char **why) {
+    lw_frame_ref *refs = l->n ? malloc(l->n * sizeof *refs) : NULL;
+    if (!refs) return -1;
+    for (size_t i = 0; i < l->n; i++)
+        refs[i] = l->f[i].ref;
+    int k = lw_where_pick(refs, l->n, lw_opt_str(LW_OPT_USER_CODE), why);
+    free(refs);
+    return k;
+}
+
+/* "where": the place to look, by frame index into "frames", with its label
+ * as every output shows it. */
+static void emit_where(lw_jw *w, const frame_list *l) {
+    const char *why = NULL;
+    int k = pick_where(l, &why);
+    if (k < 0) {
+        lw_jw_null(w, "where");
+        return;
+    }
+    char label[512];
+    const lw_frame_ref *r = &l->f[k].ref;
+    lw_jw_object(w, "where");
+    lw_jw_int(w, "frame", k);
+    lw_jw_str(w, "label", lw_where_label(r, label, sizeof label));
+    lw_jw_str(w, "file", r->file);
+    if (r->line > 0)
+        lw_jw_int(w, "line", r->line);
+    else
+        lw_jw_null(w, "line");
+    lw_jw_str(w, "function", r->function);
+    lw_jw_str(w, "why", why);
+    lw_jw_end(w);
+}
+
+static void emit_frames(lw_jw *w, const frame_list *l) {
+    lw_jw_array(w, "frames");
+    for (size_t i = 0; i < l->n; i++)
+        emit_frame(w, &l->f[i]);
     lw_jw_end(w);
 }
 
@@ -265,11 +340,17 @@ static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const site_vi
     }
     lw_jw_bool(w, "pooled", s == lw_site_overflow());
     if (v) emit_site_series(w, v);
-    emit_frames(w, syms, s);
+    frame_list l;
+    collect_frames(&l, syms, s);
+    emit_where(w, &l);
+    emit_frames(w, &l);
+    free(l.f);
     lw_jw_end(w);
 }
 
-static void emit_sites(lw_jw *w, lw_symtab *syms, int global_leak) {
+/* Writes the sites, most relevant first; returns the first one (the site the
+ * answer names), or NULL. */
+static const lw_site *emit_sites(lw_jw *w, lw_symtab *syms, int global_leak) {
     site_views vs;
     views_load(&vs, global_leak);
     size_t n = 0, cap = lw_sites_count() + 1;
@@ -293,8 +374,10 @@ static void emit_sites(lw_jw *w, lw_symtab *syms, int global_leak) {
     for (size_t i = 0; i < n && i < limit; i++)
         emit_site(w, syms, all[i].site, view_of(&vs, all[i].site), all[i].leak ? (int)i + 1 : 0);
     lw_jw_end(w);
+    const lw_site *top = n && all ? all[0].site : NULL;
     free(all);
     views_free(&vs);
+    return top;
 }
 
 static void emit_failures(lw_jw *w) {
@@ -336,11 +419,8 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
         lw_jw_int(w, "first_leak_step", g->first_leak_step);
     else
         lw_jw_null(w, "first_leak_step");
-    double eta_s = NAN, eta_steps = NAN;
-    if (leak && g->device_free >= 0) {
-        if (l->bytes_per_second > 0) eta_s = (double)g->device_free / l->bytes_per_second;
-        if (l->slope > 0) eta_steps = (double)g->device_free / l->slope;
-    }
+    double eta_s, eta_steps;
+    lw_growth_oom(g, &eta_s, &eta_steps);
     lw_jw_double(w, "oom_eta_seconds", eta_s);
     lw_jw_double(w, "oom_eta_steps", eta_steps);
     if (g->device_free >= 0)
@@ -400,6 +480,40 @@ static void emit_command(lw_jw *w) {
     lw_jw_strn(w, "command", n ? buf : NULL, n);
 }
 
+static void int_or_null(lw_jw *w, const char *key, long v) {
+    if (v >= 0)
+        lw_jw_int(w, key, v);
+    else
+        lw_jw_null(w, key);
+}
+
+/* Which process of a distributed job this is, on which device, and where its
+ * final report goes (for 'leakwatch top' when the job ends). */
+static void report_path(char *path, size_t n);
+static void emit_rank(lw_jw *w) {
+    lw_rank_info r;
+    lw_rank_get(&r);
+    int_or_null(w, "rank", r.rank);
+    int_or_null(w, "local_rank", r.local_rank);
+    int_or_null(w, "world_size", r.world_size);
+    /* The device this process uses: the current one, else the one that held
+     * the most memory. */
+    int dev = lw_device_current();
+    if (dev < 0) {
+        int64_t best = -1;
+        uint64_t seen = lw_totals_devices_seen();
+        for (int d = 0; d < LW_MAX_DEVICES; d++) {
+            if (!(seen & (1ull << (d + 1)))) continue;
+            lw_counts c = lw_totals_get(d, LW_KIND_COUNT);
+            if (c.peak_live_bytes > best) best = c.peak_live_bytes, dev = d;
+        }
+    }
+    int_or_null(w, "device", dev);
+    char path[PATH_MAX];
+    report_path(path, sizeof path);
+    lw_jw_str(w, "report_path", path[0] ? path : NULL);
+}
+
 int lw_report_emit(FILE *f, const char *reason) {
     lw_jw w;
     lw_jw_init(&w, f, 1);
@@ -415,6 +529,7 @@ int lw_report_emit(FILE *f, const char *reason) {
     lw_jw_int(&w, "pid", getpid());
     emit_command(&w);
     lw_jw_str(&w, "host", host);
+    emit_rank(&w);
     lw_jw_str(&w, "reason", reason);
     lw_jw_int(&w, "written_at", (int64_t)time(NULL));
     lw_jw_double(&w, "duration_s", uptime);
@@ -426,7 +541,20 @@ int lw_report_emit(FILE *f, const char *reason) {
     emit_totals(&w);
     emit_growth(&w, &g);
     emit_series(&w, bins, nbins);
-    emit_sites(&w, syms, g.verdict == LW_VERDICT_LEAK);
+    const lw_site *top = emit_sites(&w, syms, g.verdict == LW_VERDICT_LEAK);
+    /* The site the answer names, and its place to look (the same as that
+     * site's own "where"). */
+    if (top) {
+        frame_list l;
+        collect_frames(&l, syms, top);
+        lw_jw_object(&w, "answer");
+        lw_jw_uint(&w, "site", top->id);
+        emit_where(&w, &l);
+        lw_jw_end(&w);
+        free(l.f);
+    } else {
+        lw_jw_null(&w, "answer");
+    }
     emit_failures(&w);
     lw_jw_object(&w, "tracker");
     lw_jw_uint(&w, "live_records", lw_live_records());
@@ -519,6 +647,22 @@ static void child_path(const char *tpl, char *path, size_t n) {
     memcpy(path + at, pid, plen);
 }
 
+static void report_path(char *path, size_t n) {
+    const char *tpl = lw_opt_str(LW_OPT_REPORT);
+    if (lw_path_expand(tpl, path, n) != 0) {
+        path[0] = '\0';
+        return;
+    }
+    child_path(tpl, path, n);
+    if (path[0] != '/') {
+        /* Absolute, so that it means the same to a reader elsewhere. */
+        char cwd[PATH_MAX], abs[PATH_MAX];
+        if (getcwd(cwd, sizeof cwd) &&
+            snprintf(abs, sizeof abs, "%s/%s", cwd, path) < (int)sizeof abs)
+            snprintf(path, n, "%s", abs);
+    }
+}
+
 int lw_report_write(const char *reason, int fallback, char *written, size_t writtenlen) {
     char path[PATH_MAX];
     const char *tpl = lw_opt_str(LW_OPT_REPORT);
@@ -556,71 +700,75 @@ int lw_report_write(const char *reason, int fallback, char *written, size_t writ
 
 void lw_report_site_label(const lw_site *site, char *out, size_t n) {
     snprintf(out, n, "site %u", site->id);
-    const lw_pystack *py = lw_pystack_of(site);
-    for (int i = 0; py && i < py->n; i++) {
-        const lw_pystack_frame *f = &py->f[i];
-        if (!f->file) continue;
-        const char *base = strrchr(f->file, '/');
-        snprintf(out, n, "%s:%d in %s", base ? base + 1 : f->file, f->line,
-                 f->function ? f->function : "?");
-        return;
-    }
-    lw_symtab *syms = lw_symtab_new_names(); /* a label needs no source lines */
-    for (int i = 0; syms && i < site->nnative; i++) {
-        const lw_symbol *s = lw_symtab_lookup(syms, lw_site_native(site)[i]);
-        if (s && s->function) {
-            const char *mod = s->module ? strrchr(s->module, '/') : NULL;
-            snprintf(out, n, "%s (%s+0x%lx)", s->function, mod ? mod + 1 : "?",
-                     (unsigned long)s->offset);
-            break;
-        }
-    }
+    lw_symtab *syms = lw_symtab_new();
+    frame_list l;
+    collect_frames(&l, syms, site);
+    int k = pick_where(&l, NULL);
+    if (k >= 0) lw_where_label(&l.f[k].ref, out, n);
+    free(l.f);
     lw_symtab_free(syms);
+}
+
+void lw_report_answer(lw_answer *a, const lw_growth_state *g) {
+    lw_answer_init(a);
+    a->verdict = lw_verdict_name(g->verdict);
+    a->unit = strcmp(g->step_source, "time") ? "step" : "interval";
+    a->steps = (double)g->steps;
+    if (g->device_free >= 0) a->free_bytes = (double)g->device_free;
+    if (g->device_total >= 0) a->total_bytes = (double)g->device_total;
+    if (g->verdict != LW_VERDICT_LEAK) return;
+    a->rate = g->last.slope;
+    a->lo = g->last.lo;
+    a->hi = g->last.hi;
+    a->per_second = g->last.bytes_per_second;
+    a->onset = g->last.onset_x;
+    lw_growth_oom(g, &a->oom_seconds, &a->oom_steps);
 }
 
 void lw_report_summary(const char *path) {
     if (lw_log_quiet) return;
     lw_counts c = lw_totals_get(-2, LW_KIND_COUNT);
     char live[32], peak[32];
-    lw_format_bytes((double)c.live_bytes, live, sizeof live);
-    lw_format_bytes((double)c.peak_live_bytes, peak, sizeof peak);
+    lw_fmt_bytes((double)c.live_bytes, live, sizeof live);
+    lw_fmt_bytes((double)c.peak_live_bytes, peak, sizeof peak);
     lw_growth_state g;
     lw_growth_get(&g, NULL, 0, NULL);
-    lw_log("%lld allocation%s live (%s, peak %s) in %zu call site%s; %llu allocated, %llu freed, "
-           "%llu failed; verdict: %s",
-           (long long)c.live_count, c.live_count == 1 ? "" : "s", live, peak, lw_sites_count(),
-           lw_sites_count() == 1 ? "" : "s", (unsigned long long)c.alloc_count,
-           (unsigned long long)c.free_count, (unsigned long long)c.failed_count,
-           lw_verdict_name(g.verdict));
+    lw_answer a;
+    lw_report_answer(&a, &g);
+    /* The site the report names first: the fastest leaking one, else the one
+     * that holds the most. */
     site_views vs;
     views_load(&vs, g.verdict == LW_VERDICT_LEAK);
     const site_view *fastest = NULL;
     for (size_t i = 0; i < vs.n; i++)
         if (!fastest || vs.v[i].growth.slope > fastest->growth.slope) fastest = &vs.v[i];
     const lw_site *top = fastest ? fastest->site : NULL;
-    int leaking = fastest != NULL;
-    for (lw_site *s = lw_sites_first(); s && !leaking; s = s->next)
+    for (lw_site *s = lw_sites_first(); s && !fastest; s = s->next)
         if (!top || atomic_load(&s->live_bytes) > atomic_load(&top->live_bytes)) top = s;
-    char label[400], b[32], ci[80];
-    if (g.verdict == LW_VERDICT_LEAK) {
-        char lo[32], hi[32];
-        lw_format_bytes(g.last.slope, b, sizeof b);
-        lw_format_bytes(g.last.lo, lo, sizeof lo);
-        lw_format_bytes(g.last.hi, hi, sizeof hi);
-        snprintf(ci, sizeof ci, "%s to %s", lo, hi);
-        lw_log("the floor of live memory grows by %s per %s (95%% CI %s) since %s %.0f", b,
-               strcmp(g.step_source, "time") ? "step" : "interval", ci,
-               strcmp(g.step_source, "time") ? "step" : "interval", g.last.onset_x);
-    }
-    if (top && leaking) {
+    char label[512];
+    if (top && (fastest || atomic_load(&top->live_bytes) > 0)) {
         lw_report_site_label(top, label, sizeof label);
-        lw_format_bytes(fastest->growth.slope, b, sizeof b);
-        lw_log("leaking site: %s, +%s per step", label, b);
-    } else if (top && atomic_load(&top->live_bytes) > 0) {
-        lw_report_site_label(top, label, sizeof label);
-        lw_format_bytes((double)atomic_load(&top->live_bytes), b, sizeof b);
-        lw_log("largest site: %s live from %s", b, label);
+        a.where = label;
+        if (fastest)
+            a.where_rate = fastest->growth.slope;
+        else
+            a.where_live = (double)atomic_load(&top->live_bytes);
     }
     views_free(&vs);
-    if (path) lw_log("report: %s", path);
+    char line[1024];
+    lw_log("%s", lw_answer_line(&a, line, sizeof line));
+    char n1[32], n2[32], n3[32], n4[32], n5[32];
+    lw_log("%s allocation%s live (%s, peak %s) in %s call site%s; %s allocated, %s freed, %s "
+           "failed",
+           lw_fmt_count((double)c.live_count, n1, sizeof n1), c.live_count == 1 ? "" : "s", live,
+           peak, lw_fmt_count((double)lw_sites_count(), n2, sizeof n2),
+           lw_sites_count() == 1 ? "" : "s", lw_fmt_count((double)c.alloc_count, n3, sizeof n3),
+           lw_fmt_count((double)c.free_count, n4, sizeof n4),
+           lw_fmt_count((double)c.failed_count, n5, sizeof n5));
+    if (path) {
+        lw_log("report: %s", path);
+        lw_log("see it: leakwatch report %s   (as a web page: leakwatch report --format html -o "
+               "leakwatch-report.html %s)",
+               path, path);
+    }
 }

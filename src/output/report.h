@@ -26,7 +26,14 @@ void lw_report_forked_child(void);
 void lw_report_summary(const char *path_written);
 
 struct lw_site;
-/* "function (module+0xoffset)" for the site's innermost named frame. */
+/* The site's place to look (where.h), as every output names it:
+ * "train.py:27 in train"; "site N" when it has no frame. Symbolises the
+ * site's frames (with source lines, like the report). */
 void lw_report_site_label(const struct lw_site *site, char *out, size_t n);
+
+/* The run's answer (verdict, rate, onset, out-of-memory projection) from the
+ * detector's state, without a place to look (the caller names the site). */
+#include "growth.h"
+void lw_report_answer(lw_answer *a, const lw_growth_state *g);
 
 #endif

@@ -8,6 +8,7 @@
 #include "report.h"
 #include "sites.h"
 
+#include <pthread.h>
 #include <stdio.h>
 
 #define WARN_AGAIN_NS (30ull * 60 * 1000000000ull)
@@ -36,54 +37,49 @@ static void consider(lw_site *s, const lw_site_track *t, void *arg) {
         top->rising_by = b[n - 1].floor - b[0].floor, top->rising = s;
 }
 
+/* The place the latest warning named, for the Prometheus textfile (written
+ * by the worker; the warning also runs at exit on another thread). */
+static pthread_mutex_t place_lock = PTHREAD_MUTEX_INITIALIZER;
+static char place[512];
+
+void lw_warning_place(char *out, size_t n) {
+    pthread_mutex_lock(&place_lock);
+    snprintf(out, n, "%s", place);
+    pthread_mutex_unlock(&place_lock);
+}
+
 void lw_warning_leak(void) {
-    if (!lw_opt_int(LW_OPT_WARN)) return;
+    /* Without the line on stderr, the place is still named for Prometheus. */
+    if (!lw_opt_int(LW_OPT_WARN) && !lw_opt_str(LW_OPT_PROMETHEUS)) return;
     uint64_t now = lw_now_ns();
     if (warned && now - last_warn_ns < WARN_AGAIN_NS) return;
     warned = 1;
     last_warn_ns = now;
     lw_growth_state g;
     lw_growth_get(&g, NULL, 0, NULL);
-    const lw_growth *last = &g.last;
-    int marker_mode = g.step_source[0] == 'm';
-    char rate[32], lo[32], hi[32], eta[96] = "";
-    lw_format_bytes(last->slope, rate, sizeof rate);
-    lw_format_bytes(last->lo, lo, sizeof lo);
-    lw_format_bytes(last->hi, hi, sizeof hi);
-    int64_t fr = g.device_free;
-    if (fr >= 0 && last->bytes_per_second > 0) {
-        double secs = (double)fr / last->bytes_per_second;
-        char freeb[32];
-        lw_format_bytes((double)fr, freeb, sizeof freeb);
-        if (secs < 120)
-            snprintf(eta, sizeof eta, "; out of memory in about %.0f s at this rate (%s free)",
-                     secs, freeb);
-        else if (secs < 7200)
-            snprintf(eta, sizeof eta, "; out of memory in about %.0f min at this rate (%s free)",
-                     secs / 60, freeb);
-        else
-            snprintf(eta, sizeof eta, "; out of memory in about %.1f h at this rate (%s free)",
-                     secs / 3600, freeb);
-    }
+    /* The same answer as the exit summary and the report, from the state of
+     * this step; it says which step, as it may be read much later. */
+    lw_answer a;
+    lw_report_answer(&a, &g);
+    a.computed_at = (double)g.steps;
     top_sites top = {0};
     lw_growth_each_site(consider, &top);
-    char where[512] = "";
-    char label[400];
-    if (top.leaking) {
-        char srate[32];
-        lw_report_site_label(top.leaking, label, sizeof label);
-        lw_format_bytes(top.leaking_slope, srate, sizeof srate);
-        snprintf(where, sizeof where, "; top site: %s (+%s/step)", label, srate);
-    } else if (top.rising) {
-        lw_report_site_label(top.rising, label, sizeof label);
-        snprintf(where, sizeof where, "; fastest-growing site: %s", label);
+    char label[512];
+    if (top.leaking || top.rising) {
+        lw_report_site_label(top.leaking ? top.leaking : top.rising, label, sizeof label);
+        a.where = label;
+        if (top.leaking) a.where_rate = top.leaking_slope;
+        pthread_mutex_lock(&place_lock);
+        snprintf(place, sizeof place, "%s", label);
+        pthread_mutex_unlock(&place_lock);
     }
-    lw_log("LEAK: GPU memory floor grows by %s per %s (95%% CI %s to %s) since %s %.0f%s%s", rate,
-           marker_mode ? "step" : "interval", lo, hi, marker_mode ? "step" : "interval",
-           last->onset_x, where, eta);
+    if (!lw_opt_int(LW_OPT_WARN)) return;
+    char line[1024];
+    lw_log("%s", lw_answer_line(&a, line, sizeof line));
 }
 
 void lw_warning_forget(void) {
+    place[0] = '\0';
     warned = 0;
     last_warn_ns = 0;
 }

@@ -5,6 +5,10 @@
 /* Says the current leak verdict in one line (LEAKWATCH_WARN), at most once in
  * 30 minutes. */
 void lw_warning_leak(void);
+/* The place to look the latest warning named ("" before one), for the
+ * Prometheus textfile's label. */
+#include <stddef.h>
+void lw_warning_place(char *out, size_t n);
 /* A forked child's own start: its warnings are its own. */
 void lw_warning_forget(void);
 

@@ -134,7 +134,12 @@ for line in open(os.path.join(out, "results.tsv")):
                 problems.append(f"steps {g.get('steps')} from {g.get('step_source')} (want 300 from marker)")
             sites = rep.get("sites") or [{}]
             frames = py_frames(sites[0])
-            named = label(frames[0]) if frames else "(no Python frame)"
+            # The place to look leakwatch names (sites[].where): the example's
+            # own line, not torch's.
+            named = (sites[0].get("where") or {}).get("label") or "(none)"
+            if variant == "leak" and verdict == "leak" and shim == "tensors" and \
+                    not named.startswith("torch_"):
+                problems.append(f"the place to look is {named}, not a line of the example")
             mine = [f for f in frames if f.get("file") and
                     os.path.realpath(f["file"]) == os.path.realpath(os.path.join(root, "examples", ex + ".py"))]
             where = label(mine[0]) if mine else "-"
@@ -153,8 +158,8 @@ for line in open(os.path.join(out, "results.tsv")):
     rows.append((ex.replace("torch_", ""), variant, mode, verdict, named, where,
                  fields.get("step_ms", "-"), "FAIL: " + "; ".join(problems) if hard else "; ".join(problems) or "ok"))
 
-w = [max(len(str(r[i])) for r in rows + [("example", "variant", "mode", "verdict", "named (innermost)", "in the example", "ms/step", "check")]) for i in range(8)]
-head = ("example", "variant", "mode", "verdict", "named (innermost)", "in the example", "ms/step", "check")
+w = [max(len(str(r[i])) for r in rows + [("example", "variant", "mode", "verdict", "place to look", "in the example", "ms/step", "check")]) for i in range(8)]
+head = ("example", "variant", "mode", "verdict", "place to look", "in the example", "ms/step", "check")
 for r in [head] + rows:
     print("  ".join(str(c).ljust(w[i]) for i, c in enumerate(r)))
 

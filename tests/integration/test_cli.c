@@ -372,13 +372,18 @@ START_TEST(report_text_json_html) {
                                  "OOM",
                                  "1 h 30 min",
                                  "model.py:42 in forward",
-                                 "more frames in libc10_cuda.so",
+                                 "2 frames in libc10_cuda.so",
                                  "Failed allocations",
                                  "2.00 GiB"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(strstr(r.out, want[i]) != NULL, "no '%s' in:\n%s", want[i], r.out);
-    /* Python frames come before native ones. */
-    ck_assert(strstr(r.out, "model.py") < strstr(r.out, "c10_alloc"));
+    /* The answer first; then a traceback: outermost first, down to the
+     * allocation. */
+    ck_assert_msg(!strncmp(r.out, "LEAK in model.py:42 in forward", 30), "%s", r.out);
+    const char *stack = strstr(r.out, "Top call sites");
+    ck_assert_ptr_nonnull(stack);
+    ck_assert(strstr(stack, "py  train.py:17") && strstr(stack, "py  model.py:42"));
+    ck_assert(strstr(stack, "py  train.py:17") < strstr(stack, "py  model.py:42"));
     lw_run_free(&r);
 
     const char *json[] = {"report", "--format", "json", path, NULL};
@@ -994,7 +999,7 @@ START_TEST(html_renders_in_chromium) {
     for (const char *c = pts + 8; *c && *c != '"'; c++)
         commas += *c == ',';
     ck_assert_msg(commas >= 50, "the floor has %d points", commas);
-    ck_assert_ptr_nonnull(strstr(d, "projected OOM"));
+    ck_assert_ptr_nonnull(strstr(d, "projected out of memory"));
     free(d);
     snprintf(cmd, sizeof cmd,
              "timeout 120 %s %s --user-data-dir=%s.2 --hide-scrollbars --screenshot=%s file://%s "

@@ -307,8 +307,9 @@ START_TEST(summary_on_stderr) {
     const char *args[] = {"malloc", "2", "1048576", NULL};
     lw_run_prog(&r, 1, "rt_paths", args, NULL);
     RUN_OK(&r);
-    ck_assert_msg(strstr(r.err, "leakwatch: 2 allocations live (2.0 MiB"), "stderr: %s", r.err);
-    ck_assert_msg(strstr(r.err, "from alloc_via"), "stderr: %s", r.err);
+    ck_assert_msg(strstr(r.err, "leakwatch: 2 allocations live (2.00 MiB"), "stderr: %s", r.err);
+    ck_assert_msg(strstr(r.err, "largest site: ") && strstr(r.err, " in alloc_via (2.00 MiB live)"),
+                  "stderr: %s", r.err);
     ck_assert_msg(strstr(r.err, r.report_path), "stderr: %s", r.err);
     lw_run_free(&r);
 

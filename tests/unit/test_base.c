@@ -97,16 +97,21 @@ START_TEST(path_templates) {
 }
 END_TEST
 
+/* The library's lines and the command's views share one format. */
 START_TEST(byte_formats) {
     char b[32];
     lw_format_bytes(512, b, sizeof b);
     ck_assert_str_eq(b, "512 B");
     lw_format_bytes(1536, b, sizeof b);
-    ck_assert_str_eq(b, "1.5 KiB");
+    ck_assert_str_eq(b, "1.50 KiB");
     lw_format_bytes(-3.0 * 1024 * 1024, b, sizeof b);
-    ck_assert_str_eq(b, "-3.0 MiB");
+    ck_assert_str_eq(b, "-3.00 MiB");
+    lw_format_bytes(150.0 * 1024, b, sizeof b);
+    ck_assert_str_eq(b, "150.0 KiB");
     lw_format_bytes(2.0 * 1024 * 1024 * 1024 * 1024 * 1024 * 1024, b, sizeof b);
-    ck_assert_str_eq(b, "2048.0 PiB");
+    ck_assert_str_eq(b, "2.00 EiB");
+    ck_assert_str_eq(lw_fmt_count(18002, b, sizeof b), "18,002");
+    ck_assert_str_eq(lw_fmt_bytes(NAN, b, sizeof b), "?");
 }
 END_TEST
 

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "where.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *base_name(const char *p) {
+    const char *s = p ? strrchr(p, '/') : NULL;
+    return s ? s + 1 : p;
+}
+
+static int starts(const char *s, const char *prefix) {
+    return s && !strncmp(s, prefix, strlen(prefix));
+}
+
+/* "/lib/python3.11/" and the like: the standard library and every package
+ * installed under it. */
+static int under_python_lib(const char *p) {
+    for (const char *q = p; q && (q = strstr(q, "python")) != NULL; q++) {
+        if (q < p + 5 || (strncmp(q - 5, "/lib/", 5) && strncmp(q - 5, "lib64", 5))) continue;
+        if (q[6] >= '0' && q[6] <= '9') return 1;
+    }
+    return 0;
+}
+
+static int has_component(const char *p, const char *name, size_t len) {
+    for (const char *q = p; q && (q = strstr(q, name)) != NULL; q++) {
+        if (q > p && q[-1] != '/') continue;
+        char after = q[len];
+        if (after == '/' || (!strncmp(q + len, ".py", 3) && q[len + 3] == '\0')) return 1;
+    }
+    return 0;
+}
+
+/* One entry of LEAKWATCH_USER_CODE against a path (a file or a module). */
+static int entry_matches(const char *e, size_t len, const char *path) {
+    if (!path || !len) return 0;
+    char name[256];
+    if (len >= sizeof name) return 0;
+    memcpy(name, e, len);
+    name[len] = '\0';
+    if (memchr(e, '/', len)) return !strncmp(path, name, len);
+    if (has_component(path, name, len)) return 1;
+    const char *b = base_name(path);
+    if (!strncmp(b, name, len) && (b[len] == '.' || b[len] == '\0' || b[len] == '-')) return 1;
+    return !strncmp(b, "lib", 3) && !strncmp(b + 3, name, len) &&
+           (b[3 + len] == '.' || b[3 + len] == '-' || b[3 + len] == '_');
+}
+
+static int user_listed(const lw_frame_ref *f, const char *user_code) {
+    if (!user_code) return 0;
+    for (const char *p = user_code; *p;) {
+        size_t len = strcspn(p, ":,");
+        if (entry_matches(p, len, f->file) || (!f->python && entry_matches(p, len, f->module)))
+            return 1;
+        p += len;
+        if (*p) p++;
+    }
+    return 0;
+}
+
+static int any_prefix(const char *s, const char *const *list) {
+    for (int i = 0; list[i]; i++)
+        if (starts(s, list[i])) return 1;
+    return 0;
+}
+
+static lw_frame_class classify_native(const lw_frame_ref *f, const char *user_code) {
+    static const char *const cuda[] = {"libcuda.",   "libcudart",   "libcublas",    "libcudnn",
+                                       "libnccl",    "libnvrtc",    "libcusparse",  "libcufft",
+                                       "libcurand",  "libcusolver", "libnvJitLink", "libcupti",
+                                       "libnvidia-", NULL};
+    static const char *const libc[] = {"libc.so",    "libc-",    "ld-linux", "ld64.so",
+                                       "libpthread", "libdl.so", NULL};
+    static const char *const startup[] = {"__libc_start_main",
+                                          "__libc_start_call_main",
+                                          "_start",
+                                          "start_thread",
+                                          "clone",
+                                          "clone3",
+                                          NULL};
+    const char *mod = base_name(f->module);
+    if (starts(mod, "libleakwatch")) return LW_FRAME_LEAKWATCH;
+    if (mod && any_prefix(mod, cuda)) return LW_FRAME_CUDA;
+    if (starts(mod, "libffi") || starts(mod, "_ctypes")) return LW_FRAME_FFI;
+    if (mod && any_prefix(mod, libc)) return LW_FRAME_LIBC;
+    if (f->function) {
+        for (int i = 0; startup[i]; i++)
+            if (!strcmp(f->function, startup[i])) return LW_FRAME_LIBC;
+    }
+    if (starts(mod, "libpython") || (starts(mod, "python") && !strchr(mod, '/')))
+        return LW_FRAME_INTERP;
+    if (user_listed(f, user_code)) return LW_FRAME_USER;
+    const char *m = f->module;
+    if (m && (strstr(m, "/site-packages/") || strstr(m, "/dist-packages/") || under_python_lib(m)))
+        return mod && starts(mod, "_ctypes") ? LW_FRAME_FFI : LW_FRAME_NATIVE_LIB;
+    static const char *const system_dirs[] = {
+        "/usr/lib",        "/lib/", "/lib64/",    "/usr/local/lib",
+        "/usr/local/cuda", "/opt/", "/usr/lib64", NULL};
+    if (m && any_prefix(m, system_dirs)) return LW_FRAME_NATIVE_LIB;
+    static const char *const known[] = {"libtorch", "libc10",  "libstdc++", "libgcc",
+                                        "libgomp",  "libm.so", NULL};
+    if (mod && any_prefix(mod, known)) return LW_FRAME_NATIVE_LIB;
+    /* The program itself, or a library of the user's own build: user code
+     * when it is named. */
+    return f->function || f->file ? LW_FRAME_USER : LW_FRAME_NATIVE_LIB;
+}
+
+lw_frame_class lw_frame_classify(const lw_frame_ref *f, const char *user_code) {
+    if (!f->python) return classify_native(f, user_code);
+    if (user_listed(f, user_code)) return LW_FRAME_USER;
+    const char *p = f->file;
+    if (!p) return LW_FRAME_PYLIB;
+    if (starts(p, "<frozen")) return LW_FRAME_PYLIB;
+    if (strstr(p, "/site-packages/") || strstr(p, "/dist-packages/") || under_python_lib(p))
+        return LW_FRAME_PYLIB;
+    if (has_component(p, "torch", 5)) return LW_FRAME_PYLIB;
+    return LW_FRAME_USER;
+}
+
+int lw_frame_class_is_noise(lw_frame_class c) {
+    return c == LW_FRAME_INTERP || c == LW_FRAME_FFI || c == LW_FRAME_LIBC || c == LW_FRAME_CUDA ||
+           c == LW_FRAME_LEAKWATCH;
+}
+
+int lw_where_pick(const lw_frame_ref *fr, size_t n, const char *user_code, const char **why) {
+    const char *unused;
+    if (!why) why = &unused;
+    for (size_t i = 0; i < n; i++)
+        if (lw_frame_classify(&fr[i], user_code) == LW_FRAME_USER) {
+            *why = "user code";
+            return (int)i;
+        }
+    for (size_t i = 0; i < n; i++)
+        if (fr[i].python && fr[i].file) {
+            *why = "innermost Python frame";
+            return (int)i;
+        }
+    for (size_t i = 0; i < n; i++) {
+        lw_frame_class c = lw_frame_classify(&fr[i], user_code);
+        if (!fr[i].python && fr[i].function && c != LW_FRAME_CUDA && c != LW_FRAME_LEAKWATCH) {
+            *why = "innermost native frame";
+            return (int)i;
+        }
+    }
+    *why = "innermost frame";
+    return n ? 0 : -1;
+}
+
+char *lw_where_label(const lw_frame_ref *f, char *out, size_t n) {
+    const char *fn = f->function ? f->function : "??";
+    if (f->file && f->line > 0)
+        snprintf(out, n, "%s:%d in %s", base_name(f->file), f->line, fn);
+    else if (f->file)
+        snprintf(out, n, "%s in %s", base_name(f->file), fn);
+    else if (f->module)
+        snprintf(out, n, "%s (%s)", fn, base_name(f->module));
+    else
+        snprintf(out, n, "%s", fn);
+    return out;
+}

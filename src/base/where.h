@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Where to look: which frame of a call stack is the user's own code.
+ *
+ * A stack of a deep-learning job runs through the user's script, installed
+ * packages (torch), the standard library, the interpreter, ctypes and libffi,
+ * the CUDA libraries and libc's start-up code. The place to look is the
+ * innermost frame in the user's own code; without one, the innermost Python
+ * frame; without one, the innermost named native frame outside the CUDA
+ * libraries. The library (report, warning, summary) and the command (text,
+ * HTML, top) both decide with this code, from the same frames. */
+#ifndef LW_WHERE_H
+#define LW_WHERE_H
+
+#include <stddef.h>
+
+typedef struct {
+    int python;           /* 1: a Python frame */
+    const char *function; /* NULL when unknown */
+    const char *file;     /* source file, NULL when unknown */
+    const char *module;   /* native: the executable or library */
+    int line;             /* 0 when unknown */
+} lw_frame_ref;
+
+typedef enum {
+    LW_FRAME_USER,       /* the user's code (or a path the user named) */
+    LW_FRAME_PYLIB,      /* Python: installed packages, the standard library */
+    LW_FRAME_NATIVE_LIB, /* native: installed libraries (libtorch, libstdc++, ...) */
+    LW_FRAME_INTERP,     /* the Python interpreter */
+    LW_FRAME_FFI,        /* libffi and ctypes' glue */
+    LW_FRAME_LIBC,       /* libc, the dynamic loader, process and thread start-up */
+    LW_FRAME_CUDA,       /* the CUDA libraries */
+    LW_FRAME_LEAKWATCH,  /* leakwatch itself */
+} lw_frame_class;
+
+/* user_code: what the user counts as their own code beyond the default,
+ * LEAKWATCH_USER_CODE's syntax: entries separated by ':' or ',', each a path
+ * prefix (it has a '/') or a package or library name ("mypkg" matches
+ * .../mypkg/... and libmypkg.so). NULL or "": none. */
+lw_frame_class lw_frame_classify(const lw_frame_ref *f, const char *user_code);
+
+/* 1 for the classes a readable stack folds by default: the interpreter,
+ * libffi/ctypes, libc start-up, leakwatch and the CUDA libraries. */
+int lw_frame_class_is_noise(lw_frame_class c);
+
+/* The place to look in frames[0..n) (innermost first): its index, or -1 when
+ * n is 0. *why (may be NULL) says which rule chose it: "user code",
+ * "innermost Python frame", "innermost native frame", "innermost frame". */
+int lw_where_pick(const lw_frame_ref *frames, size_t n, const char *user_code, const char **why);
+
+/* "train.py:27 in train" (the file's base name), "keep_loss_history
+ * (train_loop)" for a native frame without a source line. Returns out. */
+char *lw_where_label(const lw_frame_ref *f, char *out, size_t n);
+
+#endif

@@ -1,0 +1,556 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The answer first, in every output: for the C and the Python demo the first
+ * line of the live warning, the exit summary, the text report and the HTML
+ * page's header names the user's line; stacks read as tracebacks without
+ * libc's start-up or libffi frames; reports of two ranks are labelled by
+ * rank and merged. */
+#include "../check_run.h"
+#include "harness_cli.h"
+
+#include <check.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+
+/* The line of file holding text. */
+static int line_of(const char *file, const char *text) {
+    FILE *f = fopen(file, "r");
+    ck_assert_ptr_nonnull(f);
+    char buf[1024];
+    int n = 0;
+    while (fgets(buf, sizeof buf, f)) {
+        n++;
+        if (strstr(buf, text)) {
+            fclose(f);
+            return n;
+        }
+    }
+    fclose(f);
+    ck_abort_msg("no '%s' in %s", text, file);
+    return 0;
+}
+
+/* The first line of text starting with prefix (NULL: the first line). */
+static void first_line(const char *text, const char *prefix, char *out, size_t n) {
+    out[0] = '\0';
+    for (const char *p = text; p && *p;) {
+        const char *end = strchr(p, '\n');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (!prefix || !strncmp(p, prefix, strlen(prefix))) {
+            snprintf(out, n, "%.*s", (int)len, p);
+            return;
+        }
+        p = end ? end + 1 : NULL;
+    }
+}
+
+/* No line of a text stack is a frame of libc's start-up or of libffi: they
+ * are folded ("... N frames ..."). */
+static void no_noise_frames(const char *text) {
+    static const char *const noise[] = {"__libc_start", "_start (",         "libffi.so.8+",
+                                        "(libffi",      "_ctypes_callproc", NULL};
+    for (const char *p = text; p && *p;) {
+        const char *end = strchr(p, '\n');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", (int)len, p);
+        for (int i = 0; noise[i]; i++)
+            ck_assert_msg(!strstr(line, noise[i]), "a noise frame shown: %s\nin:\n%s", line, text);
+        p = end ? end + 1 : NULL;
+    }
+}
+
+/* Checks every output of one run's report: text, full stacks, HTML, JSON. */
+static void check_outputs(const char *report, const char *want) {
+    char line[2048];
+    lw_run r;
+    const char *text[] = {"report", report, NULL};
+    lw_cli_run(&r, text, NULL);
+    RUN_OK(&r);
+    first_line(r.out, NULL, line, sizeof line);
+    ck_assert_msg(!strncmp(line, "LEAK in ", 8) && strstr(line, want), "text: %s", line);
+    ck_assert_msg(strstr(r.out, "-->"), "no marked place in:\n%s", r.out);
+    no_noise_frames(r.out);
+    lw_run_free(&r);
+
+    const char *full[] = {"report", "--full-stacks", report, NULL};
+    lw_cli_run(&r, full, NULL);
+    RUN_OK(&r);
+    ck_assert_msg(strstr(r.out, "__libc_start_main"), "--full-stacks hides frames:\n%s", r.out);
+    lw_run_free(&r);
+
+    char html[PATH_MAX];
+    snprintf(html, sizeof html, "%s.html", report);
+    const char *h[] = {"report", "--format", "html", "-o", html, report, NULL};
+    lw_cli_run(&r, h, NULL);
+    RUN_OK(&r);
+    char *page = lw_slurp_file(html);
+    const char *title = strstr(page, "<title>");
+    ck_assert_ptr_nonnull(title);
+    first_line(title, NULL, line, sizeof line);
+    ck_assert_msg(strstr(line, want), "title: %s", line);
+    const char *answer = strstr(page, "id=\"answer\"");
+    ck_assert_msg(answer != NULL, "no answer header");
+    ck_assert_msg(strstr(answer, want) && strstr(answer, want) < strstr(answer, "</header>"),
+                  "header lacks %s", want);
+    free(page);
+    lw_run_free(&r);
+}
+
+START_TEST(c_demo_names_the_users_line_everywhere) {
+    char exe[PATH_MAX], want[128];
+    snprintf(exe, sizeof exe, "%s/examples/train_loop", lw_build_dir());
+    int line = line_of("examples/train_loop.c", "cudaMalloc(&history[step]");
+    snprintf(want, sizeof want, "train_loop.c:%d in keep_loss_history", line);
+    char pdir[64], prom[160], promenv[200];
+    lw_temp_dir(pdir, sizeof pdir);
+    snprintf(prom, sizeof prom, "%s/job.prom", pdir);
+    snprintf(promenv, sizeof promenv, "LEAKWATCH_PROMETHEUS=%s", prom);
+    lw_run r;
+    /* Steps of 0.5 ms, so that the textfile is written while it runs. */
+    const char *args[] = {"--steps", "600", "--step-us", "500", NULL};
+    const char *env[] = {promenv, "LEAKWATCH_INTERVAL_MS=50", NULL};
+    lw_run_exe(&r, 1, exe, args, env);
+    RUN_OK(&r);
+    ck_assert_ptr_nonnull(r.report);
+    /* Prometheus names the same place, as a label. */
+    char *text = lw_slurp_file(prom);
+    char label[200];
+    snprintf(label, sizeof label, "leakwatch_leak_place_info{where=\"%s\"} 1", want);
+    ck_assert_msg(strstr(text, label), "no '%s' in:\n%s", label, text);
+    free(text);
+    lw_remove_dir(pdir);
+    /* The live warning and the exit summary: their first lines. */
+    char first[2048];
+    first_line(r.err, "leakwatch: ", first, sizeof first);
+    ck_assert_msg(strstr(first, want), "first line on stderr: %s\n%s", first, r.err);
+    ck_assert_msg(strstr(r.err, "[as of step"), "the warning says its step:\n%s", r.err);
+    ck_assert_msg(strstr(r.err, "leakwatch report "), "no next step:\n%s", r.err);
+    /* The report stores it, for the site and for the answer. */
+    ck_assert_str_eq(lw_json_string(lw_json_path(r.report, "sites[0].where.label")), want);
+    ck_assert_str_eq(lw_json_string(lw_json_path(r.report, "answer.where.label")), want);
+    ck_assert_str_eq(lw_json_string(lw_json_path(r.report, "sites[0].where.why")), "user code");
+    check_outputs(r.report_path, want);
+    lw_run_free(&r);
+}
+END_TEST
+
+static int find_python(char *out, size_t n) {
+    FILE *p = popen("python3 -c 'import sys; print(sys.executable)' 2>/dev/null", "r");
+    if (!p) return 0;
+    int ok = fgets(out, (int)n, p) != NULL;
+    pclose(p);
+    if (ok) out[strcspn(out, "\n")] = '\0';
+    return ok && out[0] == '/';
+}
+
+START_TEST(python_demo_names_the_users_line_everywhere) {
+    char py[PATH_MAX], script[PATH_MAX], cudart[PATH_MAX + 64], want[128];
+    if (!find_python(py, sizeof py)) {
+        printf("test_answer: no python3; the Python demo is skipped\n");
+        return;
+    }
+    const char *rt = getenv("LW_ASAN_RT");
+    if (rt && strstr(rt, "tsan")) {
+        /* CPython is not built with ThreadSanitizer (as for test_python). */
+        printf("test_answer: the Python demo is skipped under ThreadSanitizer\n");
+        return;
+    }
+    ck_assert_ptr_nonnull(realpath("tests/python/leak_ctypes.py", script));
+    snprintf(want, sizeof want, "leak_ctypes.py:%d in train", line_of(script, "# LEAK-LINE"));
+    snprintf(cudart, sizeof cudart, "LW_CUDART=%s/tests/lib/libcudart.so", lw_build_dir());
+    lw_run r;
+    const char *args[] = {script, NULL};
+    const char *env[] = {cudart, "STEPS=300", NULL};
+    lw_run_exe(&r, 1, py, args, env);
+    RUN_OK(&r);
+    char first[2048];
+    first_line(r.err, "leakwatch: ", first, sizeof first);
+    ck_assert_msg(strstr(first, want), "first line on stderr: %s\n%s", first, r.err);
+    ck_assert_str_eq(lw_json_string(lw_json_path(r.report, "sites[0].where.label")), want);
+    check_outputs(r.report_path, want);
+    lw_run_free(&r);
+}
+END_TEST
+
+START_TEST(two_ranks_are_labelled_and_merged) {
+    char exe[PATH_MAX], want[160];
+    snprintf(exe, sizeof exe, "%s/examples/train_loop", lw_build_dir());
+    int line = line_of("examples/train_loop.c", "cudaMalloc(&history[step]");
+    snprintf(want, sizeof want,
+             "train_loop.c:%d in keep_loss_history leaks on ranks 0\xe2\x80\x93"
+             "1, +512 B/step each",
+             line);
+    lw_run r0, r1;
+    const char *args[] = {"--steps", "300", NULL};
+    const char *e0[] = {"RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=0", "LEAKWATCH_QUIET=1", NULL};
+    const char *e1[] = {"RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=1", "LEAKWATCH_QUIET=1", NULL};
+    lw_run_exe(&r0, 1, exe, args, e0);
+    lw_run_exe(&r1, 1, exe, args, e1);
+    RUN_OK(&r0);
+    RUN_OK(&r1);
+    long long v = -1;
+    ck_assert_int_eq(lw_json_int64(lw_json_get(r1.report, "rank"), &v), 0);
+    ck_assert_int_eq(v, 1);
+    ck_assert_int_eq(lw_json_int64(lw_json_get(r1.report, "world_size"), &v), 0);
+    ck_assert_int_eq(v, 2);
+
+    /* Given rank 1 first: the merged view still lists rank 0 first. */
+    lw_run r;
+    const char *text[] = {"report", r1.report_path, r0.report_path, NULL};
+    lw_cli_run(&r, text, NULL);
+    RUN_OK(&r);
+    char line1[1024];
+    first_line(r.out, NULL, line1, sizeof line1);
+    ck_assert_msg(strstr(line1, want), "first line: %s\n%s", line1, r.out);
+    const char *a = strstr(r.out, "  rank 0 "), *b = strstr(r.out, "  rank 1 ");
+    ck_assert_msg(a && b && a < b, "ranks not labelled 0 and 1:\n%s", r.out);
+    ck_assert_msg(!strstr(r.out, "#1") && !strstr(r.out, "#0"), "positions as ranks:\n%s", r.out);
+    lw_run_free(&r);
+
+    /* One rank's details on request. */
+    const char *one[] = {"report", "--rank", "1", r0.report_path, r1.report_path, NULL};
+    lw_cli_run(&r, one, NULL);
+    RUN_OK(&r);
+    ck_assert_msg(strstr(r.out, "rank 1 of 2") && !strstr(r.out, "rank 0 of 2"), "%s", r.out);
+    lw_run_free(&r);
+
+    /* HTML: the same labels and the same merged line. */
+    char html[PATH_MAX];
+    snprintf(html, sizeof html, "%s/ranks.html", r0.dir);
+    const char *h[] = {"report", "--format",     "html",         "-o",
+                       html,     r0.report_path, r1.report_path, NULL};
+    lw_cli_run(&r, h, NULL);
+    RUN_OK(&r);
+    char *page = lw_slurp_file(html);
+    ck_assert_msg(strstr(page, "leaks on ranks 0&#8211;1") ||
+                      strstr(page, "leaks on ranks 0\xe2\x80\x93"
+                                   "1"),
+                  "no merged line in the page");
+    ck_assert_ptr_nonnull(strstr(page, ">rank 0<"));
+    ck_assert_ptr_nonnull(strstr(page, ">rank 1<"));
+    ck_assert_ptr_null(strstr(page, ">#1<"));
+    free(page);
+    lw_run_free(&r);
+
+    /* JSON: each report keeps its rank. */
+    const char *j[] = {"report", "--format", "json", r0.report_path, r1.report_path, NULL};
+    lw_cli_run(&r, j, NULL);
+    RUN_OK(&r);
+    char err[256];
+    lw_json *doc = lw_json_parse(r.out, strlen(r.out), NULL, err, sizeof err);
+    ck_assert_msg(doc != NULL, "%s", err);
+    ck_assert_int_eq(lw_json_int64(lw_json_get(lw_json_at(doc, 0), "rank"), &v), 0);
+    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(lw_json_int64(lw_json_get(lw_json_at(doc, 1), "rank"), &v), 0);
+    ck_assert_int_eq(v, 1);
+    ck_assert_int_eq(lw_json_int64(lw_json_get(lw_json_at(doc, 1), "world_size"), &v), 0);
+    ck_assert_int_eq(v, 2);
+    lw_json_free(doc);
+    lw_run_free(&r);
+    lw_run_free(&r0);
+    lw_run_free(&r1);
+}
+END_TEST
+
+/* ---- the HTML page as a user sees it ---- */
+
+/* A PyTorch run as a report: 1 MiB of growth over 256 steps on a 193 MiB
+ * floor, peaks above 1 GiB, the leak allocated in torch's code called from
+ * the user's train.py:27. */
+static void write_torch_report(const char *path) {
+    size_t cap = 1 << 20;
+    char *s = malloc(cap);
+    size_t o = 0;
+    const double MiB = 1024.0 * 1024.0;
+#define P(...) o += (size_t)snprintf(s + o, cap - o, __VA_ARGS__)
+    P("{\"tool\":\"leakwatch\",\"version\":\"0.1.0\",\"pid\":77,\"command\":\"python train.py\","
+      "\"host\":\"node-3\",\"rank\":0,\"world_size\":1,\"device\":0,\"verdict\":\"leak\","
+      "\"totals\":{\"live_bytes\":%.0f,\"peak_live_bytes\":%.0f},",
+      194 * MiB, 1400 * MiB);
+    P("\"growth\":{\"bytes_per_step\":4096,\"bytes_per_second\":2048,\"slope_ci\":[4000,4200],"
+      "\"p_value\":1e-30,\"steps\":256,\"step_source\":\"marker\",\"onset_step\":8,"
+      "\"oom_eta_seconds\":40000000,\"oom_eta_steps\":20000000,\"device_free_bytes\":%.0f,"
+      "\"device_total_bytes\":%.0f},",
+      78000 * MiB, 81920 * MiB);
+    P("\"series\":{\"x\":[");
+    for (int i = 0; i < 256; i++)
+        P("%s%d", i ? "," : "", i);
+    P("],\"time_s\":[");
+    for (int i = 0; i < 256; i++)
+        P("%s%.1f", i ? "," : "", i * 0.5);
+    P("],\"floor\":[");
+    for (int i = 0; i < 256; i++)
+        P("%s%.0f", i ? "," : "", 193 * MiB + (i < 8 ? 0 : 4096.0 * i));
+    P("],\"peak\":[");
+    for (int i = 0; i < 256; i++)
+        P("%s%.0f", i ? "," : "", 1100 * MiB + (i % 7) * 40 * MiB);
+    P("]},\"sites\":[{\"id\":3,\"live_bytes\":1048576,\"live_count\":248,\"alloc_count\":248,"
+      "\"free_count\":0,\"leak\":true,\"bytes_per_step\":4096,\"frames\":["
+      "{\"kind\":\"native\",\"function\":\"cudaMallocAsync\",\"module\":"
+      "\"/usr/local/cuda/lib64/libcudart.so.12\"},"
+      "{\"kind\":\"python\",\"function\":\"cross_entropy\",\"file\":"
+      "\"/venv/lib/python3.11/site-packages/torch/nn/functional.py\",\"line\":3104},"
+      "{\"kind\":\"python\",\"function\":\"train\",\"file\":\"/home/me/train.py\",\"line\":27},"
+      "{\"kind\":\"python\",\"function\":\"<module>\",\"file\":\"/home/me/train.py\","
+      "\"line\":40},"
+      "{\"kind\":\"native\",\"function\":\"__libc_start_main\",\"module\":"
+      "\"/lib/x86_64-linux-gnu/libc.so.6\"}]}]}\n");
+#undef P
+    lw_write_text(path, s);
+    free(s);
+}
+
+static const char *find_chromium(void) {
+    static const char *const names[] = {"/usr/bin/chromium", "/usr/bin/chromium-browser",
+                                        "/usr/bin/google-chrome", NULL};
+    for (int i = 0; names[i]; i++)
+        if (access(names[i], X_OK) == 0) return names[i];
+    return NULL;
+}
+
+/* "count=N ymin=A ymax=B ..." of tests/tools/png_extent.py. */
+static void extent(const char *png, const char *colour, const char *box, int *count, int *ymin,
+                   int *ymax) {
+    char cmd[1024], out[256] = "";
+    snprintf(cmd, sizeof cmd, "python3 tests/tools/png_extent.py %s %s 30 %s", png, colour, box);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    ck_assert_ptr_nonnull(fgets(out, sizeof out, p));
+    ck_assert_int_eq(pclose(p), 0);
+    ck_assert_int_eq(sscanf(out, "count=%d ymin=%d ymax=%d", count, ymin, ymax), 3);
+}
+
+START_TEST(html_header_and_floor_in_a_browser) {
+    const char *chrome = find_chromium();
+    char py[PATH_MAX];
+    if (!chrome || !find_python(py, sizeof py)) {
+        printf("test_answer: html_header_and_floor_in_a_browser skipped: %s is not installed "
+               "(scripts/install-deps.sh test installs it where available)\n",
+               chrome ? "python3" : "chromium");
+        return;
+    }
+    char dir[64], rep[128], html[128], dom[128], png[128], cmd[2048];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(rep, sizeof rep, "%s/leak.json", dir);
+    snprintf(html, sizeof html, "%s/report.html", dir);
+    snprintf(dom, sizeof dom, "%s/dom.html", dir);
+    snprintf(png, sizeof png, "%s/shot.png", dir);
+    write_torch_report(rep);
+    lw_run r;
+    const char *args[] = {"report", "--format", "html", "-o", html, rep, NULL};
+    lw_cli_run(&r, args, NULL);
+    RUN_OK(&r);
+    lw_run_free(&r);
+    static const char flags[] =
+        "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+        "--disable-background-networking --disable-component-update --disable-sync "
+        "--hide-scrollbars --window-size=1200,900";
+    /* What the browser built: the header holds the place to look. */
+    snprintf(cmd, sizeof cmd,
+             "timeout 120 %s %s --user-data-dir=%s/p1 --dump-dom file://%s >%s 2>/dev/null", chrome,
+             flags, dir, html, dom);
+    ck_assert_msg(system(cmd) == 0, "chromium failed: %s", cmd);
+    char *d = lw_slurp_file(dom);
+    const char *h = strstr(d, "id=\"answer\"");
+    ck_assert_msg(h != NULL, "no answer header in the DOM");
+    const char *end = strstr(h, "</header>");
+    const char *where = strstr(h, "train.py:27 in train");
+    ck_assert_msg(where && end && where < end, "the header does not name train.py:27 in train");
+    ck_assert_msg(strstr(h, "4.00 KiB/step") && strstr(h, "out of memory"), "header lacks rate");
+    free(d);
+    /* What the user sees: the header band at the top of the screen, and a
+     * floor line that rises across the plot (not flattened by the peaks). */
+    snprintf(cmd, sizeof cmd,
+             "timeout 120 %s %s --user-data-dir=%s/p2 --screenshot=%s file://%s >/dev/null 2>&1",
+             chrome, flags, dir, png, html);
+    ck_assert_msg(system(cmd) == 0, "chromium screenshot failed: %s", cmd);
+    int n, y0, y1;
+    extent(png, "c62828", "0 0 1200 320", &n, &y0, &y1); /* the leak's red band */
+    ck_assert_msg(n > 500, "no red header band in the top of the screenshot (%d pixels)", n);
+    /* The floor's colour right of the legend, inside the plot. */
+    extent(png, "1d4ed8", "400 250 1000 900", &n, &y0, &y1);
+    ck_assert_msg(n > 100, "no floor line drawn (%d pixels)", n);
+    ck_assert_msg(y1 - y0 >= 100, "the floor line is flat: it spans %d pixels", y1 - y0);
+    printf("test_answer: floor line spans %d pixels of the plot's 280\n", y1 - y0);
+    const char *keep = getenv("LW_SCREENSHOT");
+    if (keep && *keep) {
+        snprintf(cmd, sizeof cmd, "cp %s %s", png, keep);
+        ck_assert_int_eq(system(cmd), 0);
+    }
+    lw_remove_dir(dir);
+}
+END_TEST
+
+/* On a terminal, --format html without -o writes leakwatch-report.html. */
+START_TEST(html_on_a_terminal_goes_to_a_file) {
+    char dir[64], rep[128], cmd[1024];
+    if (access("/usr/bin/script", X_OK) != 0) {
+        printf("test_answer: html_on_a_terminal_goes_to_a_file skipped: no script(1)\n");
+        return;
+    }
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(rep, sizeof rep, "%s/leak.json", dir);
+    write_torch_report(rep);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && timeout 60 script -qec '%s report --format html leak.json' /dev/null "
+             ">out.txt 2>&1",
+             dir, lw_cli_exe());
+    ck_assert_int_eq(system(cmd), 0);
+    char path[160];
+    snprintf(path, sizeof path, "%s/leakwatch-report.html", dir);
+    char *page = lw_slurp_file(path);
+    ck_assert_msg(strstr(page, "<title>"), "no page written to %s", path);
+    free(page);
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    char *out = lw_slurp_file(path);
+    ck_assert_msg(strstr(out, "wrote leakwatch-report.html") && !strstr(out, "<html"), "%s", out);
+    free(out);
+    lw_remove_dir(dir);
+}
+END_TEST
+
+/* ---- leakwatch top, driven through tmux ---- */
+
+static void tmux(const char *sock, const char *args, char *out, size_t n) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "tmux -L %s %s 2>&1", sock, args);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t o = 0;
+    if (out) {
+        size_t r;
+        while (o + 1 < n && (r = fread(out + o, 1, n - 1 - o, p)) > 0)
+            o += r;
+        out[o] = '\0';
+    } else {
+        char sink[4096];
+        while (fread(sink, 1, sizeof sink, p) > 0) {
+        }
+    }
+    pclose(p);
+}
+
+/* The pane's text, wrapped lines joined (-J), once it holds want (up to 10 s). */
+static void pane_until(const char *sock, const char *target, const char *want, char *out,
+                       size_t n) {
+    char args[128];
+    snprintf(args, sizeof args, "capture-pane -p -J -t %s", target);
+    for (int i = 0; i < 100; i++) {
+        tmux(sock, args, out, n);
+        if (strstr(out, want)) return;
+        usleep(100000);
+    }
+    ck_abort_msg("the pane never showed '%s':\n%s", want, out);
+}
+
+/* No line wider than cols display columns. */
+static void fits(const char *text, int cols) {
+    for (const char *p = text; *p;) {
+        const char *end = strchr(p, '\n');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        int w = 0;
+        for (size_t i = 0; i < len; i++)
+            w += ((unsigned char)p[i] & 0xC0) != 0x80;
+        ck_assert_msg(w <= cols, "a line of %d columns: %.*s", w, (int)len, p);
+        if (!end) break;
+        p = end + 1;
+    }
+}
+
+START_TEST(top_keys_and_job_exit_in_tmux) {
+    if (system("command -v tmux >/dev/null 2>&1") != 0) {
+        printf("test_answer: top_keys_and_job_exit_in_tmux skipped: tmux is not installed\n");
+        return;
+    }
+    char dir[64], out[160], rep[160], prog[PATH_MAX], sock[64];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(rep, sizeof rep, "%s/final.json", dir);
+    snprintf(prog, sizeof prog, "%s/tests/programs/rt_sleeper", lw_build_dir());
+    snprintf(sock, sizeof sock, "lwtest%ld", (long)getpid());
+    /* The job ends when its standard input closes. */
+    int in[2];
+    ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0); /* not inherited by tmux */
+    static lw_child_env ce;
+    lw_child_env_build(&ce, LW_PRELOAD_SHIM, rep, NULL);
+    pid_t job = fork();
+    ck_assert_int_ge(job, 0);
+    if (job == 0) {
+        int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(in[0], 0);
+        dup2(o, 1);
+        dup2(o, 2);
+        close(in[1]);
+        char *argv[] = {prog, "3", "1048576", "stdin", NULL};
+        execve(prog, argv, ce.envp);
+        _exit(127);
+    }
+    close(in[0]);
+    ck_assert(lw_wait_for_text(out, "ready", 20000));
+    char cmd[1024], pane[16384];
+    snprintf(cmd, sizeof cmd,
+             "new-session -d -x 80 -y 30 -s t \"LANG=C.UTF-8 %s top %ld; echo TOP-EXITED \\$?; "
+             "sleep 60\"",
+             lw_cli_exe(), (long)job);
+    tmux(sock, cmd, NULL, 0);
+    pane_until(sock, "t", "PLACE TO LOOK", pane, sizeof pane);
+    /* The first line is the answer, naming the place to look. */
+    ck_assert_msg(strstr(pane, "leak_sleeper") && strstr(pane, "gpu 0   ["), "%s", pane);
+    ck_assert_msg(strncmp(pane, "inconclusive", 12) == 0 || strncmp(pane, "no leak", 7) == 0 ||
+                      strncmp(pane, "LEAK", 4) == 0,
+                  "the first line is not the answer:\n%s", pane);
+    fits(pane, 80);
+    tmux(sock, "send-keys -t t c", NULL, 0);
+    pane_until(sock, "t", "sorted by count", pane, sizeof pane);
+    tmux(sock, "send-keys -t t Enter", NULL, 0);
+    pane_until(sock, "t", "stack, outermost first", pane, sizeof pane);
+    ck_assert_msg(strstr(pane, "--> ") && strstr(pane, "in leak_sleeper"), "%s", pane);
+    ck_assert_msg(!strstr(pane, "__libc_start"), "start-up frames shown:\n%s", pane);
+    fits(pane, 80);
+    tmux(sock, "send-keys -t t Escape", NULL, 0);
+    pane_until(sock, "t", "PLACE TO LOOK", pane, sizeof pane);
+    /* q quits a second viewer. */
+    snprintf(cmd, sizeof cmd,
+             "new-session -d -x 80 -y 30 -s q \"%s top %ld; echo TOP-EXITED \\$?; sleep 60\"",
+             lw_cli_exe(), (long)job);
+    tmux(sock, cmd, NULL, 0);
+    pane_until(sock, "q", "PLACE TO LOOK", pane, sizeof pane);
+    tmux(sock, "send-keys -t q q", NULL, 0);
+    pane_until(sock, "q", "TOP-EXITED 0", pane, sizeof pane);
+    /* The job ends: the last screen stays, with the final report's path. */
+    close(in[1]);
+    int st;
+    ck_assert_int_eq(lw_wait_pid(job, 20000, &st), 0);
+    pane_until(sock, "t", "TOP-EXITED 0", pane, sizeof pane);
+    ck_assert_msg(strstr(pane, "PLACE TO LOOK") && strstr(pane, "final report: ") &&
+                      strstr(pane, rep),
+                  "%s", pane);
+    tmux(sock, "kill-server", NULL, 0);
+    lw_remove_dir(dir);
+}
+END_TEST
+
+int main(void) {
+    /* A private folder for the watched jobs' sockets. */
+    static char xdg[64] = "/tmp/lwxdg.XXXXXX";
+    if (!mkdtemp(xdg)) return 1;
+    setenv("XDG_RUNTIME_DIR", xdg, 1);
+    Suite *s = suite_create("answer");
+    TCase *tc = tcase_create("answer");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, c_demo_names_the_users_line_everywhere);
+    tcase_add_test(tc, python_demo_names_the_users_line_everywhere);
+    tcase_add_test(tc, two_ranks_are_labelled_and_merged);
+    tcase_add_test(tc, html_header_and_floor_in_a_browser);
+    tcase_add_test(tc, html_on_a_terminal_goes_to_a_file);
+    tcase_add_test(tc, top_keys_and_job_exit_in_tmux);
+    suite_add_tcase(s, tc);
+    int failed = lw_check_run(s);
+    lw_remove_dir(xdg);
+    return failed ? 1 : 0;
+}
