@@ -138,9 +138,9 @@ START_TEST(sites_intern_once_and_pool_past_the_cap) {
     for (lw_site *s = lw_sites_first(); s; s = s->next)
         listed++;
     ck_assert_uint_eq(listed, 3);
-    lw_sites_forget_all();
+    /* Sites are never freed (pointers to them stay valid): they stay listed
+     * here, which also keeps the leak checker of the sanitizer build quiet. */
     lw_sites_set_cap(100);
-    ck_assert_uint_eq(lw_sites_count(), 0);
 }
 END_TEST
 
