@@ -1,0 +1,373 @@
+/* The detector under a noisy floor, offline: a sweep of synthetic floor
+ * series fed straight into the series and the decision code the shim runs
+ * (series.c, detector.c: the same bins, the same evaluation schedule, the
+ * same confirmation), without a shim, a device or a training loop, so
+ * thousands of steps of dozens of runs fit in seconds on one core.
+ *
+ * The floor of step s is
+ *     F(s) = 4 GiB + leak * s + pattern(s) + U(s),   U(s) ~ uniform [0, J)
+ * with J = 64 MiB: a prefetch buffer of random size held across each step
+ * boundary (a data loader's pinned staging buffer, variable sequence
+ * lengths), whose sd is J / sqrt(12) = 18.5 MiB. Cells:
+ *   leak 1/R   a steady leak of J/R bytes per step from step 0
+ *   clean      the noise alone
+ *   warmup     A (1 - e^(-s/tau)): a warm-up ending inside the noise
+ *   sawtooth   a cache growing to S over P steps, then freed, repeatedly
+ *   saw+leak   a sawtooth with a leak under it
+ * For each cell and seed the verdict is read at each run length (the
+ * detector is causal, so the verdict at step L of a long run is the verdict
+ * of a run of L steps: the state is copied and the final evaluation a report
+ * makes is run on the copy), with the steps from the onset to the first
+ * leak verdict, leak verdicts withdrawn, and the rate's error. "ideal" is
+ * the step at which an ordinary least-squares slope on the unbinned floors
+ * since the onset, with the noise's sd known, first reaches the detector's
+ * own significance level; "p<1e-6 missed" counts run lengths at which that
+ * ideal test reaches p < 1e-6 but the verdict is not leak.
+ *
+ *   sweep [--seeds N] [--only SUBSTRING] [--dump CELL:SEED:STEP] [-v]
+ *
+ * --dump prints the bins the detector sees at that step (x t floor n), as
+ * stored in tests/unit/data/. Always exits 0 unless the arguments are bad:
+ * a benchmark prints numbers, it does not judge them. */
+#include "detector.h"
+#include "series.h"
+#include "stats.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MiB (1024.0 * 1024.0)
+#define GiB (1024.0 * MiB)
+#define J (64 * MiB)
+#define BINS 256
+#define CONFIRM 3
+#define MAX_SEEDS 32
+
+static const long lengths[] = {1000, 2000, 5000, 10000, 20000, 50000};
+#define NLEN ((int)(sizeof lengths / sizeof lengths[0]))
+
+typedef enum { K_LEAK, K_CLEAN, K_WARMUP, K_SAW, K_SAWLEAK } kind;
+
+typedef struct {
+    const char *name;
+    kind k;
+    double leak; /* bytes per step */
+    double a, b; /* warm-up: size, tau; sawtooth: size, period */
+    long steps;
+} cell;
+
+static const cell cells[] = {
+    {"leak 1/64", K_LEAK, J / 64, 0, 0, 50000},
+    {"leak 1/256", K_LEAK, J / 256, 0, 0, 50000},
+    {"leak 1/1024", K_LEAK, J / 1024, 0, 0, 50000},
+    {"leak 1/4096", K_LEAK, J / 4096, 0, 0, 50000},
+    {"leak 1/8192", K_LEAK, J / 8192, 0, 0, 50000},
+    {"clean", K_CLEAN, 0, 0, 0, 50000},
+    {"warmup J tau300", K_WARMUP, 0, J, 300, 20000},
+    {"warmup J tau3000", K_WARMUP, 0, J, 3000, 20000},
+    {"warmup 4J tau300", K_WARMUP, 0, 4 * J, 300, 20000},
+    {"warmup 4J tau3000", K_WARMUP, 0, 4 * J, 3000, 20000},
+    {"sawtooth J p64", K_SAW, 0, J, 64, 20000},
+    {"sawtooth J p1000", K_SAW, 0, J, 1000, 20000},
+    {"sawtooth 8J p64", K_SAW, 0, 8 * J, 64, 20000},
+    {"sawtooth 8J p1000", K_SAW, 0, 8 * J, 1000, 20000},
+    {"saw 8J p64+leak 1/256", K_SAWLEAK, J / 256, 8 * J, 64, 20000},
+};
+#define NCELLS ((int)(sizeof cells / sizeof cells[0]))
+
+/* ---- deterministic noise ---- */
+
+static uint64_t splitmix(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double uniform01(uint64_t *s) {
+    return ((splitmix(s) >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double floor_at(const cell *c, long s, uint64_t *rng) {
+    double f = 4 * GiB + c->leak * (double)s + J * uniform01(rng);
+    if (c->k == K_WARMUP) f += c->a * (1 - exp(-(double)s / c->b));
+    if (c->k == K_SAW || c->k == K_SAWLEAK) f += c->a * (double)(s % (long)c->b) / c->b;
+    /* Floors are whole bytes, as the shim sees them. */
+    return floor(f);
+}
+
+/* ---- one run: the shim's evaluation schedule and decision ---- */
+
+typedef struct {
+    lw_series series;
+    lw_bin storage[BINS];
+    lw_decision d;
+    lw_growth last;
+    uint64_t next_eval;
+} sim;
+
+static void sim_init(sim *m) {
+    memset(m, 0, sizeof *m);
+    lw_series_init(&m->series, m->storage, BINS);
+    lw_decision_init(&m->d);
+}
+
+static int trace;
+
+static void evaluate(sim *m) {
+    lw_bin bins[BINS + 1];
+    int n = lw_series_get(&m->series, bins, BINS + 1);
+    lw_detect_params p = lw_detect_defaults();
+    lw_detect(bins, n, &p, &m->last);
+    lw_verdict before = m->d.announced;
+    lw_decision_update(&m->d, &m->last, m->series.points, n ? bins[n - 1].x : 0, CONFIRM);
+    if (trace && (before != m->d.announced || m->last.verdict != LW_VERDICT_LEAK))
+        printf("  trace %llu: n=%d window %d raw %s announced %s p %.2g recent %.2g guard %s "
+               "%.2g slope %.0f [%.0f, %.0f]: %s\n",
+               (unsigned long long)m->series.points, n, m->last.window,
+               lw_verdict_name(m->last.verdict), lw_verdict_name(m->d.announced),
+               m->last.p_value, m->last.p_recent,
+               m->last.overruled_by ? m->last.overruled_by : "-", m->last.guard_p, m->last.slope,
+               m->last.lo, m->last.hi, m->d.reason);
+}
+
+/* As the sampler does: every point early on, then every 1/32 of the points. */
+static void add_point(sim *m, double x, double y) {
+    lw_series_add(&m->series, x, x * 0.1, y, y);
+    if (m->series.points >= m->next_eval) {
+        evaluate(m);
+        uint64_t gap = m->series.points / 32;
+        m->next_eval = m->series.points + (gap ? gap : 1);
+    }
+}
+
+typedef struct {
+    char verdict[NLEN];  /* L, n, i; 0: run shorter */
+    double rate[NLEN];   /* announced leak's rate, else NAN */
+    double ideal_p[NLEN];
+    double min_rate[NLEN], more[NLEN], noise[NLEN];
+    const char *guard[NLEN];
+    double first_leak; /* step; NAN: never */
+    double ideal_steps;
+    uint64_t withdrawn;
+    double ttv_leak_steps_p; /* ideal p at the detector's first leak verdict */
+} run_result;
+
+static double upper_p(double z) {
+    return 0.5 * erfc(z / M_SQRT2);
+}
+
+static void run(const cell *c, int seed, run_result *r, long dump_step) {
+    static sim m, copy;
+    sim_init(&m);
+    uint64_t rng = 0x1234567ull * (uint64_t)(c - cells + 1) + (uint64_t)seed * 0x9e3779b97ull;
+    memset(r, 0, sizeof *r);
+    r->first_leak = r->ideal_steps = NAN;
+    /* The known noise: the buffer's, and a sawtooth's own spread. */
+    double saw = c->k == K_SAW || c->k == K_SAWLEAK ? c->a : 0;
+    double sigma = sqrt(J * J + saw * saw) / sqrt(12.0);
+    double za = lw_normal_quantile(1 - lw_detect_defaults().alpha);
+    /* The ideal test's running sums, about the first floor (precision). */
+    double sx = 0, sy = 0, sxx = 0, sxy = 0, y0 = 0;
+    int li = 0;
+    for (long s = 0; s < c->steps; s++) {
+        double y = floor_at(c, s, &rng);
+        if (s == 0) y0 = y;
+        add_point(&m, (double)s, y);
+        double dy = y - y0, k = (double)(s + 1);
+        sx += (double)s, sy += dy, sxx += (double)s * s, sxy += (double)s * dy;
+        double cxx = sxx - sx * sx / k, b = cxx > 0 ? (sxy - sx * sy / k) / cxx : 0;
+        double z = cxx > 0 ? b * sqrt(cxx) / sigma : 0;
+        if (isnan(r->ideal_steps) && c->leak > 0 && z >= za) r->ideal_steps = (double)s;
+        if (m.d.announced == LW_VERDICT_LEAK && isnan(r->first_leak)) {
+            r->first_leak = m.d.first_leak_x;
+            r->ttv_leak_steps_p = upper_p(z);
+        }
+        if (s + 1 == dump_step) {
+            lw_bin bins[BINS + 1];
+            int n = lw_series_get(&m.series, bins, BINS + 1);
+            printf("# %s seed %d, bins after %ld steps: x t floor n\n", c->name, seed, dump_step);
+            for (int i = 0; i < n; i++)
+                printf("%.17g %.17g %.17g %u\n", bins[i].x, bins[i].t, bins[i].floor, bins[i].n);
+            return;
+        }
+        if (li < NLEN && s + 1 == lengths[li]) {
+            /* The report a run of this length would write: one more
+             * evaluation on what has not been evaluated yet. */
+            copy = m;
+            copy.series.bins = copy.storage;
+            if (copy.series.points != copy.next_eval) evaluate(&copy);
+            lw_verdict v = copy.d.announced;
+            r->verdict[li] = v == LW_VERDICT_LEAK ? 'L' : v == LW_VERDICT_NO_LEAK ? 'n' : 'i';
+            r->rate[li] = v == LW_VERDICT_LEAK ? copy.last.slope : NAN;
+            r->ideal_p[li] = upper_p(z);
+            r->min_rate[li] = copy.last.min_rate;
+            r->more[li] = copy.last.more_steps;
+            r->noise[li] = copy.last.noise_step;
+            r->guard[li] = copy.last.overruled_by;
+            li++;
+        }
+    }
+    r->withdrawn = m.d.withdrawn;
+}
+
+static double median(double *v, int n) {
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (!isnan(v[i])) v[m++] = v[i];
+    if (!m) return NAN;
+    for (int i = 1; i < m; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
+}
+
+static void fmt_bytes(double b, char *out, size_t n) {
+    if (isnan(b))
+        snprintf(out, n, "-");
+    else if (fabs(b) >= MiB)
+        snprintf(out, n, "%.3gM", b / MiB);
+    else if (fabs(b) >= 1024)
+        snprintf(out, n, "%.3gK", b / 1024);
+    else
+        snprintf(out, n, "%.3g", b);
+}
+
+int main(int argc, char **argv) {
+    int seeds = 5, verbose = 0;
+    const char *only = NULL, *dump = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--seeds") && i + 1 < argc)
+            seeds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = argv[++i];
+        else if (!strcmp(argv[i], "--dump") && i + 1 < argc)
+            dump = argv[++i];
+        else if (!strcmp(argv[i], "-v"))
+            verbose = 1;
+        else if (!strcmp(argv[i], "--trace"))
+            trace = 1;
+        else {
+            fprintf(stderr,
+                    "sweep: unknown argument '%s'\nusage: sweep [--seeds N] [--only SUBSTRING] "
+                    "[--dump CELL:SEED:STEP] [-v]\n",
+                    argv[i]);
+            return 2;
+        }
+    }
+    if (seeds < 1 || seeds > MAX_SEEDS) {
+        fprintf(stderr, "sweep: --seeds takes 1 to %d\n", MAX_SEEDS);
+        return 2;
+    }
+    if (dump) {
+        char name[64];
+        int seed;
+        long step;
+        const char *colon = strchr(dump, ':');
+        if (!colon || colon - dump >= (long)sizeof name ||
+            sscanf(colon + 1, "%d:%ld", &seed, &step) != 2) {
+            fprintf(stderr, "sweep: --dump takes CELL:SEED:STEP, e.g. 'leak 1/4096:3:8500'\n");
+            return 2;
+        }
+        memcpy(name, dump, (size_t)(colon - dump));
+        name[colon - dump] = 0;
+        for (int c = 0; c < NCELLS; c++)
+            if (!strcmp(cells[c].name, name)) {
+                run_result r;
+                run(&cells[c], seed, &r, step);
+                return 0;
+            }
+        fprintf(stderr, "sweep: no cell named '%s'\n", name);
+        return 2;
+    }
+
+    lw_detect_params p = lw_detect_defaults();
+    printf("noise sweep: floor = 4 GiB + leak*s + pattern + U[0, 64 MiB) (sd %.1f MiB), %d seeds,\n"
+           "decision at alpha %.0e (ideal: OLS on the unbinned floors, sd known, same alpha)\n\n",
+           J / sqrt(12.0) / MiB, seeds, p.alpha);
+    printf("%-22s %-7s", "cell", "rate");
+    for (int l = 0; l < NLEN; l++)
+        printf(" %*s%ldk", seeds > 3 ? seeds - 3 : 0, "L=", lengths[l] / 1000);
+    printf(" %6s %7s %7s %5s %4s %5s\n", "err%", "to-verd", "ideal", "x", "wdr", "miss");
+    int bad_fp = 0, bad_wd = 0, bad_miss = 0, bad_err = 0, bad_slow = 0;
+    for (int ci = 0; ci < NCELLS; ci++) {
+        const cell *c = &cells[ci];
+        if (only && !strstr(c->name, only)) continue;
+        run_result rs[MAX_SEEDS];
+        for (int s = 0; s < seeds; s++)
+            run(c, s + 1, &rs[s], -1);
+        int truth = c->leak > 0;
+        char rate[16];
+        fmt_bytes(c->leak, rate, sizeof rate);
+        printf("%-22s %-7s", c->name, truth ? rate : "-");
+        double maxerr = NAN, ttv[MAX_SEEDS], ideal[MAX_SEEDS], worst_ratio = NAN;
+        int miss = 0;
+        uint64_t wd = 0;
+        for (int l = 0; l < NLEN; l++) {
+            char col[MAX_SEEDS + 1];
+            int k = 0;
+            for (int s = 0; s < seeds; s++) {
+                if (!rs[s].verdict[l]) continue;
+                col[k++] = rs[s].verdict[l];
+                if (truth && rs[s].verdict[l] == 'L') {
+                    double e = 100 * fabs(rs[s].rate[l] - c->leak) / c->leak;
+                    if (isnan(maxerr) || e > maxerr) maxerr = e;
+                }
+                if (truth && rs[s].ideal_p[l] < 1e-6 && rs[s].verdict[l] != 'L') miss++;
+                if (!truth && rs[s].verdict[l] == 'L') bad_fp++;
+            }
+            col[k] = 0;
+            printf(" %*s", seeds > 3 ? seeds + 2 : 5, k ? col : "");
+        }
+        for (int s = 0; s < seeds; s++) {
+            ttv[s] = rs[s].first_leak;
+            ideal[s] = rs[s].ideal_steps;
+            wd += rs[s].withdrawn;
+            double q = rs[s].first_leak / rs[s].ideal_steps;
+            if (truth && !isnan(q) && (isnan(worst_ratio) || q > worst_ratio)) worst_ratio = q;
+        }
+        double mt = median(ttv, seeds), mi = median(ideal, seeds);
+        char err[16] = "-";
+        if (!isnan(maxerr)) snprintf(err, sizeof err, "%.1f", maxerr);
+        printf(" %6s", err);
+        printf(" %7.0f %7.0f %5.2f %4llu %5d\n", mt, mi, worst_ratio, (unsigned long long)wd,
+               miss);
+        if (truth && c->k == K_LEAK) {
+            bad_wd += (int)wd;
+            bad_miss += miss;
+            if (maxerr > 10) bad_err++;
+            if (worst_ratio > 2) bad_slow++;
+        }
+        if (verbose) {
+            for (int s = 0; s < seeds; s++) {
+                printf("    seed %d: first leak %.0f, ideal %.0f, withdrawn %llu;", s + 1,
+                       rs[s].first_leak, rs[s].ideal_steps, (unsigned long long)rs[s].withdrawn);
+                for (int l = 0; l < NLEN; l++) {
+                    if (!rs[s].verdict[l]) continue;
+                    char nb[16], mr[16];
+                    fmt_bytes(rs[s].noise[l], nb, sizeof nb);
+                    fmt_bytes(rs[s].min_rate[l], mr, sizeof mr);
+                    printf(" %ldk:%c noise %s min %s more %.0f%s%s", lengths[l] / 1000,
+                           rs[s].verdict[l], nb, mr, rs[s].more[l], rs[s].guard[l] ? " " : "",
+                           rs[s].guard[l] ? rs[s].guard[l] : "");
+                }
+                printf("\n");
+            }
+        }
+    }
+    printf("\n  verdicts per run length, one letter a seed: L leak, n no_leak, i inconclusive;\n"
+           "  err%%: largest rate error over leak verdicts; to-verd, ideal: median steps from the\n"
+           "  onset to the first leak verdict and to the ideal test's; x: the worst seed's ratio\n"
+           "  of the two; wdr: leak verdicts withdrawn; miss: run lengths at which the ideal test\n"
+           "  reaches p < 1e-6 but the verdict is not leak.\n");
+    printf("\nsweep: false positives %d, withdrawn (steady leaks) %d, missed at p<1e-6 %d, "
+           "cells over 10%% rate error %d, cells over 2x ideal %d\n",
+           bad_fp, bad_wd, bad_miss, bad_err, bad_slow);
+    return 0;
+}
