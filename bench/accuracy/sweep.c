@@ -24,8 +24,13 @@
  * own significance level; "p<1e-6 missed" counts run lengths at which that
  * ideal test reaches p < 1e-6 but the verdict is not leak.
  *
- *   sweep [--seeds N] [--only SUBSTRING] [--dump CELL:SEED:STEP] [-v]
+ *   sweep [--seeds N] [--only SUBSTRING] [--dump CELL:SEED:STEP] [--replay FILE]
+ *         [--trace] [-v]
  *
+ * --replay runs the detector on a recorded floor series instead (one floor
+ * per line, or "step floor ..." as rt_workload --trace writes); --trace
+ * prints the evaluations that are not leak verdicts and every change of the
+ * announced verdict.
  * --dump prints the bins the detector sees at that step (x t floor n), as
  * stored in tests/unit/data/. Always exits 0 unless the arguments are bad:
  * a benchmark prints numbers, it does not judge them. */
@@ -242,7 +247,7 @@ static void fmt_bytes(double b, char *out, size_t n) {
 
 int main(int argc, char **argv) {
     int seeds = 5, verbose = 0;
-    const char *only = NULL, *dump = NULL;
+    const char *only = NULL, *dump = NULL, *replay = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--seeds") && i + 1 < argc)
             seeds = atoi(argv[++i]);
@@ -250,6 +255,8 @@ int main(int argc, char **argv) {
             only = argv[++i];
         else if (!strcmp(argv[i], "--dump") && i + 1 < argc)
             dump = argv[++i];
+        else if (!strcmp(argv[i], "--replay") && i + 1 < argc)
+            replay = argv[++i];
         else if (!strcmp(argv[i], "-v"))
             verbose = 1;
         else if (!strcmp(argv[i], "--trace"))
@@ -257,7 +264,7 @@ int main(int argc, char **argv) {
         else {
             fprintf(stderr,
                     "sweep: unknown argument '%s'\nusage: sweep [--seeds N] [--only SUBSTRING] "
-                    "[--dump CELL:SEED:STEP] [-v]\n",
+                    "[--dump CELL:SEED:STEP] [--replay FILE] [--trace] [-v]\n",
                     argv[i]);
             return 2;
         }
@@ -265,6 +272,31 @@ int main(int argc, char **argv) {
     if (seeds < 1 || seeds > MAX_SEEDS) {
         fprintf(stderr, "sweep: --seeds takes 1 to %d\n", MAX_SEEDS);
         return 2;
+    }
+    if (replay) {
+        /* A recorded floor series: "floor" or "step floor ..." per line
+         * (rt_workload --trace writes the latter). */
+        FILE *f = fopen(replay, "r");
+        if (!f) {
+            fprintf(stderr, "sweep: cannot open '%s'\n", replay);
+            return 2;
+        }
+        static sim m;
+        sim_init(&m);
+        char line[256];
+        long s = 0;
+        while (fgets(line, sizeof line, f)) {
+            double a, b;
+            int k = sscanf(line, "%lf %lf", &a, &b);
+            if (k < 1 || line[0] == '#') continue;
+            add_point(&m, (double)s++, k >= 2 ? b : a);
+        }
+        fclose(f);
+        if (m.series.points != m.next_eval) evaluate(&m);
+        printf("replay %s: %ld steps, verdict %s (%s), withdrawn %llu, first leak %.0f\n", replay,
+               s, lw_verdict_name(m.d.announced), m.d.reason, (unsigned long long)m.d.withdrawn,
+               m.d.first_leak_x);
+        return 0;
     }
     if (dump) {
         char name[64];

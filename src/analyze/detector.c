@@ -21,6 +21,7 @@ lw_detect_params lw_detect_defaults(void) {
         .alpha_enter = 1e-3,
         .alpha_fallback = 0.05,
         .alpha_keep = 1e-2,
+        .alpha_keep_recent = 0.2,
     };
     return p;
 }
@@ -55,13 +56,17 @@ static double find_onset(const double *x, const double *y, int n, int w, double 
  * it): 1.4826 MAD / sqrt(6), robust to spikes and to the falls of a
  * sawtooth. When more than half of the differences are exactly equal (a
  * floor without noise that moves in steps), the MAD is 0 and the mean
- * absolute difference stands in for it. Never below a few ulps of the
- * floor, so a floor without noise gives finite test statistics. */
+ * absolute difference stands in for it. Never below LW_NOISE_FLOOR (nor a
+ * few ulps of the floor), so a floor without noise gives finite test
+ * statistics and its granules are not taken for falls. */
+/* Allocators hand out memory in granules (512 B at the least): a floor
+ * without noise still steps by that much around any smooth line. */
+#define LW_NOISE_FLOOR 256.0
 static double noise_of(const double *y, int n) {
     double level = 0;
     for (int i = 0; i < n; i++)
         level = fmax(level, fabs(y[i]));
-    double eps = 1e-9 * level + 1e-9;
+    double eps = fmax(1e-9 * level, LW_NOISE_FLOOR);
     if (n < 4) return eps;
     int m = n - 2;
     double *d = malloc(sizeof(double) * (size_t)m * 2);
@@ -110,59 +115,78 @@ typedef struct {
 } guard_result;
 
 /* The guards against growth that stops, as tests of H0 "the window grows
- * linearly, with independent noise of sd sigma per bin", each rejecting at
- * level alpha:
- *   deceleration: the quadratic term of a least-squares parabola is
- *     significantly negative (warm-up, a cache filling up, saturation);
+ * at least LW_SLOWDOWN times as fast at its end as at its start, with
+ * independent noise of sd sigma per bin", each rejecting at level alpha (a
+ * steady leak trips each with probability alpha at most; a leak whose rate
+ * wanders by less than half, as a leak per step does in time intervals when
+ * the step rate changes, no more often):
+ *   deceleration: a least-squares parabola's slope at the window's end is
+ *     significantly below LW_SLOWDOWN times its slope at the start (a
+ *     warm-up, a cache filling up, saturation);
  *   stopped: the least-squares slope of the newest third is significantly
- *     below the window's (growth that ended; under H0 their difference is
- *     independent of the window's slope, with variance sigma^2 (1/S3 - 1/Sw)).
+ *     below LW_SLOWDOWN times the window's (growth that ended).
  * Fills *g and returns 1 when one rejects. */
+#define LW_SLOWDOWN 0.5
 static int growth_stops(const double *x, const double *y, int w, double sigma, double alpha,
-                        guard_result *g) {
+                        double rho, guard_result *g) {
     if (w < 8) return 0;
     double zg = lw_normal_quantile(1 - alpha);
-    /* x^2, centred and scaled to [-1, 1], less its projection on 1 and x. */
-    double m = 0, s = 0;
+    /* The parabola y = a + b t + c t^2 over t = (x - m)/s in [-1, 1]; its
+     * slope is b - 2c at the window's start and b + 2c at its end. Under H0
+     * (end >= rho * start) L = (1 - rho) b + 2 (1 + rho) c >= 0. */
+    double m = 0, s = 0, ym = 0;
     for (int i = 0; i < w; i++)
-        m += x[i];
+        m += x[i], ym += y[i];
     m /= w;
+    ym /= w;
     for (int i = 0; i < w; i++)
         s = fmax(s, fabs(x[i] - m));
     if (!(s > 0)) return 0;
-    double st = 0, stt = 0, sttt = 0, sqq = 0, sqy = 0, ym = 0;
+    double M[3][3] = {{0}}, r[3] = {0};
     for (int i = 0; i < w; i++) {
-        double t = (x[i] - m) / s;
-        st += t, stt += t * t, sttt += t * t * t;
-        ym += y[i];
+        double t = (x[i] - m) / s, v[3] = {1, t, t * t};
+        for (int a = 0; a < 3; a++) {
+            r[a] += v[a] * (y[i] - ym);
+            for (int b = 0; b < 3; b++)
+                M[a][b] += v[a] * v[b];
+        }
     }
-    ym /= w;
-    double tm = st / w, ttm = stt / w;
-    double sc = stt - w * tm * tm; /* sum (t - tm)^2 */
-    double beta = sc > 0 ? (sttt - w * tm * ttm) / sc : 0;
-    for (int i = 0; i < w; i++) {
-        double t = (x[i] - m) / s;
-        double q = (t * t - ttm) - beta * (t - tm);
-        sqq += q * q;
-        sqy += q * (y[i] - ym);
-    }
-    if (sqq > 0) {
-        double z = sqy / sqrt(sqq) / sigma;
-        if (z < -zg) {
+    /* The inverse of the symmetric 3x3 M, by cofactors. */
+    double C[3][3];
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++) {
+            int a1 = (a + 1) % 3, a2 = (a + 2) % 3, b1 = (b + 1) % 3, b2 = (b + 2) % 3;
+            C[b][a] = M[a1][b1] * M[a2][b2] - M[a1][b2] * M[a2][b1];
+        }
+    double det = M[0][0] * C[0][0] + M[0][1] * C[1][0] + M[0][2] * C[2][0];
+    if (det > 0) {
+        double th[3] = {0}, av[3] = {0, 1 - rho, 2 * (1 + rho)}, var = 0, l = 0;
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) {
+                th[a] += C[a][b] / det * r[b];
+                var += av[a] * C[a][b] / det * av[b];
+            }
+        for (int a = 0; a < 3; a++)
+            l += av[a] * th[a];
+        double z = var > 0 ? l / (sigma * sqrt(var)) : 0;
+        if (z < -zg && th[1] - 2 * th[2] > 0) {
             g->name = LW_GUARD_DECELERATION;
             g->why = "the growth decelerates (a warm-up, or a cache filling up)";
             g->p = upper_p(-z);
             return 1;
         }
     }
+    /* The newest third against the window: H0 b3 >= rho bw. As bw is the
+     * efficient estimate, Cov(b3, bw) = Var(bw), so
+     * Var(b3 - rho bw) = sigma^2 (1/S3 - (2 rho - rho^2)/Sw). */
     int third = w / 3;
     if (third >= 4) {
         double sw, s3;
         double bw = ols_slope(x, y, w, &sw);
         double b3 = ols_slope(x + (w - third), y + (w - third), third, &s3);
-        double v = 1 / s3 - 1 / sw;
+        double v = 1 / s3 - (2 * rho - rho * rho) / sw;
         if (bw > 0 && v > 0) {
-            double z = (bw - b3) / (sigma * sqrt(v));
+            double z = (rho * bw - b3) / (sigma * sqrt(v));
             if (z > zg) {
                 g->name = LW_GUARD_STOPPED;
                 g->why = "the newest third grows much slower than the window: growth has slowed or "
@@ -175,15 +199,23 @@ static int growth_stops(const double *x, const double *y, int w, double sigma, d
     return 0;
 }
 
+/* How far the floor falls after bin i: the lower of bins i-1 and i above
+ * the higher of bins i+1 and i+2. A release lowers the floor for good, so
+ * both bins after it lie below both before it; a single high bin (a time
+ * interval that missed the step's low point) or a single low one is no
+ * fall. Under H0 it is at most y[i] - y[i+1], a difference of sd
+ * sigma sqrt(2) and mean at most 0. */
+static double fall_at(const double *y, int i) {
+    return fmin(y[i - 1], y[i]) - fmax(y[i + 1], y[i + 2]);
+}
+
 /* The cycle guard. A floor that only grows never falls by more than its
  * noise; a cache that fills and is freed (a sawtooth) falls back by its
- * size. Falls are looked for between bins one or two apart, after removing
- * the window's slope; under H0 each such difference has sd sigma sqrt(2),
- * and a fall beyond the level that 2w of them reach with probability alpha
- * is a release. Then the floor's low points decide: the minima of blocks as
- * long as the longest cycle, which stay level for a cycle and rise for a
- * leak, even one under a sawtooth (Mann–Kendall at alpha_low). Returns 1
- * (and fills *g) when the floor falls back without its low points rising. */
+ * size. A fall (fall_at) beyond the level that w of them reach with
+ * probability alpha under H0 is a release. Then the floor's low points decide: the minima of blocks
+ * as long as the longest cycle, which stay level for a cycle and rise for a leak, even one under a
+ * sawtooth (Mann–Kendall at alpha_low). Returns 1 (and fills *g) when the floor falls back without
+ * its low points rising, 2 when it falls back but the low points cannot be tested yet, else 0. */
 static int falls_back(const double *x, const double *y, int w, double slope, double sigma,
                       double alpha, double alpha_low, guard_result *g, double *p_lows) {
     *p_lows = NAN;
@@ -193,11 +225,8 @@ static int falls_back(const double *x, const double *y, int w, double slope, dou
     int *at = malloc(sizeof(int) * (size_t)w);
     if (!at) return 0;
     int drops = 0;
-    for (int i = 0; i + 1 < w; i++) {
-        double r0 = y[i] - slope * x[i];
-        double f1 = r0 - (y[i + 1] - slope * x[i + 1]);
-        double f2 = i + 2 < w ? r0 - (y[i + 2] - slope * x[i + 2]) : 0;
-        double f = fmax(f1, f2);
+    for (int i = 1; i + 2 < w; i++) {
+        double f = fall_at(y, i);
         if (f > biggest) biggest = f;
         /* One release may span two bins: falls within two bins are one. */
         if (f > thr && (!drops || i - at[drops - 1] > 2)) at[drops++] = i;
@@ -224,7 +253,10 @@ static int falls_back(const double *x, const double *y, int w, double slope, dou
         }
     }
     free(at);
-    if (!block || w / block < 6) return 1;
+    /* Without enough cycles to test the low points: a fall that gives back
+     * at least all the growth the trend claims is a cycle; a smaller one
+     * leaves the question open (2). */
+    if (!block || w / block < 6) return biggest >= slope * (x[w - 1] - x[0]) ? 1 : 2;
     int nb = w / block;
     double *bx = malloc(sizeof(double) * (size_t)nb * 2);
     if (!bx) return 1;
@@ -246,16 +278,14 @@ static int falls_back(const double *x, const double *y, int w, double slope, dou
     return !rise;
 }
 
-/* 1 when some bin lies below one or two bins before it by more than
- * independent noise of sd sigma allows at level alpha (the window's least-
- * squares slope removed): the floor fell back. */
-static int has_falls(const double *x, const double *y, int w, double sigma, double alpha) {
+/* 1 when the floor falls (fall_at) by more than independent noise of sd
+ * sigma allows at level alpha. (Growth only makes falls rarer, so the level
+ * holds for any leak.) */
+static int has_falls(const double *y, int w, double sigma, double alpha) {
     if (w < 8) return 0;
-    double sxx, b = ols_slope(x, y, w, &sxx);
     double thr = sigma * M_SQRT2 * lw_normal_quantile(1 - alpha / (2.0 * w));
-    for (int i = 0; i + 1 < w; i++)
-        for (int j = i + 1; j <= i + 2 && j < w; j++)
-            if ((y[i] - b * x[i]) - (y[j] - b * x[j]) > thr) return 1;
+    for (int i = 1; i + 2 < w; i++)
+        if (fall_at(y, i) > thr) return 1;
     return 0;
 }
 
@@ -274,8 +304,10 @@ static double resid_sd(const double *x, const double *y, int w) {
     return s;
 }
 
-/* The windows tried, longest first: all bins, the newest 3/4, the newest half. */
-static const int window_parts[3][2] = {{1, 1}, {3, 4}, {1, 2}};
+/* The windows tried, longest first: all bins, the newest 3/4, half and
+ * quarter. */
+#define NWINDOWS 4
+static const int window_parts[NWINDOWS][2] = {{1, 1}, {3, 4}, {1, 2}, {1, 4}};
 
 int lw_detect(const lw_bin *bins, int n, const lw_detect_params *p, lw_growth *out) {
     memset(out, 0, sizeof *out);
@@ -311,7 +343,7 @@ int lw_detect(const lw_bin *bins, int n, const lw_detect_params *p, lw_growth *o
     guard_result overruled = {0};
     lw_theil_sen_result ts = {0};
     lw_mk_result mk = {0};
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < NWINDOWS; k++) {
         int wn = (int)(((long long)n * window_parts[k][0] + window_parts[k][1] - 1) /
                        window_parts[k][1]);
         if (wn < p->min_window) wn = p->min_window;
@@ -328,9 +360,9 @@ int lw_detect(const lw_bin *bins, int n, const lw_detect_params *p, lw_growth *o
          * falls: its spread around the trend, not its step-to-step noise, is
          * what a curvature or a slope compares against. */
         double sg = sk;
-        if (has_falls(kx, ky, wf, sk, p->alpha_guard)) sg = fmax(sk, resid_sd(kx, ky, wf));
+        if (has_falls(ky, wf, sk, p->alpha_guard)) sg = fmax(sk, resid_sd(kx, ky, wf));
         guard_result g = {0};
-        if (growth_stops(kx, ky, wf, sg, p->alpha_guard, &g)) {
+        if (growth_stops(kx, ky, wf, sg, p->alpha_guard, LW_SLOWDOWN, &g)) {
             if (chosen < 0) {
                 overruled = g;
                 w = wk, sigma = sk, sigma_guard = sg;
@@ -405,14 +437,21 @@ int lw_detect(const lw_bin *bins, int n, const lw_detect_params *p, lw_growth *o
         out->more_steps = fmax(0, (need - span) * total / span);
     }
 
-    int significant = mk.p_increasing < p->alpha && ts.lo > 0 && ts.slope > 0;
+    /* Growth that adds up to less than an allocation granule over the whole
+     * window is no growth of memory, however regular. */
+    int significant = mk.p_increasing < p->alpha && ts.lo > 0 && ts.slope > 0 &&
+                      ts.slope * (wx[w - 1] - wx[0]) >= LW_NOISE_FLOOR;
     int wf = full - (n - w);
     if (wf < 4) wf = w;
+    /* Cycles are judged on the whole series: a newer window may hold only
+     * the rising part of the latest one. */
     guard_result cyc = {0};
     double p_lows = NAN;
-    int cycle = !overruled.name && falls_back(wx, wy, wf, ts.slope, sigma, p->alpha_guard,
-                                              p->alpha_keep, &cyc, &p_lows);
-    if (cycle) overruled = cyc;
+    int nf = full >= 4 ? full : n;
+    int cycle = !overruled.name ? falls_back(x, y, nf, ts.slope, noise_of(y, nf), p->alpha_guard,
+                                             p->alpha_keep, &cyc, &p_lows)
+                                : 0;
+    if (cycle == 1) overruled = cyc;
     /* Hysteresis: a new leak verdict needs more than an announced one needs
      * to stand (the evidence of a steady leak only grows, so it never falls
      * back across the gap). On the whole series, an announced leak stands
@@ -421,17 +460,23 @@ int lw_detect(const lw_bin *bins, int n, const lw_detect_params *p, lw_growth *o
      * has rejected older data (the series decelerated), what is left is the
      * tail of a warm-up or a leak that began later: there a new verdict
      * needs no guard to object at alpha_fallback (a tail decelerates, a
-     * leak does not), and an announced one needs the full trend test and no
-     * guard at alpha_enter. */
+     * leak does not), and an announced one needs the full trend test, no
+     * guard at alpha_enter and its newest half still rising at
+     * alpha_keep_recent (a tail's growth lies in the window's older part). */
     double enter_level = all_ok ? p->alpha_enter : p->alpha_fallback;
     double keep_level = all_ok ? p->alpha_guard : p->alpha_enter;
+    /* In a newer window any slowdown holds a new verdict back, not only
+     * one by half: there the series has already been seen to decelerate. */
+    double enter_rho = all_ok ? LW_SLOWDOWN : 1.0;
     guard_result early = {0}, weak = {0};
     int slowing = !overruled.name && significant &&
-                  growth_stops(wx, wy, wf, sigma_guard, enter_level, &early);
-    int slowed = !overruled.name && growth_stops(wx, wy, wf, sigma_guard, keep_level, &weak);
-    int lows_unclear = !overruled.name && !isnan(p_lows) && !(p_lows < p->alpha);
+                  growth_stops(wx, wy, wf, sigma_guard, enter_level, enter_rho, &early);
+    int slowed =
+        !overruled.name && growth_stops(wx, wy, wf, sigma_guard, keep_level, LW_SLOWDOWN, &weak);
+    int lows_unclear = !overruled.name && (cycle == 2 || (!isnan(p_lows) && !(p_lows < p->alpha)));
     out->supports_leak = !overruled.name && !slowed && ts.slope > 0 &&
-                         (all_ok ? mk.p_increasing < p->alpha_keep : significant);
+                         (all_ok ? mk.p_increasing < p->alpha_keep
+                                 : significant && out->p_recent < p->alpha_keep_recent);
     if (overruled.name && significant) {
         out->verdict = LW_VERDICT_NO_LEAK;
         out->overruled_by = overruled.name;
@@ -498,11 +543,16 @@ lw_verdict lw_decision_update(lw_decision *d, const lw_growth *g, uint64_t point
         d->announced = LW_VERDICT_LEAK;
         d->first_leak_x = x;
         snprintf(d->reason, sizeof d->reason, "the floor grows steadily");
-    } else if (g->verdict == LW_VERDICT_LEAK) {
+    } else if (g->verdict == LW_VERDICT_LEAK && d->consecutive < confirm) {
         d->announced = LW_VERDICT_INCONCLUSIVE;
         snprintf(d->reason, sizeof d->reason,
                  "the floor grows; confirming (%d of %d evaluations in a row)", d->consecutive,
                  confirm);
+    } else if (g->verdict == LW_VERDICT_LEAK) {
+        d->announced = LW_VERDICT_INCONCLUSIVE;
+        snprintf(d->reason, sizeof d->reason,
+                 "the floor grows again after a withdrawn verdict; confirming until %llu steps",
+                 (unsigned long long)((3 * d->raw_leak_since + 1) / 2));
     } else {
         d->announced = g->verdict;
         snprintf(d->reason, sizeof d->reason, "%s", g->reason);

@@ -41,14 +41,15 @@ typedef enum {
 const char *lw_verdict_name(lw_verdict v);
 
 typedef struct {
-    int min_points;        /* fewer bins than this: inconclusive */
-    int min_window;        /* bins tested, at least */
-    double alpha;          /* trend test, one-sided, over the three windows together */
-    double alpha_recent;   /* the newest half of the window must rise at this level */
-    double alpha_guard;    /* a guard overrules the trend test at this level */
-    double alpha_enter;    /* a guard at this level holds back a new leak verdict */
-    double alpha_fallback; /* the same, once older data showed deceleration */
-    double alpha_keep;     /* an announced leak stands while the trend's p stays below */
+    int min_points;           /* fewer bins than this: inconclusive */
+    int min_window;           /* bins tested, at least */
+    double alpha;             /* trend test, one-sided, over the three windows together */
+    double alpha_recent;      /* the newest half of the window must rise at this level */
+    double alpha_guard;       /* a guard overrules the trend test at this level */
+    double alpha_enter;       /* a guard at this level holds back a new leak verdict */
+    double alpha_fallback;    /* the same, once older data showed deceleration */
+    double alpha_keep;        /* an announced leak stands while the trend's p stays below */
+    double alpha_keep_recent; /* ... and, in a newer window, its newest half's */
 } lw_detect_params;
 
 lw_detect_params lw_detect_defaults(void);
