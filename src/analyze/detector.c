@@ -278,17 +278,6 @@ static int falls_back(const double *x, const double *y, int w, double slope, dou
     return !rise;
 }
 
-/* 1 when the floor falls (fall_at) by more than independent noise of sd
- * sigma allows at level alpha. (Growth only makes falls rarer, so the level
- * holds for any leak.) */
-static int has_falls(const double *y, int w, double sigma, double alpha) {
-    if (w < 8) return 0;
-    double thr = sigma * M_SQRT2 * lw_normal_quantile(1 - alpha / (2.0 * w));
-    for (int i = 1; i + 2 < w; i++)
-        if (fall_at(y, i) > thr) return 1;
-    return 0;
-}
-
 /* 1.4826 MAD of the residuals around the least-squares line. */
 static double resid_sd(const double *x, const double *y, int w) {
     double *r = malloc(sizeof(double) * (size_t)w);
@@ -356,11 +345,14 @@ int lw_detect(const lw_bin *bins, int n, const lw_detect_params *p, lw_growth *o
         int wf = full - (n - wk);
         if (wf < 4) wf = wk;
         double sk = noise_of(ky, wf);
-        /* A floor that falls back (a sawtooth) moves slowly between its
-         * falls: its spread around the trend, not its step-to-step noise, is
-         * what a curvature or a slope compares against. */
-        double sg = sk;
-        if (has_falls(ky, wf, sk, p->alpha_guard)) sg = fmax(sk, resid_sd(kx, ky, wf));
+        /* The guards compare against the larger of that noise and the
+         * floor's spread around the window's line: a floor that moves in
+         * steps (a leak every k steps) or cycles (a sawtooth) strays from
+         * any line by more than its step-to-step noise, and a curvature or
+         * a flat stretch of that size is no sign of growth stopping. (A
+         * warm-up's own bend adds to the spread too, but a parabola still
+         * explains it: its curvature stays significant.) */
+        double sg = fmax(sk, resid_sd(kx, ky, wf));
         guard_result g = {0};
         if (growth_stops(kx, ky, wf, sg, p->alpha_guard, LW_SLOWDOWN, &g)) {
             if (chosen < 0) {
