@@ -246,7 +246,7 @@ static void fmt_bytes(double b, char *out, size_t n) {
 }
 
 int main(int argc, char **argv) {
-    int seeds = 5, verbose = 0;
+    int seeds = 10, verbose = 0;
     const char *only = NULL, *dump = NULL, *replay = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--seeds") && i + 1 < argc)

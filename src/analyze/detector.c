@@ -278,16 +278,24 @@ static int falls_back(const double *x, const double *y, int w, double slope, dou
     return !rise;
 }
 
-/* 1.4826 MAD of the residuals around the least-squares line. */
+/* 1.4826 MAD of the residuals around the least-squares parabola: the
+ * spread the guards' own model leaves unexplained. */
 static double resid_sd(const double *x, const double *y, int w) {
+    lw_quad_fit q;
+    if (w < 8 || lw_quadratic_fit(x, y, w, &q) != 0) return 0;
     double *r = malloc(sizeof(double) * (size_t)w);
     if (!r) return 0;
-    double sxx, b = ols_slope(x, y, w, &sxx);
-    for (int i = 0; i < w; i++)
-        r[i] = (y[i] - y[0]) - b * (x[i] - x[0]);
+    /* About the first point: floors near 4e9 leave a double few digits. */
+    double x0 = x[0], y0 = q.a + q.b * x0 + q.c * x0 * x0;
+    for (int i = 0; i < w; i++) {
+        double dx = x[i] - x0;
+        r[i] = (y[i] - y0) - (q.b + 2 * q.c * x0) * dx - q.c * dx * dx;
+    }
     double med = lw_median(r, w);
-    for (int i = 0; i < w; i++)
-        r[i] = fabs((y[i] - y[0]) - b * (x[i] - x[0]) - med);
+    for (int i = 0; i < w; i++) {
+        double dx = x[i] - x0;
+        r[i] = fabs((y[i] - y0) - (q.b + 2 * q.c * x0) * dx - q.c * dx * dx - med);
+    }
     double s = 1.4826 * lw_median(r, w);
     free(r);
     return s;
@@ -346,12 +354,11 @@ int lw_detect(const lw_bin *bins, int n, const lw_detect_params *p, lw_growth *o
         if (wf < 4) wf = wk;
         double sk = noise_of(ky, wf);
         /* The guards compare against the larger of that noise and the
-         * floor's spread around the window's line: a floor that moves in
-         * steps (a leak every k steps) or cycles (a sawtooth) strays from
-         * any line by more than its step-to-step noise, and a curvature or
-         * a flat stretch of that size is no sign of growth stopping. (A
-         * warm-up's own bend adds to the spread too, but a parabola still
-         * explains it: its curvature stays significant.) */
+         * floor's spread around a parabola: a floor that moves in steps (a
+         * leak every k steps) or cycles (a sawtooth) strays from any smooth
+         * curve by more than its step-to-step noise, and a bend or a flat
+         * stretch of that size is no sign of growth stopping. (A warm-up's
+         * bend is the parabola's own: it adds nothing to that spread.) */
         double sg = fmax(sk, resid_sd(kx, ky, wf));
         guard_result g = {0};
         if (growth_stops(kx, ky, wf, sg, p->alpha_guard, LW_SLOWDOWN, &g)) {
