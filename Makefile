@@ -380,7 +380,7 @@ test-bins: $(B)/examples/train_loop
 # bench/accuracy/corpus.txt) under the shim; prints a confusion matrix, the
 # rate errors and the steps to a verdict. Options: ACCURACY_ARGS="--only NAME -v".
 # Then the noise sweep (bench/accuracy/sweep.c): synthetic noisy floors fed
-# straight into the series and detector code, no shim (SWEEP_ARGS="--seeds 10").
+# straight into the series and detector code, no shim (SWEEP_ARGS="--seeds 20").
 .PHONY: bench-accuracy
 $(B)/bench/sweep: bench/accuracy/sweep.c src/analyze/detector.c src/analyze/series.c src/analyze/stats.c \
                   $(wildcard src/analyze/*.h)
