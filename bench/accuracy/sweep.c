@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The detector under a noisy floor, offline: a sweep of synthetic floor
  * series fed straight into the series and the decision code the shim runs
  * (series.c, detector.c: the same bins, the same evaluation schedule, the

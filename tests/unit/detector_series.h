@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Floor series recorded from the noise sweep (bench/accuracy/sweep.c): the
  * bins the detector saw, as {x, t, floor, peak (not recorded: 0), n}.
  * Regenerate with
