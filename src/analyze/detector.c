@@ -199,14 +199,19 @@ static int growth_stops(const double *x, const double *y, int w, double sigma, d
     return 0;
 }
 
-/* How far the floor falls after bin i: the lower of bins i-1 and i above
- * the higher of bins i+1 and i+2. A release lowers the floor for good, so
- * both bins after it lie below both before it; a single high bin (a time
- * interval that missed the step's low point) or a single low one is no
- * fall. Under H0 it is at most y[i] - y[i+1], a difference of sd
+/* How far the floor falls after bin i: the lowest of the FALL_BEFORE bins
+ * up to i above the higher of bins i+1 and i+2. A release lowers the floor
+ * after a cycle spent above it, so the bins after it lie below all the bins
+ * before it; a short run of high bins (time intervals that missed the
+ * step's low point while the job was descheduled) or a single low one is
+ * no fall. Under H0 it is at most y[i] - y[i+1], a difference of sd
  * sigma sqrt(2) and mean at most 0. */
+#define FALL_BEFORE 4
 static double fall_at(const double *y, int i) {
-    return fmin(y[i - 1], y[i]) - fmax(y[i + 1], y[i + 2]);
+    double before = y[i];
+    for (int k = i - FALL_BEFORE + 1; k < i; k++)
+        before = fmin(before, y[k]);
+    return before - fmax(y[i + 1], y[i + 2]);
 }
 
 /* The cycle guard. A floor that only grows never falls by more than its
@@ -225,7 +230,7 @@ static int falls_back(const double *x, const double *y, int w, double slope, dou
     int *at = malloc(sizeof(int) * (size_t)w);
     if (!at) return 0;
     int drops = 0;
-    for (int i = 1; i + 2 < w; i++) {
+    for (int i = FALL_BEFORE - 1; i + 2 < w; i++) {
         double f = fall_at(y, i);
         if (f > biggest) biggest = f;
         /* One release may span two bins: falls within two bins are one. */
