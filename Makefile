@@ -379,7 +379,14 @@ test-bins: $(B)/examples/train_loop
 # Runs the corpus of simulated training jobs (tests/programs/rt_workload.c,
 # bench/accuracy/corpus.txt) under the shim; prints a confusion matrix, the
 # rate errors and the steps to a verdict. Options: ACCURACY_ARGS="--only NAME -v".
+# Then the noise sweep (bench/accuracy/sweep.c): synthetic noisy floors fed
+# straight into the series and detector code, no shim (SWEEP_ARGS="--seeds 20").
 .PHONY: bench-accuracy
-bench-accuracy: $(B)/libleakwatch.so $(STUBS) $(B)/tests/programs/rt_workload
+$(B)/bench/sweep: bench/accuracy/sweep.c src/analyze/detector.c src/analyze/series.c src/analyze/stats.c \
+                  $(wildcard src/analyze/*.h)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(INC_analyze) -O2 -o $@ $(filter %.c,$^) -lm
+bench-accuracy: $(B)/libleakwatch.so $(STUBS) $(B)/tests/programs/rt_workload $(B)/bench/sweep
 	@scripts/bench-accuracy.sh $(B) $(ACCURACY_ARGS)
+	@$(B)/bench/sweep $(SWEEP_ARGS)
 bench: bench-accuracy

@@ -3,6 +3,7 @@
 #include "stats.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,8 +15,13 @@ lw_detect_params lw_detect_defaults(void) {
     lw_detect_params p = {
         .min_points = 24,
         .min_window = 16,
-        .alpha = 1e-3,
-        .third_ratio = 0.5,
+        .alpha = 1e-4,
+        .alpha_recent = 0.05,
+        .alpha_guard = 1e-6,
+        .alpha_enter = 1e-3,
+        .alpha_fallback = 0.05,
+        .alpha_keep = 1e-2,
+        .alpha_keep_recent = 0.2,
     };
     return p;
 }
@@ -44,86 +50,273 @@ static double find_onset(const double *x, const double *y, int n, int w, double 
     return onset;
 }
 
-static int decelerates(const double *x, const double *y, int n) {
-    lw_quad_fit q;
-    if (n < 8 || lw_quadratic_fit(x, y, n, &q) != 0) return 0;
-    if (!(q.c < 0) || !(q.se_c > 0 ? -q.c / q.se_c > 3 : 1)) return 0;
-    /* The fit's slope at the window's start and end (the fit is in x). */
-    double s0 = q.b + 2 * q.c * x[0], s1 = q.b + 2 * q.c * x[n - 1];
-    return s0 > 0 && s1 < 0.9 * s0;
+/* The standard deviation of one bin's floor around any smooth curve, from
+ * second differences (y[i-1] - 2 y[i] + y[i+1] has variance 6 sd^2 for
+ * independent noise, and a trend, a warm-up or a slow cycle hardly moves
+ * it): 1.4826 MAD / sqrt(6), robust to spikes and to the falls of a
+ * sawtooth. When more than half of the differences are exactly equal (a
+ * floor without noise that moves in steps), the MAD is 0 and the mean
+ * absolute difference stands in for it. Never below LW_NOISE_FLOOR (nor a
+ * few ulps of the floor), so a floor without noise gives finite test
+ * statistics and its granules are not taken for falls. */
+/* Allocators hand out memory in granules (512 B at the least): a floor
+ * without noise still steps by that much around any smooth line. */
+#define LW_NOISE_FLOOR 256.0
+static double noise_of(const double *y, int n) {
+    double level = 0;
+    for (int i = 0; i < n; i++)
+        level = fmax(level, fabs(y[i]));
+    double eps = fmax(1e-9 * level, LW_NOISE_FLOOR);
+    if (n < 4) return eps;
+    int m = n - 2;
+    double *d = malloc(sizeof(double) * (size_t)m * 2);
+    if (!d) return eps;
+    double *a = d + m;
+    for (int i = 0; i < m; i++)
+        d[i] = (y[i] - y[i + 1]) + (y[i + 2] - y[i + 1]);
+    memcpy(a, d, sizeof(double) * (size_t)m);
+    double med = lw_median(a, m);
+    double mean_abs = 0;
+    for (int i = 0; i < m; i++) {
+        a[i] = fabs(d[i] - med);
+        mean_abs += a[i];
+    }
+    mean_abs /= m;
+    double s = 1.4826 * lw_median(a, m) / sqrt(6.0);
+    if (!(s > 0)) s = mean_abs * sqrt(M_PI / 2) / sqrt(6.0);
+    free(d);
+    return s > eps ? s : eps;
 }
 
-/* The low points of the floor must rise too: the minimum of the window's
- * newest third above that of its oldest third by a good part of what the
- * slope predicts. A cache that fills and is freed again (a sawtooth) returns
- * to the same low points; a leak, alone or under a sawtooth, lifts them. */
-static int low_points_rise(const double *x, const double *y, int w, double slope) {
+/* Least-squares slope of y on x and Sxx = sum (x - mean)^2. */
+static double ols_slope(const double *x, const double *y, int n, double *sxx_out) {
+    double mx = 0, my = 0;
+    for (int i = 0; i < n; i++)
+        mx += x[i], my += y[i];
+    mx /= n;
+    my /= n;
+    double sxx = 0, sxy = 0;
+    for (int i = 0; i < n; i++) {
+        sxx += (x[i] - mx) * (x[i] - mx);
+        sxy += (x[i] - mx) * (y[i] - my);
+    }
+    *sxx_out = sxx;
+    return sxx > 0 ? sxy / sxx : 0;
+}
+
+/* One-sided upper tail of the normal distribution. */
+static double upper_p(double z) {
+    return 0.5 * erfc(z / M_SQRT2);
+}
+
+typedef struct {
+    const char *name, *why;
+    double p;
+} guard_result;
+
+/* The guards against growth that stops, as tests of H0 "the window grows
+ * at least LW_SLOWDOWN times as fast at its end as at its start, with
+ * independent noise of sd sigma per bin", each rejecting at level alpha (a
+ * steady leak trips each with probability alpha at most; a leak whose rate
+ * wanders by less than half, as a leak per step does in time intervals when
+ * the step rate changes, no more often):
+ *   deceleration: a least-squares parabola's slope at the window's end is
+ *     significantly below LW_SLOWDOWN times its slope at the start (a
+ *     warm-up, a cache filling up, saturation);
+ *   stopped: the least-squares slope of the newest third is significantly
+ *     below LW_SLOWDOWN times the window's (growth that ended).
+ * Fills *g and returns 1 when one rejects. */
+#define LW_SLOWDOWN 0.5
+static int growth_stops(const double *x, const double *y, int w, double sigma, double alpha,
+                        double rho, guard_result *g) {
+    if (w < 8) return 0;
+    double zg = lw_normal_quantile(1 - alpha);
+    /* The parabola y = a + b t + c t^2 over t = (x - m)/s in [-1, 1]; its
+     * slope is b - 2c at the window's start and b + 2c at its end. Under H0
+     * (end >= rho * start) L = (1 - rho) b + 2 (1 + rho) c >= 0. */
+    double m = 0, s = 0, ym = 0;
+    for (int i = 0; i < w; i++)
+        m += x[i], ym += y[i];
+    m /= w;
+    ym /= w;
+    for (int i = 0; i < w; i++)
+        s = fmax(s, fabs(x[i] - m));
+    if (!(s > 0)) return 0;
+    double M[3][3] = {{0}}, r[3] = {0};
+    for (int i = 0; i < w; i++) {
+        double t = (x[i] - m) / s, v[3] = {1, t, t * t};
+        for (int a = 0; a < 3; a++) {
+            r[a] += v[a] * (y[i] - ym);
+            for (int b = 0; b < 3; b++)
+                M[a][b] += v[a] * v[b];
+        }
+    }
+    /* The inverse of the symmetric 3x3 M, by cofactors. */
+    double C[3][3];
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++) {
+            int a1 = (a + 1) % 3, a2 = (a + 2) % 3, b1 = (b + 1) % 3, b2 = (b + 2) % 3;
+            C[b][a] = M[a1][b1] * M[a2][b2] - M[a1][b2] * M[a2][b1];
+        }
+    double det = M[0][0] * C[0][0] + M[0][1] * C[1][0] + M[0][2] * C[2][0];
+    if (det > 0) {
+        double th[3] = {0}, av[3] = {0, 1 - rho, 2 * (1 + rho)}, var = 0, l = 0;
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) {
+                th[a] += C[a][b] / det * r[b];
+                var += av[a] * C[a][b] / det * av[b];
+            }
+        for (int a = 0; a < 3; a++)
+            l += av[a] * th[a];
+        double z = var > 0 ? l / (sigma * sqrt(var)) : 0;
+        if (z < -zg && th[1] - 2 * th[2] > 0) {
+            g->name = LW_GUARD_DECELERATION;
+            g->why = "the growth decelerates (a warm-up, or a cache filling up)";
+            g->p = upper_p(-z);
+            return 1;
+        }
+    }
+    /* The newest third against the window: H0 b3 >= rho bw. As bw is the
+     * efficient estimate, Cov(b3, bw) = Var(bw), so
+     * Var(b3 - rho bw) = sigma^2 (1/S3 - (2 rho - rho^2)/Sw). */
     int third = w / 3;
-    if (third < 2) return 1;
-    double m1 = INFINITY, m3 = INFINITY;
-    for (int i = 0; i < third; i++) {
-        if (y[i] < m1) m1 = y[i];
-        if (y[w - 1 - i] < m3) m3 = y[w - 1 - i];
+    if (third >= 4) {
+        double sw, s3;
+        double bw = ols_slope(x, y, w, &sw);
+        double b3 = ols_slope(x + (w - third), y + (w - third), third, &s3);
+        double v = 1 / s3 - (2 * rho - rho * rho) / sw;
+        if (bw > 0 && v > 0) {
+            double z = (rho * bw - b3) / (sigma * sqrt(v));
+            if (z > zg) {
+                g->name = LW_GUARD_STOPPED;
+                g->why = "the newest third grows much slower than the window: growth has slowed or "
+                         "stopped";
+                g->p = upper_p(z);
+                return 1;
+            }
+        }
     }
-    double expect = slope * (x[w - third] - x[0]);
-    return m3 - m1 >= 0.5 * expect;
+    return 0;
 }
 
-/* Tests the newest w bins at significance alpha; fills out. */
-static void test_window(const lw_bin *bins, const double *x, const double *y, int n, int w,
-                        double alpha, const lw_detect_params *p, lw_growth *out) {
-    const double *wx = x + (n - w), *wy = y + (n - w);
-    out->window = w;
-    out->verdict = LW_VERDICT_NO_LEAK;
-    lw_theil_sen_result ts;
+/* How far the floor falls after bin i: the lowest of the FALL_BEFORE bins
+ * up to i above the higher of bins i+1 and i+2. A release lowers the floor
+ * after a cycle spent above it, so the bins after it lie below all the bins
+ * before it; a short run of high bins (time intervals that missed the
+ * step's low point while the job was descheduled) or a single low one is
+ * no fall. Under H0 it is at most y[i] - y[i+1], a difference of sd
+ * sigma sqrt(2) and mean at most 0. */
+#define FALL_BEFORE 4
+static double fall_at(const double *y, int i) {
+    double before = y[i];
+    for (int k = i - FALL_BEFORE + 1; k < i; k++)
+        before = fmin(before, y[k]);
+    return before - fmax(y[i + 1], y[i + 2]);
+}
+
+/* The cycle guard. A floor that only grows never falls by more than its
+ * noise; a cache that fills and is freed (a sawtooth) falls back by its
+ * size. A fall (fall_at) beyond the level that w of them reach with
+ * probability alpha under H0 is a release. Then the floor's low points decide: the minima of blocks
+ * as long as the longest cycle, which stay level for a cycle and rise for a leak, even one under a
+ * sawtooth (Mann–Kendall at alpha_low). Returns 1 (and fills *g) when the floor falls back without
+ * its low points rising, 2 when it falls back but the low points cannot be tested yet, else 0. */
+static int falls_back(const double *x, const double *y, int w, double slope, double sigma,
+                      double alpha, double alpha_low, guard_result *g, double *p_lows) {
+    *p_lows = NAN;
+    if (w < 8 || !(slope > 0)) return 0;
+    double thr = sigma * M_SQRT2 * lw_normal_quantile(1 - alpha / (2.0 * w));
+    double biggest = 0;
+    int *at = malloc(sizeof(int) * (size_t)w);
+    if (!at) return 0;
+    int drops = 0;
+    for (int i = FALL_BEFORE - 1; i + 2 < w; i++) {
+        double f = fall_at(y, i);
+        if (f > biggest) biggest = f;
+        /* One release may span two bins: falls within two bins are one. */
+        if (f > thr && (!drops || i - at[drops - 1] > 2)) at[drops++] = i;
+    }
+    if (!drops) {
+        free(at);
+        return 0;
+    }
+    g->name = LW_GUARD_CYCLE;
+    g->why = "the floor falls back to where it was (a cycle, not a leak)";
+    g->p = fmin(1, 2.0 * w * upper_p(biggest / (sigma * M_SQRT2)));
+    /* The typical cycle: the median distance between falls (some falls
+     * hide in the noise, so not the largest). Blocks one bin longer hold a
+     * low point of every cycle; with fewer than 6 blocks the low points
+     * cannot show a trend. */
+    int block = 0;
+    if (drops >= 3) {
+        double *gaps = malloc(sizeof(double) * (size_t)(drops - 1));
+        if (gaps) {
+            for (int i = 1; i < drops; i++)
+                gaps[i - 1] = at[i] - at[i - 1];
+            block = (int)lw_median(gaps, drops - 1) + 1;
+            free(gaps);
+        }
+    }
+    free(at);
+    /* Without enough cycles to test the low points: a fall that gives back
+     * at least all the growth the trend claims is a cycle; a smaller one
+     * leaves the question open (2). */
+    if (!block || w / block < 6) return biggest >= slope * (x[w - 1] - x[0]) ? 1 : 2;
+    int nb = w / block;
+    double *bx = malloc(sizeof(double) * (size_t)nb * 2);
+    if (!bx) return 1;
+    double *by = bx + nb;
+    for (int b = 0; b < nb; b++) {
+        int end = w - (nb - 1 - b) * block, start = end - block;
+        double lo = INFINITY, mx = 0;
+        for (int i = start; i < end; i++) {
+            if (y[i] < lo) lo = y[i];
+            mx += x[i];
+        }
+        bx[b] = mx / block;
+        by[b] = lo;
+    }
     lw_mk_result mk;
-    double ess;
-    if (lw_theil_sen(wx, wy, w, 0.95, &ts) != 0 ||
-        lw_mann_kendall_corrected(wx, wy, w, &mk, &ess) != 0) {
-        out->verdict = LW_VERDICT_INCONCLUSIVE;
-        out->reason = "the statistics could not be computed";
-        return;
-    }
-    out->slope = ts.slope;
-    out->lo = ts.lo;
-    out->hi = ts.hi;
-    out->p_value = mk.p_increasing;
-    const lw_bin *b0 = &bins[n - w], *b1 = &bins[n - 1];
-    if (b1->t > b0->t && b1->x > b0->x)
-        out->bytes_per_second = ts.slope * (b1->x - b0->x) / (b1->t - b0->t);
-    if (!(mk.p_increasing < alpha) || !(ts.lo > 0) || !(ts.slope > 0)) {
-        out->reason = "no significant growth of the floor";
-        return;
-    }
-    int third = w / 3 >= 6 ? w / 3 : 6;
-    lw_theil_sen_result t3;
-    if (third <= w && lw_theil_sen(wx + (w - third), wy + (w - third), third, 0.95, &t3) == 0 &&
-        !(t3.slope >= p->third_ratio * ts.slope)) {
-        out->reason = "growth has slowed or stopped (newest third)";
-        return;
-    }
-    if (decelerates(wx, wy, w)) {
-        out->reason = "growth is decelerating (warm-up or a cache filling up)";
-        return;
-    }
-    if (!low_points_rise(wx, wy, w, ts.slope)) {
-        out->reason = "the floor falls back to where it was (a cycle, not a leak)";
-        return;
-    }
-    out->verdict = LW_VERDICT_LEAK;
-    out->reason = "the floor grows steadily";
-    out->onset_x = find_onset(x, y, n, w, ts.slope, ts.intercept);
+    int rise = lw_mann_kendall(by, nb, &mk) == 0 && mk.p_increasing < alpha_low;
+    if (rise) *p_lows = mk.p_increasing;
+    free(bx);
+    return !rise;
 }
 
-/* The newest half of the series is tested: warm-up falls out of it as the
- * run goes on. (Shorter windows would call late leaks sooner, but they also
- * see the rising half of every sawtooth: measured, they cost more than they
- * bring; see the accuracy benchmark.) */
+/* 1.4826 MAD of the residuals around the least-squares parabola: the
+ * spread the guards' own model leaves unexplained. */
+static double resid_sd(const double *x, const double *y, int w) {
+    lw_quad_fit q;
+    if (w < 8 || lw_quadratic_fit(x, y, w, &q) != 0) return 0;
+    double *r = malloc(sizeof(double) * (size_t)w);
+    if (!r) return 0;
+    /* About the first point: floors near 4e9 leave a double few digits. */
+    double x0 = x[0], y0 = q.a + q.b * x0 + q.c * x0 * x0;
+    for (int i = 0; i < w; i++) {
+        double dx = x[i] - x0;
+        r[i] = (y[i] - y0) - (q.b + 2 * q.c * x0) * dx - q.c * dx * dx;
+    }
+    double med = lw_median(r, w);
+    for (int i = 0; i < w; i++) {
+        double dx = x[i] - x0;
+        r[i] = fabs((y[i] - y0) - (q.b + 2 * q.c * x0) * dx - q.c * dx * dx - med);
+    }
+    double s = 1.4826 * lw_median(r, w);
+    free(r);
+    return s;
+}
+
+/* The windows tried, longest first: all bins, the newest 3/4, half and
+ * quarter. */
+#define NWINDOWS 4
+static const int window_parts[NWINDOWS][2] = {{1, 1}, {3, 4}, {1, 2}, {1, 4}};
+
 int lw_detect(const lw_bin *bins, int n, const lw_detect_params *p, lw_growth *out) {
     memset(out, 0, sizeof *out);
     out->verdict = LW_VERDICT_INCONCLUSIVE;
-    out->p_value = NAN;
+    out->p_value = out->p_recent = out->guard_p = NAN;
     out->slope = out->lo = out->hi = out->onset_x = out->bytes_per_second = NAN;
+    out->noise_bin = out->noise_step = out->min_rate = out->more_steps = NAN;
     if (n < p->min_points) {
         out->reason = "too few steps yet";
         return 0;
@@ -136,9 +329,237 @@ int lw_detect(const lw_bin *bins, int n, const lw_detect_params *p, lw_growth *o
     double *y = x + n;
     for (int i = 0; i < n; i++)
         x[i] = bins[i].x, y[i] = bins[i].floor;
+    /* The newest bin may still be filling: the noise comes from full ones. */
+    int full = n;
+    while (full > 1 && bins[full - 1].n < bins[0].n)
+        full--;
+    uint32_t width = bins[0].n ? bins[0].n : 1;
 
-    int w = n / 2 > p->min_window ? n / 2 : p->min_window;
-    test_window(bins, x, y, n, w < n ? w : n, p->alpha, p, out);
+    /* The windows: each that no guard rejects is tested, and the strongest
+     * trend counts, its p-value multiplied by the number of windows tested
+     * (Bonferroni). A steady leak is strongest over all its data; a leak
+     * that began late, after a flat stretch, over the newer windows. Once a
+     * window is accepted, smaller ones that a guard rejects are skipped. */
+    int w = 0, tested = 0, chosen = -1, wk = 0, all_ok = 0;
+    double sigma = 0, sigma_guard = 0, ratio = 1, best_p = INFINITY;
+    guard_result overruled = {0};
+    lw_theil_sen_result ts = {0};
+    lw_mk_result mk = {0};
+    for (int k = 0; k < NWINDOWS; k++) {
+        int wn = (int)(((long long)n * window_parts[k][0] + window_parts[k][1] - 1) /
+                       window_parts[k][1]);
+        if (wn < p->min_window) wn = p->min_window;
+        if (wn > n) wn = n;
+        if (k > 0 && wn == wk) continue;
+        wk = wn;
+        const double *kx = x + (n - wk), *ky = y + (n - wk);
+        /* The guards weigh every bin alike: they leave out a bin still
+         * filling, whose noise is larger. */
+        int wf = full - (n - wk);
+        if (wf < 4) wf = wk;
+        double sk = noise_of(ky, wf);
+        /* The guards compare against the larger of that noise and the
+         * floor's spread around a parabola: a floor that moves in steps (a
+         * leak every k steps) or cycles (a sawtooth) strays from any smooth
+         * curve by more than its step-to-step noise, and a bend or a flat
+         * stretch of that size is no sign of growth stopping. (A warm-up's
+         * bend is the parabola's own: it adds nothing to that spread.) */
+        double sg = fmax(sk, resid_sd(kx, ky, wf));
+        guard_result g = {0};
+        if (growth_stops(kx, ky, wf, sg, p->alpha_guard, LW_SLOWDOWN, &g)) {
+            if (chosen < 0) {
+                overruled = g;
+                w = wk, sigma = sk, sigma_guard = sg;
+            }
+            continue;
+        }
+        if (k == 0) all_ok = 1;
+        lw_theil_sen_result tk;
+        lw_mk_result mkk;
+        double rk = 1;
+        if (lw_theil_sen(kx, ky, wk, 0.95, &tk) != 0 ||
+            lw_mann_kendall_corrected(kx, ky, wk, &mkk, &rk) != 0)
+            continue;
+        tested++;
+        if (chosen < 0 || mkk.p_increasing < best_p) {
+            chosen = k, best_p = mkk.p_increasing;
+            w = wk, sigma = sk, sigma_guard = sg, ts = tk, mk = mkk, ratio = rk;
+        }
+    }
+    if (chosen >= 0) {
+        overruled.name = NULL;
+    } else if (w > 0) {
+        /* Every window rejected: the numbers of the smallest. */
+        if (lw_theil_sen(x + (n - w), y + (n - w), w, 0.95, &ts) != 0 ||
+            lw_mann_kendall_corrected(x + (n - w), y + (n - w), w, &mk, &ratio) != 0)
+            w = 0;
+        tested = 1;
+    }
+    if (w == 0) {
+        out->reason = "the statistics could not be computed";
+        free(x);
+        return 0;
+    }
+    if (tested > 1) mk.p_increasing = fmin(1, mk.p_increasing * tested);
+    const double *wx = x + (n - w), *wy = y + (n - w);
+    out->window = w;
+    out->noise_bin = sigma;
+    out->noise_step = sigma * sqrt((double)width);
+    out->slope = ts.slope;
+    out->lo = ts.lo;
+    out->hi = ts.hi;
+    out->p_value = mk.p_increasing;
+    const lw_bin *b0 = &bins[n - w], *b1 = &bins[n - 1];
+    if (b1->t > b0->t && b1->x > b0->x)
+        out->bytes_per_second = ts.slope * (b1->x - b0->x) / (b1->t - b0->t);
+
+    /* The newest half of the window. */
+    int half = w / 2 >= 8 ? w / 2 : (w < 8 ? w : 8);
+    lw_mk_result mk2;
+    double r2;
+    if (lw_mann_kendall_corrected(wx + (w - half), wy + (w - half), half, &mk2, &r2) == 0)
+        out->p_recent = mk2.p_increasing;
+
+    /* What this run can see: the least-squares slope's standard error over
+     * the window and its newest half, with the noise inflated as the
+     * Mann–Kendall correction found, against the two tests' levels. */
+    double sw, sh;
+    (void)ols_slope(wx, wy, w, &sw);
+    (void)ols_slope(wx + (w - half), wy + (w - half), half, &sh);
+    double s_eff = sigma * sqrt(ratio > 1 ? ratio : 1);
+    double zt = lw_normal_quantile(1 - p->alpha / tested),
+           zr = lw_normal_quantile(1 - p->alpha_recent);
+    if (sw > 0 && sh > 0) out->min_rate = fmax(zt * s_eff / sqrt(sw), zr * s_eff / sqrt(sh));
+    /* Steps still needed at the current rate: Sxx of a span L with one point
+     * per x unit is L^3/12, the window is a fixed share of the series. */
+    double span = wx[w - 1] - wx[0], total = x[n - 1] - x[0];
+    double sstep = out->noise_step * sqrt(ratio > 1 ? ratio : 1);
+    if (ts.slope > 0 && span > 0 && total > 0) {
+        double need_t = cbrt(12 * pow(zt * sstep / ts.slope, 2));
+        double need_r = 2 * cbrt(12 * pow(zr * sstep / ts.slope, 2));
+        double need = fmax(need_t, need_r);
+        out->more_steps = fmax(0, (need - span) * total / span);
+    }
+
+    /* Growth that adds up to less than an allocation granule over the whole
+     * window is no growth of memory, however regular. */
+    int significant = mk.p_increasing < p->alpha && ts.lo > 0 && ts.slope > 0 &&
+                      ts.slope * (wx[w - 1] - wx[0]) >= LW_NOISE_FLOOR;
+    int wf = full - (n - w);
+    if (wf < 4) wf = w;
+    /* Cycles are judged on the whole series: a newer window may hold only
+     * the rising part of the latest one. */
+    guard_result cyc = {0};
+    double p_lows = NAN;
+    int nf = full >= 4 ? full : n;
+    int cycle = !overruled.name ? falls_back(x, y, nf, ts.slope, noise_of(y, nf), p->alpha_guard,
+                                             p->alpha_keep, &cyc, &p_lows)
+                                : 0;
+    if (cycle == 1) overruled = cyc;
+    /* Hysteresis: a new leak verdict needs more than an announced one needs
+     * to stand (the evidence of a steady leak only grows, so it never falls
+     * back across the gap). On the whole series, an announced leak stands
+     * while the trend holds at alpha_keep and no guard overrules it; a new
+     * one also needs no guard to object even at alpha_enter. Once a guard
+     * has rejected older data (the series decelerated), what is left is the
+     * tail of a warm-up or a leak that began later: there a new verdict
+     * needs no guard to object at alpha_fallback (a tail decelerates, a
+     * leak does not), and an announced one needs the full trend test, no
+     * guard at alpha_enter and its newest half still rising at
+     * alpha_keep_recent (a tail's growth lies in the window's older part). */
+    double enter_level = all_ok ? p->alpha_enter : p->alpha_fallback;
+    double keep_level = all_ok ? p->alpha_guard : p->alpha_enter;
+    /* In a newer window any slowdown holds a new verdict back, not only
+     * one by half: there the series has already been seen to decelerate. */
+    double enter_rho = all_ok ? LW_SLOWDOWN : 1.0;
+    guard_result early = {0}, weak = {0};
+    int slowing = !overruled.name && significant &&
+                  growth_stops(wx, wy, wf, sigma_guard, enter_level, enter_rho, &early);
+    int slowed =
+        !overruled.name && growth_stops(wx, wy, wf, sigma_guard, keep_level, LW_SLOWDOWN, &weak);
+    int lows_unclear = !overruled.name && (cycle == 2 || (!isnan(p_lows) && !(p_lows < p->alpha)));
+    out->supports_leak = !overruled.name && !slowed && ts.slope > 0 &&
+                         (all_ok ? mk.p_increasing < p->alpha_keep
+                                 : significant && out->p_recent < p->alpha_keep_recent);
+    if (overruled.name && significant) {
+        out->verdict = LW_VERDICT_NO_LEAK;
+        out->overruled_by = overruled.name;
+        out->guard_why = overruled.why;
+        out->guard_p = overruled.p;
+        out->reason = overruled.why;
+    } else if (!significant) {
+        out->verdict = LW_VERDICT_NO_LEAK;
+        out->reason = "no significant growth of the floor";
+    } else if (slowing) {
+        out->verdict = LW_VERDICT_INCONCLUSIVE;
+        out->guard_p = early.p;
+        out->reason = !strcmp(early.name, LW_GUARD_DECELERATION)
+                          ? "the floor grows, but may be decelerating: more steps needed"
+                          : "the floor grows, but its newest third may have slowed: more steps "
+                            "needed";
+    } else if (lows_unclear) {
+        out->verdict = LW_VERDICT_INCONCLUSIVE;
+        out->reason = "the floor grows and falls back; its low points do not yet rise clearly: "
+                      "more steps needed";
+    } else if (!(out->p_recent < p->alpha_recent)) {
+        out->verdict = LW_VERDICT_INCONCLUSIVE;
+        out->reason =
+            "the floor grows, but its newest half does not yet show it: more steps needed";
+    } else {
+        out->verdict = LW_VERDICT_LEAK;
+        out->reason = "the floor grows steadily";
+        out->more_steps = 0;
+    }
+    if (out->verdict == LW_VERDICT_LEAK || out->supports_leak)
+        out->onset_x = find_onset(x, y, n, w, ts.slope, ts.intercept);
     free(x);
     return 0;
+}
+
+void lw_decision_init(lw_decision *d) {
+    memset(d, 0, sizeof *d);
+    d->announced = LW_VERDICT_INCONCLUSIVE;
+    d->first_leak_x = NAN;
+    snprintf(d->reason, sizeof d->reason, "not evaluated yet");
+}
+
+lw_verdict lw_decision_update(lw_decision *d, const lw_growth *g, uint64_t points, double x,
+                              int confirm) {
+    if (d->announced == LW_VERDICT_LEAK) {
+        if (g->verdict == LW_VERDICT_LEAK || g->supports_leak) {
+            snprintf(d->reason, sizeof d->reason, "the floor grows steadily");
+            return d->announced;
+        }
+        d->withdrawn++;
+        d->first_leak_x = NAN;
+        d->consecutive = 0;
+        d->announced = g->verdict == LW_VERDICT_LEAK ? LW_VERDICT_INCONCLUSIVE : g->verdict;
+        snprintf(d->reason, sizeof d->reason, "leak verdict withdrawn: %s", g->reason);
+        return d->announced;
+    }
+    d->consecutive = g->verdict == LW_VERDICT_LEAK ? d->consecutive + 1 : 0;
+    if (d->consecutive == 1) d->raw_leak_since = points;
+    /* After a withdrawal, a new verdict must also hold over a stretch of
+     * data half as long again as when it was first seen: growth that comes
+     * and goes (the tail of a warm-up) is not called back and forth. */
+    int stretch = !d->withdrawn || 2 * points >= 3 * d->raw_leak_since;
+    if (g->verdict == LW_VERDICT_LEAK && d->consecutive >= confirm && stretch) {
+        d->announced = LW_VERDICT_LEAK;
+        d->first_leak_x = x;
+        snprintf(d->reason, sizeof d->reason, "the floor grows steadily");
+    } else if (g->verdict == LW_VERDICT_LEAK && d->consecutive < confirm) {
+        d->announced = LW_VERDICT_INCONCLUSIVE;
+        snprintf(d->reason, sizeof d->reason,
+                 "the floor grows; confirming (%d of %d evaluations in a row)", d->consecutive,
+                 confirm);
+    } else if (g->verdict == LW_VERDICT_LEAK) {
+        d->announced = LW_VERDICT_INCONCLUSIVE;
+        snprintf(d->reason, sizeof d->reason,
+                 "the floor grows again after a withdrawn verdict; confirming until %llu steps",
+                 (unsigned long long)((3 * d->raw_leak_since + 1) / 2));
+    } else {
+        d->announced = g->verdict;
+        snprintf(d->reason, sizeof d->reason, "%s", g->reason);
+    }
+    return d->announced;
 }

@@ -14,6 +14,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -40,11 +41,8 @@ static point batch[RING];    /* the sampler's copy of the queue, under lock */
 static lw_series global;
 static lw_bin global_bins[GLOBAL_BINS];
 static lw_growth last;
-static lw_verdict announced;
-static int consecutive;
-static uint64_t raw_leak_since;      /* points when the current run of leak verdicts began */
-static int64_t first_leak_step = -1; /* when the current leak verdict was reached */
-static uint64_t withdrawn;           /* leak verdicts later withdrawn */
+static lw_decision decision; /* the announced verdict, from the evaluations */
+static double last_x;        /* the newest point's step (or interval) */
 static uint64_t evaluations, next_eval_at, points_at_eval;
 static int marker_mode;
 static int tracked;
@@ -131,23 +129,12 @@ static void evaluate(void) {
     lw_detect(bins, n, &p, &last);
     evaluations++;
     points_at_eval = global.points;
-    consecutive = last.verdict == LW_VERDICT_LEAK ? consecutive + 1 : 0;
-    if (consecutive == 1) raw_leak_since = global.points;
-    /* Confirmed: several evaluations in a row, over a stretch of data half as
-     * long again as when growth was first seen (a warm-up that is still
-     * rising early on has time to show that it slows down). */
-    if (consecutive >= lw_opt_int(LW_OPT_CONFIRM) &&
-        (announced == LW_VERDICT_LEAK || 2 * global.points >= 3 * raw_leak_since)) {
-        if (announced != LW_VERDICT_LEAK) first_leak_step = (int64_t)llround(bins[n - 1].x);
-        announced = LW_VERDICT_LEAK;
+    lw_decision_update(&decision, &last, global.points, last_x, (int)lw_opt_int(LW_OPT_CONFIRM));
+    if (decision.announced == LW_VERDICT_LEAK) {
         evaluate_sites();
         /* The warning on stderr waits longer than the verdict: a job's log is
          * no place for a warm-up mistaken for a leak. */
-        if (global.points >= 64 && global.points >= 2 * raw_leak_since) warning_due = 1;
-    } else {
-        if (announced == LW_VERDICT_LEAK) withdrawn++, first_leak_step = -1;
-        /* Growth seen but not yet confirmed is not yet a verdict. */
-        announced = last.verdict == LW_VERDICT_LEAK ? LW_VERDICT_INCONCLUSIVE : last.verdict;
+        if (global.points >= 64 && global.points >= 2 * decision.raw_leak_since) warning_due = 1;
     }
 }
 
@@ -156,6 +143,7 @@ static void evaluate(void) {
  * promptly this thread was scheduled. */
 static void add_point(const point *pt) {
     lw_series_add(&global, pt->x, pt->t, (double)pt->floor, (double)pt->peak);
+    last_x = pt->x;
     if (global.points >= next_eval_at) {
         evaluate();
         uint64_t gap = global.points / 32;
@@ -194,11 +182,9 @@ static void close_interval(void) {
 
 static void forget_history(void) {
     lw_series_reset(&global);
-    consecutive = 0;
-    announced = LW_VERDICT_INCONCLUSIVE;
+    lw_decision_init(&decision);
     memset(&last, 0, sizeof last);
-    first_leak_step = -1;
-    withdrawn = 0;
+    last_x = 0;
     next_eval_at = 0;
     for (lw_site *s = lw_sites_first(); s; s = s->next)
         if (s->track) lw_series_reset(&s->track->series);
@@ -279,7 +265,7 @@ void lw_growth_flush(void) {
     sites_point((double)lw_run_clock(), now_s());
     if (global.points != points_at_eval)
         evaluate();
-    else if (announced == LW_VERDICT_LEAK)
+    else if (decision.announced == LW_VERDICT_LEAK)
         evaluate_sites(); /* sites may have gained points since */
     pthread_mutex_unlock(&lock);
 }
@@ -287,12 +273,14 @@ void lw_growth_flush(void) {
 void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
     pthread_mutex_lock(&lock);
     memset(st, 0, sizeof *st);
-    st->verdict = announced;
+    st->verdict = decision.announced;
     st->last = last;
+    snprintf(st->reason, sizeof st->reason, "%s", decision.reason);
     st->step_source = marker_mode ? "marker" : "time";
     st->steps = marker_mode ? lw_step_now() : lw_intervals_now();
-    st->first_leak_step = first_leak_step;
-    st->withdrawn = withdrawn;
+    st->first_leak_step =
+        isnan(decision.first_leak_x) ? -1 : (int64_t)llround(decision.first_leak_x);
+    st->withdrawn = decision.withdrawn;
     st->evaluations = evaluations;
     lw_device_last_mem(&st->device_free, &st->device_total);
     st->interval_s = (double)lw_opt_int(LW_OPT_INTERVAL_MS) / 1000.0;
@@ -354,5 +342,4 @@ void lw_growth_forget_parent(void) {
     evaluations = 0;
     points_at_eval = 0;
     warning_due = 0;
-    raw_leak_since = 0;
 }

@@ -63,6 +63,7 @@ typedef struct {
     int64_t device_free, device_total; /* -1: unknown */
     double interval_s;                 /* time mode: seconds per interval */
     uint32_t bin_width;
+    char reason[160]; /* why `verdict`: never contradicts it */
 } lw_growth_state;
 
 /* A consistent copy of the detector's state and, if bins is not NULL, of the

@@ -436,7 +436,24 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     lw_jw_uint(w, "leak_verdicts_withdrawn", g->withdrawn);
     lw_jw_int(w, "window_bins", l->window);
     lw_jw_uint(w, "steps_per_bin", g->bin_width);
-    lw_jw_str(w, "reason", l->reason ? l->reason : "not evaluated yet");
+    lw_jw_str(w, "reason", g->reason[0] ? g->reason : "not evaluated yet");
+    /* What the run can see: the floor's noise at this bin width, the
+     * smallest rate it can call now, and the steps still needed to decide
+     * at the current rate (0 once a leak is called; null when nothing
+     * grows). */
+    lw_jw_double(w, "noise_bytes", l->noise_step);
+    lw_jw_double(w, "bin_noise_bytes", l->noise_bin);
+    lw_jw_double(w, "detectable_bytes_per_step", l->min_rate);
+    lw_jw_double(w, "steps_to_decide", leak ? 0.0 : l->more_steps);
+    lw_jw_double(w, "recent_p_value", l->p_recent);
+    /* The guard that overruled a significant trend, and its test. */
+    if (l->overruled_by) {
+        lw_jw_str(w, "overruled_by", l->overruled_by);
+        lw_jw_double(w, "overrule_p_value", l->guard_p);
+    } else {
+        lw_jw_null(w, "overruled_by");
+        lw_jw_null(w, "overrule_p_value");
+    }
     lw_jw_end(w);
 }
 
@@ -757,6 +774,20 @@ void lw_report_summary(const char *path) {
     views_free(&vs);
     char line[1024];
     lw_log("%s", lw_answer_line(&a, line, sizeof line));
+    /* What an undecided run still needs, and what a clean one could have
+     * seen (only once the detector has evaluated something). */
+    const char *unit = strcmp(g.step_source, "time") ? "step" : "interval";
+    char noise[32], minr[32];
+    lw_fmt_bytes(g.last.noise_step, noise, sizeof noise);
+    lw_fmt_bytes(g.last.min_rate, minr, sizeof minr);
+    if (!g.evaluations || !isfinite(g.last.noise_step)) {
+    } else if (g.verdict == LW_VERDICT_INCONCLUSIVE && g.last.more_steps >= 1 &&
+               isfinite(g.last.more_steps))
+        lw_log("%s; about %.0f more %ss to decide at the current rate (floor noise %s per %s)",
+               g.reason, ceil(g.last.more_steps), unit, noise, unit);
+    else if (g.verdict == LW_VERDICT_NO_LEAK && isfinite(g.last.min_rate))
+        lw_log("%s; this run could call a leak of %s per %s or more (floor noise %s per %s)",
+               g.reason, minr, unit, noise, unit);
     char n1[32], n2[32], n3[32], n4[32], n5[32];
     lw_log("%s allocation%s live (%s, peak %s) in %s call site%s; %s allocated, %s freed, %s "
            "failed",
