@@ -75,6 +75,7 @@ static void start(void) {
         handlers_registered = 1;
     }
     lw_py_init();
+    lw_report_cleanup(); /* temporary files of a writer killed mid-write */
     atomic_store_explicit(&state, RECORDING, memory_order_release);
     lw_worker_start();
 }
@@ -132,6 +133,8 @@ static void after_fork_child(void) {
     lw_growth_unlock_after_fork();
     pthread_mutex_unlock(&start_lock);
     lw_record_after_fork_child();
+    lw_report_after_fork_child();
+    lw_totals_after_fork_child();
     lw_step_reset(); /* the child's steps are its own */
     /* The child reports only if it uses CUDA itself (owner_pid stays the
      * parent's until then, so the exit handler stays silent). */
@@ -162,6 +165,9 @@ LW_EXPORT const char *leakwatch_version(void) {
 LW_EXPORT int leakwatch_enabled(void) {
     int s = atomic_load(&state);
     if (s != NOT_STARTED) return s == RECORDING;
-    const char *d = getenv("LEAKWATCH_DISABLE");
-    return !(d && (d[0] == '1' || d[0] == 't' || d[0] == 'T' || d[0] == 'y' || d[0] == 'Y'));
+    /* Before the first CUDA call: what start() will decide, by the same
+     * parser. */
+    long off = 0;
+    lw_option_env(LW_OPT_DISABLE, &off);
+    return !off;
 }

@@ -15,12 +15,15 @@
 #include <unistd.h>
 
 static pid_t thread_pid;
+/* When the worker last wrote the report and the metrics. A forked child's
+ * worker starts its own clock: the parent's would make it write a periodic
+ * report at once, while its exit report may be written. */
+static uint64_t last_report_ns, last_metrics_ns;
 
 /* What the worker writes on its own schedule: the report every
  * LEAKWATCH_REPORT_EVERY seconds (so a job killed by the OOM killer still
  * leaves a recent one), Prometheus metrics every interval. */
 static void periodic_outputs(void) {
-    static uint64_t last_report_ns, last_metrics_ns;
     uint64_t now = lw_now_ns();
     long every = lw_opt_int(LW_OPT_REPORT_EVERY);
     if (!last_report_ns) last_report_ns = now;
@@ -64,6 +67,7 @@ void lw_worker_start(void) {
     if (thread_pid == me) return;
     lw_growth_init();
     lw_warning_forget();
+    last_report_ns = last_metrics_ns = 0;
     /* The job's signals must go to the job's own threads, never to ours. */
     sigset_t all, old;
     sigfillset(&all);

@@ -1,5 +1,6 @@
 #include "report.h"
 
+#include "atomic_file.h"
 #include "clock.h"
 #include "json_write.h"
 #include "runstate.h"
@@ -587,67 +588,27 @@ int lw_report_emit(FILE *f, const char *reason) {
     return lw_jw_failed(&w) ? -1 : 0;
 }
 
-/* Writes to a fresh private file beside path, then renames it over path, so a
- * reader never sees half a report and a failure leaves the old one intact. */
-static int write_file(const char *path, const char *reason, int *err);
-
-/* A job may run under a file-size limit (ulimit -f): writing past it raises
- * SIGXFSZ, whose default action would end the job. While the report is
- * written the signal is blocked, and one it raised is taken back; the write
- * then fails with EFBIG like any other, and the job goes on. */
-static int write_atomically(const char *path, const char *reason, int *err) {
-    sigset_t xfsz, old, pending;
-    sigemptyset(&xfsz);
-    sigaddset(&xfsz, SIGXFSZ);
-    pthread_sigmask(SIG_BLOCK, &xfsz, &old);
-    sigpending(&pending);
-    int was_pending = sigismember(&pending, SIGXFSZ);
-    int rc = write_file(path, reason, err);
-    sigpending(&pending);
-    if (!was_pending && sigismember(&pending, SIGXFSZ)) {
-        struct timespec zero = {0, 0};
-        sigtimedwait(&xfsz, NULL, &zero);
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return rc;
+static int emit_to(FILE *f, void *reason) {
+    return lw_report_emit(f, reason);
 }
 
-static int write_file(const char *path, const char *reason, int *err) {
-    char tmp[PATH_MAX + 64];
-    const char *slash = strrchr(path, '/');
-    int dirlen = slash ? (int)(slash - path + 1) : 0;
-    if (snprintf(tmp, sizeof tmp, "%.*s.%s.%ld.tmp", dirlen, path, slash ? slash + 1 : path,
-                 (long)getpid()) >= (int)sizeof tmp) {
-        *err = ENAMETOOLONG;
-        return -1;
-    }
-    unlink(tmp); /* a leftover of ours from a crash; O_EXCL below refuses anything else */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        *err = errno;
-        return -1;
-    }
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
-        *err = errno;
-        close(fd);
-        unlink(tmp);
-        return -1;
-    }
-    int rc = lw_report_emit(f, reason);
-    if (fflush(f) != 0 || rc != 0) rc = -1, *err = errno ? errno : EIO;
-    if (rc == 0 && fsync(fd) != 0 && errno != EINVAL) rc = -1, *err = errno;
-    if (fclose(f) != 0 && rc == 0) rc = -1, *err = errno;
-    if (rc == 0 && rename(tmp, path) != 0) rc = -1, *err = errno;
-    if (rc != 0) unlink(tmp);
-    return rc;
-}
+/* One writer of the report at a time in this process: the exit report waits
+ * for a periodic one in progress, and is then the last one written (a
+ * periodic write after a final report is skipped). */
+static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
+static int final_written;
 
 /* Set in a forked child that uses CUDA itself (lifecycle.c). */
 static int forked_child;
 
 void lw_report_forked_child(void) {
     forked_child = 1;
+}
+
+void lw_report_after_fork_child(void) {
+    /* The thread that held it, if any, does not exist in the child. */
+    pthread_mutex_init(&write_lock, NULL);
+    final_written = 0;
 }
 
 /* A template without %p names the same file in a parent and in a forked
@@ -666,7 +627,7 @@ static void child_path(const char *tpl, char *path, size_t n) {
 
 static void report_path(char *path, size_t n) {
     const char *tpl = lw_opt_str(LW_OPT_REPORT);
-    if (lw_path_expand(tpl, path, n) != 0) {
+    if (!strcmp(tpl, "none") || lw_path_expand(tpl, path, n) != 0) {
         path[0] = '\0';
         return;
     }
@@ -680,39 +641,77 @@ static void report_path(char *path, size_t n) {
     }
 }
 
-int lw_report_write(const char *reason, int fallback, char *written, size_t writtenlen) {
-    char path[PATH_MAX];
+int lw_report_off(void) {
+    return strcmp(lw_opt_str(LW_OPT_REPORT), "none") == 0;
+}
+
+int lw_report_path(char *path, size_t n) {
     const char *tpl = lw_opt_str(LW_OPT_REPORT);
-    int err = 0;
-    if (lw_path_expand(tpl, path, sizeof path) != 0) {
+    if (lw_path_expand(tpl, path, n) != 0) return -1;
+    child_path(tpl, path, n);
+    return 0;
+}
+
+void lw_report_cleanup(void) {
+    char path[PATH_MAX];
+    if (!lw_report_off() && lw_report_path(path, sizeof path) == 0) lw_atomic_cleanup(path);
+}
+
+int lw_report_write_path(const char *path, const char *reason, char *why, size_t whylen) {
+    return lw_atomic_write(path, emit_to, (void *)reason, why, whylen);
+}
+
+static int is_final(const char *reason) {
+    return !strcmp(reason, "exit") || !strncmp(reason, "signal", 6);
+}
+
+static int write_locked(const char *reason, int fallback, char *written, size_t writtenlen) {
+    char path[PATH_MAX], why[512] = "";
+    if (written && writtenlen) written[0] = '\0';
+    if (lw_report_off()) return 0;
+    if (!strcmp(reason, "periodic") && final_written) return 0;
+    if (lw_report_path(path, sizeof path) != 0) {
         lw_log("the report path from LEAKWATCH_REPORT is too long (over %d bytes); set a shorter "
                "one",
                PATH_MAX);
         path[0] = '\0';
-    } else if (child_path(tpl, path, sizeof path), write_atomically(path, reason, &err) == 0) {
-        if (written) snprintf(written, writtenlen, "%s", path);
-        return 0;
     } else {
+        int rc = lw_report_write_path(path, reason, why, sizeof why);
+        if (rc == LW_AF_OFF) return 0; /* /dev/null: no file, as asked */
+        if (rc == LW_AF_WRITTEN) {
+            if (written) snprintf(written, writtenlen, "%s", path);
+            if (is_final(reason)) final_written = 1;
+            return 0;
+        }
         /* Periodic rewrites fail the same way every time: say it once. */
-        static int last_err;
-        if (fallback || err != last_err)
+        static char last_why[512];
+        if (fallback || strcmp(why, last_why) != 0)
             lw_log("cannot write the report to %s: %s; set LEAKWATCH_REPORT to a file in a "
-                   "writable folder (an earlier report at that path is left unchanged)",
-                   path, strerror(err));
-        last_err = err;
+                   "writable folder, or to none for no file (an earlier report at that path is "
+                   "left unchanged)",
+                   path, why);
+        snprintf(last_why, sizeof last_why, "%s", why);
     }
     if (!fallback) return -1;
     const char *dir = getenv("TMPDIR");
     if (!dir || !*dir) dir = "/tmp";
     char alt[PATH_MAX];
     snprintf(alt, sizeof alt, "%s/leakwatch-%ld.json", dir, (long)getpid());
-    if (write_atomically(alt, reason, &err) == 0) {
+    if (lw_report_write_path(alt, reason, why, sizeof why) == LW_AF_WRITTEN) {
         lw_log("wrote the report to %s instead", alt);
         if (written) snprintf(written, writtenlen, "%s", alt);
+        if (is_final(reason)) final_written = 1;
         return 0;
     }
-    lw_log("cannot write the report to %s either: %s; no report was written", alt, strerror(err));
+    lw_log("cannot write the report to %s either: %s; no report was written", alt, why);
     return -1;
+}
+
+int lw_report_write(const char *reason, int fallback, char *written, size_t writtenlen) {
+    pthread_mutex_lock(&write_lock);
+    int rc = write_locked(reason, fallback, written, writtenlen);
+    pthread_mutex_unlock(&write_lock);
+    return rc;
 }
 
 void lw_report_site_label(const lw_site *site, char *out, size_t n) {
@@ -796,7 +795,7 @@ void lw_report_summary(const char *path) {
            lw_sites_count() == 1 ? "" : "s", lw_fmt_count((double)c.alloc_count, n3, sizeof n3),
            lw_fmt_count((double)c.free_count, n4, sizeof n4),
            lw_fmt_count((double)c.failed_count, n5, sizeof n5));
-    if (path) {
+    if (path && path[0]) {
         lw_log("report: %s", path);
         lw_log("see it: leakwatch report %s   (as a web page: leakwatch report --format html -o "
                "leakwatch-report.html %s)",
