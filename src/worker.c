@@ -20,10 +20,26 @@ static pid_t thread_pid;
  * report at once, while its exit report may be written. */
 static uint64_t last_report_ns, last_metrics_ns;
 
+/* Held while the worker writes; set once the process ends. */
+static pthread_mutex_t outputs_lock = PTHREAD_MUTEX_INITIALIZER;
+static int outputs_stopped;
+
+void lw_worker_quiesce(void) {
+    pthread_mutex_lock(&outputs_lock);
+    outputs_stopped = 1;
+    pthread_mutex_unlock(&outputs_lock);
+}
+
+void lw_worker_after_fork_child(void) {
+    /* The worker thread that may have held it is the parent's. */
+    pthread_mutex_init(&outputs_lock, NULL);
+    outputs_stopped = 0;
+}
+
 /* What the worker writes on its own schedule: the report every
  * LEAKWATCH_REPORT_EVERY seconds (so a job killed by the OOM killer still
  * leaves a recent one), Prometheus metrics every interval. */
-static void periodic_outputs(void) {
+static void periodic_outputs_locked(void) {
     uint64_t now = lw_now_ns();
     long every = lw_opt_int(LW_OPT_REPORT_EVERY);
     if (!last_report_ns) last_report_ns = now;
@@ -37,6 +53,12 @@ static void periodic_outputs(void) {
         last_metrics_ns = now;
         lw_prometheus_write(prom);
     }
+}
+
+static void periodic_outputs(void) {
+    pthread_mutex_lock(&outputs_lock);
+    if (!outputs_stopped) periodic_outputs_locked();
+    pthread_mutex_unlock(&outputs_lock);
 }
 
 static void *run(void *arg) {

@@ -102,7 +102,28 @@ static int first_readable(const char *dir, const char *const *rel, size_t nrel, 
     return -1;
 }
 
+/* ld.so splits LD_PRELOAD at spaces and colons, with no way to quote them:
+ * such a path would load nothing, and every process would print an ld.so
+ * error while the job ran unwatched. */
+static int preloadable(const char *path, char *err, size_t errlen) {
+    const char *bad = strpbrk(path, " :\t\n");
+    if (!bad) return 0;
+    snprintf(err, errlen,
+             "the library path %s contains a %s, where LD_PRELOAD splits its list (it cannot be "
+             "quoted); install leakwatch (or copy libleakwatch.so and "
+             "pass --library) under a path without spaces or colons",
+             path, *bad == ':' ? "colon" : "space");
+    return -1;
+}
+
+static int find_library(const char *override, char *out, size_t n, char *err, size_t errlen);
+
 int lw_run_find_library(const char *override, char *out, size_t n, char *err, size_t errlen) {
+    int rc = find_library(override, out, n, err, errlen);
+    return rc == 0 ? preloadable(out, err, errlen) : rc;
+}
+
+static int find_library(const char *override, char *out, size_t n, char *err, size_t errlen) {
     if (override) {
         char abs[PATH_MAX];
         if (!realpath(override, abs) || !readable_file(abs)) {

@@ -351,7 +351,7 @@ static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const site_vi
 
 /* Writes the sites, most relevant first; returns the first one (the site the
  * answer names), or NULL. */
-static const lw_site *emit_sites(lw_jw *w, lw_symtab *syms, int global_leak) {
+static const lw_site *emit_sites(FILE *f, lw_jw *w, lw_symtab *syms, int global_leak) {
     site_views vs;
     views_load(&vs, global_leak);
     size_t n = 0, cap = lw_sites_count() + 1;
@@ -368,13 +368,21 @@ static const lw_site *emit_sites(lw_jw *w, lw_symtab *syms, int global_leak) {
                 (ranked_site){o, atomic_load(&o->live_bytes), atomic_load(&o->alloc_bytes), 0, 0};
         qsort(all, n, sizeof *all, by_relevance);
     }
-    size_t limit = (size_t)lw_opt_int(LW_OPT_REPORT_SITES);
+    size_t limit = (size_t)lw_opt_int(LW_OPT_REPORT_SITES), written = 0;
     lw_jw_uint(w, "sites_total", lw_sites_count());
-    lw_jw_uint(w, "sites_reported", n < limit ? n : limit);
     lw_jw_array(w, "sites");
-    for (size_t i = 0; i < n && i < limit; i++)
+    /* Whatever the shim writes, the command must read: the sites stop once
+     * they fill LW_REPORT_SITES_BYTES (the most relevant come first), far
+     * below what the command accepts. sites_reported says how many. */
+    off_t start = ftello(f);
+    for (size_t i = 0; i < n && i < limit; i++) {
+        off_t at = ftello(f);
+        if (start >= 0 && at >= 0 && at - start >= LW_REPORT_SITES_BYTES) break;
         emit_site(w, syms, all[i].site, view_of(&vs, all[i].site), all[i].leak ? (int)i + 1 : 0);
+        written++;
+    }
     lw_jw_end(w);
+    lw_jw_uint(w, "sites_reported", written);
     const lw_site *top = n && all ? all[0].site : NULL;
     free(all);
     views_free(&vs);
@@ -532,6 +540,12 @@ static void emit_rank(lw_jw *w) {
     lw_jw_str(w, "report_path", path[0] ? path : NULL);
 }
 
+static const char *end_signal;
+
+void lw_report_set_end_signal(const char *name) {
+    end_signal = name;
+}
+
 int lw_report_emit(FILE *f, const char *reason) {
     lw_jw w;
     lw_jw_init(&w, f, 1);
@@ -549,6 +563,7 @@ int lw_report_emit(FILE *f, const char *reason) {
     lw_jw_str(&w, "host", host);
     emit_rank(&w);
     lw_jw_str(&w, "reason", reason);
+    if (end_signal && !strcmp(reason, "signal")) lw_jw_str(&w, "end_signal", end_signal);
     lw_jw_int(&w, "written_at", (int64_t)time(NULL));
     lw_jw_double(&w, "duration_s", uptime);
     static lw_bin bins[300];
@@ -559,7 +574,7 @@ int lw_report_emit(FILE *f, const char *reason) {
     emit_totals(&w);
     emit_growth(&w, &g);
     emit_series(&w, bins, nbins);
-    const lw_site *top = emit_sites(&w, syms, g.verdict == LW_VERDICT_LEAK);
+    const lw_site *top = emit_sites(f, &w, syms, g.verdict == LW_VERDICT_LEAK);
     /* The site the answer names, and its place to look (the same as that
      * site's own "where"). */
     if (top) {

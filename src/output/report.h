@@ -5,11 +5,17 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "fmt.h"
 #include "path_template.h"
 
-/* Writes the report as JSON to f. reason: "exit", "dump", ... */
+/* The most bytes of call sites a report holds (64 MiB): with the rest, far
+ * below what `leakwatch report` reads (1 GiB, 10 million values), whatever
+ * LEAKWATCH_REPORT_SITES and LEAKWATCH_MAX_FRAMES say. */
+#define LW_REPORT_SITES_BYTES ((off_t)64 << 20)
+
+/* Writes the report as JSON to f. reason: "exit", "dump", "signal", ... */
 int lw_report_emit(FILE *f, const char *reason);
 
 /* Writes the report to the LEAKWATCH_REPORT path atomically (temporary file,
@@ -36,6 +42,10 @@ void lw_report_cleanup(void);
 void lw_report_forked_child(void);
 /* In a forked child, at once: the writers' lock is free, no final report yet. */
 void lw_report_after_fork_child(void);
+
+/* The signal that ends the job ("SIGTERM"): written as "end_signal" in a
+ * report whose reason is "signal". */
+void lw_report_set_end_signal(const char *name);
 
 /* Prints the few-line summary on stderr. */
 void lw_report_summary(const char *path_written);
