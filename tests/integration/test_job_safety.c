@@ -679,6 +679,103 @@ START_TEST(sockets_of_gone_processes_are_removed) {
 }
 END_TEST
 
+/* `leakwatch ps` asks every process at once: four that never answer cost
+ * the time of one (before: 30 s each, in turn). */
+START_TEST(ps_asks_every_process_at_once) {
+    char dir[256], sdir[300], xdg[300];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(sdir, sizeof sdir, "%s/leakwatch", dir);
+    ck_assert_int_eq(mkdir(sdir, 0700), 0);
+    pid_t sleepers[4];
+    int fds[4];
+    for (int i = 0; i < 4; i++) {
+        sleepers[i] = fork();
+        ck_assert_int_ge(sleepers[i], 0);
+        if (sleepers[i] == 0) {
+            execl("/bin/sleep", "sleep", "120", (char *)NULL);
+            _exit(127);
+        }
+        char p[400];
+        snprintf(p, sizeof p, "%s/%ld.sock", sdir, (long)sleepers[i]);
+        /* A socket that takes connections and never answers: a hung job. */
+        fds[i] = socket(AF_UNIX, SOCK_STREAM, 0);
+        struct sockaddr_un a = {.sun_family = AF_UNIX};
+        memcpy(a.sun_path, p, strlen(p) + 1);
+        ck_assert_int_eq(bind(fds[i], (struct sockaddr *)&a, sizeof a), 0);
+        ck_assert_int_eq(listen(fds[i], 4), 0);
+    }
+    snprintf(xdg, sizeof xdg, "XDG_RUNTIME_DIR=%s", dir);
+    const char *env[] = {xdg, NULL};
+    const char *args[] = {"ps", NULL};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    lw_run r;
+    lw_cli_run(&r, args, env);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    printf("test_job_safety: leakwatch ps with 4 hung processes took %.1f s\n", s);
+    ck_assert_int_eq(count_substr(r.err, "no answer from"), 4);
+    ck_assert_msg(s < 20, "leakwatch ps took %.1f s", s);
+    lw_run_free(&r);
+    for (int i = 0; i < 4; i++) {
+        close(fds[i]);
+        kill(sleepers[i], SIGKILL);
+        waitpid(sleepers[i], NULL, 0);
+    }
+    lw_remove_dir(dir);
+}
+END_TEST
+
+/* Root may watch any user's job (docs/cli.md): its socket is found in that
+ * user's folder. */
+START_TEST(root_watches_another_users_job) {
+    if (geteuid() != 0) {
+        printf("test_job_safety: root_watches_another_users_job skipped: needs root\n");
+        return;
+    }
+    char dir[256], out[300], snap[300];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(out, sizeof out, "%s/.out", dir);
+    snprintf(snap, sizeof snap, "%s/snap.json", dir);
+    static lw_child_env ce;
+    lw_child_env_build(&ce, LW_PRELOAD_SHIM, "none", NULL);
+    char *argv[] = {program("rt_safety_job"), "wait", "20000", NULL};
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(o, 1);
+        dup2(o, 2);
+        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(126);
+        execve(argv[0], argv, ce.envp);
+        _exit(127);
+    }
+    ck_assert_msg(lw_wait_for_text(out, "ready", 30000), "%s", lw_slurp_file(out));
+    char spid[32];
+    snprintf(spid, sizeof spid, "%ld", (long)pid);
+    const char *args[] = {"snapshot", "-o", snap, spid, NULL};
+    lw_run r;
+    int found = 0;
+    /* The socket appears right after the first allocation. */
+    for (int i = 0; i < 100 && !found; i++) {
+        lw_cli_run(&r, args, NULL);
+        found = r.exit_code == 0;
+        if (!found) {
+            ck_assert_msg(i < 99, "leakwatch snapshot as root: exit %d: %s", r.exit_code, r.err);
+            usleep(50000);
+        }
+        if (!found) lw_run_free(&r);
+    }
+    lw_json *j = parse_or_null(snap);
+    ck_assert_ptr_nonnull(j);
+    lw_json_free(j);
+    lw_run_free(&r);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("job_safety");
     TCase *tc = tcase_create("job_safety");
@@ -699,6 +796,8 @@ int main(void) {
     tcase_add_test(tc, end_signals_leave_a_final_report);
     tcase_add_test(tc, run_refuses_library_paths_ld_preload_splits);
     tcase_add_test(tc, sockets_of_gone_processes_are_removed);
+    tcase_add_test(tc, ps_asks_every_process_at_once);
+    tcase_add_test(tc, root_watches_another_users_job);
     suite_add_tcase(s, tc);
     int failed = lw_check_run(s);
     return failed ? 1 : 0;

@@ -6,8 +6,8 @@
  *                                and sleeps, while three reports (with source
  *                                lines: addr2line) are written; prints
  *                                "sigchld N reaped M eintr K"
- *   rt_safety_job closefds DIR   closes descriptors 3-63 after its first CUDA
- *                                call, then writes DIR/f0..f2 through stdio
+ *   rt_safety_job closefds DIR   closes descriptors 3-1023, makes its first CUDA
+ *                                call, closes 3-63 (leakwatch's among them), then writes DIR/f0..f2 through stdio
  *                                (flushed at exit)
  *   rt_safety_job raise SIG      allocates, then raises SIG (default action)
  *   rt_safety_job handle SIG     the same with its own handler, which prints
@@ -94,6 +94,10 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(mode, "closefds") && argc > 2) {
+        /* A clean slate first (as a daemon makes), so that leakwatch's
+         * descriptors are the lowest numbers, which the job's files get back. */
+        for (int fd = 3; fd < 1024; fd++)
+            close(fd);
         leak_job(4096);
         for (int fd = 3; fd < 64; fd++)
             close(fd);
