@@ -62,6 +62,42 @@ int lw_atomic_check(const char *path, char *why, size_t whylen) {
     return LW_AF_FAILED;
 }
 
+/* The temporary file's stream. A process forked while a report is being
+ * written holds a copy of the stream, buffer included, and its exit()
+ * flushes every stream: through a plain FILE those bytes would land in our
+ * file (the descriptor and its offset are shared). This stream writes only
+ * in the process that opened it. */
+typedef struct {
+    int fd;
+    pid_t pid;
+    off64_t written;
+} sink;
+
+static ssize_t sink_write(void *cookie, const char *buf, size_t n) {
+    sink *k = cookie;
+    if (getpid() != k->pid) return (ssize_t)n; /* a forked child's copy: dropped */
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(k->fd, buf + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return done ? (ssize_t)done : -1;
+        done += (size_t)w;
+    }
+    k->written += (off64_t)done;
+    return (ssize_t)done;
+}
+
+/* Only where we are (ftello: the report measures what it wrote). */
+static int sink_seek(void *cookie, off64_t *off, int whence) {
+    sink *k = cookie;
+    if (whence != SEEK_CUR || *off != 0) {
+        errno = ESPIPE;
+        return -1;
+    }
+    *off = k->written;
+    return 0;
+}
+
 static int split(const char *path, int *dirlen, const char **base) {
     const char *slash = strrchr(path, '/');
     *dirlen = slash ? (int)(slash - path + 1) : 0;
@@ -119,7 +155,9 @@ static int write_file(const char *path, lw_af_emit emit, void *arg, char *why, s
         if (why) snprintf(why, whylen, "%s", strerror(errno));
         return LW_AF_FAILED;
     }
-    FILE *f = fdopen(fd, "w");
+    sink k = {fd, getpid(), 0};
+    cookie_io_functions_t io = {NULL, sink_write, sink_seek, NULL};
+    FILE *f = fopencookie(&k, "w", io);
     if (!f) {
         int e = errno;
         close(fd);
@@ -128,12 +166,14 @@ static int write_file(const char *path, lw_af_emit emit, void *arg, char *why, s
         errno = e;
         return LW_AF_FAILED;
     }
+    setvbuf(f, NULL, _IOFBF, 65536);
     errno = 0;
     int rc = emit(f, arg) == 0 ? 0 : -1;
     int e = errno;
     if (fflush(f) != 0) rc = -1, e = errno;
-    if (rc == 0 && fsync(fd) != 0 && errno != EINVAL && errno != EROFS) rc = -1, e = errno;
     if (fclose(f) != 0 && rc == 0) rc = -1, e = errno;
+    if (rc == 0 && fsync(fd) != 0 && errno != EINVAL && errno != EROFS) rc = -1, e = errno;
+    if (close(fd) != 0 && rc == 0) rc = -1, e = errno;
     if (rc != 0) {
         unlink(tmp);
         if (!e) e = EIO;

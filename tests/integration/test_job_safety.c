@@ -301,6 +301,21 @@ START_TEST(temporary_files_of_a_killed_writer_are_removed) {
 }
 END_TEST
 
+/* A forked child starts its own report clock: it does not write a periodic
+ * report at once because its parent was due one (that write raced with its
+ * exit report). */
+START_TEST(forked_child_starts_its_own_report_clock) {
+    const char *set[] = {"LEAKWATCH_REPORT=r.json", "LEAKWATCH_REPORT_EVERY=1",
+                         "LEAKWATCH_INTERVAL_MS=10", "LEAKWATCH_SOURCE_LINES=0", NULL};
+    const char *args[] = {"forkclock", NULL};
+    lw_run r;
+    run_set(&r, set, "rt_safety_job", args);
+    RUN_OK(&r);
+    ck_assert_str_eq(r.out, "child early report no\n");
+    lw_run_free(&r);
+}
+END_TEST
+
 /* ---- the command's files ---- */
 
 START_TEST(command_outputs_and_inputs) {
@@ -784,6 +799,7 @@ int main(void) {
     tcase_add_test(tc, only_regular_files_are_replaced);
     tcase_add_test(tc, dev_null_and_none_turn_the_file_off);
     tcase_add_test(tc, temporary_files_of_a_killed_writer_are_removed);
+    tcase_add_test(tc, forked_child_starts_its_own_report_clock);
     tcase_add_test(tc, command_outputs_and_inputs);
     tcase_add_test(tc, the_command_reads_what_the_shim_writes);
     tcase_add_test(tc, thread_churn_keeps_memory_level);

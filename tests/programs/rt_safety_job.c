@@ -7,12 +7,15 @@
  *                                lines: addr2line) are written; prints
  *                                "sigchld N reaped M eintr K"
  *   rt_safety_job closefds DIR   closes descriptors 3-1023, makes its first CUDA
- *                                call, closes 3-63 (leakwatch's among them), then writes DIR/f0..f2 through stdio
- *                                (flushed at exit)
- *   rt_safety_job raise SIG      allocates, then raises SIG (default action)
- *   rt_safety_job handle SIG     the same with its own handler, which prints
- *                                "handled SIG" and calls exit(7)
- *   rt_safety_job wait MS        allocates, then sleeps MS milliseconds
+ *                                call, closes 3-63 (leakwatch's among them), then writes DIR/f0..f2
+ * through stdio (flushed at exit) rt_safety_job raise SIG      allocates, then raises SIG (default
+ * action) rt_safety_job handle SIG     the same with its own handler, which prints "handled SIG"
+ * and calls exit(7) rt_safety_job wait MS        allocates, then sleeps MS milliseconds
+ *   rt_safety_job forkclock      (LEAKWATCH_REPORT=r.json, LEAKWATCH_REPORT_EVERY=1)
+ *                                waits for its first periodic report, forks 0.6 s
+ *                                later a child that allocates and, 0.5 s on,
+ *                                prints "child early report yes|no": whether its
+ *                                own periodic report (r.PID.json) came already
  *   rt_safety_job quiet          allocates and exits; prints nothing */
 #include "safety.h"
 
@@ -125,6 +128,25 @@ int main(int argc, char **argv) {
         fflush(stdout);
         raise(sig);
         usleep(200000);
+        return 0;
+    }
+    if (!strcmp(mode, "forkclock")) {
+        leak_job(4096);
+        const char *rep = getenv("LEAKWATCH_REPORT");
+        for (int i = 0; rep && access(rep, F_OK) != 0 && i < 6000; i++)
+            usleep(5000);
+        usleep(600000); /* the parent is due its next one in 0.4 s */
+        pid_t c = fork();
+        if (c == 0) {
+            leak_job(4096);
+            usleep(500000);
+            char own[64];
+            snprintf(own, sizeof own, "r.%ld.json", (long)getpid());
+            printf("child early report %s\n", access(own, F_OK) == 0 ? "yes" : "no");
+            exit(0);
+        }
+        int st;
+        waitpid(c, &st, 0);
         return 0;
     }
     if (!strcmp(mode, "wait") && argc > 2) {
