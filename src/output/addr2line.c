@@ -24,11 +24,12 @@
  *    parent when it ends (the kernel resets its exit signal at exec), which
  *    would run the job's SIGCHLD handler, cut its sleeps short (EINTR) and
  *    let a waitpid(-1) of the job reap it. So:
- *      job thread --clone(CLONE_VM|CLONE_VFORK|CLONE_FILES, exit signal 0)-->
+ *      job thread --clone(CLONE_VM|CLONE_VFORK, exit signal 0)-->
  *      intermediate --clone(CLONE_VM|CLONE_VFORK, SIGCHLD)--> addr2line
  *    The intermediate never runs execve, so its exit signal stays none: it
- *    sends the job no SIGCHLD, and only waitpid(__WCLONE) sees it, which we
- *    do at once (it exits as soon as addr2line has started). addr2line's
+ *    sends the job no SIGCHLD, and only waitpid(__WCLONE or __WALL) sees it,
+ *    which we do at once (it exits as soon as addr2line has started, after
+ *    sending us its pid through the socket). addr2line's
  *    parent is then init (or the nearest subreaper), which reaps it. Both
  *    clones suspend their parent until the child has run execve or exited,
  *    as posix_spawn does: nothing of the job is copied, no atfork handler or
@@ -154,8 +155,7 @@ typedef struct {
     int sock; /* the child's end of the socketpair */
     const char *tool;
     char **argv, **env;
-    char *stack2;       /* the grandchild's stack (top) */
-    volatile pid_t pid; /* addr2line's, set by the intermediate; 0: not started */
+    char *stack2; /* the grandchild's stack (top) */
 } spawn_args;
 
 #define NO_SAN __attribute__((no_sanitize("address", "undefined"), no_sanitize_thread))
@@ -194,7 +194,9 @@ NO_SAN static int intermediate_main(void *p) {
     for (int sig = 1; sig < 65; sig++)
         if (sig != SIGKILL && sig != SIGSTOP) syscall(SYS_rt_sigaction, sig, &dfl, NULL, 8);
     pid_t pid = clone(grandchild_main, a->stack2, CLONE_VM | CLONE_VFORK | SIGCHLD, a);
-    a->pid = pid > 0 ? pid : -1;
+    /* addr2line's pid, as the first bytes its reader gets (through the
+     * socket, not memory: under valgrind, this process is a fork). */
+    if (pid > 0) syscall(SYS_write, a->sock, &pid, sizeof pid);
     syscall(SYS_exit, 0);
     return 0;
 }
@@ -202,26 +204,30 @@ NO_SAN static int intermediate_main(void *p) {
 #define CHILD_STACK (64 * 1024)
 
 /* Starts addr2line as described at the top; its pid, or -1. */
-static pid_t spawn(const char *tool, char **argv, char **env, int sock) {
+static pid_t spawn(const char *tool, char **argv, char **env, int sock, int reader) {
     char *stack = mmap(NULL, 2 * CHILD_STACK, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     if (stack == MAP_FAILED) return -1;
-    spawn_args a = {sock, tool, argv, env, stack + 2 * CHILD_STACK, 0};
+    spawn_args a = {sock, tool, argv, env, stack + 2 * CHILD_STACK};
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int saved = errno; /* the children share it until they exec or exit */
-    pid_t mid =
-        clone(intermediate_main, stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | CLONE_FILES, &a);
+    pid_t mid = clone(intermediate_main, stack + CHILD_STACK, CLONE_VM | CLONE_VFORK, &a);
+    pid_t pid = -1;
     if (mid > 0) {
         int st;
-        while (waitpid(mid, &st, __WCLONE) < 0 && errno == EINTR) {
+        /* __WALL: valgrind turns the clone into a fork with SIGCHLD. */
+        while (waitpid(mid, &st, __WALL) < 0 && errno == EINTR) {
         }
+        pid_t got;
+        if (recv(reader, &got, sizeof got, MSG_DONTWAIT) == (ssize_t)sizeof got && got > 0)
+            pid = got;
     }
     errno = saved;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     munmap(stack, 2 * CHILD_STACK);
-    return mid > 0 && a.pid > 0 ? a.pid : -1;
+    return pid;
 }
 
 lw_a2l *lw_a2l_open(const char *tool, const char *module) {
@@ -233,7 +239,7 @@ lw_a2l *lw_a2l_open(const char *tool, const char *module) {
     pid_t pid = -1;
     if (a && env) {
         char *argv[] = {(char *)tool, "-f", "-C", "-i", "-a", "-e", (char *)module, NULL};
-        pid = spawn(tool, argv, env, sv[1]);
+        pid = spawn(tool, argv, env, sv[1], sv[0]);
     }
     free(env);
     close(sv[1]);
