@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -218,36 +219,40 @@ int lw_atomic_write_buf(const char *path, const void *data, size_t len, char *wh
     return lw_atomic_write(path, emit_buf, &b, why, whylen);
 }
 
-int lw_atomic_cleanup(const char *path) {
-    int dirlen;
-    const char *base;
-    if (split(path, &dirlen, &base) != 0) return 0;
-    char dir[PATH_MAX], prefix[NAME_MAX + 4];
-    if (snprintf(dir, sizeof dir, "%.*s", dirlen ? dirlen : 1, dirlen ? path : ".") >=
-            (int)sizeof dir ||
-        snprintf(prefix, sizeof prefix, ".%s.", base) >= (int)sizeof prefix)
-        return 0;
-    DIR *d = opendir(dir);
+int lw_atomic_cleanup(const char *dir, const char *name_glob) {
+    DIR *d = opendir(dir && *dir ? dir : ".");
     if (!d) return 0;
-    size_t plen = strlen(prefix);
     time_t now = time(NULL);
     int removed = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
-        const char *n = e->d_name;
-        size_t len = strlen(n);
-        if (len < plen + 5 || strncmp(n, prefix, plen) != 0 || strcmp(n + len - 4, ".tmp") != 0)
+        /* ".NAME.PID.SEQ.tmp" (".NAME.PID.tmp" from earlier versions). */
+        char name[NAME_MAX + 1];
+        size_t len = strlen(e->d_name);
+        if (e->d_name[0] != '.' || len < 7 || len > NAME_MAX ||
+            strcmp(e->d_name + len - 4, ".tmp") != 0)
             continue;
-        char *end = NULL;
-        errno = 0;
-        long pid = strtol(n + plen, &end, 10);
-        if (errno || pid <= 0 || pid > INT_MAX || (*end != '.')) continue;
+        memcpy(name, e->d_name + 1, len - 5);
+        name[len - 5] = '\0';
+        long pid = 0;
+        char *dot = strrchr(name, '.');
+        for (int fields = 0; dot && fields < 2; fields++) {
+            char *end = NULL;
+            errno = 0;
+            long v = strtol(dot + 1, &end, 10);
+            if (errno || end == dot + 1 || *end) break;
+            pid = v; /* the last number read before NAME is the pid */
+            *dot = '\0';
+            if (fnmatch(name_glob, name, FNM_PERIOD) == 0) break;
+            dot = strrchr(name, '.');
+        }
+        if (pid <= 0 || pid > INT_MAX || fnmatch(name_glob, name, FNM_PERIOD) != 0) continue;
         if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
         struct stat st;
-        if (fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
             st.st_uid != geteuid() || now - st.st_mtime < 60)
             continue;
-        if (unlinkat(dirfd(d), n, 0) == 0) removed++;
+        if (unlinkat(dirfd(d), e->d_name, 0) == 0) removed++;
     }
     closedir(d);
     return removed;

@@ -44,10 +44,11 @@ int lw_atomic_write_buf(const char *path, const void *data, size_t len, char *wh
  * LW_AF_OFF for /dev/null, LW_AF_FAILED (with why) when it must not. */
 int lw_atomic_check(const char *path, char *why, size_t whylen);
 
-/* Removes temporary files of path (".NAME.PID.*.tmp") that a writer killed
- * with SIGKILL left behind: only regular files of ours whose process is gone
- * and that were last written at least a minute ago (a writer on another
- * machine sharing the folder is still writing its own). Returns how many. */
-int lw_atomic_cleanup(const char *path);
+/* Removes, in dir, the temporary files (".NAME.PID.SEQ.tmp") of outputs
+ * whose NAME matches name_glob (fnmatch) that a writer killed with SIGKILL
+ * left behind: only regular files of ours whose process is gone and that
+ * were last written at least a minute ago (a writer on another machine
+ * sharing the folder may still be writing its own). Returns how many. */
+int lw_atomic_cleanup(const char *dir, const char *name_glob);
 
 #endif

@@ -667,9 +667,50 @@ int lw_report_path(char *path, size_t n) {
     return 0;
 }
 
+/* The output names a template can give, as a glob: %p, %h and %r match
+ * anything. Only the last part of the path may vary: a folder with a %
+ * escape gives no cleanup. */
+static int template_glob(const char *tpl, char *dir, size_t dn, char *glob, size_t gn) {
+    const char *slash = strrchr(tpl, '/');
+    size_t dl = slash ? (size_t)(slash - tpl) : 0;
+    if (dl >= dn || memchr(tpl, '%', dl)) return -1;
+    memcpy(dir, slash ? tpl : ".", slash ? dl : 1);
+    dir[slash ? dl : 1] = '\0';
+    if (slash && dl == 0) snprintf(dir, dn, "/");
+    size_t o = 0;
+    for (const char *p = slash ? slash + 1 : tpl; *p; p++) {
+        if (o + 3 >= gn) return -1;
+        if (p[0] == '%' && (p[1] == 'p' || p[1] == 'h' || p[1] == 'r')) {
+            glob[o++] = '*';
+            p++;
+        } else if (p[0] == '%' && p[1] == '%') {
+            glob[o++] = '%';
+            p++;
+        } else {
+            if (strchr("*?[\\", *p)) glob[o++] = '\\';
+            glob[o++] = *p;
+        }
+    }
+    glob[o] = '\0';
+    return 0;
+}
+
 void lw_report_cleanup(void) {
-    char path[PATH_MAX];
-    if (!lw_report_off() && lw_report_path(path, sizeof path) == 0) lw_atomic_cleanup(path);
+    char dir[PATH_MAX], glob[PATH_MAX];
+    const char *tpls[] = {lw_report_off() ? NULL : lw_opt_str(LW_OPT_REPORT),
+                          lw_opt_str(LW_OPT_PROMETHEUS)};
+    for (int i = 0; i < 2; i++) {
+        if (!tpls[i] || template_glob(tpls[i], dir, sizeof dir, glob, sizeof glob) != 0) continue;
+        lw_atomic_cleanup(dir, glob);
+        /* A forked child's name without %p: NAME.PID.json. */
+        size_t gl = strlen(glob);
+        if (!strstr(tpls[i], "%p") && gl > 5 && !strcmp(glob + gl - 5, ".json") &&
+            gl + 3 < sizeof glob) {
+            memmove(glob + gl - 3, glob + gl - 5, 6);
+            memcpy(glob + gl - 5, ".*", 2);
+            lw_atomic_cleanup(dir, glob);
+        }
+    }
 }
 
 int lw_report_write_path(const char *path, const char *reason, char *why, size_t whylen) {

@@ -34,7 +34,8 @@ int lw_report_off(void);
 /* The report's path for this process (the template expanded); -1 if too long. */
 int lw_report_path(char *path, size_t n);
 /* Removes the temporary files a writer killed mid-write left beside the
- * report path (atomic_file.h). */
+ * report and Prometheus paths, for every name their templates give
+ * (atomic_file.h). */
 void lw_report_cleanup(void);
 
 /* A forked child that uses CUDA itself: a report template without %p then

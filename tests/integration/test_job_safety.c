@@ -297,6 +297,25 @@ START_TEST(temporary_files_of_a_killed_writer_are_removed) {
     ck_assert_int_eq(access(fresh, F_OK), 0); /* maybe another machine's, still writing */
     ck_assert_int_eq(access(alive, F_OK), 0); /* its process lives */
     lw_run_free(&r);
+    /* With %p in the template the next process has another name: the
+     * template's every name is looked at (the Prometheus file's too). */
+    char prom[400], set_prom[440];
+    snprintf(set_rep, sizeof set_rep, "LEAKWATCH_REPORT=%s/q-%%p.json", dir);
+    snprintf(set_prom, sizeof set_prom, "LEAKWATCH_PROMETHEUS=%s/m-%%p.prom", dir);
+    snprintf(old, sizeof old, "%s/.q-2147483000.json.2147483000.0.tmp", dir);
+    snprintf(prom, sizeof prom, "%s/.m-2147483000.prom.2147483000.7.tmp", dir);
+    const char *more[] = {old, prom};
+    for (int i = 0; i < 2; i++) {
+        lw_write_text(more[i], "half");
+        struct timespec t[2] = {{time(NULL) - 3600, 0}, {time(NULL) - 3600, 0}};
+        ck_assert_int_eq(utimensat(AT_FDCWD, more[i], t, 0), 0);
+    }
+    const char *set2[] = {set_rep, set_prom, NULL};
+    run_set(&r, set2, "rt_safety_job", args);
+    RUN_OK(&r);
+    ck_assert_msg(access(old, F_OK) != 0, "%s is still there", old);
+    ck_assert_msg(access(prom, F_OK) != 0, "%s is still there", prom);
+    lw_run_free(&r);
     lw_remove_dir(dir);
 }
 END_TEST
