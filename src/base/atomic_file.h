@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The one way leakwatch writes an output file (the report, a snapshot, the
  * Prometheus textfile, `leakwatch report -o`), shared by the shim and the
  * command.

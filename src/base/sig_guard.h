@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Writes that must never raise a signal in the job. Writing to a pipe whose
  * reader is gone raises SIGPIPE, and writing past a file-size limit
  * (ulimit -f) raises SIGXFSZ; either's default action ends the process. While

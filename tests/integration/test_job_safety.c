@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* "Leave no trace on the job" (docs/safety.md): its files, descriptors,
  * signals, children, memory and exit, and reports that are never lost or
  * corrupted. Each test runs a real program under the shim on the CPU

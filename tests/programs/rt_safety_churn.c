@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A server that starts a thread per request: THREADS short-lived threads,
  * one after another, each allocating and freeing once. Prints its resident
  * size after the first 1000 threads and at the end:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A job that leakwatch must leave as it found it: its children, its
  * descriptors, its signals and its exit (tests/integration/test_job_safety.c).
  *

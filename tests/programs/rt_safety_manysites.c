@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Many distinct call sites with deep stacks, for a large report: N
  * allocations, each from a distinct stack (the bits of its number pick one of
  * two call sites at each of 15 levels, innermost), under PAD plain levels.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Everything that writes a report, at once: the sampler every 10 ms (the
  * test sets LEAKWATCH_INTERVAL_MS=10, LEAKWATCH_REPORT_EVERY=1 and
  * LEAKWATCH_PROMETHEUS), leakwatch_dump() from four threads, forked children

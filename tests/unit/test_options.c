@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The one parser of LEAKWATCH_* values (src/base/options.c), the escaping of
  * the shim's stderr lines (src/base/log.c), the command's text sanitizer and
  * the shared atomic writer (src/base/atomic_file.c). */
