@@ -74,6 +74,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -91,6 +92,10 @@ struct lw_a2l {
     pid_t pid;     /* addr2line, not our child (see the top of this file) */
     int pidfd;     /* a pidfd of it, or -1 */
     int fd;        /* our end of the socket; -1 once stopped */
+    dev_t dev;     /* what fd and pidfd are (device, inode): a job that */
+    ino_t ino;     /* closes descriptors it did not open may get these */
+    dev_t pdev;    /* numbers back for its own files, which we must then */
+    ino_t pino;    /* never write to or close */
     int timed_out; /* it was stopped for not answering in time */
     char *buf;     /* bytes read, not yet consumed: buf[start, len) */
     size_t cap, len, start;
@@ -250,9 +255,12 @@ lw_a2l *lw_a2l_open(const char *tool, const char *module) {
     }
     a->pid = pid;
     a->fd = sv[0];
+    struct stat st;
+    if (fstat(a->fd, &st) == 0) a->dev = st.st_dev, a->ino = st.st_ino;
 #ifdef SYS_pidfd_open
     a->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (a->pidfd >= 0) fcntl(a->pidfd, F_SETFD, FD_CLOEXEC);
+    if (a->pidfd >= 0 && fstat(a->pidfd, &st) == 0) a->pdev = st.st_dev, a->pino = st.st_ino;
 #else
     a->pidfd = -1;
 #endif
@@ -274,7 +282,13 @@ static int wait_fd(lw_a2l *a, short events, uint64_t deadline_ns) {
     }
 }
 
+static int is_ours(int fd, dev_t dev, ino_t ino) {
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
 static int send_all(lw_a2l *a, const char *s, size_t n, uint64_t deadline_ns) {
+    if (!is_ours(a->fd, a->dev, a->ino)) return -1;
     while (n) {
         ssize_t w = send(a->fd, s, n, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w > 0) {
@@ -365,8 +379,9 @@ void lw_a2l_frames_free(lw_a2l_frame *f, int n) {
  * may be another process's by now). Its parent, not us, reaps it. */
 static void stop(lw_a2l *a, uint64_t grace_ns) {
     if (a->fd < 0) return;
-    close(a->fd);
+    if (is_ours(a->fd, a->dev, a->ino)) close(a->fd);
     a->fd = -1;
+    if (a->pidfd >= 0 && !is_ours(a->pidfd, a->pdev, a->pino)) a->pidfd = -1;
     if (a->pidfd < 0) return; /* no pidfd (kernel before 5.3): left to exit at EOF */
     uint64_t until = lw_now_ns() + grace_ns;
     for (;;) {
@@ -382,7 +397,7 @@ static void stop(lw_a2l *a, uint64_t grace_ns) {
         }
         break;
     }
-    close(a->pidfd);
+    if (is_ours(a->pidfd, a->pdev, a->pino)) close(a->pidfd);
     a->pidfd = -1;
 }
 
