@@ -658,6 +658,22 @@ START_TEST(end_signals_leave_a_final_report) {
     ck_assert_str_eq(r.out, "raising\nhandled 15\n");
     ck_assert_str_eq(lw_json_string(lw_json_get(r.report, "reason")), "exit");
     lw_run_free(&r);
+    /* Under `leakwatch run` (Ctrl-C reaches the job): the job's status, a
+     * report that says how it ended. */
+    char dir[256], rep[400];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(rep, sizeof rep, "%s/run.json", dir);
+    const char *run_args[] = {"run",   "--report", rep, "--", program("rt_safety_job"),
+                              "raise", "2",        NULL};
+    lw_run c;
+    lw_cli_run(&c, run_args, NULL);
+    ck_assert_msg(c.exit_code == 130, "exit %d: %s", c.exit_code, c.err);
+    lw_json *j = parse_or_null(rep);
+    ck_assert_msg(j != NULL, "no report: %s", c.err);
+    ck_assert_str_eq(lw_json_string(lw_json_get(j, "end_signal")), "SIGINT");
+    lw_json_free(j);
+    lw_run_free(&c);
+    lw_remove_dir(dir);
     /* Without the shim: the same ends. */
     const char *raise_args[] = {"raise", "15", NULL};
     lw_run_prog(&r, 0, "rt_safety_job", raise_args, NULL);
