@@ -566,10 +566,12 @@ int lw_report_emit(FILE *f, const char *reason) {
     if (end_signal && !strcmp(reason, "signal")) lw_jw_str(&w, "end_signal", end_signal);
     lw_jw_int(&w, "written_at", (int64_t)time(NULL));
     lw_jw_double(&w, "duration_s", uptime);
-    static lw_bin bins[300];
+    /* Its own copy: reports may be written from several threads at once
+     * (a snapshot while the exit report is written). */
+    lw_bin *bins = calloc(300, sizeof *bins);
     int nbins = 0;
     lw_growth_state g;
-    lw_growth_get(&g, bins, 300, &nbins);
+    lw_growth_get(&g, bins, bins ? 300 : 0, &nbins);
     lw_jw_str(&w, "verdict", lw_verdict_name(g.verdict));
     emit_totals(&w);
     emit_growth(&w, &g);
@@ -599,6 +601,7 @@ int lw_report_emit(FILE *f, const char *reason) {
     lw_jw_end(&w);
     lw_jw_end(&w);
     fputc('\n', f);
+    free(bins);
     lw_symtab_free(syms);
     return lw_jw_failed(&w) ? -1 : 0;
 }

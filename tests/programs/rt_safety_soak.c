@@ -5,7 +5,7 @@
  * that use CUDA (each writes its own report) and, from the test, snapshots
  * through the control socket to the same path.
  *
- *   rt_safety_soak MS     runs for MS milliseconds; prints "children N" */
+ *   rt_safety_soak MS [nofork]   runs for MS milliseconds; prints "children N" */
 #include "safety.h"
 
 #include <pthread.h>
@@ -37,6 +37,7 @@ static long now_ms(void) {
 
 int main(int argc, char **argv) {
     long ms = arg_long(argc, argv, 1, 3000);
+    int forks = !(argc > 2 && !strcmp(argv[2], "nofork"));
     leak_soak(4096);
     printf("ready\n");
     fflush(stdout);
@@ -49,7 +50,7 @@ int main(int argc, char **argv) {
         CHECK(cudaMalloc(&p, 65536));
         CHECK(cudaFree(p));
         if (++step % 64 == 0) leak_soak(4096);
-        if (step % 256 == 0) {
+        if (forks && step % 256 == 0) {
             pid_t c = fork();
             if (c == 0) {
                 leak_soak(8192); /* its own report, written at its exit */
