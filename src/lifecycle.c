@@ -1,6 +1,7 @@
 #include "lifecycle.h"
 
 #include "clock.h"
+#include "control.h"
 #include "live.h"
 #include "log.h"
 #include "options.h"
@@ -19,7 +20,13 @@
 
 #include <leakwatch.h>
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -37,6 +44,7 @@ static pid_t owner_pid; /* the process whose report this is */
 static int forked;
 
 static void at_exit(void);
+static void end_signals_start(void);
 static void before_fork(void);
 static void after_fork_parent(void);
 static void after_fork_child(void);
@@ -75,8 +83,10 @@ static void start(void) {
         handlers_registered = 1;
     }
     lw_py_init();
+    lw_report_cleanup(); /* temporary files of a writer killed mid-write */
     atomic_store_explicit(&state, RECORDING, memory_order_release);
     lw_worker_start();
+    end_signals_start();
 }
 
 int lw_started(void) {
@@ -101,6 +111,7 @@ static void at_exit(void) {
      * not overwrite its parent's report. */
     if (atomic_load(&state) != RECORDING || owner_pid != getpid()) return;
     lw_hook_depth++; /* CUDA calls from here on are the runtime's teardown */
+    lw_worker_quiesce();
     write_report("exit", 1);
 }
 
@@ -132,6 +143,9 @@ static void after_fork_child(void) {
     lw_growth_unlock_after_fork();
     pthread_mutex_unlock(&start_lock);
     lw_record_after_fork_child();
+    lw_report_after_fork_child();
+    lw_totals_after_fork_child();
+    lw_worker_after_fork_child();
     lw_step_reset(); /* the child's steps are its own */
     /* The child reports only if it uses CUDA itself (owner_pid stays the
      * parent's until then, so the exit handler stays silent). */
@@ -162,6 +176,145 @@ LW_EXPORT const char *leakwatch_version(void) {
 LW_EXPORT int leakwatch_enabled(void) {
     int s = atomic_load(&state);
     if (s != NOT_STARTED) return s == RECORDING;
-    const char *d = getenv("LEAKWATCH_DISABLE");
-    return !(d && (d[0] == '1' || d[0] == 't' || d[0] == 'T' || d[0] == 'y' || d[0] == 'Y'));
+    /* Before the first CUDA call: what start() will decide, by the same
+     * parser. */
+    long off = 0;
+    lw_option_env(LW_OPT_DISABLE, &off);
+    return !off;
+}
+
+/* ---- SIGINT, SIGTERM, SIGHUP: a final report, then the job ends as it would
+ * have without us. ----
+ *
+ * At start, each of these signals whose disposition is still the default
+ * gets a handler of ours (a job's own handler, or SIG_IGN, is left alone, and
+ * a handler the job installs later simply replaces ours). The handler hands
+ * the signal to a thread of ours through a pipe (a report cannot be written
+ * inside a handler: it allocates and takes locks) and waits for it, at most
+ * END_WAIT_MS; then it puts the default action back, unblocks the signal and
+ * raises it again, so the process ends by the same signal, with the same
+ * status, as without leakwatch. A second signal while the report is being
+ * written ends the process at once. */
+#define END_WAIT_MS 10000
+
+static const int end_signals[] = {SIGINT, SIGTERM, SIGHUP};
+enum { N_END = sizeof end_signals / sizeof end_signals[0] };
+static int end_pipe[2] = {-1, -1}, ack_pipe[2] = {-1, -1};
+static struct stat end_id[2][2]; /* the pipes' device and inode */
+static volatile pid_t end_pid;   /* the process whose thread reads end_pipe */
+static atomic_int end_taken;
+
+static int fd_is(int fd, const struct stat *id) {
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == id->st_dev && st.st_ino == id->st_ino;
+}
+
+static void end_handler(int sig) {
+    int saved = errno;
+    if (end_pid == getpid() && !atomic_exchange(&end_taken, 1) &&
+        fd_is(end_pipe[1], &end_id[0][1]) && fd_is(ack_pipe[0], &end_id[1][0])) {
+        unsigned char c = (unsigned char)sig;
+        if (write(end_pipe[1], &c, 1) == 1) {
+            struct pollfd p = {ack_pipe[0], POLLIN, 0};
+            int left = END_WAIT_MS;
+            while (left > 0) {
+                int r = poll(&p, 1, 100);
+                if (r != 0 || end_pid != getpid()) break;
+                left -= 100;
+            }
+        }
+    }
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, &dfl, NULL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    raise(sig);
+    pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+    errno = saved; /* not reached: the default action ends the process */
+}
+
+static const char *signal_name(int sig) {
+    switch (sig) {
+    case SIGINT:
+        return "SIGINT";
+    case SIGTERM:
+        return "SIGTERM";
+    case SIGHUP:
+        return "SIGHUP";
+    default:
+        return "signal";
+    }
+}
+
+static void *end_thread(void *arg) {
+    (void)arg;
+    unsigned char c;
+    ssize_t r;
+    do
+        r = read(end_pipe[0], &c, 1);
+    while (r < 0 && errno == EINTR);
+    if (r == 1 && atomic_load(&state) == RECORDING && owner_pid == getpid()) {
+        lw_hook_depth++;
+        lw_report_set_end_signal(signal_name(c));
+        lw_worker_quiesce();
+        lw_control_stop(); /* its socket goes with the process */
+        write_report("signal", 1);
+        if (!lw_log_quiet) lw_log("ended by %s", signal_name(c));
+    }
+    c = 1;
+    if (fd_is(ack_pipe[1], &end_id[1][1]) && write(ack_pipe[1], &c, 1) < 0) {
+        /* the handler then waits its full time */
+    }
+    return NULL;
+}
+
+static void end_signals_start(void) {
+    /* A forked child gets pipes and a thread of its own; the parent's
+     * descriptors, inherited, are closed where they are still the pipes. */
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 2; k++) {
+            int *fd = i ? &ack_pipe[k] : &end_pipe[k];
+            if (fd_is(*fd, &end_id[i][k])) close(*fd);
+            *fd = -1;
+        }
+    end_pid = 0;
+    atomic_store(&end_taken, 0);
+    if (pipe2(end_pipe, O_CLOEXEC) != 0) return;
+    if (pipe2(ack_pipe, O_CLOEXEC) != 0) {
+        close(end_pipe[0]), close(end_pipe[1]);
+        end_pipe[0] = end_pipe[1] = -1;
+        return;
+    }
+    for (int k = 0; k < 2; k++) {
+        fstat(end_pipe[k], &end_id[0][k]);
+        fstat(ack_pipe[k], &end_id[1][k]);
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    pthread_t t;
+    int ok = pthread_create(&t, &attr, end_thread, NULL) == 0;
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!ok) return; /* no final report on these signals; the job is as without us */
+    end_pid = getpid();
+    for (int i = 0; i < N_END; i++) {
+        struct sigaction cur;
+        if (sigaction(end_signals[i], NULL, &cur) != 0) continue;
+        if (cur.sa_handler == end_handler) continue; /* inherited across fork */
+        if ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL) continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = end_handler;
+        sigfillset(&sa.sa_mask); /* nothing else runs on this thread meanwhile */
+        sa.sa_flags = SA_RESTART;
+        sigaction(end_signals[i], &sa, NULL);
+    }
 }

@@ -15,12 +15,31 @@
 #include <unistd.h>
 
 static pid_t thread_pid;
+/* When the worker last wrote the report and the metrics. A forked child's
+ * worker starts its own clock: the parent's would make it write a periodic
+ * report at once, while its exit report may be written. */
+static uint64_t last_report_ns, last_metrics_ns;
+
+/* Held while the worker writes; set once the process ends. */
+static pthread_mutex_t outputs_lock = PTHREAD_MUTEX_INITIALIZER;
+static int outputs_stopped;
+
+void lw_worker_quiesce(void) {
+    pthread_mutex_lock(&outputs_lock);
+    outputs_stopped = 1;
+    pthread_mutex_unlock(&outputs_lock);
+}
+
+void lw_worker_after_fork_child(void) {
+    /* The worker thread that may have held it is the parent's. */
+    pthread_mutex_init(&outputs_lock, NULL);
+    outputs_stopped = 0;
+}
 
 /* What the worker writes on its own schedule: the report every
  * LEAKWATCH_REPORT_EVERY seconds (so a job killed by the OOM killer still
  * leaves a recent one), Prometheus metrics every interval. */
-static void periodic_outputs(void) {
-    static uint64_t last_report_ns, last_metrics_ns;
+static void periodic_outputs_locked(void) {
     uint64_t now = lw_now_ns();
     long every = lw_opt_int(LW_OPT_REPORT_EVERY);
     if (!last_report_ns) last_report_ns = now;
@@ -34,6 +53,12 @@ static void periodic_outputs(void) {
         last_metrics_ns = now;
         lw_prometheus_write(prom);
     }
+}
+
+static void periodic_outputs(void) {
+    pthread_mutex_lock(&outputs_lock);
+    if (!outputs_stopped) periodic_outputs_locked();
+    pthread_mutex_unlock(&outputs_lock);
 }
 
 static void *run(void *arg) {
@@ -64,6 +89,7 @@ void lw_worker_start(void) {
     if (thread_pid == me) return;
     lw_growth_init();
     lw_warning_forget();
+    last_report_ns = last_metrics_ns = 0;
     /* The job's signals must go to the job's own threads, never to ours. */
     sigset_t all, old;
     sigfillset(&all);

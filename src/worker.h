@@ -9,4 +9,11 @@
  * CUDA itself), with a fresh growth state. */
 void lw_worker_start(void);
 
+/* At exit (or on an ending signal): waits for a periodic output being
+ * written, and writes none after it, so that no temporary file is cut off by
+ * the end of the process. */
+void lw_worker_quiesce(void);
+/* In a forked child, at once. */
+void lw_worker_after_fork_child(void);
+
 #endif

@@ -48,9 +48,15 @@ int lw_parse_double(const char *text, double min, double max, double *out);
 /* Parses a process id: a positive whole number. */
 int lw_parse_pid(const char *text, long *pid);
 
-/* Writes data to path atomically (temporary file beside it, then rename).
- * 0, or -1 with errno set. */
-int lw_write_file_atomic(const char *path, const char *data, size_t len, int mode);
+/* Writes data to path through the shared atomic writer (src/base/atomic_file.h:
+ * private 0600 file, only over an absent path or a regular file). Returns
+ * LW_AF_WRITTEN (0), LW_AF_OFF (1: /dev/null, nothing written) or LW_AF_FAILED
+ * (-1) with the reason in why. */
+int lw_write_file_atomic(const char *path, const char *data, size_t len, char *why, size_t whylen);
+
+/* 0 when path is a regular file (or cannot be opened: the reader says why);
+ * -1 with what it is in kind ("a FIFO") when it is not. Never blocks. */
+int lw_regular_input(const char *path, char *kind, size_t n);
 
 /* 1 when stdout is a terminal that understands ANSI and colour is wanted. */
 int lw_stdout_is_tty(void);

@@ -424,6 +424,14 @@ int lw_model_load_text(lw_model *m, const char *name, const char *text, size_t l
 int lw_model_load(lw_model *m, const char *path, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
     m->path = strdup(path);
+    /* A FIFO or a device would block the read (or never end): only regular
+     * files are reports. Opened without blocking to look. */
+    char kind[64];
+    if (lw_regular_input(path, kind, sizeof kind) != 0) {
+        snprintf(err, errlen, "%s is %s, not a regular file; give the path of a report file", path,
+                 kind);
+        return -1;
+    }
     FILE *f = fopen(path, "rb");
     if (!f) {
         char perr[256];

@@ -14,23 +14,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Settings the library reads (or is about to) that are not in its options
- * table yet. As soon as the table has one, the table's definition wins: see
- * lw_run_check_setting. */
-typedef enum { EXTRA_INT, EXTRA_CHOICE, EXTRA_PATH } extra_type;
-static const struct {
-    const char *name;
-    extra_type type;
-    long min, max;
-    const char *choices; /* EXTRA_CHOICE: space-separated */
-} extras[] = {
-    {"LEAKWATCH_INTERVAL_MS", EXTRA_INT, 1, 3600000, NULL},
-    {"LEAKWATCH_TORCH_MODE", EXTRA_CHOICE, 0, 0, "tensors segments"},
-    {"LEAKWATCH_REPORT_EVERY", EXTRA_INT, 0, 31536000, NULL},
-    {"LEAKWATCH_PROMETHEUS", EXTRA_PATH, 0, 0, NULL},
-};
-enum { NEXTRAS = sizeof extras / sizeof extras[0] };
-
 static const lw_option_def *table_def(const char *name) {
     size_t n = 0;
     const lw_option_def *t = lw_options_table(&n);
@@ -50,62 +33,27 @@ const char *lw_run_setting_name(const char *name) {
         canon[o++] = *p == '-' ? '_' : (char)toupper((unsigned char)*p);
     canon[o] = '\0';
     const lw_option_def *d = table_def(canon);
-    if (d) return d->name;
-    for (int i = 0; i < NEXTRAS; i++)
-        if (!strcmp(extras[i].name, canon)) return extras[i].name;
-    return NULL;
+    return d ? d->name : NULL;
 }
 
 void lw_run_known_settings(char *out, size_t n) {
     size_t count = 0, o = 0;
     const lw_option_def *t = lw_options_table(&count);
     out[0] = '\0';
-    for (size_t i = 0; i < count + NEXTRAS; i++) {
-        const char *name = i < count ? t[i].name : extras[i - count].name;
-        if (i >= count && table_def(name)) continue; /* now in the table */
+    for (size_t i = 0; i < count; i++) {
+        const char *name = t[i].name;
         int w = snprintf(out + o, n - o, "%s%s", o ? ", " : "", name);
         if (w < 0 || (size_t)w >= n - o) break;
         o += (size_t)w;
     }
 }
 
+/* Every setting is in the library's one options table, checked by its
+ * parser: what `leakwatch run` accepts is what the library accepts. */
 int lw_run_check_setting(const char *name, const char *value, char *err, size_t errlen) {
     const lw_option_def *d = table_def(name);
     long v;
     if (d) return lw_option_parse(d, value, &v, err, errlen);
-    for (int i = 0; i < NEXTRAS; i++) {
-        if (strcmp(extras[i].name, name)) continue;
-        switch (extras[i].type) {
-        case EXTRA_INT:
-            if (lw_parse_long(value, extras[i].min, extras[i].max, &v) == 0) return 0;
-            snprintf(err, errlen, "expected a whole number from %ld to %ld", extras[i].min,
-                     extras[i].max);
-            return -1;
-        case EXTRA_CHOICE: {
-            const char *c = extras[i].choices;
-            size_t l = strlen(value);
-            for (const char *p = c; *p;) {
-                size_t wl = strcspn(p, " ");
-                if (wl == l && l && !strncmp(p, value, l)) return 0;
-                p += wl;
-                while (*p == ' ')
-                    p++;
-            }
-            snprintf(err, errlen, "expected one of: %s", c);
-            return -1;
-        }
-        case EXTRA_PATH:
-            if (!*value) {
-                snprintf(err, errlen, "expected a file path");
-                return -1;
-            }
-            if (strlen(value) >= PATH_MAX) {
-                snprintf(err, errlen, "path longer than %d bytes", PATH_MAX - 1);
-                return -1;
-            }
-            return 0;
-        }
-    }
     snprintf(err, errlen, "unknown setting");
     return -1;
 }
@@ -154,7 +102,28 @@ static int first_readable(const char *dir, const char *const *rel, size_t nrel, 
     return -1;
 }
 
+/* ld.so splits LD_PRELOAD at spaces and colons, with no way to quote them:
+ * such a path would load nothing, and every process would print an ld.so
+ * error while the job ran unwatched. */
+static int preloadable(const char *path, char *err, size_t errlen) {
+    const char *bad = strpbrk(path, " :\t\n");
+    if (!bad) return 0;
+    snprintf(err, errlen,
+             "the library path %s contains a %s, where LD_PRELOAD splits its list (it cannot be "
+             "quoted); install leakwatch (or copy libleakwatch.so and "
+             "pass --library) under a path without spaces or colons",
+             path, *bad == ':' ? "colon" : "space");
+    return -1;
+}
+
+static int find_library(const char *override, char *out, size_t n, char *err, size_t errlen);
+
 int lw_run_find_library(const char *override, char *out, size_t n, char *err, size_t errlen) {
+    int rc = find_library(override, out, n, err, errlen);
+    return rc == 0 ? preloadable(out, err, errlen) : rc;
+}
+
+static int find_library(const char *override, char *out, size_t n, char *err, size_t errlen) {
     if (override) {
         char abs[PATH_MAX];
         if (!realpath(override, abs) || !readable_file(abs)) {

@@ -10,8 +10,7 @@
 
 /* The canonical variable for a setting name: "LEAKWATCH_MAX_SITES",
  * "max_sites" and "MAX-SITES" all give "LEAKWATCH_MAX_SITES". NULL when no
- * such setting exists (neither in the library's table nor among those the
- * library reads that are not in it yet). */
+ * such setting exists in the library's options table. */
 const char *lw_run_setting_name(const char *name);
 /* Comma-separated list of known setting names, for messages. */
 void lw_run_known_settings(char *out, size_t n);
@@ -26,7 +25,9 @@ int lw_run_quiet_env(void);
 
 /* The libleakwatch.so that belongs to this command: override (made absolute)
  * when given, else beside the executable (the build folder, the Python
- * package's _bin), else in ../lib or ../lib64 (make install). 0, or -1 with a message in err. */
+ * package's _bin), else in ../lib or ../lib64 (make install). 0, or -1 with a
+ * message in err, also when the path has a space or colon (LD_PRELOAD would
+ * split it). */
 int lw_run_find_library(const char *override, char *out, size_t n, char *err, size_t errlen);
 
 /* The folder of this installation's CPU stand-ins for libcuda.so.1 and

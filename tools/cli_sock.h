@@ -23,6 +23,10 @@ int lw_sock_for_args(const char *cmd, int argc, char **argv, int optind_, long *
  * message in err. The peer must run as our user (or root). */
 char *lw_sock_request(const char *path, const char *req, size_t *len, char *err, size_t errlen);
 
+/* The same, waiting at most timeout_ms for the answer (lw_sock_request: 30 s). */
+char *lw_sock_request_within(const char *path, const char *req, int timeout_ms, size_t *len,
+                             char *err, size_t errlen);
+
 /* The command line of pid from /proc, spaces between arguments, control
  * characters replaced; "?" when unknown. */
 void lw_proc_cmdline(long pid, char *out, size_t n);

@@ -1,6 +1,8 @@
 /* Messages, human formatting and number parsing for the leakwatch command. */
 #include "cli.h"
 
+#include "atomic_file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -9,6 +11,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void lw_cli_error(const char *fmt, ...) {
@@ -40,12 +43,33 @@ const char *lw_bad_option(char **argv) {
     return argv[optind - 1];
 }
 
+/* Length of the valid UTF-8 sequence at s (2 to 4), or 0. */
+static size_t utf8_len(const unsigned char *s) {
+    size_t len = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
+    if (s[0] > 0xf4) return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    return len;
+}
+
 char *lw_safe_text(const char *s, char *out, size_t n) {
     size_t o = 0;
     if (n == 0) return out;
-    for (; s && *s && o + 1 < n; s++) {
-        unsigned char c = (unsigned char)*s;
-        out[o++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+    while (s && *s && o + 1 < n) {
+        const unsigned char *u = (const unsigned char *)s;
+        size_t len = u[0] >= 0x80 ? utf8_len(u) : 1;
+        /* C0, DEL and C1 (U+0080-U+009F, UTF-8 C2 80 to C2 9F; e.g. U+009B is
+         * CSI) become '?', as does a byte that is not valid UTF-8 (an 8-bit
+         * terminal would take 0x9B alone as CSI). */
+        if (len == 0 || (len == 1 && (u[0] < 0x20 || u[0] == 0x7f)) ||
+            (len == 2 && u[0] == 0xc2 && u[1] <= 0x9f) || o + len >= n) {
+            out[o++] = '?';
+            s += len ? len : 1;
+            continue;
+        }
+        memcpy(out + o, s, len);
+        o += len;
+        s += len;
     }
     out[o] = '\0';
     return out;
@@ -76,38 +100,25 @@ int lw_parse_pid(const char *text, long *pid) {
     return lw_parse_long(text, 1, INT_MAX, pid);
 }
 
-int lw_write_file_atomic(const char *path, const char *data, size_t len, int mode) {
-    char tmp[PATH_MAX + 64];
-    const char *slash = strrchr(path, '/');
-    int dirlen = slash ? (int)(slash - path + 1) : 0;
-    if (snprintf(tmp, sizeof tmp, "%.*s.%s.%ld.tmp", dirlen, path, slash ? slash + 1 : path,
-                 (long)getpid()) >= (int)sizeof tmp) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    unlink(tmp);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-    if (fd < 0) return -1;
-    size_t off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, data + off, len - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            int e = errno;
-            close(fd);
-            unlink(tmp);
-            errno = e ? e : EIO;
-            return -1;
-        }
-        off += (size_t)w;
-    }
-    if (close(fd) != 0 || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        errno = e;
-        return -1;
-    }
-    return 0;
+int lw_write_file_atomic(const char *path, const char *data, size_t len, char *why, size_t whylen) {
+    return lw_atomic_write_buf(path, data, len, why, whylen);
+}
+
+int lw_regular_input(const char *path, char *kind, size_t n) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return 0; /* the reader says why it cannot open it */
+    struct stat st;
+    int rc = fstat(fd, &st);
+    close(fd);
+    if (rc != 0 || S_ISREG(st.st_mode)) return 0;
+    snprintf(kind, n, "%s",
+             S_ISDIR(st.st_mode)    ? "a directory"
+             : S_ISFIFO(st.st_mode) ? "a FIFO"
+             : S_ISSOCK(st.st_mode) ? "a socket"
+             : S_ISCHR(st.st_mode)  ? "a character device"
+             : S_ISBLK(st.st_mode)  ? "a block device"
+                                    : "not a regular file");
+    return -1;
 }
 
 int lw_stdout_is_tty(void) {

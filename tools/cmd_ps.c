@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,79 @@ static int stale(const char *path, long pid, int refused) {
     return refused && lstat(path, &st) == 0 && time(NULL) - st.st_mtime > 2;
 }
 
+/* Every process is asked at once, each in its own thread, so that hung
+ * processes cost the time of one, not one each in turn; the statistics are
+ * cheap to make, so a process gets PS_TIMEOUT_MS to answer. */
+#define PS_TIMEOUT_MS 5000
+typedef struct {
+    char path[8500];
+    char *body;
+    size_t len;
+    char err[600];
+} ps_query;
+
+static ps_query *queries;
+static size_t nqueries;
+
+static void *ask(void *arg) {
+    ps_query *q = arg;
+    q->body =
+        lw_sock_request_within(q->path, "stats", PS_TIMEOUT_MS, &q->len, q->err, sizeof q->err);
+    return NULL;
+}
+
+static void ask_all(char dirs[2][4096], int nd) {
+    size_t cap = 0;
+    for (int i = 0; i < nd; i++) {
+        DIR *d = opendir(dirs[i]);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            char *end = NULL;
+            long pid = strtol(e->d_name, &end, 10);
+            if (pid <= 0 || !end || strcmp(end, ".sock") != 0) continue;
+            if (nqueries == cap) {
+                size_t nc = cap ? 2 * cap : 16;
+                ps_query *nq = realloc(queries, nc * sizeof *nq);
+                if (!nq) break;
+                queries = nq, cap = nc;
+            }
+            ps_query *q = &queries[nqueries++];
+            memset(q, 0, sizeof *q);
+            snprintf(q->path, sizeof q->path, "%s/%s", dirs[i], e->d_name);
+        }
+        if (d) closedir(d);
+    }
+    /* At most 64 at a time. */
+    for (size_t at = 0; at < nqueries; at += 64) {
+        pthread_t t[64];
+        int started[64] = {0};
+        for (size_t k = 0; k < 64 && at + k < nqueries; k++)
+            started[k] = pthread_create(&t[k], NULL, ask, &queries[at + k]) == 0;
+        for (size_t k = 0; k < 64 && at + k < nqueries; k++) {
+            if (started[k])
+                pthread_join(t[k], NULL);
+            else
+                ask(&queries[at + k]);
+        }
+    }
+}
+
+/* The answer asked for path by ask_all (taken: the caller frees it), or
+ * asked now if it was not. */
+static char *answer(const char *path, size_t *len, char *err, size_t errlen) {
+    for (size_t i = 0; i < nqueries; i++) {
+        ps_query *q = &queries[i];
+        if (strcmp(q->path, path) != 0) continue;
+        char *b = q->body;
+        q->body = NULL;
+        *len = q->len;
+        snprintf(err, errlen, "%s", q->err);
+        q->path[0] = '\0';
+        return b;
+    }
+    return lw_sock_request_within(path, "stats", PS_TIMEOUT_MS, len, err, errlen);
+}
+
 int lw_cmd_ps(int argc, char **argv) {
     static const struct option longs[] = {
         {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
@@ -59,6 +133,7 @@ int lw_cmd_ps(int argc, char **argv) {
     int nd = lw_sock_dirs(dirs, err, sizeof err);
     if (err[0]) lw_cli_error("warning: %s", err);
     int shown = 0, removed = 0;
+    ask_all(dirs, nd);
     for (int i = 0; i < nd; i++) {
         DIR *d = opendir(dirs[i]);
         if (!d) continue;
@@ -70,7 +145,7 @@ int lw_cmd_ps(int argc, char **argv) {
             char path[8500], rerr[600];
             snprintf(path, sizeof path, "%s/%s", dirs[i], e->d_name);
             size_t len = 0;
-            char *body = lw_sock_request(path, "stats", &len, rerr, sizeof rerr);
+            char *body = answer(path, &len, rerr, sizeof rerr);
             if (!body) {
                 if (stale(path, pid, strstr(rerr, "refused") != NULL)) {
                     if (unlink(path) == 0) removed++;
@@ -112,6 +187,9 @@ int lw_cmd_ps(int argc, char **argv) {
     if (removed && !quiet)
         fprintf(stderr, "leakwatch: removed %d stale socket%s of exited processes\n", removed,
                 removed == 1 ? "" : "s");
+    for (size_t i = 0; i < nqueries; i++)
+        free(queries[i].body);
+    free(queries);
     if (fflush(stdout) != 0) return LW_EXIT_ERROR;
     return nd == 0 && err[0] ? LW_EXIT_ERROR : LW_EXIT_OK;
 }

@@ -131,14 +131,15 @@ int lw_cmd_report(int argc, char **argv) {
         output = "leakwatch-report.html";
     /* With several files, show those that could be read, but still fail. */
     if (loaded > 0) {
+        /* A file is written whole through the shared atomic writer (never
+         * through a link, never over a device or FIFO, mode 0600). */
         FILE *out = stdout;
-        if (output && strcmp(output, "-") != 0) {
-            out = fopen(output, "w");
-            if (!out) {
-                lw_cli_error("cannot write %s: %s; choose a writable path with -o", output,
-                             strerror(errno));
-                status = LW_EXIT_ERROR;
-            }
+        char *body = NULL;
+        size_t blen = 0;
+        int to_file = output && strcmp(output, "-") != 0;
+        if (to_file && !(out = open_memstream(&body, &blen))) {
+            lw_cli_error("cannot write %s: %s", output, strerror(errno));
+            status = LW_EXIT_ERROR;
         }
         if (out) {
             if (!strcmp(format, "json"))
@@ -147,15 +148,22 @@ int lw_cmd_report(int argc, char **argv) {
                 lw_render_html(out, ms, (size_t)loaded, &ro);
             else
                 lw_render_text(out, ms, (size_t)loaded, &ro);
-            int werr = out == stdout ? (fflush(out) != 0 || ferror(out)) : fclose(out) != 0;
+            char why[512] = "";
+            int werr = !to_file ? (fflush(out) != 0 || ferror(out)) : fclose(out) != 0;
+            if (werr) snprintf(why, sizeof why, "%s", strerror(errno));
+            int wrc = 0;
+            if (!werr && to_file &&
+                (wrc = lw_write_file_atomic(output, body, blen, why, sizeof why)) < 0)
+                werr = 1;
             if (werr) {
-                lw_cli_error("cannot write %s: %s", output ? output : "standard output",
-                             strerror(errno));
+                lw_cli_error("cannot write %s: %s%s", output ? output : "standard output", why,
+                             to_file ? "; choose a writable path with -o" : "");
                 status = LW_EXIT_ERROR;
-            } else if (output && out != stdout && strcmp(format, "text")) {
+            } else if (to_file && wrc == 0 && strcmp(format, "text")) {
                 fprintf(stderr, "leakwatch: wrote %s\n", output);
             }
         }
+        free(body);
     }
     int leak = 0;
     for (int i = 0; i < loaded; i++) {

@@ -74,14 +74,14 @@ int lw_cmd_snapshot(int argc, char **argv) {
         snprintf(def, sizeof def, "leakwatch-%ld-%s.json", pid, stamp);
         output = def;
     }
-    int rc = LW_EXIT_OK;
+    int rc = LW_EXIT_OK, wrc = 0;
+    char why[512];
     if (!strcmp(output, "-")) {
         if (fwrite(body, 1, len, stdout) != len || fflush(stdout) != 0) rc = LW_EXIT_ERROR;
-    } else if (lw_write_file_atomic(output, body, len, 0600) != 0) {
-        lw_cli_error("cannot write %s: %s; choose a writable path with -o", output,
-                     strerror(errno));
+    } else if ((wrc = lw_write_file_atomic(output, body, len, why, sizeof why)) < 0) {
+        lw_cli_error("cannot write %s: %s; choose a writable path with -o", output, why);
         rc = LW_EXIT_ERROR;
-    } else {
+    } else if (wrc == 0) {
         char live[32];
         fprintf(stderr, "leakwatch: wrote %s (verdict %s, %s live)\n", output,
                 lw_mverdict_name(m.verdict), lw_fmt_bytes(m.totals.live_bytes, live, sizeof live));

@@ -1,25 +1,74 @@
 #include "log.h"
 
+#include "sig_guard.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 int lw_log_quiet;
 
+/* Length of the valid UTF-8 sequence at s (2 to 4), or 0. */
+static size_t utf8_len(const unsigned char *s) {
+    if (s[0] < 0xc2 || s[0] > 0xf4) return 0;
+    size_t len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    return len;
+}
+
+size_t lw_log_escape(const char *in, char *out, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    if (n == 0) return 0;
+    for (const unsigned char *u = (const unsigned char *)in; *u;) {
+        size_t len = u[0] < 0x80 ? 1 : utf8_len(u);
+        int bad = len == 0 || (len == 1 && (u[0] < 0x20 || u[0] == 0x7f)) ||
+                  (len == 2 && u[0] == 0xc2 && u[1] <= 0x9f);
+        if (!bad) {
+            if (o + len >= n) break;
+            memcpy(out + o, u, len);
+            o += len, u += len;
+            continue;
+        }
+        /* A control (C0, DEL, C1) or a byte that is not UTF-8: written as
+         * \xNN, so that a message stays one line and sends the terminal no
+         * command. A C1 character in UTF-8 shows both of its bytes. */
+        size_t nb = len ? len : 1;
+        if (o + 4 * nb >= n) break;
+        for (size_t i = 0; i < nb; i++) {
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[u[i] >> 4];
+            out[o++] = hex[u[i] & 15];
+        }
+        u += nb;
+    }
+    out[o] = '\0';
+    return o;
+}
+
 void lw_log(const char *fmt, ...) {
-    char buf[1024];
+    char msg[1024], buf[1200];
     int saved = errno; /* never disturb the caller's errno */
-    int n = snprintf(buf, sizeof buf, "leakwatch: ");
     va_list ap;
     va_start(ap, fmt);
-    int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+    int m = vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (m < 0) m = 0;
-    size_t len = (size_t)n + (size_t)m;
-    if (len > sizeof buf - 2) len = sizeof buf - 2;
+    if (m < 0) msg[0] = '\0';
+    memcpy(buf, "leakwatch: ", 11);
+    size_t len = 11 + lw_log_escape(msg, buf + 11, sizeof buf - 12);
     buf[len++] = '\n';
-    ssize_t w = write(STDERR_FILENO, buf, len);
-    (void)w;
+    /* A pipe whose reader has gone or a file over its size limit must not end
+     * the job: the line is dropped instead. */
+    lw_sig_guard g;
+    lw_sig_guard_begin(&g);
+    ssize_t w;
+    do
+        w = write(STDERR_FILENO, buf, len);
+    while (w < 0 && errno == EINTR);
+    lw_sig_guard_end(&g);
     errno = saved;
 }

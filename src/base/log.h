@@ -4,8 +4,12 @@
 #define LW_LOG_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 
-/* Prints "leakwatch: " + message + newline with one write(2), no allocation. */
+/* Prints "leakwatch: " + message + newline with one write(2), no allocation.
+ * Always one line: control characters (C0, DEL, C1) and bytes that are not
+ * UTF-8 are written as \xNN. Never raises SIGPIPE or SIGXFSZ; a failed
+ * write is dropped. */
 void lw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Prints only the first time *once is seen clear. */
@@ -14,6 +18,10 @@ void lw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
         static atomic_flag flag_ = ATOMIC_FLAG_INIT;                                               \
         if (!atomic_flag_test_and_set(&flag_)) lw_log(__VA_ARGS__);                                \
     } while (0)
+
+/* Copies in to out (n bytes, NUL-terminated), escaping as lw_log does;
+ * returns the length written. */
+size_t lw_log_escape(const char *in, char *out, size_t n);
 
 /* 1 when LEAKWATCH_QUIET asks for silence except errors. */
 extern int lw_log_quiet;

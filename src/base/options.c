@@ -74,7 +74,14 @@ int lw_option_parse(const lw_option_def *def, const char *text, long *out, char 
     if (def->type == LW_OPT_INT) {
         char *end = NULL;
         errno = 0;
-        long v = strtol(text, &end, 10);
+        /* strtol would take leading spaces and a '+': the documented form is
+         * digits with an optional '-'. */
+        long v = 0;
+        if (text[0] == '-' ? (text[1] >= '0' && text[1] <= '9')
+                           : (text[0] >= '0' && text[0] <= '9'))
+            v = strtol(text, &end, 10);
+        else
+            end = (char *)text;
         if (end == text || *end != '\0' || errno == ERANGE || v < def->min || v > def->max) {
             snprintf(err, errlen, "expected a whole number from %ld to %ld", def->min, def->max);
             return -1;
@@ -101,6 +108,15 @@ int lw_option_parse(const lw_option_def *def, const char *text, long *out, char 
         return -1;
     }
     return 0;
+}
+
+int lw_option_env(lw_option_id id, long *out) {
+    const char *env = getenv(table[id].name);
+    char err[160];
+    long v = table[id].dflt;
+    if (env && lw_option_parse(&table[id], env, &v, err, sizeof err) != 0) v = table[id].dflt;
+    *out = v;
+    return env != NULL;
 }
 
 void lw_options_load(void) {

@@ -45,6 +45,11 @@ const lw_option_def *lw_options_table(size_t *count);
 int lw_option_parse(const lw_option_def *def, const char *text, long *out, char *err,
                     size_t errlen);
 
+/* The value of one bool or int setting as the environment gives it now,
+ * parsed as lw_options_load does (a bad value gives the default), without
+ * loading or printing anything. Returns 1 when the variable is set. */
+int lw_option_env(lw_option_id id, long *out);
+
 /* Reads the environment. A bad value prints one line naming the variable, the
  * problem and the default used instead. Idempotent. */
 void lw_options_load(void);

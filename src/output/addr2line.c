@@ -18,11 +18,34 @@
  *
  * How, given that the report is written by an atexit handler or by the sampler
  * thread of a possibly large, multi-threaded process:
- *  - posix_spawn (glibc: clone with CLONE_VM|CLONE_VFORK), never fork: nothing
- *    of the parent is copied, and no atfork handler or lock of the job runs.
+ *  - No child of the job's: addr2line is started by a short-lived
+ *    intermediate process and runs as its orphan, so that the job sees
+ *    nothing of it. A child that runs execve always sends SIGCHLD to its
+ *    parent when it ends (the kernel resets its exit signal at exec), which
+ *    would run the job's SIGCHLD handler, cut its sleeps short (EINTR) and
+ *    let a waitpid(-1) of the job reap it. So:
+ *      job thread --clone(CLONE_VM|CLONE_VFORK, exit signal 0)-->
+ *      intermediate --clone(CLONE_VM|CLONE_VFORK, SIGCHLD)--> addr2line
+ *    The intermediate never runs execve, so its exit signal stays none: it
+ *    sends the job no SIGCHLD, and only waitpid(__WCLONE or __WALL) sees it,
+ *    which we do at once (it exits as soon as addr2line has started, after
+ *    sending us its pid through the socket). addr2line's
+ *    parent is then init (or the nearest subreaper), which reaps it. Both
+ *    clones suspend their parent until the child has run execve or exited,
+ *    as posix_spawn does: nothing of the job is copied, no atfork handler or
+ *    lock of the job runs, and only raw system calls run in the children.
+ *    We keep a pidfd of addr2line to wait for it and, on a timeout, kill it
+ *    without the risk of signalling a reused pid. (A thread with a private
+ *    signal disposition is not possible: dispositions are per process; a
+ *    fork of the job would copy its page tables.) A job that made itself a
+ *    subreaper (PR_SET_CHILD_SUBREAPER, init-like programs) does get
+ *    addr2line as its child when the intermediate exits.
  *  - The child gets exactly fds 0 and 1 (one end of a socketpair) and 2
- *    (/dev/null); our descriptors are close-on-exec and, where glibc can, all
- *    others are closed in the child too.
+ *    (/dev/null); every other descriptor is closed in the child
+ *    (close_range), so the job's sockets and files are not held open.
+ *  - The child starts with every signal at its default action and none
+ *    blocked; the parent blocks all signals around the clone so that no
+ *    handler of the job runs in the child while it shares the job's memory.
  *  - LD_PRELOAD and LD_AUDIT are dropped from the child's environment, so it
  *    does not load this shim (nor, in the sanitizer build, the ASan runtime
  *    that LD_PRELOAD puts first); DEBUGINFOD_URLS too, so that writing a
@@ -44,11 +67,15 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,8 +89,13 @@ extern char **environ;
 #define MAX_FRAMES 64
 
 struct lw_a2l {
-    pid_t pid;
+    pid_t pid;     /* addr2line, not our child (see the top of this file) */
+    int pidfd;     /* a pidfd of it, or -1 */
     int fd;        /* our end of the socket; -1 once stopped */
+    dev_t dev;     /* what fd and pidfd are (device, inode): a job that */
+    ino_t ino;     /* closes descriptors it did not open may get these */
+    dev_t pdev;    /* numbers back for its own files, which we must then */
+    ino_t pino;    /* never write to or close */
     int timed_out; /* it was stopped for not answering in time */
     char *buf;     /* bytes read, not yet consumed: buf[start, len) */
     size_t cap, len, start;
@@ -124,52 +156,114 @@ static char **child_env(void) {
     return env;
 }
 
+typedef struct {
+    int sock; /* the child's end of the socketpair */
+    const char *tool;
+    char **argv, **env;
+    char *stack2; /* the grandchild's stack (top) */
+} spawn_args;
+
+#define NO_SAN __attribute__((no_sanitize("address", "undefined"), no_sanitize_thread))
+
+/* addr2line's side: the job's descriptors and signal mask are left behind. */
+NO_SAN static int grandchild_main(void *p) {
+    const spawn_args *a = p;
+    int sock = a->sock;
+    if (sock < 3) sock = (int)syscall(SYS_fcntl, sock, F_DUPFD, 3);
+    int null = (int)syscall(SYS_openat, AT_FDCWD, "/dev/null", O_WRONLY, 0);
+    if (sock < 0 || null < 0 || syscall(SYS_dup3, sock, 0, 0) < 0 ||
+        syscall(SYS_dup3, sock, 1, 0) < 0 || (null != 2 && syscall(SYS_dup3, null, 2, 0) < 0))
+        syscall(SYS_exit, 127);
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
+#endif
+        for (int fd = 3; fd < 65536; fd++)
+            syscall(SYS_close, fd);
+    unsigned long none = 0;
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, 8);
+    syscall(SYS_execve, a->tool, a->argv, a->env);
+    syscall(SYS_exit, 127);
+    return 127;
+}
+
+/* The intermediate: every signal at its default action (its own copy of the
+ * dispositions: no CLONE_SIGHAND), all still blocked, then addr2line. */
+NO_SAN static int intermediate_main(void *p) {
+    spawn_args *a = p;
+    struct {
+        void *handler;
+        unsigned long flags;
+        void *restorer;
+        unsigned long mask;
+    } dfl = {SIG_DFL, 0, NULL, 0};
+    for (int sig = 1; sig < 65; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP) syscall(SYS_rt_sigaction, sig, &dfl, NULL, 8);
+    pid_t pid = clone(grandchild_main, a->stack2, CLONE_VM | CLONE_VFORK | SIGCHLD, a);
+    /* addr2line's pid, as the first bytes its reader gets (through the
+     * socket, not memory: under valgrind, this process is a fork). */
+    if (pid > 0) syscall(SYS_write, a->sock, &pid, sizeof pid);
+    syscall(SYS_exit, 0);
+    return 0;
+}
+
+#define CHILD_STACK (64 * 1024)
+
+/* Starts addr2line as described at the top; its pid, or -1. */
+static pid_t spawn(const char *tool, char **argv, char **env, int sock, int reader) {
+    char *stack = mmap(NULL, 2 * CHILD_STACK, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) return -1;
+    spawn_args a = {sock, tool, argv, env, stack + 2 * CHILD_STACK};
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int saved = errno; /* the children share it until they exec or exit */
+    pid_t mid = clone(intermediate_main, stack + CHILD_STACK, CLONE_VM | CLONE_VFORK, &a);
+    pid_t pid = -1;
+    if (mid > 0) {
+        int st;
+        /* __WALL: valgrind turns the clone into a fork with SIGCHLD. */
+        while (waitpid(mid, &st, __WALL) < 0 && errno == EINTR) {
+        }
+        pid_t got;
+        if (recv(reader, &got, sizeof got, MSG_DONTWAIT) == (ssize_t)sizeof got && got > 0)
+            pid = got;
+    }
+    errno = saved;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    munmap(stack, 2 * CHILD_STACK);
+    return pid;
+}
+
 lw_a2l *lw_a2l_open(const char *tool, const char *module) {
     if (!tool || !module || module[0] != '/') return NULL;
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return NULL;
     lw_a2l *a = calloc(1, sizeof *a);
     char **env = child_env();
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    int fa_ok = 0, attr_ok = 0, rc = -1;
-    if (!a || !env) goto out;
-    if (posix_spawn_file_actions_init(&fa) != 0) goto out;
-    fa_ok = 1;
-    if (posix_spawnattr_init(&attr) != 0) goto out;
-    attr_ok = 1;
-    /* dup2 clears close-on-exec on the copies the child keeps. */
-    if (posix_spawn_file_actions_adddup2(&fa, sv[1], 0) != 0 ||
-        posix_spawn_file_actions_adddup2(&fa, sv[1], 1) != 0 ||
-        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0) != 0)
-        goto out;
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
-    /* Descriptors the job opened without close-on-exec (sockets, files) must
-     * not be held open by our child. */
-    if (posix_spawn_file_actions_addclosefrom_np(&fa, 3) != 0) goto out;
-#endif
-    /* The job's signal mask and handlers are its own: the child starts with
-     * none blocked and every signal at its default action. */
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    if (posix_spawnattr_setsigmask(&attr, &none) != 0 ||
-        posix_spawnattr_setsigdefault(&attr, &all) != 0 ||
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF) != 0)
-        goto out;
-    char *argv[] = {(char *)tool, "-f", "-C", "-i", "-a", "-e", (char *)module, NULL};
-    rc = posix_spawn(&a->pid, tool, &fa, &attr, argv, env);
-out:
-    if (fa_ok) posix_spawn_file_actions_destroy(&fa);
-    if (attr_ok) posix_spawnattr_destroy(&attr);
+    pid_t pid = -1;
+    if (a && env) {
+        char *argv[] = {(char *)tool, "-f", "-C", "-i", "-a", "-e", (char *)module, NULL};
+        pid = spawn(tool, argv, env, sv[1], sv[0]);
+    }
     free(env);
     close(sv[1]);
-    if (rc != 0) {
+    if (pid < 0) {
         close(sv[0]);
         free(a);
         return NULL;
     }
+    a->pid = pid;
     a->fd = sv[0];
+    struct stat st;
+    if (fstat(a->fd, &st) == 0) a->dev = st.st_dev, a->ino = st.st_ino;
+#ifdef SYS_pidfd_open
+    a->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (a->pidfd >= 0) fcntl(a->pidfd, F_SETFD, FD_CLOEXEC);
+    if (a->pidfd >= 0 && fstat(a->pidfd, &st) == 0) a->pdev = st.st_dev, a->pino = st.st_ino;
+#else
+    a->pidfd = -1;
+#endif
     return a;
 }
 
@@ -188,7 +282,13 @@ static int wait_fd(lw_a2l *a, short events, uint64_t deadline_ns) {
     }
 }
 
+static int is_ours(int fd, dev_t dev, ino_t ino) {
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
 static int send_all(lw_a2l *a, const char *s, size_t n, uint64_t deadline_ns) {
+    if (!is_ours(a->fd, a->dev, a->ino)) return -1;
     while (n) {
         ssize_t w = send(a->fd, s, n, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w > 0) {
@@ -275,28 +375,30 @@ void lw_a2l_frames_free(lw_a2l_frame *f, int n) {
 }
 
 /* Ends the conversation: EOF makes addr2line exit by itself; one that does
- * not within the grace period is killed. A child someone else reaped (a
- * SIGCHLD handler of the job, SIG_IGN) is never signalled: its pid may be
- * another process's by now. */
+ * not within the grace period is killed, through its pidfd (never a pid that
+ * may be another process's by now). Its parent, not us, reaps it. */
 static void stop(lw_a2l *a, uint64_t grace_ns) {
     if (a->fd < 0) return;
-    close(a->fd);
+    if (is_ours(a->fd, a->dev, a->ino)) close(a->fd);
     a->fd = -1;
+    if (a->pidfd >= 0 && !is_ours(a->pidfd, a->pdev, a->pino)) a->pidfd = -1;
+    if (a->pidfd < 0) return; /* no pidfd (kernel before 5.3): left to exit at EOF */
     uint64_t until = lw_now_ns() + grace_ns;
-    int killed = 0;
-    for (int spins = 0;; spins++) {
-        int st;
-        pid_t w = waitpid(a->pid, &st, WNOHANG);
-        if (w == a->pid || (w < 0 && errno != EINTR)) return;
-        if (w == 0 && lw_now_ns() >= until) {
-            if (killed) return; /* left as a zombie rather than hang the job */
-            kill(a->pid, SIGKILL);
-            killed = 1;
-            until = lw_now_ns() + 1000000000u;
+    for (;;) {
+        uint64_t now = lw_now_ns();
+        int ms = now >= until ? 0 : (int)((until - now + 999999) / 1000000);
+        struct pollfd p = {.fd = a->pidfd, .events = POLLIN};
+        int r = poll(&p, 1, ms);
+        if (r < 0 && errno == EINTR) continue;
+        if (r == 0) {
+#ifdef SYS_pidfd_send_signal
+            syscall(SYS_pidfd_send_signal, a->pidfd, SIGKILL, NULL, 0);
+#endif
         }
-        struct timespec ts = {0, spins < 20 ? 100000 : 2000000};
-        nanosleep(&ts, NULL);
+        break;
     }
+    if (is_ours(a->pidfd, a->pdev, a->pino)) close(a->pidfd);
+    a->pidfd = -1;
 }
 
 int lw_a2l_query(lw_a2l *a, uint64_t vaddr, uint64_t deadline_ns, lw_a2l_frame **out) {

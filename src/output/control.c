@@ -4,6 +4,7 @@
  * threads see nothing of it except the CPU a report costs when one is asked. */
 #include "control.h"
 
+#include "atomic_file.h"
 #include "clock.h"
 #include "growth.h"
 #include "json_write.h"
@@ -14,6 +15,7 @@
 
 #include <leakwatch.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -27,6 +29,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -38,14 +41,53 @@ static pid_t owner;   /* the process that serves; a forked child must not use ou
 static pid_t gave_up; /* a process for which starting failed: said once, not retried */
 static int exit_hooked;
 static char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+/* What our descriptors are (device and inode): a job that closes descriptors
+ * it did not open may get the same numbers for its own files, which we must
+ * then never write to, read from or close. */
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+} fd_id;
+static fd_id listen_id, wake_id[2];
 
 /* A client that stops reading must not hold the thread forever. */
-#define IO_TIMEOUT_S 10
+#define IO_TIMEOUT_MS 10000
+/* How long the job's exit waits for the server thread at most (README,
+ * docs/safety.md): a client in the middle of a request is cut off. */
+#define STOP_WAIT_MS 1000
+
+static fd_id id_of(int fd) {
+    struct stat st;
+    fd_id id = {0, 0};
+    if (fd >= 0 && fstat(fd, &st) == 0) id.dev = st.st_dev, id.ino = st.st_ino;
+    return id;
+}
+
+static int ours(int fd, fd_id id) {
+    if (fd < 0) return 0;
+    fd_id now = id_of(fd);
+    return now.ino != 0 && now.dev == id.dev && now.ino == id.ino;
+}
+
+/* Waits for fd to be ready, or for the wake pipe (stop), or the timeout. */
+static int wait_client(int fd, short events) {
+    struct pollfd p[2] = {{fd, events, 0}, {wake[0], POLLIN, 0}};
+    for (;;) {
+        int r = poll(p, 2, IO_TIMEOUT_MS);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0 || p[1].revents) return -1;
+        return 0;
+    }
+}
 
 static int send_all(int fd, const char *p, size_t n) {
     while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (wait_client(fd, POLLOUT) != 0) return -1;
+            continue;
+        }
         if (w <= 0) return -1;
         p += w, n -= (size_t)w;
     }
@@ -122,37 +164,18 @@ static void reply_stats(int fd) {
     free(buf);
 }
 
-/* Writes the report to path as report.c does: a private temporary file
- * beside it, then rename, so readers never see half of one. */
+/* Writes the report to path through the shared atomic writer: readers never
+ * see half of one, and nothing is written over a device, FIFO, socket,
+ * directory or another user's link. */
 static void reply_snapshot(int fd, const char *path) {
-    char tmp[PATH_MAX + 64], msg[PATH_MAX + 128];
+    char msg[PATH_MAX + 640], why[512] = "";
     if (path[0] != '/') {
         reply_error(fd, "snapshot needs an absolute path");
         return;
     }
-    const char *slash = strrchr(path, '/');
-    if (snprintf(tmp, sizeof tmp, "%.*s.%s.%ld.tmp", (int)(slash - path + 1), path, slash + 1,
-                 (long)getpid()) >= (int)sizeof tmp) {
-        reply_error(fd, "path too long");
-        return;
-    }
-    unlink(tmp);
-    int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    FILE *f = out >= 0 ? fdopen(out, "w") : NULL;
-    if (!f) {
-        snprintf(msg, sizeof msg, "cannot write %s: %s", path, strerror(errno));
-        if (out >= 0) close(out), unlink(tmp);
-        reply_error(fd, msg);
-        return;
-    }
-    int rc = lw_report_emit(f, "snapshot");
-    if (fflush(f) != 0) rc = -1;
-    int e = errno;
-    if (fclose(f) != 0) rc = -1, e = errno;
-    if (rc == 0 && rename(tmp, path) != 0) rc = -1, e = errno;
-    if (rc != 0) {
-        unlink(tmp);
-        snprintf(msg, sizeof msg, "cannot write %s: %s", path, strerror(e ? e : EIO));
+    int rc = lw_report_write_path(path, "snapshot", why, sizeof why);
+    if (rc == LW_AF_FAILED) {
+        snprintf(msg, sizeof msg, "cannot write %s: %s", path, why);
         reply_error(fd, msg);
         return;
     }
@@ -168,14 +191,15 @@ static void serve_one(int fd) {
         reply_error(fd, "permission denied: only the same user or root may ask");
         return;
     }
-    struct timeval tv = {IO_TIMEOUT_S, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     char req[PATH_MAX + 64];
     size_t n = 0;
     while (n < sizeof req - 1) {
-        ssize_t r = recv(fd, req + n, sizeof req - 1 - n, 0);
+        ssize_t r = recv(fd, req + n, sizeof req - 1 - n, MSG_DONTWAIT);
         if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (wait_client(fd, POLLIN) != 0) return;
+            continue;
+        }
         if (r <= 0) break;
         n += (size_t)r;
         if (memchr(req, '\n', n)) break;
@@ -212,6 +236,9 @@ static void *serve(void *arg) {
         }
         if (p[1].revents) break;
         if (!(p[0].revents & POLLIN)) continue;
+        /* The job may have closed our socket and got the number back for a
+         * socket of its own: never accept its connections. */
+        if (!ours(listen_fd, listen_id) || !ours(wake[0], wake_id[0])) break;
         int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) continue;
         serve_one(fd);
@@ -220,11 +247,30 @@ static void *serve(void *arg) {
     return NULL;
 }
 
+/* Closes only what is still ours; a number the job reuses is left to it. */
 static void close_fds(void) {
-    if (listen_fd >= 0) close(listen_fd);
+    if (ours(listen_fd, listen_id)) close(listen_fd);
     for (int i = 0; i < 2; i++)
-        if (wake[i] >= 0) close(wake[i]);
+        if (ours(wake[i], wake_id[i])) close(wake[i]);
     listen_fd = wake[0] = wake[1] = -1;
+}
+
+/* Sockets of processes that are gone (a child that left with _exit, a job
+ * killed with SIGKILL): the folder is ours and private, so they are ours. */
+static void remove_stale(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char *end = NULL;
+        long pid = strtol(e->d_name, &end, 10);
+        if (pid <= 0 || pid > INT_MAX || !end || strcmp(end, ".sock") != 0) continue;
+        if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode) &&
+            st.st_uid == geteuid())
+            unlinkat(dirfd(d), e->d_name, 0);
+    }
+    if (d) closedir(d);
 }
 
 static void stop_at_exit(void) {
@@ -244,16 +290,21 @@ static int start_locked(void) {
                dir);
         return -1;
     }
+    remove_stale(dir);
     struct sockaddr_un a;
     memset(&a, 0, sizeof a);
     a.sun_family = AF_UNIX;
     memcpy(a.sun_path, sock_path, strlen(sock_path) + 1);
     listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (listen_fd < 0) goto fail;
+    listen_id = id_of(listen_fd);
     unlink(sock_path); /* left by a dead process that had our pid */
     if (bind(listen_fd, (struct sockaddr *)&a, sizeof a) != 0) goto fail;
     if (chmod(sock_path, 0600) != 0 || listen(listen_fd, 16) != 0) goto fail_unlink;
     if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) goto fail_unlink;
+    listen_id = id_of(listen_fd);
+    wake_id[0] = id_of(wake[0]);
+    wake_id[1] = id_of(wake[1]);
     /* The thread takes no signal: they belong to the program's threads. */
     sigset_t all, old;
     sigfillset(&all);
@@ -298,13 +349,23 @@ void lw_control_start(void) {
 void lw_control_stop(void) {
     pthread_mutex_lock(&lock);
     if (running && owner == getpid()) {
-        char c = 1;
-        if (write(wake[1], &c, 1) < 0) {
-            /* the pipe is never full: one byte ends the thread */
+        if (ours(wake[1], wake_id[1])) {
+            char c = 1;
+            if (write(wake[1], &c, 1) < 0) {
+                /* the pipe is never full: one byte ends the thread */
+            }
         }
-        pthread_join(thread, NULL);
+        /* A thread busy with a client (or one whose wake pipe the job
+         * closed) is not waited for longer than STOP_WAIT_MS: the process
+         * ends it when it exits. Its descriptors are then left open. */
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += STOP_WAIT_MS / 1000;
+        until.tv_nsec += (STOP_WAIT_MS % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+        int joined = pthread_timedjoin_np(thread, NULL, &until) == 0;
         unlink(sock_path);
-        close_fds();
+        if (joined) close_fds();
         running = 0;
     }
     pthread_mutex_unlock(&lock);

@@ -2,6 +2,7 @@
  * the same getters (totals.h, growth.h), so the two never disagree. */
 #include "prometheus.h"
 
+#include "atomic_file.h"
 #include "growth.h"
 #include "report.h"
 #include "totals.h"
@@ -93,39 +94,19 @@ static int emit(FILE *f) {
     return ferror(f) ? -1 : 0;
 }
 
+static int emit_to(FILE *f, void *arg) {
+    (void)arg;
+    return emit(f);
+}
+
 int lw_prometheus_write(const char *tpl) {
-    char path[PATH_MAX], tmp[PATH_MAX + 64];
+    char path[PATH_MAX];
     if (lw_path_expand(tpl, path, sizeof path) != 0) {
         errno = ENAMETOOLONG;
         return -1;
     }
-    const char *slash = strrchr(path, '/');
-    int dirlen = slash ? (int)(slash - path + 1) : 0;
-    /* ".NAME.PID.tmp": node exporter reads only *.prom, so never this. */
-    if (snprintf(tmp, sizeof tmp, "%.*s.%s.%ld.tmp", dirlen, path, slash ? slash + 1 : path,
-                 (long)getpid()) >= (int)sizeof tmp) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    unlink(tmp);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) return -1;
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
-        int e = errno;
-        close(fd);
-        unlink(tmp);
-        errno = e;
-        return -1;
-    }
-    int rc = emit(f);
-    if (fflush(f) != 0) rc = -1;
-    int e = errno;
-    if (fclose(f) != 0) rc = -1, e = errno;
-    if (rc == 0 && rename(tmp, path) != 0) rc = -1, e = errno;
-    if (rc != 0) {
-        unlink(tmp);
-        errno = e ? e : EIO;
-    }
-    return rc;
+    /* ".NAME.PID.SEQ.tmp": node exporter reads only *.prom, so never this.
+     * Mode 0600 like every output; node exporter runs as root or as us. */
+    int rc = lw_atomic_write(path, emit_to, NULL, NULL, 0);
+    return rc == LW_AF_FAILED ? -1 : 0;
 }

@@ -1,5 +1,6 @@
 #include "report.h"
 
+#include "atomic_file.h"
 #include "clock.h"
 #include "json_write.h"
 #include "runstate.h"
@@ -350,7 +351,7 @@ static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const site_vi
 
 /* Writes the sites, most relevant first; returns the first one (the site the
  * answer names), or NULL. */
-static const lw_site *emit_sites(lw_jw *w, lw_symtab *syms, int global_leak) {
+static const lw_site *emit_sites(FILE *f, lw_jw *w, lw_symtab *syms, int global_leak) {
     site_views vs;
     views_load(&vs, global_leak);
     size_t n = 0, cap = lw_sites_count() + 1;
@@ -367,13 +368,21 @@ static const lw_site *emit_sites(lw_jw *w, lw_symtab *syms, int global_leak) {
                 (ranked_site){o, atomic_load(&o->live_bytes), atomic_load(&o->alloc_bytes), 0, 0};
         qsort(all, n, sizeof *all, by_relevance);
     }
-    size_t limit = (size_t)lw_opt_int(LW_OPT_REPORT_SITES);
+    size_t limit = (size_t)lw_opt_int(LW_OPT_REPORT_SITES), written = 0;
     lw_jw_uint(w, "sites_total", lw_sites_count());
-    lw_jw_uint(w, "sites_reported", n < limit ? n : limit);
     lw_jw_array(w, "sites");
-    for (size_t i = 0; i < n && i < limit; i++)
+    /* Whatever the shim writes, the command must read: the sites stop once
+     * they fill LW_REPORT_SITES_BYTES (the most relevant come first), far
+     * below what the command accepts. sites_reported says how many. */
+    off_t start = ftello(f);
+    for (size_t i = 0; i < n && i < limit; i++) {
+        off_t at = ftello(f);
+        if (start >= 0 && at >= 0 && at - start >= LW_REPORT_SITES_BYTES) break;
         emit_site(w, syms, all[i].site, view_of(&vs, all[i].site), all[i].leak ? (int)i + 1 : 0);
+        written++;
+    }
     lw_jw_end(w);
+    lw_jw_uint(w, "sites_reported", written);
     const lw_site *top = n && all ? all[0].site : NULL;
     free(all);
     views_free(&vs);
@@ -531,6 +540,12 @@ static void emit_rank(lw_jw *w) {
     lw_jw_str(w, "report_path", path[0] ? path : NULL);
 }
 
+static const char *end_signal;
+
+void lw_report_set_end_signal(const char *name) {
+    end_signal = name;
+}
+
 int lw_report_emit(FILE *f, const char *reason) {
     lw_jw w;
     lw_jw_init(&w, f, 1);
@@ -548,17 +563,20 @@ int lw_report_emit(FILE *f, const char *reason) {
     lw_jw_str(&w, "host", host);
     emit_rank(&w);
     lw_jw_str(&w, "reason", reason);
+    if (end_signal && !strcmp(reason, "signal")) lw_jw_str(&w, "end_signal", end_signal);
     lw_jw_int(&w, "written_at", (int64_t)time(NULL));
     lw_jw_double(&w, "duration_s", uptime);
-    static lw_bin bins[300];
+    /* Its own copy: reports may be written from several threads at once
+     * (a snapshot while the exit report is written). */
+    lw_bin *bins = calloc(300, sizeof *bins);
     int nbins = 0;
     lw_growth_state g;
-    lw_growth_get(&g, bins, 300, &nbins);
+    lw_growth_get(&g, bins, bins ? 300 : 0, &nbins);
     lw_jw_str(&w, "verdict", lw_verdict_name(g.verdict));
     emit_totals(&w);
     emit_growth(&w, &g);
     emit_series(&w, bins, nbins);
-    const lw_site *top = emit_sites(&w, syms, g.verdict == LW_VERDICT_LEAK);
+    const lw_site *top = emit_sites(f, &w, syms, g.verdict == LW_VERDICT_LEAK);
     /* The site the answer names, and its place to look (the same as that
      * site's own "where"). */
     if (top) {
@@ -583,71 +601,32 @@ int lw_report_emit(FILE *f, const char *reason) {
     lw_jw_end(&w);
     lw_jw_end(&w);
     fputc('\n', f);
+    free(bins);
     lw_symtab_free(syms);
     return lw_jw_failed(&w) ? -1 : 0;
 }
 
-/* Writes to a fresh private file beside path, then renames it over path, so a
- * reader never sees half a report and a failure leaves the old one intact. */
-static int write_file(const char *path, const char *reason, int *err);
-
-/* A job may run under a file-size limit (ulimit -f): writing past it raises
- * SIGXFSZ, whose default action would end the job. While the report is
- * written the signal is blocked, and one it raised is taken back; the write
- * then fails with EFBIG like any other, and the job goes on. */
-static int write_atomically(const char *path, const char *reason, int *err) {
-    sigset_t xfsz, old, pending;
-    sigemptyset(&xfsz);
-    sigaddset(&xfsz, SIGXFSZ);
-    pthread_sigmask(SIG_BLOCK, &xfsz, &old);
-    sigpending(&pending);
-    int was_pending = sigismember(&pending, SIGXFSZ);
-    int rc = write_file(path, reason, err);
-    sigpending(&pending);
-    if (!was_pending && sigismember(&pending, SIGXFSZ)) {
-        struct timespec zero = {0, 0};
-        sigtimedwait(&xfsz, NULL, &zero);
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return rc;
+static int emit_to(FILE *f, void *reason) {
+    return lw_report_emit(f, reason);
 }
 
-static int write_file(const char *path, const char *reason, int *err) {
-    char tmp[PATH_MAX + 64];
-    const char *slash = strrchr(path, '/');
-    int dirlen = slash ? (int)(slash - path + 1) : 0;
-    if (snprintf(tmp, sizeof tmp, "%.*s.%s.%ld.tmp", dirlen, path, slash ? slash + 1 : path,
-                 (long)getpid()) >= (int)sizeof tmp) {
-        *err = ENAMETOOLONG;
-        return -1;
-    }
-    unlink(tmp); /* a leftover of ours from a crash; O_EXCL below refuses anything else */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        *err = errno;
-        return -1;
-    }
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
-        *err = errno;
-        close(fd);
-        unlink(tmp);
-        return -1;
-    }
-    int rc = lw_report_emit(f, reason);
-    if (fflush(f) != 0 || rc != 0) rc = -1, *err = errno ? errno : EIO;
-    if (rc == 0 && fsync(fd) != 0 && errno != EINVAL) rc = -1, *err = errno;
-    if (fclose(f) != 0 && rc == 0) rc = -1, *err = errno;
-    if (rc == 0 && rename(tmp, path) != 0) rc = -1, *err = errno;
-    if (rc != 0) unlink(tmp);
-    return rc;
-}
+/* One writer of the report at a time in this process: the exit report waits
+ * for a periodic one in progress, and is then the last one written (a
+ * periodic write after a final report is skipped). */
+static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
+static int final_written;
 
 /* Set in a forked child that uses CUDA itself (lifecycle.c). */
 static int forked_child;
 
 void lw_report_forked_child(void) {
     forked_child = 1;
+}
+
+void lw_report_after_fork_child(void) {
+    /* The thread that held it, if any, does not exist in the child. */
+    pthread_mutex_init(&write_lock, NULL);
+    final_written = 0;
 }
 
 /* A template without %p names the same file in a parent and in a forked
@@ -666,7 +645,7 @@ static void child_path(const char *tpl, char *path, size_t n) {
 
 static void report_path(char *path, size_t n) {
     const char *tpl = lw_opt_str(LW_OPT_REPORT);
-    if (lw_path_expand(tpl, path, n) != 0) {
+    if (!strcmp(tpl, "none") || lw_path_expand(tpl, path, n) != 0) {
         path[0] = '\0';
         return;
     }
@@ -680,39 +659,118 @@ static void report_path(char *path, size_t n) {
     }
 }
 
-int lw_report_write(const char *reason, int fallback, char *written, size_t writtenlen) {
-    char path[PATH_MAX];
+int lw_report_off(void) {
+    return strcmp(lw_opt_str(LW_OPT_REPORT), "none") == 0;
+}
+
+int lw_report_path(char *path, size_t n) {
     const char *tpl = lw_opt_str(LW_OPT_REPORT);
-    int err = 0;
-    if (lw_path_expand(tpl, path, sizeof path) != 0) {
+    if (lw_path_expand(tpl, path, n) != 0) return -1;
+    child_path(tpl, path, n);
+    return 0;
+}
+
+/* The output names a template can give, as a glob: %p, %h and %r match
+ * anything. Only the last part of the path may vary: a folder with a %
+ * escape gives no cleanup. */
+static int template_glob(const char *tpl, char *dir, size_t dn, char *glob, size_t gn) {
+    const char *slash = strrchr(tpl, '/');
+    size_t dl = slash ? (size_t)(slash - tpl) : 0;
+    if (dl >= dn || memchr(tpl, '%', dl)) return -1;
+    memcpy(dir, slash ? tpl : ".", slash ? dl : 1);
+    dir[slash ? dl : 1] = '\0';
+    if (slash && dl == 0) snprintf(dir, dn, "/");
+    size_t o = 0;
+    for (const char *p = slash ? slash + 1 : tpl; *p; p++) {
+        if (o + 3 >= gn) return -1;
+        if (p[0] == '%' && (p[1] == 'p' || p[1] == 'h' || p[1] == 'r')) {
+            glob[o++] = '*';
+            p++;
+        } else if (p[0] == '%' && p[1] == '%') {
+            glob[o++] = '%';
+            p++;
+        } else {
+            if (strchr("*?[\\", *p)) glob[o++] = '\\';
+            glob[o++] = *p;
+        }
+    }
+    glob[o] = '\0';
+    return 0;
+}
+
+void lw_report_cleanup(void) {
+    char dir[PATH_MAX], glob[PATH_MAX];
+    const char *tpls[] = {lw_report_off() ? NULL : lw_opt_str(LW_OPT_REPORT),
+                          lw_opt_str(LW_OPT_PROMETHEUS)};
+    for (int i = 0; i < 2; i++) {
+        if (!tpls[i] || template_glob(tpls[i], dir, sizeof dir, glob, sizeof glob) != 0) continue;
+        lw_atomic_cleanup(dir, glob);
+        /* A forked child's name without %p: NAME.PID.json. */
+        size_t gl = strlen(glob);
+        if (!strstr(tpls[i], "%p") && gl > 5 && !strcmp(glob + gl - 5, ".json") &&
+            gl + 3 < sizeof glob) {
+            memmove(glob + gl - 3, glob + gl - 5, 6);
+            memcpy(glob + gl - 5, ".*", 2);
+            lw_atomic_cleanup(dir, glob);
+        }
+    }
+}
+
+int lw_report_write_path(const char *path, const char *reason, char *why, size_t whylen) {
+    return lw_atomic_write(path, emit_to, (void *)reason, why, whylen);
+}
+
+static int is_final(const char *reason) {
+    return !strcmp(reason, "exit") || !strncmp(reason, "signal", 6);
+}
+
+static int write_locked(const char *reason, int fallback, char *written, size_t writtenlen) {
+    char path[PATH_MAX], why[512] = "";
+    if (written && writtenlen) written[0] = '\0';
+    if (lw_report_off()) return 0;
+    if (!strcmp(reason, "periodic") && final_written) return 0;
+    if (lw_report_path(path, sizeof path) != 0) {
         lw_log("the report path from LEAKWATCH_REPORT is too long (over %d bytes); set a shorter "
                "one",
                PATH_MAX);
         path[0] = '\0';
-    } else if (child_path(tpl, path, sizeof path), write_atomically(path, reason, &err) == 0) {
-        if (written) snprintf(written, writtenlen, "%s", path);
-        return 0;
     } else {
+        int rc = lw_report_write_path(path, reason, why, sizeof why);
+        if (rc == LW_AF_OFF) return 0; /* /dev/null: no file, as asked */
+        if (rc == LW_AF_WRITTEN) {
+            if (written) snprintf(written, writtenlen, "%s", path);
+            if (is_final(reason)) final_written = 1;
+            return 0;
+        }
         /* Periodic rewrites fail the same way every time: say it once. */
-        static int last_err;
-        if (fallback || err != last_err)
+        static char last_why[512];
+        if (fallback || strcmp(why, last_why) != 0)
             lw_log("cannot write the report to %s: %s; set LEAKWATCH_REPORT to a file in a "
-                   "writable folder (an earlier report at that path is left unchanged)",
-                   path, strerror(err));
-        last_err = err;
+                   "writable folder, or to none for no file (an earlier report at that path is "
+                   "left unchanged)",
+                   path, why);
+        snprintf(last_why, sizeof last_why, "%s", why);
     }
     if (!fallback) return -1;
     const char *dir = getenv("TMPDIR");
     if (!dir || !*dir) dir = "/tmp";
     char alt[PATH_MAX];
     snprintf(alt, sizeof alt, "%s/leakwatch-%ld.json", dir, (long)getpid());
-    if (write_atomically(alt, reason, &err) == 0) {
+    if (lw_report_write_path(alt, reason, why, sizeof why) == LW_AF_WRITTEN) {
         lw_log("wrote the report to %s instead", alt);
         if (written) snprintf(written, writtenlen, "%s", alt);
+        if (is_final(reason)) final_written = 1;
         return 0;
     }
-    lw_log("cannot write the report to %s either: %s; no report was written", alt, strerror(err));
+    lw_log("cannot write the report to %s either: %s; no report was written", alt, why);
     return -1;
+}
+
+int lw_report_write(const char *reason, int fallback, char *written, size_t writtenlen) {
+    pthread_mutex_lock(&write_lock);
+    int rc = write_locked(reason, fallback, written, writtenlen);
+    pthread_mutex_unlock(&write_lock);
+    return rc;
 }
 
 void lw_report_site_label(const lw_site *site, char *out, size_t n) {
@@ -796,7 +854,7 @@ void lw_report_summary(const char *path) {
            lw_sites_count() == 1 ? "" : "s", lw_fmt_count((double)c.alloc_count, n3, sizeof n3),
            lw_fmt_count((double)c.free_count, n4, sizeof n4),
            lw_fmt_count((double)c.failed_count, n5, sizeof n5));
-    if (path) {
+    if (path && path[0]) {
         lw_log("report: %s", path);
         lw_log("see it: leakwatch report %s   (as a web page: leakwatch report --format html -o "
                "leakwatch-report.html %s)",

@@ -1,5 +1,7 @@
 #include "totals.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 
 static const char *const kind_names[LW_KIND_COUNT] = {"device", "managed", "pinned_host",
@@ -17,6 +19,7 @@ const char *lw_kind_name(lw_kind k) {
 #define NDEV (LW_MAX_DEVICES + 1)
 typedef struct shard {
     struct shard *next;
+    struct shard *next_free; /* on the free list: its thread has exited */
     _Atomic uint64_t alloc[NDEV][LW_KIND_COUNT];
     _Atomic uint64_t freed[NDEV][LW_KIND_COUNT];
     _Atomic uint64_t failed[NDEV][LW_KIND_COUNT];
@@ -45,16 +48,68 @@ static inline int dev_index(int device) {
     return device >= 0 && device < LW_MAX_DEVICES ? device + 1 : 0;
 }
 
+/* A shard outlives its thread: its counts are part of the sums. When the
+ * thread exits, the shard goes on a free list and the next new thread takes
+ * it and keeps adding to the same counters, so the number of shards is the
+ * largest number of threads that counted at once, not the number of threads
+ * ever started (a server with a thread per request). The free list is
+ * touched only when a thread starts counting or exits. */
+static atomic_flag free_lock = ATOMIC_FLAG_INIT;
+static shard *free_shards;
+static pthread_key_t exit_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static int key_ok;
+
+static void lock_free(void) {
+    while (atomic_flag_test_and_set_explicit(&free_lock, memory_order_acquire))
+        sched_yield();
+}
+static void unlock_free(void) {
+    atomic_flag_clear_explicit(&free_lock, memory_order_release);
+}
+
+static void thread_exit(void *arg) {
+    shard *s = arg;
+    if (mine == s) mine = NULL;
+    lock_free();
+    s->next_free = free_shards;
+    free_shards = s;
+    unlock_free();
+}
+
+static void make_key(void) {
+    key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
+}
+
 static shard *my_shard(void) {
     shard *s = mine;
     if (s) return s;
-    s = calloc(1, sizeof *s);
-    if (!s) return &spill;
-    shard *head = atomic_load(&shards);
-    do
-        s->next = head;
-    while (!atomic_compare_exchange_weak(&shards, &head, s));
+    pthread_once(&key_once, make_key);
+    /* Without the exit hook a shard could never be reused: the spill shard
+     * then serves the thread. */
+    if (!key_ok) return &spill;
+    lock_free();
+    s = free_shards;
+    if (s) free_shards = s->next_free;
+    unlock_free();
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s) return &spill;
+        shard *head = atomic_load(&shards);
+        do
+            s->next = head;
+        while (!atomic_compare_exchange_weak(&shards, &head, s));
+    }
+    if (pthread_setspecific(exit_key, s) != 0) {
+        thread_exit(s);
+        return &spill;
+    }
     return mine = s;
+}
+
+void lw_totals_after_fork_child(void) {
+    /* Only the forking thread exists in the child: the lock is free. */
+    atomic_flag_clear(&free_lock);
 }
 
 /* One writer per shard (the spill shard excepted: it takes atomic adds). */

@@ -34,6 +34,9 @@ void lw_totals_mapped(int64_t delta_bytes);
  * call, which restarts both from the current value. */
 void lw_totals_take_floor_peak(int64_t *floor, int64_t *peak);
 
+/* In a forked child, at once (the lock of the shards' free list is free). */
+void lw_totals_after_fork_child(void);
+
 /* Every counter back to zero (a forked child's first start). */
 void lw_totals_reset(void);
 
