@@ -48,7 +48,7 @@ endif
 CFLAGS_LIB := $(BASE_CFLAGS) $(OPT) -fPIC -fvisibility=hidden -pthread
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
-LIB_LIBS := -ldl -lunwind -pthread -lm
+LIB_LIBS := -ldl -pthread -lm
 # The command reads reports with jansson, linked in statically when the static
 # library is there, so the installed command (and the wheel) needs no
 # libjansson at run time. The shim never links it.

@@ -1,28 +1,140 @@
 #include "stack.h"
 
+#include "log.h"
+#include "options.h"
 #include "real.h"
+#include "unwind.h"
 
+#include <dlfcn.h>
 #include <execinfo.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
+/* Our own frames (the hook, the recorder) sit on top: the fallback captures
+ * a few more than asked and drops them. */
+enum { OWN_FRAMES_MAX = 12 };
 
-int lw_stack_capture(uintptr_t *ips, int max) {
-    /* Our own frames (the hook, the recorder) sit on top: capture a few more
-     * than asked and drop them. */
-    enum { OWN_FRAMES_MAX = 8 };
-    void *buf[LW_STACK_MAX + OWN_FRAMES_MAX];
-    if (max > LW_STACK_MAX) max = LW_STACK_MAX;
+/* ------------------------------------------------------------------------ */
+/* The fallback unwinder                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef int (*unw_backtrace_fn)(void **, int);
+typedef int (*gcc_trace_fn)(void *ctx, void *arg);
+typedef int (*gcc_backtrace_fn)(gcc_trace_fn, void *);
+typedef uintptr_t (*gcc_getip_fn)(void *);
+
+static unw_backtrace_fn fb_unw;
+static gcc_backtrace_fn fb_gcc;
+static gcc_getip_fn fb_gcc_ip;
+static const char *fb_name = "none";
+static char unwinder_text[96] = "not started";
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int use_fast;    /* the walker is used (x86-64, not turned off for a test) */
+static int trust_cache; /* tests only: a known anchor is believed, unchecked */
+static int ra_only;     /* tests only: saved frame pointers are not checked */
+static int verify;      /* LEAKWATCH_VERIFY_STACKS */
+
+static _Atomic uint64_t n_fallback, n_verified, n_mismatch;
+static _Atomic unsigned code_gen;
+
+enum { URC_NO_REASON = 0, URC_END_OF_STACK = 5 };
+typedef struct {
+    void **buf;
+    int n, max;
+} gcc_walk;
+
+static int gcc_cb(void *ctx, void *arg) {
+    gcc_walk *w = arg;
+    if (w->n >= w->max) return URC_END_OF_STACK;
+    uintptr_t ip = fb_gcc_ip(ctx);
+    if (ip == 0) return URC_END_OF_STACK;
+    w->buf[w->n++] = (void *)ip;
+    return URC_NO_REASON;
+}
+
+static int fallback_backtrace(void **buf, int max) {
 #ifdef __SANITIZE_THREAD__
     /* Under ThreadSanitizer (make check-tsan) only: libunwind frees its
      * per-thread trace cache from a thread-specific-data destructor that runs
      * after TSan has torn the exiting thread down, and crashes there. glibc's
      * backtrace keeps no such state. */
-    int n = backtrace(buf, max + OWN_FRAMES_MAX);
+    return backtrace(buf, max);
 #else
-    int n = unw_backtrace(buf, max + OWN_FRAMES_MAX);
+    if (fb_unw) return fb_unw(buf, max);
+    if (fb_gcc) {
+        gcc_walk w = {buf, 0, max};
+        fb_gcc(gcc_cb, &w);
+        return w.n;
+    }
+    return backtrace(buf, max);
 #endif
-    if (n <= 0) return 0;
+}
+
+static void *open_sym(const char *lib, const char *name) {
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    return h ? lw_real_dlsym(h, name) : NULL;
+}
+
+static void init(void) {
+#ifdef __SANITIZE_THREAD__
+    fb_name = "glibc backtrace (ThreadSanitizer build)";
+#else
+    /* LEAKWATCH_TEST_NO_LIBUNWIND=1 (tests only): behave as on a machine
+     * without libunwind. */
+    const char *no_unw = secure_getenv("LEAKWATCH_TEST_NO_LIBUNWIND");
+    if (!(no_unw && *no_unw == '1'))
+        fb_unw = (unw_backtrace_fn)open_sym("libunwind.so.8", "unw_backtrace");
+    if (fb_unw) {
+        fb_name = "libunwind.so.8";
+    } else {
+        fb_gcc = (gcc_backtrace_fn)open_sym("libgcc_s.so.1", "_Unwind_Backtrace");
+        fb_gcc_ip = (gcc_getip_fn)open_sym("libgcc_s.so.1", "_Unwind_GetIP");
+        if (fb_gcc && fb_gcc_ip) {
+            fb_name = "libgcc_s.so.1 (_Unwind_Backtrace)";
+        } else {
+            fb_gcc = NULL;
+            fb_name = "glibc backtrace()";
+        }
+    }
+#endif
+    /* LEAKWATCH_TEST_UNWIND=fallback (tests only): every stack by the
+     * fallback unwinder. */
+    const char *t = secure_getenv("LEAKWATCH_TEST_UNWIND");
+    use_fast = LW_UNW_FAST && !(t && strcmp(t, "fallback") == 0);
+    /* LEAKWATCH_TEST_UNWIND=trust-cache (tests only): skip the confirmation,
+     * to show that the tests catch a cache that is believed blindly. */
+    trust_cache = t && strcmp(t, "trust-cache") == 0;
+    /* LEAKWATCH_TEST_UNWIND=ra-only (tests only): confirm return addresses
+     * only, to show why saved frame pointers must be checked too. */
+    ra_only = t && strcmp(t, "ra-only") == 0;
+    verify = (int)lw_opt_int(LW_OPT_VERIFY_STACKS);
+    if (use_fast)
+        snprintf(unwinder_text, sizeof unwinder_text, "leakwatch CFI walker, fallback %s", fb_name);
+    else
+        snprintf(unwinder_text, sizeof unwinder_text, "%s", fb_name);
+#ifndef __SANITIZE_THREAD__
+    if (!fb_unw)
+        lw_log("libunwind.so.8 not found: stacks that leakwatch's own unwinder cannot follow are "
+               "unwound with %s%s",
+               fb_name, fb_gcc ? "" : " (install libunwind8 or libgcc-s1 for complete stacks)");
+#endif
+}
+
+void lw_stack_init(void) {
+    pthread_once(&init_once, init);
+}
+
+/* Skips leakwatch's own frames at the top of buf, then keeps frames up to
+ * and including the first one in [cut_lo, cut_hi), at most max. */
+static int trim(void *const *buf, int n, uintptr_t *ips, int max, uintptr_t cut_lo,
+                uintptr_t cut_hi, uint8_t *cut) {
     int skip = 0;
 #ifdef __SANITIZE_THREAD__
     /* The sanitizer's backtrace interceptor is the innermost frame. */
@@ -32,7 +144,430 @@ int lw_stack_capture(uintptr_t *ips, int max) {
     while (skip < n && lw_is_own_address((uintptr_t)buf[skip]))
         skip++;
     int out = 0;
-    for (int i = skip; i < n && out < max; i++)
-        ips[out++] = (uintptr_t)buf[i];
+    *cut = 0;
+    for (int i = skip; i < n && out < max; i++) {
+        uintptr_t ip = (uintptr_t)buf[i];
+        ips[out++] = ip;
+        if (ip - cut_lo < cut_hi - cut_lo) {
+            *cut = 1;
+            break;
+        }
+    }
     return out;
+}
+
+static int capture_fallback(uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t cut_hi,
+                            uint8_t *cut) {
+    void *buf[LW_STACK_MAX + OWN_FRAMES_MAX];
+    if (max > LW_STACK_MAX) max = LW_STACK_MAX;
+    int n = fallback_backtrace(buf, max + OWN_FRAMES_MAX);
+    if (n <= 0) return 0;
+    return trim(buf, n, ips, max, cut_lo, cut_hi, cut);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The fast walker: per-thread state                                        */
+/* ------------------------------------------------------------------------ */
+
+#define RULE_SLOTS 1024 /* per thread: 16 KiB */
+#define STACK_SETS 4    /* recent stacks per thread: 4 sets of 4 */
+#define STACK_WAYS 4
+#define STACK_SLOTS (STACK_SETS * STACK_WAYS)
+
+typedef struct {
+    uintptr_t ip;
+    lw_unw_rule rule;
+} rule_slot;
+
+enum { END_LAST = 1, END_ZERO, END_MAX, END_CUT };
+
+/* One word of the stack as the walk read it: confirming a stack is reading
+ * these words again and comparing (docs/stacks.md). */
+typedef struct {
+    uintptr_t addr, want;
+} check;
+
+/* A stack seen before on this thread, from its anchor (the registers of
+ * the walker itself, so leakwatch's own frames are confirmed with the rest)
+ * outwards. */
+typedef struct {
+    uintptr_t anchor_ip, anchor_sp, anchor_fp;
+    uintptr_t cut_lo, cut_hi; /* the cut in force when it was walked */
+    int n;                    /* frames outside leakwatch; 0: empty */
+    int end;                  /* how the walk ended */
+    int need_fp;              /* the anchor's fp is used before it is reloaded */
+    int nchk;
+    void *tag;
+    uintptr_t *ips;
+    check *chk;
+} stack_slot;
+
+/* What a full walk saw at each frame, to build the slot's checks. */
+typedef struct {
+    uintptr_t cfa;
+    uintptr_t ra;      /* the return address read at cfa - 8 */
+    uintptr_t fp_addr; /* 0: the frame did not save fp */
+    uintptr_t fp_val;
+    uint8_t uses_fp;
+} walked;
+
+typedef struct {
+    uintptr_t lo, hi; /* this thread's stack; hi = 0: unknown */
+    unsigned gen;     /* code_gen when the caches were last valid */
+    int busy;         /* between capture and done: a signal handler that records
+                         meanwhile must not use the caches */
+    int cap;          /* frames per stack slot */
+    rule_slot rules[RULE_SLOTS];
+    stack_slot stacks[STACK_SLOTS];
+    unsigned char next_way[STACK_SETS];
+    walked *scratch; /* cap + OWN_FRAMES_MAX + 1 entries */
+} thread_state;
+
+static __thread thread_state *tls_state __attribute__((tls_model("initial-exec")));
+static pthread_key_t state_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static int key_ok;
+
+static void free_state(void *p) {
+    free(p);
+}
+static void make_key(void) {
+    key_ok = pthread_key_create(&state_key, free_state) == 0;
+}
+
+/* The stack this thread runs on: the main thread's from __libc_stack_end
+ * and the stack size limit (pthread_getattr_np would read /proc there); any
+ * other thread's from its attributes (no I/O for those). */
+static void find_bounds(thread_state *ts, uintptr_t sp) {
+    void *const *end = lw_real_dlsym(RTLD_DEFAULT, "__libc_stack_end");
+    if (end && *end && syscall(SYS_gettid) == getpid()) {
+        uintptr_t hi = ((uintptr_t)*end + 4095) & ~(uintptr_t)4095;
+        struct rlimit rl;
+        uintptr_t size = (uintptr_t)8 << 20;
+        if (getrlimit(RLIMIT_STACK, &rl) == 0)
+            size = rl.rlim_cur == RLIM_INFINITY ? (uintptr_t)1 << 32 : (uintptr_t)rl.rlim_cur;
+        uintptr_t lo = hi > size ? hi - size : 0;
+        if (sp >= lo && sp < hi) {
+            ts->lo = lo;
+            ts->hi = hi;
+            return;
+        }
+    }
+    /* Any other thread, and the child of a fork made by another thread. */
+    pthread_attr_t a;
+    if (pthread_getattr_np(pthread_self(), &a) != 0) return;
+    void *addr;
+    size_t size;
+    if (pthread_attr_getstack(&a, &addr, &size) == 0 && sp >= (uintptr_t)addr &&
+        sp < (uintptr_t)addr + size) {
+        ts->lo = (uintptr_t)addr;
+        ts->hi = (uintptr_t)addr + size;
+    }
+    pthread_attr_destroy(&a);
+}
+
+static thread_state *state_for_thread(int cap, uintptr_t sp) {
+    thread_state *ts = tls_state;
+    if (ts) return ts->cap >= cap ? ts : NULL;
+    pthread_once(&key_once, make_key);
+    if (!key_ok) return NULL;
+    /* Frames per slot: addresses, and two checks each (return address and
+     * saved frame pointer), leakwatch's own frames included. */
+    size_t frames = (size_t)cap + OWN_FRAMES_MAX + 1;
+    size_t per = (size_t)cap * sizeof(uintptr_t) + 2 * frames * sizeof(check);
+    ts = calloc(1, sizeof *ts + STACK_SLOTS * per + frames * sizeof(walked));
+    if (!ts) return NULL;
+    ts->cap = cap;
+    char *p = (char *)(ts + 1);
+    for (int i = 0; i < STACK_SLOTS; i++) {
+        ts->stacks[i].chk = (check *)(void *)p;
+        ts->stacks[i].ips = (uintptr_t *)(void *)(p + 2 * frames * sizeof(check));
+        p += per;
+    }
+    ts->scratch = (walked *)(void *)p;
+    ts->gen = atomic_load_explicit(&code_gen, memory_order_acquire);
+    find_bounds(ts, sp);
+    if (pthread_setspecific(state_key, ts) != 0) {
+        free(ts);
+        return NULL;
+    }
+    tls_state = ts;
+    return ts;
+}
+
+static void forget_caches(thread_state *ts) {
+    memset(ts->rules, 0, sizeof ts->rules);
+    for (int i = 0; i < STACK_SLOTS; i++) {
+        ts->stacks[i].nchk = 0;
+        ts->stacks[i].tag = NULL;
+    }
+}
+
+void lw_stack_code_changed(void) {
+    atomic_fetch_add_explicit(&code_gen, 1, memory_order_acq_rel);
+}
+
+void lw_stack_after_fork_child(void) {
+    thread_state *ts = tls_state;
+    if (!ts) return;
+    for (int i = 0; i < STACK_SLOTS; i++)
+        ts->stacks[i].tag = NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The fast walker                                                          */
+/* ------------------------------------------------------------------------ */
+
+#if LW_UNW_FAST
+LW_UNW_GETCONTEXT_ASM;
+#endif
+
+static inline lw_unw_rule rule_for(thread_state *ts, uintptr_t ip) {
+    rule_slot *s = &ts->rules[(ip ^ (ip >> 10)) & (RULE_SLOTS - 1)];
+    if (s->ip == ip) return s->rule;
+    lw_unw_rule r = lw_unw_rule_lookup(ip);
+    s->ip = ip;
+    s->rule = r;
+    return r;
+}
+
+/* One frame up, in registers (ip, sp, fp). Every read is inside [sp, hi)
+ * of this thread's stack, and the CFA must be above the stack pointer: a
+ * wrong rule or a corrupt saved frame pointer ends the walk (the fallback
+ * takes over), never faults. w records what was read. */
+#define STEP_OR_FAIL(R, w)                                                                         \
+    do {                                                                                           \
+        uintptr_t cfa_ =                                                                           \
+            (((R).flags & LW_UNW_CFA_FP) ? fp : sp) + (uintptr_t)(intptr_t)(R).cfa_off;            \
+        if (cfa_ <= sp || cfa_ > hi || (cfa_ & 7) != 0) return -1;                                 \
+        (w)->cfa = cfa_;                                                                           \
+        (w)->uses_fp = ((R).flags & LW_UNW_CFA_FP) != 0;                                           \
+        (w)->fp_addr = 0;                                                                          \
+        if ((R).flags & LW_UNW_FP_SAVED) {                                                         \
+            uintptr_t a_ = cfa_ + (uintptr_t)(intptr_t)(R).fp_off;                                 \
+            if (a_ < sp || a_ > hi - sizeof(uintptr_t) || (a_ & 7) != 0) return -1;                \
+            fp = *(const uintptr_t *)a_;                                                           \
+            (w)->fp_addr = a_;                                                                     \
+            (w)->fp_val = fp;                                                                      \
+        }                                                                                          \
+        ip = *(const uintptr_t *)(cfa_ + LW_UNW_RA_SLOT);                                          \
+        (w)->ra = ip;                                                                              \
+        sp = cfa_; /* LW_UNW_SP_IS_CFA */                                                          \
+    } while (0)
+
+static inline unsigned set_of(uintptr_t sp) {
+    return (unsigned)((sp * 0x9e3779b97f4a7c15ull) >> 62) & (STACK_SETS - 1);
+}
+
+/* The slot's checks, from a full walk (w[0..steps): every step taken from
+ * the walker's own frame outwards): every return address read, and each
+ * saved frame pointer that a later frame's CFA depends on before another is
+ * loaded. Returns whether the anchor's own fp is such a value. */
+static int build_checks(stack_slot *e, const walked *w, int steps) {
+    uint8_t matters[LW_STACK_MAX + OWN_FRAMES_MAX + 1];
+    int need_fp = 0, in_force = -1; /* the step whose fp load is in force; -1: the anchor's */
+    for (int j = 0; j < steps; j++) {
+        matters[j] = 0;
+        if (w[j].uses_fp) {
+            if (in_force < 0)
+                need_fp = 1;
+            else
+                matters[in_force] = 1;
+        }
+        if (w[j].fp_addr) in_force = j;
+    }
+    int nchk = 0;
+    for (int j = 0; j < steps; j++) {
+        e->chk[nchk].addr = w[j].cfa + LW_UNW_RA_SLOT;
+        e->chk[nchk].want = w[j].ra;
+        nchk++;
+        if (matters[j] && !ra_only) {
+            e->chk[nchk].addr = w[j].fp_addr;
+            e->chk[nchk].want = w[j].fp_val;
+            nchk++;
+        }
+    }
+    e->nchk = nchk;
+    return need_fp;
+}
+
+/* Returns the frame count, or -1 when the walker cannot follow this stack
+ * (the caller falls back). */
+__attribute__((noinline, no_sanitize_address)) static int
+fast_walk(thread_state *ts, uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t cut_hi,
+          lw_stack_info *out) {
+#if LW_UNW_FAST
+    lw_unw_regs r0;
+    lw_unw_getcontext(&r0);
+    /* In locals, not in r0 (whose address was taken): registers. */
+    uintptr_t ip = r0.ip, sp = r0.sp, fp = r0.fp;
+    if (sp < ts->lo || sp >= ts->hi) return -1; /* another stack: a coroutine, sigaltstack */
+    const uintptr_t hi = ts->hi;
+    /* The anchor is this frame: has this thread been here before with the
+     * same registers, and the same stack above? */
+    unsigned set = set_of(sp);
+    stack_slot *const ways = &ts->stacks[set * STACK_WAYS];
+    for (int k = 0; k < STACK_WAYS; k++) {
+        stack_slot *e = &ways[k];
+        if (e->nchk == 0 || e->anchor_sp != sp || e->anchor_ip != ip ||
+            (e->need_fp && e->anchor_fp != fp) || e->cut_lo != cut_lo || e->cut_hi != cut_hi ||
+            e->n > max)
+            continue;
+        /* Each word the walk read then, read again: all in this thread's
+         * stack above sp (docs/stacks.md), and independent of each other,
+         * so no chain of loads. */
+        const check *c = e->chk;
+        uintptr_t diff = 0;
+        for (int i = 0, nchk = e->nchk; i < nchk; i++)
+            diff |= *(const uintptr_t *)c[i].addr ^ c[i].want;
+        if (diff != 0 && !trust_cache) continue;
+        memcpy(ips, e->ips, (size_t)e->n * sizeof *ips);
+        out->known = 1;
+        out->tag = &e->tag;
+        out->cut = e->end == END_CUT;
+        return e->n;
+    }
+    /* A full walk, into the set's next way. */
+    stack_slot *e = &ways[ts->next_way[set]];
+    ts->next_way[set] = (unsigned char)((ts->next_way[set] + 1) % STACK_WAYS);
+    e->nchk = 0; /* rewritten below; empty if the walk fails */
+    e->tag = NULL;
+    e->anchor_ip = ip;
+    e->anchor_sp = sp;
+    e->anchor_fp = fp;
+    e->cut_lo = cut_lo;
+    e->cut_hi = cut_hi;
+    walked *const w = ts->scratch;
+    int steps = 0;
+    lw_unw_rule R;
+    /* leakwatch's own frames */
+    while (lw_is_own_address(ip)) {
+        R = rule_for(ts, ip);
+        if (steps == OWN_FRAMES_MAX || R.kind != LW_UNW_STEP) return -1;
+        STEP_OR_FAIL(R, &w[steps]);
+        steps++;
+    }
+    uintptr_t *const eips = e->ips;
+    int n = 0, end;
+    for (;;) {
+        if (n == max) {
+            end = END_MAX;
+            break;
+        }
+        ips[n] = ip;
+        eips[n] = ip;
+        n++;
+        if (ip - cut_lo < cut_hi - cut_lo) {
+            end = END_CUT;
+            break;
+        }
+        R = rule_for(ts, ip);
+        if (R.kind == LW_UNW_LAST) {
+            end = END_LAST;
+            break;
+        }
+        if (R.kind != LW_UNW_STEP) return -1;
+        STEP_OR_FAIL(R, &w[steps]);
+        steps++;
+        if (ip == 0) {
+            end = END_ZERO;
+            break;
+        }
+    }
+    /* At END_MAX the last step read a frame that is not kept: not checked. */
+    if (end == END_MAX && n > 0) steps--;
+    e->need_fp = build_checks(e, w, steps);
+    e->end = end;
+    e->n = n;
+    if (e->nchk == 0) e->nchk = -1; /* never 0 for a filled slot (a slot with no step) */
+    out->known = 0;
+    out->tag = &e->tag;
+    out->cut = end == END_CUT;
+    return n;
+#else
+    return -1;
+#endif
+}
+
+static void verify_stack(const uintptr_t *ips, int n, int max, uintptr_t cut_lo, uintptr_t cut_hi) {
+    uintptr_t other[LW_STACK_MAX];
+    uint8_t cut;
+    int m = capture_fallback(other, max, cut_lo, cut_hi, &cut);
+    atomic_fetch_add_explicit(&n_verified, 1, memory_order_relaxed);
+    int i = 0;
+    while (i < n && i < m && ips[i] == other[i])
+        i++;
+    if (i == n && i == m) return;
+    atomic_fetch_add_explicit(&n_mismatch, 1, memory_order_relaxed);
+    lw_log_once(said,
+                "LEAKWATCH_VERIFY_STACKS: a stack differs from %s's at frame %d (%d frames: "
+                "%#lx, against %d: %#lx); counted in tracker.stack_mismatches",
+                fb_name, i, n, i < n ? (unsigned long)ips[i] : 0ul, m,
+                i < m ? (unsigned long)other[i] : 0ul);
+}
+
+void lw_stack_capture(uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t cut_hi,
+                      lw_stack_info *out) {
+    out->n = 0;
+    out->cut = out->known = 0;
+    out->tag = NULL;
+    out->internal = NULL;
+    if (max > LW_STACK_MAX) max = LW_STACK_MAX;
+    if (cut_hi <= cut_lo) cut_lo = cut_hi = 0;
+    lw_stack_init();
+    if (use_fast) {
+        uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+        thread_state *ts = state_for_thread(max, here);
+        if (ts && !ts->busy && ts->hi) {
+            unsigned gen = atomic_load_explicit(&code_gen, memory_order_acquire);
+            if (gen != ts->gen) {
+                forget_caches(ts);
+                ts->gen = gen;
+            }
+            ts->busy = 1;
+            int n = fast_walk(ts, ips, max, cut_lo, cut_hi, out);
+            if (n >= 0) {
+                out->n = n;
+                out->internal = ts;
+                if (verify) verify_stack(ips, n, max, cut_lo, cut_hi);
+                return;
+            }
+            ts->busy = 0;
+            out->tag = NULL;
+            out->known = 0;
+        }
+    }
+    atomic_fetch_add_explicit(&n_fallback, 1, memory_order_relaxed);
+    out->n = capture_fallback(ips, max, cut_lo, cut_hi, &out->cut);
+}
+
+void lw_stack_done(lw_stack_info *info, void *tag) {
+    thread_state *ts = info->internal;
+    if (!ts) return;
+    if (info->tag) *info->tag = tag;
+    ts->busy = 0;
+    info->internal = NULL;
+}
+
+int lw_stack_verifying(void) {
+    return verify;
+}
+
+void lw_stack_count_mismatch(void) {
+    atomic_fetch_add_explicit(&n_mismatch, 1, memory_order_relaxed);
+    lw_log_once(said, "LEAKWATCH_VERIFY_STACKS: a known stack was given another stack's call site; "
+                      "counted in tracker.stack_mismatches");
+}
+
+void lw_stack_get_stats(lw_stack_stats *out) {
+    out->unwinder = unwinder_text;
+    out->fallback = atomic_load(&n_fallback);
+    out->verified = atomic_load(&n_verified);
+    out->mismatches = atomic_load(&n_mismatch);
+}
+
+void lw_stack_forget_stats(void) {
+    atomic_store(&n_fallback, 0);
+    atomic_store(&n_verified, 0);
+    atomic_store(&n_mismatch, 0);
 }
