@@ -92,6 +92,10 @@ START_TEST(python_line_is_named) {
             ck_assert_int_eq(lw_json_int64(lw_json_get(py, "line"), &got), 0);
             ck_assert_msg(got == line, "%s: line %lld, want %d", pythons[i], got, line);
             ck_assert_int_eq(lw_json_bool(lw_json_path(r.report, "sites[0].leak"), 0), 1);
+            /* The native walk stopped at the interpreter, and says so. */
+            ck_assert_msg(
+                lw_json_bool(lw_json_path(r.report, "sites[0].native_cut_at_python"), 0) == 1,
+                "%s: native stack not cut at the interpreter", pythons[i]);
             /* The interpreter's own frames are hidden behind the Python ones. */
             for (size_t j = 0; j < lw_json_len(frames); j++) {
                 const char *fn = lw_json_string(lw_json_get(lw_json_at(frames, j), "function"));

@@ -232,7 +232,7 @@ NOINLINE static void call_same(int which, int i) {
 }
 static void samedepth(long rounds) {
     for (long i = 0; i < rounds * 3; i++)
-        call_same((int)((i * 7) % 3), (int)(i / 3) * 8); /* each leaks every 8th */
+        call_same((int)((i * 7) % 3), (int)(i / 3) * 8); /* every call leaks */
 }
 
 /* ---- frames without a frame pointer (CFA from the stack pointer) ---- */
