@@ -367,7 +367,11 @@ $(B)/bench/rt_bench: bench/perf/rt_bench.c include/leakwatch/cuda_api.h $(STUBS)
 $(B)/bench/lib/libcudart.so: bench/perf/fast_cudart.c include/leakwatch/cuda_api.h
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(BENCH_CFLAGS) -fPIC -shared -Wl,-soname,libcudart.so -o $@ $< -ldl
-bench: $(B)/bench/rt_bench $(B)/bench/lib/libcudart.so
+# py_ext.so: pairs made by C code under Python frames (py_bench.py, LW_PY_EXT).
+$(B)/bench/py_ext.so: bench/perf/py_ext.c include/leakwatch/cuda_api.h $(STUBS)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(BENCH_CFLAGS) -fPIC -shared -o $@ $< -L$(STUB_DIR) -lcudart -Wl,-rpath,'$$ORIGIN/../tests/lib'
+bench: $(B)/bench/rt_bench $(B)/bench/lib/libcudart.so $(B)/bench/py_ext.so
 
 # ---- examples ----
 $(B)/examples/train_loop: examples/train_loop.c $(STUBS)

@@ -307,7 +307,10 @@ int lw_py_capture(lw_pyframe *out, int max) {
     int st = atomic_load_explicit(&g_state, memory_order_acquire);
     if (st != 1 && (st != 0 || try_init() != 1)) return 0;
     if (out == NULL || max <= 0) return 0;
-    const struct layout *L = &g.L;
+    /* A local copy: the walk's byte stores into out could alias g, and the
+     * compiler would reload every offset after each frame. */
+    const struct layout Lc = g.L;
+    const struct layout *L = &Lc;
     uintptr_t ts = (uintptr_t)g.get_tstate();
     if (!ptr_ok(ts)) return 0; /* NULL: this thread never ran Python */
     if (g.finalizing() != 0) return 0;

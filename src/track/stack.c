@@ -169,8 +169,9 @@ static int capture_fallback(uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t
 /* The fast walker: per-thread state                                        */
 /* ------------------------------------------------------------------------ */
 
-#define RULE_SLOTS 1024 /* per thread: 16 KiB */
-#define STACK_SETS 4    /* recent stacks per thread: 4 sets of 4 */
+#define RULE_BITS 10 /* per thread: 1024 rules, 16 KiB */
+#define RULE_SLOTS (1 << RULE_BITS)
+#define STACK_SETS 4 /* recent stacks per thread: 4 sets of 4 */
 #define STACK_WAYS 4
 #define STACK_SLOTS (STACK_SETS * STACK_WAYS)
 
@@ -202,15 +203,6 @@ typedef struct {
     check *chk;
 } stack_slot;
 
-/* What a full walk saw at each frame, to build the slot's checks. */
-typedef struct {
-    uintptr_t cfa;
-    uintptr_t ra;      /* the return address read at cfa - 8 */
-    uintptr_t fp_addr; /* 0: the frame did not save fp */
-    uintptr_t fp_val;
-    uint8_t uses_fp;
-} walked;
-
 typedef struct {
     uintptr_t lo, hi; /* this thread's stack; hi = 0: unknown */
     unsigned gen;     /* code_gen when the caches were last valid */
@@ -220,7 +212,7 @@ typedef struct {
     rule_slot rules[RULE_SLOTS];
     stack_slot stacks[STACK_SLOTS];
     unsigned char next_way[STACK_SETS];
-    walked *scratch; /* cap + OWN_FRAMES_MAX + 1 entries */
+    uintptr_t never_saved; /* 0: the target of a check that is not needed */
 } thread_state;
 
 static __thread thread_state *tls_state __attribute__((tls_model("initial-exec")));
@@ -275,7 +267,7 @@ static thread_state *state_for_thread(int cap, uintptr_t sp) {
      * saved frame pointer), leakwatch's own frames included. */
     size_t frames = (size_t)cap + OWN_FRAMES_MAX + 1;
     size_t per = (size_t)cap * sizeof(uintptr_t) + 2 * frames * sizeof(check);
-    ts = calloc(1, sizeof *ts + STACK_SLOTS * per + frames * sizeof(walked));
+    ts = calloc(1, sizeof *ts + STACK_SLOTS * per);
     if (!ts) return NULL;
     ts->cap = cap;
     char *p = (char *)(ts + 1);
@@ -284,7 +276,6 @@ static thread_state *state_for_thread(int cap, uintptr_t sp) {
         ts->stacks[i].ips = (uintptr_t *)(void *)(p + 2 * frames * sizeof(check));
         p += per;
     }
-    ts->scratch = (walked *)(void *)p;
     ts->gen = atomic_load_explicit(&code_gen, memory_order_acquire);
     find_bounds(ts, sp);
     if (pthread_setspecific(state_key, ts) != 0) {
@@ -323,7 +314,7 @@ LW_UNW_GETCONTEXT_ASM;
 #endif
 
 static inline lw_unw_rule rule_for(thread_state *ts, uintptr_t ip) {
-    rule_slot *s = &ts->rules[(ip ^ (ip >> 10)) & (RULE_SLOTS - 1)];
+    rule_slot *s = &ts->rules[(ip * 0x9e3779b97f4a7c15ull) >> (64 - RULE_BITS)];
     if (s->ip == ip) return s->rule;
     lw_unw_rule r = lw_unw_rule_lookup(ip);
     s->ip = ip;
@@ -334,61 +325,40 @@ static inline lw_unw_rule rule_for(thread_state *ts, uintptr_t ip) {
 /* One frame up, in registers (ip, sp, fp). Every read is inside [sp, hi)
  * of this thread's stack, and the CFA must be above the stack pointer: a
  * wrong rule or a corrupt saved frame pointer ends the walk (the fallback
- * takes over), never faults. w records what was read. */
-#define STEP_OR_FAIL(R, w)                                                                         \
+ * takes over), never faults. Each word read is appended to the slot's
+ * checks (chk, nchk): the return address always; a saved frame pointer
+ * provisionally, kept only if a later frame's CFA is computed from it
+ * (fp_chk: the check of the fp value in force, -1 for the anchor's own). */
+#define STEP_OR_FAIL(R)                                                                            \
     do {                                                                                           \
-        uintptr_t cfa_ =                                                                           \
-            (((R).flags & LW_UNW_CFA_FP) ? fp : sp) + (uintptr_t)(intptr_t)(R).cfa_off;            \
+        uintptr_t cfa_;                                                                            \
+        if ((R).flags & LW_UNW_CFA_FP) {                                                           \
+            if (fp_chk < 0)                                                                        \
+                need_fp = 1;                                                                       \
+            else                                                                                   \
+                fp_used[fp_chk >> 6] |= (uint64_t)1 << (fp_chk & 63);                              \
+            cfa_ = fp + (uintptr_t)(intptr_t)(R).cfa_off;                                          \
+        } else {                                                                                   \
+            cfa_ = sp + (uintptr_t)(intptr_t)(R).cfa_off;                                          \
+        }                                                                                          \
         if (cfa_ <= sp || cfa_ > hi || (cfa_ & 7) != 0) return -1;                                 \
-        (w)->cfa = cfa_;                                                                           \
-        (w)->uses_fp = ((R).flags & LW_UNW_CFA_FP) != 0;                                           \
-        (w)->fp_addr = 0;                                                                          \
         if ((R).flags & LW_UNW_FP_SAVED) {                                                         \
             uintptr_t a_ = cfa_ + (uintptr_t)(intptr_t)(R).fp_off;                                 \
             if (a_ < sp || a_ > hi - sizeof(uintptr_t) || (a_ & 7) != 0) return -1;                \
             fp = *(const uintptr_t *)a_;                                                           \
-            (w)->fp_addr = a_;                                                                     \
-            (w)->fp_val = fp;                                                                      \
+            fp_chk = nchk;                                                                         \
+            fp_is[nchk >> 6] |= (uint64_t)1 << (nchk & 63);                                        \
+            chk[nchk].addr = a_;                                                                   \
+            chk[nchk++].want = fp;                                                                 \
         }                                                                                          \
+        chk[nchk].addr = cfa_ + LW_UNW_RA_SLOT;                                                    \
         ip = *(const uintptr_t *)(cfa_ + LW_UNW_RA_SLOT);                                          \
-        (w)->ra = ip;                                                                              \
+        chk[nchk++].want = ip;                                                                     \
         sp = cfa_; /* LW_UNW_SP_IS_CFA */                                                          \
     } while (0)
 
 static inline unsigned set_of(uintptr_t sp) {
     return (unsigned)((sp * 0x9e3779b97f4a7c15ull) >> 62) & (STACK_SETS - 1);
-}
-
-/* The slot's checks, from a full walk (w[0..steps): every step taken from
- * the walker's own frame outwards): every return address read, and each
- * saved frame pointer that a later frame's CFA depends on before another is
- * loaded. Returns whether the anchor's own fp is such a value. */
-static int build_checks(stack_slot *e, const walked *w, int steps) {
-    uint8_t matters[LW_STACK_MAX + OWN_FRAMES_MAX + 1];
-    int need_fp = 0, in_force = -1; /* the step whose fp load is in force; -1: the anchor's */
-    for (int j = 0; j < steps; j++) {
-        matters[j] = 0;
-        if (w[j].uses_fp) {
-            if (in_force < 0)
-                need_fp = 1;
-            else
-                matters[in_force] = 1;
-        }
-        if (w[j].fp_addr) in_force = j;
-    }
-    int nchk = 0;
-    for (int j = 0; j < steps; j++) {
-        e->chk[nchk].addr = w[j].cfa + LW_UNW_RA_SLOT;
-        e->chk[nchk].want = w[j].ra;
-        nchk++;
-        if (matters[j] && !ra_only) {
-            e->chk[nchk].addr = w[j].fp_addr;
-            e->chk[nchk].want = w[j].fp_val;
-            nchk++;
-        }
-    }
-    e->nchk = nchk;
-    return need_fp;
 }
 
 /* Returns the frame count, or -1 when the walker cannot follow this stack
@@ -418,7 +388,13 @@ fast_walk(thread_state *ts, uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t
          * so no chain of loads. */
         const check *c = e->chk;
         uintptr_t diff = 0;
-        for (int i = 0, nchk = e->nchk; i < nchk; i++)
+        int i = 0, nchk = e->nchk;
+        /* Eight at a time, then one branch: a stack from another call
+         * site differs within the first few frames. */
+        for (; diff == 0 && i + 8 <= nchk; i += 8)
+            for (int m = i; m < i + 8; m++)
+                diff |= *(const uintptr_t *)c[m].addr ^ c[m].want;
+        for (; diff == 0 && i < nchk; i++)
             diff |= *(const uintptr_t *)c[i].addr ^ c[i].want;
         if (diff != 0 && !trust_cache) continue;
         memcpy(ips, e->ips, (size_t)e->n * sizeof *ips);
@@ -437,21 +413,24 @@ fast_walk(thread_state *ts, uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t
     e->anchor_fp = fp;
     e->cut_lo = cut_lo;
     e->cut_hi = cut_hi;
-    walked *const w = ts->scratch;
-    int steps = 0;
+    check *const chk = e->chk;
+    int nchk = 0, need_fp = 0, fp_chk = -1;
+    enum { CHK_WORDS = (2 * (LW_STACK_MAX + OWN_FRAMES_MAX + 1) + 63) / 64 };
+    uint64_t fp_used[CHK_WORDS] = {0}, fp_is[CHK_WORDS] = {0};
     lw_unw_rule R;
     /* leakwatch's own frames */
-    while (lw_is_own_address(ip)) {
+    for (int own = 0; lw_is_own_address(ip); own++) {
         R = rule_for(ts, ip);
-        if (steps == OWN_FRAMES_MAX || R.kind != LW_UNW_STEP) return -1;
-        STEP_OR_FAIL(R, &w[steps]);
-        steps++;
+        if (own == OWN_FRAMES_MAX || R.kind != LW_UNW_STEP) return -1;
+        STEP_OR_FAIL(R);
     }
     uintptr_t *const eips = e->ips;
-    int n = 0, end;
+    int n = 0, end, last_nchk = 0;
     for (;;) {
         if (n == max) {
             end = END_MAX;
+            /* The last step read a frame that is not kept: not checked. */
+            nchk = last_nchk;
             break;
         }
         ips[n] = ip;
@@ -467,19 +446,30 @@ fast_walk(thread_state *ts, uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t
             break;
         }
         if (R.kind != LW_UNW_STEP) return -1;
-        STEP_OR_FAIL(R, &w[steps]);
-        steps++;
+        last_nchk = nchk;
+        STEP_OR_FAIL(R);
         if (ip == 0) {
             end = END_ZERO;
             break;
         }
     }
-    /* At END_MAX the last step read a frame that is not kept: not checked. */
-    if (end == END_MAX && n > 0) steps--;
-    e->need_fp = build_checks(e, w, steps);
+    /* Saved frame pointers that no frame used: not part of the result, and
+     * in code without frame pointers rbp holds data that changes from call
+     * to call. Their checks read a word that is always 0. */
+    for (int w = 0; w < (nchk + 63) / 64; w++) {
+        uint64_t unused = fp_is[w] & (ra_only ? ~(uint64_t)0 : ~fp_used[w]);
+        while (unused) {
+            int i = w * 64 + __builtin_ctzll(unused);
+            unused &= unused - 1;
+            if (i >= nchk) break;
+            chk[i].addr = (uintptr_t)&ts->never_saved;
+            chk[i].want = 0;
+        }
+    }
+    e->need_fp = need_fp;
     e->end = end;
     e->n = n;
-    if (e->nchk == 0) e->nchk = -1; /* never 0 for a filled slot (a slot with no step) */
+    e->nchk = nchk > 0 ? nchk : -1; /* never 0 for a filled slot */
     out->known = 0;
     out->tag = &e->tag;
     out->cut = end == END_CUT;
