@@ -53,35 +53,59 @@ static void eval_range(uintptr_t *lo, uintptr_t *hi) {
     *hi = atomic_load_explicit(&eval_hi, memory_order_relaxed);
 }
 
+/* LEAKWATCH_VERIFY_STACKS: the Python frames from the cache against a walk. */
+static void verify_python(const lw_pyframe *py, int npy) {
+    lw_pyframe walked[LW_PY_MAX];
+    int m = lw_py_capture(walked, LW_PY_MAX);
+    int same = m == npy;
+    for (int i = 0; same && i < m; i++)
+        same = walked[i].code == py[i].code && walked[i].instr == py[i].instr &&
+               walked[i].entry == py[i].entry;
+    if (!same) lw_stack_count_mismatch();
+}
+
 static lw_site *site_for_this_stack(void) {
     /* The stack and the Python frames are written straight into the site key
      * (header word first): nothing is copied before hashing. */
     uintptr_t key[LW_SITE_KEY_WORDS(LW_STACK_MAX, LW_PY_MAX)];
     lw_pyframe py[LW_PY_MAX];
     lw_stack_info si = {0};
+    uint64_t pystate = 0; /* which Python frames: 0 none, else the cache's generation */
     int n = 0, npy = 0, max = (int)lw_opt_int(LW_OPT_MAX_FRAMES);
     if (lw_opt_int(LW_OPT_STACKS)) {
         /* Python first: when it has frames, the native walk stops at the
          * interpreter. */
-        npy = lw_py_capture(py, LW_PY_MAX);
+        lw_py_cache *pc = lw_stack_py_cache(max);
+        npy = lw_py_capture_cached(py, LW_PY_MAX, pc);
+        if (lw_stack_verifying()) verify_python(py, npy);
         uintptr_t lo = 0, hi = 0;
-        if (npy > 0) eval_range(&lo, &hi);
+        if (npy > 0) {
+            eval_range(&lo, &hi);
+            pystate = pc ? pc->gen : 0;
+        }
         lw_stack_capture(key + 1, max, lo, hi, &si);
         n = si.n;
+        /* The same native stack as this thread's last one from here, under
+         * the same Python frames (or none): its site, with no hashing and no
+         * table. */
+        lw_site *s = si.known && (npy == 0 || pystate != 0) ? *si.tag : NULL;
+        if (s && si.aux == pystate) {
+            if (lw_stack_verifying()) {
+                lw_pystack_key(py, npy, key + 1 + n);
+                key[0] = (uintptr_t)n | (uintptr_t)npy << 16 |
+                         (uintptr_t)si.cut << LW_SITE_KEY_CUT_SHIFT;
+                if (s->nkey != LW_SITE_KEY_WORDS(n, npy) ||
+                    memcmp(s->key, key, s->nkey * sizeof *key) != 0)
+                    lw_stack_count_mismatch();
+            }
+            lw_stack_done(&si, s, pystate);
+            return s;
+        }
         lw_pystack_key(py, npy, key + 1 + n);
     }
     key[0] = (uintptr_t)n | (uintptr_t)npy << 16 | (uintptr_t)si.cut << LW_SITE_KEY_CUT_SHIFT;
     uint32_t nkey = LW_SITE_KEY_WORDS(n, npy);
     lw_site *s;
-    /* The same native stack as this thread's last one from here: its site,
-     * if the Python frames agree too. No hashing, no table. */
-    if (si.known && (s = *si.tag) != NULL && s->key[0] == key[0] &&
-        (npy == 0 || memcmp(lw_site_py(s), key + 1 + n, 2 * (size_t)npy * sizeof *key) == 0)) {
-        if (lw_stack_verifying() && memcmp(lw_site_native(s), key + 1, (size_t)n * sizeof *key))
-            lw_stack_count_mismatch();
-        lw_stack_done(&si, s);
-        return s;
-    }
     uint64_t hash = lw_hash_words(key, nkey);
     cache_slot *slot = &site_cache[hash % CACHE_SLOTS];
     s = slot->site;
@@ -98,7 +122,7 @@ static lw_site *site_for_this_stack(void) {
             slot->site = s;
         }
     }
-    lw_stack_done(&si, s == lw_site_overflow() ? NULL : s);
+    lw_stack_done(&si, s == lw_site_overflow() || (npy > 0 && pystate == 0) ? NULL : s, pystate);
     return s;
 }
 

@@ -10,6 +10,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +200,7 @@ typedef struct {
     int need_fp;              /* the anchor's fp is used before it is reloaded */
     int nchk;
     void *tag;
+    uint64_t aux; /* the caller's, with tag */
     uintptr_t *ips;
     check *chk;
 } stack_slot;
@@ -213,6 +215,7 @@ typedef struct {
     stack_slot stacks[STACK_SLOTS];
     unsigned char next_way[STACK_SETS];
     uintptr_t never_saved; /* 0: the target of a check that is not needed */
+    lw_py_cache py;        /* the thread's last Python frames (record.c) */
 } thread_state;
 
 static __thread thread_state *tls_state __attribute__((tls_model("initial-exec")));
@@ -400,6 +403,7 @@ fast_walk(thread_state *ts, uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t
         memcpy(ips, e->ips, (size_t)e->n * sizeof *ips);
         out->known = 1;
         out->tag = &e->tag;
+        out->aux = e->aux;
         out->cut = e->end == END_CUT;
         return e->n;
     }
@@ -531,10 +535,21 @@ void lw_stack_capture(uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t cut_h
     out->n = capture_fallback(ips, max, cut_lo, cut_hi, &out->cut);
 }
 
-void lw_stack_done(lw_stack_info *info, void *tag) {
+lw_py_cache *lw_stack_py_cache(int max) {
+    if (!use_fast) return NULL;
+    thread_state *ts = state_for_thread(max, (uintptr_t)__builtin_frame_address(0));
+    return ts && !ts->busy ? &ts->py : NULL;
+}
+
+void lw_stack_done(lw_stack_info *info, void *tag, uint64_t aux) {
     thread_state *ts = info->internal;
     if (!ts) return;
-    if (info->tag) *info->tag = tag;
+    if (info->tag) {
+        *info->tag = tag;
+        /* the slot of the tag: aux sits with it */
+        stack_slot *e = (stack_slot *)(void *)((char *)info->tag - offsetof(stack_slot, tag));
+        e->aux = aux;
+    }
     ts->busy = 0;
     info->internal = NULL;
 }
@@ -545,8 +560,9 @@ int lw_stack_verifying(void) {
 
 void lw_stack_count_mismatch(void) {
     atomic_fetch_add_explicit(&n_mismatch, 1, memory_order_relaxed);
-    lw_log_once(said, "LEAKWATCH_VERIFY_STACKS: a known stack was given another stack's call site; "
-                      "counted in tracker.stack_mismatches");
+    lw_log_once(said, "LEAKWATCH_VERIFY_STACKS: a known stack was given another stack's call site, "
+                      "or cached Python frames differ from a walk; counted in "
+                      "tracker.stack_mismatches");
 }
 
 void lw_stack_get_stats(lw_stack_stats *out) {

@@ -19,6 +19,8 @@
 #ifndef LW_STACK_H
 #define LW_STACK_H
 
+#include "pyframes.h"
+
 #include <stdint.h>
 
 #define LW_STACK_MAX 256
@@ -28,6 +30,7 @@ typedef struct {
     uint8_t cut;    /* stopped at the first frame inside [cut_lo, cut_hi) */
     uint8_t known;  /* the same stack as last time: *tag is what the caller left */
     void **tag;     /* the caller's slot for this stack (NULL: none) */
+    uint64_t aux;   /* known: the word stored with *tag */
     void *internal; /* for lw_stack_done */
 } lw_stack_info;
 
@@ -35,10 +38,15 @@ typedef struct {
  * stops after the first frame whose address is in [cut_lo, cut_hi) (the
  * Python interpreter's evaluation function: the Python frames tell what is
  * below it). Every lw_stack_capture is followed, on the same thread, by
- * lw_stack_done, which stores tag in the slot (when there is one). */
+ * lw_stack_done, which stores tag and aux in the slot (when there is one). */
 void lw_stack_capture(uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t cut_hi,
                       lw_stack_info *out);
-void lw_stack_done(lw_stack_info *info, void *tag);
+void lw_stack_done(lw_stack_info *info, void *tag, uint64_t aux);
+
+/* The calling thread's Python frame cache (pyframes.h), kept with its stack
+ * caches; NULL when there is none (no fast walker, no memory, or a signal
+ * handler interrupting a capture). */
+lw_py_cache *lw_stack_py_cache(int max);
 
 /* Opens the fallback unwinder. Called when leakwatch starts (first CUDA
  * event); idempotent. */
