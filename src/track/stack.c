@@ -1,5 +1,6 @@
 #include "stack.h"
 
+#include "code_epoch.h"
 #include "log.h"
 #include "options.h"
 #include "real.h"
@@ -43,7 +44,6 @@ static int ra_only;     /* tests only: saved frame pointers are not checked */
 static int verify;      /* LEAKWATCH_VERIFY_STACKS */
 
 static _Atomic uint64_t n_fallback, n_verified, n_mismatch;
-static _Atomic unsigned code_gen;
 
 enum { URC_NO_REASON = 0, URC_END_OF_STACK = 5 };
 typedef struct {
@@ -207,7 +207,7 @@ typedef struct {
 
 typedef struct {
     uintptr_t lo, hi; /* this thread's stack; hi = 0: unknown */
-    unsigned gen;     /* code_gen when the caches were last valid */
+    unsigned gen;     /* the code epoch when the caches were last valid */
     int busy;         /* between capture and done: a signal handler that records
                          meanwhile must not use the caches */
     int cap;          /* frames per stack slot */
@@ -279,7 +279,7 @@ static thread_state *state_for_thread(int cap, uintptr_t sp) {
         ts->stacks[i].ips = (uintptr_t *)(void *)(p + 2 * frames * sizeof(check));
         p += per;
     }
-    ts->gen = atomic_load_explicit(&code_gen, memory_order_acquire);
+    ts->gen = lw_code_epoch();
     find_bounds(ts, sp);
     if (pthread_setspecific(state_key, ts) != 0) {
         free(ts);
@@ -295,10 +295,6 @@ static void forget_caches(thread_state *ts) {
         ts->stacks[i].nchk = 0;
         ts->stacks[i].tag = NULL;
     }
-}
-
-void lw_stack_code_changed(void) {
-    atomic_fetch_add_explicit(&code_gen, 1, memory_order_acq_rel);
 }
 
 void lw_stack_after_fork_child(void) {
@@ -513,7 +509,7 @@ void lw_stack_capture(uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t cut_h
         uintptr_t here = (uintptr_t)__builtin_frame_address(0);
         thread_state *ts = state_for_thread(max, here);
         if (ts && !ts->busy && ts->hi) {
-            unsigned gen = atomic_load_explicit(&code_gen, memory_order_acquire);
+            unsigned gen = lw_code_epoch();
             if (gen != ts->gen) {
                 forget_caches(ts);
                 ts->gen = gen;

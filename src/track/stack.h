@@ -56,10 +56,6 @@ void lw_stack_init(void);
  * sites, which the child forgets. */
 void lw_stack_after_fork_child(void);
 
-/* Code was unloaded (dlclose): cached unwind rules may describe code that
- * is no longer there. Every thread drops its caches at its next capture. */
-void lw_stack_code_changed(void);
-
 /* LEAKWATCH_VERIFY_STACKS: whether it is on, and a difference found by the
  * caller (a known stack whose tag is another stack's site). */
 int lw_stack_verifying(void);
