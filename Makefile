@@ -166,6 +166,13 @@ STUBS += $(STUB_DIR)/libnextprobe.so
 STAND_INS := $(STUB_DIR)/libcuda.so.1 $(STUB_DIR)/libcudart.so
 stand-ins: $(STAND_INS)
 
+# Two builds of one library with other frame sizes at the same offsets
+# (rt_stacks dlclose: unwind rules cached by address must go at dlclose).
+$(STUB_DIR)/libstackvar%.so: tests/integration/stackvar_lib.c $(STUB_DIR)/libcudart.so | deps
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(STUB_CFLAGS) -O2 -fomit-frame-pointer -DVARIANT=$* -shared -o $@ $< -L$(STUB_DIR) -lcudart
+STUBS += $(STUB_DIR)/libstackvar1.so $(STUB_DIR)/libstackvar2.so
+
 # Test programs: the name's prefix says how each reaches CUDA.
 #   rt_*     links the (fake) runtime dynamically      drv_*   links libcuda.so.1 directly
 #   static_* links the runtime statically (cudart_static)  plain_* no CUDA at all

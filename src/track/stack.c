@@ -41,6 +41,7 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int use_fast;    /* the walker is used (x86-64, not turned off for a test) */
 static int trust_cache; /* tests only: a known anchor is believed, unchecked */
 static int ra_only;     /* tests only: saved frame pointers are not checked */
+static int keep_rules;  /* tests only: caches kept across dlclose */
 static int verify;      /* LEAKWATCH_VERIFY_STACKS */
 
 static _Atomic uint64_t n_fallback, n_verified, n_mismatch;
@@ -60,6 +61,16 @@ static int gcc_cb(void *ctx, void *arg) {
     return URC_NO_REASON;
 }
 
+static int gcc_backtrace(void **buf, int max) {
+    gcc_walk w = {buf, 0, max};
+    fb_gcc(gcc_cb, &w);
+    return w.n;
+}
+
+/* The fallback. libunwind keeps a cache by address that dlclose does not
+ * clear (a library loaded where another was gets the old one's frames), so
+ * once code has been unloaded libgcc_s's unwinder, which keeps none, is
+ * preferred. */
 static int fallback_backtrace(void **buf, int max) {
 #ifdef __SANITIZE_THREAD__
     /* Under ThreadSanitizer (make check-tsan) only: libunwind frees its
@@ -68,14 +79,19 @@ static int fallback_backtrace(void **buf, int max) {
      * backtrace keeps no such state. */
     return backtrace(buf, max);
 #else
-    if (fb_unw) return fb_unw(buf, max);
-    if (fb_gcc) {
-        gcc_walk w = {buf, 0, max};
-        fb_gcc(gcc_cb, &w);
-        return w.n;
-    }
+    if (fb_unw && !(fb_gcc && lw_code_epoch() != 0)) return fb_unw(buf, max);
+    if (fb_gcc) return gcc_backtrace(buf, max);
     return backtrace(buf, max);
 #endif
+}
+
+/* LEAKWATCH_VERIFY_STACKS' reference: libgcc_s's unwinder where there is one
+ * (no cache that could be stale), else the fallback. */
+static int reference_backtrace(void **buf, int max) {
+#ifndef __SANITIZE_THREAD__
+    if (fb_gcc) return gcc_backtrace(buf, max);
+#endif
+    return fallback_backtrace(buf, max);
 }
 
 static void *open_sym(const char *lib, const char *name) {
@@ -92,18 +108,17 @@ static void init(void) {
     const char *no_unw = secure_getenv("LEAKWATCH_TEST_NO_LIBUNWIND");
     if (!(no_unw && *no_unw == '1'))
         fb_unw = (unw_backtrace_fn)open_sym("libunwind.so.8", "unw_backtrace");
-    if (fb_unw) {
+    fb_gcc = (gcc_backtrace_fn)open_sym("libgcc_s.so.1", "_Unwind_Backtrace");
+    fb_gcc_ip = (gcc_getip_fn)open_sym("libgcc_s.so.1", "_Unwind_GetIP");
+    if (!fb_gcc_ip) fb_gcc = NULL;
+    if (fb_unw && fb_gcc)
+        fb_name = "libunwind.so.8 (libgcc_s.so.1 once code is unloaded)";
+    else if (fb_unw)
         fb_name = "libunwind.so.8";
-    } else {
-        fb_gcc = (gcc_backtrace_fn)open_sym("libgcc_s.so.1", "_Unwind_Backtrace");
-        fb_gcc_ip = (gcc_getip_fn)open_sym("libgcc_s.so.1", "_Unwind_GetIP");
-        if (fb_gcc && fb_gcc_ip) {
-            fb_name = "libgcc_s.so.1 (_Unwind_Backtrace)";
-        } else {
-            fb_gcc = NULL;
-            fb_name = "glibc backtrace()";
-        }
-    }
+    else if (fb_gcc)
+        fb_name = "libgcc_s.so.1 (_Unwind_Backtrace)";
+    else
+        fb_name = "glibc backtrace()";
 #endif
     /* LEAKWATCH_TEST_UNWIND=fallback (tests only): every stack by the
      * fallback unwinder. */
@@ -115,6 +130,9 @@ static void init(void) {
     /* LEAKWATCH_TEST_UNWIND=ra-only (tests only): confirm return addresses
      * only, to show why saved frame pointers must be checked too. */
     ra_only = t && strcmp(t, "ra-only") == 0;
+    /* LEAKWATCH_TEST_UNWIND=keep-rules (tests only): caches survive dlclose,
+     * to show why they must not. */
+    keep_rules = t && strcmp(t, "keep-rules") == 0;
     verify = (int)lw_opt_int(LW_OPT_VERIFY_STACKS);
     if (use_fast)
         snprintf(unwinder_text, sizeof unwinder_text, "leakwatch CFI walker, fallback %s", fb_name);
@@ -157,13 +175,19 @@ static int trim(void *const *buf, int n, uintptr_t *ips, int max, uintptr_t cut_
     return out;
 }
 
-static int capture_fallback(uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t cut_hi,
-                            uint8_t *cut) {
+static int capture_with(int (*bt)(void **, int), uintptr_t *ips, int max, uintptr_t cut_lo,
+                        uintptr_t cut_hi, uint8_t *cut) {
     void *buf[LW_STACK_MAX + OWN_FRAMES_MAX];
     if (max > LW_STACK_MAX) max = LW_STACK_MAX;
-    int n = fallback_backtrace(buf, max + OWN_FRAMES_MAX);
+    int n = bt(buf, max + OWN_FRAMES_MAX);
+    *cut = 0;
     if (n <= 0) return 0;
     return trim(buf, n, ips, max, cut_lo, cut_hi, cut);
+}
+
+static int capture_fallback(uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t cut_hi,
+                            uint8_t *cut) {
+    return capture_with(fallback_backtrace, ips, max, cut_lo, cut_hi, cut);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -482,7 +506,7 @@ fast_walk(thread_state *ts, uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t
 static void verify_stack(const uintptr_t *ips, int n, int max, uintptr_t cut_lo, uintptr_t cut_hi) {
     uintptr_t other[LW_STACK_MAX];
     uint8_t cut;
-    int m = capture_fallback(other, max, cut_lo, cut_hi, &cut);
+    int m = capture_with(reference_backtrace, other, max, cut_lo, cut_hi, &cut);
     atomic_fetch_add_explicit(&n_verified, 1, memory_order_relaxed);
     int i = 0;
     while (i < n && i < m && ips[i] == other[i])
@@ -492,7 +516,7 @@ static void verify_stack(const uintptr_t *ips, int n, int max, uintptr_t cut_lo,
     lw_log_once(said,
                 "LEAKWATCH_VERIFY_STACKS: a stack differs from %s's at frame %d (%d frames: "
                 "%#lx, against %d: %#lx); counted in tracker.stack_mismatches",
-                fb_name, i, n, i < n ? (unsigned long)ips[i] : 0ul, m,
+                fb_gcc ? "libgcc_s" : fb_name, i, n, i < n ? (unsigned long)ips[i] : 0ul, m,
                 i < m ? (unsigned long)other[i] : 0ul);
 }
 
@@ -510,7 +534,7 @@ void lw_stack_capture(uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t cut_h
         thread_state *ts = state_for_thread(max, here);
         if (ts && !ts->busy && ts->hi) {
             unsigned gen = lw_code_epoch();
-            if (gen != ts->gen) {
+            if (gen != ts->gen && !keep_rules) {
                 forget_caches(ts);
                 ts->gen = gen;
             }

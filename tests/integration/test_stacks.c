@@ -28,8 +28,8 @@ static void run_scenario(lw_run *r, const char *scenario, const char *const *env
 /* Each scenario: zero differences (the harness checks), every stack by the
  * fast walker, and each leaking function's bytes on its own site. */
 START_TEST(adversarial_stacks_are_exact) {
-    static const char *const scenarios[] = {"recursion", "alloca",    "longjmp",  "signals",
-                                            "threads",   "samedepth", "optimised"};
+    static const char *const scenarios[] = {"recursion", "alloca",    "longjmp",   "signals",
+                                            "threads",   "samedepth", "optimised", "dlclose"};
     const char *env[] = {"LEAKWATCH_QUIET=1", "LEAKWATCH_WARN=0", "LEAKWATCH_MAX_FRAMES=128", NULL};
     for (size_t k = 0; k < sizeof scenarios / sizeof *scenarios; k++) {
         lw_run r;
@@ -55,14 +55,18 @@ START_TEST(adversarial_stacks_are_exact) {
 }
 END_TEST
 
-/* The tests above can fail: a cache believed on its anchor alone, or one
- * that confirms return addresses but not saved frame pointers, records
- * wrong stacks on these programs, and verification counts them. */
+/* The tests above can fail: a cache believed on its anchor alone, one that
+ * confirms return addresses but not saved frame pointers, or rules kept
+ * across dlclose, record wrong stacks on these programs, and verification
+ * counts them. */
 START_TEST(verification_catches_a_blind_cache) {
     lw_expect_stack_mismatches = 1;
     static const struct {
         const char *mode, *scenario;
-    } cases[] = {{"trust-cache", "samedepth"}, {"trust-cache", "longjmp"}, {"ra-only", "alloca"}};
+    } cases[] = {{"trust-cache", "samedepth"},
+                 {"trust-cache", "longjmp"},
+                 {"ra-only", "alloca"},
+                 {"keep-rules", "dlclose"}};
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         char mode[64];
         snprintf(mode, sizeof mode, "LEAKWATCH_TEST_UNWIND=%s", cases[k].mode);

@@ -6,7 +6,7 @@
  *   rt_stacks SCENARIO [ROUNDS]
  *
  * SCENARIO: recursion, alloca, longjmp, signals, threads, samedepth,
- * optimised, or all. Each leaks a known number of bytes from functions
+ * optimised, dlclose, or all. Each leaks a known number of bytes from functions
  * named leak_* (the test reads them back from the report) and frees
  * everything else. */
 #include "safety.h"
@@ -261,13 +261,33 @@ OPT static void optimised(long rounds) {
     }
 }
 
+/* ---- code unloaded, other code loaded at the same addresses ----
+ * libstackvar1.so and libstackvar2.so (tests/integration/stackvar_lib.c)
+ * have other frame sizes at the same offsets; each is loaded where the
+ * other was, in turn. */
+static void dlclose_reload(long rounds) {
+    for (long i = 0; i < rounds / 4 + 4; i++) {
+        const char *name = (i & 1) ? "libstackvar2.so" : "libstackvar1.so";
+        void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+            fprintf(stderr, "rt_stacks: %s\n", dlerror());
+            exit(2);
+        }
+        int (*run)(int, size_t) = (int (*)(int, size_t))dlsym(h, "stackvar_run");
+        if (!run) exit(2);
+        for (int k = 0; k < 8; k++)
+            run(k % 5, 8000 + (size_t)(i & 1));
+        dlclose(h);
+    }
+}
+
 static const struct {
     const char *name;
     void (*run)(long);
 } scenarios[] = {
-    {"recursion", recursion}, {"alloca", alloca_sizes}, {"longjmp", longjmps},
-    {"signals", signals},     {"threads", threads},     {"samedepth", samedepth},
-    {"optimised", optimised},
+    {"recursion", recursion}, {"alloca", alloca_sizes},    {"longjmp", longjmps},
+    {"signals", signals},     {"threads", threads},        {"samedepth", samedepth},
+    {"optimised", optimised}, {"dlclose", dlclose_reload},
 };
 
 int main(int argc, char **argv) {
