@@ -46,6 +46,11 @@ OPT := -O2
 SAN_LDFLAGS :=
 endif
 CFLAGS_LIB := $(BASE_CFLAGS) $(OPT) -fPIC -fvisibility=hidden -pthread
+# Bench builds only: ABLATE=unwind|python|site removes that part of the
+# allocation path (make ablate; bench/perf/FINDINGS.md).
+ifneq ($(ABLATE),)
+CFLAGS_LIB += -DLW_ABLATE_$(ABLATE)
+endif
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 LIB_LIBS := -ldl -pthread -lm
@@ -379,6 +384,16 @@ $(B)/bench/py_ext.so: bench/perf/py_ext.c include/leakwatch/cuda_api.h $(STUBS)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(BENCH_CFLAGS) -fPIC -shared -o $@ $< -L$(STUB_DIR) -lcudart -Wl,-rpath,'$$ORIGIN/../tests/lib'
 bench: $(B)/bench/rt_bench $(B)/bench/lib/libcudart.so $(B)/bench/py_ext.so
+# The library with one part of the allocation path removed, to measure what
+# that part costs: build/ablate-NAME/libleakwatch.so, then
+#   bench/perf/compare.sh build build/libleakwatch.so build/ablate-NAME/libleakwatch.so
+# NAME: unwind (a fixed 36-frame stack instead of unwinding), python (no
+# Python frames), site (one site for every stack, found without a lookup).
+.PHONY: ablate
+ablate:
+	@case "$(ABLATE)" in unwind|python|site) ;; \
+	  *) echo "make ablate ABLATE=unwind|python|site"; exit 2 ;; esac
+	@$(MAKE) --no-print-directory B=build/ablate-$(ABLATE) ABLATE=$(ABLATE) all
 
 # ---- examples ----
 $(B)/examples/train_loop: examples/train_loop.c $(STUBS)

@@ -76,7 +76,11 @@ static lw_site *site_for_this_stack(void) {
         /* Python first: when it has frames, the native walk stops at the
          * interpreter. */
         lw_py_cache *pc = lw_stack_py_cache(max);
+#ifdef LW_ABLATE_python
+        npy = 0; /* make ablate ABLATE=python: no Python frames */
+#else
         npy = lw_py_capture_cached(py, LW_PY_MAX, pc);
+#endif
         if (lw_stack_verifying()) verify_python(py, npy);
         uintptr_t lo = 0, hi = 0;
         if (npy > 0) {
@@ -106,6 +110,17 @@ static lw_site *site_for_this_stack(void) {
     key[0] = (uintptr_t)n | (uintptr_t)npy << 16 | (uintptr_t)si.cut << LW_SITE_KEY_CUT_SHIFT;
     uint32_t nkey = LW_SITE_KEY_WORDS(n, npy);
     lw_site *s;
+#ifdef LW_ABLATE_site
+    /* make ablate ABLATE=site: one site for every stack, no lookup */
+    static lw_site *_Atomic the_site;
+    if ((s = atomic_load(&the_site)) == NULL) {
+        int created;
+        s = lw_site_intern(key, nkey, lw_hash_words(key, nkey), &created);
+        atomic_store(&the_site, s);
+    }
+    lw_stack_done(&si, NULL, 0);
+    return s;
+#endif
     uint64_t hash = lw_hash_words(key, nkey);
     cache_slot *slot = &site_cache[hash % CACHE_SLOTS];
     s = slot->site;

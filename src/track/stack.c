@@ -18,6 +18,9 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 /* Our own frames (the hook, the recorder) sit on top: the fallback captures
  * a few more than asked and drops them. */
@@ -207,10 +210,15 @@ typedef struct {
 
 enum { END_LAST = 1, END_ZERO, END_MAX, END_CUT };
 
-/* One word of the stack as the walk read it: confirming a stack is reading
- * these words again and comparing (docs/stacks.md). */
+/* Two words of the stack, at addr, as the walk read them: confirming a
+ * stack is reading them again and comparing the bits in mask
+ * (docs/stacks.md). A step's check covers [CFA - 16, CFA): the return
+ * address, and the saved frame pointer where a standard prologue puts it
+ * (compared only once a later frame is found to depend on it). */
 typedef struct {
-    uintptr_t addr, want;
+    uintptr_t addr, pad_;
+    uint64_t want[2] __attribute__((aligned(16)));
+    uint64_t mask[2];
 } check;
 
 /* A stack seen before on this thread, from its anchor (the registers of
@@ -238,8 +246,7 @@ typedef struct {
     rule_slot rules[RULE_SLOTS];
     stack_slot stacks[STACK_SLOTS];
     unsigned char next_way[STACK_SETS];
-    uintptr_t never_saved; /* 0: the target of a check that is not needed */
-    lw_py_cache py;        /* the thread's last Python frames (record.c) */
+    lw_py_cache py; /* the thread's last Python frames (record.c) */
 } thread_state;
 
 static __thread thread_state *tls_state __attribute__((tls_model("initial-exec")));
@@ -293,11 +300,11 @@ static thread_state *state_for_thread(int cap, uintptr_t sp) {
     /* Frames per slot: addresses, and two checks each (return address and
      * saved frame pointer), leakwatch's own frames included. */
     size_t frames = (size_t)cap + OWN_FRAMES_MAX + 1;
-    size_t per = (size_t)cap * sizeof(uintptr_t) + 2 * frames * sizeof(check);
-    ts = calloc(1, sizeof *ts + STACK_SLOTS * per);
+    size_t per = ((size_t)cap * sizeof(uintptr_t) + 2 * frames * sizeof(check) + 15) & ~(size_t)15;
+    ts = calloc(1, sizeof *ts + STACK_SLOTS * per + 16);
     if (!ts) return NULL;
     ts->cap = cap;
-    char *p = (char *)(ts + 1);
+    char *p = (char *)(((uintptr_t)(ts + 1) + 15) & ~(uintptr_t)15); /* checks are 16-aligned */
     for (int i = 0; i < STACK_SLOTS; i++) {
         ts->stacks[i].chk = (check *)(void *)p;
         ts->stacks[i].ips = (uintptr_t *)(void *)(p + 2 * frames * sizeof(check));
@@ -358,27 +365,61 @@ static inline lw_unw_rule rule_for(thread_state *ts, uintptr_t ip) {
         if ((R).flags & LW_UNW_CFA_FP) {                                                           \
             if (fp_chk < 0)                                                                        \
                 need_fp = 1;                                                                       \
-            else                                                                                   \
-                fp_used[fp_chk >> 6] |= (uint64_t)1 << (fp_chk & 63);                              \
+            else if (!ra_only)                                                                     \
+                chk[fp_chk].mask[fp_word] = ~(uint64_t)0;                                          \
             cfa_ = fp + (uintptr_t)(intptr_t)(R).cfa_off;                                          \
         } else {                                                                                   \
             cfa_ = sp + (uintptr_t)(intptr_t)(R).cfa_off;                                          \
         }                                                                                          \
         if (cfa_ <= sp || cfa_ > hi || (cfa_ & 7) != 0) return -1;                                 \
+        check *c_ = &chk[nchk++];                                                                  \
+        c_->addr = cfa_ + LW_UNW_RA_SLOT - 8;                                                      \
+        c_->want[0] = c_->mask[0] = 0;                                                             \
+        c_->mask[1] = ~(uint64_t)0;                                                                \
         if ((R).flags & LW_UNW_FP_SAVED) {                                                         \
             uintptr_t a_ = cfa_ + (uintptr_t)(intptr_t)(R).fp_off;                                 \
             if (a_ < sp || a_ > hi - sizeof(uintptr_t) || (a_ & 7) != 0) return -1;                \
             fp = *(const uintptr_t *)a_;                                                           \
-            fp_chk = nchk;                                                                         \
-            fp_is[nchk >> 6] |= (uint64_t)1 << (nchk & 63);                                        \
-            chk[nchk].addr = a_;                                                                   \
-            chk[nchk++].want = fp;                                                                 \
+            if (a_ == c_->addr) {                                                                  \
+                c_->want[0] = fp;                                                                  \
+                fp_chk = nchk - 1;                                                                 \
+                fp_word = 0;                                                                       \
+            } else {                                                                               \
+                check *f_ = &chk[nchk++];                                                          \
+                f_->addr = a_ - 8;                                                                 \
+                f_->want[0] = f_->mask[0] = f_->mask[1] = 0;                                       \
+                f_->want[1] = fp;                                                                  \
+                fp_chk = nchk - 1;                                                                 \
+                fp_word = 1;                                                                       \
+            }                                                                                      \
         }                                                                                          \
-        chk[nchk].addr = cfa_ + LW_UNW_RA_SLOT;                                                    \
         ip = *(const uintptr_t *)(cfa_ + LW_UNW_RA_SLOT);                                          \
-        chk[nchk++].want = ip;                                                                     \
+        c_->want[1] = ip;                                                                          \
         sp = cfa_; /* LW_UNW_SP_IS_CFA */                                                          \
     } while (0)
+
+/* Whether any of the n checks at c reads other bits than recorded. The
+ * loads are independent of each other (addresses known in advance). */
+__attribute__((no_sanitize_address)) static inline int differs(const check *c, int n) {
+#ifdef __SSE2__
+    __m128i acc = _mm_setzero_si128();
+#pragma GCC unroll 4
+    for (int i = 0; i < n; i++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)c[i].addr);
+        __m128i x = _mm_xor_si128(v, _mm_load_si128((const __m128i *)(const void *)c[i].want));
+        acc = _mm_or_si128(
+            acc, _mm_and_si128(x, _mm_load_si128((const __m128i *)(const void *)c[i].mask)));
+    }
+    return _mm_movemask_epi8(_mm_cmpeq_epi8(acc, _mm_setzero_si128())) != 0xffff;
+#else
+    uint64_t acc = 0;
+    for (int i = 0; i < n; i++) {
+        const uint64_t *v = (const uint64_t *)c[i].addr;
+        acc |= ((v[0] ^ c[i].want[0]) & c[i].mask[0]) | ((v[1] ^ c[i].want[1]) & c[i].mask[1]);
+    }
+    return acc != 0;
+#endif
+}
 
 static inline unsigned set_of(uintptr_t sp) {
     return (unsigned)((sp * 0x9e3779b97f4a7c15ull) >> 62) & (STACK_SETS - 1);
@@ -410,15 +451,14 @@ fast_walk(thread_state *ts, uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t
          * stack above sp (docs/stacks.md), and independent of each other,
          * so no chain of loads. */
         const check *c = e->chk;
-        uintptr_t diff = 0;
-        int i = 0, nchk = e->nchk;
         /* Eight at a time, then one branch: a stack from another call
          * site differs within the first few frames. */
-        for (; diff == 0 && i + 8 <= nchk; i += 8)
-            for (int m = i; m < i + 8; m++)
-                diff |= *(const uintptr_t *)c[m].addr ^ c[m].want;
-        for (; diff == 0 && i < nchk; i++)
-            diff |= *(const uintptr_t *)c[i].addr ^ c[i].want;
+        int i = 0, nchk = e->nchk, diff = 0;
+        while (!diff && i < nchk) {
+            int end = i + 8 < nchk ? i + 8 : nchk;
+            diff = differs(c + i, end - i);
+            i = end;
+        }
         if (diff != 0 && !trust_cache) continue;
         memcpy(ips, e->ips, (size_t)e->n * sizeof *ips);
         out->known = 1;
@@ -438,9 +478,11 @@ fast_walk(thread_state *ts, uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t
     e->cut_lo = cut_lo;
     e->cut_hi = cut_hi;
     check *const chk = e->chk;
-    int nchk = 0, need_fp = 0, fp_chk = -1;
-    enum { CHK_WORDS = (2 * (LW_STACK_MAX + OWN_FRAMES_MAX + 1) + 63) / 64 };
-    uint64_t fp_used[CHK_WORDS] = {0}, fp_is[CHK_WORDS] = {0};
+    /* fp_chk, fp_word: where the fp value in force was read (-1: the
+     * anchor's own register). Its check compares it only once a frame's CFA
+     * is computed from it: in code without frame pointers rbp holds data
+     * that changes from call to call. */
+    int nchk = 0, need_fp = 0, fp_chk = -1, fp_word = 0;
     lw_unw_rule R;
     /* leakwatch's own frames */
     for (int own = 0; lw_is_own_address(ip); own++) {
@@ -475,19 +517,6 @@ fast_walk(thread_state *ts, uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t
         if (ip == 0) {
             end = END_ZERO;
             break;
-        }
-    }
-    /* Saved frame pointers that no frame used: not part of the result, and
-     * in code without frame pointers rbp holds data that changes from call
-     * to call. Their checks read a word that is always 0. */
-    for (int w = 0; w < (nchk + 63) / 64; w++) {
-        uint64_t unused = fp_is[w] & (ra_only ? ~(uint64_t)0 : ~fp_used[w]);
-        while (unused) {
-            int i = w * 64 + __builtin_ctzll(unused);
-            unused &= unused - 1;
-            if (i >= nchk) break;
-            chk[i].addr = (uintptr_t)&ts->never_saved;
-            chk[i].want = 0;
         }
     }
     e->need_fp = need_fp;
@@ -528,6 +557,14 @@ void lw_stack_capture(uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t cut_h
     out->internal = NULL;
     if (max > LW_STACK_MAX) max = LW_STACK_MAX;
     if (cut_hi <= cut_lo) cut_lo = cut_hi = 0;
+#ifdef LW_ABLATE_unwind
+    /* make ablate ABLATE=unwind: a fixed 36-frame stack, not unwound */
+    out->n = max < 36 ? max : 36;
+    for (int i = 0; i < out->n; i++)
+        ips[i] = 0x1000 + 16 * (uintptr_t)i;
+    __asm__ volatile("" : : "r"(ips) : "memory");
+    return;
+#endif
     lw_stack_init();
     if (use_fast) {
         uintptr_t here = (uintptr_t)__builtin_frame_address(0);
