@@ -149,8 +149,11 @@ static void init(void) {
 #endif
 }
 
+static atomic_int inited;
+
 void lw_stack_init(void) {
     pthread_once(&init_once, init);
+    atomic_store_explicit(&inited, 1, memory_order_release);
 }
 
 /* Skips leakwatch's own frames at the top of buf, then keeps frames up to
@@ -565,7 +568,7 @@ void lw_stack_capture(uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t cut_h
     __asm__ volatile("" : : "r"(ips) : "memory");
     return;
 #endif
-    lw_stack_init();
+    if (!atomic_load_explicit(&inited, memory_order_acquire)) lw_stack_init();
     if (use_fast) {
         uintptr_t here = (uintptr_t)__builtin_frame_address(0);
         thread_state *ts = state_for_thread(max, here);
