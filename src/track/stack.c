@@ -75,25 +75,15 @@ static int gcc_backtrace(void **buf, int max) {
  * once code has been unloaded libgcc_s's unwinder, which keeps none, is
  * preferred. */
 static int fallback_backtrace(void **buf, int max) {
-#ifdef __SANITIZE_THREAD__
-    /* Under ThreadSanitizer (make check-tsan) only: libunwind frees its
-     * per-thread trace cache from a thread-specific-data destructor that runs
-     * after TSan has torn the exiting thread down, and crashes there. glibc's
-     * backtrace keeps no such state. */
-    return backtrace(buf, max);
-#else
     if (fb_unw && !(fb_gcc && lw_code_epoch() != 0)) return fb_unw(buf, max);
     if (fb_gcc) return gcc_backtrace(buf, max);
     return backtrace(buf, max);
-#endif
 }
 
 /* LEAKWATCH_VERIFY_STACKS' reference: libgcc_s's unwinder where there is one
  * (no cache that could be stale), else the fallback. */
 static int reference_backtrace(void **buf, int max) {
-#ifndef __SANITIZE_THREAD__
     if (fb_gcc) return gcc_backtrace(buf, max);
-#endif
     return fallback_backtrace(buf, max);
 }
 
@@ -103,14 +93,20 @@ static void *open_sym(const char *lib, const char *name) {
 }
 
 static void init(void) {
-#ifdef __SANITIZE_THREAD__
-    fb_name = "glibc backtrace (ThreadSanitizer build)";
-#else
     /* LEAKWATCH_TEST_NO_LIBUNWIND=1 (tests only): behave as on a machine
      * without libunwind. */
     const char *no_unw = secure_getenv("LEAKWATCH_TEST_NO_LIBUNWIND");
-    if (!(no_unw && *no_unw == '1'))
-        fb_unw = (unw_backtrace_fn)open_sym("libunwind.so.8", "unw_backtrace");
+    int pretend_missing = no_unw && *no_unw == '1';
+    int want_unw = !pretend_missing;
+#ifdef __SANITIZE_THREAD__
+    /* Under ThreadSanitizer (make check-tsan) only: libunwind frees its
+     * per-thread trace cache from a thread-specific-data destructor that runs
+     * after TSan has torn the exiting thread down, and crashes there.
+     * libgcc_s keeps no such state. */
+    want_unw = 0;
+#endif
+    int tsan_build = !want_unw && !pretend_missing;
+    if (want_unw) fb_unw = (unw_backtrace_fn)open_sym("libunwind.so.8", "unw_backtrace");
     fb_gcc = (gcc_backtrace_fn)open_sym("libgcc_s.so.1", "_Unwind_Backtrace");
     fb_gcc_ip = (gcc_getip_fn)open_sym("libgcc_s.so.1", "_Unwind_GetIP");
     if (!fb_gcc_ip) fb_gcc = NULL;
@@ -122,7 +118,6 @@ static void init(void) {
         fb_name = "libgcc_s.so.1 (_Unwind_Backtrace)";
     else
         fb_name = "glibc backtrace()";
-#endif
     /* LEAKWATCH_TEST_UNWIND=fallback (tests only): every stack by the
      * fallback unwinder. */
     const char *t = secure_getenv("LEAKWATCH_TEST_UNWIND");
@@ -141,12 +136,12 @@ static void init(void) {
         snprintf(unwinder_text, sizeof unwinder_text, "leakwatch CFI walker, fallback %s", fb_name);
     else
         snprintf(unwinder_text, sizeof unwinder_text, "%s", fb_name);
-#ifndef __SANITIZE_THREAD__
-    if (!fb_unw)
+    /* Said when libunwind was looked for (not under TSan, see above) or the
+     * test hook pretends it is missing. */
+    if (!fb_unw && (pretend_missing || !tsan_build))
         lw_log("libunwind.so.8 not found: stacks that leakwatch's own unwinder cannot follow are "
                "unwound with %s%s",
                fb_name, fb_gcc ? "" : " (install libunwind8 or libgcc-s1 for complete stacks)");
-#endif
 }
 
 static atomic_int inited;
