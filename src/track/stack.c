@@ -97,15 +97,15 @@ static void init(void) {
      * without libunwind. */
     const char *no_unw = secure_getenv("LEAKWATCH_TEST_NO_LIBUNWIND");
     int pretend_missing = no_unw && *no_unw == '1';
-    int want_unw = !pretend_missing;
+    int want_unw = !pretend_missing, tsan_build = 0;
 #ifdef __SANITIZE_THREAD__
     /* Under ThreadSanitizer (make check-tsan) only: libunwind frees its
      * per-thread trace cache from a thread-specific-data destructor that runs
      * after TSan has torn the exiting thread down, and crashes there.
      * libgcc_s keeps no such state. */
     want_unw = 0;
+    tsan_build = 1;
 #endif
-    int tsan_build = !want_unw && !pretend_missing;
     if (want_unw) fb_unw = (unw_backtrace_fn)open_sym("libunwind.so.8", "unw_backtrace");
     fb_gcc = (gcc_backtrace_fn)open_sym("libgcc_s.so.1", "_Unwind_Backtrace");
     fb_gcc_ip = (gcc_getip_fn)open_sym("libgcc_s.so.1", "_Unwind_GetIP");
