@@ -252,7 +252,10 @@ static pthread_key_t state_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static int key_ok;
 
+/* Runs in the exiting thread: a later capture in another destructor of the
+ * same thread makes a new state rather than use this one. */
 static void free_state(void *p) {
+    if (tls_state == p) tls_state = NULL;
     free(p);
 }
 static void make_key(void) {
