@@ -3,13 +3,14 @@
  * from, where a frame's return address is kept, and how to read the
  * registers of the current frame. Only x86-64 has a fast unwinder so far;
  * elsewhere LW_UNW_FAST is 0 and every stack is unwound by the fallback
- * unwinder (libunwind or libgcc_s, see stack.c). */
+ * unwinder (libunwind or libgcc_s, see stack.c); -DLW_UNW_NO_FAST builds
+ * x86-64 that way too. */
 #ifndef LW_UNWIND_ARCH_H
 #define LW_UNWIND_ARCH_H
 
 #include <stdint.h>
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(LW_UNW_NO_FAST)
 #define LW_UNW_FAST 1
 
 /* DWARF register numbers (System V x86-64 psABI, figure 3.36). */
