@@ -18,6 +18,13 @@ static long long live_of(const lw_run *r, const char *fn) {
     return v;
 }
 
+/* Whether the report's stacks come from leakwatch's own walker (x86-64);
+ * elsewhere every stack is the fallback's, and the cache is not there to test. */
+static int has_walker(const lw_run *r) {
+    const char *u = lw_json_string(lw_json_path(r->report, "tracker.unwinder"));
+    return u && strstr(u, "CFI walker") != NULL;
+}
+
 static void run_scenario(lw_run *r, const char *scenario, const char *const *env) {
     const char *args[] = {scenario, "400", NULL};
     lw_run_prog(r, 1, "rt_stacks", args, env);
@@ -34,11 +41,13 @@ START_TEST(adversarial_stacks_are_exact) {
     for (size_t k = 0; k < sizeof scenarios / sizeof *scenarios; k++) {
         lw_run r;
         run_scenario(&r, scenarios[k], env);
-        ck_assert_msg(lw_rep_int(&r, "tracker.stacks_verified") > 0, "%s: nothing verified",
-                      scenarios[k]);
-        ck_assert_msg(lw_rep_int(&r, "tracker.stacks_by_fallback_unwinder") == 0,
-                      "%s: the fast walker gave up on %lld stacks", scenarios[k],
-                      lw_rep_int(&r, "tracker.stacks_by_fallback_unwinder"));
+        if (has_walker(&r)) {
+            ck_assert_msg(lw_rep_int(&r, "tracker.stacks_verified") > 0, "%s: nothing verified",
+                          scenarios[k]);
+            ck_assert_msg(lw_rep_int(&r, "tracker.stacks_by_fallback_unwinder") == 0,
+                          "%s: the fast walker gave up on %lld stacks", scenarios[k],
+                          lw_rep_int(&r, "tracker.stacks_by_fallback_unwinder"));
+        }
         if (!strcmp(scenarios[k], "samedepth")) {
             /* 400 calls each, every one leaks */
             ck_assert_int_eq(live_of(&r, "leak_same_a"), 400 * 6001);
@@ -73,6 +82,11 @@ START_TEST(verification_catches_a_blind_cache) {
         const char *env[] = {"LEAKWATCH_QUIET=1", "LEAKWATCH_WARN=0", mode, NULL};
         lw_run r;
         run_scenario(&r, cases[k].scenario, env);
+        if (!has_walker(&r)) {
+            printf("test_stacks: no fast walker on this machine; cache controls skipped\n");
+            lw_run_free(&r);
+            break;
+        }
         ck_assert_msg(lw_rep_int(&r, "tracker.stack_mismatches") > 0,
                       "%s on %s: no difference found", cases[k].mode, cases[k].scenario);
         ck_assert_msg(strstr(r.err, "LEAKWATCH_VERIFY_STACKS") != NULL, "no message: %s", r.err);
@@ -104,7 +118,7 @@ START_TEST(records_without_libunwind) {
         ck_assert_msg(unwinder && strstr(unwinder, "libgcc_s"), "unwinder %s", unwinder);
         ck_assert_int_eq(count(r.err, "libunwind.so.8 not found"), 1);
         long long by_fallback = lw_rep_int(&r, "tracker.stacks_by_fallback_unwinder");
-        if (fallback_only)
+        if (fallback_only || !has_walker(&r))
             ck_assert_int_gt(by_fallback, 0);
         else
             ck_assert_int_gt(lw_rep_int(&r, "tracker.stacks_verified"), 0);
