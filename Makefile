@@ -46,9 +46,14 @@ OPT := -O2
 SAN_LDFLAGS :=
 endif
 CFLAGS_LIB := $(BASE_CFLAGS) $(OPT) -fPIC -fvisibility=hidden -pthread
+# Bench builds only: ABLATE=unwind|python|site removes that part of the
+# allocation path (make ablate; bench/perf/FINDINGS.md).
+ifneq ($(ABLATE),)
+CFLAGS_LIB += -DLW_ABLATE_$(ABLATE)
+endif
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
-LIB_LIBS := -ldl -lunwind -pthread -lm
+LIB_LIBS := -ldl -pthread -lm
 # The command reads reports with jansson, linked in statically when the static
 # library is there, so the installed command (and the wheel) needs no
 # libjansson at run time. The shim never links it.
@@ -165,6 +170,13 @@ STUBS += $(STUB_DIR)/libnextprobe.so
 # installed with the command by both routes.
 STAND_INS := $(STUB_DIR)/libcuda.so.1 $(STUB_DIR)/libcudart.so
 stand-ins: $(STAND_INS)
+
+# Two builds of one library with other frame sizes at the same offsets
+# (rt_stacks dlclose: unwind rules cached by address must go at dlclose).
+$(STUB_DIR)/libstackvar%.so: tests/integration/stackvar_lib.c $(STUB_DIR)/libcudart.so | deps
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(STUB_CFLAGS) -O2 -fomit-frame-pointer -DVARIANT=$* -shared -o $@ $< -L$(STUB_DIR) -lcudart
+STUBS += $(STUB_DIR)/libstackvar1.so $(STUB_DIR)/libstackvar2.so
 
 # Test programs: the name's prefix says how each reaches CUDA.
 #   rt_*     links the (fake) runtime dynamically      drv_*   links libcuda.so.1 directly
@@ -367,7 +379,21 @@ $(B)/bench/rt_bench: bench/perf/rt_bench.c include/leakwatch/cuda_api.h $(STUBS)
 $(B)/bench/lib/libcudart.so: bench/perf/fast_cudart.c include/leakwatch/cuda_api.h
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(BENCH_CFLAGS) -fPIC -shared -Wl,-soname,libcudart.so -o $@ $< -ldl
-bench: $(B)/bench/rt_bench $(B)/bench/lib/libcudart.so
+# py_ext.so: pairs made by C code under Python frames (py_bench.py, LW_PY_EXT).
+$(B)/bench/py_ext.so: bench/perf/py_ext.c include/leakwatch/cuda_api.h $(STUBS)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(BENCH_CFLAGS) -fPIC -shared -o $@ $< -L$(STUB_DIR) -lcudart -Wl,-rpath,'$$ORIGIN/../tests/lib'
+bench: $(B)/bench/rt_bench $(B)/bench/lib/libcudart.so $(B)/bench/py_ext.so
+# The library with one part of the allocation path removed, to measure what
+# that part costs: build/ablate-NAME/libleakwatch.so, then
+#   bench/perf/compare.sh build build/libleakwatch.so build/ablate-NAME/libleakwatch.so
+# NAME: unwind (a fixed 36-frame stack instead of unwinding), python (no
+# Python frames), site (one site for every stack, found without a lookup).
+.PHONY: ablate
+ablate:
+	@case "$(ABLATE)" in unwind|python|site) ;; \
+	  *) echo "make ablate ABLATE=unwind|python|site"; exit 2 ;; esac
+	@$(MAKE) --no-print-directory B=build/ablate-$(ABLATE) ABLATE=$(ABLATE) all
 
 # ---- examples ----
 $(B)/examples/train_loop: examples/train_loop.c $(STUBS)

@@ -9,7 +9,8 @@
 #   LW_BENCH_ROUNDS    rounds per comparison (default 7, at least 5 advised)
 #   LW_BENCH_SECTIONS  sections to run, in order (default: all of
 #                      "native threads python heaptrack memory report")
-#   LW_BENCH_PYTHONS   interpreters for the Python rows (default python3)
+#   LW_BENCH_PYTHONS   interpreters for the Python rows (default: CPython 3.11
+#                      and 3.12, from PATH or pyenv; python3 if neither)
 #
 # Each comparison runs the same workload without and with the shim, in
 # alternation (A B A B ...), and reports the added cost per allocation+free
@@ -26,10 +27,10 @@ B=$(cd "$B" && pwd) || exit 2
 LIB=${LW_BENCH_LIB:-$B/libleakwatch.so}
 ROUNDS=${LW_BENCH_ROUNDS:-7}
 SECTIONS=${LW_BENCH_SECTIONS:-native threads python heaptrack memory report}
-PYTHONS=${LW_BENCH_PYTHONS:-python3}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 BENCH=$B/bench/rt_bench
 PYBENCH=$HERE/bench/perf/py_bench.py
+PYEXT=$B/bench/py_ext.so
 STANDINS=$B/tests/lib
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/lw-bench.XXXXXX") || exit 2
 trap 'rm -rf "$TMP"' EXIT
@@ -40,11 +41,24 @@ export LD_LIBRARY_PATH=$STANDINS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 SHIM="env LD_PRELOAD=$LIB LEAKWATCH_QUIET=1 LEAKWATCH_REPORT=$TMP/report.json"
 BASE="env"
 
-for f in "$LIB" "$BENCH" "$STANDINS/libcudart.so"; do
+for f in "$LIB" "$BENCH" "$STANDINS/libcudart.so" "$PYEXT"; do
     [ -e "$f" ] || { echo "bench: $f is missing (run through make bench)" >&2; exit 2; }
 done
 
 # ---- helpers ----
+
+# find_python X.Y: a working pythonX.Y from PATH or pyenv, or nothing.
+find_python() {
+    local v=$1 p
+    p=$(command -v "python$v" 2>/dev/null) && "$p" -c '' 2>/dev/null && { echo "$p"; return; }
+    set +f
+    for p in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$v".*/bin/python"$v"; do
+        [ -x "$p" ] && "$p" -c '' 2>/dev/null && { echo "$p"; set -f; return; }
+    done
+    set -f
+}
+PYTHONS=${LW_BENCH_PYTHONS:-$(echo $(find_python 3.11) $(find_python 3.12))}
+PYTHONS=${PYTHONS:-python3}
 
 # One run: prints its RESULT line, or fails loudly.
 run() {
@@ -116,6 +130,7 @@ last_median() { cat "$TMP/last_median"; }
 # ---- sections ----
 
 section_native() {
+    local m32 m128
     echo
     echo "== native stacks, 1 thread: cudaMalloc+cudaFree (CPU stand-ins) =="
     header
@@ -126,8 +141,24 @@ section_native() {
     ab "8 frames" "" "$BASE" "$SHIM" "$BENCH" -m malloc -f 8 -n 300000
     ab "64 frames (LEAKWATCH_MAX_FRAMES default)" "" "$BASE" "$SHIM" \
         "$BENCH" -m malloc -f 64 -n 300000
+    ab "32 frames, LEAKWATCH_MAX_FRAMES=256" "" "$BASE" "$SHIM LEAKWATCH_MAX_FRAMES=256" \
+        "$BENCH" -m malloc -f 32 -n 300000
+    m32=$(last_median)
+    ab "128 frames, LEAKWATCH_MAX_FRAMES=256" "" "$BASE" "$SHIM LEAKWATCH_MAX_FRAMES=256" \
+        "$BENCH" -m malloc -f 128 -n 300000
+    m128=$(last_median)
+    awk -v a="$m32" -v b="$m128" 'BEGIN { d = (b - a) / 96
+        printf "%-44s %6.2f ns per frame (goal <= 1: %s)\n", "known stack, each frame from 32 to 128:", d,
+            d <= 1 ? "met" : "NOT met" }'
     ab "32 frames, LEAKWATCH_STACKS=0 (the floor)" "" "$BASE" "$SHIM LEAKWATCH_STACKS=0" \
         "$BENCH" -m malloc -f 32 -n 300000
+    echo "   many call sites in turn (36 frames, same depth): each pair's stack differs"
+    echo "   from the last one; 4 fit in the per-thread cache of known stacks, 64 do not"
+    header
+    ab "4 call sites in turn" "" "$BASE" "$SHIM" \
+        "$BENCH" -m alternate -a 4 -f 32 -n 300000
+    ab "64 call sites in turn (cache worst case)" "" "$BASE" "$SHIM" \
+        "$BENCH" -m alternate -a 64 -f 32 -n 300000
 }
 
 section_threads() {
@@ -163,7 +194,7 @@ section_threads() {
 }
 
 section_python() {
-    local py
+    local py v
     echo
     echo "== Python: cudaMalloc/cudaFree through ctypes, 20 Python frames =="
     echo "   (ctypes itself is most of the base cost; the native stack under it is the"
@@ -177,6 +208,19 @@ section_python() {
         ab "$("$py" -V 2>&1), 20 Python frames" 250 "$BASE" "$SHIM" \
             "$py" "$PYBENCH" "$STANDINS/libcudart.so" 100000 20
     done
+    echo "   pairs made in C, 8 native frames under one ctypes call, under 30 Python frames"
+    echo "   (a C extension's allocations: no ctypes cost per pair)"
+    header
+    for py in $PYTHONS; do
+        command -v "$py" >/dev/null || continue
+        v=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+        ab "Python $v, 30 Python + 8 C extension frames" "" "$BASE" "$SHIM" \
+            env LW_PY_EXT="$PYEXT" "$py" "$PYBENCH" "$STANDINS/libcudart.so" 300000 30
+    done
+    case " $(for py in $PYTHONS; do "$py" -V 2>&1; done) " in
+    *"Python 3.12"*) ;;
+    *) echo "(no Python 3.12 found on this machine: its rows are missing)" ;;
+    esac
 }
 
 section_heaptrack() {

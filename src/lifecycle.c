@@ -14,6 +14,7 @@
 #include "warning.h"
 #include "worker.h"
 #include "sites.h"
+#include "stack.h"
 #include "torch_mode.h"
 #include "totals.h"
 #include "tracker_mem.h"
@@ -84,6 +85,7 @@ static void start(void) {
     }
     lw_py_init();
     lw_report_cleanup(); /* temporary files of a writer killed mid-write */
+    lw_stack_init();
     atomic_store_explicit(&state, RECORDING, memory_order_release);
     lw_worker_start();
     end_signals_start();

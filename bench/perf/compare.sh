@@ -8,10 +8,12 @@
 # ENV=VALUE pairs are set for both shim runs (LEAKWATCH_STACKS=0, ...).
 # RT_BENCH_ARGS default to "-m malloc -f 32 -n 300000". The first argument
 # after -- may be "python" to run py_bench.py instead (its arguments follow).
-# LW_BENCH_ROUNDS sets the rounds (default 9).
+# LW_BENCH_ROUNDS sets the rounds (default 9); LW_BENCH_PYTHON the interpreter
+# for "python" (default python3); LW_PY_EXT=BUILD/bench/py_ext.so makes the
+# pairs in C under the Python frames (py_bench.py).
 set -u
 set -f
-[ $# -ge 3 ] || { sed -n '2,12p' "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,15p' "$0" >&2; exit 2; }
 B=$(cd "$1" && pwd) || exit 2
 A=$2
 C=$3
@@ -22,7 +24,7 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs="$envs $1"; shift; done
 HERE=$(cd "$(dirname "$0")" && pwd)
 if [ $# -gt 0 ] && [ "$1" = python ]; then
     shift
-    cmd="python3 $HERE/py_bench.py $B/tests/lib/libcudart.so $*"
+    cmd="${LW_BENCH_PYTHON:-python3} $HERE/py_bench.py $B/tests/lib/libcudart.so $*"
 else
     cmd="$B/bench/rt_bench ${*:--m malloc -f 32 -n 300000}"
 fi

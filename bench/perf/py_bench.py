@@ -9,6 +9,11 @@ Recurses until the Python stack (counted with traceback.extract_stack, the
 module frame included) is PYFRAMES deep, then times PAIRS pairs. ctypes itself
 costs far more than leakwatch; run it with and without the shim and subtract.
 Prints one RESULT line as rt_bench does. Standard library only.
+
+With LW_PY_EXT=PATH (bench/perf/py_ext.c, built as BUILD/bench/py_ext.so) the
+pairs are made by C code, LW_PY_EXT_DEPTH (default 8) native frames below one
+ctypes call: Python frames over C extension frames, and no ctypes cost per
+pair.
 """
 
 import ctypes
@@ -36,6 +41,23 @@ def main():
         sys.exit("py_bench: the runtime did not start")
 
     result = {}
+    ext_path = os.environ.get("LW_PY_EXT")
+    ext_depth = int(os.environ.get("LW_PY_EXT_DEPTH", "8"))
+
+    def ext_loop():
+        result["pyframes"] = len(traceback.extract_stack())
+        ext = ctypes.CDLL(ext_path)
+        run = ext.lw_bench_ext_pairs
+        run.argtypes = [ctypes.c_long, ctypes.c_int]
+        run.restype = ctypes.c_long
+        if run(warmup, ext_depth):
+            sys.exit("py_bench: an allocation failed")
+        c0 = time.process_time_ns()
+        w0 = time.perf_counter_ns()
+        if run(pairs, ext_depth):
+            sys.exit("py_bench: an allocation failed")
+        result["wall"] = time.perf_counter_ns() - w0
+        result["cpu"] = time.process_time_ns() - c0
 
     def loop():
         result["pyframes"] = len(traceback.extract_stack())
@@ -56,6 +78,8 @@ def main():
     def recurse(n):
         if n > 0:
             recurse(n - 1)
+        elif ext_path:
+            ext_loop()
         else:
             loop()
 

@@ -3,6 +3,7 @@
  * prints one line starting with "RESULT" (key=value pairs).
  *
  *   rt_bench -m MODE [-t THREADS] [-f FRAMES] [-n PAIRS] [-w WARMUP] [-s SIZE] [-k THINK]
+ *            [-a SITES]
  *
  * MODE
  *   malloc  cudaMalloc / cudaFree pairs
@@ -14,6 +15,9 @@
  *           memory they added (VmRSS), then asks the shim for a report
  *   sites   PAIRS allocations from PAIRS distinct call stacks, kept live,
  *           then times leakwatch_dump() (found with dlsym)
+ *   alternate  cudaMalloc / cudaFree pairs from SITES (-a, default 64)
+ *           distinct call stacks in turn, all at the same stack depth: the
+ *           worst case for a cache of recently seen stacks
  *
  * Each thread recurses until its call stack is FRAMES deep (counted with
  * libunwind's unw_backtrace() at the allocating call, as the shim counts the
@@ -54,12 +58,12 @@ cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t st);
 /* Keeps the compiler from removing a malloc/free pair or a call's frame. */
 #define ESCAPE(p) __asm__ volatile("" : : "r"(p) : "memory")
 
-enum mode { M_MALLOC, M_ASYNC, M_HOST, M_LIVE, M_SITES };
-static const char *const mode_names[] = {"malloc", "async", "host", "live", "sites"};
+enum mode { M_MALLOC, M_ASYNC, M_HOST, M_LIVE, M_SITES, M_ALTERNATE };
+static const char *const mode_names[] = {"malloc", "async", "host", "live", "sites", "alternate"};
 
 static enum mode mode = M_MALLOC;
 static int nthreads = 1, frames = 32;
-static long pairs = 200000, warmup = 2000, think = 0;
+static long pairs = 200000, warmup = 2000, think = 0, alt_sites = 64;
 static size_t size = 4096;
 static pthread_barrier_t start_barrier;
 
@@ -179,6 +183,7 @@ NOINLINE static long site_alloc(long code) {
     void *p = NULL;
     CHECK(cudaMalloc(&p, 512 * (size_t)(1 + code % 7)));
     ESCAPE(p);
+    if (mode == M_ALTERNATE) CHECK(cudaFree(p));
     return 1;
 }
 
@@ -232,6 +237,24 @@ NOINLINE static void sites_loop(job *j) {
     _exit(0); /* no second report from the exit handler */
 }
 
+/* alternate: pairs from alt_sites call stacks in turn (the l1/l2/l3 paths
+ * above: same depth, same frame sizes, different return addresses). The
+ * stacks are spread over the three levels. */
+NOINLINE static void alternate_loop(job *j) {
+    j->measured = stack_depth() + 4;
+    long spread = WAYS * WAYS + WAYS + 1; /* a different function at every level */
+    for (long i = 0; i < warmup + pairs; i++) {
+        if (i == warmup) {
+            pthread_barrier_wait(&start_barrier);
+            j->wall0 = now_ns(CLOCK_MONOTONIC);
+            j->cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+        }
+        to_l1((i % alt_sites) * spread);
+    }
+    j->cpu1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+    j->wall1 = now_ns(CLOCK_MONOTONIC);
+}
+
 /* ---- recursion to the chosen depth ---- */
 
 NOINLINE static void probe_loop(job *j) {
@@ -250,6 +273,8 @@ NOINLINE static long recurse(int depth, job *j) {
         live_loop(j);
     else if (mode == M_SITES)
         sites_loop(j);
+    else if (mode == M_ALTERNATE)
+        alternate_loop(j);
     else
         pair_loop(j);
     return 0;
@@ -276,14 +301,14 @@ static void *thread_main(void *arg) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: rt_bench -m malloc|async|host|live|sites [-t THREADS] [-f FRAMES] "
-                    "[-n PAIRS] [-w WARMUP] [-s SIZE] [-k THINK]\n");
+    fprintf(stderr, "usage: rt_bench -m malloc|async|host|live|sites|alternate [-t THREADS] "
+                    "[-f FRAMES] [-n PAIRS] [-w WARMUP] [-s SIZE] [-k THINK] [-a SITES]\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
     int opt;
-    while ((opt = getopt(argc, argv, "m:t:f:n:w:s:k:")) != -1) {
+    while ((opt = getopt(argc, argv, "m:t:f:n:w:s:k:a:")) != -1) {
         switch (opt) {
         case 'm': {
             int found = 0;
@@ -310,11 +335,16 @@ int main(int argc, char **argv) {
         case 'k':
             think = atol(optarg);
             break;
+        case 'a':
+            alt_sites = atol(optarg);
+            break;
         default:
             usage();
         }
     }
-    if (nthreads < 1 || pairs < 1 || warmup < 0 || size < 1 || think < 0) usage();
+    if (nthreads < 1 || pairs < 1 || warmup < 0 || size < 1 || think < 0 || alt_sites < 1 ||
+        alt_sites > WAYS * WAYS * WAYS)
+        usage();
     if (mode == M_LIVE || mode == M_SITES) nthreads = 1;
     if (mode != M_HOST) CHECK(cudaFree(NULL)); /* start the runtime outside the timing */
 

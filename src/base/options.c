@@ -48,6 +48,10 @@ static const lw_option_def table[LW_OPT_COUNT] = {
                           "more code that counts as yours when naming the place to look: path "
                           "prefixes or package names, separated by ':' or ','",
                           NULL},
+    [LW_OPT_VERIFY_STACKS] = {"LEAKWATCH_VERIFY_STACKS", LW_OPT_BOOL, 0, NULL, 0, 1,
+                              "1 (debugging): unwind every stack a second time with the fallback "
+                              "unwinder and count differences (tracker.stack_mismatches); slow",
+                              NULL},
 };
 
 static long values[LW_OPT_COUNT];

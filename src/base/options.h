@@ -23,6 +23,7 @@ typedef enum {
     LW_OPT_TORCH_STEPS,
     LW_OPT_SOURCE_LINES,
     LW_OPT_USER_CODE,
+    LW_OPT_VERIFY_STACKS,
     LW_OPT_COUNT
 } lw_option_id;
 

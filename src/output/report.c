@@ -8,6 +8,7 @@
 #include "log.h"
 #include "options.h"
 #include "pystack.h"
+#include "stack.h"
 #include "record.h"
 #include "growth.h"
 #include "sites.h"
@@ -340,6 +341,9 @@ static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const site_vi
         lw_jw_double(w, "p_value", v->growth.p_value);
     }
     lw_jw_bool(w, "pooled", s == lw_site_overflow());
+    /* The native frames stop at the Python interpreter: what was below it
+     * (main, the interpreter's start) is described by the Python frames. */
+    lw_jw_bool(w, "native_cut_at_python", s->native_cut != 0);
     if (v) emit_site_series(w, v);
     frame_list l;
     collect_frames(&l, syms, s);
@@ -598,6 +602,12 @@ int lw_report_emit(FILE *f, const char *reason) {
     lw_jw_uint(&w, "pooled_allocations", lw_sites_pooled());
     lw_jw_uint(&w, "reused_without_free", lw_record_reused_unseen());
     lw_jw_uint(&w, "truncated_stacks", lw_record_truncated_sites());
+    lw_stack_stats ss;
+    lw_stack_get_stats(&ss);
+    lw_jw_str(&w, "unwinder", ss.unwinder);
+    lw_jw_uint(&w, "stacks_by_fallback_unwinder", ss.fallback);
+    lw_jw_uint(&w, "stacks_verified", ss.verified);
+    lw_jw_uint(&w, "stack_mismatches", ss.mismatches);
     lw_jw_end(&w);
     lw_jw_end(&w);
     fputc('\n', f);

@@ -323,6 +323,81 @@ int lw_py_capture(lw_pyframe *out, int max) {
     return walk_iframe(L, f, out, max);
 }
 
+/* The words of one chain frame that the walk's result depends on, besides
+ * the code object's immutable fields: the link, the code pointer, the
+ * instruction (raw), and the aligned word holding the owner and entry bytes
+ * (3.11+; the frame structure is 8-aligned, so the word is inside it) or
+ * the frame's type (3.8-3.10): word3, from word3_offset(). */
+static inline uint32_t word3_offset(const struct layout *L) {
+    return L->walk == WALK_FRAMEOBJ ? L->ob_type : (uint32_t)L->fr_owner & ~7u;
+}
+static inline void frame_words(const struct layout *L, uint32_t o3, uintptr_t f, uintptr_t w[4]) {
+    w[0] = rd_ptr(f + L->fr_back);
+    w[1] = rd_ptr(f + L->fr_code);
+    w[2] = rd_ptr(f + L->fr_instr);
+    w[3] = rd_ptr(f + o3);
+}
+
+int lw_py_capture_cached(lw_pyframe *out, int max, lw_py_cache *c) {
+    int st = atomic_load_explicit(&g_state, memory_order_acquire);
+    if (st != 1 && (st != 0 || try_init() != 1)) return 0;
+    if (out == NULL || max <= 0) return 0;
+    if (c == NULL) return lw_py_capture(out, max);
+    /* A local copy: byte stores into out may alias g, and the compiler
+     * would reload every offset after each frame. */
+    const struct layout Lc = g.L;
+    const struct layout *L = &Lc;
+    uintptr_t ts = (uintptr_t)g.get_tstate();
+    if (!ptr_ok(ts)) return 0; /* NULL: this thread never ran Python */
+    if (g.finalizing() != 0) return 0;
+    uintptr_t interp = rd_ptr(ts + L->ts_interp);
+    if (interp == 0 || interp != (uintptr_t)g.main_interp()) return 0;
+    uintptr_t f = rd_ptr(ts + L->ts_frame);
+    if (L->cf_current >= 0) {
+        if (!ptr_ok(f)) return 0;
+        f = rd_ptr(f + (uint32_t)L->cf_current);
+    }
+    if (f == 0) return 0;
+    /* The same chain as last time, frame for frame and word for word? Each
+     * frame is read only once the live chain has led to it, as in the
+     * walk, and it is at an address the walk validated. */
+    const uint32_t o3 = word3_offset(L);
+    if (c->steps > 0 && c->n <= max) {
+        uintptr_t x = f, w[4];
+        int i = 0;
+        for (; i < c->steps && x == c->f[i]; i++) {
+            frame_words(L, o3, x, w);
+            if (w[0] != c->w[i][0] || w[1] != c->w[i][1] || w[2] != c->w[i][2] ||
+                w[3] != c->w[i][3])
+                break;
+            x = w[0];
+        }
+        if (i == c->steps) {
+            memcpy(out, c->out, (size_t)c->n * sizeof *out);
+            return c->n;
+        }
+    }
+    int n = L->walk == WALK_FRAMEOBJ ? walk_frameobj(L, f, out, max) : walk_iframe(L, f, out, max);
+    /* Remember a whole chain (not one cut at max, nor one longer than the
+     * cache) and what it gave. */
+    c->gen++;
+    c->steps = 0;
+    if (n >= max || n > LW_PY_CACHE_FRAMES) return n;
+    int steps = 0;
+    uintptr_t x = f;
+    while (x != 0 && steps < LW_PY_CACHE_FRAMES) {
+        c->f[steps] = x;
+        frame_words(L, o3, x, c->w[steps]);
+        x = c->w[steps][0];
+        steps++;
+    }
+    if (x != 0) return n;
+    memcpy(c->out, out, (size_t)n * sizeof *out);
+    c->n = n;
+    c->steps = steps;
+    return n;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Describe (off the hot path)                                              */
 /* ------------------------------------------------------------------------ */

@@ -49,6 +49,24 @@ int lw_py_reinit(void);
  * the stack is deeper than `max`, the `max` innermost frames are returned. */
 int lw_py_capture(lw_pyframe *out, int max);
 
+/* HOT PATH. lw_py_capture with a per-thread cache (the caller keeps one per
+ * thread, zeroed at first): when the thread's frame chain is word for word
+ * the one of its last capture (same frames, code, instructions, links),
+ * the last result is returned without walking it again. c->gen changes
+ * whenever the result may differ from the previous one (0 frames: gen
+ * unchanged and the return value says it). Chains deeper than
+ * LW_PY_CACHE_FRAMES, or cut at max, are walked every time. */
+#define LW_PY_CACHE_FRAMES 64
+typedef struct {
+    uint64_t gen;
+    int steps; /* chain frames remembered; 0: none */
+    int n;     /* frames they gave */
+    uintptr_t f[LW_PY_CACHE_FRAMES];
+    uintptr_t w[LW_PY_CACHE_FRAMES][4];
+    lw_pyframe out[LW_PY_CACHE_FRAMES];
+} lw_py_cache;
+int lw_py_capture_cached(lw_pyframe *out, int max, lw_py_cache *c);
+
 /* Source location of a frame: malloc'd UTF-8 strings; free with
  * lw_py_location_free(). `function` is co_qualname on 3.11+ (e.g.
  * "Trainer.step") and co_name on 3.8-3.10. `line` is -1 when the

@@ -8,8 +8,11 @@
 #include "runstate.h"
 #include "device.h"
 #include "sites.h"
+#include "real.h"
 #include "stack.h"
 
+#include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -28,34 +31,113 @@ static _Atomic uint64_t reused_unseen;
 static _Atomic uint64_t truncated_sites; /* sites whose stack hit a frame cap */
 static atomic_flag said_untracked = ATOMIC_FLAG_INIT;
 
+/* The address range of CPython's evaluation function, where the native walk
+ * stops when the thread's Python frames are captured: below it are the
+ * interpreter's own frames, which the Python frames describe better. Looked
+ * up once, in the Python that pyframes.c reads (the first in search order). */
+static _Atomic uintptr_t eval_lo, eval_hi;
+static atomic_int eval_state; /* 0 unknown, 1 known (or none) */
+
+static void eval_range(uintptr_t *lo, uintptr_t *hi) {
+    if (!atomic_load_explicit(&eval_state, memory_order_acquire)) {
+        void *f = lw_real_dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+        Dl_info info;
+        const ElfW(Sym) *sym = NULL;
+        if (f && dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
+            atomic_store_explicit(&eval_lo, (uintptr_t)f, memory_order_relaxed);
+            atomic_store_explicit(&eval_hi, (uintptr_t)f + sym->st_size, memory_order_relaxed);
+        }
+        atomic_store_explicit(&eval_state, 1, memory_order_release);
+    }
+    *lo = atomic_load_explicit(&eval_lo, memory_order_relaxed);
+    *hi = atomic_load_explicit(&eval_hi, memory_order_relaxed);
+}
+
+/* LEAKWATCH_VERIFY_STACKS: the Python frames from the cache against a walk. */
+static void verify_python(const lw_pyframe *py, int npy) {
+    lw_pyframe walked[LW_PY_MAX];
+    int m = lw_py_capture(walked, LW_PY_MAX);
+    int same = m == npy;
+    for (int i = 0; same && i < m; i++)
+        same = walked[i].code == py[i].code && walked[i].instr == py[i].instr &&
+               walked[i].entry == py[i].entry;
+    if (!same) lw_stack_count_mismatch();
+}
+
 static lw_site *site_for_this_stack(void) {
     /* The stack and the Python frames are written straight into the site key
      * (header word first): nothing is copied before hashing. */
     uintptr_t key[LW_SITE_KEY_WORDS(LW_STACK_MAX, LW_PY_MAX)];
     lw_pyframe py[LW_PY_MAX];
+    lw_stack_info si = {0};
+    uint64_t pystate = 0; /* which Python frames: 0 none, else the cache's generation */
     int n = 0, npy = 0, max = (int)lw_opt_int(LW_OPT_MAX_FRAMES);
     if (lw_opt_int(LW_OPT_STACKS)) {
-        n = lw_stack_capture(key + 1, max);
-        npy = lw_py_capture(py, LW_PY_MAX);
+        /* Python first: when it has frames, the native walk stops at the
+         * interpreter. */
+        lw_py_cache *pc = lw_stack_py_cache(max);
+#ifdef LW_ABLATE_python
+        npy = 0; /* make ablate ABLATE=python: no Python frames */
+#else
+        npy = lw_py_capture_cached(py, LW_PY_MAX, pc);
+#endif
+        if (lw_stack_verifying()) verify_python(py, npy);
+        uintptr_t lo = 0, hi = 0;
+        if (npy > 0) {
+            eval_range(&lo, &hi);
+            pystate = pc ? pc->gen : 0;
+        }
+        lw_stack_capture(key + 1, max, lo, hi, &si);
+        n = si.n;
+        /* The same native stack as this thread's last one from here, under
+         * the same Python frames (or none): its site, with no hashing and no
+         * table. */
+        lw_site *s = si.known && (npy == 0 || pystate != 0) ? *si.tag : NULL;
+        if (s && si.aux == pystate) {
+            if (lw_stack_verifying()) {
+                lw_pystack_key(py, npy, key + 1 + n);
+                key[0] = (uintptr_t)n | (uintptr_t)npy << 16 |
+                         (uintptr_t)si.cut << LW_SITE_KEY_CUT_SHIFT;
+                if (s->nkey != LW_SITE_KEY_WORDS(n, npy) ||
+                    memcmp(s->key, key, s->nkey * sizeof *key) != 0)
+                    lw_stack_count_mismatch();
+            }
+            lw_stack_done(&si, s, pystate);
+            return s;
+        }
         lw_pystack_key(py, npy, key + 1 + n);
     }
-    key[0] = (uintptr_t)n | (uintptr_t)npy << 16;
+    key[0] = (uintptr_t)n | (uintptr_t)npy << 16 | (uintptr_t)si.cut << LW_SITE_KEY_CUT_SHIFT;
     uint32_t nkey = LW_SITE_KEY_WORDS(n, npy);
+    lw_site *s;
+#ifdef LW_ABLATE_site
+    /* make ablate ABLATE=site: one site for every stack, no lookup */
+    static lw_site *_Atomic the_site;
+    if ((s = atomic_load(&the_site)) == NULL) {
+        int created;
+        s = lw_site_intern(key, nkey, lw_hash_words(key, nkey), &created);
+        atomic_store(&the_site, s);
+    }
+    lw_stack_done(&si, NULL, 0);
+    return s;
+#endif
     uint64_t hash = lw_hash_words(key, nkey);
     cache_slot *slot = &site_cache[hash % CACHE_SLOTS];
-    lw_site *s = slot->site;
-    if (s && slot->hash == hash && s->nkey == nkey && memcmp(s->key, key, nkey * sizeof *key) == 0)
-        return s;
-    int created;
-    s = lw_site_intern(key, nkey, hash, &created);
-    /* A new site: name its Python frames now, while they are alive. */
-    if (created && npy) lw_pystack_attach(s, py, npy);
-    /* Frames beyond the caps are dropped: say how many sites lost some. */
-    if (created && (n == max || npy == LW_PY_MAX)) atomic_fetch_add(&truncated_sites, 1);
-    if (s != lw_site_overflow()) {
-        slot->hash = hash;
-        slot->site = s;
+    s = slot->site;
+    if (!(s && slot->hash == hash && s->nkey == nkey &&
+          memcmp(s->key, key, nkey * sizeof *key) == 0)) {
+        int created;
+        s = lw_site_intern(key, nkey, hash, &created);
+        /* A new site: name its Python frames now, while they are alive. */
+        if (created && npy) lw_pystack_attach(s, py, npy);
+        /* Frames beyond the caps are dropped: say how many sites lost some. */
+        if (created && (n == max || npy == LW_PY_MAX)) atomic_fetch_add(&truncated_sites, 1);
+        if (s != lw_site_overflow()) {
+            slot->hash = hash;
+            slot->site = s;
+        }
     }
+    lw_stack_done(&si, s == lw_site_overflow() || (npy > 0 && pystate == 0) ? NULL : s, pystate);
     return s;
 }
 
@@ -175,6 +257,7 @@ void lw_record_after_fork_child(void) {
     /* The one thread of the child is the one that forked: its cache holds the
      * parent's sites, which the child's first start forgets. */
     memset(site_cache, 0, sizeof site_cache);
+    lw_stack_after_fork_child();
 }
 
 void lw_record_forget_all(void) {
@@ -185,6 +268,7 @@ void lw_record_forget_all(void) {
     atomic_store(&untracked, 0);
     atomic_store(&reused_unseen, 0);
     atomic_store(&truncated_sites, 0);
+    lw_stack_forget_stats();
     atomic_flag_clear(&said_untracked);
 }
 

@@ -72,6 +72,7 @@ lw_site *lw_site_intern(const uintptr_t *key, uint32_t nkey, uint64_t hash, int 
     s->hash = hash;
     s->nnative = (uint16_t)(key[0] & 0xffff);
     s->npy = (uint16_t)(key[0] >> 16);
+    s->native_cut = (uint8_t)((key[0] >> LW_SITE_KEY_CUT_SHIFT) & 1);
     s->id = atomic_fetch_add(&next_id, 1);
     lw_uthash_oom = 0;
     HASH_ADD_KEYPTR_BYHASHVALUE(hh, stripes[si].table, s->key, keylen, hv, s);

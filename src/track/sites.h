@@ -21,6 +21,7 @@ typedef struct lw_site {
     uint32_t id; /* 1, 2, ... in order of first sight; 0 = overflow */
     uint16_t nnative;
     uint16_t npy;
+    uint8_t native_cut; /* the native stack stops at the Python interpreter */
     _Atomic int64_t live_bytes;
     _Atomic int64_t live_count;
     _Atomic uint64_t alloc_count;
@@ -31,8 +32,12 @@ typedef struct lw_site {
     struct lw_site_track *track; /* growth series, kept by the sampler */
     void *py_info;               /* what the Python frames mean, filled once at creation */
     uint32_t nkey;               /* words in key */
-    uintptr_t key[];             /* key[0] = nnative | npy << 16; then the frames */
+    uintptr_t key[];             /* key[0] = nnative | npy << 16 | cut << 32; then the frames */
 } lw_site;
+
+/* key[0] bit: the native walk stopped at the interpreter's evaluation frame
+ * (stack.h), so the frames below it are not in the key. */
+#define LW_SITE_KEY_CUT_SHIFT 32
 
 /* Number of key words for a stack of nnative addresses and npy Python frames. */
 #define LW_SITE_KEY_WORDS(nnative, npy) (1u + (unsigned)(nnative) + 2u * (unsigned)(npy))

@@ -66,10 +66,19 @@ void lw_child_env_build(lw_child_env *ce, lw_preload preload, const char *report
     snprintf(ce->buf[2], sizeof ce->buf[2], "LD_LIBRARY_PATH=%s/tests/lib", lw_build_dir());
     if (!own_path) ce->envp[ec++] = ce->buf[2];
     ce->envp[ec++] = "ASAN_OPTIONS=detect_leaks=0:abort_on_error=0";
+    /* Every stack the shim records in the tests is checked against a full
+     * unwind (lw_run_exe requires zero differences), unless a test sets its
+     * own value. */
+    int own_verify = 0;
+    for (int i = 0; extra && extra[i]; i++)
+        own_verify |= !strncmp(extra[i], "LEAKWATCH_VERIFY_STACKS=", 24);
+    if (preload != LW_PRELOAD_NONE && !own_verify) ce->envp[ec++] = "LEAKWATCH_VERIFY_STACKS=1";
     for (int i = 0; extra && extra[i] && ec < 510; i++)
         ce->envp[ec++] = (char *)extra[i];
     ce->envp[ec] = NULL;
 }
+
+int lw_expect_stack_mismatches;
 
 void lw_run_exe(lw_run *r, int preload, const char *exe, const char *const *args,
                 const char *const *env) {
@@ -135,6 +144,13 @@ void lw_run_exe(lw_run *r, int preload, const char *exe, const char *const *args
         char err[256];
         r->report = lw_json_parse_file(r->report_path, NULL, err, sizeof err);
         ck_assert_msg(r->report != NULL, "report does not parse: %s", err);
+        long long mismatches = 0;
+        if (!lw_expect_stack_mismatches &&
+            lw_json_int64(lw_json_path(r->report, "tracker.stack_mismatches"), &mismatches) == 0)
+            ck_assert_msg(mismatches == 0,
+                          "%s: %lld recorded stacks differ from a full unwind "
+                          "(LEAKWATCH_VERIFY_STACKS)\nstderr: %s",
+                          exe, mismatches, r->err);
     }
 }
 

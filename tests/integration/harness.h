@@ -48,6 +48,12 @@ void lw_run_exe(lw_run *r, int preload, const char *exe, const char *const *args
                 const char *const *env);
 void lw_run_free(lw_run *r);
 
+/* Runs started while this is 0 (the default) fail their test when the report
+ * counts stacks that differ from a full unwind (tracker.stack_mismatches;
+ * every shim run is made with LEAKWATCH_VERIFY_STACKS=1). Set it only in a
+ * test that breaks the stack cache on purpose. */
+extern int lw_expect_stack_mismatches;
+
 /* Number at path in the report; fails the test if absent. */
 long long lw_rep_int(const lw_run *r, const char *path);
 /* The first site (in report order) one of whose frames is the function fn;

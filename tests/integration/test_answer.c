@@ -80,7 +80,10 @@ static void check_outputs(const char *report, const char *want) {
     const char *full[] = {"report", "--full-stacks", report, NULL};
     lw_cli_run(&r, full, NULL);
     RUN_OK(&r);
-    ck_assert_msg(strstr(r.out, "__libc_start_main"), "--full-stacks hides frames:\n%s", r.out);
+    /* A Python site's native frames stop at the interpreter (docs/stacks.md):
+     * there the folded frames are ctypes' and libffi's. */
+    ck_assert_msg(strstr(r.out, "__libc_start_main") || strstr(r.out, "_ctypes_callproc"),
+                  "--full-stacks hides frames:\n%s", r.out);
     lw_run_free(&r);
 
     char html[PATH_MAX];

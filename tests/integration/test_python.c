@@ -92,6 +92,10 @@ START_TEST(python_line_is_named) {
             ck_assert_int_eq(lw_json_int64(lw_json_get(py, "line"), &got), 0);
             ck_assert_msg(got == line, "%s: line %lld, want %d", pythons[i], got, line);
             ck_assert_int_eq(lw_json_bool(lw_json_path(r.report, "sites[0].leak"), 0), 1);
+            /* The native walk stopped at the interpreter, and says so. */
+            ck_assert_msg(
+                lw_json_bool(lw_json_path(r.report, "sites[0].native_cut_at_python"), 0) == 1,
+                "%s: native stack not cut at the interpreter", pythons[i]);
             /* The interpreter's own frames are hidden behind the Python ones. */
             for (size_t j = 0; j < lw_json_len(frames); j++) {
                 const char *fn = lw_json_string(lw_json_get(lw_json_at(frames, j), "function"));
@@ -132,11 +136,69 @@ START_TEST(python_line_is_named) {
 }
 END_TEST
 
+/* Live bytes of the sites that have a Python frame at line `line` of file
+ * `file`, and one at line `via` (0: any). */
+static long long live_at(const lw_run *r, const char *file, int line, int via) {
+    long long sum = 0;
+    const lw_json *sites = lw_json_get(r->report, "sites");
+    for (size_t k = 0; k < lw_json_len(sites); k++) {
+        const lw_json *site = lw_json_at(sites, k);
+        const lw_json *frames = lw_json_get(site, "frames");
+        int match = 0, via_seen = via == 0;
+        for (size_t j = 0; j < lw_json_len(frames); j++) {
+            const lw_json *f = lw_json_at(frames, j);
+            const char *kind = lw_json_string(lw_json_get(f, "kind"));
+            if (!kind || strcmp(kind, "python")) continue;
+            const char *fl = lw_json_string(lw_json_get(f, "file"));
+            long long ln = -1;
+            lw_json_int64(lw_json_get(f, "line"), &ln);
+            if (fl && !strcmp(fl, file) && ln == line) match = 1;
+            if (ln == via) via_seen = 1;
+        }
+        long long v = 0;
+        if (match && via_seen && lw_json_int64(lw_json_get(site, "live_bytes"), &v) == 0) sum += v;
+    }
+    return sum;
+}
+
+/* Python stacks written to defeat the cache of a thread's last Python
+ * frames: every capture is verified against a walk (the harness fails the
+ * run on any difference), and each line's bytes are on its own sites. */
+START_TEST(python_stacks_adversarial) {
+    find_pythons();
+    if (!npythons) return;
+    char script[PATH_MAX], cudart[PATH_MAX + 64];
+    ck_assert_ptr_nonnull(realpath("tests/python/stacks_adversarial.py", script));
+    snprintf(cudart, sizeof cudart, "LW_CUDART=%s/tests/lib/libcudart.so", lw_build_dir());
+    int deep = leak_line(script, "# LINE-DEEP"), gen = leak_line(script, "# LINE-GEN");
+    int ca = leak_line(script, "# LINE-CALLER-A"), cb = leak_line(script, "# LINE-CALLER-B");
+    int ta = leak_line(script, "# LINE-TWO-A"), tb = leak_line(script, "# LINE-TWO-B");
+    for (int i = 0; i < npythons; i++) {
+        lw_run r;
+        const char *args[] = {script, NULL};
+        const char *env[] = {cudart, "LEAKWATCH_QUIET=1", "LEAKWATCH_WARN=0", "ROUNDS=60", NULL};
+        lw_run_exe(&r, 1, pythons[i], args, env);
+        ck_assert_msg(r.exit_code == 0, "%s: exit %d\n%s", pythons[i], r.exit_code, r.err);
+        ck_assert_msg(r.report != NULL, "%s: no report", pythons[i]);
+        ck_assert_int_gt(lw_rep_int(&r, "tracker.stacks_verified"), 0);
+        ck_assert_int_eq(live_at(&r, script, deep, 0), 2 * 60 * 1001 + 15 * 5005);
+        ck_assert_int_eq(live_at(&r, script, gen, ca), 30 * 2002);
+        ck_assert_int_eq(live_at(&r, script, gen, cb), 30 * 2002);
+        ck_assert_int_eq(live_at(&r, script, ta, 0), 60 * 3003);
+        ck_assert_int_eq(live_at(&r, script, tb, 0), 60 * 3005);
+        ck_assert_int_eq(live_at(&r, "<fresh>", 3, 0), 60 * 4004);
+        lw_run_free(&r);
+        printf("test_python: %s adversarial stacks ok\n", pythons[i]);
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("python");
     TCase *tc = tcase_create("frames");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, python_line_is_named);
+    tcase_add_test(tc, python_stacks_adversarial);
     suite_add_tcase(s, tc);
     int failed = lw_check_run(s);
     return failed ? 1 : 0;
