@@ -2,6 +2,7 @@
 
 #include "clock.h"
 #include "control.h"
+#include "device.h"
 #include "growth.h"
 #include "log.h"
 #include "options.h"
@@ -71,6 +72,10 @@ static void *run(void *arg) {
         deadline.tv_nsec += (interval_ms % 1000) * 1000000L;
         if (deadline.tv_nsec >= 1000000000L) deadline.tv_sec++, deadline.tv_nsec -= 1000000000L;
         int timed_out = lw_growth_wait(&deadline);
+        /* The free-memory reading is taken here, never on the program's
+         * threads: a driver call inside an allocation hook could disturb
+         * what the program is doing (a stream capture). */
+        lw_device_sample();
         lw_growth_update(timed_out);
         if (lw_growth_take_warning()) lw_warning_leak();
         periodic_outputs();

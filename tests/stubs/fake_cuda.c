@@ -12,9 +12,12 @@
  * after a free, errors for unknown or double frees, per-thread contexts.
  * Pinned host memory is real memory.
  *
- * Built twice: build/tests/lib/libcuda.so.1, and with
+ * Built three times: build/tests/lib/libcuda.so.1; with
  * -DLW_FAKE_CUDA_NO_PROC_ADDRESS build/tests/lib-legacy/libcuda.so.1, a driver
- * without cuGetProcAddress* that makes the runtime fall back to dlsym. */
+ * without cuGetProcAddress* that makes the runtime fall back to dlsym; and
+ * with -DLW_FAKE_CUDA_INTERPOSABLE build/tests/lib-interposable/libcuda.so.1,
+ * whose cuGetProcAddress hands out addresses of its exported functions (which
+ * a preloaded library of the same names replaces), not internal ones. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -38,6 +41,8 @@
     X(cuDevicePrimaryCtxRetain)                                                                    \
     X(cuCtxSetCurrent)                                                                             \
     X(cuCtxGetCurrent)                                                                             \
+    X(cuCtxPushCurrent_v2)                                                                         \
+    X(cuCtxPopCurrent_v2)                                                                          \
     X(cuCtxGetDevice)                                                                              \
     X(cuCtxGetDevice_v2)                                                                           \
     X(cuCtxSynchronize)                                                                            \
@@ -489,6 +494,33 @@ CUresult cuCtxSetCurrent(CUcontext ctx) {
     int dev;
     if (ctx != NULL && !ctx_device(ctx, &dev)) return CUDA_ERROR_INVALID_CONTEXT;
     current_ctx = ctx; /* NULL unbinds, as documented */
+    return CUDA_SUCCESS;
+}
+
+/* The context stack under the current context (cuCtxPushCurrent). */
+#define CTX_STACK 16
+static __thread CUcontext ctx_stack[CTX_STACK];
+static __thread int ctx_depth;
+
+CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+    COUNT(cuCtxPushCurrent_v2);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    int dev;
+    if (ctx == NULL || !ctx_device(ctx, &dev)) return CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx_depth == CTX_STACK) return CUDA_ERROR_OUT_OF_MEMORY;
+    ctx_stack[ctx_depth++] = current_ctx;
+    current_ctx = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPopCurrent_v2(CUcontext *pctx) {
+    COUNT(cuCtxPopCurrent_v2);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    if (current_ctx == NULL) return CUDA_ERROR_INVALID_CONTEXT;
+    if (pctx != NULL) *pctx = current_ctx;
+    current_ctx = ctx_depth > 0 ? ctx_stack[--ctx_depth] : NULL;
     return CUDA_SUCCESS;
 }
 
@@ -1005,6 +1037,7 @@ CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTable
 
 #ifndef LW_FAKE_CUDA_NO_PROC_ADDRESS
 
+#ifndef LW_FAKE_CUDA_INTERPOSABLE
 /* Hidden aliases: the lookup hands out this library's own functions even when
  * another object (an LD_PRELOAD hook) defines the same names, as the real
  * driver does; taking &cuMemAlloc_v2 would give the interposer's address. */
@@ -1012,6 +1045,14 @@ CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTable
     extern __typeof__(name) local_##name __attribute__((alias(#name), visibility("hidden")));
 FAKE_ENTRY_POINTS(LOCAL)
 #undef LOCAL
+#define IMPL(name) local_##name
+#else
+/* The interposable variant (build/tests/lib-interposable): default symbol
+ * binding, as another vendor's driver or a virtualization layer may have.
+ * &cuMemAlloc_v2 goes through the GOT, so under LD_PRELOAD the lookup hands
+ * out the preloaded library's function of that name. */
+#define IMPL(name) name
+#endif
 
 struct proc {
     const char *name; /* base name, as callers ask for it */
@@ -1021,9 +1062,9 @@ struct proc {
 };
 
 #define P(base, since, impl)                                                                       \
-    { #base, since, (void *)local_##impl, NULL }
+    { #base, since, (void *)IMPL(impl), NULL }
 #define P2(base, since, impl)                                                                      \
-    { #base, since, (void *)local_##impl, (void *)local_##impl##_ptsz }
+    { #base, since, (void *)IMPL(impl), (void *)IMPL(impl##_ptsz) }
 
 /* Several rows per name: the newest implementation first. */
 static const struct proc procs[] = {
@@ -1036,6 +1077,8 @@ static const struct proc procs[] = {
     P(cuDevicePrimaryCtxRetain, 7000, cuDevicePrimaryCtxRetain),
     P(cuCtxSetCurrent, 4000, cuCtxSetCurrent),
     P(cuCtxGetCurrent, 4000, cuCtxGetCurrent),
+    P(cuCtxPushCurrent, 4000, cuCtxPushCurrent_v2),
+    P(cuCtxPopCurrent, 4000, cuCtxPopCurrent_v2),
     P(cuCtxGetDevice, 13000, cuCtxGetDevice_v2),
     P(cuCtxGetDevice, 2000, cuCtxGetDevice),
     P(cuCtxSynchronize, 2000, cuCtxSynchronize),

@@ -1,0 +1,54 @@
+/* Opens layout modules (tests/modules/mod_layout.c) the way Python opens
+ * extension modules, and runs each:
+ *   dl_layouts N SIZE VIA MODULE:local|global [MODULE:local|global ...]
+ * Each module is opened in order with dlopen(RTLD_NOW | RTLD_LOCAL or
+ * RTLD_GLOBAL), then each allocates N blocks of SIZE bytes (kept) and a few
+ * more (freed), reaching the allocation function as VIA says (plt, default,
+ * next, handle). Prints one line per module with what it saw. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int (*mod_run_fn)(const char *, size_t, size_t, char *, size_t);
+
+int main(int argc, char **argv) {
+    if (argc < 5) {
+        fprintf(stderr, "usage: dl_layouts N SIZE VIA MODULE:local|global...\n");
+        return 2;
+    }
+    size_t n = strtoul(argv[1], NULL, 0), size = strtoul(argv[2], NULL, 0);
+    const char *via = argv[3];
+    void *handles[16];
+    int count = 0;
+    for (int i = 4; i < argc && count < 16; i++, count++) {
+        char name[256];
+        snprintf(name, sizeof name, "%s", argv[i]);
+        char *colon = strchr(name, ':');
+        int mode = RTLD_NOW | RTLD_LOCAL;
+        if (colon) {
+            *colon = '\0';
+            if (!strcmp(colon + 1, "global")) mode = RTLD_NOW | RTLD_GLOBAL;
+        }
+        handles[count] = dlopen(name, mode);
+        if (!handles[count]) {
+            fprintf(stderr, "dl_layouts: %s\n", dlerror());
+            return 3;
+        }
+    }
+    for (int i = 0; i < count; i++) {
+        mod_run_fn run = (mod_run_fn)dlsym(handles[i], "mod_run");
+        if (!run) {
+            fprintf(stderr, "dl_layouts: %s has no mod_run\n", argv[4 + i]);
+            return 3;
+        }
+        char out[512];
+        run(via, n, size, out, sizeof out);
+        char name[256];
+        snprintf(name, sizeof name, "%s", argv[4 + i]);
+        char *colon = strchr(name, ':');
+        if (colon) *colon = '\0';
+        printf("%s: %s\n", name, out);
+    }
+    return 0;
+}
