@@ -81,7 +81,9 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cu
                              CUdriverProcAddressQueryResult *symbolStatus);
 
 /* ---- test hooks exported by the stand-in driver (not part of CUDA) ---- */
-/* How many times the entry point with this exported (versioned) name was called. */
+/* How many times the entry point with this exported (versioned) name was
+ * called; "cuMemGetInfo_v2@allocating": calls of it on threads that had
+ * allocated device memory before. */
 unsigned long fake_cuda_calls(const char *versioned_name);
 /* Bytes of device memory in use on dev: device, managed, async and cuMemCreate memory. */
 size_t fake_cuda_used_bytes(int dev);

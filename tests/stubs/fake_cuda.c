@@ -367,7 +367,15 @@ static bool round_size(size_t size, size_t *rounded) {
 }
 
 /* Device memory of `size` bytes on dev, from the given arena. */
+/* Set on a thread once it allocates: cuMemGetInfo calls made on such a
+ * thread are counted apart (fake_cuda_calls("cuMemGetInfo_v2@allocating")),
+ * so a test can tell that an interposer asks for free memory on the
+ * program's allocating threads. */
+static __thread bool allocating_thread;
+static atomic_ulong meminfo_on_allocating;
+
 static CUresult dev_alloc(int dev, size_t size, int arena, uintptr_t *out) {
+    allocating_thread = true;
     size_t rounded;
     if (size == 0) return CUDA_ERROR_INVALID_VALUE;
     if (!round_size(size, &rounded)) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -570,6 +578,7 @@ CUresult cuCtxSynchronize(void) {
 
 CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
     COUNT(cuMemGetInfo_v2);
+    if (allocating_thread) atomic_fetch_add(&meminfo_on_allocating, 1);
     int dev;
     CUresult r = need_ctx(&dev);
     if (r != CUDA_SUCCESS) return r;
@@ -1017,15 +1026,20 @@ CUresult cuMemFreeHost(void *p) {
 
 /* ---- private export tables ----
  * The runtime asks for undocumented tables of internal functions and refuses
- * to work (801) without them. The contents never matter here. */
+ * to work (801) without them. The stand-in runtime asks for one table, whose
+ * contents never matter. Any other table (NVIDIA's real runtime asks for
+ * several, and calls into them) is refused, so that the real runtime fails
+ * its start cleanly on this driver, as on a driver too old for it. */
 
 static const void *const export_table[4] = {(const void *)sizeof(export_table), NULL, NULL, NULL};
+static const unsigned char stand_in_table_id[16] = {0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a,
+                                                    0x89, 0x87, 0xd9, 0x39, 0x12, 0xfd, 0x9d, 0xf9};
 
 CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId) {
     COUNT(cuGetExportTable);
     config();
     if (ppExportTable == NULL || pExportTableId == NULL) return CUDA_ERROR_INVALID_VALUE;
-    if (fail_export_table) {
+    if (fail_export_table || memcmp(pExportTableId, stand_in_table_id, 16) != 0) {
         *ppExportTable = NULL;
         return CUDA_ERROR_INVALID_VALUE;
     }
@@ -1160,6 +1174,8 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuin
 
 unsigned long fake_cuda_calls(const char *versioned_name) {
     if (versioned_name == NULL) return 0;
+    if (strcmp(versioned_name, "cuMemGetInfo_v2@allocating") == 0)
+        return atomic_load(&meminfo_on_allocating);
     for (int i = 0; i < E_COUNT; i++) {
         if (strcmp(entry_names[i], versioned_name) == 0)
             return atomic_load_explicit(&calls[i], memory_order_relaxed);

@@ -135,6 +135,8 @@ START_TEST(driver_exports) {
                            "cuDevicePrimaryCtxRetain",
                            "cuCtxSetCurrent",
                            "cuCtxGetCurrent",
+                           "cuCtxPushCurrent_v2",
+                           "cuCtxPopCurrent_v2",
                            "cuCtxGetDevice",
                            "cuMemGetInfo_v2",
                            "cuMemAlloc_v2",
