@@ -180,8 +180,8 @@ static int runtime_version(const void *ra) {
     LW_EXPORT cudaError_t NAME(const char *symbol, void **fp, unsigned int version,                \
                                unsigned long long flags,                                           \
                                enum cudaDriverEntryPointQueryResult *status) {                     \
-        lw_rt_cudaGetDriverEntryPointByVersion real = REAL(                                        \
-            NAME, lw_rt_cudaGetDriverEntryPointByVersion, __builtin_return_address(0));            \
+        lw_rt_cudaGetDriverEntryPointByVersion real =                                              \
+            REAL(NAME, lw_rt_cudaGetDriverEntryPointByVersion, __builtin_return_address(0));       \
         if (!real) return NO_RUNTIME;                                                              \
         cudaError_t r = real(symbol, fp, version, flags, status);                                  \
         if (r == cudaSuccess && symbol && fp && *fp)                                               \

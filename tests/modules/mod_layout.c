@@ -81,7 +81,7 @@ NOINLINE static int churn_module(alloc_fn a, free_fn f, size_t size, int *free_r
 }
 
 __attribute__((visibility("default"))) int mod_run(const char *via, size_t n, size_t size,
-                                                  char *out, size_t outlen) {
+                                                   char *out, size_t outlen) {
     int start = 0;
 #ifdef MOD_DRIVER
     /* A context on this thread, as a program using the driver API makes. */
