@@ -12,12 +12,12 @@
 #include <stdint.h>
 
 /* The calling thread's current device, or -1 when it has no context. Also
- * remembers the context for lw_device_sample. */
+ * remembers the device for lw_device_sample. */
 int lw_device_current(void);
 
 /* Refreshes the reading of the device's free and total memory, at most once
- * a second, in the context last seen allocating: called by the worker
- * thread only. */
+ * a second, for the device last seen allocating: called by the worker thread
+ * only. */
 void lw_device_sample(void);
 /* The latest reading; -1 when unknown. */
 void lw_device_last_mem(int64_t *free_bytes, int64_t *total_bytes);

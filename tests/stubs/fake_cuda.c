@@ -39,6 +39,8 @@
     X(cuDeviceGetCount)                                                                            \
     X(cuDeviceGet)                                                                                 \
     X(cuDevicePrimaryCtxRetain)                                                                    \
+    X(cuDevicePrimaryCtxRelease_v2)                                                                \
+    X(cuDevicePrimaryCtxGetState)                                                                  \
     X(cuCtxSetCurrent)                                                                             \
     X(cuCtxGetCurrent)                                                                             \
     X(cuCtxPushCurrent_v2)                                                                         \
@@ -485,13 +487,40 @@ CUresult cuDeviceGet(CUdevice *device, int ordinal) {
     return CUDA_SUCCESS;
 }
 
+/* References on each device's primary context: active while any is held. */
+static atomic_int primary_refs[FAKE_MAX_DEVICES];
+
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
     COUNT(cuDevicePrimaryCtxRetain);
     CUresult r = need_init();
     if (r != CUDA_SUCCESS) return r;
     if (pctx == NULL) return CUDA_ERROR_INVALID_VALUE;
     if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+    atomic_fetch_add(&primary_refs[dev], 1);
     *pctx = (CUcontext)(CTX_BASE + (uintptr_t)dev);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+    COUNT(cuDevicePrimaryCtxRelease_v2);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+    int n = atomic_load(&primary_refs[dev]);
+    do {
+        if (n <= 0) return CUDA_ERROR_INVALID_CONTEXT;
+    } while (!atomic_compare_exchange_weak(&primary_refs[dev], &n, n - 1));
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active) {
+    COUNT(cuDevicePrimaryCtxGetState);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    if (flags == NULL || active == NULL) return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+    *flags = 0;
+    *active = atomic_load(&primary_refs[dev]) > 0;
     return CUDA_SUCCESS;
 }
 
@@ -1089,6 +1118,8 @@ static const struct proc procs[] = {
     P(cuDeviceGetCount, 2000, cuDeviceGetCount),
     P(cuDeviceGet, 2000, cuDeviceGet),
     P(cuDevicePrimaryCtxRetain, 7000, cuDevicePrimaryCtxRetain),
+    P(cuDevicePrimaryCtxRelease, 11000, cuDevicePrimaryCtxRelease_v2),
+    P(cuDevicePrimaryCtxGetState, 7000, cuDevicePrimaryCtxGetState),
     P(cuCtxSetCurrent, 4000, cuCtxSetCurrent),
     P(cuCtxGetCurrent, 4000, cuCtxGetCurrent),
     P(cuCtxPushCurrent, 4000, cuCtxPushCurrent_v2),

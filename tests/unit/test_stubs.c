@@ -133,6 +133,8 @@ START_TEST(driver_exports) {
                            "cuDeviceGetCount",
                            "cuDeviceGet",
                            "cuDevicePrimaryCtxRetain",
+                           "cuDevicePrimaryCtxRelease_v2",
+                           "cuDevicePrimaryCtxGetState",
                            "cuCtxSetCurrent",
                            "cuCtxGetCurrent",
                            "cuCtxPushCurrent_v2",
