@@ -1,15 +1,17 @@
 /* Opens layout modules (tests/modules/mod_layout.c) the way Python opens
  * extension modules, and runs each:
  *   dl_layouts N SIZE VIA MODULE:local|global [MODULE:local|global ...]
- * Each module is opened in order with dlopen(RTLD_NOW | RTLD_LOCAL or
- * RTLD_GLOBAL), then each allocates N blocks of SIZE bytes (kept) and a few
- * more (freed), reaching the allocation function as VIA says (plt, default,
- * next, handle). Prints one line per module with what it saw. */
+ * Each module (in ../lib beside the program) is opened in order with
+ * dlopen(RTLD_NOW | RTLD_LOCAL or RTLD_GLOBAL), then each allocates N blocks
+ * of SIZE bytes (kept) and a few more (freed), reaching the allocation
+ * function as VIA says (plt, default, next, handle). Prints one line per module with what it saw.
+ */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef int (*mod_run_fn)(const char *, size_t, size_t, char *, size_t);
 
@@ -20,6 +22,12 @@ int main(int argc, char **argv) {
     }
     size_t n = strtoul(argv[1], NULL, 0), size = strtoul(argv[2], NULL, 0);
     const char *via = argv[3];
+    char lib_dir[4096];
+    ssize_t len = readlink("/proc/self/exe", lib_dir, sizeof lib_dir - 16);
+    if (len <= 0) return 3;
+    lib_dir[len] = '\0';
+    char *slash = strrchr(lib_dir, '/');
+    if (slash) strcpy(slash, "/../lib");
     void *handles[16];
     int count = 0;
     for (int i = 4; i < argc && count < 16; i++, count++) {
@@ -31,7 +39,11 @@ int main(int argc, char **argv) {
             *colon = '\0';
             if (!strcmp(colon + 1, "global")) mode = RTLD_NOW | RTLD_GLOBAL;
         }
-        handles[count] = dlopen(name, mode);
+        /* By path: the modules sit in ../lib beside this program. (A
+         * sanitizer's dlopen interceptor would make RUNPATH lookups its own.) */
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", lib_dir, name);
+        handles[count] = dlopen(path, mode);
         if (!handles[count]) {
             fprintf(stderr, "dl_layouts: %s\n", dlerror());
             return 3;
