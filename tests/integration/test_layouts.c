@@ -295,6 +295,15 @@ START_TEST(failed_start_unloads_the_driver) {
         lw_run_free(&without);
         lw_run_free(&with);
 
+        /* Two runtimes, each failing and unloading the driver in turn.
+         * ThreadSanitizer's thread-local bookkeeping crashes on a library
+         * with thread-local variables opened again after a dlclose (without
+         * leakwatch): not run there. */
+        const char *rt = getenv("LW_ASAN_RT");
+        if (rt && strstr(rt, "tsan")) {
+            fprintf(stderr, "test_layouts: two runtimes failing in turn: skipped under TSan\n");
+            continue;
+        }
         const char *args2[] = {"2", "4096", "plt", "libmod_rt.so", "libmod_rt12.so", NULL};
         run_pair(&without, &with, "dl_layouts", args2, env, NULL, NULL);
         lw_run_free(&without);

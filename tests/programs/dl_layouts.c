@@ -4,8 +4,8 @@
  * Each module (in ../lib beside the program) is opened in order with
  * dlopen(RTLD_NOW | RTLD_LOCAL or RTLD_GLOBAL), then each allocates N blocks
  * of SIZE bytes (kept) and a few more (freed), reaching the allocation
- * function as VIA says (plt, default, next, handle). Prints one line per module with what it saw.
- */
+ * function as VIA says (plt, default, next, handle). Prints one line per
+ * module with what it saw. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
