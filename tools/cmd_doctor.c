@@ -11,7 +11,7 @@
  * found to FILE; the shim writes its report beside it. */
 #include "cli.h"
 #include "cli_run.h"
-#include "json_read.h"
+#include "json_doc.h"
 
 #include <leakwatch/cuda_api.h>
 
