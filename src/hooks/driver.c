@@ -6,9 +6,8 @@
  * with lw_driver_next: the next definition in the global scope, else the one
  * in the loaded libcuda.so.1, which a module opened RTLD_LOCAL links and the
  * runtime opens without RTLD_GLOBAL), through dlsym (dlsym.c), or through
- * cuGetProcAddress
- * (how the CUDA runtime, static or shared, finds every driver function). For
- * the last two we hand out a wrapper bound to the exact real function the
+ * cuGetProcAddress (how the CUDA runtime, static or shared, finds every
+ * driver function). For the last two we hand out a wrapper bound to the exact real function the
  * lookup returned: each wrapped function has a few "slots", each a wrapper
  * with its own real pointer, filled first come first served. So the plain and
  * the per-thread-stream (_ptsz) versions of an async function, which share a
