@@ -42,8 +42,9 @@ static const char usage[] =
     "\n"
     "options:\n"
     "      --cuda-libs DIR   look for libcuda.so.1 and libcudart.so in DIR first\n"
-    "                        (a non-default install, or leakwatch's CPU stand-ins:\n"
-    "                        build/tests/lib in the build folder)\n"
+    "                        (a non-default install)\n"
+    "      --cuda-stand-ins  run the probes on this installation's CPU stand-ins\n"
+    "                        for libcuda.so.1 and libcudart.so (no GPU needed)\n"
     "      --library PATH    check this libleakwatch.so instead of the one\n"
     "                        installed with this command\n"
     "      --python PY       the Python to check PyTorch with (default: python3)\n"
@@ -455,20 +456,24 @@ static void remove_dir(const char *dir) {
 
 int lw_cmd_doctor(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "--probe")) return probe_main(argv[2]);
-    enum { O_CUDA_LIBS = 256, O_LIBRARY, O_PYTHON };
+    enum { O_CUDA_LIBS = 256, O_STAND_INS, O_LIBRARY, O_PYTHON };
     static const struct option opts[] = {{"cuda-libs", required_argument, NULL, O_CUDA_LIBS},
+                                         {"cuda-stand-ins", no_argument, NULL, O_STAND_INS},
                                          {"library", required_argument, NULL, O_LIBRARY},
                                          {"python", required_argument, NULL, O_PYTHON},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *cuda_libs = NULL, *library = NULL, *python = "python3";
-    int c;
+    int c, stand_ins = 0;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case O_CUDA_LIBS:
             cuda_libs = optarg;
+            break;
+        case O_STAND_INS:
+            stand_ins = 1;
             break;
         case O_LIBRARY:
             library = optarg;
@@ -486,7 +491,16 @@ int lw_cmd_doctor(int argc, char **argv) {
     if (optind < argc)
         return lw_cli_usage_error("doctor", "unexpected argument '%s'", argv[optind]);
     char libs_abs[PATH_MAX];
-    if (cuda_libs) {
+    if (stand_ins && cuda_libs)
+        return lw_cli_usage_error("doctor", "--cuda-stand-ins and --cuda-libs: give one");
+    if (stand_ins) {
+        char err0[1024];
+        if (lw_run_find_stand_ins(libs_abs, sizeof libs_abs, err0, sizeof err0) != 0) {
+            lw_cli_error("%s", err0);
+            return LW_EXIT_ERROR;
+        }
+        cuda_libs = libs_abs;
+    } else if (cuda_libs) {
         if (!realpath(cuda_libs, libs_abs)) {
             lw_cli_error("--cuda-libs %s: no such folder; give the folder that holds "
                          "libcuda.so.1 (and libcudart.so)",
@@ -538,8 +552,7 @@ int lw_cmd_doctor(int argc, char **argv) {
     if (!drv || drv[0] == '-') {
         item(0, "CUDA driver: libcuda.so.1 cannot be loaded (%s)", drv ? drv + 2 : "?");
         todo("no NVIDIA driver here, so no GPU: run this on the GPU machine; to check "
-             "leakwatch itself on the CPU stand-ins: leakwatch doctor --cuda-libs "
-             "build/tests/lib");
+             "leakwatch itself on its CPU stand-ins: leakwatch doctor --cuda-stand-ins");
     } else {
         int dv = atoi(drv);
         const char *path = strchr(drv, ' ');

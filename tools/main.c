@@ -23,7 +23,7 @@ static const struct {
     {"ps", "[options]", "list the processes leakwatch watches", lw_cmd_ps},
     {"top", "[options] PID", "watch a running process live", lw_cmd_top},
     {"snapshot", "PID [-o FILE]", "save a running process's report now", lw_cmd_snapshot},
-    {"doctor", "[--cuda-libs DIR]", "check that leakwatch sees this machine's CUDA", lw_cmd_doctor},
+    {"doctor", "[options]", "check that leakwatch sees this machine's CUDA", lw_cmd_doctor},
 };
 enum { NCMDS = sizeof cmds / sizeof cmds[0] };
 

@@ -32,6 +32,17 @@ START_TEST(doctor_on_the_stand_ins) {
 }
 END_TEST
 
+START_TEST(doctor_with_cuda_stand_ins) {
+    const char *args[] = {"doctor", "--cuda-stand-ins", "--python", "/nonexistent/python3", NULL};
+    lw_run r;
+    lw_cli_run(&r, args, NULL);
+    ck_assert_msg(r.exit_code == 0, "exit %d\n%s%s", r.exit_code, r.out, r.err);
+    HAS(&r, "ok      runtime (cudaMalloc): 3145728 bytes");
+    HAS(&r, "all is well (no GPU here");
+    lw_run_free(&r);
+}
+END_TEST
+
 START_TEST(doctor_without_a_driver) {
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (!h) h = dlopen("libcuda.so.1", RTLD_LAZY);
@@ -47,7 +58,7 @@ START_TEST(doctor_without_a_driver) {
     ck_assert_int_eq(r.exit_code, 1);
     HAS(&r, "MISSING CUDA driver: libcuda.so.1 cannot be loaded");
     HAS(&r, "so no GPU");
-    HAS(&r, "--cuda-libs");
+    HAS(&r, "--cuda-stand-ins");
     lw_run_free(&r);
 }
 END_TEST
@@ -71,6 +82,7 @@ int main(void) {
     TCase *tc = tcase_create("doctor");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, doctor_on_the_stand_ins);
+    tcase_add_test(tc, doctor_with_cuda_stand_ins);
     tcase_add_test(tc, doctor_without_a_driver);
     tcase_add_test(tc, doctor_bad_usage);
     suite_add_tcase(s, tc);
