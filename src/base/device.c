@@ -121,6 +121,10 @@ void lw_device_sample(void) {
     release(dev);
 }
 
+int lw_device_have_reading(void) {
+    return atomic_load(&dev_total) >= 0;
+}
+
 void lw_device_last_mem(int64_t *free_bytes, int64_t *total_bytes) {
     *free_bytes = atomic_load(&dev_free);
     *total_bytes = atomic_load(&dev_total);

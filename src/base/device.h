@@ -19,6 +19,8 @@ int lw_device_current(void);
  * a second, for the device last seen allocating: called by the worker thread
  * only. */
 void lw_device_sample(void);
+/* 1 once a reading was taken. */
+int lw_device_have_reading(void);
 /* The latest reading; -1 when unknown. */
 void lw_device_last_mem(int64_t *free_bytes, int64_t *total_bytes);
 /* A forked child forgets its parent's reading and contexts. */
