@@ -147,9 +147,19 @@ $(STUB_DIR)/libcuda.so.1: tests/stubs/fake_cuda.c $(wildcard tests/stubs/*.h) in
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(STUB_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl
 	ln -sf libcuda.so.1 $(STUB_DIR)/libcuda.so
+# Versioned symbols, as the real runtime's (cudaMalloc@@libcudart.so.13).
 $(STUB_DIR)/libcudart.so: tests/stubs/fake_cudart.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
-	@mkdir -p $(@D)
-	$(Q)$(CC) $(STUB_CFLAGS) -shared -Wl,-soname,libcudart.so -o $@ $< -ldl -pthread
+	@mkdir -p $(@D) $(B)/obj/stubs
+	@printf 'libcudart.so.13 { global: *; };\n' > $(B)/obj/stubs/cudart13.map
+	$(Q)$(CC) $(STUB_CFLAGS) -shared -Wl,-soname,libcudart.so -Wl,--version-script,$(B)/obj/stubs/cudart13.map \
+	    -o $@ $< -ldl -pthread
+# A second runtime of another soname and version, for two runtimes in one process.
+$(STUB_DIR)/libcudart.so.12: tests/stubs/fake_cudart.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
+	@mkdir -p $(@D) $(B)/obj/stubs
+	@printf 'libcudart.so.12 { global: *; };\n' > $(B)/obj/stubs/cudart12.map
+	$(Q)$(CC) $(STUB_CFLAGS) -DFAKE_CUDART_VERSION=12080 '-DFAKE_CUDART_NAME="libcudart.so.12"' -shared \
+	    -Wl,-soname,libcudart.so.12 -Wl,--version-script,$(B)/obj/stubs/cudart12.map -o $@ $< -ldl -pthread
+STUBS += $(STUB_DIR)/libcudart.so.12
 $(STUB_DIR)/libcudart_static.a: tests/stubs/fake_cudart.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
 	@mkdir -p $(B)/obj/stubs $(@D)
 	$(Q)$(CC) $(STUB_CFLAGS) -fvisibility=hidden -DLW_FAKE_CUDART_STATIC -c $< -o $(B)/obj/stubs/fake_cudart_static.o
@@ -161,6 +171,51 @@ $(LEGACY_STUB_DIR)/libcuda.so.1: tests/stubs/fake_cuda.c $(wildcard tests/stubs/
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(STUB_CFLAGS) -DLW_FAKE_CUDA_NO_PROC_ADDRESS -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl
 STUBS += $(LEGACY_STUB_DIR)/libcuda.so.1
+
+# A driver whose cuGetProcAddress hands out its exported (interposable)
+# functions: LD_LIBRARY_PATH=$(B)/tests/lib-interposable.
+INTERPOSABLE_STUB_DIR := $(B)/tests/lib-interposable
+$(INTERPOSABLE_STUB_DIR)/libcuda.so.1: tests/stubs/fake_cuda.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(STUB_CFLAGS) -DLW_FAKE_CUDA_INTERPOSABLE -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl
+STUBS += $(INTERPOSABLE_STUB_DIR)/libcuda.so.1
+
+# Layout modules (tests/modules/mod_layout.c), opened by dl_* programs as
+# Python opens extension modules; and a second interposer.
+MOD_CFLAGS := $(STUB_CFLAGS) -O0 -fno-omit-frame-pointer -fno-inline -Itests/stubs
+MOD_DEPS := tests/modules/mod_layout.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h
+$(STUB_DIR)/libmod_rt.so: $(MOD_DEPS) $(STUB_DIR)/libcudart.so
+	$(Q)$(CC) $(MOD_CFLAGS) -DMOD_RUNTIME -DMOD_FAKE_RT -shared -o $@ $< -L$(STUB_DIR) -lcudart -ldl -Wl,-rpath,'$$ORIGIN'
+$(STUB_DIR)/libmod_rt12.so: $(MOD_DEPS) $(STUB_DIR)/libcudart.so.12
+	$(Q)$(CC) $(MOD_CFLAGS) -DMOD_RUNTIME -DMOD_FAKE_RT '-DLIB_NAME="libcudart.so.12"' -shared -o $@ $< $(STUB_DIR)/libcudart.so.12 -ldl -Wl,-rpath,'$$ORIGIN'
+$(STUB_DIR)/libmod_static.so: $(MOD_DEPS) $(STUB_DIR)/libcudart_static.a
+	$(Q)$(CC) $(MOD_CFLAGS) -DMOD_RUNTIME -DMOD_FAKE_RT -shared -o $@ $< $(STUB_DIR)/libcudart_static.a -ldl -pthread
+$(STUB_DIR)/libmod_drv.so: $(MOD_DEPS) $(STUB_DIR)/libcuda.so.1
+	$(Q)$(CC) $(MOD_CFLAGS) -DMOD_DRIVER -shared -o $@ $< -L$(STUB_DIR) -l:libcuda.so.1 -ldl -Wl,-rpath,'$$ORIGIN'
+$(STUB_DIR)/libinterposer.so: tests/modules/interposer.c $(wildcard tests/stubs/*.h) | deps
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(STUB_CFLAGS) -Itests/stubs -shared -o $@ $< -ldl
+LAYOUT_MODS := $(addprefix $(STUB_DIR)/,libmod_rt.so libmod_rt12.so libmod_static.so libmod_drv.so libinterposer.so)
+
+# NVIDIA's real runtime, where a toolkit is installed (CUDA_HOME or
+# /usr/local/cuda): a module and programs of our own linked to it, run on the
+# stand-in drivers by tests/integration/test_layouts.c.
+CUDA_LIBDIR := $(patsubst %/,%,$(dir $(firstword $(wildcard $(CUDA_HOME)/lib64/libcudart.so /usr/local/cuda/lib64/libcudart.so))))
+ifneq ($(CUDA_LIBDIR),)
+$(STUB_DIR)/libmod_realrt.so: $(MOD_DEPS) | deps
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(MOD_CFLAGS) -DMOD_RUNTIME '-DLIB_NAME="libcudart.so.13"' -shared -o $@ $< -L$(CUDA_LIBDIR) -lcudart -ldl -Wl,-rpath,$(CUDA_LIBDIR)
+$(B)/tests/programs/real_%: tests/programs/real_%.c $(wildcard tests/programs/*.h) | deps
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(PROG_CFLAGS) -Itests/stubs -o $@ $< -L$(CUDA_LIBDIR) -lcudart -ldl -Wl,-rpath,$(CUDA_LIBDIR)
+$(B)/tests/programs/realstatic_%: tests/programs/real_%.c $(wildcard tests/programs/*.h) | deps
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(PROG_CFLAGS) -Itests/stubs -o $@ $< $(CUDA_LIBDIR)/libcudart_static.a -ldl -lrt -pthread
+LAYOUT_MODS += $(STUB_DIR)/libmod_realrt.so $(B)/tests/programs/realstatic_main
+else
+PROGS := $(filter-out $(B)/tests/programs/real_%,$(PROGS))
+endif
+STUBS += $(LAYOUT_MODS)
 
 $(STUB_DIR)/libnextprobe.so: tests/integration/next_probe_lib.c | deps
 	@mkdir -p $(@D)
@@ -192,6 +247,9 @@ $(B)/tests/programs/drv_%: tests/programs/drv_%.c $(wildcard tests/programs/*.h)
 $(B)/tests/programs/static_%: tests/programs/static_%.c $(wildcard tests/programs/*.h) $(STUBS)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< $(STUB_DIR)/libcudart_static.a -ldl -Wl,-rpath,'$$ORIGIN/../lib'
+$(B)/tests/programs/dl_%: tests/programs/dl_%.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -ldl -Wl,-rpath,'$$ORIGIN/../lib'
 $(B)/tests/programs/plain_%: tests/programs/plain_%.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $<

@@ -8,7 +8,6 @@
 #include "pyframes.h"
 #include "record.h"
 #include "report.h"
-#include "device.h"
 #include "growth.h"
 #include "runstate.h"
 #include "warning.h"
@@ -162,7 +161,6 @@ LW_EXPORT void leakwatch_step(void) {
     /* Steps before the first CUDA allocation are counted, nothing more. */
     if (atomic_load_explicit(&state, memory_order_acquire) == RECORDING && owner_pid == getpid()) {
         lw_growth_step();
-        lw_device_tick();
     }
 }
 

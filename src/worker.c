@@ -2,6 +2,7 @@
 
 #include "clock.h"
 #include "control.h"
+#include "device.h"
 #include "growth.h"
 #include "log.h"
 #include "options.h"
@@ -65,12 +66,37 @@ static void *run(void *arg) {
     (void)arg;
     long interval_ms = lw_opt_int(LW_OPT_INTERVAL_MS);
     struct timespec deadline;
+    int first_polls = 0;
     clock_gettime(CLOCK_MONOTONIC, &deadline);
     for (;;) {
         deadline.tv_sec += interval_ms / 1000;
         deadline.tv_nsec += (interval_ms % 1000) * 1000000L;
         if (deadline.tv_nsec >= 1000000000L) deadline.tv_sec++, deadline.tv_nsec -= 1000000000L;
-        int timed_out = lw_growth_wait(&deadline);
+        /* The free-memory reading is taken here, never on the program's
+         * threads: a driver call inside an allocation hook could disturb
+         * what the program is doing (a stream capture). Until the first
+         * reading (and for at most a few seconds) the worker looks every
+         * 20 ms, so that it comes right after the first allocation; the
+         * interval clock is not affected. */
+        int timed_out;
+        for (;;) {
+            struct timespec until = deadline, now;
+            int early = 0;
+            if (first_polls < 150 && !lw_device_have_reading()) {
+                first_polls++;
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                now.tv_nsec += 20 * 1000000L;
+                if (now.tv_nsec >= 1000000000L) now.tv_sec++, now.tv_nsec -= 1000000000L;
+                if (now.tv_sec < deadline.tv_sec ||
+                    (now.tv_sec == deadline.tv_sec && now.tv_nsec < deadline.tv_nsec)) {
+                    until = now;
+                    early = 1;
+                }
+            }
+            timed_out = lw_growth_wait(&until);
+            lw_device_sample();
+            if (!timed_out || !early) break;
+        }
         lw_growth_update(timed_out);
         if (lw_growth_take_warning()) lw_warning_leak();
         periodic_outputs();

@@ -52,6 +52,12 @@ SAME(lw_pfn_cuMemAllocHost_v3020, PFN_cuMemAllocHost_v3020)
 SAME(lw_pfn_cuMemFreeHost_v2000, PFN_cuMemFreeHost_v2000)
 SAME(lw_pfn_cuCtxGetDevice_v2000, PFN_cuCtxGetDevice_v2000)
 SAME(lw_pfn_cuMemGetInfo_v3020, PFN_cuMemGetInfo_v3020)
+SAME(lw_pfn_cuCtxGetCurrent_v4000, PFN_cuCtxGetCurrent_v4000)
+SAME(lw_pfn_cuDevicePrimaryCtxGetState_v7000, PFN_cuDevicePrimaryCtxGetState_v7000)
+SAME(lw_pfn_cuDevicePrimaryCtxRetain_v7000, PFN_cuDevicePrimaryCtxRetain_v7000)
+SAME(lw_pfn_cuDevicePrimaryCtxRelease_v11000, PFN_cuDevicePrimaryCtxRelease_v11000)
+SAME(lw_pfn_cuCtxPushCurrent_v4000, PFN_cuCtxPushCurrent_v4000)
+SAME(lw_pfn_cuCtxPopCurrent_v4000, PFN_cuCtxPopCurrent_v4000)
 SAME(lw_pfn_cuGetExportTable_v3000, PFN_cuGetExportTable_v3000)
 
 /* Runtime functions: our types against the declarations themselves. */

@@ -23,6 +23,7 @@ static const struct {
     {"ps", "[options]", "list the processes leakwatch watches", lw_cmd_ps},
     {"top", "[options] PID", "watch a running process live", lw_cmd_top},
     {"snapshot", "PID [-o FILE]", "save a running process's report now", lw_cmd_snapshot},
+    {"doctor", "[options]", "check that leakwatch sees this machine's CUDA", lw_cmd_doctor},
 };
 enum { NCMDS = sizeof cmds / sizeof cmds[0] };
 
@@ -118,8 +119,9 @@ static int help(int argc, char **argv) {
             char *sub[] = {argv[1], "--help", NULL};
             return cmds[i].fn(2, sub);
         }
-    lw_cli_error("help: unknown command '%s'; commands: run, report, ps, top, snapshot, env",
-                 argv[1]);
+    lw_cli_error(
+        "help: unknown command '%s'; commands: run, report, ps, top, snapshot, doctor, env",
+        argv[1]);
     return LW_EXIT_USAGE;
 }
 
@@ -142,8 +144,9 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "--library")) return library();
     for (int i = 0; i < NCMDS; i++)
         if (!strcmp(cmd, cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
-    lw_cli_error("unknown command '%s'; commands: run, report, ps, top, snapshot, help (see "
-                 "'leakwatch --help')",
-                 cmd);
+    lw_cli_error(
+        "unknown command '%s'; commands: run, report, ps, top, snapshot, doctor, help (see "
+        "'leakwatch --help')",
+        cmd);
     return LW_EXIT_USAGE;
 }

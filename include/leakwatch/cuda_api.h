@@ -118,6 +118,13 @@ typedef CUresult (*lw_pfn_cuMemAllocHost_v3020)(void **pp, size_t bytesize);
 typedef CUresult (*lw_pfn_cuMemFreeHost_v2000)(void *p);
 typedef CUresult (*lw_pfn_cuCtxGetDevice_v2000)(CUdevice *device);
 typedef CUresult (*lw_pfn_cuMemGetInfo_v3020)(size_t *free, size_t *total);
+typedef CUresult (*lw_pfn_cuCtxGetCurrent_v4000)(CUcontext *pctx);
+typedef CUresult (*lw_pfn_cuDevicePrimaryCtxGetState_v7000)(CUdevice dev, unsigned int *flags,
+                                                            int *active);
+typedef CUresult (*lw_pfn_cuDevicePrimaryCtxRetain_v7000)(CUcontext *pctx, CUdevice dev);
+typedef CUresult (*lw_pfn_cuDevicePrimaryCtxRelease_v11000)(CUdevice dev);
+typedef CUresult (*lw_pfn_cuCtxPushCurrent_v4000)(CUcontext ctx);
+typedef CUresult (*lw_pfn_cuCtxPopCurrent_v4000)(CUcontext *pctx);
 typedef CUresult (*lw_pfn_cuGetExportTable_v3000)(const void **ppExportTable,
                                                   const CUuuid *pExportTableId);
 

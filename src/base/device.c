@@ -8,36 +8,121 @@
 
 #include <stdatomic.h>
 
-int lw_device_current(void) {
-    lw_pfn_cuCtxGetDevice_v2000 fn =
-        (lw_pfn_cuCtxGetDevice_v2000)lw_driver_symbol("cuCtxGetDevice");
-    CUdevice dev = -1;
-    /* Can fail on a thread without a context (seen in other interposers):
-     * then the device is unknown, nothing more. */
-    if (!fn || fn(&dev) != CUDA_SUCCESS || dev < 0) return -1;
-    return dev;
+/* Driver functions, from libcuda.so.1 itself (lw_driver_symbol), which
+ * leakwatch keeps loaded from the first lookup on. */
+static void *_Atomic fn_get_current, *_Atomic fn_get_device, *_Atomic fn_push, *_Atomic fn_pop,
+    *_Atomic fn_mem_info, *_Atomic fn_state, *_Atomic fn_retain, *_Atomic fn_release;
+
+static void *driver_fn(void *_Atomic *slot, const char *name) {
+    void *p = atomic_load_explicit(slot, memory_order_acquire);
+    if (!p) {
+        p = lw_driver_symbol(name);
+        if (p) atomic_store_explicit(slot, p, memory_order_release);
+    }
+    return p;
 }
 
-int lw_device_mem_info(size_t *free_bytes, size_t *total_bytes) {
-    lw_pfn_cuMemGetInfo_v3020 fn = (lw_pfn_cuMemGetInfo_v3020)lw_driver_symbol("cuMemGetInfo_v2");
-    if (!fn || fn(free_bytes, total_bytes) != CUDA_SUCCESS) return -1;
-    return 0;
+/* Context -> device, for the few contexts a process has. A context's device
+ * never changes; a slot is written once (dev first, then the key). */
+#define CTX_SLOTS 32
+static void *_Atomic ctx_key[CTX_SLOTS];
+static _Atomic int ctx_dev[CTX_SLOTS];
+static atomic_flag ctx_adding = ATOMIC_FLAG_INIT;
+static _Atomic int last_device = -1;
+
+static int known_device(void *ctx) {
+    for (int i = 0; i < CTX_SLOTS; i++) {
+        void *k = atomic_load_explicit(&ctx_key[i], memory_order_acquire);
+        if (!k) return -2;
+        if (k == ctx) return atomic_load_explicit(&ctx_dev[i], memory_order_relaxed);
+    }
+    return -2;
+}
+
+static void remember_device(void *ctx, int dev) {
+    /* Contended or full: the next allocation asks again, nothing worse. */
+    if (atomic_flag_test_and_set_explicit(&ctx_adding, memory_order_acquire)) return;
+    for (int i = 0; i < CTX_SLOTS; i++) {
+        void *k = atomic_load_explicit(&ctx_key[i], memory_order_relaxed);
+        if (k == ctx) break;
+        if (!k) {
+            atomic_store_explicit(&ctx_dev[i], dev, memory_order_relaxed);
+            atomic_store_explicit(&ctx_key[i], ctx, memory_order_release);
+            break;
+        }
+    }
+    atomic_flag_clear_explicit(&ctx_adding, memory_order_release);
+}
+
+int lw_device_current(void) {
+    lw_pfn_cuCtxGetCurrent_v4000 get_current =
+        (lw_pfn_cuCtxGetCurrent_v4000)driver_fn(&fn_get_current, "cuCtxGetCurrent");
+    CUcontext ctx = NULL;
+    /* No context on this thread (or a driver that failed to start): the
+     * device is unknown, nothing more. */
+    if (!get_current || get_current(&ctx) != CUDA_SUCCESS || !ctx) return -1;
+    int dev = known_device(ctx);
+    if (dev == -2) {
+        lw_pfn_cuCtxGetDevice_v2000 get_device =
+            (lw_pfn_cuCtxGetDevice_v2000)driver_fn(&fn_get_device, "cuCtxGetDevice");
+        CUdevice d = -1;
+        if (!get_device || get_device(&d) != CUDA_SUCCESS || d < 0) return -1;
+        remember_device(ctx, d);
+        dev = d;
+    }
+    if (atomic_load_explicit(&last_device, memory_order_relaxed) != dev)
+        atomic_store_explicit(&last_device, dev, memory_order_relaxed);
+    return dev;
 }
 
 static _Atomic int64_t dev_free = -1, dev_total = -1;
 static _Atomic uint64_t meminfo_ns;
 
-void lw_device_tick(void) {
-    static _Thread_local unsigned n;
-    if ((n++ & 255) != 0) return;
+/* The reading is taken in the device's primary context, and only while that
+ * context is active (the program holds it, as the runtime does): retaining
+ * an active primary context creates nothing, and our reference keeps it
+ * valid while we use it, whatever the program does meanwhile. A context
+ * handle remembered from the program's thread could have been destroyed
+ * since; a primary context retained when inactive would be created. */
+void lw_device_sample(void) {
+    int dev = atomic_load_explicit(&last_device, memory_order_relaxed);
+    if (dev < 0) return;
     uint64_t now = lw_now_coarse_ns(), then = atomic_load(&meminfo_ns);
     if (then && now - then < 1000000000ull) return;
-    if (!atomic_compare_exchange_strong(&meminfo_ns, &then, now ? now : 1)) return;
-    size_t fr, total;
-    if (lw_device_mem_info(&fr, &total) == 0) {
-        atomic_store(&dev_free, (int64_t)fr);
-        atomic_store(&dev_total, (int64_t)total);
+    atomic_store(&meminfo_ns, now ? now : 1);
+    lw_pfn_cuDevicePrimaryCtxGetState_v7000 state =
+        (lw_pfn_cuDevicePrimaryCtxGetState_v7000)driver_fn(&fn_state, "cuDevicePrimaryCtxGetState");
+    lw_pfn_cuDevicePrimaryCtxRetain_v7000 retain =
+        (lw_pfn_cuDevicePrimaryCtxRetain_v7000)driver_fn(&fn_retain, "cuDevicePrimaryCtxRetain");
+    lw_pfn_cuDevicePrimaryCtxRelease_v11000 release =
+        (lw_pfn_cuDevicePrimaryCtxRelease_v11000)driver_fn(&fn_release,
+                                                           "cuDevicePrimaryCtxRelease_v2");
+    lw_pfn_cuCtxPushCurrent_v4000 push =
+        (lw_pfn_cuCtxPushCurrent_v4000)driver_fn(&fn_push, "cuCtxPushCurrent_v2");
+    lw_pfn_cuCtxPopCurrent_v4000 pop =
+        (lw_pfn_cuCtxPopCurrent_v4000)driver_fn(&fn_pop, "cuCtxPopCurrent_v2");
+    lw_pfn_cuMemGetInfo_v3020 info =
+        (lw_pfn_cuMemGetInfo_v3020)driver_fn(&fn_mem_info, "cuMemGetInfo_v2");
+    if (!state || !retain || !release || !push || !pop || !info) return;
+    unsigned int flags = 0;
+    int active = 0;
+    if (state(dev, &flags, &active) != CUDA_SUCCESS || !active) return;
+    CUcontext ctx = NULL;
+    if (retain(&ctx, dev) != CUDA_SUCCESS) return;
+    if (push(ctx) == CUDA_SUCCESS) {
+        size_t fr = 0, total = 0;
+        if (info(&fr, &total) == CUDA_SUCCESS) {
+            atomic_store(&dev_free, (int64_t)fr);
+            atomic_store(&dev_total, (int64_t)total);
+        }
+        CUcontext popped = NULL;
+        pop(&popped);
     }
+    release(dev);
+}
+
+int lw_device_have_reading(void) {
+    return atomic_load(&dev_total) >= 0;
 }
 
 void lw_device_last_mem(int64_t *free_bytes, int64_t *total_bytes) {
@@ -49,4 +134,9 @@ void lw_device_forget(void) {
     atomic_store(&dev_free, -1);
     atomic_store(&dev_total, -1);
     atomic_store(&meminfo_ns, 0);
+    /* A child's contexts are not its parent's (CUDA does not survive fork). */
+    atomic_store(&last_device, -1);
+    for (int i = 0; i < CTX_SLOTS; i++)
+        atomic_store(&ctx_key[i], NULL);
+    atomic_flag_clear(&ctx_adding);
 }

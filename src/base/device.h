@@ -1,23 +1,29 @@
-/* Questions leakwatch asks the driver itself, directly (never through hooks). */
+/* Questions leakwatch asks the driver itself, directly (never through hooks).
+ *
+ * On the program's allocating threads leakwatch asks only for the calling
+ * thread's current context (cuCtxGetCurrent: a read of the driver's
+ * thread-local state, no side effect), and for that context's device once per
+ * context (cuCtxGetDevice, on a context's first allocation). The free-memory
+ * reading (cuMemGetInfo) is taken on the worker thread, inside the context
+ * last seen allocating (pushed and popped there). */
 #ifndef LW_DEVICE_H
 #define LW_DEVICE_H
 
-#include <stddef.h>
 #include <stdint.h>
 
-/* The calling thread's current device, or -1 when it has no context. */
+/* The calling thread's current device, or -1 when it has no context. Also
+ * remembers the device for lw_device_sample. */
 int lw_device_current(void);
 
-/* Free and total memory of the current device; -1 when unknown. */
-int lw_device_mem_info(size_t *free_bytes, size_t *total_bytes);
-
-/* Refreshes the device's free and total memory now and then (at most once a
- * second, every 256th call on a thread), from a thread that has a CUDA
- * context: called on the allocation path and at step marks. */
-void lw_device_tick(void);
+/* Refreshes the reading of the device's free and total memory, at most once
+ * a second, for the device last seen allocating: called by the worker thread
+ * only. */
+void lw_device_sample(void);
+/* 1 once a reading was taken. */
+int lw_device_have_reading(void);
 /* The latest reading; -1 when unknown. */
 void lw_device_last_mem(int64_t *free_bytes, int64_t *total_bytes);
-/* A forked child forgets its parent's reading. */
+/* A forked child forgets its parent's reading and contexts. */
 void lw_device_forget(void);
 
 #endif

@@ -3,6 +3,7 @@
 #include "log.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <link.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -33,29 +34,26 @@ void *lw_real_dlsym(void *handle, const char *name) {
     return lw_real_dlsym_function()(handle, name);
 }
 
-void *lw_real_next(void *_Atomic *slot, const char *name) {
-    void *p = atomic_load_explicit(slot, memory_order_acquire);
-    if (p) return p;
-    p = lw_real_dlsym(RTLD_NEXT, name);
-    if (p && lw_is_own_address((uintptr_t)p)) p = NULL;
-    if (p) atomic_store_explicit(slot, p, memory_order_release);
-    return p;
-}
-
 /* ---- our own text range ---- */
 static uintptr_t own_lo, own_hi;
 static atomic_int own_state; /* 0 unknown, 1 known, -1 failed */
 
-static int find_own(struct dl_phdr_info *info, size_t size, void *data) {
-    uintptr_t probe = (uintptr_t)data;
-    uintptr_t lo = UINTPTR_MAX, hi = 0;
+/* The PT_LOAD span of one loaded object. */
+static void object_span(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi) {
+    *lo = UINTPTR_MAX;
+    *hi = 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD) continue;
         uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-        if (a < lo) lo = a;
-        if (a + ph->p_memsz > hi) hi = a + ph->p_memsz;
+        if (a < *lo) *lo = a;
+        if (a + ph->p_memsz > *hi) *hi = a + ph->p_memsz;
     }
+}
+
+static int find_own(struct dl_phdr_info *info, size_t size, void *data) {
+    uintptr_t probe = (uintptr_t)data, lo, hi;
+    object_span(info, &lo, &hi);
     if (probe >= lo && probe < hi) {
         own_lo = lo;
         own_hi = hi;
@@ -74,34 +72,255 @@ int lw_is_own_address(uintptr_t addr) {
     return st == 1 && addr >= own_lo && addr < own_hi;
 }
 
-/* ---- driver functions we call ourselves ---- */
-static void *_Atomic drv_ctx_get_device;
-static void *_Atomic drv_mem_get_info;
-
-static void *_Atomic *driver_slot(const char *name) {
-    if (strcmp(name, "cuCtxGetDevice") == 0) return &drv_ctx_get_device;
-    if (strcmp(name, "cuMemGetInfo_v2") == 0) return &drv_mem_get_info;
-    return NULL;
+const char *lw_own_export_name(const void *addr) {
+    Dl_info info;
+    if (!addr || !lw_is_own_address((uintptr_t)addr)) return NULL;
+    if (!dladdr(addr, &info) || info.dli_saddr != addr) return NULL;
+    return info.dli_sname;
 }
 
-void lw_note_driver_symbol(const char *versioned_name, void *fn) {
-    void *_Atomic *slot = driver_slot(versioned_name);
+/* ---- objects kept loaded ----
+ * A pointer leakwatch keeps (a real function behind a wrapper) must stay
+ * valid for as long as the process may call it: the object it lies in gets
+ * one reference of ours (dlopen with RTLD_NOLOAD takes one and loads
+ * nothing), never given back. Without it, the CUDA runtime's dlclose of the
+ * driver after a failed start, or a module's dlclose, would leave us calling
+ * unmapped code. Lock-free (the table only grows; fork-safe). */
+#define KEPT_MAX 256
+static uintptr_t kept_base[KEPT_MAX];
+static atomic_int kept_ready[KEPT_MAX];
+static atomic_int kept_claimed;
+
+int lw_keep_loaded(const void *addr) {
+    Dl_info info;
+    if (!addr || !dladdr(addr, &info) || !info.dli_fname || !info.dli_fname[0]) return -1;
+    uintptr_t base = (uintptr_t)info.dli_fbase;
+    if (lw_is_own_address(base)) return 0;
+    int n = atomic_load_explicit(&kept_claimed, memory_order_acquire);
+    for (int i = 0; i < n && i < KEPT_MAX; i++)
+        if (atomic_load_explicit(&kept_ready[i], memory_order_acquire) && kept_base[i] == base)
+            return 0;
+    void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) return -1;
+    /* Racing threads may both take a reference: one too many, never one
+     * too few. A full table only costs more dlopen calls. */
+    int i = atomic_fetch_add(&kept_claimed, 1);
+    if (i < KEPT_MAX) {
+        kept_base[i] = base;
+        atomic_store_explicit(&kept_ready[i], 1, memory_order_release);
+    }
+    return 0;
+}
+
+/* ---- symbol versions ----
+ * The version a definition was exported under ("libcudart.so.13" for
+ * cudaMalloc@@libcudart.so.13), or NULL for an unversioned one, read from the
+ * object's dynamic section as the dynamic linker does. */
+static const char *symbol_version(const void *addr) {
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    struct link_map *lm = NULL;
+    if (!dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym) return NULL;
+    if (!dladdr1(addr, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm || !lm->l_ld) return NULL;
+    const ElfW(Sym) *symtab = NULL;
+    const char *strtab = NULL;
+    const ElfW(Half) *versym = NULL;
+    const char *verdef = NULL;
+    for (const ElfW(Dyn) *d = lm->l_ld; d->d_tag != DT_NULL; d++) {
+        /* glibc relocates these in place on most targets, not on all. */
+        uintptr_t p = d->d_un.d_ptr;
+        if (p < lm->l_addr) p += lm->l_addr;
+        switch (d->d_tag) {
+        case DT_SYMTAB:
+            symtab = (const ElfW(Sym) *)p;
+            break;
+        case DT_STRTAB:
+            strtab = (const char *)p;
+            break;
+        case DT_VERSYM:
+            versym = (const ElfW(Half) *)p;
+            break;
+        case DT_VERDEF:
+            verdef = (const char *)p;
+            break;
+        default:
+            break;
+        }
+    }
+    if (!symtab || !strtab || !versym || !verdef || sym < symtab) return NULL;
+    ElfW(Half) v = versym[sym - symtab] & 0x7fff;
+    if (v <= 1) return NULL; /* local or base: unversioned */
+    for (const char *p = verdef;;) {
+        const ElfW(Verdef) *vd = (const ElfW(Verdef) *)p;
+        if (vd->vd_ndx == v && !(vd->vd_flags & VER_FLG_BASE)) {
+            const ElfW(Verdaux) *aux = (const ElfW(Verdaux) *)(p + vd->vd_aux);
+            return strtab + aux->vda_name;
+        }
+        if (!vd->vd_next) return NULL;
+        p += vd->vd_next;
+    }
+}
+
+/* ---- the real function for a caller ---- */
+
+/* One object that called one of our runtime exports. */
+typedef struct {
+    uintptr_t lo, hi; /* its mapped span: return addresses in it are its calls */
+    void *handle;     /* its dependency tree (our reference); NULL: the program */
+    void *_Atomic fn[LW_CALLER_FUNCS];
+} caller_obj;
+
+#define CALLERS_MAX 64
+static caller_obj callers[CALLERS_MAX];
+static atomic_int callers_ready[CALLERS_MAX];
+static atomic_int callers_claimed;
+/* Calls from code in no object (generated code) or past a full table. */
+static void *_Atomic anonymous_fn[LW_CALLER_FUNCS];
+
+struct find_obj {
+    uintptr_t addr, lo, hi;
+    const char *name;
+    int index, is_program;
+};
+
+static int find_object(struct dl_phdr_info *info, size_t size, void *data) {
+    struct find_obj *f = data;
+    uintptr_t lo, hi;
+    object_span(info, &lo, &hi);
+    if (f->addr >= lo && f->addr < hi) {
+        f->lo = lo;
+        f->hi = hi;
+        f->name = info->dlpi_name;
+        f->is_program = f->index == 0; /* the executable comes first */
+        return 1;
+    }
+    f->index++;
+    return 0;
+}
+
+static caller_obj *add_caller(uintptr_t ra) {
+    struct find_obj f = {.addr = ra};
+    if (!dl_iterate_phdr(find_object, &f)) return NULL;
+    void *h = NULL;
+    /* The program's own scope is the global one: RTLD_NEXT answers for it. */
+    if (!f.is_program && f.name && f.name[0] && !lw_is_own_address(ra))
+        h = dlopen(f.name, RTLD_LAZY | RTLD_NOLOAD);
+    int i = atomic_fetch_add(&callers_claimed, 1);
+    if (i >= CALLERS_MAX) {
+        lw_log_once(callers_full,
+                    "more than %d libraries call the CUDA runtime; calls from the others go to "
+                    "the runtime in the global scope",
+                    CALLERS_MAX);
+        return NULL;
+    }
+    callers[i].lo = f.lo;
+    callers[i].hi = f.hi;
+    callers[i].handle = h;
+    atomic_store_explicit(&callers_ready[i], 1, memory_order_release);
+    return &callers[i];
+}
+
+/* Which of the two definitions the dynamic linker would bind the caller's
+ * reference to, given that next comes first in the global scope: next,
+ * unless it carries a symbol version other than the caller's own runtime's
+ * (a different libcudart: cudaMalloc@libcudart.so.12 does not satisfy a
+ * reference to cudaMalloc@libcudart.so.13). An unversioned definition (an
+ * interposer) satisfies every reference. */
+static void *choose(void *local, void *next) {
+    if (!local) return next;
+    if (!next || next == local) return local;
+    const char *vn = symbol_version(next);
+    if (!vn) return next;
+    const char *vl = symbol_version(local);
+    if (vl && strcmp(vl, vn) != 0) return local;
+    return next;
+}
+
+static void *resolve(const caller_obj *c, const char *name) {
+    void *next = lw_real_dlsym(RTLD_NEXT, name);
+    if (next && lw_is_own_address((uintptr_t)next)) next = NULL;
+    void *local = NULL;
+    if (c && c->handle) {
+        local = lw_real_dlsym(c->handle, name);
+        /* The caller's own definition is not its target: an interposer
+         * loaded before us that forwards to us would be called again. */
+        if (local && (lw_is_own_address((uintptr_t)local) ||
+                      ((uintptr_t)local >= c->lo && (uintptr_t)local < c->hi)))
+            local = NULL;
+    }
+    void *p = choose(local, next);
+    if (p) lw_keep_loaded(p);
+    return p;
+}
+
+static caller_obj *caller_of(uintptr_t a) {
+    int n = atomic_load_explicit(&callers_claimed, memory_order_acquire);
+    if (n > CALLERS_MAX) n = CALLERS_MAX;
+    caller_obj *c = NULL;
+    for (int i = 0; i < n; i++) {
+        if (!atomic_load_explicit(&callers_ready[i], memory_order_acquire)) continue;
+        if (a >= callers[i].lo && a < callers[i].hi) {
+            c = &callers[i];
+            break;
+        }
+    }
+    return c ? c : add_caller(a);
+}
+
+void *lw_real_for_caller(const void *ra, int index, const char *name) {
+    if (index < 0 || index >= LW_CALLER_FUNCS) return NULL;
+    caller_obj *c = caller_of((uintptr_t)ra);
+    void *_Atomic *slot = c ? &c->fn[index] : &anonymous_fn[index];
+    void *p = atomic_load_explicit(slot, memory_order_acquire);
+    if (p) return p;
+    p = resolve(c, name);
+    if (p) atomic_store_explicit(slot, p, memory_order_release);
+    return p;
+}
+
+void *lw_default_for_caller(const void *ra, const char *name) {
+    void *next = lw_real_dlsym(RTLD_NEXT, name);
+    if (next && !lw_is_own_address((uintptr_t)next)) return next;
+    const caller_obj *c = caller_of((uintptr_t)ra);
+    if (!c || !c->handle) return NULL;
+    void *local = lw_real_dlsym(c->handle, name);
+    return local && !lw_is_own_address((uintptr_t)local) ? local : NULL;
+}
+
+/* ---- the driver ---- */
+static void *_Atomic driver;
+
+void *lw_driver_handle(void) {
+    void *h = atomic_load_explicit(&driver, memory_order_acquire);
+    if (h) return h;
+    /* RTLD_NOLOAD never loads anything new: a process that has no driver
+     * loaded keeps having none. The reference is ours for good. */
+    h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) return NULL;
     void *expected = NULL;
-    if (slot && fn) atomic_compare_exchange_strong(slot, &expected, fn);
+    if (!atomic_compare_exchange_strong(&driver, &expected, h)) {
+        dlclose(h); /* another thread's reference stands */
+        return expected;
+    }
+    return h;
 }
 
 void *lw_driver_symbol(const char *versioned_name) {
-    void *_Atomic *slot = driver_slot(versioned_name);
-    if (!slot) return NULL;
+    void *h = lw_driver_handle();
+    if (!h) return NULL;
+    void *p = lw_real_dlsym(h, versioned_name);
+    return p && !lw_is_own_address((uintptr_t)p) ? p : NULL;
+}
+
+void *lw_driver_next(void *_Atomic *slot, const char *name) {
     void *p = atomic_load_explicit(slot, memory_order_acquire);
     if (p) return p;
-    /* libcuda.so.1 is loaded by now (we are answering one of its calls);
-     * RTLD_NOLOAD never loads anything new. */
-    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    if (h) {
-        p = lw_real_dlsym(h, versioned_name);
-        dlclose(h);
-    }
-    if (p) lw_note_driver_symbol(versioned_name, p);
+    p = lw_real_dlsym(RTLD_NEXT, name);
+    if (p && lw_is_own_address((uintptr_t)p)) p = NULL;
+    if (p)
+        lw_keep_loaded(p);
+    else
+        p = lw_driver_symbol(name);
+    if (p) atomic_store_explicit(slot, p, memory_order_release);
     return p;
 }

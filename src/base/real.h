@@ -1,7 +1,13 @@
 /* Finding the real functions behind the ones leakwatch interposes.
  *
  * leakwatch exports dlsym, so inside the library every lookup must go through
- * lw_real_dlsym: calling dlsym would come back into our own hook. */
+ * lw_real_dlsym: calling dlsym would come back into our own hook.
+ *
+ * The guarantee (README "How leakwatch reaches the real CUDA functions"):
+ * every call a hook forwards reaches the function the caller would have
+ * reached without leakwatch, and never a library that may have been
+ * unloaded, because leakwatch keeps a reference on every object it keeps a
+ * pointer into. */
 #ifndef LW_REAL_H
 #define LW_REAL_H
 
@@ -13,18 +19,48 @@ void *lw_real_dlsym(void *handle, const char *name);
 /* glibc's dlsym itself, for a caller that must tail-call it. */
 void *(*lw_real_dlsym_function(void))(void *, const char *);
 
-/* The next definition of name after this library (RTLD_NEXT), cached in *slot.
- * Returns NULL when there is none (for example a runtime symbol in a program
- * that never loaded libcudart). */
-void *lw_real_next(void *_Atomic *slot, const char *name);
+/* The function named name that a call from return address ra (a call of our
+ * export of the same name) would have reached without leakwatch: the
+ * dynamic linker binds a call to the first definition in the global scope
+ * whose symbol version matches, else to one in the caller's own dependency
+ * tree (a module opened RTLD_LOCAL). Resolved once per calling object and
+ * function (index < LW_CALLER_FUNCS, one per exported name), cached, and the
+ * calling object is kept loaded from then on. NULL when no real definition
+ * exists. */
+#define LW_CALLER_FUNCS 24
+void *lw_real_for_caller(const void *ra, int index, const char *name);
+
+/* What dlsym(RTLD_DEFAULT, name) called from return address ra would return
+ * without leakwatch, given that with it our export came first: the next
+ * definition in the global scope, else one in the caller's own dependency
+ * tree (glibc searches both). NULL when there is none. */
+void *lw_default_for_caller(const void *ra, const char *name);
+
+/* The driver: libcuda.so.1 as loaded in this process (by the runtime, or by
+ * the program), referenced by leakwatch from the first call on so that it
+ * stays loaded even when the runtime dlcloses it after a failed start.
+ * NULL while no libcuda.so.1 is loaded. */
+void *lw_driver_handle(void);
+
+/* A driver function by exported name, for a call of our export of that name:
+ * the next definition after leakwatch (another interposer, or libcuda.so.1
+ * in the global scope), else libcuda.so.1's own. Kept loaded. */
+void *lw_driver_next(void *_Atomic *slot, const char *name);
+
+/* libcuda.so.1's own definition of name (never an interposer's, never ours);
+ * NULL when the driver is not loaded or lacks it. */
+void *lw_driver_symbol(const char *versioned_name);
+
+/* Keeps the object that contains addr loaded for the rest of the process
+ * (one reference, taken once per object). Returns 0, or -1 when addr lies in
+ * no object that can be referenced (then nothing is kept). */
+int lw_keep_loaded(const void *addr);
 
 /* 1 when addr lies in libleakwatch.so itself: such pointers are never wrapped
  * again and such frames are dropped from call stacks. */
 int lw_is_own_address(uintptr_t addr);
 
-/* A driver function leakwatch itself calls (cuCtxGetDevice, cuMemGetInfo_v2),
- * noted when the program looks it up, else found in the loaded libcuda.so.1. */
-void lw_note_driver_symbol(const char *versioned_name, void *fn);
-void *lw_driver_symbol(const char *versioned_name);
+/* The exported name of leakwatch's own function at addr, or NULL. */
+const char *lw_own_export_name(const void *addr);
 
 #endif

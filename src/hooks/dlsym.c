@@ -27,10 +27,18 @@ dlsym(void *handle, const char *name) {
         dlsym_fn real = (dlsym_fn)lw_real_dlsym_function();
         return real(handle, name); /* tail call: keeps the caller's identity */
     }
+    const void *ra = __builtin_return_address(0);
     void *fn = lw_real_dlsym(handle, name);
-    /* Our own export answered (RTLD_DEFAULT finds us first). If nothing real
-     * stands behind it, say so, as the process would without us: programs
-     * probe for CUDA this way. */
-    if (fn && lw_is_own_address((uintptr_t)fn)) return lw_real_dlsym(RTLD_NEXT, name) ? fn : NULL;
+    if (fn && lw_is_own_address((uintptr_t)fn)) {
+        /* Our own export answered (RTLD_DEFAULT finds us first). Without us
+         * the caller would get the next definition in the global scope, or
+         * one from its own dependencies, or nothing: programs probe for CUDA
+         * this way, and must see what they would see without us. */
+        void *real = lw_default_for_caller(ra, name);
+        if (!real) return NULL;
+        /* Our export, when called from there, reaches that same function
+         * (and records): hand it out; else the real one itself. */
+        return lw_export_reaches(ra, name, real) ? fn : real;
+    }
     return lw_wrap_by_name(name, fn);
 }

@@ -3,9 +3,11 @@
  *
  * A caller reaches a driver function three ways: by linking libcuda.so.1
  * (then our exported function of the same name wins, and finds the real one
- * with RTLD_NEXT), through dlsym (dlsym.c), or through cuGetProcAddress
- * (how the CUDA runtime, static or shared, finds every driver function). For
- * the last two we hand out a wrapper bound to the exact real function the
+ * with lw_driver_next: the next definition in the global scope, else the one
+ * in the loaded libcuda.so.1, which a module opened RTLD_LOCAL links and the
+ * runtime opens without RTLD_GLOBAL), through dlsym (dlsym.c), or through
+ * cuGetProcAddress (how the CUDA runtime, static or shared, finds every
+ * driver function). For the last two we hand out a wrapper bound to the exact real function the
  * lookup returned: each wrapped function has a few "slots", each a wrapper
  * with its own real pointer, filled first come first served. So the plain and
  * the per-thread-stream (_ptsz) versions of an async function, which share a
@@ -231,7 +233,7 @@ static CUresult cuGetProcAddress_body(lw_pfn_cuGetProcAddress_v11030 real, const
 #define EXPORT(EXPNAME, NAME, T, P, A)                                                             \
     static void *_Atomic EXPNAME##_next;                                                           \
     LW_EXPORT CUresult EXPNAME P {                                                                 \
-        return NAME##_body((T)lw_real_next(&EXPNAME##_next, #EXPNAME), UNPAREN A);                 \
+        return NAME##_body((T)lw_driver_next(&EXPNAME##_next, #EXPNAME), UNPAREN A);               \
     }
 
 #define P_ALLOC (CUdeviceptr * dptr, size_t size)
@@ -358,17 +360,38 @@ static const entry entries[] = {
 };
 #define NENTRIES (sizeof entries / sizeof entries[0])
 
+static const entry *entry_named(const char *name) {
+    for (size_t i = 0; i < NENTRIES; i++)
+        if (strcmp(name, entries[i].name) == 0) return &entries[i];
+    return NULL;
+}
+
 static void *wrap(const entry *e, void *fn) {
-    if (!fn || lw_is_own_address((uintptr_t)fn)) return fn;
+    if (!fn) return fn;
+    if (lw_is_own_address((uintptr_t)fn)) {
+        /* A driver whose exports can be interposed (built without
+         * -Bsymbolic) hands out the address of its exported function, which
+         * under LD_PRELOAD is ours: wrap the driver's own function instead.
+         * Anything else of ours (a slot) is a wrapper already. */
+        const char *name = lw_own_export_name(fn);
+        const entry *own = name ? entry_named(name) : NULL;
+        void *real = own ? lw_driver_symbol(name) : NULL;
+        if (!real) return fn; /* our export still reaches the driver */
+        e = own;
+        fn = real;
+    }
     for (int i = 0; i < LW_SLOTS; i++) {
         void *cur = atomic_load_explicit(&e->real[i], memory_order_acquire);
         if (cur == fn) return e->slots[i];
         if (!cur) {
             void *expected = NULL;
+            /* The object fn lies in stays loaded while the slot holds it. */
+            lw_keep_loaded(fn);
             if (atomic_compare_exchange_strong(&e->real[i], &expected, fn) || expected == fn)
                 return e->slots[i];
         }
     }
+    lw_keep_loaded(fn);
     lw_log_once(slots_full,
                 "more than %d different %s functions were looked up; the later ones "
                 "are passed through untracked",
@@ -376,20 +399,9 @@ static void *wrap(const entry *e, void *fn) {
     return fn;
 }
 
-/* Functions leakwatch calls itself, noted when the program finds them. */
-static void note_driver_functions(const char *symbol, int version, void *fn) {
-    /* From CUDA 13.0 on, "cuCtxGetDevice" looks up cuCtxGetDevice_v2, which
-     * takes a context as well: only the older one is ours to call. */
-    if (strcmp(symbol, "cuCtxGetDevice") == 0 && version < 13000)
-        lw_note_driver_symbol("cuCtxGetDevice", fn);
-    else if (strcmp(symbol, "cuMemGetInfo") == 0 && version >= 3020)
-        lw_note_driver_symbol("cuMemGetInfo_v2", fn);
-}
-
 void *lw_wrap_by_base(const char *symbol, int version, cuuint64_t flags, void *fn,
                       lw_pfn_cuGetProcAddress_v12000 query_v2) {
     if (!lw_maybe_driver_name(symbol)) return fn;
-    note_driver_functions(symbol, version, fn);
     for (size_t i = 0; i < NENTRIES; i++) {
         const entry *e = &entries[i];
         if (strcmp(symbol, e->base) != 0) continue;
@@ -416,11 +428,6 @@ void *lw_wrap_by_base(const char *symbol, int version, cuuint64_t flags, void *f
 
 void *lw_wrap_by_name(const char *name, void *fn) {
     if (!fn || !lw_maybe_driver_name(name)) return fn;
-    if (strcmp(name, "cuCtxGetDevice") == 0 || strcmp(name, "cuMemGetInfo_v2") == 0) {
-        lw_note_driver_symbol(name, fn);
-        return fn;
-    }
-    for (size_t i = 0; i < NENTRIES; i++)
-        if (strcmp(name, entries[i].name) == 0) return wrap(&entries[i], fn);
-    return fn;
+    const entry *e = entry_named(name);
+    return e ? wrap(e, fn) : fn;
 }

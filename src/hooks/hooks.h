@@ -18,6 +18,11 @@ void *lw_wrap_by_base(const char *symbol, int cuda_version, cuuint64_t flags, vo
  * "cuMemAllocAsync_ptsz"), as dlsym does. */
 void *lw_wrap_by_name(const char *versioned_name, void *fn);
 
+/* 1 when our export named name, called from return address ra, forwards to
+ * real (runtime exports forward per caller; the driver's exports all reach
+ * the one driver). */
+int lw_export_reaches(const void *ra, const char *name, void *real);
+
 /* Cheap tests: can name be one that lw_wrap_by_name wraps or notes, or one
  * of the runtime's that leakwatch exports? */
 /* Inlined into dlsym, which runs before a sanitizer runtime is ready. */

@@ -1,5 +1,9 @@
 /* CUDA runtime wrappers, for programs that link libcudart.so dynamically
- * (PyTorch's pip wheels do). Each finds the real function with RTLD_NEXT.
+ * (PyTorch's pip wheels do). Each forwards to the function its caller would
+ * have reached without leakwatch (lw_real_for_caller): the global scope's
+ * runtime, or the caller's own when it was loaded RTLD_LOCAL with its own
+ * libcudart (Python extension modules), so that two runtimes in one process
+ * each get their own callers' calls.
  *
  * The runtime reaches the driver through our driver wrappers too; the guard
  * (guard.h) makes the runtime call, the outermost, the one that records. A
@@ -15,6 +19,7 @@
 #include "device.h"
 
 #include <errno.h>
+#include <string.h>
 
 #define LW_EXPORT __attribute__((visibility("default")))
 
@@ -22,7 +27,59 @@
  * export by name without loading libcudart): nothing to pass the call to. */
 #define NO_RUNTIME cudaErrorInitializationError
 
-#define REAL(NAME) ((lw_rt_##NAME)lw_real_next(&real_##NAME, #NAME))
+/* One index per exported name, for the per-caller cache. */
+enum {
+    F_cudaMalloc,
+    F_cudaMallocAsync,
+    F_cudaMallocAsync_ptsz,
+    F_cudaMallocFromPoolAsync,
+    F_cudaMallocFromPoolAsync_ptsz,
+    F_cudaMallocManaged,
+    F_cudaMallocHost,
+    F_cudaHostAlloc,
+    F_cudaMallocPitch,
+    F_cudaFree,
+    F_cudaFreeAsync,
+    F_cudaFreeAsync_ptsz,
+    F_cudaFreeHost,
+    F_cudaRuntimeGetVersion,
+    F_cudaGetDriverEntryPoint,
+    F_cudaGetDriverEntryPoint_ptsz,
+    F_cudaGetDriverEntryPointByVersion,
+    F_cudaGetDriverEntryPointByVersion_ptsz,
+    F_COUNT
+};
+_Static_assert(F_COUNT <= LW_CALLER_FUNCS, "raise LW_CALLER_FUNCS");
+
+static const char *const names[F_COUNT] = {
+    "cudaMalloc",
+    "cudaMallocAsync",
+    "cudaMallocAsync_ptsz",
+    "cudaMallocFromPoolAsync",
+    "cudaMallocFromPoolAsync_ptsz",
+    "cudaMallocManaged",
+    "cudaMallocHost",
+    "cudaHostAlloc",
+    "cudaMallocPitch",
+    "cudaFree",
+    "cudaFreeAsync",
+    "cudaFreeAsync_ptsz",
+    "cudaFreeHost",
+    "cudaRuntimeGetVersion",
+    "cudaGetDriverEntryPoint",
+    "cudaGetDriverEntryPoint_ptsz",
+    "cudaGetDriverEntryPointByVersion",
+    "cudaGetDriverEntryPointByVersion_ptsz",
+};
+
+int lw_export_reaches(const void *ra, const char *name, void *real) {
+    for (int i = 0; i < F_COUNT; i++)
+        if (strcmp(name, names[i]) == 0) return lw_real_for_caller(ra, i, name) == real;
+    return 1; /* a driver export: one driver per process */
+}
+
+/* The real NAME for the call that entered our export from return address ra. */
+#define REAL(NAME, TYPE, ra) ((TYPE)lw_real_for_caller((ra), F_##NAME, #NAME))
 
 static void on_alloc(int outer, cudaError_t r, lw_kind kind, lw_key_class cls, const void *p,
                      uint64_t size, int host) {
@@ -37,9 +94,8 @@ static void on_alloc(int outer, cudaError_t r, lw_kind kind, lw_key_class cls, c
 }
 
 #define ALLOC_WRAPPER(NAME, REALNAME, KIND, CLS, HOST, SIZE, PARAMS, ...)                          \
-    static void *_Atomic real_##NAME;                                                              \
     LW_EXPORT cudaError_t NAME PARAMS {                                                            \
-        lw_rt_##REALNAME real = (lw_rt_##REALNAME)lw_real_next(&real_##NAME, #NAME);               \
+        lw_rt_##REALNAME real = REAL(NAME, lw_rt_##REALNAME, __builtin_return_address(0));         \
         if (!real) return NO_RUNTIME;                                                              \
         int outer = lw_hook_enter();                                                               \
         cudaError_t r = real(__VA_ARGS__);                                                         \
@@ -72,9 +128,8 @@ ALLOC_WRAPPER(cudaMallocPitch, cudaMallocPitch, LW_KIND_DEVICE, LW_CLASS_DPTR, 0
 
 /* Frees leave the table before the real free (see record.h). */
 #define FREE_WRAPPER(NAME, REALNAME, CLS, PARAMS, ...)                                             \
-    static void *_Atomic real_##NAME;                                                              \
     LW_EXPORT cudaError_t NAME PARAMS {                                                            \
-        lw_rt_##REALNAME real = (lw_rt_##REALNAME)lw_real_next(&real_##NAME, #NAME);               \
+        lw_rt_##REALNAME real = REAL(NAME, lw_rt_##REALNAME, __builtin_return_address(0));         \
         if (!real) return NO_RUNTIME;                                                              \
         int outer = lw_hook_enter();                                                               \
         int track = outer && ptr != NULL && lw_started();                                          \
@@ -97,38 +152,36 @@ FREE_WRAPPER(cudaFreeHost, cudaFreeHost, LW_CLASS_HOST, (void *ptr), ptr)
 
 /* cudaGetDriverEntryPoint*: the runtime answers through the driver's
  * cuGetProcAddress, which it found through us, so what comes back is usually
- * our wrapper already; lw_wrap_by_base leaves those alone. */
-static void *_Atomic real_cudaRuntimeGetVersion;
-
-static int runtime_version(void) {
-    lw_rt_cudaRuntimeGetVersion fn = REAL(cudaRuntimeGetVersion);
+ * our wrapper already; lw_wrap_by_base leaves those alone (and maps our
+ * exports, which an interposable driver hands out, to the driver's own). */
+/* The version of the runtime the caller at ra uses. */
+static int runtime_version(const void *ra) {
+    lw_rt_cudaRuntimeGetVersion fn = REAL(cudaRuntimeGetVersion, lw_rt_cudaRuntimeGetVersion, ra);
     int v = 0;
     if (!fn || fn(&v) != cudaSuccess) return 0;
     return v;
 }
 
 #define ENTRY_POINT_WRAPPER(NAME)                                                                  \
-    static void *_Atomic real_##NAME;                                                              \
     LW_EXPORT cudaError_t NAME(const char *symbol, void **fp, unsigned long long flags,            \
                                enum cudaDriverEntryPointQueryResult *status) {                     \
-        lw_rt_cudaGetDriverEntryPoint real =                                                       \
-            (lw_rt_cudaGetDriverEntryPoint)lw_real_next(&real_##NAME, #NAME);                      \
+        const void *ra = __builtin_return_address(0);                                              \
+        lw_rt_cudaGetDriverEntryPoint real = REAL(NAME, lw_rt_cudaGetDriverEntryPoint, ra);        \
         if (!real) return NO_RUNTIME;                                                              \
         cudaError_t r = real(symbol, fp, flags, status);                                           \
-        if (r == cudaSuccess && symbol && fp && *fp && !lw_is_own_address((uintptr_t)*fp)) {       \
-            int v = runtime_version();                                                             \
+        if (r == cudaSuccess && symbol && fp && *fp) {                                             \
+            int v = runtime_version(ra);                                                           \
             if (v > 0) *fp = lw_wrap_by_base(symbol, v, flags, *fp, NULL);                         \
         }                                                                                          \
         return r;                                                                                  \
     }
 
 #define ENTRY_POINT_BY_VERSION_WRAPPER(NAME)                                                       \
-    static void *_Atomic real_##NAME;                                                              \
     LW_EXPORT cudaError_t NAME(const char *symbol, void **fp, unsigned int version,                \
                                unsigned long long flags,                                           \
                                enum cudaDriverEntryPointQueryResult *status) {                     \
         lw_rt_cudaGetDriverEntryPointByVersion real =                                              \
-            (lw_rt_cudaGetDriverEntryPointByVersion)lw_real_next(&real_##NAME, #NAME);             \
+            REAL(NAME, lw_rt_cudaGetDriverEntryPointByVersion, __builtin_return_address(0));       \
         if (!real) return NO_RUNTIME;                                                              \
         cudaError_t r = real(symbol, fp, version, flags, status);                                  \
         if (r == cudaSuccess && symbol && fp && *fp)                                               \

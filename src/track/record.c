@@ -6,7 +6,6 @@
 #include "options.h"
 #include "pystack.h"
 #include "runstate.h"
-#include "device.h"
 #include "sites.h"
 #include "real.h"
 #include "stack.h"
@@ -187,7 +186,6 @@ void lw_record_alloc(lw_kind kind, lw_key_class cls, uint64_t key, uint64_t size
     }
     site_add(rec.site, size);
     lw_totals_alloc(device, kind, size);
-    lw_device_tick();
 }
 
 void lw_record_free_begin(lw_key_class cls, uint64_t key, lw_free_ticket *t) {

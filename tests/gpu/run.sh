@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The PyTorch examples on a real GPU: needs an NVIDIA GPU, CUDA and PyTorch
 # (>= 2.0; written against 2.11 + CUDA 13). Builds the shim (make), runs each
-# example (examples/torch_*.py) with and without its bug under the shim in
+# leakwatch doctor (the machine's driver, runtime and PyTorch under the shim),
+# then each example (examples/torch_*.py) with and without its bug under the shim in
 # both LEAKWATCH_TORCH_MODEs, checks the verdicts, the steps (one per
 # optimizer step, marked automatically) and, in tensors mode, that the
 # leaking site's stack holds the example's "# leak-line"; then measures the
@@ -31,6 +32,13 @@ if ! "$PY" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1
     exit 2
 fi
 "$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name())'
+
+# First the machine's own driver, runtime and PyTorch under the shim: every
+# allocation path seen with its exact bytes (README "On a GPU machine").
+if ! build/leakwatch doctor --python "$PY" | tee "$OUT/doctor.txt"; then
+    echo "FAIL: leakwatch doctor (above): the examples' results would not mean much"
+    exit 1
+fi
 
 # The user's own allocator settings would change what is expected.
 unset PYTORCH_CUDA_ALLOC_CONF PYTORCH_ALLOC_CONF PYTORCH_NO_CUDA_MEMORY_CACHING

@@ -352,11 +352,17 @@ static void check_get_proc_address(void) {
     EQ(cuGetProcAddress_v2(NULL, &fn, 3020, 0, &st), CUDA_ERROR_INVALID_VALUE);
     EQ(cuGetProcAddress_v2("cuMemAlloc", &fn, 3020, 4, &st), CUDA_ERROR_INVALID_VALUE);
 
+    /* The stand-in runtime's table is given; any other (the real runtime's)
+     * is refused, so that the real runtime fails its start cleanly here. */
     const void *table = NULL;
+    static const CUuuid stand_in = {{0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a, 0x89, 0x87,
+                                     0xd9, 0x39, 0x12, 0xfd, 0x9d, 0xf9}};
+    EQ(cuGetExportTable(&table, &stand_in), CUDA_SUCCESS);
+    CHECK(table != NULL);
     CUuuid id;
     memset(&id, 7, sizeof id);
-    EQ(cuGetExportTable(&table, &id), CUDA_SUCCESS);
-    CHECK(table != NULL);
+    EQ(cuGetExportTable(&table, &id), CUDA_ERROR_INVALID_VALUE);
+    CHECK(table == NULL);
     EQ(cuGetExportTable(&table, NULL), CUDA_ERROR_INVALID_VALUE);
 }
 

@@ -12,9 +12,12 @@
  * after a free, errors for unknown or double frees, per-thread contexts.
  * Pinned host memory is real memory.
  *
- * Built twice: build/tests/lib/libcuda.so.1, and with
+ * Built three times: build/tests/lib/libcuda.so.1; with
  * -DLW_FAKE_CUDA_NO_PROC_ADDRESS build/tests/lib-legacy/libcuda.so.1, a driver
- * without cuGetProcAddress* that makes the runtime fall back to dlsym. */
+ * without cuGetProcAddress* that makes the runtime fall back to dlsym; and
+ * with -DLW_FAKE_CUDA_INTERPOSABLE build/tests/lib-interposable/libcuda.so.1,
+ * whose cuGetProcAddress hands out addresses of its exported functions (which
+ * a preloaded library of the same names replaces), not internal ones. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -36,8 +39,12 @@
     X(cuDeviceGetCount)                                                                            \
     X(cuDeviceGet)                                                                                 \
     X(cuDevicePrimaryCtxRetain)                                                                    \
+    X(cuDevicePrimaryCtxRelease_v2)                                                                \
+    X(cuDevicePrimaryCtxGetState)                                                                  \
     X(cuCtxSetCurrent)                                                                             \
     X(cuCtxGetCurrent)                                                                             \
+    X(cuCtxPushCurrent_v2)                                                                         \
+    X(cuCtxPopCurrent_v2)                                                                          \
     X(cuCtxGetDevice)                                                                              \
     X(cuCtxGetDevice_v2)                                                                           \
     X(cuCtxSynchronize)                                                                            \
@@ -362,7 +369,15 @@ static bool round_size(size_t size, size_t *rounded) {
 }
 
 /* Device memory of `size` bytes on dev, from the given arena. */
+/* Set on a thread once it allocates: cuMemGetInfo calls made on such a
+ * thread are counted apart (fake_cuda_calls("cuMemGetInfo_v2@allocating")),
+ * so a test can tell that an interposer asks for free memory on the
+ * program's allocating threads. */
+static __thread bool allocating_thread;
+static atomic_ulong meminfo_on_allocating;
+
 static CUresult dev_alloc(int dev, size_t size, int arena, uintptr_t *out) {
+    allocating_thread = true;
     size_t rounded;
     if (size == 0) return CUDA_ERROR_INVALID_VALUE;
     if (!round_size(size, &rounded)) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -472,13 +487,40 @@ CUresult cuDeviceGet(CUdevice *device, int ordinal) {
     return CUDA_SUCCESS;
 }
 
+/* References on each device's primary context: active while any is held. */
+static atomic_int primary_refs[FAKE_MAX_DEVICES];
+
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
     COUNT(cuDevicePrimaryCtxRetain);
     CUresult r = need_init();
     if (r != CUDA_SUCCESS) return r;
     if (pctx == NULL) return CUDA_ERROR_INVALID_VALUE;
     if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+    atomic_fetch_add(&primary_refs[dev], 1);
     *pctx = (CUcontext)(CTX_BASE + (uintptr_t)dev);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+    COUNT(cuDevicePrimaryCtxRelease_v2);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+    int n = atomic_load(&primary_refs[dev]);
+    do {
+        if (n <= 0) return CUDA_ERROR_INVALID_CONTEXT;
+    } while (!atomic_compare_exchange_weak(&primary_refs[dev], &n, n - 1));
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active) {
+    COUNT(cuDevicePrimaryCtxGetState);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    if (flags == NULL || active == NULL) return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+    *flags = 0;
+    *active = atomic_load(&primary_refs[dev]) > 0;
     return CUDA_SUCCESS;
 }
 
@@ -489,6 +531,33 @@ CUresult cuCtxSetCurrent(CUcontext ctx) {
     int dev;
     if (ctx != NULL && !ctx_device(ctx, &dev)) return CUDA_ERROR_INVALID_CONTEXT;
     current_ctx = ctx; /* NULL unbinds, as documented */
+    return CUDA_SUCCESS;
+}
+
+/* The context stack under the current context (cuCtxPushCurrent). */
+#define CTX_STACK 16
+static __thread CUcontext ctx_stack[CTX_STACK];
+static __thread int ctx_depth;
+
+CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+    COUNT(cuCtxPushCurrent_v2);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    int dev;
+    if (ctx == NULL || !ctx_device(ctx, &dev)) return CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx_depth == CTX_STACK) return CUDA_ERROR_OUT_OF_MEMORY;
+    ctx_stack[ctx_depth++] = current_ctx;
+    current_ctx = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPopCurrent_v2(CUcontext *pctx) {
+    COUNT(cuCtxPopCurrent_v2);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    if (current_ctx == NULL) return CUDA_ERROR_INVALID_CONTEXT;
+    if (pctx != NULL) *pctx = current_ctx;
+    current_ctx = ctx_depth > 0 ? ctx_stack[--ctx_depth] : NULL;
     return CUDA_SUCCESS;
 }
 
@@ -538,6 +607,7 @@ CUresult cuCtxSynchronize(void) {
 
 CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
     COUNT(cuMemGetInfo_v2);
+    if (allocating_thread) atomic_fetch_add(&meminfo_on_allocating, 1);
     int dev;
     CUresult r = need_ctx(&dev);
     if (r != CUDA_SUCCESS) return r;
@@ -985,15 +1055,20 @@ CUresult cuMemFreeHost(void *p) {
 
 /* ---- private export tables ----
  * The runtime asks for undocumented tables of internal functions and refuses
- * to work (801) without them. The contents never matter here. */
+ * to work (801) without them. The stand-in runtime asks for one table, whose
+ * contents never matter. Any other table (NVIDIA's real runtime asks for
+ * several, and calls into them) is refused, so that the real runtime fails
+ * its start cleanly on this driver, as on a driver too old for it. */
 
 static const void *const export_table[4] = {(const void *)sizeof(export_table), NULL, NULL, NULL};
+static const unsigned char stand_in_table_id[16] = {0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a,
+                                                    0x89, 0x87, 0xd9, 0x39, 0x12, 0xfd, 0x9d, 0xf9};
 
 CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId) {
     COUNT(cuGetExportTable);
     config();
     if (ppExportTable == NULL || pExportTableId == NULL) return CUDA_ERROR_INVALID_VALUE;
-    if (fail_export_table) {
+    if (fail_export_table || memcmp(pExportTableId, stand_in_table_id, 16) != 0) {
         *ppExportTable = NULL;
         return CUDA_ERROR_INVALID_VALUE;
     }
@@ -1005,6 +1080,7 @@ CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTable
 
 #ifndef LW_FAKE_CUDA_NO_PROC_ADDRESS
 
+#ifndef LW_FAKE_CUDA_INTERPOSABLE
 /* Hidden aliases: the lookup hands out this library's own functions even when
  * another object (an LD_PRELOAD hook) defines the same names, as the real
  * driver does; taking &cuMemAlloc_v2 would give the interposer's address. */
@@ -1012,6 +1088,14 @@ CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTable
     extern __typeof__(name) local_##name __attribute__((alias(#name), visibility("hidden")));
 FAKE_ENTRY_POINTS(LOCAL)
 #undef LOCAL
+#define IMPL(name) local_##name
+#else
+/* The interposable variant (build/tests/lib-interposable): default symbol
+ * binding, as another vendor's driver or a virtualization layer may have.
+ * &cuMemAlloc_v2 goes through the GOT, so under LD_PRELOAD the lookup hands
+ * out the preloaded library's function of that name. */
+#define IMPL(name) name
+#endif
 
 struct proc {
     const char *name; /* base name, as callers ask for it */
@@ -1021,9 +1105,9 @@ struct proc {
 };
 
 #define P(base, since, impl)                                                                       \
-    { #base, since, (void *)local_##impl, NULL }
+    { #base, since, (void *)IMPL(impl), NULL }
 #define P2(base, since, impl)                                                                      \
-    { #base, since, (void *)local_##impl, (void *)local_##impl##_ptsz }
+    { #base, since, (void *)IMPL(impl), (void *)IMPL(impl##_ptsz) }
 
 /* Several rows per name: the newest implementation first. */
 static const struct proc procs[] = {
@@ -1034,8 +1118,12 @@ static const struct proc procs[] = {
     P(cuDeviceGetCount, 2000, cuDeviceGetCount),
     P(cuDeviceGet, 2000, cuDeviceGet),
     P(cuDevicePrimaryCtxRetain, 7000, cuDevicePrimaryCtxRetain),
+    P(cuDevicePrimaryCtxRelease, 11000, cuDevicePrimaryCtxRelease_v2),
+    P(cuDevicePrimaryCtxGetState, 7000, cuDevicePrimaryCtxGetState),
     P(cuCtxSetCurrent, 4000, cuCtxSetCurrent),
     P(cuCtxGetCurrent, 4000, cuCtxGetCurrent),
+    P(cuCtxPushCurrent, 4000, cuCtxPushCurrent_v2),
+    P(cuCtxPopCurrent, 4000, cuCtxPopCurrent_v2),
     P(cuCtxGetDevice, 13000, cuCtxGetDevice_v2),
     P(cuCtxGetDevice, 2000, cuCtxGetDevice),
     P(cuCtxSynchronize, 2000, cuCtxSynchronize),
@@ -1117,6 +1205,8 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuin
 
 unsigned long fake_cuda_calls(const char *versioned_name) {
     if (versioned_name == NULL) return 0;
+    if (strcmp(versioned_name, "cuMemGetInfo_v2@allocating") == 0)
+        return atomic_load(&meminfo_on_allocating);
     for (int i = 0; i < E_COUNT; i++) {
         if (strcmp(entry_names[i], versioned_name) == 0)
             return atomic_load_explicit(&calls[i], memory_order_relaxed);

@@ -11,7 +11,14 @@
  *     version, the stream-ordered ones twice (flags 0 and per-thread);
  *   - without cuGetProcAddress_v2 in the driver it falls back to dlsym() by
  *     versioned name;
- *   - cuGetExportTable must succeed, or every call fails with 801.
+ *   - cuGetExportTable must succeed, or every call fails with 801;
+ *   - when its start fails (no driver functions, export tables missing, cuInit
+ *     failing), it forgets every driver pointer and dlcloses libcuda.so.1,
+ *     as the real runtime does.
+ * Built as libcudart.so (symbols versioned libcudart.so.13, like the real
+ * library's cudaMalloc@@libcudart.so.13), as a second runtime libcudart.so.12
+ * (-DFAKE_CUDART_VERSION=12080 -DFAKE_CUDART_NAME=...: two runtimes in one
+ * process), and as libcudart_static.a.
  * dlopen/dlsym are called through the PLT, so an LD_PRELOAD hook of dlsym sees
  * them, also in the static variant (linked into the program). */
 #include <pthread.h>
@@ -28,6 +35,13 @@
 #define RT_API
 #else
 #define RT_API __attribute__((visibility("default")))
+#endif
+
+#ifndef FAKE_CUDART_VERSION
+#define FAKE_CUDART_VERSION FAKE_RUNTIME_VERSION
+#endif
+#ifndef FAKE_CUDART_NAME
+#define FAKE_CUDART_NAME "libcudart.so.13"
 #endif
 
 /* ---- the driver functions this runtime uses ---- */
@@ -161,12 +175,25 @@ static cudaError_t ret(cudaError_t e) {
 
 /* ---- loading the driver ---- */
 
+static void start_driver(void *lib);
+
+/* A failed start leaves nothing pointing into the driver, and unloads it. */
 static void load_driver(void) {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW);
     if (lib == NULL) {
         load_error = cudaErrorInsufficientDriver;
         return;
     }
+    start_driver(lib);
+    if (load_error != cudaSuccess) {
+        memset(drv, 0, sizeof drv);
+        get_proc = NULL;
+        get_proc_11030 = NULL;
+        dlclose(lib);
+    }
+}
+
+static void start_driver(void *lib) {
     void *first = dlsym(lib, "cuGetProcAddress_v2");
     if (first != NULL) {
         lw_pfn_cuGetProcAddress_v12000 gpa = (lw_pfn_cuGetProcAddress_v12000)first;
@@ -208,6 +235,8 @@ static void load_driver(void) {
     r = DRV(cuInit, pfn_cuInit)(0);
     if (r != CUDA_SUCCESS) load_error = from_driver(r);
 }
+
+static atomic_ulong mallocs;
 
 static cudaError_t load(void) {
     pthread_once(&load_once, load_driver);
@@ -255,6 +284,7 @@ static CUdeviceptr to_dptr(const void *p) {
 /* ---- device memory ---- */
 
 RT_API cudaError_t cudaMalloc(void **devPtr, size_t size) {
+    atomic_fetch_add(&mallocs, 1);
     READY();
     if (devPtr == NULL) return ret(cudaErrorInvalidValue);
     if (size == 0) {
@@ -425,7 +455,7 @@ RT_API cudaError_t cudaDeviceSynchronize(void) {
 
 RT_API cudaError_t cudaRuntimeGetVersion(int *runtimeVersion) {
     if (runtimeVersion == NULL) return ret(cudaErrorInvalidValue);
-    *runtimeVersion = FAKE_RUNTIME_VERSION; /* needs no driver */
+    *runtimeVersion = FAKE_CUDART_VERSION; /* needs no driver */
     return cudaSuccess;
 }
 
@@ -507,13 +537,13 @@ static unsigned long long ptsz_flags(unsigned long long flags) {
 RT_API cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
                                            unsigned long long flags,
                                            enum cudaDriverEntryPointQueryResult *driverStatus) {
-    return entry_point(symbol, funcPtr, FAKE_RUNTIME_VERSION, flags, driverStatus);
+    return entry_point(symbol, funcPtr, FAKE_CUDART_VERSION, flags, driverStatus);
 }
 
 RT_API cudaError_t
 cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
                              enum cudaDriverEntryPointQueryResult *driverStatus) {
-    return entry_point(symbol, funcPtr, FAKE_RUNTIME_VERSION, ptsz_flags(flags), driverStatus);
+    return entry_point(symbol, funcPtr, FAKE_CUDART_VERSION, ptsz_flags(flags), driverStatus);
 }
 
 RT_API cudaError_t cudaGetDriverEntryPointByVersion(
@@ -526,4 +556,14 @@ RT_API cudaError_t cudaGetDriverEntryPointByVersion_ptsz(
     const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags,
     enum cudaDriverEntryPointQueryResult *driverStatus) {
     return entry_point(symbol, funcPtr, (int)cudaVersion, ptsz_flags(flags), driverStatus);
+}
+
+/* ---- test hooks (not part of CUDA) ---- */
+
+RT_API const char *fake_cudart_name(void) {
+    return FAKE_CUDART_NAME;
+}
+
+RT_API unsigned long fake_cudart_mallocs(void) {
+    return atomic_load(&mallocs);
 }

@@ -1,0 +1,90 @@
+/* leakwatch doctor: its probes under the shim, on the CPU stand-ins (this
+ * machine has no GPU), and what it says when no driver is there. */
+#include "../check_run.h"
+#include "harness_cli.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#define HAS(r, text)                                                                               \
+    ck_assert_msg(strstr((r)->out, text), "no \"%s\" in:\n%s%s", text, (r)->out, (r)->err)
+
+START_TEST(doctor_on_the_stand_ins) {
+    char libs[4200];
+    snprintf(libs, sizeof libs, "%s/tests/lib", lw_build_dir());
+    const char *args[] = {"doctor", "--cuda-libs", libs, "--python", "/nonexistent/python3", NULL};
+    lw_run r;
+    lw_cli_run(&r, args, NULL);
+    ck_assert_msg(r.exit_code == 0, "exit %d\n%s%s", r.exit_code, r.out, r.err);
+    HAS(&r, "CPU stand-in, not NVIDIA's");
+    HAS(&r, "GPU: none (the probes ran on leakwatch's CPU stand-ins");
+    /* Each path, with the probe's exact bytes. */
+    HAS(&r, "ok      runtime (cudaMalloc): 3145728 bytes");
+    HAS(&r, "ok      driver (cuMemAlloc): 5242880 bytes");
+    HAS(&r, "ok      stream-ordered pool (cudaMallocAsync): 7340032 bytes");
+    HAS(&r, "ok      virtual memory (cuMemCreate): 4194304 bytes");
+    HAS(&r, "ok      call stacks");
+    HAS(&r, "skipped PyTorch: /nonexistent/python3 not found");
+    HAS(&r, "all is well (no GPU here");
+    ck_assert_ptr_null(strstr(r.out, "MISSING"));
+    lw_run_free(&r);
+}
+END_TEST
+
+START_TEST(doctor_with_cuda_stand_ins) {
+    const char *args[] = {"doctor", "--cuda-stand-ins", "--python", "/nonexistent/python3", NULL};
+    lw_run r;
+    lw_cli_run(&r, args, NULL);
+    ck_assert_msg(r.exit_code == 0, "exit %d\n%s%s", r.exit_code, r.out, r.err);
+    HAS(&r, "ok      runtime (cudaMalloc): 3145728 bytes");
+    HAS(&r, "all is well (no GPU here");
+    lw_run_free(&r);
+}
+END_TEST
+
+START_TEST(doctor_without_a_driver) {
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!h) h = dlopen("libcuda.so.1", RTLD_LAZY);
+    if (h) {
+        fprintf(stderr, "test_doctor: a libcuda.so.1 is installed: no-driver case skipped\n");
+        dlclose(h);
+        return;
+    }
+    const char *env[] = {"LD_LIBRARY_PATH=/nonexistent", NULL};
+    const char *args[] = {"doctor", "--python", "/nonexistent/python3", NULL};
+    lw_run r;
+    lw_cli_run(&r, args, env);
+    ck_assert_int_eq(r.exit_code, 1);
+    HAS(&r, "MISSING CUDA driver: libcuda.so.1 cannot be loaded");
+    HAS(&r, "so no GPU");
+    HAS(&r, "--cuda-stand-ins");
+    lw_run_free(&r);
+}
+END_TEST
+
+START_TEST(doctor_bad_usage) {
+    const char *args[] = {"doctor", "--cuda-libs", "/nonexistent/dir", NULL};
+    lw_run r;
+    lw_cli_run(&r, args, NULL);
+    ck_assert_int_eq(r.exit_code, 2);
+    ck_assert_msg(strstr(r.err, "--cuda-libs /nonexistent/dir: no such folder"), "%s", r.err);
+    lw_run_free(&r);
+    const char *args2[] = {"doctor", "--bogus", NULL};
+    lw_cli_run(&r, args2, NULL);
+    ck_assert_int_eq(r.exit_code, 2);
+    lw_run_free(&r);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("doctor");
+    TCase *tc = tcase_create("doctor");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, doctor_on_the_stand_ins);
+    tcase_add_test(tc, doctor_with_cuda_stand_ins);
+    tcase_add_test(tc, doctor_without_a_driver);
+    tcase_add_test(tc, doctor_bad_usage);
+    suite_add_tcase(s, tc);
+    return lw_check_run(s) ? 1 : 0;
+}

@@ -1,0 +1,411 @@
+/* First, do no harm: in every process layout, every CUDA call a program makes
+ * reaches the function it reaches without leakwatch, returns the same, and
+ * nothing crashes; and leakwatch still counts each allocation exactly once.
+ *
+ * Each test runs a program without the shim and with it, compares what the
+ * program printed (results, which runtime answered, how many calls reached
+ * it) and its exit, then checks the report. The layouts: modules opened
+ * RTLD_LOCAL (runtime and driver linked directly), two runtimes of different
+ * sonames in one process, a static runtime, a driver that hands out
+ * interposable addresses and one that hands out internal ones, a second
+ * interposer preloaded before and after leakwatch, dlsym with RTLD_DEFAULT,
+ * RTLD_NEXT and handles; a runtime whose start fails (and unloads the
+ * driver); and NVIDIA's real runtime (from a CUDA toolkit, when installed)
+ * under each of them. */
+#include "../check_run.h"
+#include "harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MiB (1024LL * 1024LL)
+#define CHURN 4 /* tests/modules/mod_layout.c MOD_CHURN */
+
+/* Runs exe (a path under $LW_BUILD/tests/programs) without and with the
+ * shim, with the same arguments and environment, and checks that the program
+ * could not tell the difference: same exit, same stdout, no signal. The
+ * extra preloads (before/after the shim) are given in pre/post. */
+static void run_pair(lw_run *without, lw_run *with, const char *prog, const char *const *args,
+                     const char *const *env, const char *pre, const char *post) {
+    char exe[4300];
+    snprintf(exe, sizeof exe, "%s/tests/programs/%s", lw_build_dir(), prog);
+    const char *rt = getenv("LW_ASAN_RT");
+    static char preload0[4400], preload1[4400];
+    snprintf(preload0, sizeof preload0, "LD_PRELOAD=%s %s %s", rt && *rt ? rt : "", pre ? pre : "",
+             post ? post : "");
+    snprintf(preload1, sizeof preload1, "LD_PRELOAD=%s %s %s/libleakwatch.so %s",
+             rt && *rt ? rt : "", pre ? pre : "", lw_build_dir(), post ? post : "");
+    const char *e0[32], *e1[32];
+    int n = 0;
+    for (; env && env[n] && n < 30; n++)
+        e0[n] = e1[n] = env[n];
+    e0[n] = preload0;
+    e1[n] = preload1;
+    e0[n + 1] = e1[n + 1] = NULL;
+    lw_run_exe(without, 0, exe, args, e0);
+    lw_run_exe(with, 0, exe, args, e1);
+    ck_assert_msg(without->signal == 0, "%s crashed (signal %d) without leakwatch: %s", prog,
+                  without->signal, without->err);
+    ck_assert_msg(with->signal == 0, "%s crashed (signal %d) under leakwatch\nstderr: %s", prog,
+                  with->signal, with->err);
+    ck_assert_msg(with->exit_code == without->exit_code,
+                  "%s: exit %d under leakwatch, %d without\nstderr with: %s\nstderr without: %s",
+                  prog, with->exit_code, without->exit_code, with->err, without->err);
+    ck_assert_msg(!strcmp(with->out, without->out),
+                  "%s: the program saw something else under leakwatch\nwith:\n%s\nwithout:\n%s",
+                  prog, with->out, without->out);
+}
+
+static int count_lines(const char *s, const char *needle) {
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* The report of a dl_layouts run in which `modules` modules each allocated
+ * n blocks of size (kept) and CHURN more (freed): exact counts, and the
+ * leaking function named. */
+static void check_modules(const lw_run *r, int modules, long long n, long long size) {
+    ck_assert_msg(r->report != NULL, "no report; stderr: %s", r->err);
+    ck_assert_int_eq(lw_rep_int(r, "totals.alloc_count"), modules * (n + CHURN));
+    ck_assert_int_eq(lw_rep_int(r, "totals.free_count"), modules * CHURN);
+    ck_assert_int_eq(lw_rep_int(r, "totals.live_bytes"), modules * n * size);
+    ck_assert_int_eq(lw_rep_int(r, "totals.failed_alloc_count"), 0);
+    if (modules) ck_assert_ptr_nonnull(lw_rep_site_named(r, "leak_module"));
+}
+
+static char lib_path_buf[8][4200];
+/* "LD_LIBRARY_PATH=$LW_BUILD/tests/<dir>" */
+static const char *lib_path(int slot, const char *dir) {
+    snprintf(lib_path_buf[slot], sizeof lib_path_buf[slot], "LD_LIBRARY_PATH=%s/tests/%s",
+             lw_build_dir(), dir);
+    return lib_path_buf[slot];
+}
+
+/* ---- failure 1: callers loaded RTLD_LOCAL ---- */
+
+START_TEST(rtld_local_runtime_and_driver) {
+    lw_run without, with;
+    const char *args[] = {"3", "1048576", "plt", "libmod_rt.so", "libmod_drv.so", NULL};
+    run_pair(&without, &with, "dl_layouts", args, NULL, NULL, NULL);
+    RUN_OK(&with);
+    ck_assert_msg(strstr(with.out, "libmod_rt.so: start=0 version=13000 churn=0 leak=0 free=0 "
+                                   "runtime=libcudart.so.13 calls=7"),
+                  "%s", with.out);
+    ck_assert_msg(strstr(with.out, "libmod_drv.so: start=0 version=0 churn=0 leak=0 free=0"), "%s",
+                  with.out);
+    check_modules(&with, 2, 3, MiB);
+    lw_run_free(&without);
+    lw_run_free(&with);
+}
+END_TEST
+
+/* ---- two runtimes in one process ---- */
+
+START_TEST(two_runtimes_each_call_reaches_its_callers) {
+    /* Both local; then one global: cudaMalloc@libcudart.so.12 in the global
+     * scope does not satisfy the other module's cudaMalloc@libcudart.so.13. */
+    static const char *const layouts[][2] = {
+        {"libmod_rt.so", "libmod_rt12.so"},
+        {"libmod_rt12.so:global", "libmod_rt.so"},
+        {"libmod_rt.so:global", "libmod_rt12.so"},
+    };
+    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
+        lw_run without, with;
+        const char *args[] = {"2", "65536", "plt", layouts[i][0], layouts[i][1], NULL};
+        run_pair(&without, &with, "dl_layouts", args, NULL, NULL, NULL);
+        RUN_OK(&with);
+        ck_assert_msg(strstr(with.out, "runtime=libcudart.so.13 calls=6") &&
+                          strstr(with.out, "runtime=libcudart.so.12 calls=6"),
+                      "%s", with.out);
+        check_modules(&with, 2, 2, 65536);
+        lw_run_free(&without);
+        lw_run_free(&with);
+    }
+}
+END_TEST
+
+/* ---- a static runtime ---- */
+
+START_TEST(static_runtime_in_a_local_module) {
+    lw_run without, with;
+    const char *args[] = {"3", "1048576", "plt", "libmod_static.so", "libmod_rt.so", NULL};
+    run_pair(&without, &with, "dl_layouts", args, NULL, NULL, NULL);
+    RUN_OK(&with);
+    check_modules(&with, 2, 3, MiB);
+    lw_run_free(&without);
+    lw_run_free(&with);
+
+    const char *args2[] = {"malloc", "3", "1048576", NULL};
+    run_pair(&without, &with, "static_paths", args2, NULL, NULL, NULL);
+    RUN_OK(&with);
+    ck_assert_int_eq(lw_rep_int(&with, "totals.live_bytes"), 3 * MiB);
+    lw_run_free(&without);
+    lw_run_free(&with);
+}
+END_TEST
+
+/* ---- failure 2: a driver that hands out interposable addresses ---- */
+
+START_TEST(driver_with_interposable_addresses) {
+    const char *env[] = {lib_path(0, "lib-interposable"), NULL};
+    lw_run without, with;
+    const char *args[] = {"malloc", "3", "1048576", NULL};
+    run_pair(&without, &with, "rt_paths", args, env, NULL, NULL);
+    RUN_OK(&with);
+    ck_assert_int_eq(lw_rep_int(&with, "totals.live_bytes"), 3 * MiB);
+    ck_assert_int_eq(lw_rep_int(&with, "totals.alloc_count"), 8);
+    ck_assert_ptr_nonnull(lw_rep_site_named(&with, "leak_runtime"));
+    lw_run_free(&without);
+    lw_run_free(&with);
+
+    const char *args2[] = {"async_ptsz", "3", "1048576", NULL};
+    run_pair(&without, &with, "static_paths", args2, env, NULL, NULL);
+    RUN_OK(&with);
+    ck_assert_int_eq(lw_rep_int(&with, "totals.live_bytes"), 3 * MiB);
+    ck_assert_int_eq(lw_rep_int(&with, "totals.alloc_count"), 15);
+    lw_run_free(&without);
+    lw_run_free(&with);
+
+    const char *args3[] = {"procaddress", "3", "1048576", NULL};
+    run_pair(&without, &with, "drv_paths", args3, env, NULL, NULL);
+    RUN_OK(&with);
+    ck_assert_int_eq(lw_rep_int(&with, "totals.live_bytes"), 7 * MiB);
+    ck_assert_int_eq(lw_rep_int(&with, "totals.alloc_count"), 8);
+    lw_run_free(&without);
+    lw_run_free(&with);
+
+    /* Modules opened RTLD_LOCAL on that driver (the modules are found
+     * through the program's RUNPATH). */
+    const char *args4[] = {"3",
+                           "1048576",
+                           "plt",
+                           "libmod_rt.so",
+                           "libmod_rt12.so",
+                           "libmod_drv.so",
+                           "libmod_static.so",
+                           NULL};
+    run_pair(&without, &with, "dl_layouts", args4, env, NULL, NULL);
+    RUN_OK(&with);
+    check_modules(&with, 4, 3, MiB);
+    lw_run_free(&without);
+    lw_run_free(&with);
+}
+END_TEST
+
+START_TEST(driver_with_internal_addresses) {
+    lw_run without, with;
+    const char *args[] = {"3",
+                          "1048576",
+                          "plt",
+                          "libmod_rt.so",
+                          "libmod_rt12.so",
+                          "libmod_drv.so",
+                          "libmod_static.so",
+                          NULL};
+    run_pair(&without, &with, "dl_layouts", args, NULL, NULL, NULL);
+    RUN_OK(&with);
+    check_modules(&with, 4, 3, MiB);
+    lw_run_free(&without);
+    lw_run_free(&with);
+}
+END_TEST
+
+/* ---- a second interposer, before and after leakwatch ---- */
+
+START_TEST(second_interposer_before_and_after) {
+    char other[4200];
+    snprintf(other, sizeof other, "%s/tests/lib/libinterposer.so", lw_build_dir());
+    for (int after = 0; after < 2; after++) {
+        const char *pre = after ? NULL : other, *post = after ? other : NULL;
+        lw_run without, with;
+        const char *args[] = {"malloc", "3", "1048576", NULL};
+        run_pair(&without, &with, "rt_paths", args, NULL, pre, post);
+        RUN_OK(&with);
+        /* The other interposer saw every call, with us as without us. */
+        ck_assert_msg(strstr(without.err, "interposer: cudaMalloc=8 "), "%s", without.err);
+        ck_assert_msg(strstr(with.err, "interposer: cudaMalloc=8 "), "%s", with.err);
+        ck_assert_int_eq(lw_rep_int(&with, "totals.alloc_count"), 8);
+        ck_assert_int_eq(lw_rep_int(&with, "totals.live_bytes"), 3 * MiB);
+        lw_run_free(&without);
+        lw_run_free(&with);
+
+        const char *args2[] = {"alloc", "3", "1048576", NULL};
+        run_pair(&without, &with, "drv_paths", args2, NULL, pre, post);
+        RUN_OK(&with);
+        /* drv_paths calls cuMemAlloc_v2 by name 7 times (the rest of its
+         * churn goes through cuGetProcAddress, which the other does not see). */
+        ck_assert_msg(strstr(with.err, "cuMemAlloc_v2=7\n"), "%s", with.err);
+        ck_assert_msg(strstr(without.err, "cuMemAlloc_v2=7\n"), "%s", without.err);
+        ck_assert_int_eq(lw_rep_int(&with, "totals.alloc_count"), 19);
+        ck_assert_int_eq(lw_rep_int(&with, "totals.live_bytes"), 3 * MiB);
+        lw_run_free(&without);
+        lw_run_free(&with);
+    }
+}
+END_TEST
+
+/* ---- dlsym with RTLD_DEFAULT, RTLD_NEXT and handles ---- */
+
+START_TEST(dlsym_default_next_and_handles) {
+    static const char *const vias[] = {"default", "next", "handle"};
+    for (size_t i = 0; i < 3; i++) {
+        lw_run without, with;
+        const char *args[] = {"3",
+                              "1048576",
+                              vias[i],
+                              "libmod_rt.so",
+                              "libmod_rt12.so:global",
+                              "libmod_drv.so",
+                              "libmod_static.so",
+                              NULL};
+        run_pair(&without, &with, "dl_layouts", args, NULL, NULL, NULL);
+        RUN_OK(&with);
+        /* Every module that found the functions allocated, counted once
+         * each; except that a driver function found with RTLD_NEXT is the
+         * driver's own, unwrapped (leakwatch never changes what RTLD_NEXT
+         * returns: interposers use it to reach the next one). A runtime
+         * function found so still reaches the driver through our wrappers. */
+        int counted = 4 - count_lines(with.out, ": absent") - (i == 1);
+        check_modules(&with, counted, 3, MiB);
+        lw_run_free(&without);
+        lw_run_free(&with);
+    }
+}
+END_TEST
+
+/* ---- failure 3: the runtime's start fails and it unloads the driver ---- */
+
+START_TEST(failed_start_unloads_the_driver) {
+    static const char *const knobs[] = {"FAKE_CUDA_FAIL_EXPORT_TABLE=1", "FAKE_CUDA_DEVICES=0"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *env[] = {knobs[i], NULL};
+        lw_run without, with;
+        const char *args[] = {"malloc", "3", "1048576", NULL};
+        run_pair(&without, &with, "rt_paths", args, env, NULL, NULL);
+        ck_assert_int_eq(with.exit_code, 2); /* rt_paths: a CUDA call failed */
+        lw_run_free(&without);
+        lw_run_free(&with);
+
+        run_pair(&without, &with, "static_paths", args, env, NULL, NULL);
+        ck_assert_int_eq(with.exit_code, 2);
+        lw_run_free(&without);
+        lw_run_free(&with);
+
+        /* Two runtimes, each failing and unloading the driver in turn.
+         * ThreadSanitizer's thread-local bookkeeping crashes on a library
+         * with thread-local variables opened again after a dlclose (without
+         * leakwatch): not run there. */
+        const char *rt = getenv("LW_ASAN_RT");
+        if (rt && strstr(rt, "tsan")) {
+            fprintf(stderr, "test_layouts: two runtimes failing in turn: skipped under TSan\n");
+            continue;
+        }
+        const char *args2[] = {"2", "4096", "plt", "libmod_rt.so", "libmod_rt12.so", NULL};
+        run_pair(&without, &with, "dl_layouts", args2, env, NULL, NULL);
+        lw_run_free(&without);
+        lw_run_free(&with);
+    }
+}
+END_TEST
+
+/* ---- driver calls the program did not ask for stay off its threads ---- */
+
+START_TEST(no_mem_info_on_allocating_threads) {
+    const char *env[] = {"LEAKWATCH_INTERVAL_MS=20", NULL};
+    lw_run without, with;
+    const char *args[] = {"3", "4096", "plt", "libmod_rt.so:global", NULL};
+    run_pair(&without, &with, "dl_layouts", args, env, NULL, NULL);
+    RUN_OK(&with);
+    ck_assert_msg(strstr(with.err, "dl_layouts: meminfo on allocating threads 0\n"), "%s",
+                  with.err);
+    lw_run_free(&without);
+    lw_run_free(&with);
+
+    /* The free-memory reading still comes, from the worker thread (at most
+     * once a second: the program stays long enough for a second reading). */
+    const char *env2[] = {"LEAKWATCH_INTERVAL_MS=20", "DL_LAYOUTS_LINGER_MS=1500", NULL};
+    const char *args2[] = {"3", "1048576", "plt", "libmod_rt.so", NULL};
+    lw_run r;
+    lw_run_prog(&r, 1, "dl_layouts", args2, env2);
+    RUN_OK(&r);
+    long long free_bytes = lw_rep_int(&r, "growth.device_free_bytes");
+    ck_assert_int_eq(free_bytes + 3 * MiB, lw_rep_int(&r, "growth.device_total_bytes"));
+    lw_run_free(&r);
+}
+END_TEST
+
+/* ---- NVIDIA's real runtime on the stand-in drivers ---- */
+
+static int have_real_runtime(void) {
+    char p[4300];
+    snprintf(p, sizeof p, "%s/tests/programs/real_main", lw_build_dir());
+    if (access(p, X_OK) == 0) return 1;
+    fprintf(stderr, "test_layouts: no CUDA toolkit found at build time (CUDA_HOME or "
+                    "/usr/local/cuda): the real-runtime layouts are skipped\n");
+    return 0;
+}
+
+START_TEST(real_runtime_under_every_layout) {
+    if (!have_real_runtime()) return;
+    char other[4200];
+    snprintf(other, sizeof other, "%s/tests/lib/libinterposer.so", lw_build_dir());
+    const char *drivers[] = {NULL, lib_path(1, "lib-interposable")};
+    for (int d = 0; d < 2; d++) {
+        const char *env[] = {drivers[d], NULL};
+        for (int ip = 0; ip < 3; ip++) {
+            const char *pre = ip == 1 ? other : NULL, *post = ip == 2 ? other : NULL;
+            lw_run without, with;
+            /* Linked directly, and statically. */
+            run_pair(&without, &with, "real_main", NULL, env, pre, post);
+            RUN_OK(&with);
+            ck_assert_msg(strstr(with.out, "runtime_version=13"), "%s", with.out);
+            lw_run_free(&without);
+            lw_run_free(&with);
+            run_pair(&without, &with, "realstatic_main", NULL, env, pre, post);
+            RUN_OK(&with);
+            lw_run_free(&without);
+            lw_run_free(&with);
+        }
+        /* In a module opened RTLD_LOCAL, beside a second (stand-in) runtime,
+         * reached by every lookup. */
+        static const char *const vias[] = {"plt", "default", "next", "handle"};
+        for (int v = 0; v < 4; v++) {
+            lw_run without, with;
+            const char *args[] = {"2", "4096", vias[v], "libmod_realrt.so", "libmod_rt12.so", NULL};
+            run_pair(&without, &with, "dl_layouts", args, env, NULL, NULL);
+            RUN_OK(&with);
+            lw_run_free(&without);
+            lw_run_free(&with);
+            const char *args2[] = {
+                "2", "4096", vias[v], "libmod_rt12.so:global", "libmod_realrt.so", NULL};
+            run_pair(&without, &with, "dl_layouts", args2, env, NULL, NULL);
+            RUN_OK(&with);
+            lw_run_free(&without);
+            lw_run_free(&with);
+        }
+    }
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("layouts");
+    TCase *tc = tcase_create("layouts");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, rtld_local_runtime_and_driver);
+    tcase_add_test(tc, two_runtimes_each_call_reaches_its_callers);
+    tcase_add_test(tc, static_runtime_in_a_local_module);
+    tcase_add_test(tc, driver_with_interposable_addresses);
+    tcase_add_test(tc, driver_with_internal_addresses);
+    tcase_add_test(tc, second_interposer_before_and_after);
+    tcase_add_test(tc, dlsym_default_next_and_handles);
+    tcase_add_test(tc, failed_start_unloads_the_driver);
+    tcase_add_test(tc, no_mem_info_on_allocating_threads);
+    tcase_add_test(tc, real_runtime_under_every_layout);
+    suite_add_tcase(s, tc);
+    int failed = lw_check_run(s);
+    return failed ? 1 : 0;
+}
