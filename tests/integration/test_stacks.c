@@ -65,17 +65,17 @@ START_TEST(adversarial_stacks_are_exact) {
 END_TEST
 
 /* The tests above can fail: a cache believed on its anchor alone, one that
- * confirms return addresses but not saved frame pointers, or rules kept
- * across dlclose, record wrong stacks on these programs, and verification
- * counts them. */
+ * confirms return addresses but not saved frame pointers, record wrong
+ * stacks on these programs, and verification counts them. */
 START_TEST(verification_catches_a_blind_cache) {
     lw_expect_stack_mismatches = 1;
     static const struct {
         const char *mode, *scenario;
-    } cases[] = {{"trust-cache", "samedepth"},
-                 {"trust-cache", "longjmp"},
-                 {"ra-only", "alloca"},
-                 {"keep-rules", "dlclose"}};
+    } cases[] = {{"trust-cache", "samedepth"}, {"trust-cache", "longjmp"}, {"ra-only", "alloca"}};
+    /* No keep-rules control on the dlclose scenario: its libraries call CUDA
+     * through leakwatch, and the hooks keep every calling module loaded
+     * (src/base/real.c), so its code never changes under a kept rule. The
+     * dlclose scenario above still runs with verification. */
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         char mode[64];
         snprintf(mode, sizeof mode, "LEAKWATCH_TEST_UNWIND=%s", cases[k].mode);
