@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # leakwatch — build, test, install.
 #   make            build/libleakwatch.so and build/leakwatch
 #   make check      every test (unit, integration, sanitizer build)
@@ -327,7 +328,7 @@ check-san:
 check-layers: all
 	@scripts/check-layers.sh $(B)
 
-check: test-deps check-layers check-fast check-san check-tsan check-valgrind check-install fuzz-smoke check-dist lint
+check: test-deps check-layers check-fast check-san check-tsan check-valgrind check-install fuzz-smoke check-dist check-spdx lint
 
 demo: all $(STAND_INS) $(B)/examples/train_loop
 	@scripts/demo.sh $(B)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared by the PyTorch examples: synthetic data, a small classifier, the
 command line, and the timing line tests/gpu/run.sh reads. Nothing is
 downloaded; every example needs torch and a CUDA GPU."""

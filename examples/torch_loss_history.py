@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Training loop that keeps the loss tensor (seed 000, BUG 1):
 
     total_loss += loss          # a tensor: the sum joins every step's graph

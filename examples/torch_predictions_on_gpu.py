@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Predictions kept on the GPU for a metric computed at the end (seed 000's
 checklist: no `.detach().cpu()` before appending):
 

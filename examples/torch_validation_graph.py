@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Validation without torch.no_grad() and without model.eval() (seed 000,
 BUG 2), whose result is kept:
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A training loop in miniature, written against the CUDA runtime API, with
  * the classic leak: each step keeps its loss on the GPU (history.append(loss)
  * without .item()). Build it against the real libcudart, or against the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* leakwatch — find gradual GPU memory leaks. Public API of libleakwatch.so.
  *
  * The library works with no code change (LD_PRELOAD). These functions let a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make bench-accuracy: the leak detector's accuracy on the corpus of simulated
 # training jobs (bench/accuracy/corpus.txt), run through the shim on the CPU
 # stand-ins. Prints a per-workload table, a confusion matrix and one summary

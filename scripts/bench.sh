@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make bench: leakwatch's speed and memory benchmarks on the CPU stand-ins.
 # Prints numbers; never fails on them (only when a workload cannot run).
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Fails when a lower layer of the library calls a higher one, read from the
 # compiled objects' symbols (nm): a call is an undefined symbol in one object
 # that another object defines. Layers, lowest first (README "Layout"):

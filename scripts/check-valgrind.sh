@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs a few representative test programs under valgrind (memcheck) with the
 # shim preloaded: any invalid read or write, use of uninitialised memory or
 # bad free in leakwatch (or in what it does to the program) fails the run.

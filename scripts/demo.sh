@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # make demo: the product on leakwatch's CPU stand-ins for the CUDA libraries
 # (no GPU, no set-up): leakwatch run on a leaking C loop and a leaking Python
 # loop, the text report, the HTML report, leakwatch top on a running job, and

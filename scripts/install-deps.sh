@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Installs what leakwatch needs to build and test, when it is missing.
 # Debian/Ubuntu: apt-get as root, or through sudo. Elsewhere: one message.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs each test binary given, with LW_BUILD set to the build folder, and
 # fails if any fails. Each binary prints Check's own summary line.
 B="$1"; shift

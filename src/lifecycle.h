@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Start-up, steps, exit. leakwatch starts lazily, at the first CUDA memory
  * call, so a process that never uses CUDA sees nothing of it. */
 #ifndef LW_LIFECYCLE_H

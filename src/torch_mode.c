@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* PyTorch out of the box: the environment a Python process needs before it
  * imports torch, set from a library constructor (see torch_mode.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* PyTorch out of the box. In a Python process, before the interpreter starts,
  * a library constructor (torch_mode.c) prepares two things that must be in
  * place before `import torch`:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The worker: leakwatch's one background thread in the job. It takes in the
  * steps (analyze/growth.c), closes time intervals when no steps are marked,
  * and is the only caller of output code on a timer: the live warning, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs a Check suite the way every test binary here does: normal output
  * (Check's summary line, which CI reads), and the number of failed tests. */
 #ifndef LW_CHECK_RUN_H

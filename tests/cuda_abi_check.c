@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Compiled only where a CUDA toolkit is installed (make check does it when
  * $CUDA_HOME or /usr/local/cuda has include/cuda.h): every function-pointer
  * type leakwatch declares in include/leakwatch/cuda_api.h is assigned to the

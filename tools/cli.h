@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the leakwatch command's subcommands: exit statuses, messages,
  * human formatting, number parsing. Every subcommand is one cmd_*.c file. */
 #ifndef LW_CLI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* 'leakwatch report --format html': one self-contained page (inline CSS and
  * SVG, no script, no network: a Content-Security-Policy forbids any fetch), so
  * it can be attached to a ticket or opened from a CI artifact anywhere. Its

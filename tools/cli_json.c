@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* 'leakwatch report --format json': the report as the model understood it.
  * Every known field is present (null when unknown), unknown fields are
  * dropped, numbers are plain. Scripts can rely on this shape for any report

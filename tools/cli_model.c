@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading a report into lw_model: every field is looked up with its expected
  * type, and anything else becomes NAN/NULL plus a warning. The report format
  * grows (fields are added, never renamed), so absent optional fields are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A leakwatch report read into plain C values, checked field by field, so
  * that the renderers (text, JSON, HTML, top) never touch raw JSON and a
  * hostile or older file can only ever produce "unknown" values and warnings.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Renderers of lw_model: text for people, normalized JSON for scripts, one
  * self-contained HTML page, and the compact screen of 'leakwatch top'. */
 #ifndef LW_CLI_RENDER_H

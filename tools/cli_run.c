@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What 'leakwatch run' decides, separated from the process handling in
  * cmd_run.c so the tests can check each decision directly. */
 #include "cli_run.h"

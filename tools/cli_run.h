@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The decisions of 'leakwatch run', apart from process handling so tests can
  * call them directly: which settings exist and what values they accept, where
  * the library is, how LD_PRELOAD is composed, what status to exit with. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Talking to a watched process: finding its socket, one request, one answer.
  * Every failure becomes a sentence a person can act on. */
 #include "cli_sock.h"

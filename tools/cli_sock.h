@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The client side of the control socket (see src/output/control.h). */
 #ifndef LW_CLI_SOCK_H
 #define LW_CLI_SOCK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Turning a site's frames into the lines a person reads, the way Python shows
  * a traceback: outermost first, down to the allocation, the place to look
  * marked. The report keeps Python frames where the interpreter's evaluation

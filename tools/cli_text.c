@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The human summary of 'leakwatch report': what a person needs to decide
  * whether there is a leak and where to look, in the order they ask it:
  * verdict, how fast, when it runs out, which code, then the details. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Messages, human formatting and number parsing for the leakwatch command. */
 #include "cli.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* leakwatch doctor [--cuda-libs DIR] [--library PATH] [--python PY]
  * The first command to run on a GPU machine: runs small probes under the
  * shim, on the machine's own driver and runtime (and PyTorch, when python

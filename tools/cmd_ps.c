@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* leakwatch ps: the processes leakwatch watches, with a line of numbers each;
  * sockets left by processes that died without cleaning up are removed. */
 #include "cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* leakwatch report [--format text|json|html] [-o FILE] FILE...
  * Reads one report per process (one per rank of a distributed job) and shows
  * them together. */

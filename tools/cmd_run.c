@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* leakwatch run [options] -- CMD ARGS...
  * Runs CMD with this installation's libleakwatch.so preloaded and the options
  * turned into the library's LEAKWATCH_* variables; forwards signals; exits

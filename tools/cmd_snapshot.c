@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* leakwatch snapshot PID [-o FILE]: the report of a running process, now,
  * written by this command (so the file lands where the user is, with the
  * user's permissions, even when the process runs in another mount namespace). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* leakwatch top PID: a live view of one watched process, refreshed like top.
  * Each refresh asks the process for its full report, so what is shown is
  * exactly what a report written at that moment would say; its first line is

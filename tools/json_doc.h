@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* json_doc.h — reading leakwatch reports (and socket answers) as JSON documents, on top of
  * jansson (a maintained JSON library: strict RFC 8259 by default, UTF-8 validated, line and
  * column in its messages, nesting bounded).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* leakwatch: the command line. One subcommand per tools/cmd_*.c file. The
  * help texts printed here and by each subcommand's --help are also the source
  * of the man page and the bash completion (scripts/gen-docs.sh). */

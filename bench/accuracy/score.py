@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Accuracy benchmark of leakwatch's leak detector.
 
 Runs every workload of bench/accuracy/corpus.txt (build/tests/programs/rt_workload)

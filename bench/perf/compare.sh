@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Compares two builds of the shim on one workload: runs it without the shim,
 # with LIB_A and with LIB_B, in alternation, and prints each one's added CPU
 # ns per pair and the difference B - A (median [min..max] over the rounds).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A lock-free stand-in for libcudart.so, for the benchmark's thread-scaling
  * rows only (built as BUILD/bench/lib/libcudart.so and put first on
  * LD_LIBRARY_PATH). The test stand-in (tests/stubs) serialises every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """cudaMalloc/cudaFree pairs from Python, 20 Python frames deep (leakwatch bench).
 
     python3 py_bench.py LIBCUDART [PAIRS [PYFRAMES [WARMUP]]]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* For py_bench.py with LW_PY_EXT: allocation pairs made by C code under the
  * Python frames, as a C extension (PyTorch's dispatcher, pybind11) makes
  * them: Python calls in once, through ctypes, and the pairs are made from

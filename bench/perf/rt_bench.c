@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Speed and memory benchmark workloads for leakwatch, on the CPU stand-ins.
  * Run by scripts/bench.sh, with and without the shim preloaded; each run
  * prints one line starting with "RESULT" (key=value pairs).

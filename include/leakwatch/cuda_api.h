@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The few CUDA driver and runtime declarations leakwatch needs.
  *
  * leakwatch must build without the CUDA toolkit, so these mirror cuda.h and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """leakwatch from Python: mark training steps, write the report now, ask
 whether the library is recording.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A leakwatch step after every torch optimizer step, with no change to the
 job's code. Installed at interpreter start by the shim's auto-start
 (leakwatch/_autostart/sitecustomize.py), before torch can be imported.

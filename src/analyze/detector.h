@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The verdict: does the floor of live memory grow steadily, step after step?
  *
  * lw_detect is a pure function of a series of bins (series.h), so it can be

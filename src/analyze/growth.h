@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Growth: follows the floor of live memory from step to step, runs the
  * detector, and attributes the growth to call sites.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A bounded time series: a fixed number of bins, each the mean of a run of
  * consecutive points; when all are full, neighbours merge and each bin then
  * stands for twice as many points. Memory stays constant for a job of any

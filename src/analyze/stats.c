@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Statistics for the growth detector. See stats.h for the contract of each
  * function and tests/unit/reference/stats_reference.py for the independent
  * exact-arithmetic implementation the tests compare against. */

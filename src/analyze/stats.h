@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Statistics for telling a gradual leak from noise, warm-up and saturation
  * (README, "Leak detection"): Mann–Kendall trend test, Theil–Sen
  * slope with Sen's confidence interval, an effective-sample-size correction

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Time, cheaply: the coarse monotonic clock is a vDSO read (~5 ns). */
 #ifndef LW_CLOCK_H
 #define LW_CLOCK_H

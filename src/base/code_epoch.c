@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dlclose is interposed only to count: the call is glibc's, unchanged, and
  * the epoch moves on after it (code_epoch.h). It lives in the base layer so
  * that every layer's own dlclose calls count too. */

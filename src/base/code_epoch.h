@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The process's code epoch: it changes whenever code may have gone away
  * (dlclose), so that caches keyed by code address (the stack walker's unwind
  * rules, track/stack.c) know that other code may now sit at an address. */

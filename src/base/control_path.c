@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Where the control sockets live, and the checks that make that place safe:
  * another user must not be able to plant a socket we would talk to, nor read
  * our reports through one of ours. Shared by the library and the command. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Where the control sockets live (see output/control.h), shared by the
  * library and the command. */
 #ifndef LW_CONTROL_PATH_H

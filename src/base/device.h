@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Questions leakwatch asks the driver itself, directly (never through hooks).
  *
  * On the program's allocating threads leakwatch asks only for the calling

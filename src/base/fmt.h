@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Numbers as people read them, and the one-line answer built from them: the
  * same code in every output of the library (the live warning, the exit
  * summary) and of the command (text, HTML, top), so that the same state of a

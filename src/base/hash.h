@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fast hashing of machine words (pointers, instruction addresses). */
 #ifndef LW_HASH_H
 #define LW_HASH_H

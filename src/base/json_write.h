@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A small streaming JSON writer: keys in order, commas handled, strings
  * escaped (bytes that are not valid UTF-8 become U+FFFD), non-finite numbers
  * written as null. Errors are sticky: check lw_jw_failed once at the end. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Messages to stderr. leakwatch speaks only in processes that use CUDA, and
  * says each kind of problem once: a job's log must not fill with our lines. */
 #ifndef LW_LOG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* All of leakwatch's settings, in one table, read from LEAKWATCH_* environment
  * variables once, when the library first sees a CUDA allocation. The command
  * line tool reads the same table to document and forward them. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Output paths as users write them: LEAKWATCH_REPORT=run-%p.json. */
 #ifndef LW_PATH_TEMPLATE_H
 #define LW_PATH_TEMPLATE_H

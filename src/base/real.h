@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Finding the real functions behind the ones leakwatch interposes.
  *
  * leakwatch exports dlsym, so inside the library every lookup must go through

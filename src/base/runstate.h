@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The run's shared clock and counters: the step count, the time intervals
  * closed by the worker, the start time and the hook depth. A leaf module, so
  * that the allocation path can stamp records without reaching the layers that

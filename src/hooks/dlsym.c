@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dlsym: where libraries that load libcuda.so.1 themselves (the CUDA runtime,
  * static or shared, and PyTorch before 2.5) find the driver's functions.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Driver API wrappers (cuMemAlloc_v2, cuMemAllocAsync_ptsz, cuMemCreate, ...)
  * and the cuGetProcAddress wrappers that hand them out.
  *

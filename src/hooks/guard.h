@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Which hook call is the user's. A runtime call (cudaMalloc) reaches the
  * driver (cuMemAlloc_v2) through hooks too; only the outermost one records,
  * so one user allocation is one record, whichever layer it entered by. */

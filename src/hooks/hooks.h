@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The hook layer: wrappers around CUDA's memory functions and the lookup
  * functions (dlsym, cuGetProcAddress, cudaGetDriverEntryPoint) through which
  * callers find them. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CUDA runtime wrappers, for programs that link libcudart.so dynamically
  * (PyTorch's pip wheels do). Each forwards to the function its caller would
  * have reached without leakwatch (lw_real_for_caller): the global scope's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Source lines through an addr2line process, one per module, at report time.
  *
  * Why a child process and not a DWARF library (libdw, libbacktrace):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Source lines and inlined frames from an addr2line process, one per module,
  * started at report time only (see addr2line.c for why this way).
  *

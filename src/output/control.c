@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The control socket's server: one thread, one request per connection, no
  * state kept between requests. It runs only in processes that record (the
  * lifecycle starts it), and never runs CUDA calls, so the program's own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Live watching: one Unix-domain socket per watched process, served by one
  * thread, through which 'leakwatch top', 'ps' and 'snapshot' ask for the
  * report while the program runs.

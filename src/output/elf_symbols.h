@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Function names from an ELF file's own symbol tables (.symtab, and .dynsym
  * for stripped files), for report time: dladdr knows only exported symbols,
  * and most functions (static ones, C++ internals) are not exported. */

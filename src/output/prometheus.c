@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Prometheus textfile: the same counters the report shows, read through
  * the same getters (totals.h, growth.h), so the two never disagree. */
 #include "prometheus.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Metrics for Prometheus, in the text exposition format, for node exporter's
  * textfile collector (--collector.textfile.directory): the sampler writes the
  * file every interval, so dashboards and alerts see leaks as they grow. */

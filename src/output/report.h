@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The JSON report (its format is a contract: add fields, never rename) and
  * the short summary printed on stderr. */
 #ifndef LW_REPORT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Report-time symbolisation: names from the symbol tables (elf_symbols.c),
  * source lines and inlined frames from addr2line (addr2line.c), one child
  * process per module that has debug information, one request per unique

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Turning instruction addresses into names, at report time only.
  *
  * Each unique address is looked up once per report and kept in a table that

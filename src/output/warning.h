@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The live warning on stderr when a leak is confirmed while the job runs. */
 #ifndef LW_WARNING_H
 #define LW_WARNING_H

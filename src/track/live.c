@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The live table as chained hashing with one link per record (48-byte
  * records: no hash-table handle), bucket arrays that double when a stripe
  * holds two records per bucket, and stripes whose locks need no run-time

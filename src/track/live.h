@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The table of live allocations: what is allocated now, by whom.
  *
  * Keyed by (class, address or handle). Three classes keep namespaces apart

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* uthash, configured so that running out of memory is survivable: the add is
  * dropped and lw_uthash_oom is set, instead of uthash's default exit(-1). */
 #ifndef LW_UTHASH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pyframes.c - the calling thread's Python frames, read without the GIL.
  *
  * Design choices, and why

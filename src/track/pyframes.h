@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pyframes.h - capture the calling thread's Python frames without the GIL.
  *
  * leakwatch records, for each CUDA allocation, where in the user's Python

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A site's Python frames: described once, when the site is first seen (the
  * frames are alive then, see pyframes.h), and placed into the site's stack
  * at report time where the interpreter's native evaluation frames stand. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The record layer: what the hooks call after the real CUDA function returned,
  * once leakwatch has started (lw_started(): the hooks ask).
  * One allocation event: capture the stack, find its site (a thread-local cache

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Call sites: one per distinct call stack, with the bytes it holds.
  *
  * A site's key is its stack (native return addresses, then Python frames as

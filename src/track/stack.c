@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "stack.h"
 
 #include "code_epoch.h"

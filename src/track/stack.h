@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Native call stacks: return addresses only, innermost first, leakwatch's own
  * frames left out. Names are found at report time (symbolize.c), never here.
  *

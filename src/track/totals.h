@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Process-wide counters: allocations, frees, failures, live and peak bytes,
  * overall, by kind of memory, by device and by both. */
 #ifndef LW_TOTALS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Memory for the tracker's own tables (live records, their hash buckets,
  * call sites). One place, so that running out of it is handled the same way
  * everywhere (the allocation goes untracked or is pooled, and is counted),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unwind rules from DWARF call frame information (see unwind.h).
  *
  * Only what the fast walk in stack.c can use is interpreted: the CFA as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fast unwinder's slow half: what a frame's unwind rule is, read from
  * the DWARF call frame information (.eh_frame) of the object holding the
  * code. stack.c caches the rules per thread and walks the stack with them;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the fast unwinder (unwind.c) needs to know about the machine, in one
  * place: the registers a frame's canonical frame address (CFA) is computed
  * from, where a frame's return address is kept, and how to read the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for lw_path_expand (src/base/path_template.c): the report path
  * template from LEAKWATCH_REPORT.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for lw_option_parse (src/base/options.c): every LEAKWATCH_*
  * setting's text, as the environment could hold it.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The PyTorch examples on a real GPU: needs an NVIDIA GPU, CUDA and PyTorch
 # (>= 2.0; written against 2.11 + CUDA 13). Builds the shim (make), runs each
 # leakwatch doctor (the machine's driver, runtime and PyTorch under the shim),

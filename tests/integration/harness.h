@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration tests run real programs under the shim, on the CPU stand-ins
  * for the CUDA libraries, and read the report they leave. */
 #ifndef LW_HARNESS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers for the tests of the leakwatch command: running it, running
  * programs in the background, waiting for them. */
 #ifndef LW_HARNESS_CLI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Preloaded after libleakwatch.so by a test: an interposer of getuid that
  * finds the real one with dlsym(RTLD_NEXT). If leakwatch's dlsym lost the
  * caller's identity, "next" would be this library again and getuid would

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One library built twice (VARIANT 1 and 2, libstackvar1.so and
  * libstackvar2.so) with different frame sizes at the same offsets, so that
  * one loaded where the other was unloaded puts other unwind rules at the

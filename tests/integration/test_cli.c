@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The leakwatch command, end to end: run (status, signals, --fail-on-leak),
  * report (text, json, html; good, truncated and hostile files), the control
  * socket (ps, top, snapshot), the Prometheus file, and the HTML page drawn by

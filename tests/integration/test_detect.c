@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Verdicts end to end: example training loops run under the shim on the CPU
  * stand-ins, with and without the leak, with marked and unmarked steps. */
 #include "../check_run.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* leakwatch doctor: its probes under the shim, on the CPU stand-ins (this
  * machine has no GPU), and what it says when no driver is there. */
 #include "../check_run.h"

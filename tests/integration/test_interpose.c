@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Every path by which a program can reach CUDA memory, run under the shim on
  * the CPU stand-ins: each leaks a known number of bytes from a known function,
  * and the report must say exactly that. */

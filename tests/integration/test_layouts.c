@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* First, do no harm: in every process layout, every CUDA call a program makes
  * reaches the function it reaches without leakwatch, returns the same, and
  * nothing crashes; and leakwatch still counts each allocation exactly once.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The leaking line of Python, named: tests/python/leak_ctypes.py allocates
  * through the CPU stand-in runtime with ctypes (GIL held: PyDLL; released:
  * CDLL), under the shim, with every CPython >= 3.8 found on this machine. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* "Never hurt the job": fork, exec, threads, re-entrancy, signals, failures
  * of leakwatch's own parts, bounded memory and hostile input, each checked on
  * a real program run under the shim on the CPU stand-ins. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Call stacks: the known-stack cache of the fast walker (docs/stacks.md)
  * against programs written to defeat it, and the fallback unwinder on a
  * machine without libunwind. Every run is made with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Readable native frames: names for every function (demangled for C++),
  * module and offset always, file:line where debug information exists, and
  * nothing invented where it does not. Needs binutils' addr2line (or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* PyTorch out of the box, on the CPU stand-ins (no torch, no GPU here):
  *  - the environment the constructor prepares in Python processes (allocator
  *    backend for LEAKWATCH_TORCH_MODE=tensors, the auto-start directory on

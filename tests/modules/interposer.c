@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A second interposer of CUDA functions, as another tool may preload beside
  * leakwatch (before or after it): it counts the calls it sees and forwards
  * each to the next definition (dlsym(RTLD_NEXT)), and says at exit how many

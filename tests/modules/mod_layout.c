@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A module as a Python extension is one: a shared object linked to a CUDA
  * library, opened by its program with dlopen (tests/programs/dl_layouts.c).
  * Built several ways (Makefile, "layout modules"):

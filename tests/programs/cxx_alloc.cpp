@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A C++ program whose leaking call stack goes through what C++ compilers make
 // of names: a namespace, a class template's method, an inlined helper and a
 // lambda. tests/integration/test_symbols.c checks that the report names each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Opens layout modules (tests/modules/mod_layout.c) the way Python opens
  * extension modules, and runs each:
  *   dl_layouts N SIZE VIA MODULE:local|global [MODULE:local|global ...]

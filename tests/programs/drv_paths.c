@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reaches CUDA through the driver API: linked to libcuda.so.1 directly, or
  * through dlsym / cuGetProcAddress as libraries that load it themselves do.
  * Usage: drv_paths PATH [COUNT [SIZE]] */

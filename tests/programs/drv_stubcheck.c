@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Self-check of the stand-in driver (build/tests/lib/libcuda.so.1), linked
  * directly as driver-API programs are, without leakwatch. Exit 0 when every
  * check passes; each failure is printed. Honours FAKE_CUDA_DEVICES and

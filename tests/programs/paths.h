@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the test programs: each reaches CUDA one way, leaks a known
  * number of bytes from a function named leak_<path>, and allocates and frees
  * more from churn_<path>. The integration tests check the report against it. */

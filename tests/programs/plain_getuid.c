@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Calls getuid, which a test interposes with a second preloaded library. */
 #include <stdio.h>
 #include <unistd.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A program that never touches CUDA, run under the shim: it must see nothing
  * of leakwatch (no file, no output, no thread). It looks symbols up, loads a
  * library and runs a child, as compilers and shells do. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A program of our own linked to NVIDIA's real CUDA runtime (the toolkit's
  * libcudart.so, or libcudart_static.a as realstatic_main): it makes the calls
  * a job starts with and prints what each returned. On a stand-in driver the

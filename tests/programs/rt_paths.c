@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reaches CUDA through the runtime, linked dynamically (like PyTorch's pip
  * wheels). Usage: rt_paths PATH [COUNT [SIZE]] */
 #include "paths.h"

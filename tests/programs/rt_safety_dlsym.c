@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Looks symbols up and loads libraries from several threads at once, while
  * allocating through what it found, through the runtime linked in, and
  * through the driver: leakwatch's dlsym hook, called from everywhere, must

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Plants symbolic links where leakwatch will write its report, as a hostile
  * user of a shared folder could, then allocates and exits.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Forks while eight threads allocate (and one marks steps), as PyTorch's
  * DataLoader forks its workers from a process that uses CUDA.
  *

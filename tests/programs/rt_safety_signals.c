@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A job with its own SIGALRM and SIGUSR1 handlers and an interval timer,
  * allocating all the while: it must see every signal it is sent, on its own
  * threads, and leakwatch's threads must block them all.

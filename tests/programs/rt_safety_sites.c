@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Allocations from many distinct call stacks: one allocation at each
  * recursion depth 1..DEPTHS (each depth is a different stack).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Sixteen threads allocate and free at once while another asks for a report
  * again and again (leakwatch_dump) and the sampler runs (the test sets
  * LEAKWATCH_INTERVAL_MS=10).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A workload that stays alive to be watched: allocates COUNT x SIZE bytes
  * through the runtime, says "ready" on stdout, then waits, either until its
  * standard input closes ("stdin") or until a signal ends it ("sleep", the

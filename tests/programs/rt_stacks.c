@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Call stacks written to defeat a cache of known stacks (docs/stacks.md):
  * run under LEAKWATCH_VERIFY_STACKS=1, every stack leakwatch records must be
  * the one a full unwind finds (tracker.stack_mismatches == 0), and every

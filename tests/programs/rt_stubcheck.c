@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Self-check of the stand-in runtime linked dynamically (build/tests/lib/libcudart.so),
  * without leakwatch. Exit 0 when every check passes; each failure is printed.
  *

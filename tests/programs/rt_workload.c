@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A simulated training job for the accuracy benchmark (bench/accuracy): per
  * step it allocates and frees transients (activations), may leak from
  * leak_site(), and shapes the floor of live memory with a warm-up ramp,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the rt_safety_* programs (tests/integration/test_safety.c): the
  * runtime calls they make, and leakwatch's own functions found at run time,
  * so that each program also runs without the shim. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The runtime linked into the program (cudart_static, conda builds): no
  * runtime symbol can be interposed, only the driver path is visible.
  * Usage: static_paths PATH [COUNT [SIZE]] */

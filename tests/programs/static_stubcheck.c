@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Self-check of the stand-in runtime linked statically (build/tests/lib/libcudart_static.a),
  * the way conda builds link cudart_static, without leakwatch. Exit 0 when
  * every check passes; each failure is printed.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks src/track/pyframes.c (through tests/python/pyprobe.so) against Python's own view.
 
 usage: check_pyframes.py [PYPROBE_SO]   (default: $LW_BUILD/tests/python/pyprobe.so)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A Python training loop that leaks through the CPU stand-in runtime, called
 with ctypes: once with the GIL held (PyDLL), once released (CDLL). The test
 checks that the report's leaking site names this file, the function and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pyprobe.c - test probe for src/track/pyframes.c, loaded by Python through ctypes
  * (tests/python/check_pyframes.py). Built as $(B)/tests/python/pyprobe.so
  * from this file and src/track/pyframes.c only: no libleakwatch, no libpython.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Python call stacks written to defeat leakwatch's cache of the last Python
 frames (docs/stacks.md), run under LEAKWATCH_VERIFY_STACKS=1 by
 tests/integration/test_python.c: every capture served from the cache is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Prints what leakwatch's constructor may have changed, one "NAME=value"
 line each ("NAME unset" when unset), then, with the argument "cuda", makes
 two CUDA allocations through the CPU stand-in runtime ($LW_CUDART), so

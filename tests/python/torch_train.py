@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A training loop as PyTorch runs it, through the CPU stand-in runtime
 ($LW_CUDART) with ctypes, and the (fake) torch package for the steps: no
 step is marked by this script, only optimizer.step() is called. The test

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Declarations shared by the CPU stand-ins for libcuda.so.1 / libcudart and by
  * the programs that test them.
  *

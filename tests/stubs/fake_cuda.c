@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CPU stand-in for the CUDA driver, libcuda.so.1 (tests only).
  *
  * It exports the real library's versioned entry points (cuMemAlloc_v2,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CPU stand-in for the CUDA runtime (tests only): libcudart.so, and with
  * -DLW_FAKE_CUDART_STATIC -fvisibility=hidden libcudart_static.a.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the base layer's utilities (src/base): the JSON writer read
  * back by the command's reader, output path templates, byte formatting and
  * the control-socket folder checks. */

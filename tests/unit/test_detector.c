@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The growth detector on series whose truth is known by construction. */
 #include "../check_run.h"
 #include "detector.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_pyframes: runs tests/python/check_pyframes.py (which loads
  * $LW_BUILD/tests/python/pyprobe.so through ctypes and compares the raw
  * Python frame walk of src/track/pyframes.c with traceback.extract_stack()) under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for src/analyze/stats.c against reference values computed independently
  * by tests/unit/reference/stats_reference.py (exact rational arithmetic,
  * 80-digit Decimal normal law, full sorts instead of quickselect), plus the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CPU stand-ins for libcuda.so.1 / libcudart (tests/stubs) behave as the
  * tests of leakwatch assume: runs their self-check programs, without the shim,
  * in every configuration, and checks the legacy driver's exports.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the allocation path's tables and counters (src/track) and
  * the binned series (src/analyze/series.c), each on its own, without the
  * hooks or a CUDA stand-in. */

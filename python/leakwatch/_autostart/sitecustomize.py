@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """leakwatch's auto-start. libleakwatch.so puts this folder first on
 PYTHONPATH in Python processes (LEAKWATCH_TORCH_STEPS=1, the default), so
 Python's site module imports this file at startup instead of the first

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Reference values for tests/unit/test_stats.c, computed independently of
 src/analyze/stats.c.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The part of torch/optim/optimizer.py that leakwatch relies on: a module
 level dict of global post-hooks (a reload makes a new, empty one), the
 registration function, and Optimizer.step() calling each hook as
