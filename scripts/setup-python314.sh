@@ -1,0 +1,89 @@
+#!/bin/sh
+# Unpacks CPython 3.14 from Debian's development suite (sid) into a cache
+# folder, for the Python-frame tests: Debian 12 has no 3.14, and sid's
+# packages need sid's newer C library, so that comes along and the
+# interpreter is started through its loader by a small wrapper.
+#
+#   setup-python314.sh [ARCH]     ARCH: a Debian architecture (default: this
+#                                 machine's, e.g. amd64; arm64 for the
+#                                 aarch64 checks under qemu-user)
+#
+# Result: $LW_PY314_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/leakwatch/
+# py314-ARCH)/root/usr/bin/lw-python3.14, a wrapper that runs
+#   <root>/usr/lib/<triplet>/<loader> --library-path <root libs> --argv0 <wrapper>
+#       <root>/usr/bin/python3.14 ARGS
+# (sys.executable is then the wrapper, so subprocesses work too; LD_PRELOAD
+# is honoured by that loader). Also lw-python3.14t when the suite has a
+# free-threaded build (python3.14t-minimal / python3.14-nogil). Prints the
+# wrapper path(s) on stdout.
+#
+# apt is used only to download (scripts/apt-unpack.sh: a private sources
+# list, lists and cache under the cache folder); the system's apt
+# configuration and package state are not touched, nothing is installed.
+# Needs apt-get, dpkg-deb and network access to the Debian archive; without
+# them it says why and exits 0 (the tests then run on the other
+# interpreters). A second run with the folder in place does nothing (delete
+# the folder to refresh).
+set -eu
+
+arch="${1:-$(dpkg --print-architecture 2>/dev/null || echo amd64)}"
+case "$arch" in
+amd64) triplet=x86_64-linux-gnu loader=ld-linux-x86-64.so.2 ;;
+arm64) triplet=aarch64-linux-gnu loader=ld-linux-aarch64.so.1 ;;
+*)
+    echo "setup-python314: architecture $arch not supported (amd64 or arm64)" >&2
+    exit 0
+    ;;
+esac
+cache="${LW_PY314_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/leakwatch/py314-$arch}"
+root="$cache/root"
+wrap="$root/usr/bin/lw-python3.14"
+
+skip() {
+    echo "setup-python314: $*; the Python-frame tests will not cover CPython 3.14" >&2
+    exit 0
+}
+
+if [ -x "$wrap" ] && [ -f "$cache/done" ]; then
+    echo "$wrap"
+    [ -x "${wrap}t" ] && echo "${wrap}t"
+    exit 0
+fi
+rm -rf "$root" "$cache/done"
+here=$(dirname "$0")
+# The '?' ones: a free-threaded build, under either name Debian may use.
+rc=0
+sh "$here/apt-unpack.sh" sid "$arch" "$cache" "$root" \
+    python3.14-minimal libpython3.14-minimal libpython3.14-stdlib libffi8 libc6 libgcc-s1 \
+    zlib1g libexpat1 libzstd1 liblzma5 libbz2-1.0 \
+    'python3.14t-minimal?' 'libpython3.14t-minimal?' 'libpython3.14t-stdlib?' \
+    'python3.14-nogil?' 'libpython3.14-nogil?' || rc=$?
+case $rc in
+0) ;;
+2) skip "the Debian archive (sid) cannot be reached" ;;
+3) skip "sid does not have the packages (see above)" ;;
+*) skip "download failed (see $cache/apt.log)" ;;
+esac
+
+lib="$root/usr/lib/$triplet"
+[ -x "$root/usr/bin/python3.14" ] && [ -e "$lib/$loader" ] || skip "unpacked tree is incomplete"
+make_wrapper() { # $1 interpreter name
+    cat >"$root/usr/bin/lw-$1" <<EOF
+#!/bin/sh
+# CPython from Debian sid, started through sid's C library (setup-python314.sh).
+exec "$lib/$loader" --library-path "$lib:$root/lib/$triplet" --argv0 "\$0" "$root/usr/bin/$1" "\$@"
+EOF
+    chmod +x "$root/usr/bin/lw-$1"
+}
+make_wrapper python3.14
+[ -x "$root/usr/bin/python3.14t" ] && make_wrapper python3.14t
+if [ "$arch" = "$(dpkg --print-architecture 2>/dev/null)" ]; then
+    "$wrap" -c 'import ctypes, sys; assert sys.version_info[:2] == (3, 14)' ||
+        skip "the unpacked interpreter does not start"
+fi
+: >"$cache/done"
+echo "$wrap"
+[ -x "${wrap}t" ] && echo "${wrap}t"
+[ -x "$root/usr/bin/python3.14t" ] ||
+    echo "setup-python314: sid has no free-threaded 3.14 build for $arch" >&2
+exit 0
