@@ -280,6 +280,10 @@ $(B)/tests/python/pyprobe.so: tests/python/pyprobe.c src/track/pyframes.c $(wild
 	$(Q)$(CC) $(BASE_CFLAGS) $(INC_track) $(OPT) -fPIC -shared -pthread -o $@ tests/python/pyprobe.c \
 	    src/track/pyframes.c $(SAN_LDFLAGS) -ldl
 test-bins: $(B)/tests/python/pyprobe.so
+$(B)/tests/python/fake_freethreaded.so: tests/python/fake_freethreaded.c | deps
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O1 -fPIC -shared -o $@ $<
+test-bins: $(B)/tests/python/fake_freethreaded.so
 
 # Runs every test binary; each prints Check's summary line. LW_BUILD tells the
 # integration tests where the library, stand-ins and programs are.

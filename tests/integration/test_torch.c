@@ -9,6 +9,7 @@
  *    cudaMallocAsync_ptsz, cudaMalloc segments, expandable segments through
  *    cuMemCreate/cuMemMap) and never marks a step itself. */
 #include "../check_run.h"
+#include "../python_cache.h"
 #include "harness.h"
 #include "torch_mode.h"
 
@@ -47,6 +48,7 @@ static int find_pythons(void) {
             add_python(g.gl_pathv[i]);
         globfree(&g);
     }
+    lw_cached_pythons(add_python); /* 3.14 from scripts/setup-python314.sh */
     return npythons;
 }
 

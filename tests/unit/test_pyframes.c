@@ -5,7 +5,9 @@
  * every CPython >= 3.8 found:
  *   $PYENV_ROOT/versions/X/bin/python3 (PYENV_ROOT defaults to ~/.pyenv),
  *   /root/.pyenv/versions/X/bin/python3, `python3` on PATH, /usr/bin/python3,
- *   and the colon-separated list in $LW_PYTHONS.
+ *   the interpreters scripts/setup-python314.sh unpacked (CPython 3.14 from
+ *   Debian sid, see tests/python_cache.h), and the colon-separated list in
+ *   $LW_PYTHONS.
  * Interpreters are told apart by sys.executable (after realpath), so the
  * pyenv shim and the version it selects count once. With none found the test
  * prints so and passes.
@@ -23,6 +25,7 @@
  * deliberately racy check (shutdown around capturing threads) under ASan.
  */
 #include "../check_run.h"
+#include "../python_cache.h"
 #include "pyframes.h"
 
 #include <check.h>
@@ -169,6 +172,7 @@ static void find_pythons(void) {
         free(copy);
     }
     consider("/usr/bin/python3");
+    lw_cached_pythons(consider);
     const char *extra = getenv("LW_PYTHONS");
     if (extra) {
         char *copy = strdup(extra), *save = NULL;
