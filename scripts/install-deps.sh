@@ -14,6 +14,7 @@
 #
 #   install-deps.sh          what the build needs (make, make demo)
 #   install-deps.sh test     that and what the tests need (make check, CI)
+#   install-deps.sh aarch64  the cross compiler and qemu-user (make check-aarch64)
 what="${1:-build}"
 missing=""
 have_pkgconf() { pkg-config --exists "$1" 2>/dev/null; }
@@ -25,6 +26,11 @@ have_pkgconf libunwind || [ -f /usr/include/libunwind.h ] || missing="$missing l
 [ -f /usr/include/uthash.h ] || missing="$missing uthash-dev"
 have_pkgconf check || missing="$missing check"
 have_pkgconf jansson || [ -f /usr/include/jansson.h ] || missing="$missing libjansson-dev"
+if [ "$what" = aarch64 ]; then
+    need_cmd aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu
+    need_cmd aarch64-linux-gnu-g++ g++-aarch64-linux-gnu
+    need_cmd qemu-aarch64-static qemu-user-static
+fi
 optional=""
 if [ "$what" = test ]; then
 need_cmd clang clang

@@ -126,6 +126,7 @@
  *    before 3.13 (different object header).
  */
 #include "pyframes.h"
+#include "arch.h"
 #include "real.h" /* lw_real_dlsym: the library interposes dlsym */
 
 #include <dlfcn.h>
@@ -211,9 +212,9 @@ static inline uint8_t rd_u8(uintptr_t a) {
 }
 
 /* Plausible pointer to an interpreter structure: non-NULL, not in the first
- * page, 8-aligned, below 2^48 (x86-64 and AArch64 user space). */
+ * page, 8-aligned, inside user space. */
 static inline int ptr_ok(uintptr_t p) {
-    return p >= 4096 && (p & 7) == 0 && p < ((uintptr_t)1 << 48);
+    return p >= 4096 && (p & 7) == 0 && p < LW_ARCH_USER_ADDR_END;
 }
 
 static inline int is_code(const struct layout *L, uintptr_t code) {

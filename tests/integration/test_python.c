@@ -4,7 +4,7 @@
  * CDLL), under the shim, with every CPython >= 3.8 found on this machine
  * (and the CPython 3.14 that scripts/setup-python314.sh unpacks, if there). */
 #include "../check_run.h"
-#include "../python_cache.h"
+#include "../pythons.h"
 #include "harness.h"
 
 #include <glob.h>
@@ -20,7 +20,7 @@ static int npythons;
 
 static void add_python(const char *path) {
     char real[PATH_MAX];
-    if (npythons >= 32 || !realpath(path, real)) return;
+    if (npythons >= 32 || !realpath(path, real) || !lw_python_runs_here(real)) return;
     /* Under 3.8 is not supported: skip by the version in the path. */
     if ((strstr(real, "python2") || strstr(real, "python3.6") || strstr(real, "python3.7"))) return;
     for (int i = 0; i < npythons; i++)
@@ -29,6 +29,11 @@ static void add_python(const char *path) {
 }
 
 static void find_pythons(void) {
+    if (!lw_search_host_pythons()) {
+        lw_listed_pythons(add_python);
+        lw_cached_pythons(add_python);
+        return;
+    }
     glob_t g;
     const char *root = getenv("PYENV_ROOT");
     char pat[PATH_MAX];
@@ -40,6 +45,7 @@ static void find_pythons(void) {
     }
     if (access("/usr/bin/python3", X_OK) == 0) add_python("/usr/bin/python3");
     lw_cached_pythons(add_python); /* 3.14 from scripts/setup-python314.sh */
+    lw_listed_pythons(add_python);
 }
 
 /* The line of the leaking call, found by its marker comment. */
@@ -194,6 +200,9 @@ START_TEST(python_stacks_adversarial) {
         lw_run_free(&r);
         printf("test_python: %s adversarial stacks ok\n", pythons[i]);
     }
+}
+END_TEST
+
 /* A Python whose frames cannot be read: one line when leakwatch starts says
  * so and why; the report is written as usual, with native frames only. */
 static void expect_unavailable(const char *python, const char *fake_ft, const char *why) {
@@ -242,7 +251,7 @@ START_TEST(old_python_is_said_once) {
     const char *root = getenv("PYENV_ROOT");
     char pat[PATH_MAX];
     snprintf(pat, sizeof pat, "%s/versions/3.7*/bin/python3", root ? root : "/root/.pyenv");
-    if (glob(pat, 0, NULL, &g) != 0) {
+    if (glob(pat, 0, NULL, &g) != 0 || !lw_python_runs_here(g.gl_pathv[0])) {
         printf("test_python: no CPython 3.7 found; skipped\n");
         return;
     }

@@ -456,7 +456,9 @@ def finalisation_check():
             "def f(): lib.probe_spin(400)\n"
             "for i in range(3): threading.Thread(target=f, daemon=True).start()\n"
             "time.sleep(0.05)\n" % SO)
-    r = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
+    # LW_TEST_EXEC: the emulator that runs this interpreter (make check-aarch64)
+    cmd = os.environ.get("LW_TEST_EXEC", "").split() + [sys.executable, "-c", code]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, timeout=60)
     if r.returncode != 0:
         fail("shutdown with capturing daemon threads: exit status %d\n%s" % (

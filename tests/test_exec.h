@@ -1,0 +1,47 @@
+/* How the tests start programs: directly, or through the command in
+ * $LW_TEST_EXEC (an emulator: see lw_test_exec_prefix). */
+#ifndef LW_TEST_EXEC_H
+#define LW_TEST_EXEC_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* LW_TEST_EXEC: a command, split at spaces, that runs the programs the tests
+ * start. make check-aarch64 sets it to "qemu-aarch64-static -L <sysroot>",
+ * so that aarch64 programs run on an x86-64 host without binfmt_misc. Puts
+ * its words into argv[0..] (at most max) and returns how many. */
+static inline int lw_test_exec_prefix(char **argv, int max) {
+    static char buf[1024];
+    static char *words[16];
+    static int nwords = -1;
+    if (nwords < 0) {
+        nwords = 0;
+        const char *e = getenv("LW_TEST_EXEC");
+        snprintf(buf, sizeof buf, "%s", e ? e : "");
+        char *save = NULL;
+        for (char *w = strtok_r(buf, " ", &save); w && nwords < 16; w = strtok_r(NULL, " ", &save))
+            words[nwords++] = w;
+    }
+    int n = 0;
+    for (; n < nwords && n < max; n++)
+        argv[n] = words[n];
+    return n;
+}
+
+/* The file to start for exe: under an emulator run with "-L SYSROOT" in
+ * $LW_TEST_EXEC, SYSROOT/exe when that exists. qemu looks every file the
+ * program opens up in the sysroot first, but not the program it is given
+ * to start, so without this /usr/bin/env would be the host's. */
+static inline const char *lw_test_exec_path(const char *exe, char *buf, size_t len) {
+    const char *e = getenv("LW_TEST_EXEC"), *l = e ? strstr(e, " -L ") : NULL;
+    if (!l || exe[0] != '/') return exe;
+    l += 4;
+    size_t n = strcspn(l, " ");
+    if ((size_t)snprintf(buf, len, "%.*s%s", (int)n, l, exe) >= len || access(buf, X_OK) != 0)
+        return exe;
+    return buf;
+}
+
+#endif
