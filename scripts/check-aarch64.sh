@@ -4,15 +4,16 @@
 # its tests under qemu-user on this (x86-64) machine, each program started
 # explicitly through `qemu-aarch64-static -L <sysroot>` (binfmt_misc is not
 # needed): the unit tests, the Python frame walk on Debian 12's arm64
-# CPython 3.11, and the integration tests on the CPU stand-ins.
+# CPython 3.11 and Debian sid's arm64 CPython 3.14, and the integration tests
+# on the CPU stand-ins.
 #
 #   check-aarch64.sh [TEST...]     default: every test this can host (below)
 #
-# Not run here: test_cli and test_safety start programs that exec() other
-# aarch64 programs themselves (the command's `leakwatch run`, the exec
-# safety checks), which needs binfmt_misc; test_symbols strips aarch64
-# binaries with the host's binutils. They run on a real aarch64 machine with
-# `make check`. Build folder: build/aarch64 (B= to change).
+# Not run here: test_cli and test_safety, whose programs exec() further
+# aarch64 programs themselves (the command's `leakwatch run`, wrappers such as
+# env and sh around the job), which qemu-user cannot follow without
+# binfmt_misc; they run on an aarch64 machine with `make check`. Build
+# folder: build/aarch64 (B= to change).
 set -eu
 cd "$(dirname "$0")/.."
 B="${B:-build/aarch64}"
@@ -33,6 +34,9 @@ sysroot=$(sh scripts/setup-arm64-sysroot.sh) || {
     exit 1
 }
 lib="$sysroot/usr/lib/aarch64-linux-gnu"
+# CPython 3.14 for arm64 too (Debian sid; its wrapper starts qemu itself):
+# the Python tests then cover it besides the sysroot's 3.11.
+sh scripts/setup-python314.sh arm64 >/dev/null || true
 
 echo "check-aarch64: building into $B (${CROSS}gcc, sysroot $sysroot)"
 nice make --no-print-directory -j"$(nproc)" B="$B" CC="${CROSS}gcc" CXX="${CROSS}g++" \
@@ -43,7 +47,7 @@ nice make --no-print-directory -j"$(nproc)" B="$B" CC="${CROSS}gcc" CXX="${CROSS
 if [ $# -eq 0 ]; then
     set -- "$B"/tests/unit/test_* "$B"/tests/integration/test_interpose \
         "$B"/tests/integration/test_detect "$B"/tests/integration/test_python \
-        "$B"/tests/integration/test_torch
+        "$B"/tests/integration/test_torch "$B"/tests/integration/test_symbols
 fi
 # Every program the tests start goes through qemu (tests/test_exec.h), which
 # passes the environment (LD_PRELOAD included) on to the aarch64 program.
@@ -52,6 +56,7 @@ fi
 export LW_TEST_EXEC="$qemu -L $sysroot"
 export LW_PYTHONS="$sysroot/usr/bin/python3.11"
 export FAKE_CUDA_NO_RESERVE=1
+export STRIP="${CROSS}strip"
 export CK_TIMEOUT_MULTIPLIER="${CK_TIMEOUT_MULTIPLIER:-10}"
 echo "check-aarch64: running $# test programs under $qemu"
 scripts/run-tests.sh "$B" "$@"

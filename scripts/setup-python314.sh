@@ -3,6 +3,8 @@
 # folder, for the Python-frame tests: Debian 12 has no 3.14, and sid's
 # packages need sid's newer C library, so that comes along and the
 # interpreter is started through its loader by a small wrapper.
+# libunwind comes along too: leakwatch links it, and for another
+# architecture (arm64 under qemu-user) the host has none.
 #
 #   setup-python314.sh [ARCH]     ARCH: a Debian architecture (default: this
 #                                 machine's, e.g. amd64; arm64 for the
@@ -29,8 +31,8 @@ set -eu
 
 arch="${1:-$(dpkg --print-architecture 2>/dev/null || echo amd64)}"
 case "$arch" in
-amd64) triplet=x86_64-linux-gnu loader=ld-linux-x86-64.so.2 ;;
-arm64) triplet=aarch64-linux-gnu loader=ld-linux-aarch64.so.1 ;;
+amd64) triplet=x86_64-linux-gnu loader=ld-linux-x86-64.so.2 qemu=qemu-x86_64-static ;;
+arm64) triplet=aarch64-linux-gnu loader=ld-linux-aarch64.so.1 qemu=qemu-aarch64-static ;;
 *)
     echo "setup-python314: architecture $arch not supported (amd64 or arm64)" >&2
     exit 0
@@ -46,13 +48,16 @@ skip() {
 }
 
 here=$(dirname "$0")
+# What the tree holds; a tree made from another list is made again.
+stamp="v2: python3.14, libc6, libunwind8"
+[ -f "$cache/done" ] && [ "$(cat "$cache/done")" != "$stamp" ] && rm -f "$cache/done"
 if [ ! -f "$cache/done" ]; then
     rm -rf "$root"
     # The '?' ones: a free-threaded build, under either name Debian may use.
     rc=0
     sh "$here/apt-unpack.sh" sid "$arch" "$cache" "$root" \
         python3.14-minimal libpython3.14-minimal libpython3.14-stdlib libffi8 libc6 libgcc-s1 \
-        zlib1g libexpat1 libzstd1 liblzma5 libbz2-1.0 \
+        zlib1g libexpat1 libzstd1 liblzma5 libbz2-1.0 libunwind8 \
         'python3.14t-minimal?' 'libpython3.14t-minimal?' 'libpython3.14t-stdlib?' \
         'python3.14-nogil?' 'libpython3.14-nogil?' || rc=$?
     case $rc in
@@ -72,13 +77,19 @@ if [ ! -f "$cache/done" ]; then
     done
 fi
 [ -x "$real/python3.14" ] && [ -e "$lib/$loader" ] || skip "unpacked tree is incomplete"
+# Another architecture's interpreter (make check-aarch64 on x86-64) runs
+# under qemu-user, named here so that the wrapper works without binfmt_misc.
+emu=""
+if [ "$arch" != "$(dpkg --print-architecture 2>/dev/null)" ]; then
+    emu="$(command -v "$qemu" || echo "/usr/bin/$qemu") "
+fi
 make_wrapper() { # $1 interpreter name
     cat >"$root/usr/bin/$1" <<EOF
 #!/bin/sh
 # CPython from Debian sid, started through sid's C library (setup-python314.sh).
 # --library-path replaces LD_LIBRARY_PATH for the loader: that is passed on
 # after sid's own folders (CUDA libraries, the tests' stand-ins).
-exec "$lib/$loader" --library-path "$lib:$root/lib/$triplet\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" \\
+exec $emu"$lib/$loader" --library-path "$lib:$root/lib/$triplet\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" \\
     --argv0 "\$0" "$real/$1" "\$@"
 EOF
     chmod +x "$root/usr/bin/$1"
@@ -92,7 +103,7 @@ if [ ! -f "$cache/done" ]; then
     fi
     [ -x "$real/python3.14t" ] ||
         echo "setup-python314: sid has no free-threaded 3.14 build for $arch" >&2
-    : >"$cache/done"
+    echo "$stamp" >"$cache/done"
 fi
 echo "$wrap"
 [ -x "${wrap}t" ] && echo "${wrap}t"

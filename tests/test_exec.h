@@ -11,8 +11,9 @@
 /* LW_TEST_EXEC: a command, split at spaces, that runs the programs the tests
  * start. make check-aarch64 sets it to "qemu-aarch64-static -L <sysroot>",
  * so that aarch64 programs run on an x86-64 host without binfmt_misc. Puts
- * its words into argv[0..] (at most max) and returns how many. */
-static inline int lw_test_exec_prefix(char **argv, int max) {
+ * its words into argv[0..] (at most max) and returns how many: none when exe
+ * is a script. */
+static inline int lw_test_exec_prefix(const char *exe, char **argv, int max) {
     static char buf[1024];
     static char *words[16];
     static int nwords = -1;
@@ -24,6 +25,15 @@ static inline int lw_test_exec_prefix(char **argv, int max) {
         for (char *w = strtok_r(buf, " ", &save); w && nwords < 16; w = strtok_r(NULL, " ", &save))
             words[nwords++] = w;
     }
+    /* A script runs as its first line says (a wrapper that starts an
+     * emulator itself, for instance). */
+    char head[2] = {0, 0};
+    FILE *f = fopen(exe, "rb");
+    if (f) {
+        if (fread(head, 1, 2, f) != 2) head[0] = 0;
+        fclose(f);
+    }
+    if (head[0] == '#' && head[1] == '!') return 0;
     int n = 0;
     for (; n < nwords && n < max; n++)
         argv[n] = words[n];

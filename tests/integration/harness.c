@@ -90,7 +90,7 @@ void lw_run_exe(lw_run *r, int preload, const char *exe, const char *const *args
     snprintf(r->report_path, sizeof r->report_path, "%s/report.json", r->dir);
 
     char *argv[80], in_sysroot[PATH_MAX + 256];
-    int ac = lw_test_exec_prefix(argv, 16);
+    int ac = lw_test_exec_prefix(exe, argv, 16);
     argv[ac++] = (char *)lw_test_exec_path(exe, in_sysroot, sizeof in_sysroot);
     for (int i = 0; args && args[i] && ac < 79; i++)
         argv[ac++] = (char *)args[i];

@@ -44,7 +44,7 @@ void lw_cli_run(lw_run *r, const char *const *args, const char *const *env) {
 pid_t lw_spawn(const char *exe, const char *const *args, const char *const *env, int preload,
                const char *out_path) {
     char *argv[80], in_sysroot[PATH_MAX + 256];
-    int ac = lw_test_exec_prefix(argv, 16);
+    int ac = lw_test_exec_prefix(exe, argv, 16);
     argv[ac++] = (char *)lw_test_exec_path(exe, in_sysroot, sizeof in_sysroot);
     for (int i = 0; args && args[i] && ac < 79; i++)
         argv[ac++] = (char *)args[i];

@@ -592,7 +592,7 @@ static void train_rss(const char *steps, const char *leak, long *early, long *la
     snprintf(rep, sizeof rep, "LEAKWATCH_REPORT=/tmp/lwsafety-rss-%ld.json", (long)getpid());
     char *envp[] = {pre, lib, rep, "LEAKWATCH_QUIET=1", "ASAN_OPTIONS=detect_leaks=0", NULL};
     char *argv[24];
-    int ac = lw_test_exec_prefix(argv, 16);
+    int ac = lw_test_exec_prefix(exe, argv, 16);
     char *rest[] = {exe, "--steps", (char *)steps, "--leak", (char *)leak, NULL};
     for (int i = 0; i < 6; i++)
         argv[ac++] = rest[i];

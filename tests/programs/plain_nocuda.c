@@ -40,7 +40,7 @@ int main(int argc, char **argv) {
     if (pid == 0) {
         /* Through $LW_TEST_EXEC when the tests run under an emulator. */
         char *cmd[20];
-        int n = lw_test_exec_prefix(cmd, 16);
+        int n = lw_test_exec_prefix(argv[0], cmd, 16);
         cmd[n++] = argv[0];
         cmd[n++] = "child";
         cmd[n] = NULL;

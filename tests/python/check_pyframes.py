@@ -456,8 +456,12 @@ def finalisation_check():
             "def f(): lib.probe_spin(400)\n"
             "for i in range(3): threading.Thread(target=f, daemon=True).start()\n"
             "time.sleep(0.05)\n" % SO)
-    # LW_TEST_EXEC: the emulator that runs this interpreter (make check-aarch64)
-    cmd = os.environ.get("LW_TEST_EXEC", "").split() + [sys.executable, "-c", code]
+    # LW_TEST_EXEC: the emulator that runs this interpreter (make check-aarch64;
+    # a wrapper script starts its own)
+    with open(sys.executable, "rb") as fh:
+        script = fh.read(2) == b"#!"
+    cmd = ([] if script else os.environ.get("LW_TEST_EXEC", "").split()) + [
+        sys.executable, "-c", code]
     r = subprocess.run(cmd, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, timeout=60)
     if r.returncode != 0:

@@ -82,7 +82,7 @@ static int run(char *const argv[], char *const env_extra[], unsigned timeout_s, 
             putenv(env_extra[i]);
         alarm(timeout_s); /* survives exec: SIGALRM ends a hung Python */
         char *full[80];
-        int n = lw_test_exec_prefix(full, 16);
+        int n = lw_test_exec_prefix(argv[0], full, 16);
         for (int i = 0; argv[i] && n < 79; i++)
             full[n++] = argv[i];
         full[n] = NULL;

@@ -42,7 +42,7 @@ static int run(const char *prog, const char *arg, const char *libdir, const char
             unsetenv("LD_LIBRARY_PATH");
         if (env_kv != NULL) putenv((char *)env_kv);
         char *argv[20];
-        int ac = lw_test_exec_prefix(argv, 16);
+        int ac = lw_test_exec_prefix(path, argv, 16);
         argv[ac++] = (char *)path;
         argv[ac++] = (char *)arg;
         argv[ac] = NULL;
