@@ -25,10 +25,10 @@ suite=$1 arch=$2 work=$3 root=$4
 shift 4
 mirror="${LW_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-command -v apt-get >/dev/null 2>&1 && command -v dpkg-deb >/dev/null 2>&1 || {
+if ! command -v apt-get >/dev/null 2>&1 || ! command -v dpkg-deb >/dev/null 2>&1; then
     echo "apt-unpack: apt-get/dpkg-deb not available" >&2
     exit 2
-}
+fi
 [ -f "$keyring" ] || {
     echo "apt-unpack: no Debian archive keyring ($keyring)" >&2
     exit 2

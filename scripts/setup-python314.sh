@@ -76,7 +76,9 @@ if [ ! -f "$cache/done" ]; then
         [ -f "$root/usr/bin/$py" ] && mv "$root/usr/bin/$py" "$real/$py"
     done
 fi
-[ -x "$real/python3.14" ] && [ -e "$lib/$loader" ] || skip "unpacked tree is incomplete"
+if [ ! -x "$real/python3.14" ] || [ ! -e "$lib/$loader" ]; then
+    skip "unpacked tree is incomplete"
+fi
 # Another architecture's interpreter (make check-aarch64 on x86-64) runs
 # under qemu-user, named here so that the wrapper works without binfmt_misc.
 emu=""

@@ -32,10 +32,12 @@
 
 #define LW_ARCH_RA_CFA_NONE 1 /* never a valid offset: offsets are negative */
 
-#if defined(__x86_64__)
-#include "arch_x86_64.h"
-#elif defined(__aarch64__)
+#if defined(__aarch64__)
 #include "arch_aarch64.h"
+#elif defined(__x86_64__) || !defined(__GNUC__)
+/* (the second: static analysers such as cppcheck, which define no compiler
+ * macros, read the x86-64 header) */
+#include "arch_x86_64.h"
 #else
 #error "leakwatch is built for x86-64 and AArch64 Linux only (see src/base/arch.h)"
 #endif
