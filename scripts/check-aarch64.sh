@@ -42,7 +42,8 @@ echo "check-aarch64: building into $B (${CROSS}gcc, sysroot $sysroot)"
 nice make --no-print-directory -j"$(nproc)" B="$B" CC="${CROSS}gcc" CXX="${CROSS}g++" \
     LW_EXTRA_CFLAGS="-I$sysroot/usr/include -I$sysroot/usr/include/aarch64-linux-gnu" \
     LW_EXTRA_LDFLAGS="-L$lib -Wl,-rpath-link,$lib -Wl,-rpath-link,$sysroot/lib/aarch64-linux-gnu" \
-    CHECK_CFLAGS= CHECK_LIBS="-lcheck_pic -lrt -lm -lsubunit" test-bins
+    CHECK_CFLAGS= CHECK_LIBS="-lcheck_pic -lrt -lm -lsubunit" JSON_LIBS="$lib/libjansson.a" \
+    test-bins
 
 if [ $# -eq 0 ]; then
     set -- "$B"/tests/unit/test_* "$B"/tests/integration/test_interpose \

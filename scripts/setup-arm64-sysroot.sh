@@ -1,6 +1,6 @@
 #!/bin/sh
 # An arm64 (AArch64) sysroot for `make check-aarch64`: Debian 12's arm64
-# packages of what the build links (libunwind, Check) and of what the tests
+# packages of what the build links (libunwind, Check, jansson) and of what the tests
 # run (the C library, libstdc++, CPython 3.11, coreutils), unpacked into a cache folder
 # with scripts/apt-unpack.sh (nothing installed; the system's apt setup is
 # left alone). The cross compiler itself is Debian's gcc-aarch64-linux-gnu
@@ -17,7 +17,7 @@ suite="${LW_ARM64_SUITE:-bookworm}"
 dir="${LW_ARM64_SYSROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/leakwatch/arm64-$suite}"
 root="$dir/root"
 # What the tree holds; a tree made from another list is made again.
-stamp="v2: libc, libunwind, check, python3.11, coreutils"
+stamp="v3: libc, libunwind, check, jansson, python3.11, coreutils"
 if [ -f "$dir/done" ] && [ "$(cat "$dir/done")" = "$stamp" ]; then
     echo "$root"
     exit 0
@@ -26,6 +26,7 @@ rm -rf "$root"
 rc=0
 sh "$(dirname "$0")/apt-unpack.sh" "$suite" arm64 "$dir" "$root" \
     libc6 libgcc-s1 libstdc++6 libunwind8 libunwind-dev liblzma5 check libsubunit0 \
+    libjansson4 libjansson-dev \
     libsubunit-dev \
     python3.11-minimal libpython3.11-minimal libpython3.11-stdlib libffi8 zlib1g libexpat1 \
     libbz2-1.0 libzstd1 libuuid1 libcrypt1 \
