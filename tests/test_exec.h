@@ -40,6 +40,15 @@ static inline int lw_test_exec_prefix(const char *exe, char **argv, int max) {
     return n;
 }
 
+/* Time limits on the programs the tests start are multiplied by this:
+ * $CK_TIMEOUT_MULTIPLIER (Check's own factor for its test time limits; make
+ * check-aarch64 sets it for qemu-user), 1 when unset. */
+static inline unsigned lw_test_time_scale(void) {
+    const char *m = getenv("CK_TIMEOUT_MULTIPLIER");
+    long v = m ? strtol(m, NULL, 10) : 1;
+    return v >= 1 && v <= 100 ? (unsigned)v : 1;
+}
+
 /* The file to start for exe: under an emulator run with "-L SYSROOT" in
  * $LW_TEST_EXEC, SYSROOT/exe when that exists. qemu looks every file the
  * program opens up in the sysroot first, but not the program it is given

@@ -127,7 +127,7 @@ void lw_run_exe(lw_run *r, int preload, const char *exe, const char *const *args
         if (w == pid) break;
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
-        if (now.tv_sec - start.tv_sec > 120) {
+        if (now.tv_sec - start.tv_sec > 120 * (long)lw_test_time_scale()) {
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
             break;

@@ -129,7 +129,7 @@ static void consider(const char *path) {
                     "print(sys.base_prefix)",
                     NULL};
     char *out = NULL;
-    int rc = run(argv, NULL, 60, &out);
+    int rc = run(argv, NULL, 60 * lw_test_time_scale(), &out);
     unsigned long hex = 0;
     char impl[32] = "", exe[PATH_MAX] = "", so[PATH_MAX] = "", home[PATH_MAX] = "";
     if (rc == 0 && out &&
@@ -233,7 +233,7 @@ START_TEST(test_python_frames_match_traceback) {
     }
     char *argv[] = {(char *)py->path, "-X", "faulthandler", script, so, NULL};
     char *out = NULL;
-    int rc = run(argv, env, RUN_TIMEOUT_S, &out);
+    int rc = run(argv, env, RUN_TIMEOUT_S * lw_test_time_scale(), &out);
     const char *text = out ? out : "";
     char line[1024];
     printf("test_pyframes: %s: %s\n", py->path, last_line(text, line, sizeof line));
