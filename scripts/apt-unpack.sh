@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Downloads Debian packages of one suite and architecture and unpacks them
 # into a folder, without installing anything and without touching the
 # system's apt configuration or package state: the suite goes into a private

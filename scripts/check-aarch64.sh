@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # make check-aarch64: builds leakwatch for AArch64 with Debian's cross
 # compiler against an arm64 sysroot (scripts/setup-arm64-sysroot.sh) and runs
 # its tests under qemu-user on this (x86-64) machine, each program started

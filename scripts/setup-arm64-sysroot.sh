@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # An arm64 (AArch64) sysroot for `make check-aarch64`: Debian 12's arm64
 # packages of what the build links (libunwind, Check, jansson) and of what the tests
 # run (the C library, libstdc++, CPython 3.11, coreutils), unpacked into a cache folder

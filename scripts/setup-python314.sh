@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Unpacks CPython 3.14 from Debian's development suite (sid) into a cache
 # folder, for the Python-frame tests: Debian 12 has no 3.14, and sid's
 # packages need sid's newer C library, so that comes along and the

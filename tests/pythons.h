@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Where the tests that run every CPython find them, besides their own
  * searches (pyenv, /usr/bin/python3):
  *  - the interpreters scripts/setup-python314.sh unpacked (CPython 3.14 from

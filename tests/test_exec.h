@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* How the tests start programs: directly, or through the command in
  * $LW_TEST_EXEC (an emulator: see lw_test_exec_prefix). */
 #ifndef LW_TEST_EXEC_H

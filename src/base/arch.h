@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* arch.h - the few facts about the processor that leakwatch depends on, one
  * small header per architecture (arch_x86_64.h, arch_aarch64.h), chosen
  * here. Everything else in leakwatch is generic C for 64-bit Linux with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* arch_aarch64.h - AArch64 facts for arch.h (include arch.h, not this). */
 #ifndef LW_ARCH_AARCH64_H
 #define LW_ARCH_AARCH64_H

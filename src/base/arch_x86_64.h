@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* arch_x86_64.h - x86-64 facts for arch.h (include arch.h, not this). */
 #ifndef LW_ARCH_X86_64_H
 #define LW_ARCH_X86_64_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Stands in for a free-threaded CPython build (3.13t, 3.14t) in an ordinary
  * one: exports the function that only such builds export, which
  * src/track/pyframes.c uses to recognise them. tests/python/leak_ctypes.py
