@@ -29,6 +29,16 @@
 #define LW_ELF_MACHINE EM_NONE
 #endif
 
+/* 1 when path is a script (#!). */
+static inline int lw_is_script(const char *path) {
+    FILE *f = fopen(path, "rb");
+    char h[2] = {0, 0};
+    if (!f) return 0;
+    size_t n = fread(h, 1, 2, f);
+    fclose(f);
+    return n == 2 && h[0] == '#' && h[1] == '!';
+}
+
 /* 1 when path is a script, or an ELF executable of this architecture. */
 static inline int lw_python_runs_here(const char *path) {
     char real[PATH_MAX];

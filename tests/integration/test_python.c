@@ -102,10 +102,15 @@ START_TEST(python_line_is_named) {
             ck_assert_int_eq(lw_json_int64(lw_json_get(py, "line"), &got), 0);
             ck_assert_msg(got == line, "%s: line %lld, want %d", pythons[i], got, line);
             ck_assert_int_eq(lw_json_bool(lw_json_path(r.report, "sites[0].leak"), 0), 1);
-            /* The native walk stopped at the interpreter, and says so. */
-            ck_assert_msg(
-                lw_json_bool(lw_json_path(r.report, "sites[0].native_cut_at_python"), 0) == 1,
-                "%s: native stack not cut at the interpreter", pythons[i]);
+            /* The native walk stopped at the interpreter, and says so. Not
+             * for an interpreter started through the loader by a wrapper
+             * script (the sid 3.14 of scripts/setup-python314.sh): there
+             * /proc/self/exe is the loader and the executable's own frames
+             * cannot be read by path (a known limit, README). */
+            if (!lw_is_script(pythons[i]))
+                ck_assert_msg(
+                    lw_json_bool(lw_json_path(r.report, "sites[0].native_cut_at_python"), 0) == 1,
+                    "%s: native stack not cut at the interpreter", pythons[i]);
             /* The interpreter's own frames are hidden behind the Python ones. */
             for (size_t j = 0; j < lw_json_len(frames); j++) {
                 const char *fn = lw_json_string(lw_json_get(lw_json_at(frames, j), "function"));
