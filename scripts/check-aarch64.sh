@@ -39,11 +39,14 @@ lib="$sysroot/usr/lib/aarch64-linux-gnu"
 # the Python tests then cover it besides the sysroot's 3.11.
 sh scripts/setup-python314.sh arm64 >/dev/null || true
 
+# CUDA_LIBDIR empty: the host's CUDA toolkit is x86-64, so the layout tests
+# with NVIDIA's real runtime are not built.
 echo "check-aarch64: building into $B (${CROSS}gcc, sysroot $sysroot)"
 nice make --no-print-directory -j"$(nproc)" B="$B" CC="${CROSS}gcc" CXX="${CROSS}g++" \
     LW_EXTRA_CFLAGS="-I$sysroot/usr/include -I$sysroot/usr/include/aarch64-linux-gnu" \
     LW_EXTRA_LDFLAGS="-L$lib -Wl,-rpath-link,$lib -Wl,-rpath-link,$sysroot/lib/aarch64-linux-gnu" \
     CHECK_CFLAGS= CHECK_LIBS="-lcheck_pic -lrt -lm -lsubunit" JSON_LIBS="$lib/libjansson.a" \
+    CUDA_LIBDIR= \
     test-bins
 
 if [ $# -eq 0 ]; then
