@@ -16,7 +16,9 @@ PKG_CONFIG ?= pkg-config
 Q := $(if $(filter 1,$(V)),,@)
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -g $(WARN) -I$(B)/include -Iinclude
+# LW_EXTRA_CFLAGS / LW_EXTRA_LDFLAGS: extra include and library folders (the
+# aarch64 cross build's sysroot, for instance).
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -g $(WARN) -I$(B)/include -Iinclude $(LW_EXTRA_CFLAGS)
 # Header dependencies, written by the compiler next to each object.
 DEPFLAGS := -MMD -MP
 
@@ -54,7 +56,7 @@ CFLAGS_LIB += -DLW_ABLATE_$(ABLATE)
 endif
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
-LIB_LIBS := -ldl -pthread -lm
+LIB_LIBS := $(LW_EXTRA_LDFLAGS) -ldl -pthread -lm
 # The command reads reports with jansson, linked in statically when the static
 # library is there, so the installed command (and the wheel) needs no
 # libjansson at run time. The shim never links it.
@@ -76,7 +78,7 @@ INTEG_SRCS := $(wildcard tests/integration/test_*.c)
 INTEGS := $(INTEG_SRCS:tests/integration/%.c=$(B)/tests/integration/%)
 HARNESS_SRCS := $(wildcard tests/integration/harness*.c)
 
-.PHONY: all check check-layers test-deps check-fast check-cuda-abi check-san test-bins demo bench install deps format lint clean fuzz fuzz-smoke
+.PHONY: all check check-aarch64 check-layers test-deps check-fast check-cuda-abi check-san test-bins demo bench install deps format lint clean fuzz fuzz-smoke
 TOOL_MAIN := $(wildcard tools/main.c)
 all: $(B)/libleakwatch.so $(if $(TOOL_MAIN),$(B)/leakwatch)
 
@@ -280,6 +282,10 @@ $(B)/tests/python/pyprobe.so: tests/python/pyprobe.c src/track/pyframes.c $(wild
 	$(Q)$(CC) $(BASE_CFLAGS) $(INC_track) $(OPT) -fPIC -shared -pthread -o $@ tests/python/pyprobe.c \
 	    src/track/pyframes.c $(SAN_LDFLAGS) -ldl
 test-bins: $(B)/tests/python/pyprobe.so
+$(B)/tests/python/fake_freethreaded.so: tests/python/fake_freethreaded.c | deps
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O1 -fPIC -shared -o $@ $<
+test-bins: $(B)/tests/python/fake_freethreaded.so
 
 # Runs every test binary; each prints Check's summary line. LW_BUILD tells the
 # integration tests where the library, stand-ins and programs are.
@@ -323,6 +329,11 @@ check-valgrind: all $(STUBS) $(PROGS)
 
 check-san:
 	@$(MAKE) --no-print-directory B=build/san SAN=1 check-fast
+
+# AArch64: cross-built (gcc-aarch64-linux-gnu, an arm64 sysroot unpacked into
+# the cache folder) and run under qemu-user; see scripts/check-aarch64.sh.
+check-aarch64:
+	@scripts/check-aarch64.sh
 
 # No lower layer calls a higher one (scripts/check-layers.sh reads the objects).
 check-layers: all

@@ -9,9 +9,12 @@
 # clang-format (lint), binutils' addr2line (source lines), python3 (Python frames),
 # python3-venv and man-db (the install test: a wheel in a venv, the man page).
 # Optional: chromium (the HTML report test; skipped with a message without it).
+# Tests also: CPython 3.14 from Debian sid, unpacked into a cache folder by
+# scripts/setup-python314.sh (not installed; skipped with a message offline).
 #
 #   install-deps.sh          what the build needs (make, make demo)
 #   install-deps.sh test     that and what the tests need (make check, CI)
+#   install-deps.sh aarch64  the cross compiler and qemu-user (make check-aarch64)
 what="${1:-build}"
 missing=""
 have_pkgconf() { pkg-config --exists "$1" 2>/dev/null; }
@@ -23,6 +26,11 @@ have_pkgconf libunwind || [ -f /usr/include/libunwind.h ] || missing="$missing l
 [ -f /usr/include/uthash.h ] || missing="$missing uthash-dev"
 have_pkgconf check || missing="$missing check"
 have_pkgconf jansson || [ -f /usr/include/jansson.h ] || missing="$missing libjansson-dev"
+if [ "$what" = aarch64 ]; then
+    need_cmd aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu
+    need_cmd aarch64-linux-gnu-g++ g++-aarch64-linux-gnu
+    need_cmd qemu-aarch64-static qemu-user-static
+fi
 optional=""
 if [ "$what" = test ]; then
 need_cmd clang clang
@@ -45,6 +53,11 @@ if command -v clang >/dev/null 2>&1; then
 fi
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
     optional="chromium"
+fi
+if [ "$what" = test ]; then
+    # CPython 3.14 for the Python-frame tests (Debian 12 has none): unpacked
+    # from Debian sid into a cache folder; says why and goes on if it cannot.
+    sh "$(dirname "$0")/setup-python314.sh" >/dev/null || true
 fi
 [ -z "$missing" ] && [ -z "$optional" ] && exit 0
 

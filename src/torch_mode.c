@@ -106,6 +106,13 @@ static int python_before_start(void) {
     exe[n] = '\0';
     const char *base = strrchr(exe, '/');
     base = base ? base + 1 : exe;
+    /* Started through the loader (ld-linux-x86-64.so.2 [--argv0 NAME] PROGRAM,
+     * e.g. to run on a newer C library): the kernel ran the loader, and the
+     * program's name is its argv[0]. */
+    if (strncmp(base, "ld-linux", 8) == 0 || strncmp(base, "ld.so", 5) == 0) {
+        const char *a0 = program_invocation_name, *s = a0 ? strrchr(a0, '/') : NULL;
+        base = s ? s + 1 : a0 ? a0 : "";
+    }
     if (strncmp(base, "python", 6) != 0) return 0;
     const char *p = base + 6;
     p += strspn(p, "0123456789.");

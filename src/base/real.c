@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "real.h"
 
+#include "arch.h"
 #include "log.h"
 
 #include <dlfcn.h>
@@ -24,7 +25,7 @@ lw_real_dlsym_function(void) {
     if (!fn) {
         /* dlvsym is not interposed, so this cannot recurse. */
         fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-        if (!fn) fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+        if (!fn) fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", LW_ARCH_GLIBC_BASE);
         if (!fn) return no_dlsym;
         atomic_store_explicit(&real_dlsym_fn, fn, memory_order_release);
     }

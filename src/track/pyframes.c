@@ -37,10 +37,21 @@
  *                skipped, and the frame above it is marked entry.
  *      3.13      tstate->current_frame (+72); frame: f_executable +0,
  *                previous +8, instr_ptr +56, owner +70 (3 = shim, as 3.12).
- *                Taken from _PyRuntime.debug_offsets (cookie "xdebugpy") when
- *                it is there and sane; the table above is the fallback. The
- *                debug offsets also give object/code/bytes/str offsets, so a
- *                free-threaded 3.13t build should work too (untested here).
+ *      3.14      as 3.13, but f_executable is a _PyStackRef (low bits are
+ *                tags: masked), owner +74 with 3 (interpreter) the entry shim
+ *                and 4 (C stack) reserved: both skipped, as CPython does.
+ *                3.13 on: the offsets are taken from _PyRuntime.debug_offsets
+ *                (cookie "xdebugpy"), which the interpreter fills for
+ *                debuggers; where its members sit is one table row per
+ *                version (dbg_versions), so a new version is a row plus
+ *                whatever the interpreter does not publish (owner values,
+ *                tag bits). 3.13 falls back to the built-in table above.
+ *    Free-threaded builds (3.13t, 3.14t; _Py_MergeZeroLocalRefcount exported
+ *    or debug_offsets.free_threaded set) are refused: frames there point into
+ *    per-thread bytecode copies (code->co_tlbc, an array another thread may
+ *    replace and free while we read it without the GIL) and the str state
+ *    bits are laid out differently. lw_py_unavailable() gives the reason, for
+ *    the one line the library prints at start.
  *    instr is normalised to a byte offset into the bytecode: f_lasti (3.8,
  *    3.9), f_lasti*2 (3.10), instruction pointer - &co_code_adaptive (3.11+).
  *    Like PyFrame_GetBack()/traceback, "incomplete" frames (3.11+: not owned
@@ -111,10 +122,11 @@
  *    1/-1 with a release store; capture reads the state with an acquire load
  *    and never waits (while another thread initialises it returns 0);
  *    lw_py_init() waits for the result. Unsupported: 32-bit, CPython < 3.8 or
- *    >= 3.14 (3.14 changes the debug offsets layout and tags frame pointers),
- *    Py_TRACE_REFS builds before 3.13 (different object header).
+ *    newer than LW_PY_NEWEST, free-threaded builds, Py_TRACE_REFS builds
+ *    before 3.13 (different object header).
  */
 #include "pyframes.h"
+#include "arch.h"
 #include "real.h" /* lw_real_dlsym: the library interposes dlsym */
 
 #include <dlfcn.h>
@@ -122,6 +134,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,7 +158,10 @@ struct layout {
     uint32_t fr_back, fr_code, fr_instr;
     int32_t fr_owner, fr_is_entry; /* -1: no such field */
     int32_t lasti_units;           /* 3.8-3.10: bytes per f_lasti unit */
-    int32_t owner_max, owner_cstack;
+    /* owner: largest valid value; from owner_shim up, a frame pushed by the
+     * interpreter itself (no code object, never shown; -1: none) */
+    int32_t owner_max, owner_shim;
+    uintptr_t code_tag; /* 3.14: low bits of f_executable (a _PyStackRef) that are tags */
     /* code object */
     uint32_t co_filename, co_name, co_firstlineno, co_lines;
     uint32_t co_code;           /* 3.8-3.10: bytes object holding the bytecode */
@@ -196,9 +212,9 @@ static inline uint8_t rd_u8(uintptr_t a) {
 }
 
 /* Plausible pointer to an interpreter structure: non-NULL, not in the first
- * page, 8-aligned, below 2^48 (x86-64 and AArch64 user space). */
+ * page, 8-aligned, inside user space. */
 static inline int ptr_ok(uintptr_t p) {
-    return p >= 4096 && (p & 7) == 0 && p < ((uintptr_t)1 << 48);
+    return p >= 4096 && (p & 7) == 0 && p < LW_ARCH_USER_ADDR_END;
 }
 
 static inline int is_code(const struct layout *L, uintptr_t code) {
@@ -257,8 +273,8 @@ static int walk_iframe(const struct layout *L, uintptr_t f, lw_pyframe *out, int
         uintptr_t prev = rd_ptr(f + L->fr_back);
         int owner = rd_u8(f + (uint32_t)L->fr_owner);
         if (owner > L->owner_max) return 0;
-        if (owner != L->owner_cstack) {
-            uintptr_t code = rd_ptr(f + L->fr_code);
+        if (L->owner_shim < 0 || owner < L->owner_shim) {
+            uintptr_t code = rd_ptr(f + L->fr_code) & ~L->code_tag;
             if (!is_code(L, code)) return 0;
             int64_t units = rd_i64(code + L->ob_size);
             if (units <= 0 || units > (1 << 28)) return 0;
@@ -282,8 +298,8 @@ static int walk_iframe(const struct layout *L, uintptr_t f, lw_pyframe *out, int
                     entry = rd_u8(f + (uint32_t)L->fr_is_entry);
                     if (entry > 1) return 0;
                 } else {
-                    entry = ptr_ok(prev) &&
-                            rd_u8(prev + (uint32_t)L->fr_owner) == (uint8_t)L->owner_cstack;
+                    entry = ptr_ok(prev) && L->owner_shim >= 0 &&
+                            rd_u8(prev + (uint32_t)L->fr_owner) >= (uint8_t)L->owner_shim;
                 }
                 out[n].code = (const void *)code;
                 out[n].instr = (int32_t)off;
@@ -446,7 +462,8 @@ static char *str_utf8(const struct layout *L, uintptr_t s) {
     if (!ptr_ok(s) || rd_ptr(s + L->ob_type) != g.str_type) return NULL;
     int64_t n = rd_i64(s + L->u_length);
     if (n < 0 || n > LW_PY_MAX_STR) return NULL;
-    /* state bitfield: interned:2, kind:3, compact:1, ascii:1 (3.8-3.13) */
+    /* state bitfield: interned:2, kind:3, compact:1, ascii:1 (3.8-3.14,
+     * default builds) */
     uint32_t st = rd_u32(s + L->u_state);
     unsigned kind = (st >> 2) & 7, compact = (st >> 5) & 1, ascii = (st >> 6) & 1;
     if (!compact || (kind != 1 && kind != 2 && kind != 4) || (ascii && kind != 1)) return NULL;
@@ -612,8 +629,14 @@ void lw_py_location_free(lw_py_location *loc) {
 /* Initialisation                                                           */
 /* ------------------------------------------------------------------------ */
 
-/* _Py_DebugOffsets as laid out in CPython 3.13 (Include/internal/
- * pycore_runtime.h), the first member of _PyRuntime. */
+/* _Py_DebugOffsets: the first member of _PyRuntime from 3.13 on, which the
+ * interpreter fills with the offsets of its own structures for debuggers
+ * (Include/internal/pycore_runtime.h in 3.13, pycore_debug_offsets.h in
+ * 3.14). Declared here up to the last member we read; only *where* each
+ * member sits changes between versions (3.14 added members in the middle),
+ * so a version is one row of dbg_versions below, built with offsetof() on
+ * that version's declaration. A new version whose declaration is unchanged
+ * is one more row naming an existing declaration. */
 struct dbg313 {
     char cookie[8];
     uint64_t version, free_threaded;
@@ -663,58 +686,171 @@ struct dbg313 {
     } unicode_object;
 };
 
+/* 3.14: interpreter_state, interpreter_frame and code_object grew (thread-
+ * local bytecode, stack pointer); set_object is new before dict_object. */
+struct dbg314 {
+    char cookie[8];
+    uint64_t version, free_threaded;
+    struct {
+        uint64_t size, finalizing, interpreters_head;
+    } runtime_state;
+    struct {
+        uint64_t v[16];
+    } interpreter_state;
+    struct {
+        uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id,
+            datastack_chunk, status;
+    } thread_state;
+    struct {
+        uint64_t size, previous, executable, instr_ptr, localsplus, owner, stackpointer, tlbc_index;
+    } interpreter_frame;
+    struct {
+        uint64_t size, filename, name, qualname, linetable, firstlineno, argcount, localsplusnames,
+            localspluskinds, co_code_adaptive, co_tlbc;
+    } code_object;
+    struct {
+        uint64_t size, ob_type;
+    } pyobject;
+    struct {
+        uint64_t size, tp_name, tp_repr, tp_flags;
+    } type_object;
+    struct {
+        uint64_t size, ob_item, ob_size;
+    } tuple_object;
+    struct {
+        uint64_t size, ob_item, ob_size;
+    } list_object;
+    struct {
+        uint64_t size, used, table, mask;
+    } set_object;
+    struct {
+        uint64_t size, ma_keys, ma_values;
+    } dict_object;
+    struct {
+        uint64_t size, ob_fval;
+    } float_object;
+    struct {
+        uint64_t size, lv_tag, ob_digit;
+    } long_object;
+    struct {
+        uint64_t size, ob_size, ob_sval;
+    } bytes_object;
+    struct {
+        uint64_t size, state, length, asciiobject_size;
+    } unicode_object;
+};
+
+/* One version: where the members we read sit in its _Py_DebugOffsets, and
+ * the few facts the interpreter does not publish. */
+struct dbg_version {
+    uint8_t minor;
+    uint8_t owner_max, owner_shim; /* see struct layout */
+    uint8_t code_tag;              /* tag bits of f_executable */
+    uint8_t firsttraceable_back;   /* _co_firsttraceable: bytes before co_code_adaptive */
+    uint16_t free_threaded;
+    uint16_t ts_size, ts_interp, ts_frame;
+    uint16_t fr_size, fr_back, fr_code, fr_instr, fr_owner;
+    uint16_t co_size, co_filename, co_qualname, co_lines, co_firstlineno, co_adaptive;
+    uint16_t ob_size, ob_type;
+    uint16_t var_size, var_ob_size; /* a PyVarObject (the tuple's) */
+    uint16_t by_size, by_ob_size, by_sval;
+    uint16_t u_size, u_state, u_length, u_ascii;
+};
+
+#define DBG_VERSION(T, minor_, owner_max_, owner_shim_, tag_, ft_back_)                            \
+    {                                                                                              \
+        minor_, owner_max_, owner_shim_, tag_, ft_back_, offsetof(T, free_threaded),               \
+            offsetof(T, thread_state.size), offsetof(T, thread_state.interp),                      \
+            offsetof(T, thread_state.current_frame), offsetof(T, interpreter_frame.size),          \
+            offsetof(T, interpreter_frame.previous), offsetof(T, interpreter_frame.executable),    \
+            offsetof(T, interpreter_frame.instr_ptr), offsetof(T, interpreter_frame.owner),        \
+            offsetof(T, code_object.size), offsetof(T, code_object.filename),                      \
+            offsetof(T, code_object.qualname), offsetof(T, code_object.linetable),                 \
+            offsetof(T, code_object.firstlineno), offsetof(T, code_object.co_code_adaptive),       \
+            offsetof(T, pyobject.size), offsetof(T, pyobject.ob_type),                             \
+            offsetof(T, tuple_object.size), offsetof(T, tuple_object.ob_size),                     \
+            offsetof(T, bytes_object.size), offsetof(T, bytes_object.ob_size),                     \
+            offsetof(T, bytes_object.ob_sval), offsetof(T, unicode_object.size),                   \
+            offsetof(T, unicode_object.state), offsetof(T, unicode_object.length),                 \
+            offsetof(T, unicode_object.asciiobject_size)                                           \
+    }
+
+/* owner: 3.13 0 thread, 1 generator, 2 frame object, 3 C stack (the entry
+ * shim of each _PyEval_EvalFrameDefault call); 3.14 inserts 3 interpreter
+ * (now the entry shim) before 4 C stack, and CPython's own readers treat
+ * both as "not a Python frame" (_PyFrame_IsIncomplete: owner >= 3).
+ * f_executable: a plain pointer in 3.13; a _PyStackRef in 3.14 whose low
+ * bits tag deferred/immortal references (Py_TAG_BITS 1, free-threaded 3).
+ * _co_firsttraceable: int, padding, void *co_extra, then co_code_adaptive
+ * (default build; free-threaded builds are refused). */
+static const struct dbg_version dbg_versions[] = {
+    DBG_VERSION(struct dbg313, 13, 3, 3, 0, 16),
+    DBG_VERSION(struct dbg314, 14, 4, 3, 3, 16),
+};
+
+static uint64_t dbg_get(const void *d, uint16_t at) {
+    uint64_t v;
+    memcpy(&v, (const char *)d + at, sizeof v);
+    return v;
+}
+
 /* Field `off` of a structure of `size` bytes, holding `width` bytes. */
 static int fits(uint64_t off, uint64_t width, uint64_t size) {
     return size > 0 && size < 65536 && off + width <= size && off % (width < 8 ? width : 8) == 0;
 }
 
-static int apply_debug_offsets(const struct dbg313 *d, struct layout *L) {
-    if (memcmp(d->cookie, "xdebugpy", 8) != 0) return -1;
-    if ((d->version >> 16) != 0x030D) return -1;
-    int ok = fits(d->thread_state.interp, 8, d->thread_state.size) &&
-             fits(d->thread_state.current_frame, 8, d->thread_state.size) &&
-             fits(d->interpreter_frame.previous, 8, d->interpreter_frame.size) &&
-             fits(d->interpreter_frame.executable, 8, d->interpreter_frame.size) &&
-             fits(d->interpreter_frame.instr_ptr, 8, d->interpreter_frame.size) &&
-             fits(d->interpreter_frame.owner, 1, d->interpreter_frame.size) &&
-             fits(d->code_object.filename, 8, d->code_object.size) &&
-             fits(d->code_object.qualname, 8, d->code_object.size) &&
-             fits(d->code_object.linetable, 8, d->code_object.size) &&
-             fits(d->code_object.firstlineno, 4, d->code_object.size) &&
-             d->code_object.co_code_adaptive >= 32 &&
-             d->code_object.co_code_adaptive <= d->code_object.size &&
-             fits(d->pyobject.ob_type, 8, d->pyobject.size) &&
-             fits(d->tuple_object.ob_size, 8, d->tuple_object.size) &&
-             fits(d->bytes_object.ob_size, 8, d->bytes_object.size) &&
-             d->bytes_object.ob_sval < d->bytes_object.size &&
-             fits(d->unicode_object.state, 4, d->unicode_object.size) &&
-             fits(d->unicode_object.length, 8, d->unicode_object.size) &&
-             d->unicode_object.asciiobject_size <= d->unicode_object.size &&
-             d->unicode_object.asciiobject_size >= 24;
+/* Fills L from the debug offsets at d (the start of _PyRuntime) for Python
+ * 3.minor. Returns 0, -1 when they are absent or not sane (the caller then
+ * uses its built-in table, if any), -2 for a free-threaded build. */
+static int apply_debug_offsets(const void *d, int minor, struct layout *L) {
+    const struct dbg_version *v = NULL;
+    for (size_t i = 0; i < sizeof dbg_versions / sizeof dbg_versions[0]; i++)
+        if (dbg_versions[i].minor == minor) v = &dbg_versions[i];
+    if (v == NULL || d == NULL || memcmp(d, "xdebugpy", 8) != 0) return -1;
+    if ((dbg_get(d, 8) >> 16) != (0x0300u | (unsigned)minor)) return -1;
+    if (dbg_get(d, v->free_threaded) != 0) return -2;
+#define G(f) dbg_get(d, v->f)
+    uint64_t ts = G(ts_size), fr = G(fr_size), co = G(co_size), ob = G(ob_size), var = G(var_size),
+             by = G(by_size), u = G(u_size);
+    int ok = fits(G(ts_interp), 8, ts) && fits(G(ts_frame), 8, ts) && fits(G(fr_back), 8, fr) &&
+             fits(G(fr_code), 8, fr) && fits(G(fr_instr), 8, fr) && fits(G(fr_owner), 1, fr) &&
+             fits(G(co_filename), 8, co) && fits(G(co_qualname), 8, co) &&
+             fits(G(co_lines), 8, co) && fits(G(co_firstlineno), 4, co) &&
+             G(co_adaptive) >= 32u + v->firsttraceable_back && G(co_adaptive) <= co &&
+             fits(G(ob_type), 8, ob) && fits(G(var_ob_size), 8, var) &&
+             fits(G(by_ob_size), 8, by) && G(by_sval) < by && fits(G(u_state), 4, u) &&
+             fits(G(u_length), 8, u) && G(u_ascii) <= u && G(u_ascii) >= 24;
     if (!ok) return -1;
-    L->ob_type = (uint32_t)d->pyobject.ob_type;
-    L->ob_size = (uint32_t)d->tuple_object.ob_size; /* PyVarObject.ob_size */
-    L->ts_interp = (uint32_t)d->thread_state.interp;
-    L->ts_frame = (uint32_t)d->thread_state.current_frame;
+    memset(L, 0, sizeof *L);
+    L->walk = WALK_IFRAME;
+    L->lines = LINES_311;
+    L->ob_type = (uint32_t)G(ob_type);
+    L->ob_size = (uint32_t)G(var_ob_size);
+    L->ts_interp = (uint32_t)G(ts_interp);
+    L->ts_frame = (uint32_t)G(ts_frame);
     L->cf_current = -1;
-    L->fr_back = (uint32_t)d->interpreter_frame.previous;
-    L->fr_code = (uint32_t)d->interpreter_frame.executable;
-    L->fr_instr = (uint32_t)d->interpreter_frame.instr_ptr;
-    L->fr_owner = (int32_t)d->interpreter_frame.owner;
-    L->co_filename = (uint32_t)d->code_object.filename;
-    L->co_name = (uint32_t)d->code_object.qualname;
-    L->co_firstlineno = (uint32_t)d->code_object.firstlineno;
-    L->co_lines = (uint32_t)d->code_object.linetable;
-    L->co_adaptive = (uint32_t)d->code_object.co_code_adaptive;
-    /* 3.13: ... int _co_firsttraceable; void *co_extra; char co_code_adaptive[] */
-    L->co_firsttraceable = L->co_adaptive - 16;
-    L->by_size = (uint32_t)d->bytes_object.ob_size;
-    L->by_sval = (uint32_t)d->bytes_object.ob_sval;
-    L->u_state = (uint32_t)d->unicode_object.state;
-    L->u_length = (uint32_t)d->unicode_object.length;
-    L->u_ascii_size = (uint32_t)d->unicode_object.asciiobject_size;
+    L->fr_back = (uint32_t)G(fr_back);
+    L->fr_code = (uint32_t)G(fr_code);
+    L->fr_instr = (uint32_t)G(fr_instr);
+    L->fr_owner = (int32_t)G(fr_owner);
+    L->fr_is_entry = -1;
+    L->owner_max = v->owner_max;
+    L->owner_shim = v->owner_shim;
+    L->code_tag = v->code_tag;
+    L->co_filename = (uint32_t)G(co_filename);
+    L->co_name = (uint32_t)G(co_qualname);
+    L->co_firstlineno = (uint32_t)G(co_firstlineno);
+    L->co_lines = (uint32_t)G(co_lines);
+    L->co_adaptive = (uint32_t)G(co_adaptive);
+    L->co_firsttraceable = L->co_adaptive - v->firsttraceable_back;
+    L->by_size = (uint32_t)G(by_ob_size);
+    L->by_sval = (uint32_t)G(by_sval);
+    L->u_state = (uint32_t)G(u_state);
+    L->u_length = (uint32_t)G(u_length);
+    L->u_ascii_size = (uint32_t)G(u_ascii);
     /* PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8 */
     L->u_compact_size = L->u_ascii_size + 16;
+#undef G
     return 0;
 }
 
@@ -728,7 +864,7 @@ static int pick_layout(int minor, struct layout *L) {
     L->by_sval = 32;
     L->u_length = 16;
     L->u_state = 32;
-    L->fr_owner = L->fr_is_entry = L->owner_cstack = -1;
+    L->fr_owner = L->fr_is_entry = L->owner_shim = -1;
     L->cf_current = -1;
     if (minor >= 8 && minor <= 10) {
         L->walk = WALK_FRAMEOBJ;
@@ -776,7 +912,7 @@ static int pick_layout(int minor, struct layout *L) {
         L->fr_back = 8;
         L->fr_owner = 70;
         L->owner_max = 3;
-        L->owner_cstack = 3;
+        L->owner_shim = 3;
         L->co_firstlineno = 68;
         L->co_firsttraceable = minor == 12 ? 176 : 184;
         L->co_adaptive = minor == 12 ? 192 : 200;
@@ -830,10 +966,34 @@ static int fail(const char *why) {
     return -1;
 }
 
+/* Newest minor version read (3.8 .. 3.LW_PY_NEWEST). */
+#define LW_PY_NEWEST 14
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* A Python that cannot be read: the reason, for the one line at start. */
+static _Atomic int g_found; /* a Python was seen by the last initialisation */
+static char g_why[200];
+
+static int unsupported_version(int major, int minor) {
+    snprintf(g_why, sizeof g_why,
+             "CPython %d.%d is not supported (Python frames are read on 3.8-3." STR(
+                 LW_PY_NEWEST) "): reports show native frames only",
+             major, minor);
+    return fail(g_why);
+}
+
+static const char free_threaded_why[] =
+    "free-threaded CPython build (Py_GIL_DISABLED): Python lines are unavailable there "
+    "(its frames point into per-thread bytecode copies that another thread may reallocate, "
+    "so they cannot be read safely without locking); reports show native frames only";
+
 static int do_init(void) {
     if (sizeof(void *) != 8) return fail("32-bit process: unsupported");
+    atomic_store(&g_found, 0);
     void *gts = sym("PyGILState_GetThisThreadState");
     if (gts == NULL) return fail("no Python in this process");
+    atomic_store(&g_found, 1);
     int version = 0;
     const unsigned long *pv = sym("Py_Version"); /* 3.11+ */
     void *getv = sym("Py_GetVersion");
@@ -844,18 +1004,27 @@ static int do_init(void) {
     }
     if (version == 0) return fail("cannot tell the Python version");
     int major = (version >> 24) & 0xFF, minor = (version >> 16) & 0xFF;
-    if (major != 3 || minor < 8 || minor > 13) return fail("unsupported Python version");
+    /* Exported by free-threaded builds only (3.13t on): found even where the
+     * debug offsets are not usable. */
+    if (sym("_Py_MergeZeroLocalRefcount") != NULL) return fail(free_threaded_why);
+    if (major != 3 || minor < 8 || minor > LW_PY_NEWEST) return unsupported_version(major, minor);
 
     struct layout L;
-    int used_debug_offsets = 0;
-    if (pick_layout(minor, &L) != 0) return fail("unsupported Python version");
-    if (minor == 13) {
-        const struct dbg313 *d = sym("_PyRuntime");
-        struct layout D = L;
-        if (d != NULL && apply_debug_offsets(d, &D) == 0) {
+    int used_debug_offsets = 0, have_table = pick_layout(minor, &L) == 0;
+    if (minor >= 13) {
+        /* The interpreter's own offsets (3.13 on); 3.13 also has a built-in
+         * table, later versions only this. */
+        struct layout D;
+        int r = apply_debug_offsets(sym("_PyRuntime"), minor, &D);
+        if (r == -2) return fail(free_threaded_why);
+        if (r == 0) {
             L = D;
             used_debug_offsets = 1;
+        } else if (!have_table) {
+            return fail("CPython 3.14+ without usable debug offsets (_PyRuntime): unsupported");
         }
+    } else if (!have_table) {
+        return unsupported_version(major, minor);
     } else if (sym("_Py_PrintReferenceAddresses") != NULL) {
         return fail("Py_TRACE_REFS build: unsupported");
     }
@@ -887,7 +1056,7 @@ static int do_init(void) {
     g.bytes_type = (uintptr_t)bytes_type;
     g.frame_type = (uintptr_t)frame_type;
     g.version = version;
-    atomic_store(&g_status, used_debug_offsets ? "ok (3.13 debug offsets)" : "ok");
+    atomic_store(&g_status, used_debug_offsets ? "ok (debug offsets)" : "ok");
     return 1;
 }
 
@@ -913,6 +1082,11 @@ int lw_py_reinit(void) {
     int expect = -1;
     atomic_compare_exchange_strong(&g_state, &expect, 0);
     return lw_py_init();
+}
+
+const char *lw_py_unavailable(void) {
+    int st = atomic_load_explicit(&g_state, memory_order_acquire);
+    return st == -1 && atomic_load(&g_found) ? atomic_load(&g_status) : NULL;
 }
 
 int lw_py_version(void) {

@@ -5,8 +5,9 @@
  * program it was made. The hooks run with the GIL released (PyTorch drops it
  * before reaching CUDA and holds its allocator lock), so the CPython C API
  * cannot be used; this module reads the interpreter's frame structures
- * directly ("raw walk"), with per-version layouts for CPython 3.8-3.13 on
- * 64-bit Linux. See the comment at the top of pyframes.c for the design.
+ * directly ("raw walk"), with per-version layouts for CPython 3.8-3.14 on
+ * 64-bit Linux (x86-64, AArch64); free-threaded builds are refused. See the comment at the top of
+ * pyframes.c for the design.
  *
  * Hot path: lw_py_capture() only. Everything else is off the hot path.
  */
@@ -19,7 +20,7 @@
  * (not referenced: valid only while the frame is alive, i.e. while the
  * capturing thread is still inside the hook). `instr` is the byte offset of
  * the executing instruction in the code object's bytecode, normalised across
- * versions (3.8/3.9 f_lasti, 3.10 f_lasti*2, 3.11/3.12 prev_instr, 3.13
+ * versions (3.8/3.9 f_lasti, 3.10 f_lasti*2, 3.11/3.12 prev_instr, 3.13+
  * instr_ptr, each minus the start of the bytecode); -1 if unknown / not
  * started. `entry` is 1 when the frame is the first Python frame run by its
  * own native _PyEval_EvalFrameDefault call (3.8-3.10: every frame; 3.11:
@@ -31,7 +32,8 @@ typedef struct {
 } lw_pyframe;
 
 /* Finds the CPython runtime in this process (idempotent, thread-safe). Returns
- * 0 when a supported CPython (3.8-3.13, 64-bit, not a Py_TRACE_REFS build) is
+ * 0 when a supported CPython (3.8-3.14, 64-bit, not free-threaded, not a
+ * Py_TRACE_REFS build) is
  * loaded, -1 otherwise; after -1 lw_py_capture() always returns 0. Works
  * before Py_Initialize (frames are simply not there yet). Best called once
  * from the library constructor so that the first capture never initialises. */
@@ -94,5 +96,10 @@ int lw_py_version(void);
 
 /* Why lw_py_init() failed, or "ok" / "not initialised"; a static string. */
 const char *lw_py_status(void);
+
+/* After lw_py_init() found a Python it cannot read (an unsupported version,
+ * a free-threaded build...): why, in one sentence that says reports show no
+ * Python lines there. NULL when frames are read or when there is no Python. */
+const char *lw_py_unavailable(void);
 
 #endif

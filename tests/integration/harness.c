@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "harness.h"
+#include "../test_exec.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -88,10 +89,10 @@ void lw_run_exe(lw_run *r, int preload, const char *exe, const char *const *args
     ck_assert_ptr_nonnull(mkdtemp(r->dir));
     snprintf(r->report_path, sizeof r->report_path, "%s/report.json", r->dir);
 
-    char *argv[64];
-    int ac = 0;
-    argv[ac++] = (char *)exe;
-    for (int i = 0; args && args[i] && ac < 63; i++)
+    char *argv[80], in_sysroot[PATH_MAX + 256];
+    int ac = lw_test_exec_prefix(exe, argv, 16);
+    argv[ac++] = (char *)lw_test_exec_path(exe, in_sysroot, sizeof in_sysroot);
+    for (int i = 0; args && args[i] && ac < 79; i++)
         argv[ac++] = (char *)args[i];
     argv[ac] = NULL;
 
@@ -114,7 +115,7 @@ void lw_run_exe(lw_run *r, int preload, const char *exe, const char *const *args
         dup2(o, 1);
         dup2(e, 2);
         if (chdir(r->dir) != 0) _exit(126);
-        execve(exe, argv, envp);
+        execve(argv[0], argv, envp);
         _exit(127);
     }
     /* A hung child must fail the test, not hang the suite. */
@@ -126,7 +127,7 @@ void lw_run_exe(lw_run *r, int preload, const char *exe, const char *const *args
         if (w == pid) break;
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
-        if (now.tv_sec - start.tv_sec > 120) {
+        if (now.tv_sec - start.tv_sec > 120 * (long)lw_test_time_scale()) {
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
             break;

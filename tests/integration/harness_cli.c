@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "harness_cli.h"
+#include "../test_exec.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -42,10 +43,10 @@ void lw_cli_run(lw_run *r, const char *const *args, const char *const *env) {
 
 pid_t lw_spawn(const char *exe, const char *const *args, const char *const *env, int preload,
                const char *out_path) {
-    char *argv[64];
-    int ac = 0;
-    argv[ac++] = (char *)exe;
-    for (int i = 0; args && args[i] && ac < 63; i++)
+    char *argv[80], in_sysroot[PATH_MAX + 256];
+    int ac = lw_test_exec_prefix(exe, argv, 16);
+    argv[ac++] = (char *)lw_test_exec_path(exe, in_sysroot, sizeof in_sysroot);
+    for (int i = 0; args && args[i] && ac < 79; i++)
         argv[ac++] = (char *)args[i];
     argv[ac] = NULL;
     static lw_child_env ce;
@@ -59,7 +60,7 @@ pid_t lw_spawn(const char *exe, const char *const *args, const char *const *env,
         dup2(in, 0);
         dup2(o, 1);
         dup2(o, 2);
-        execve(exe, argv, envp);
+        execve(argv[0], argv, envp);
         _exit(127);
     }
     return pid;

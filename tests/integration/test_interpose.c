@@ -282,12 +282,19 @@ START_TEST(eight_threads) {
 END_TEST
 
 START_TEST(no_cuda_no_trace) {
+    /* The same program without the shim gives the thread count to expect (1;
+     * an emulator such as qemu-user may add its own threads). */
+    lw_run base;
+    lw_run_prog(&base, 0, "plain_nocuda", NULL, NULL);
+    RUN_OK(&base);
     lw_run r;
     lw_run_prog(&r, 1, "plain_nocuda", NULL, NULL);
     RUN_OK(&r);
-    ck_assert_str_eq(r.out, "threads 1\n");
+    if (!getenv("LW_TEST_EXEC")) ck_assert_str_eq(base.out, "threads 1\n");
+    ck_assert_str_eq(r.out, base.out);
     ck_assert_str_eq(r.err, "");
     ck_assert_int_eq(lw_run_stray_files(&r), 0);
+    lw_run_free(&base);
     lw_run_free(&r);
 }
 END_TEST

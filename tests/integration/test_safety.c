@@ -3,6 +3,7 @@
  * of leakwatch's own parts, bounded memory and hostile input, each checked on
  * a real program run under the shim on the CPU stand-ins. */
 #include "../check_run.h"
+#include "../test_exec.h"
 #include "harness.h"
 
 #include "options.h"
@@ -590,14 +591,18 @@ static void train_rss(const char *steps, const char *leak, long *early, long *la
     snprintf(lib, sizeof lib, "LD_LIBRARY_PATH=%s/tests/lib", lw_build_dir());
     snprintf(rep, sizeof rep, "LEAKWATCH_REPORT=/tmp/lwsafety-rss-%ld.json", (long)getpid());
     char *envp[] = {pre, lib, rep, "LEAKWATCH_QUIET=1", "ASAN_OPTIONS=detect_leaks=0", NULL};
-    char *argv[] = {exe, "--steps", (char *)steps, "--leak", (char *)leak, NULL};
+    char *argv[24];
+    int ac = lw_test_exec_prefix(exe, argv, 16);
+    char *rest[] = {exe, "--steps", (char *)steps, "--leak", (char *)leak, NULL};
+    for (int i = 0; i < 6; i++)
+        argv[ac++] = rest[i];
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         int fd = open("/dev/null", O_WRONLY);
         dup2(fd, 1);
         dup2(fd, 2);
-        execve(exe, argv, envp);
+        execve(argv[0], argv, envp);
         _exit(127);
     }
     static long samples[100000];

@@ -172,14 +172,16 @@ START_TEST(source_lines_off) {
 END_TEST
 
 /* Runs a copy of rt_paths made by strip with option (in a private folder) and
- * returns the report; *copy gets the copy's path. */
+ * returns the report; *copy gets the copy's path. $STRIP names the strip
+ * program (make check-aarch64: the cross binutils' one). */
 static void run_stripped(lw_run *r, const char *option, char *copy, size_t n) {
     char dir[] = "/tmp/lwstrip.XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(copy, n, "%s/rt_paths", dir);
     char cmd[3 * PATH_MAX];
-    snprintf(cmd, sizeof cmd, "strip %s -o '%s' '%s/tests/programs/rt_paths'", option, copy,
-             lw_build_dir());
+    const char *strip = getenv("STRIP");
+    snprintf(cmd, sizeof cmd, "%s %s -o '%s' '%s/tests/programs/rt_paths'",
+             strip && *strip ? strip : "strip", option, copy, lw_build_dir());
     ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
     const char *args[] = {"malloc", "3", "1048576", NULL};
     lw_run_exe(r, 1, copy, args, NULL);

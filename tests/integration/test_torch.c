@@ -9,6 +9,7 @@
  *    cudaMallocAsync_ptsz, cudaMalloc segments, expandable segments through
  *    cuMemCreate/cuMemMap) and never marks a step itself. */
 #include "../check_run.h"
+#include "../pythons.h"
 #include "harness.h"
 #include "torch_mode.h"
 
@@ -27,7 +28,7 @@ static int npythons;
 
 static void add_python(const char *path) {
     char real[PATH_MAX];
-    if (npythons >= 32 || !realpath(path, real)) return;
+    if (npythons >= 32 || !realpath(path, real) || !lw_python_runs_here(real)) return;
     if (strstr(real, "python2") || strstr(real, "python3.6") || strstr(real, "python3.7")) return;
     for (int i = 0; i < npythons; i++)
         if (!strcmp(pythons[i], real)) return;
@@ -37,6 +38,11 @@ static void add_python(const char *path) {
 /* Every CPython >= 3.8 found; the first is the one the environment tests use. */
 static int find_pythons(void) {
     if (npythons) return npythons;
+    if (!lw_search_host_pythons()) {
+        lw_listed_pythons(add_python);
+        lw_cached_pythons(add_python);
+        return npythons;
+    }
     if (access("/usr/bin/python3", X_OK) == 0) add_python("/usr/bin/python3");
     glob_t g;
     const char *root = getenv("PYENV_ROOT");
@@ -47,6 +53,8 @@ static int find_pythons(void) {
             add_python(g.gl_pathv[i]);
         globfree(&g);
     }
+    lw_cached_pythons(add_python); /* 3.14 from scripts/setup-python314.sh */
+    lw_listed_pythons(add_python);
     return npythons;
 }
 

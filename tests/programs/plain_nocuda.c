@@ -2,6 +2,8 @@
 /* A program that never touches CUDA, run under the shim: it must see nothing
  * of leakwatch (no file, no output, no thread). It looks symbols up, loads a
  * library and runs a child, as compilers and shells do. */
+#include "../test_exec.h"
+
 #include <dirent.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -36,7 +38,13 @@ int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "child")) return 0;
     pid_t pid = fork();
     if (pid == 0) {
-        execl(argv[0], argv[0], "child", (char *)NULL);
+        /* Through $LW_TEST_EXEC when the tests run under an emulator. */
+        char *cmd[20];
+        int n = lw_test_exec_prefix(argv[0], cmd, 16);
+        cmd[n++] = argv[0];
+        cmd[n++] = "child";
+        cmd[n] = NULL;
+        execv(cmd[0], cmd);
         _exit(5);
     }
     int status = 0;

@@ -8,6 +8,10 @@ import os
 import sys
 
 lib = os.environ["LW_CUDART"]
+if os.environ.get("LW_FAKE_FREE_THREADED"):
+    # Looks like a free-threaded build to leakwatch (before its start, which
+    # the first CUDA call triggers): Python lines must then be refused.
+    ctypes.CDLL(os.environ["LW_FAKE_FREE_THREADED"], mode=ctypes.RTLD_GLOBAL)
 gil_held = len(sys.argv) > 1 and sys.argv[1] == "pydll"
 rt = (ctypes.PyDLL if gil_held else ctypes.CDLL)(lib)
 rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]

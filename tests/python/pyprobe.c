@@ -6,6 +6,7 @@
  * Called through ctypes.CDLL the GIL is released during the call (as in
  * PyTorch's allocator); through ctypes.PyDLL it is held.
  */
+#include "arch.h"
 #include "pyframes.h"
 
 #include <dlfcn.h>
@@ -24,7 +25,7 @@ void *lw_real_dlsym(void *handle, const char *name) {
     dlsym_fn f = real;
     if (f == NULL) {
         void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-        if (p == NULL) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+        if (p == NULL) p = dlvsym(RTLD_NEXT, "dlsym", LW_ARCH_GLIBC_BASE);
         if (p == NULL) return NULL;
         f = (dlsym_fn)p;
         real = f;

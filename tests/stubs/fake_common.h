@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <stddef.h>
 
+#include "../../src/base/arch.h" /* LW_ARCH_GLIBC_BASE */
 #include "leakwatch/cuda_api.h"
 
 /* What cuDriverGetVersion / cudaRuntimeGetVersion report. */
@@ -21,7 +22,11 @@
 /* Defaults of the stand-in driver's knobs (environment variables):
  *   FAKE_CUDA_DEVICES            number of devices (default 2, 0 = cuInit fails with 100)
  *   FAKE_CUDA_MEM_BYTES          memory per device, bytes, optional K/M/G/T suffix
- *   FAKE_CUDA_FAIL_EXPORT_TABLE  1 = cuGetExportTable fails (the runtime then answers 801) */
+ *   FAKE_CUDA_FAIL_EXPORT_TABLE  1 = cuGetExportTable fails (the runtime then answers 801)
+ *   FAKE_CUDA_NO_RESERVE         1 = hand out device addresses without reserving their
+ *                                range first (make check-aarch64: qemu-user keeps state
+ *                                per guest page, and the 8 TiB reservation takes it a
+ *                                minute per process) */
 #define FAKE_DEFAULT_DEVICES 2
 #define FAKE_DEFAULT_MEM_BYTES (80ULL << 30)
 #define FAKE_MAX_DEVICES 64
@@ -209,7 +214,7 @@ static sc_dlsym_fn sc_real_dlsym;
 __attribute__((constructor)) static void sc_find_real_dlsym(void) {
     sc_real_dlsym = (sc_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
     if (sc_real_dlsym == NULL)
-        sc_real_dlsym = (sc_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+        sc_real_dlsym = (sc_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", LW_ARCH_GLIBC_BASE);
 }
 
 struct sc_lookup {

@@ -231,7 +231,10 @@ static bool arena_ready(int id) {
         return a->end > a->base;
     }
     /* Device and VA arenas share one reservation. */
-    uintptr_t base = (uintptr_t)reserve_span((uintptr_t)0x600000000000, 2 * ARENA_SPAN);
+    const char *no_reserve = getenv("FAKE_CUDA_NO_RESERVE");
+    uintptr_t base = no_reserve && *no_reserve == '1'
+                         ? 0
+                         : (uintptr_t)reserve_span((uintptr_t)0x600000000000, 2 * ARENA_SPAN);
     if (base == 0) base = (uintptr_t)0x600000000000; /* cannot reserve: plain numbers still work */
     arenas[ARENA_DEV] = (struct arena){base, base, base + ARENA_SPAN, true};
     arenas[ARENA_VA] =

@@ -5,7 +5,11 @@
  * every CPython >= 3.8 found:
  *   $PYENV_ROOT/versions/X/bin/python3 (PYENV_ROOT defaults to ~/.pyenv),
  *   /root/.pyenv/versions/X/bin/python3, `python3` on PATH, /usr/bin/python3,
- *   and the colon-separated list in $LW_PYTHONS.
+ *   the interpreters scripts/setup-python314.sh unpacked (CPython 3.14 from
+ *   Debian sid), and the colon-separated list in $LW_PYTHONS (see
+ *   tests/pythons.h); only those built for this test's architecture.
+ * Programs are started through $LW_TEST_EXEC when set (make check-aarch64:
+ * qemu-user; see tests/test_exec.h).
  * Interpreters are told apart by sys.executable (after realpath), so the
  * pyenv shim and the version it selects count once. With none found the test
  * prints so and passes.
@@ -23,6 +27,9 @@
  * deliberately racy check (shutdown around capturing threads) under ASan.
  */
 #include "../check_run.h"
+#include "../pythons.h"
+#include "../test_exec.h"
+#include "arch.h"
 #include "pyframes.h"
 
 #include <check.h>
@@ -74,7 +81,12 @@ static int run(char *const argv[], char *const env_extra[], unsigned timeout_s, 
         for (int i = 0; env_extra && env_extra[i]; i++)
             putenv(env_extra[i]);
         alarm(timeout_s); /* survives exec: SIGALRM ends a hung Python */
-        execv(argv[0], argv);
+        char *full[80];
+        int n = lw_test_exec_prefix(argv[0], full, 16);
+        for (int i = 0; argv[i] && n < 79; i++)
+            full[n++] = argv[i];
+        full[n] = NULL;
+        execv(full[0], full);
         fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
@@ -106,7 +118,7 @@ static int run(char *const argv[], char *const env_extra[], unsigned timeout_s, 
 
 /* Adds `path` if it runs, is CPython >= 3.8 and is not a duplicate. */
 static void consider(const char *path) {
-    if (npythons >= MAX_PY || access(path, X_OK) != 0) return;
+    if (npythons >= MAX_PY || access(path, X_OK) != 0 || !lw_python_runs_here(path)) return;
     char *argv[] = {(char *)path, "-c",
                     "import sys, os, platform, sysconfig as c\n"
                     "so = os.path.join(c.get_config_var('LIBDIR') or '', "
@@ -117,7 +129,7 @@ static void consider(const char *path) {
                     "print(sys.base_prefix)",
                     NULL};
     char *out = NULL;
-    int rc = run(argv, NULL, 60, &out);
+    int rc = run(argv, NULL, 60 * lw_test_time_scale(), &out);
     unsigned long hex = 0;
     char impl[32] = "", exe[PATH_MAX] = "", so[PATH_MAX] = "", home[PATH_MAX] = "";
     if (rc == 0 && out &&
@@ -145,6 +157,11 @@ static void consider_glob(const char *pattern) {
 }
 
 static void find_pythons(void) {
+    if (!lw_search_host_pythons()) {
+        lw_listed_pythons(consider);
+        lw_cached_pythons(consider);
+        return;
+    }
     char pat[PATH_MAX];
     const char *root = getenv("PYENV_ROOT"), *home = getenv("HOME");
     if (root && *root) {
@@ -169,13 +186,8 @@ static void find_pythons(void) {
         free(copy);
     }
     consider("/usr/bin/python3");
-    const char *extra = getenv("LW_PYTHONS");
-    if (extra) {
-        char *copy = strdup(extra), *save = NULL;
-        for (char *p = strtok_r(copy, ":", &save); p; p = strtok_r(NULL, ":", &save))
-            consider(p);
-        free(copy);
-    }
+    lw_cached_pythons(consider);
+    lw_listed_pythons(consider);
 }
 
 /* The libasan this test runs with, or NULL when it is not a sanitizer build.
@@ -221,7 +233,7 @@ START_TEST(test_python_frames_match_traceback) {
     }
     char *argv[] = {(char *)py->path, "-X", "faulthandler", script, so, NULL};
     char *out = NULL;
-    int rc = run(argv, env, RUN_TIMEOUT_S, &out);
+    int rc = run(argv, env, RUN_TIMEOUT_S * lw_test_time_scale(), &out);
     const char *text = out ? out : "";
     char line[1024];
     printf("test_pyframes: %s: %s\n", py->path, last_line(text, line, sizeof line));
@@ -241,7 +253,7 @@ END_TEST
 void *lw_real_dlsym(void *handle, const char *name) {
     typedef void *(*dlsym_fn)(void *, const char *);
     void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (p == NULL) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    if (p == NULL) p = dlvsym(RTLD_NEXT, "dlsym", LW_ARCH_GLIBC_BASE);
     return p ? ((dlsym_fn)p)(handle, name) : NULL;
 }
 

@@ -6,6 +6,7 @@
  * Programs are found in $LW_BUILD/tests/programs (LW_BUILD defaults to
  * "build"); stand-ins in $LW_BUILD/tests/lib and $LW_BUILD/tests/lib-legacy. */
 #include "../check_run.h"
+#include "../test_exec.h"
 #include <check.h>
 #include <dlfcn.h>
 #include <limits.h>
@@ -40,8 +41,12 @@ static int run(const char *prog, const char *arg, const char *libdir, const char
         else
             unsetenv("LD_LIBRARY_PATH");
         if (env_kv != NULL) putenv((char *)env_kv);
-        char *argv[] = {path, (char *)arg, NULL};
-        execv(path, argv);
+        char *argv[20];
+        int ac = lw_test_exec_prefix(path, argv, 16);
+        argv[ac++] = (char *)path;
+        argv[ac++] = (char *)arg;
+        argv[ac] = NULL;
+        execv(argv[0], argv);
         perror(path);
         _exit(127);
     }

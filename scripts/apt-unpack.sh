@@ -1,0 +1,83 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# Downloads Debian packages of one suite and architecture and unpacks them
+# into a folder, without installing anything and without touching the
+# system's apt configuration or package state: the suite goes into a private
+# sources list, and apt's lists and cache live under WORK (Dir::Etc /
+# Dir::State / Dir::Cache settings). Used by setup-python314.sh and
+# setup-arm64-sysroot.sh.
+#
+#   apt-unpack.sh SUITE ARCH WORK ROOT PKG...
+#     SUITE  sid, bookworm, ...      ARCH  amd64, arm64, ...
+#     WORK   scratch folder (kept: apt.log; lists are removed at the end)
+#     ROOT   where the packages are unpacked (dpkg-deb -x)
+#     PKG    package names; a name ending in '?' is optional (skipped when
+#            the suite does not have it)
+#
+# Exit status: 0 done; 2 the mirror cannot be reached (no network); 3 a
+# required package is missing; 4 a download failed. Says why on stderr.
+# LW_DEBIAN_MIRROR overrides the mirror (default http://deb.debian.org/debian).
+set -eu
+[ $# -ge 5 ] || {
+    echo "usage: apt-unpack.sh SUITE ARCH WORK ROOT PKG..." >&2
+    exit 64
+}
+suite=$1 arch=$2 work=$3 root=$4
+shift 4
+mirror="${LW_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+if ! command -v apt-get >/dev/null 2>&1 || ! command -v dpkg-deb >/dev/null 2>&1; then
+    echo "apt-unpack: apt-get/dpkg-deb not available" >&2
+    exit 2
+fi
+[ -f "$keyring" ] || {
+    echo "apt-unpack: no Debian archive keyring ($keyring)" >&2
+    exit 2
+}
+
+apt_dir="$work/apt"
+rm -rf "$apt_dir"
+mkdir -p "$apt_dir/etc/sources.list.d" "$apt_dir/etc/preferences.d" "$apt_dir/etc/apt.conf.d" \
+    "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$work/debs" "$root"
+echo "deb [arch=$arch signed-by=$keyring] $mirror $suite main" >"$apt_dir/etc/sources.list"
+: >"$apt_dir/status"
+pkgs="$*"
+# Every path apt reads or writes points into WORK. As root, apt would drop to
+# the _apt user for downloads, which may not be able to write there.
+set -- -q -o Dir::Etc="$apt_dir/etc" -o Dir::Etc::sourcelist="$apt_dir/etc/sources.list" \
+    -o Dir::Etc::sourceparts="$apt_dir/etc/sources.list.d" \
+    -o Dir::Etc::preferencesparts="$apt_dir/etc/preferences.d" \
+    -o Dir::Etc::parts="$apt_dir/etc/apt.conf.d" \
+    -o Dir::State="$apt_dir" -o Dir::State::Lists="$apt_dir/lists" \
+    -o Dir::State::status="$apt_dir/status" -o Dir::Cache="$apt_dir/cache" \
+    -o APT::Architecture="$arch" -o APT::Architectures="$arch" \
+    -o Acquire::Languages=none -o Acquire::Retries=2 -o APT::Sandbox::User="$(id -un)"
+
+log="$work/apt.log"
+echo "apt-unpack: fetching the package list of $suite ($arch)" >&2
+if ! timeout 600 apt-get "$@" update >"$log" 2>&1 ||
+    grep -q '^\(W\|E\): Failed to fetch' "$log"; then
+    echo "apt-unpack: cannot reach $mirror ($suite, $arch): see $log" >&2
+    exit 2
+fi
+want=""
+for p in $pkgs; do
+    name=${p%\?}
+    if apt-cache "$@" show "$name" >/dev/null 2>&1; then
+        want="$want $name"
+    elif [ "$name" = "$p" ]; then
+        echo "apt-unpack: $suite has no $name for $arch" >&2
+        exit 3
+    fi
+done
+rm -f "$work/debs"/*.deb
+# shellcheck disable=SC2086
+if ! (cd "$work/debs" && timeout 900 apt-get "$@" download $want) >>"$log" 2>&1; then
+    echo "apt-unpack: download failed: see $log" >&2
+    exit 4
+fi
+for deb in "$work/debs"/*.deb; do
+    dpkg-deb -x "$deb" "$root"
+done
+rm -rf "$work/debs" "$apt_dir/cache" "$apt_dir/lists"
+exit 0
