@@ -13,6 +13,7 @@
 #include "warning.h"
 #include "worker.h"
 #include "sites.h"
+#include "torch_info.h"
 #include "torch_mode.h"
 #include "totals.h"
 #include "tracker_mem.h"
@@ -50,6 +51,7 @@ static void forget_parent(void) {
     lw_record_forget_all();
     lw_growth_forget_parent();
     lw_warning_forget();
+    lw_torch_info_forget();
 }
 
 static void start(void) {
@@ -164,4 +166,26 @@ LW_EXPORT int leakwatch_enabled(void) {
     if (s != NOT_STARTED) return s == RECORDING;
     const char *d = getenv("LEAKWATCH_DISABLE");
     return !(d && (d[0] == '1' || d[0] == 't' || d[0] == 'T' || d[0] == 'y' || d[0] == 'Y'));
+}
+
+/* The PyTorch helper's entry points (python/leakwatch/_torch.py). Like
+ * leakwatch_step, nothing is recorded before this process's own start. */
+static int recording_here(void) {
+    return atomic_load_explicit(&state, memory_order_acquire) == RECORDING && owner_pid == getpid();
+}
+
+LW_EXPORT int leakwatch_torch_counters(int device, long long allocated, long long reserved,
+                                       long long device_free) {
+    if (!recording_here()) return 0;
+    return lw_growth_torch_counters(device, allocated, reserved, device_free);
+}
+
+LW_EXPORT void leakwatch_torch_backward(int entering) {
+    if (!recording_here()) return;
+    lw_record_backward(entering);
+}
+
+LW_EXPORT int leakwatch_torch_info(const char *field, const char *json, const char *message) {
+    if (!recording_here()) return -1;
+    return lw_torch_info_set(field, json, message);
 }

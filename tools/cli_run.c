@@ -25,7 +25,7 @@ static const struct {
     const char *choices; /* EXTRA_CHOICE: space-separated */
 } extras[] = {
     {"LEAKWATCH_INTERVAL_MS", EXTRA_INT, 1, 3600000, NULL},
-    {"LEAKWATCH_TORCH_MODE", EXTRA_CHOICE, 0, 0, "tensors segments"},
+    {"LEAKWATCH_TORCH_MODE", EXTRA_CHOICE, 0, 0, "segments tensors"},
     {"LEAKWATCH_REPORT_EVERY", EXTRA_INT, 0, 31536000, NULL},
     {"LEAKWATCH_PROMETHEUS", EXTRA_PATH, 0, 0, NULL},
 };

@@ -323,6 +323,21 @@ int lw_py_capture(lw_pyframe *out, int max) {
     return walk_iframe(L, f, out, max);
 }
 
+int lw_py_thread_without_frames(void) {
+    if (atomic_load_explicit(&g_state, memory_order_acquire) != 1) return 0;
+    const struct layout *L = &g.L;
+    uintptr_t ts = (uintptr_t)g.get_tstate();
+    if (!ptr_ok(ts) || g.finalizing() != 0) return 0;
+    uintptr_t interp = rd_ptr(ts + L->ts_interp);
+    if (interp == 0 || interp != (uintptr_t)g.main_interp()) return 0;
+    uintptr_t f = rd_ptr(ts + L->ts_frame);
+    if (L->cf_current >= 0) {
+        if (!ptr_ok(f)) return 0;
+        f = rd_ptr(f + (uint32_t)L->cf_current);
+    }
+    return f == 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Describe (off the hot path)                                              */
 /* ------------------------------------------------------------------------ */

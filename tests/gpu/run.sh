@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # The PyTorch examples on a real GPU: needs an NVIDIA GPU, CUDA and PyTorch
 # (>= 2.0; written against 2.11 + CUDA 13). Builds the shim (make), runs each
-# example (examples/torch_*.py) with and without its bug under the shim in
-# both LEAKWATCH_TORCH_MODEs, checks the verdicts, the steps (one per
-# optimizer step, marked automatically) and, in tensors mode, that the
-# leaking site's stack holds the example's "# leak-line"; then measures the
-# time per step against the same runs without the shim. Prints a summary
-# table; exits 1 if a check failed. About 20 runs of ~5-10 s: < 5 minutes.
+# example (examples/torch_*.py) with and without its bug under the shim with
+# default settings (segments: PyTorch's allocator untouched) and in tensors
+# mode, checks the verdicts, the steps (one per iteration, marked
+# automatically) and that the example's "# leak-line" is named (default: the
+# first site, from PyTorch's allocation history, has it as its place to look;
+# tensors: it is in the leaking site's stack); runs tests/python/
+# torch_features.py (torch.compile with CUDA graphs, the memory-snapshot
+# recipe, MemPool, CUDA IPC), which must work under the default; then
+# measures the time per step against the same runs without the shim. Prints
+# a summary table; exits 1 if a check failed. About 30 runs: < 6 minutes.
 #
 #   tests/gpu/run.sh            (PYTHON=python3.12 to choose the interpreter)
 #
@@ -40,16 +44,22 @@ RESULTS=$OUT/results.tsv
 : >"$RESULTS"
 
 # run NAME EXAMPLE VARIANT SHIM [ENV...]: one run; appends one line to RESULTS.
-#   VARIANT: leak | fixed.  SHIM: off | tensors | segments.
+#   VARIANT: leak | fixed | FEATURE (tests/python/torch_features.py).
+#   SHIM: off | default (no LEAKWATCH_TORCH_MODE) | tensors.
 run() {
     local name=$1 example=$2 variant=$3 shim=$4
     shift 4
-    local args=() env=("$@")
+    local args=() env=("$@") script="$ROOT/examples/$example.py"
     [ "$variant" = fixed ] && args+=(--fixed)
-    if [ "$shim" != off ]; then
-        env+=(LD_PRELOAD="$LIB" LEAKWATCH_TORCH_MODE="$shim" LEAKWATCH_REPORT="$OUT/$name.json")
+    if [ "$example" = features ]; then
+        script="$ROOT/tests/python/torch_features.py"
+        args=("$variant")
     fi
-    timeout 120 env ${env[@]+"${env[@]}"} "$PY" "$ROOT/examples/$example.py" ${args[@]+"${args[@]}"} \
+    if [ "$shim" != off ]; then
+        env+=(LD_PRELOAD="$LIB" LEAKWATCH_REPORT="$OUT/$name.json")
+        [ "$shim" = tensors ] && env+=(LEAKWATCH_TORCH_MODE=tensors)
+    fi
+    timeout 180 env ${env[@]+"${env[@]}"} "$PY" "$script" ${args[@]+"${args[@]}"} \
         >"$OUT/$name.out" 2>"$OUT/$name.err"
     local rc=$?
     printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$example" "$variant" "$shim" "$rc" >>"$RESULTS"
@@ -57,7 +67,7 @@ run() {
 
 EXAMPLES="torch_loss_history torch_validation_graph torch_predictions_on_gpu"
 for ex in $EXAMPLES; do
-    for shim in tensors segments; do
+    for shim in default tensors; do
         run "$ex.leak.$shim" "$ex" leak "$shim"
         run "$ex.fixed.$shim" "$ex" fixed "$shim"
     done
@@ -67,6 +77,12 @@ for ex in $EXAMPLES; do
     run "$ex.fixed.off-async" "$ex" fixed off PYTORCH_ALLOC_CONF=backend:cudaMallocAsync
     echo "  $ex done ($((SECONDS - START)) s)"
 done
+# What the cudaMallocAsync backend refuses: must work under the default.
+for f in compile snapshot mempool ipc; do
+    run "features.$f.default" features "$f" default
+    run "features.$f.tensors" features "$f" tensors
+done
+echo "  features done ($((SECONDS - START)) s)"
 
 # Checks and table, from the reports (JSON) and each run's last stdout line.
 OUT="$OUT" ROOT="$ROOT" "$PY" - <<'EOF'
@@ -76,13 +92,13 @@ out, root = os.environ["OUT"], os.environ["ROOT"]
 # Expected verdicts (examples/README.md explains each).
 expect = {
     ("torch_loss_history", "leak", "tensors"): {"leak"},
-    ("torch_loss_history", "leak", "segments"): {"no_leak", "inconclusive"},
+    ("torch_loss_history", "leak", "default"): {"leak"},
     ("torch_validation_graph", "leak", "tensors"): {"leak"},
-    ("torch_validation_graph", "leak", "segments"): {"leak"},
+    ("torch_validation_graph", "leak", "default"): {"leak"},
     ("torch_predictions_on_gpu", "leak", "tensors"): {"leak"},
-    ("torch_predictions_on_gpu", "leak", "segments"): {"leak"},
+    ("torch_predictions_on_gpu", "leak", "default"): {"leak"},
 }
-backend = {"tensors": "cudaMallocAsync", "segments": "native", "off": "native"}
+backend = {"tensors": "cudaMallocAsync", "default": "native", "off": "native"}
 
 def leak_line(example):
     with open(os.path.join(root, "examples", example + ".py")) as f:
@@ -108,6 +124,28 @@ rows, failures, times = [], [], {}
 for line in open(os.path.join(out, "results.tsv")):
     name, ex, variant, shim, rc = line.rstrip("\n").split("\t")
     fields = last_fields(name)
+    if ex == "features":
+        text = open(os.path.join(out, name + ".out")).read()
+        ok = rc == "0" and f"{variant} ok" in text
+        problems = []
+        if shim == "default" and not ok:
+            problems.append("FAIL: " + (text.strip().splitlines() or ["exit " + rc])[-1])
+        if shim == "tensors" and ok:
+            problems.append("note: worked under cudaMallocAsync (a newer PyTorch?)")
+        if shim == "default":
+            try:
+                rep = json.load(open(os.path.join(out, name + ".json")))
+                site = (rep.get("sites") or [{}])[0]
+                named = f"{rep.get('verdict')} {site.get('source')} {site.get('place_to_look')}"
+            except (OSError, ValueError) as e:
+                named = f"no report ({e.__class__.__name__})"
+        else:
+            named = "-"
+        if problems and problems[0].startswith("FAIL"):
+            failures.append(name)
+        rows.append(("features", variant, shim, "ok" if ok else "failed", named, "-", "-",
+                     "; ".join(problems) or "ok"))
+        continue
     if variant == "fixed":
         key = "off-async" if name.endswith("off-async") else shim
         times[(ex, key)] = float(fields.get("step_ms", "nan"))
@@ -132,6 +170,8 @@ for line in open(os.path.join(out, "results.tsv")):
             g = rep.get("growth", {})
             if g.get("steps") != 300 or g.get("step_source") != "marker":
                 problems.append(f"steps {g.get('steps')} from {g.get('step_source')} (want 300 from marker)")
+            if shim == "default" and g.get("signal") != "torch_allocated":
+                problems.append(f"signal {g.get('signal')} (want torch_allocated)")
             sites = rep.get("sites") or [{}]
             frames = py_frames(sites[0])
             # The place to look leakwatch names (sites[].where): the example's
@@ -148,6 +188,12 @@ for line in open(os.path.join(out, "results.tsv")):
                 at = any(f.get("line") == line_no for f in mine)
                 if shim == "tensors" and not at:
                     problems.append(f"leak-line {line_no} not in the leaking site's stack")
+                if shim == "default":
+                    look = sites[0].get("place_to_look") or {}
+                    at = sites[0].get("source") == "pytorch_history" and look.get("line") == line_no
+                    if not at:
+                        problems.append(f"first site {sites[0].get('source')} at {look} "
+                                        f"(want pytorch_history at leak-line {line_no})")
                 where += " (leak-line)" if at else ""
     if "PYTORCH_CUDA_ALLOC_CONF is deprecated" in open(os.path.join(out, name + ".err")).read():
         problems.append("note: PyTorch printed its PYTORCH_CUDA_ALLOC_CONF deprecation warning")
@@ -166,7 +212,7 @@ for r in [head] + rows:
 print("\ntime per optimizer step (fixed variants; ratio to the run without the shim)")
 for ex in sorted({k[0] for k in times}):
     base, base_async = times.get((ex, "off")), times.get((ex, "off-async"))
-    t, s = times.get((ex, "tensors")), times.get((ex, "segments"))
+    t, s = times.get((ex, "tensors")), times.get((ex, "default"))
 
     def ms(v):
         return f"{v:.4f} ms" if v is not None and v == v else "?"
@@ -176,7 +222,7 @@ for ex in sorted({k[0] for k in times}):
 
     print(f"  {ex:28s} native {ms(base)} | cudaMallocAsync {ms(base_async)} | "
           f"tensors {ms(t)} ({ratio(t, base_async)} vs async, {ratio(t, base)} vs native) | "
-          f"segments {ms(s)} ({ratio(s, base)})")
+          f"default {ms(s)} ({ratio(s, base)} vs native)")
 
 if failures:
     print(f"\nFAILED: {' '.join(failures)} (logs in {out})")

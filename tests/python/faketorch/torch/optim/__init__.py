@@ -1,1 +1,1 @@
-from .optimizer import Optimizer  # noqa: F401
+from .optimizer import SGD, Adam, Optimizer  # noqa: F401
