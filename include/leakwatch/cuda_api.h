@@ -114,6 +114,8 @@ typedef CUresult (*lw_pfn_cuMemMap_v10020)(CUdeviceptr ptr, size_t size, size_t 
                                            CUmemGenericAllocationHandle handle,
                                            unsigned long long flags);
 typedef CUresult (*lw_pfn_cuMemUnmap_v10020)(CUdeviceptr ptr, size_t size);
+typedef CUresult (*lw_pfn_cuMemRetainAllocationHandle_v11000)(CUmemGenericAllocationHandle *handle,
+                                                              void *addr);
 typedef CUresult (*lw_pfn_cuMemHostAlloc_v2020)(void **pp, size_t bytesize, unsigned int Flags);
 typedef CUresult (*lw_pfn_cuMemAllocHost_v3020)(void **pp, size_t bytesize);
 typedef CUresult (*lw_pfn_cuMemFreeHost_v2000)(void *p);

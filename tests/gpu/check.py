@@ -394,7 +394,7 @@ class Check:
             problems.append("no report")
         if rep:
             j["report_verdict"] = rep.get("verdict")
-            j["report_unknown_frees"] = rep.get("totals", {}).get("unknown_frees")
+            j["report_unknown_frees"] = rep.get("totals", {}).get("unknown_free_count")
         st, detail = self.status_of(rc, problems)
         self.results["parts"][part] = j
         brief = {k: j[k] for k in ("error", "replay_ms", "trace_events", "segments", "report_verdict",

@@ -46,7 +46,7 @@ def leakwatch_live():
     kinds = rep.get("totals", {}).get("by_kind", {})
     out = {k: v.get("live_bytes", 0) for k, v in kinds.items()}
     out["mapped"] = rep.get("totals", {}).get("mapped_bytes", 0)
-    out["unknown_frees"] = rep.get("totals", {}).get("unknown_frees")
+    out["unknown_frees"] = rep.get("totals", {}).get("unknown_free_count")
     return out
 
 

@@ -251,6 +251,17 @@ static void check_vmm(void) {
     EQ(cuMemRelease(h1), CUDA_SUCCESS);
     EQ(cuMemRelease(h1), CUDA_ERROR_INVALID_VALUE);
     EQ(fake_cuda_used_bytes(1), base1 + 3 * gran);
+    /* A mapped address gives its handle back with one more reference, even
+     * after the handle's own release (NCCL's free does this). */
+    CUmemGenericAllocationHandle again = 0;
+    EQ(cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)(va + 4096)), CUDA_SUCCESS);
+    EQ(again, h1);
+    EQ(cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)(va + 5 * gran)),
+       CUDA_ERROR_INVALID_VALUE); /* not mapped */
+    EQ(cuMemRetainAllocationHandle(NULL, (void *)(uintptr_t)va), CUDA_ERROR_INVALID_VALUE);
+    EQ(cuMemRelease(again), CUDA_SUCCESS);
+    EQ(cuMemRelease(again), CUDA_ERROR_INVALID_VALUE);
+    EQ(fake_cuda_used_bytes(1), base1 + 3 * gran);
     EQ(cuMemAddressFree(va, 8 * gran), CUDA_ERROR_INVALID_VALUE); /* still mapped */
     EQ(cuMemUnmap(va, gran), CUDA_ERROR_INVALID_VALUE);           /* part of a mapping */
     EQ(cuMemUnmap(va, 2 * gran), CUDA_SUCCESS);
