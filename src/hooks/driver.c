@@ -125,6 +125,18 @@ static CUresult cuMemAllocHost_v2_body(lw_pfn_cuMemAllocHost_v3020 real, void **
     return r;
 }
 
+/* Host memory the program allocated, page-locked: pinned host memory until
+ * cuMemHostUnregister. */
+static CUresult cuMemHostRegister_v2_body(lw_pfn_cuMemHostRegister_v6050 real, void *p, size_t size,
+                                          unsigned int flags) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    int outer = lw_hook_enter();
+    CUresult r = real(p, size, flags);
+    on_alloc(outer, r, LW_KIND_PINNED_HOST, LW_CLASS_HOST, (uint64_t)(uintptr_t)p, size, -1);
+    lw_hook_leave();
+    return r;
+}
+
 static CUresult cuMemCreate_body(lw_pfn_cuMemCreate_v10020 real, CUmemGenericAllocationHandle *h,
                                  size_t size, const CUmemAllocationProp *prop,
                                  unsigned long long flags) {
@@ -166,6 +178,10 @@ static CUresult cuMemFreeAsync_body(lw_pfn_cuMemFreeAsync_v11020 real, CUdevicep
 }
 
 static CUresult cuMemFreeHost_body(lw_pfn_cuMemFreeHost_v2000 real, void *p) {
+    FREE_BODY(LW_CLASS_HOST, (uint64_t)(uintptr_t)p, real(p))
+}
+
+static CUresult cuMemHostUnregister_body(lw_pfn_cuMemHostUnregister_v4000 real, void *p) {
     FREE_BODY(LW_CLASS_HOST, (uint64_t)(uintptr_t)p, real(p))
 }
 
@@ -336,6 +352,18 @@ EXPORT(cuMemFreeAsync_ptsz, cuMemFreeAsync, lw_pfn_cuMemFreeAsync_v11020, P_FREE
 FAMILY(cuMemFreeHost, lw_pfn_cuMemFreeHost_v2000, P_FREEHOST, A_FREEHOST)
 EXPORT(cuMemFreeHost, cuMemFreeHost, lw_pfn_cuMemFreeHost_v2000, P_FREEHOST, A_FREEHOST)
 
+#define P_HOSTREG (void *p, size_t s, unsigned int f)
+#define A_HOSTREG (p, s, f)
+FAMILY(cuMemHostRegister_v2, lw_pfn_cuMemHostRegister_v6050, P_HOSTREG, A_HOSTREG)
+EXPORT(cuMemHostRegister_v2, cuMemHostRegister_v2, lw_pfn_cuMemHostRegister_v6050, P_HOSTREG,
+       A_HOSTREG)
+
+#define P_HOSTUNREG (void *p)
+#define A_HOSTUNREG (p)
+FAMILY(cuMemHostUnregister, lw_pfn_cuMemHostUnregister_v4000, P_HOSTUNREG, A_HOSTUNREG)
+EXPORT(cuMemHostUnregister, cuMemHostUnregister, lw_pfn_cuMemHostUnregister_v4000, P_HOSTUNREG,
+       A_HOSTUNREG)
+
 #define P_RELEASE (CUmemGenericAllocationHandle h)
 #define A_RELEASE (h)
 FAMILY(cuMemRelease, lw_pfn_cuMemRelease_v10020, P_RELEASE, A_RELEASE)
@@ -402,6 +430,8 @@ static const entry entries[] = {
     E(cuMemHostAlloc, cuMemHostAlloc, "cuMemHostAlloc", 2020, 0),
     E(cuMemAllocHost_v2, cuMemAllocHost_v2, "cuMemAllocHost", 3020, 0),
     E(cuMemFreeHost, cuMemFreeHost, "cuMemFreeHost", 2000, 0),
+    E(cuMemHostRegister_v2, cuMemHostRegister_v2, "cuMemHostRegister", 6050, 0),
+    E(cuMemHostUnregister, cuMemHostUnregister, "cuMemHostUnregister", 4000, 0),
     E(cuGetProcAddress_v2, cuGetProcAddress_v2, "cuGetProcAddress", 12000, 0),
     E(cuGetProcAddress, cuGetProcAddress, "cuGetProcAddress", 11030, 12000),
 };

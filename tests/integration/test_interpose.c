@@ -44,9 +44,11 @@ START_TEST(runtime_paths) {
     static const struct {
         const char *path, *kind;
     } paths[] = {
-        {"malloc", "device"}, {"async", "device"},     {"async_ptsz", "device"},
-        {"pool", "device"},   {"pool_ptsz", "device"}, {"managed", "managed"},
-        {"pitch", "device"},  {"host", "pinned_host"}, {"hostalloc", "pinned_host"},
+        {"malloc", "device"},         {"async", "device"},
+        {"async_ptsz", "device"},     {"pool", "device"},
+        {"pool_ptsz", "device"},      {"managed", "managed"},
+        {"pitch", "device"},          {"host", "pinned_host"},
+        {"hostalloc", "pinned_host"}, {"hostregister", "pinned_host"},
     };
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
         check_leak("rt_paths", paths[i].path, "leak_runtime", paths[i].kind, 5, 3);
@@ -57,12 +59,14 @@ START_TEST(driver_paths) {
     static const struct {
         const char *path, *kind;
     } paths[] = {
-        {"alloc", "device"},     {"pitch", "device"},          {"managed", "managed"},
-        {"async", "device"},     {"async_ptsz", "device"},     {"pool", "device"},
-        {"pool_ptsz", "device"}, {"hostalloc", "pinned_host"}, {"allochost", "pinned_host"},
+        {"alloc", "device"},          {"pitch", "device"},
+        {"managed", "managed"},       {"async", "device"},
+        {"async_ptsz", "device"},     {"pool", "device"},
+        {"pool_ptsz", "device"},      {"hostalloc", "pinned_host"},
+        {"allochost", "pinned_host"}, {"hostregister", "pinned_host"},
     };
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
-        check_leak("drv_paths", paths[i].path, "leak_driver", paths[i].kind, 16, 3);
+        check_leak("drv_paths", paths[i].path, "leak_driver", paths[i].kind, 20, 3);
 }
 END_TEST
 

@@ -31,6 +31,8 @@ CUresult cuMemMap(CUdeviceptr p, size_t s, size_t o, CUmemGenericAllocationHandl
                   unsigned long long flags);
 CUresult cuMemUnmap(CUdeviceptr p, size_t s);
 CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h, void *addr);
+CUresult cuMemHostRegister_v2(void *p, size_t s, unsigned int flags);
+CUresult cuMemHostUnregister(void *p);
 
 static long count, size;
 #define POOL ((CUmemoryPool)(uintptr_t)0x5000) /* any non-NULL pool, for the stand-in */
@@ -58,7 +60,11 @@ NOINLINE static void leak_driver(const char *path) {
             CHECK(cuMemHostAlloc(&h, (size_t)size, 0));
         else if (!strcmp(path, "allochost"))
             CHECK(cuMemAllocHost_v2(&h, (size_t)size));
-        else {
+        else if (!strcmp(path, "hostregister")) {
+            h = malloc((size_t)size);
+            if (!h) exit(3);
+            CHECK(cuMemHostRegister_v2(h, (size_t)size, 0));
+        } else {
             fprintf(stderr, "unknown path %s\n", path);
             exit(2);
         }
@@ -77,6 +83,11 @@ NOINLINE static void churn_driver(void) {
         CHECK(cuMemFreeAsync_ptsz(d, NULL));
         CHECK(cuMemAllocHost_v2(&h, 4096));
         CHECK(cuMemFreeHost(h));
+        char *mine = malloc(4096);
+        if (!mine) exit(3);
+        CHECK(cuMemHostRegister_v2(mine, 4096, 0));
+        CHECK(cuMemHostUnregister(mine));
+        free(mine);
     }
 }
 

@@ -75,6 +75,8 @@
     X(cuMemHostAlloc)                                                                              \
     X(cuMemAllocHost_v2)                                                                           \
     X(cuMemFreeHost)                                                                               \
+    X(cuMemHostRegister_v2)                                                                        \
+    X(cuMemHostUnregister)                                                                         \
     X(cuGetExportTable)                                                                            \
     X(cuGetProcAddress)                                                                            \
     X(cuGetProcAddress_v2)
@@ -312,6 +314,7 @@ struct mapping {
 static struct dev_alloc *allocs;
 static struct free_list *free_lists;
 static struct host_alloc *host_allocs;
+static struct host_alloc *host_registered; /* cuMemHostRegister ranges */
 static struct phys *physs;
 static struct reservation *reservations;
 static struct mapping *mappings;
@@ -1089,6 +1092,45 @@ CUresult cuMemFreeHost(void *p) {
     return CUDA_SUCCESS;
 }
 
+/* Page-locks memory the program allocated itself: ranges may not overlap a
+ * registered one; unregistering takes the pointer that was registered. */
+CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags) {
+    COUNT(cuMemHostRegister_v2);
+    int dev;
+    CUresult r = need_ctx(&dev);
+    if (r != CUDA_SUCCESS) return r;
+    if (p == NULL || bytesize == 0 || Flags > 0xf) return CUDA_ERROR_INVALID_VALUE;
+    struct host_alloc *rec = calloc(1, sizeof *rec), *h, *tmp;
+    if (rec == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+    rec->ptr = p;
+    rec->size = bytesize;
+    pthread_mutex_lock(&lock);
+    HASH_ITER(hh, host_registered, h, tmp) {
+        if ((uintptr_t)h->ptr < (uintptr_t)p + bytesize &&
+            (uintptr_t)p < (uintptr_t)h->ptr + h->size)
+            r = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    }
+    if (r == CUDA_SUCCESS) HASH_ADD_PTR(host_registered, ptr, rec);
+    pthread_mutex_unlock(&lock);
+    if (r != CUDA_SUCCESS) free(rec);
+    return r;
+}
+
+CUresult cuMemHostUnregister(void *p) {
+    COUNT(cuMemHostUnregister);
+    int dev;
+    CUresult r = need_ctx(&dev);
+    if (r != CUDA_SUCCESS) return r;
+    pthread_mutex_lock(&lock);
+    struct host_alloc *rec = NULL;
+    HASH_FIND_PTR(host_registered, &p, rec);
+    if (rec != NULL) HASH_DEL(host_registered, rec);
+    pthread_mutex_unlock(&lock);
+    if (rec == NULL) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    free(rec);
+    return CUDA_SUCCESS;
+}
+
 /* ---- private export tables ----
  * The runtime asks for undocumented tables of internal functions and refuses
  * to work (801) without them. The stand-in runtime asks for one table, whose
@@ -1186,6 +1228,8 @@ static const struct proc procs[] = {
     P(cuMemHostAlloc, 2020, cuMemHostAlloc),
     P(cuMemAllocHost, 3020, cuMemAllocHost_v2),
     P(cuMemFreeHost, 2000, cuMemFreeHost),
+    P(cuMemHostRegister, 6050, cuMemHostRegister_v2),
+    P(cuMemHostUnregister, 4000, cuMemHostUnregister),
     P(cuGetExportTable, 3000, cuGetExportTable),
 };
 
