@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Virtual memory management (cuMemCreate & co.) as the driver counts it:
  * physical memory lives while its handle has a reference (cuMemCreate,
  * cuMemRetainAllocationHandle, an import) OR a mapping (cuMemMap), and goes

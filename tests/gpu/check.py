@@ -240,14 +240,13 @@ class Check:
         self.results["parts"]["backend"] = res
 
     def modes(self):
-        text = subprocess.run([self.cmd, "help", "env"], capture_output=True, text=True, env=self.env).stdout
-        m = re.search(r"LEAKWATCH_TORCH_MODE.*?(?:\n\s*\n|$)", text, re.S)
-        found = []
-        if m:
-            for mode in ("tensors", "segments", "auto"):
-                if re.search(rf"\b{mode}\b", m.group(0)):
-                    found.append(mode)
-        return found or ["tensors", "segments"]
+        """The torch modes this leakwatch offers (`leakwatch help env`)."""
+        if not hasattr(self, "_modes"):
+            text = subprocess.run([self.cmd, "help", "env"], capture_output=True, text=True, env=self.env).stdout
+            m = re.search(r"LEAKWATCH_TORCH_MODE \(default (\w+); one of: ([^)]*)\)", text)
+            self._modes = m.group(2).split() if m else ["tensors", "segments"]
+            self.results["torch_modes"] = {"default": m.group(1) if m else None, "all": self._modes}
+        return self._modes
 
     def cudart(self):
         """The CUDA runtime train_loop.py loads through ctypes: the stand-in in
@@ -419,6 +418,8 @@ class Check:
             lines += ["", "## Time per step (fixed examples; ratio to the same run without the shim)", "",
                       "| example | off ms | off (cudaMallocAsync) ms | mode: ratio |", "| --- | --- | --- | --- |"]
             for ex, o in ov.items():
+                if all(v is None or v != v for k, v in o.items() if k.endswith("_ms")):
+                    continue  # no timed run (a dry run's stand-in torch)
                 ratios = ", ".join(f"{m}: {o[m]}x" for m in self.modes() if m in o)
                 lines.append(f"| {ex} | {o.get('off_ms')} | {o.get('off_async_ms')} | {ratios or '-'} |")
         cmp_ = self.results["parts"].get("compare", {})
