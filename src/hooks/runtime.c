@@ -43,6 +43,8 @@ enum {
     F_cudaFreeAsync,
     F_cudaFreeAsync_ptsz,
     F_cudaFreeHost,
+    F_cudaHostRegister,
+    F_cudaHostUnregister,
     F_cudaRuntimeGetVersion,
     F_cudaGetDriverEntryPoint,
     F_cudaGetDriverEntryPoint_ptsz,
@@ -66,6 +68,8 @@ static const char *const names[F_COUNT] = {
     "cudaFreeAsync",
     "cudaFreeAsync_ptsz",
     "cudaFreeHost",
+    "cudaHostRegister",
+    "cudaHostUnregister",
     "cudaRuntimeGetVersion",
     "cudaGetDriverEntryPoint",
     "cudaGetDriverEntryPoint_ptsz",
@@ -129,9 +133,9 @@ ALLOC_WRAPPER(cudaMallocPitch, cudaMallocPitch, LW_KIND_DEVICE, LW_CLASS_DPTR, 0
 
 /* Host memory the program allocated, page-locked (PyTorch's
  * pinned_use_cuda_host_register): pinned host memory until unregistered. */
-static void *_Atomic real_cudaHostRegister;
 LW_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
-    lw_rt_cudaHostRegister real = REAL(cudaHostRegister);
+    lw_rt_cudaHostRegister real =
+        REAL(cudaHostRegister, lw_rt_cudaHostRegister, __builtin_return_address(0));
     if (!real) return NO_RUNTIME;
     int outer = lw_hook_enter();
     cudaError_t r = real(ptr, size, flags);
