@@ -78,7 +78,7 @@ INTEG_SRCS := $(wildcard tests/integration/test_*.c)
 INTEGS := $(INTEG_SRCS:tests/integration/%.c=$(B)/tests/integration/%)
 HARNESS_SRCS := $(wildcard tests/integration/harness*.c)
 
-.PHONY: all check check-aarch64 check-layers test-deps check-fast check-cuda-abi check-san test-bins demo bench install deps format lint clean fuzz fuzz-smoke
+.PHONY: all check check-aarch64 check-gpu-dry check-layers test-deps check-fast check-cuda-abi check-san test-bins demo bench install deps format lint clean fuzz fuzz-smoke
 TOOL_MAIN := $(wildcard tools/main.c)
 all: $(B)/libleakwatch.so $(if $(TOOL_MAIN),$(B)/leakwatch)
 
@@ -339,7 +339,15 @@ check-aarch64:
 check-layers: all
 	@scripts/check-layers.sh $(B)
 
-check: test-deps check-layers check-fast check-san check-tsan check-valgrind check-install fuzz-smoke check-dist check-spdx lint
+# The GPU check (tests/gpu/check.py) end to end on the CPU stand-ins and the
+# stand-in torch (tests/python/faketorch): everything but the GPU. ~20 s.
+check-gpu-dry: all $(STAND_INS)
+	@rm -rf $(B)/gpu-dry
+	@tests/gpu/run.sh --dry-run --build $(B) --out $(B)/gpu-dry --budget 240 >$(B)/gpu-dry.log 2>&1 || \
+	    { cat $(B)/gpu-dry.log; echo "check-gpu-dry: FAILED (results in $(B)/gpu-dry)"; exit 1; }
+	@echo "check-gpu-dry: the GPU check ran on the stand-ins ($$(tail -1 $(B)/gpu-dry.log))"
+
+check: test-deps check-layers check-fast check-san check-tsan check-valgrind check-install check-gpu-dry fuzz-smoke check-dist check-spdx lint
 
 demo: all $(STAND_INS) $(B)/examples/train_loop
 	@scripts/demo.sh $(B)

@@ -8,6 +8,7 @@
 #include "options.h"
 #include "pyframes.h"
 #include "record.h"
+#include "vmm.h"
 #include "report.h"
 #include "growth.h"
 #include "runstate.h"
@@ -57,6 +58,7 @@ static void forget_parent(void) {
     lw_sites_forget_all();
     lw_totals_reset();
     lw_record_forget_all();
+    lw_vmm_forget_all();
     lw_growth_forget_parent();
     lw_warning_forget();
 }
@@ -126,9 +128,11 @@ static void before_fork(void) {
     lw_sites_lock_all();
     lw_live_lock_all();
     lw_record_lock_for_fork();
+    lw_vmm_lock_for_fork();
 }
 
 static void after_fork_parent(void) {
+    lw_vmm_unlock_after_fork();
     lw_record_unlock_after_fork();
     lw_live_unlock_all();
     lw_sites_unlock_all();
@@ -140,6 +144,7 @@ static void after_fork_parent(void) {
  * CUDA): forgetting the parent's history waits for the child's first CUDA
  * call (start), and never happens in a child that makes none. */
 static void after_fork_child(void) {
+    lw_vmm_unlock_after_fork();
     lw_record_unlock_after_fork();
     lw_live_unlock_all();
     lw_sites_unlock_all();

@@ -114,9 +114,13 @@ typedef CUresult (*lw_pfn_cuMemMap_v10020)(CUdeviceptr ptr, size_t size, size_t 
                                            CUmemGenericAllocationHandle handle,
                                            unsigned long long flags);
 typedef CUresult (*lw_pfn_cuMemUnmap_v10020)(CUdeviceptr ptr, size_t size);
+typedef CUresult (*lw_pfn_cuMemRetainAllocationHandle_v11000)(CUmemGenericAllocationHandle *handle,
+                                                              void *addr);
 typedef CUresult (*lw_pfn_cuMemHostAlloc_v2020)(void **pp, size_t bytesize, unsigned int Flags);
 typedef CUresult (*lw_pfn_cuMemAllocHost_v3020)(void **pp, size_t bytesize);
 typedef CUresult (*lw_pfn_cuMemFreeHost_v2000)(void *p);
+typedef CUresult (*lw_pfn_cuMemHostRegister_v6050)(void *p, size_t bytesize, unsigned int Flags);
+typedef CUresult (*lw_pfn_cuMemHostUnregister_v4000)(void *p);
 typedef CUresult (*lw_pfn_cuCtxGetDevice_v2000)(CUdevice *device);
 typedef CUresult (*lw_pfn_cuMemGetInfo_v3020)(size_t *free, size_t *total);
 typedef CUresult (*lw_pfn_cuCtxGetCurrent_v4000)(CUcontext *pctx);
@@ -142,6 +146,8 @@ typedef cudaError_t (*lw_rt_cudaMallocPitch)(void **devPtr, size_t *pitch, size_
 typedef cudaError_t (*lw_rt_cudaMallocHost)(void **ptr, size_t size);
 typedef cudaError_t (*lw_rt_cudaHostAlloc)(void **pHost, size_t size, unsigned int flags);
 typedef cudaError_t (*lw_rt_cudaFreeHost)(void *ptr);
+typedef cudaError_t (*lw_rt_cudaHostRegister)(void *ptr, size_t size, unsigned int flags);
+typedef cudaError_t (*lw_rt_cudaHostUnregister)(void *ptr);
 typedef cudaError_t (*lw_rt_cudaGetDriverEntryPoint)(
     const char *symbol, void **funcPtr, unsigned long long flags,
     enum cudaDriverEntryPointQueryResult *driverStatus);

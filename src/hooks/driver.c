@@ -21,6 +21,7 @@
 #include "log.h"
 #include "real.h"
 #include "record.h"
+#include "vmm.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -124,6 +125,18 @@ static CUresult cuMemAllocHost_v2_body(lw_pfn_cuMemAllocHost_v3020 real, void **
     return r;
 }
 
+/* Host memory the program allocated, page-locked: pinned host memory until
+ * cuMemHostUnregister. */
+static CUresult cuMemHostRegister_v2_body(lw_pfn_cuMemHostRegister_v6050 real, void *p, size_t size,
+                                          unsigned int flags) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    int outer = lw_hook_enter();
+    CUresult r = real(p, size, flags);
+    on_alloc(outer, r, LW_KIND_PINNED_HOST, LW_CLASS_HOST, (uint64_t)(uintptr_t)p, size, -1);
+    lw_hook_leave();
+    return r;
+}
+
 static CUresult cuMemCreate_body(lw_pfn_cuMemCreate_v10020 real, CUmemGenericAllocationHandle *h,
                                  size_t size, const CUmemAllocationProp *prop,
                                  unsigned long long flags) {
@@ -134,6 +147,7 @@ static CUresult cuMemCreate_body(lw_pfn_cuMemCreate_v10020 real, CUmemGenericAll
         prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
     on_alloc(outer, r, LW_KIND_PHYSICAL, LW_CLASS_HANDLE, r == CUDA_SUCCESS && h ? *h : 0, size,
              device);
+    if (outer && r == CUDA_SUCCESS && h && lw_started()) lw_vmm_created(*h);
     lw_hook_leave();
     return r;
 }
@@ -167,27 +181,67 @@ static CUresult cuMemFreeHost_body(lw_pfn_cuMemFreeHost_v2000 real, void *p) {
     FREE_BODY(LW_CLASS_HOST, (uint64_t)(uintptr_t)p, real(p))
 }
 
-static CUresult cuMemRelease_body(lw_pfn_cuMemRelease_v10020 real, CUmemGenericAllocationHandle h) {
-    FREE_BODY(LW_CLASS_HANDLE, h, real(h))
+static CUresult cuMemHostUnregister_body(lw_pfn_cuMemHostUnregister_v4000 real, void *p) {
+    FREE_BODY(LW_CLASS_HOST, (uint64_t)(uintptr_t)p, real(p))
 }
 
-/* Mappings put physical memory (already counted at cuMemCreate) at an
- * address; they are counted as mapped bytes only. */
+/* VMM (vmm.h): physical memory goes at the last of its releases and
+ * unmaps; the record leaves the table before the real call that ends it. */
+#define VMM_BODY(BEGIN, END, call)                                                                 \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
+    int outer = lw_hook_enter();                                                                   \
+    int track = outer && lw_started();                                                             \
+    lw_vmm_ticket t;                                                                               \
+    int saved = errno;                                                                             \
+    if (track) BEGIN;                                                                              \
+    errno = saved;                                                                                 \
+    CUresult r = call;                                                                             \
+    saved = errno;                                                                                 \
+    if (track) END(&t, r == CUDA_SUCCESS);                                                         \
+    errno = saved;
+
+static CUresult cuMemRelease_body(lw_pfn_cuMemRelease_v10020 real, CUmemGenericAllocationHandle h) {
+    VMM_BODY(lw_vmm_release_begin(h, &t), lw_vmm_release_end, real(h))
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult cuMemRetainAllocationHandle_body(lw_pfn_cuMemRetainAllocationHandle_v11000 real,
+                                                 CUmemGenericAllocationHandle *h, void *addr) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    int outer = lw_hook_enter();
+    CUresult r = real(h, addr);
+    if (outer && r == CUDA_SUCCESS && h && lw_started()) {
+        int saved = errno;
+        lw_vmm_retained(*h);
+        errno = saved;
+    }
+    lw_hook_leave();
+    return r;
+}
+
+/* Mappings put physical memory (counted at cuMemCreate) at an address: they
+ * count as mapped bytes, and keep the memory alive after its release. */
 static CUresult cuMemMap_body(lw_pfn_cuMemMap_v10020 real, CUdeviceptr ptr, size_t size,
                               size_t offset, CUmemGenericAllocationHandle h,
                               unsigned long long flags) {
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;
     int outer = lw_hook_enter();
     CUresult r = real(ptr, size, offset, h, flags);
-    if (outer && r == CUDA_SUCCESS) lw_totals_mapped((int64_t)size);
+    if (outer && r == CUDA_SUCCESS) {
+        lw_totals_mapped((int64_t)size);
+        if (lw_started()) {
+            int saved = errno;
+            lw_vmm_mapped(ptr, size, h);
+            errno = saved;
+        }
+    }
     lw_hook_leave();
     return r;
 }
 
 static CUresult cuMemUnmap_body(lw_pfn_cuMemUnmap_v10020 real, CUdeviceptr ptr, size_t size) {
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    int outer = lw_hook_enter();
-    CUresult r = real(ptr, size);
+    VMM_BODY(lw_vmm_unmap_begin(ptr, size, &t), lw_vmm_unmap_end, real(ptr, size))
     if (outer && r == CUDA_SUCCESS) lw_totals_mapped(-(int64_t)size);
     lw_hook_leave();
     return r;
@@ -298,10 +352,28 @@ EXPORT(cuMemFreeAsync_ptsz, cuMemFreeAsync, lw_pfn_cuMemFreeAsync_v11020, P_FREE
 FAMILY(cuMemFreeHost, lw_pfn_cuMemFreeHost_v2000, P_FREEHOST, A_FREEHOST)
 EXPORT(cuMemFreeHost, cuMemFreeHost, lw_pfn_cuMemFreeHost_v2000, P_FREEHOST, A_FREEHOST)
 
+#define P_HOSTREG (void *p, size_t s, unsigned int f)
+#define A_HOSTREG (p, s, f)
+FAMILY(cuMemHostRegister_v2, lw_pfn_cuMemHostRegister_v6050, P_HOSTREG, A_HOSTREG)
+EXPORT(cuMemHostRegister_v2, cuMemHostRegister_v2, lw_pfn_cuMemHostRegister_v6050, P_HOSTREG,
+       A_HOSTREG)
+
+#define P_HOSTUNREG (void *p)
+#define A_HOSTUNREG (p)
+FAMILY(cuMemHostUnregister, lw_pfn_cuMemHostUnregister_v4000, P_HOSTUNREG, A_HOSTUNREG)
+EXPORT(cuMemHostUnregister, cuMemHostUnregister, lw_pfn_cuMemHostUnregister_v4000, P_HOSTUNREG,
+       A_HOSTUNREG)
+
 #define P_RELEASE (CUmemGenericAllocationHandle h)
 #define A_RELEASE (h)
 FAMILY(cuMemRelease, lw_pfn_cuMemRelease_v10020, P_RELEASE, A_RELEASE)
 EXPORT(cuMemRelease, cuMemRelease, lw_pfn_cuMemRelease_v10020, P_RELEASE, A_RELEASE)
+
+#define P_RETAIN (CUmemGenericAllocationHandle * h, void *a)
+#define A_RETAIN (h, a)
+FAMILY(cuMemRetainAllocationHandle, lw_pfn_cuMemRetainAllocationHandle_v11000, P_RETAIN, A_RETAIN)
+EXPORT(cuMemRetainAllocationHandle, cuMemRetainAllocationHandle,
+       lw_pfn_cuMemRetainAllocationHandle_v11000, P_RETAIN, A_RETAIN)
 
 #define P_MAP                                                                                      \
     (CUdeviceptr p, size_t s, size_t o, CUmemGenericAllocationHandle h, unsigned long long f)
@@ -351,11 +423,15 @@ static const entry entries[] = {
     E(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 11020, 0),
     E(cuMemCreate, cuMemCreate, "cuMemCreate", 10020, 0),
     E(cuMemRelease, cuMemRelease, "cuMemRelease", 10020, 0),
+    E(cuMemRetainAllocationHandle, cuMemRetainAllocationHandle, "cuMemRetainAllocationHandle",
+      11000, 0),
     E(cuMemMap, cuMemMap, "cuMemMap", 10020, 0),
     E(cuMemUnmap, cuMemUnmap, "cuMemUnmap", 10020, 0),
     E(cuMemHostAlloc, cuMemHostAlloc, "cuMemHostAlloc", 2020, 0),
     E(cuMemAllocHost_v2, cuMemAllocHost_v2, "cuMemAllocHost", 3020, 0),
     E(cuMemFreeHost, cuMemFreeHost, "cuMemFreeHost", 2000, 0),
+    E(cuMemHostRegister_v2, cuMemHostRegister_v2, "cuMemHostRegister", 6050, 0),
+    E(cuMemHostUnregister, cuMemHostUnregister, "cuMemHostUnregister", 4000, 0),
     E(cuGetProcAddress_v2, cuGetProcAddress_v2, "cuGetProcAddress", 12000, 0),
     E(cuGetProcAddress, cuGetProcAddress, "cuGetProcAddress", 11030, 12000),
 };

@@ -43,6 +43,8 @@ enum {
     F_cudaFreeAsync,
     F_cudaFreeAsync_ptsz,
     F_cudaFreeHost,
+    F_cudaHostRegister,
+    F_cudaHostUnregister,
     F_cudaRuntimeGetVersion,
     F_cudaGetDriverEntryPoint,
     F_cudaGetDriverEntryPoint_ptsz,
@@ -66,6 +68,8 @@ static const char *const names[F_COUNT] = {
     "cudaFreeAsync",
     "cudaFreeAsync_ptsz",
     "cudaFreeHost",
+    "cudaHostRegister",
+    "cudaHostUnregister",
     "cudaRuntimeGetVersion",
     "cudaGetDriverEntryPoint",
     "cudaGetDriverEntryPoint_ptsz",
@@ -127,6 +131,19 @@ ALLOC_WRAPPER(cudaMallocPitch, cudaMallocPitch, LW_KIND_DEVICE, LW_CLASS_DPTR, 0
               (r == cudaSuccess && pitch ? *pitch * height : width * height),
               (void **ptr, size_t *pitch, size_t width, size_t height), ptr, pitch, width, height)
 
+/* Host memory the program allocated, page-locked (PyTorch's
+ * pinned_use_cuda_host_register): pinned host memory until unregistered. */
+LW_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
+    lw_rt_cudaHostRegister real =
+        REAL(cudaHostRegister, lw_rt_cudaHostRegister, __builtin_return_address(0));
+    if (!real) return NO_RUNTIME;
+    int outer = lw_hook_enter();
+    cudaError_t r = real(ptr, size, flags);
+    on_alloc(outer, r, LW_KIND_PINNED_HOST, LW_CLASS_HOST, ptr, size, 1);
+    lw_hook_leave();
+    return r;
+}
+
 /* Frees leave the table before the real free (see record.h). */
 #define FREE_WRAPPER(NAME, REALNAME, CLS, PARAMS, ...)                                             \
     LW_EXPORT cudaError_t NAME PARAMS {                                                            \
@@ -150,6 +167,7 @@ FREE_WRAPPER(cudaFree, cudaFree, LW_CLASS_DPTR, (void *ptr), ptr)
 FREE_WRAPPER(cudaFreeAsync, cudaFreeAsync, LW_CLASS_DPTR, (void *ptr, cudaStream_t s), ptr, s)
 FREE_WRAPPER(cudaFreeAsync_ptsz, cudaFreeAsync, LW_CLASS_DPTR, (void *ptr, cudaStream_t s), ptr, s)
 FREE_WRAPPER(cudaFreeHost, cudaFreeHost, LW_CLASS_HOST, (void *ptr), ptr)
+FREE_WRAPPER(cudaHostUnregister, cudaHostUnregister, LW_CLASS_HOST, (void *ptr), ptr)
 
 /* cudaGetDriverEntryPoint*: the runtime answers through the driver's
  * cuGetProcAddress, which it found through us, so what comes back is usually

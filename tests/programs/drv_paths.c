@@ -30,6 +30,9 @@ CUresult cuMemAddressReserve(CUdeviceptr *p, size_t s, size_t align, CUdeviceptr
 CUresult cuMemMap(CUdeviceptr p, size_t s, size_t o, CUmemGenericAllocationHandle h,
                   unsigned long long flags);
 CUresult cuMemUnmap(CUdeviceptr p, size_t s);
+CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h, void *addr);
+CUresult cuMemHostRegister_v2(void *p, size_t s, unsigned int flags);
+CUresult cuMemHostUnregister(void *p);
 
 static long count, size;
 #define POOL ((CUmemoryPool)(uintptr_t)0x5000) /* any non-NULL pool, for the stand-in */
@@ -57,7 +60,11 @@ NOINLINE static void leak_driver(const char *path) {
             CHECK(cuMemHostAlloc(&h, (size_t)size, 0));
         else if (!strcmp(path, "allochost"))
             CHECK(cuMemAllocHost_v2(&h, (size_t)size));
-        else {
+        else if (!strcmp(path, "hostregister")) {
+            h = malloc((size_t)size);
+            if (!h) exit(3);
+            CHECK(cuMemHostRegister_v2(h, (size_t)size, 0));
+        } else {
             fprintf(stderr, "unknown path %s\n", path);
             exit(2);
         }
@@ -76,6 +83,11 @@ NOINLINE static void churn_driver(void) {
         CHECK(cuMemFreeAsync_ptsz(d, NULL));
         CHECK(cuMemAllocHost_v2(&h, 4096));
         CHECK(cuMemFreeHost(h));
+        char *mine = malloc(4096);
+        if (!mine) exit(3);
+        CHECK(cuMemHostRegister_v2(mine, 4096, 0));
+        CHECK(cuMemHostUnregister(mine));
+        free(mine);
     }
 }
 
@@ -95,6 +107,65 @@ NOINLINE static void leak_vmm_direct(void) {
     CUmemGenericAllocationHandle h;
     CHECK(cuMemCreate(&h, (size_t)size, &prop, 0));
     CHECK(cuMemRelease(h));
+}
+
+static CUmemAllocationProp vmm_prop(void) {
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    return prop;
+}
+
+/* The CUDA samples' idiom: the handle is released at once, the mapping keeps
+ * the memory. count pages, all left mapped (the leak). */
+NOINLINE static void leak_vmm_released_mapped(CUdeviceptr va) {
+    CUmemAllocationProp prop = vmm_prop();
+    for (long i = 0; i < count; i++) {
+        CUmemGenericAllocationHandle h;
+        CHECK(cuMemCreate(&h, (size_t)size, &prop, 0));
+        CHECK(cuMemMap(va + (CUdeviceptr)i * (CUdeviceptr)size, (size_t)size, 0, h, 0));
+        CHECK(cuMemRelease(h));
+    }
+}
+
+/* NCCL's ncclCuMemAlloc / ncclCuMemFree: the handle is kept while mapped;
+ * the free retains it from the address, releases that reference, unmaps,
+ * and releases the creation's reference. */
+NOINLINE static void nccl_alloc_free(CUdeviceptr at) {
+    CUmemAllocationProp prop = vmm_prop();
+    CUmemGenericAllocationHandle h, again;
+    CHECK(cuMemCreate(&h, (size_t)size, &prop, 0));
+    CHECK(cuMemMap(at, (size_t)size, 0, h, 0));
+    CHECK(cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)(at + 4096)));
+    if (again != h) exit(5);
+    CHECK(cuMemRelease(again));
+    CHECK(cuMemUnmap(at, (size_t)size));
+    CHECK(cuMemRelease(h));
+}
+
+/* count pages leaked the samples' way, then one of them unmapped; NCCL's
+ * allocation and free twice (nothing left), and a handle released while
+ * mapped, retained again and unmapped before its last release. */
+NOINLINE static void vmm_idioms(void) {
+    CUdeviceptr va;
+    CHECK(cuMemAddressReserve(&va, (size_t)size * (size_t)(count + 3), 0, 0, 0));
+    leak_vmm_released_mapped(va);
+    CHECK(cuMemUnmap(va, (size_t)size)); /* the first page goes */
+    CUdeviceptr spare = va + (CUdeviceptr)count * (CUdeviceptr)size;
+    nccl_alloc_free(spare);
+    nccl_alloc_free(spare);
+    CUmemAllocationProp prop = vmm_prop();
+    CUmemGenericAllocationHandle h, again;
+    CHECK(cuMemCreate(&h, (size_t)size, &prop, 0));
+    CHECK(cuMemMap(spare, (size_t)size, 0, h, 0));
+    CHECK(cuMemRelease(h));
+    CHECK(cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)spare));
+    CHECK(cuMemUnmap(spare, (size_t)size));                       /* still referenced: stays */
+    if (cuMemUnmap(spare, (size_t)size) == CUDA_SUCCESS) exit(6); /* refused: nothing changes */
+    if (cuMemRelease(12345) == CUDA_SUCCESS) exit(7);             /* not a handle */
+    CHECK(cuMemRelease(again));                                   /* now it goes */
 }
 
 /* PyTorch 2.1 style: dlopen the driver, dlsym each function by its name. */
@@ -175,6 +246,8 @@ int main(int argc, char **argv) {
     CHECK(cuCtxSetCurrent(ctx));
     if (!strcmp(path, "vmm"))
         leak_vmm_direct();
+    else if (!strcmp(path, "vmm_idioms"))
+        vmm_idioms();
     else if (!strcmp(path, "dlsym"))
         leak_dlsym();
     else if (!strcmp(path, "procaddress"))

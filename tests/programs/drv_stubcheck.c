@@ -251,6 +251,26 @@ static void check_vmm(void) {
     EQ(cuMemRelease(h1), CUDA_SUCCESS);
     EQ(cuMemRelease(h1), CUDA_ERROR_INVALID_VALUE);
     EQ(fake_cuda_used_bytes(1), base1 + 3 * gran);
+    /* Host registration: no overlap with a registered range; unregistered by
+     * the pointer that was registered. */
+    static char mine[3 * 4096];
+    EQ(cuMemHostRegister_v2(mine, 2 * 4096, 0), CUDA_SUCCESS);
+    EQ(cuMemHostRegister_v2(mine + 4096, 2 * 4096, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+    EQ(cuMemHostUnregister(mine + 4096), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+    EQ(cuMemHostUnregister(mine), CUDA_SUCCESS);
+    EQ(cuMemHostUnregister(mine), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+    EQ(cuMemHostRegister_v2(NULL, 4096, 0), CUDA_ERROR_INVALID_VALUE);
+    /* A mapped address gives its handle back with one more reference, even
+     * after the handle's own release (NCCL's free does this). */
+    CUmemGenericAllocationHandle again = 0;
+    EQ(cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)(va + 4096)), CUDA_SUCCESS);
+    EQ(again, h1);
+    EQ(cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)(va + 5 * gran)),
+       CUDA_ERROR_INVALID_VALUE); /* not mapped */
+    EQ(cuMemRetainAllocationHandle(NULL, (void *)(uintptr_t)va), CUDA_ERROR_INVALID_VALUE);
+    EQ(cuMemRelease(again), CUDA_SUCCESS);
+    EQ(cuMemRelease(again), CUDA_ERROR_INVALID_VALUE);
+    EQ(fake_cuda_used_bytes(1), base1 + 3 * gran);
     EQ(cuMemAddressFree(va, 8 * gran), CUDA_ERROR_INVALID_VALUE); /* still mapped */
     EQ(cuMemUnmap(va, gran), CUDA_ERROR_INVALID_VALUE);           /* part of a mapping */
     EQ(cuMemUnmap(va, 2 * gran), CUDA_SUCCESS);

@@ -20,6 +20,8 @@ cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t w, size_t h);
 cudaError_t cudaMallocHost(void **p, size_t s);
 cudaError_t cudaHostAlloc(void **p, size_t s, unsigned int flags);
 cudaError_t cudaFreeHost(void *p);
+cudaError_t cudaHostRegister(void *p, size_t s, unsigned int flags);
+cudaError_t cudaHostUnregister(void *p);
 cudaError_t cudaSetDevice(int d);
 cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **fp, unsigned int version,
                                              unsigned long long flags,
@@ -54,7 +56,11 @@ static void *alloc_via(const char *path, size_t n) {
         CHECK(cudaMallocHost(&p, n));
     else if (!strcmp(path, "hostalloc"))
         CHECK(cudaHostAlloc(&p, n, 0));
-    else if (!strcmp(path, "device1")) {
+    else if (!strcmp(path, "hostregister")) {
+        p = malloc(n); /* the program's own memory, page-locked */
+        if (!p) exit(3);
+        CHECK(cudaHostRegister(p, n, 0));
+    } else if (!strcmp(path, "device1")) {
         CHECK(cudaSetDevice(1));
         CHECK(cudaMalloc(&p, n));
     } else {
@@ -71,7 +77,10 @@ static void free_via(const char *path, void *p) {
         CHECK(cudaFreeAsync_ptsz(p, NULL));
     else if (!strcmp(path, "host") || !strcmp(path, "hostalloc"))
         CHECK(cudaFreeHost(p));
-    else
+    else if (!strcmp(path, "hostregister")) {
+        CHECK(cudaHostUnregister(p));
+        free(p);
+    } else
         CHECK(cudaFree(p));
 }
 

@@ -78,6 +78,17 @@ CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size);
 CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                   unsigned long long flags);
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size);
+CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags);
+CUresult cuMemHostUnregister(void *p);
+#ifndef CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED
+#define CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED 712
+#define CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED 713
+#endif
+#ifndef cudaErrorHostMemoryAlreadyRegistered
+#define cudaErrorHostMemoryAlreadyRegistered 712
+#define cudaErrorHostMemoryNotRegistered 713
+#endif
+CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr);
 CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count);
 CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags);
 CUresult cuMemAllocHost_v2(void **pp, size_t bytesize);
@@ -132,6 +143,8 @@ cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags);
 cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height);
 cudaError_t cudaMallocHost(void **ptr, size_t size);
 cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags);
+cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags);
+cudaError_t cudaHostUnregister(void *ptr);
 cudaError_t cudaFreeHost(void *ptr);
 cudaError_t cudaSetDevice(int device);
 cudaError_t cudaGetDevice(int *device);
@@ -554,6 +567,12 @@ static void sc_check_host_memory(void) {
     SC_EQ(sc_calls("cuMemHostAlloc"), 1);
     SC_EQ(cudaFreeHost(h), cudaSuccess);
     SC_EQ(cudaHostAlloc(&h, 100, 8), cudaErrorInvalidValue);
+    static char registered[8192];
+    SC_EQ(cudaHostRegister(registered, sizeof registered, 0), cudaSuccess);
+    SC_EQ(cudaHostRegister(registered, 4096, 0), cudaErrorHostMemoryAlreadyRegistered);
+    SC_EQ(sc_calls("cuMemHostRegister_v2"), 2);
+    SC_EQ(cudaHostUnregister(registered), cudaSuccess);
+    SC_EQ(cudaHostUnregister(registered), cudaErrorHostMemoryNotRegistered);
     int on_stack = 0;
     SC_EQ(cudaFreeHost(&on_stack), cudaErrorInvalidValue);
     SC_EQ(sc_calls("cuMemFreeHost"), 4);

@@ -68,12 +68,15 @@
     X(cuMemRelease)                                                                                \
     X(cuMemAddressReserve)                                                                         \
     X(cuMemAddressFree)                                                                            \
+    X(cuMemRetainAllocationHandle)                                                                 \
     X(cuMemMap)                                                                                    \
     X(cuMemUnmap)                                                                                  \
     X(cuMemSetAccess)                                                                              \
     X(cuMemHostAlloc)                                                                              \
     X(cuMemAllocHost_v2)                                                                           \
     X(cuMemFreeHost)                                                                               \
+    X(cuMemHostRegister_v2)                                                                        \
+    X(cuMemHostUnregister)                                                                         \
     X(cuGetExportTable)                                                                            \
     X(cuGetProcAddress)                                                                            \
     X(cuGetProcAddress_v2)
@@ -290,8 +293,8 @@ struct phys {
     CUmemGenericAllocationHandle id;
     size_t size;
     int dev;
-    bool released;   /* cuMemRelease done: the handle is gone for the caller */
-    unsigned mapped; /* live cuMemMap mappings; memory is freed when released and 0 */
+    unsigned refs;   /* cuMemCreate + cuMemRetainAllocationHandle - cuMemRelease */
+    unsigned mapped; /* live cuMemMap mappings; memory is freed when both are 0 */
     UT_hash_handle hh;
 };
 
@@ -311,6 +314,7 @@ struct mapping {
 static struct dev_alloc *allocs;
 static struct free_list *free_lists;
 static struct host_alloc *host_allocs;
+static struct host_alloc *host_registered; /* cuMemHostRegister ranges */
 static struct phys *physs;
 static struct reservation *reservations;
 static struct mapping *mappings;
@@ -785,6 +789,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
         r = CUDA_ERROR_OUT_OF_MEMORY;
     } else {
         p->id = next_handle++;
+        p->refs = 1;
         p->size = size;
         p->dev = dev;
         HASH_ADD(hh, physs, id, sizeof p->id, p);
@@ -795,10 +800,14 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
     return r;
 }
 
-/* Called with the lock held: the memory goes once the handle is released and
- * no mapping uses it any more, as documented for cuMemRelease. */
+/* Called with the lock held: the memory goes once every reference to the
+ * handle is released and no mapping uses it any more, as documented for
+ * cuMemRelease ("freed when all outstanding mappings to the memory are
+ * unmapped and when all outstanding references to the handle ... are also
+ * released"). Until then the handle stays valid (it can be retained again
+ * from a mapped address). */
 static void phys_maybe_free(struct phys *p) {
-    if (!p->released || p->mapped != 0) return;
+    if (p->refs != 0 || p->mapped != 0) return;
     used[p->dev] -= p->size;
     HASH_DEL(physs, p);
     free(p);
@@ -811,10 +820,10 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
     pthread_mutex_lock(&lock);
     struct phys *p = NULL;
     HASH_FIND(hh, physs, &handle, sizeof handle, p);
-    if (p == NULL || p->released) {
+    if (p == NULL || p->refs == 0) {
         r = CUDA_ERROR_INVALID_VALUE;
     } else {
-        p->released = true;
+        p->refs--;
         phys_maybe_free(p);
     }
     pthread_mutex_unlock(&lock);
@@ -916,7 +925,7 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
     struct phys *p = NULL;
     struct mapping *m = NULL, *tmp;
     HASH_FIND(hh, physs, &handle, sizeof handle, p);
-    if (p == NULL || p->released || offset > p->size || p->size - offset < size ||
+    if (p == NULL || p->refs == 0 || offset > p->size || p->size - offset < size ||
         reservation_holding(addr, size) == NULL) {
         r = CUDA_ERROR_INVALID_VALUE;
     } else {
@@ -944,6 +953,32 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
 
 /* The range must cover whole mappings (one or more): a mapping cannot be
  * partly unmapped. */
+/* The handle behind a mapped address, with one more reference that the
+ * caller must release (the same handle value that was mapped). */
+CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr) {
+    COUNT(cuMemRetainAllocationHandle);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    if (handle == NULL) return CUDA_ERROR_INVALID_VALUE;
+    uintptr_t a = (uintptr_t)addr;
+    pthread_mutex_lock(&lock);
+    struct mapping *m, *tmp, *found = NULL;
+    HASH_ITER(hh, mappings, m, tmp) {
+        if (a >= m->addr && a - m->addr < m->size) {
+            found = m;
+            break;
+        }
+    }
+    if (found == NULL) {
+        r = CUDA_ERROR_INVALID_VALUE; /* not mapped */
+    } else {
+        found->phys->refs++;
+        *handle = found->phys->id;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
     COUNT(cuMemUnmap);
     CUresult r = need_init();
@@ -1057,6 +1092,45 @@ CUresult cuMemFreeHost(void *p) {
     return CUDA_SUCCESS;
 }
 
+/* Page-locks memory the program allocated itself: ranges may not overlap a
+ * registered one; unregistering takes the pointer that was registered. */
+CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags) {
+    COUNT(cuMemHostRegister_v2);
+    int dev;
+    CUresult r = need_ctx(&dev);
+    if (r != CUDA_SUCCESS) return r;
+    if (p == NULL || bytesize == 0 || Flags > 0xf) return CUDA_ERROR_INVALID_VALUE;
+    struct host_alloc *rec = calloc(1, sizeof *rec), *h, *tmp;
+    if (rec == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+    rec->ptr = p;
+    rec->size = bytesize;
+    pthread_mutex_lock(&lock);
+    HASH_ITER(hh, host_registered, h, tmp) {
+        if ((uintptr_t)h->ptr < (uintptr_t)p + bytesize &&
+            (uintptr_t)p < (uintptr_t)h->ptr + h->size)
+            r = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    }
+    if (r == CUDA_SUCCESS) HASH_ADD_PTR(host_registered, ptr, rec);
+    pthread_mutex_unlock(&lock);
+    if (r != CUDA_SUCCESS) free(rec);
+    return r;
+}
+
+CUresult cuMemHostUnregister(void *p) {
+    COUNT(cuMemHostUnregister);
+    int dev;
+    CUresult r = need_ctx(&dev);
+    if (r != CUDA_SUCCESS) return r;
+    pthread_mutex_lock(&lock);
+    struct host_alloc *rec = NULL;
+    HASH_FIND_PTR(host_registered, &p, rec);
+    if (rec != NULL) HASH_DEL(host_registered, rec);
+    pthread_mutex_unlock(&lock);
+    if (rec == NULL) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    free(rec);
+    return CUDA_SUCCESS;
+}
+
 /* ---- private export tables ----
  * The runtime asks for undocumented tables of internal functions and refuses
  * to work (801) without them. The stand-in runtime asks for one table, whose
@@ -1147,12 +1221,15 @@ static const struct proc procs[] = {
     P(cuMemRelease, 10020, cuMemRelease),
     P(cuMemAddressReserve, 10020, cuMemAddressReserve),
     P(cuMemAddressFree, 10020, cuMemAddressFree),
+    P(cuMemRetainAllocationHandle, 11000, cuMemRetainAllocationHandle),
     P(cuMemMap, 10020, cuMemMap),
     P(cuMemUnmap, 10020, cuMemUnmap),
     P(cuMemSetAccess, 10020, cuMemSetAccess),
     P(cuMemHostAlloc, 2020, cuMemHostAlloc),
     P(cuMemAllocHost, 3020, cuMemAllocHost_v2),
     P(cuMemFreeHost, 2000, cuMemFreeHost),
+    P(cuMemHostRegister, 6050, cuMemHostRegister_v2),
+    P(cuMemHostUnregister, 4000, cuMemHostUnregister),
     P(cuGetExportTable, 3000, cuGetExportTable),
 };
 

@@ -64,6 +64,8 @@ enum drv_fn {
     F_cuMemAllocHost,
     F_cuMemHostAlloc,
     F_cuMemFreeHost,
+    F_cuMemHostRegister,
+    F_cuMemHostUnregister,
     F_cuMemAllocAsync,
     F_cuMemAllocAsync_ptsz,
     F_cuMemFreeAsync,
@@ -102,6 +104,8 @@ static const struct drv_lookup lookups[F_COUNT] = {
     [F_cuMemAllocHost] = {"cuMemAllocHost", 3020, 0, "cuMemAllocHost_v2", false},
     [F_cuMemHostAlloc] = {"cuMemHostAlloc", 2020, 0, "cuMemHostAlloc", false},
     [F_cuMemFreeHost] = {"cuMemFreeHost", 2000, 0, "cuMemFreeHost", false},
+    [F_cuMemHostRegister] = {"cuMemHostRegister", 6050, 0, "cuMemHostRegister_v2", false},
+    [F_cuMemHostUnregister] = {"cuMemHostUnregister", 4000, 0, "cuMemHostUnregister", false},
     [F_cuMemAllocAsync] = {"cuMemAllocAsync", 11020, 0, "cuMemAllocAsync", false},
     [F_cuMemAllocAsync_ptsz] = {"cuMemAllocAsync", 11020, PTDS, "cuMemAllocAsync_ptsz", false},
     [F_cuMemFreeAsync] = {"cuMemFreeAsync", 11020, 0, "cuMemFreeAsync", false},
@@ -157,6 +161,10 @@ static cudaError_t from_driver(CUresult r) {
         return cudaErrorInvalidResourceHandle;
     case CUDA_ERROR_NOT_FOUND:
         return cudaErrorSymbolNotFound;
+    case CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED:
+        return cudaErrorHostMemoryAlreadyRegistered;
+    case CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED:
+        return cudaErrorHostMemoryNotRegistered;
     case CUDA_ERROR_NOT_PERMITTED:
         return cudaErrorNotPermitted;
     case CUDA_ERROR_NOT_SUPPORTED:
@@ -410,6 +418,19 @@ RT_API cudaError_t cudaFreeHost(void *ptr) {
     if (ptr == NULL) return cudaSuccess;
     NEED(cuMemFreeHost);
     return ret(from_driver(DRV(cuMemFreeHost, lw_pfn_cuMemFreeHost_v2000)(ptr)));
+}
+
+RT_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
+    READY();
+    NEED(cuMemHostRegister);
+    return ret(
+        from_driver(DRV(cuMemHostRegister, lw_pfn_cuMemHostRegister_v6050)(ptr, size, flags)));
+}
+
+RT_API cudaError_t cudaHostUnregister(void *ptr) {
+    READY();
+    NEED(cuMemHostUnregister);
+    return ret(from_driver(DRV(cuMemHostUnregister, lw_pfn_cuMemHostUnregister_v4000)(ptr)));
 }
 
 /* ---- devices ---- */

@@ -163,6 +163,7 @@ START_TEST(driver_exports) {
                            "cuMemAddressReserve",
                            "cuMemAddressFree",
                            "cuMemMap",
+                           "cuMemRetainAllocationHandle",
                            "cuMemUnmap",
                            "cuMemSetAccess",
                            "cuMemHostAlloc",
