@@ -25,7 +25,7 @@ import leakwatch
 # 'leakwatch run --help'.
 RUN_VALUE_OPTIONS = frozenset(
     "-r --report --interval --mode --report-every --prometheus --max-frames "
-    "--max-sites --report-sites -s --set --library".split()
+    "--max-sites --report-sites -s --set --library --user-code".split()
 )
 RUN_SHORT_VALUE = frozenset(o[1] for o in RUN_VALUE_OPTIONS if len(o) == 2)
 

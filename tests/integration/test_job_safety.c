@@ -182,7 +182,7 @@ START_TEST(every_report_read_is_complete) {
     }
     closedir(d);
 #ifndef __SANITIZE_THREAD__
-    ck_assert_int_gt(children, 0);
+    if (!sanitized()) ck_assert_int_gt(children, 0); /* no forks under the sanitizers */
 #endif
     ck_assert_int_eq(files_matching(dir, ".", ".tmp"), 0);
     ck_assert_int_eq(mode_of(rep) & 0777, 0600);
