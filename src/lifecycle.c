@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include "thread.h"
 #include "lifecycle.h"
 
 #include "clock.h"
@@ -299,17 +300,7 @@ static void end_signals_start(void) {
         fstat(end_pipe[k], &end_id[0][k]);
         fstat(ack_pipe[k], &end_id[1][k]);
     }
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    pthread_t t;
-    int ok = pthread_create(&t, &attr, end_thread, NULL) == 0;
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int ok = lw_thread_start(end_thread) == 0;
     if (!ok) return; /* no final report on these signals; the job is as without us */
     end_pid = getpid();
     for (int i = 0; i < N_END; i++) {

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include "thread.h"
 #include "worker.h"
 
 #include "clock.h"
@@ -117,22 +118,12 @@ void lw_worker_start(void) {
     lw_growth_init();
     lw_warning_forget();
     last_report_ns = last_metrics_ns = 0;
-    /* The job's signals must go to the job's own threads, never to ours. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    pthread_t t;
-    if (pthread_create(&t, &attr, run, NULL) != 0)
+    if (lw_thread_start(run) != 0)
         lw_log("cannot start the sampler thread; without step marks no growth is followed");
     else
         thread_pid = me;
     /* The live view (leakwatch top/snapshot/ps): a socket served by its own
-     * thread, also only in processes that use CUDA. */
+     * thread (which blocks the job's signals itself), also only in processes
+     * that use CUDA. */
     lw_control_start();
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }

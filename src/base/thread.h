@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* leakwatch's own threads in the job. */
+#ifndef LW_THREAD_H
+#define LW_THREAD_H
+
+/* Starts fn(NULL) on a detached thread with a 256 KiB stack and every signal
+ * blocked: the job's signals must go to the job's own threads, never to
+ * ours. 0, or -1 when the thread could not be started. */
+int lw_thread_start(void *(*fn)(void *));
+
+#endif
