@@ -50,6 +50,15 @@ typedef struct {
     ino_t ino;
 } fd_id;
 static fd_id listen_id, wake_id[2];
+/* The serving thread's own copy of its descriptors, written before it starts
+ * and never while it runs: stopping closes and clears the globals above while
+ * the thread may still be on its way out, and the two must not share memory
+ * (pthread_timedjoin_np is not a synchronisation point for every checker). */
+typedef struct {
+    int listen_fd, wake_fd;
+    fd_id listen_id, wake_id;
+} served_fds;
+static served_fds served;
 
 /* A client that stops reading must not hold the thread forever. */
 #define IO_TIMEOUT_MS 10000
@@ -72,7 +81,7 @@ static int ours(int fd, fd_id id) {
 
 /* Waits for fd to be ready, or for the wake pipe (stop), or the timeout. */
 static int wait_client(int fd, short events) {
-    struct pollfd p[2] = {{fd, events, 0}, {wake[0], POLLIN, 0}};
+    struct pollfd p[2] = {{fd, events, 0}, {served.wake_fd, POLLIN, 0}};
     for (;;) {
         int r = poll(p, 2, IO_TIMEOUT_MS);
         if (r < 0 && errno == EINTR) continue;
@@ -229,7 +238,8 @@ static void serve_one(int fd) {
 
 static void *serve(void *arg) {
     (void)arg;
-    struct pollfd p[2] = {{listen_fd, POLLIN, 0}, {wake[0], POLLIN, 0}};
+    const served_fds *s = &served;
+    struct pollfd p[2] = {{s->listen_fd, POLLIN, 0}, {s->wake_fd, POLLIN, 0}};
     for (;;) {
         if (poll(p, 2, -1) < 0) {
             if (errno == EINTR) continue;
@@ -239,8 +249,8 @@ static void *serve(void *arg) {
         if (!(p[0].revents & POLLIN)) continue;
         /* The job may have closed our socket and got the number back for a
          * socket of its own: never accept its connections. */
-        if (!ours(listen_fd, listen_id) || !ours(wake[0], wake_id[0])) break;
-        int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (!ours(s->listen_fd, s->listen_id) || !ours(s->wake_fd, s->wake_id)) break;
+        int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) continue;
         serve_one(fd);
         close(fd);
@@ -306,6 +316,7 @@ static int start_locked(void) {
     listen_id = id_of(listen_fd);
     wake_id[0] = id_of(wake[0]);
     wake_id[1] = id_of(wake[1]);
+    served = (served_fds){listen_fd, wake[0], listen_id, wake_id[0]};
     /* The thread takes no signal: they belong to the program's threads. */
     sigset_t all, old;
     sigfillset(&all);
