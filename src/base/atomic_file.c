@@ -64,29 +64,61 @@ int lw_atomic_check(const char *path, char *why, size_t whylen) {
     return LW_AF_FAILED;
 }
 
-/* The temporary file's stream. A process forked while a report is being
- * written holds a copy of the stream, buffer included, and its exit()
- * flushes every stream: through a plain FILE those bytes would land in our
- * file (the descriptor and its offset are shared). This stream writes only
- * in the process that opened it. */
+/* The temporary file's stream. Two hazards shape it:
+ * - A process forked while a report is being written holds a copy of the
+ *   stream, buffer included, and its exit() flushes every stream: through a
+ *   plain FILE those bytes would land in our file (the descriptor and its
+ *   offset are shared). This stream writes only in the process that opened it.
+ * - exit() on another thread flushes and unbuffers every stream without
+ *   taking their locks; a stdio buffer being filled by the writing thread at
+ *   that moment can be torn (a crash at the job's exit). So the FILE is
+ *   unbuffered, which exit() leaves alone, and the buffering is ours, touched
+ *   only by the writing thread. */
+#define SINK_BUF 65536
 typedef struct {
     int fd;
     pid_t pid;
-    off64_t written;
+    off64_t written; /* bytes accepted: flushed or in buf */
+    char *buf;       /* NULL: no memory for one; every write goes straight out */
+    size_t used;
+    int failed; /* errno of a failed flush, reported at the end */
 } sink;
+
+static int write_all(int fd, const char *p, size_t n) {
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return w < 0 ? errno : EIO;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int sink_flush(sink *k) {
+    if (k->used && !k->failed) k->failed = write_all(k->fd, k->buf, k->used);
+    k->used = 0;
+    return k->failed;
+}
 
 static ssize_t sink_write(void *cookie, const char *buf, size_t n) {
     sink *k = cookie;
     if (getpid() != k->pid) return (ssize_t)n; /* a forked child's copy: dropped */
-    size_t done = 0;
-    while (done < n) {
-        ssize_t w = write(k->fd, buf + done, n - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return done ? (ssize_t)done : -1;
-        done += (size_t)w;
+    if (k->failed) {
+        errno = k->failed;
+        return -1;
     }
-    k->written += (off64_t)done;
-    return (ssize_t)done;
+    if (k->buf && n <= SINK_BUF - k->used) {
+        memcpy(k->buf + k->used, buf, n);
+        k->used += n;
+    } else {
+        if (sink_flush(k) || (k->failed = write_all(k->fd, buf, n)) != 0) {
+            errno = k->failed;
+            return -1;
+        }
+    }
+    k->written += (off64_t)n;
+    return (ssize_t)n;
 }
 
 /* Only where we are (ftello: the report measures what it wrote). */
@@ -157,23 +189,26 @@ static int write_file(const char *path, lw_af_emit emit, void *arg, char *why, s
         if (why) snprintf(why, whylen, "%s", strerror(errno));
         return LW_AF_FAILED;
     }
-    sink k = {fd, getpid(), 0};
+    sink k = {fd, getpid(), 0, malloc(SINK_BUF), 0, 0};
     cookie_io_functions_t io = {NULL, sink_write, sink_seek, NULL};
     FILE *f = fopencookie(&k, "w", io);
     if (!f) {
         int e = errno;
+        free(k.buf);
         close(fd);
         unlink(tmp);
         if (why) snprintf(why, whylen, "%s", strerror(e));
         errno = e;
         return LW_AF_FAILED;
     }
-    setvbuf(f, NULL, _IOFBF, 65536);
+    setvbuf(f, NULL, _IONBF, 0);
     errno = 0;
     int rc = emit(f, arg) == 0 ? 0 : -1;
     int e = errno;
     if (fflush(f) != 0) rc = -1, e = errno;
     if (fclose(f) != 0 && rc == 0) rc = -1, e = errno;
+    if (sink_flush(&k) != 0 && rc == 0) rc = -1, e = k.failed;
+    free(k.buf);
     if (rc == 0 && fsync(fd) != 0 && errno != EINVAL && errno != EROFS) rc = -1, e = errno;
     if (close(fd) != 0 && rc == 0) rc = -1, e = errno;
     if (rc != 0) {

@@ -11,6 +11,7 @@
 
 #include <check.h>
 #include <fcntl.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -119,6 +120,41 @@ START_TEST(atomic_writer_targets) {
 }
 END_TEST
 
+/* Writes 200,000 numbered lines, checking after each that the stream holds
+ * no buffered byte: exit() on another thread flushes and unbuffers every
+ * stream without its lock, so a stdio buffer being filled while the job
+ * exits could be torn. The writer buffers in memory of its own instead. */
+static int emit_lines(FILE *f, void *arg) {
+    long *pending = arg;
+    for (int i = 0; i < 200000; i++) {
+        if (fprintf(f, "%d\n", i) < 0) return -1;
+        if (__fpending(f) > (size_t)*pending) *pending = (long)__fpending(f);
+    }
+    return ftello(f) > 0 ? 0 : -1;
+}
+
+START_TEST(atomic_writer_holds_nothing_for_exit_to_flush) {
+    char dir[] = "/tmp/lwopt.XXXXXX", p[128], why[512];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(p, sizeof p, "%s/big.json", dir);
+    long pending = 0;
+    ck_assert_int_eq(lw_atomic_write(p, emit_lines, &pending, why, sizeof why), LW_AF_WRITTEN);
+    ck_assert_int_eq(pending, 0);
+    /* Every line, in order, across many of the writer's own flushes. */
+    FILE *f = fopen(p, "r");
+    ck_assert_ptr_nonnull(f);
+    int n = 0, v;
+    while (fscanf(f, "%d", &v) == 1) {
+        ck_assert_int_eq(v, n);
+        n++;
+    }
+    fclose(f);
+    ck_assert_int_eq(n, 200000);
+    unlink(p);
+    rmdir(dir);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("options");
     TCase *tc = tcase_create("options");
@@ -128,6 +164,7 @@ int main(void) {
     tcase_add_test(tc, log_lines_escape_controls);
     tcase_add_test(tc, command_text_drops_c1);
     tcase_add_test(tc, atomic_writer_targets);
+    tcase_add_test(tc, atomic_writer_holds_nothing_for_exit_to_flush);
     suite_add_tcase(s, tc);
     return lw_check_run(s) ? 1 : 0;
 }
