@@ -547,16 +547,18 @@ def main():
     p.add_argument("--build", default=os.path.join(ROOT, "build"), help="the build to use (default build/)")
     p.add_argument("--python", default=os.environ.get("PYTHON", "python3"))
     p.add_argument("--budget", type=float, default=480, help="seconds for everything (default 480)")
-    p.add_argument("--steps", type=int, default=None, help="optimizer steps per example (default 300; dry 30)")
+    p.add_argument("--steps", type=int, default=None, help="optimizer steps per example (default 300; dry 100)")
     p.add_argument("--torch-path", default=os.path.join(ROOT, "tests", "python", "faketorch"),
                    help="dry run: the folder holding the stand-in torch package")
     p.add_argument("--parts", default="doctor,backend,examples,features,snapshot,compile,compare,graph")
     a = p.parse_args()
     a.build = os.path.realpath(a.build)
     if a.steps is None:
-        a.steps = 30 if a.dry_run else 300
+        a.steps = 100 if a.dry_run else 300
     if not a.out:
         a.out = tempfile.mkdtemp(prefix="leakwatch-gpu.")
+    # Absolute: the examples run in examples/, and each run's report goes here.
+    a.out = os.path.realpath(a.out)
     os.makedirs(a.out, exist_ok=True)
     if not shutil.which(a.python):
         print(f"missing: the Python interpreter {a.python} (set PYTHON=...)")

@@ -22,7 +22,7 @@ from . import _C  # noqa: F401
 from . import cuda  # noqa: F401
 from . import autograd  # noqa: F401
 from ._tensor import Tensor, device, is_grad_enabled, no_grad  # noqa: F401
-from ._tensor import _new
+from ._tensor import _new, _track
 from . import nn  # noqa: F401
 from . import optim  # noqa: F401
 from . import amp  # noqa: F401
@@ -37,11 +37,38 @@ def empty(*shape, dtype=4, device=None, requires_grad=False):
     return _new(shape, dtype, device, requires_grad)
 
 
-zeros = randn = empty
+def randn(*shape, dtype=4, device=None, requires_grad=False, generator=None):
+    return empty(*shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def randint(high, size, device=None):
+zeros = randn
+
+
+def randint(high, size, device=None, generator=None):
     return _new(tuple(size), 8, device)
+
+
+def cat(tensors, dim=0):
+    """torch.cat: one new tensor on the inputs' device, as long as theirs
+    together along dim (other dims: the first input's)."""
+    tensors = list(tensors)
+    first = tensors[0]
+    shape = list(first.shape) or [1]
+    shape[dim] = sum((t.shape or (1,))[dim] for t in tensors)
+    out = Tensor(tuple(shape), first.itemsize, device=first._storage.device)
+    return _track(out, "CatBackward0", [], tensors)
+
+
+class Generator:
+    """torch.Generator: a CPU random-number generator (values are not
+    computed here; only the API the examples use)."""
+
+    def __init__(self, device="cpu"):
+        self.seed = 0
+
+    def manual_seed(self, seed):
+        self.seed = seed
+        return self
 
 
 def compile(model=None, *, mode=None, backend="inductor", fullgraph=False, dynamic=None):

@@ -192,6 +192,26 @@ class Tensor:
 
     __rmul__ = __mul__
 
+    def __eq__(self, other):
+        """Elementwise, as torch: a new bool tensor (no grad)."""
+        shape = self.shape
+        if isinstance(other, Tensor) and other.numel_ > self.numel_:
+            shape = other.shape
+        return Tensor(shape, 1, device=self._storage.device)
+
+    __hash__ = object.__hash__  # by identity, as torch.Tensor
+
+    def float(self):
+        out = Tensor(self.shape, 4, device=self._storage.device, value=self.value)
+        return _track(out, "ToCopyBackward0", [], [self])
+
+    def __truediv__(self, other):
+        if isinstance(other, Tensor):
+            return self._binary(other, "DivBackward0")
+        out = self._binary(0.0, "DivBackward0")
+        out.value = self.value / float(other)
+        return out
+
     def __iadd__(self, other):
         """In place: no new memory; with grad, the node joins other's graph."""
         if isinstance(other, Tensor):
