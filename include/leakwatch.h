@@ -33,6 +33,36 @@ int leakwatch_enabled(void);
  * sources); the report's "version" is the same. */
 const char *leakwatch_version(void);
 
+/* For PyTorch's helper (python/leakwatch/_torch.py calls these through
+ * ctypes at each step; other programs need not). */
+
+/* PyTorch's own counters for one device at the step just marked (call right
+ * after leakwatch_step()): allocated = torch.cuda.memory_allocated(device),
+ * the bytes of live tensors; reserved = torch.cuda.memory_reserved(device);
+ * device_free = the driver's free bytes on that device, or -1 when not read
+ * this time. Once a device has such points, its series decides the verdict
+ * (the report's growth.signal says "torch_allocated"). Returns 1 when the
+ * latest evaluation of that device's series sees growth, confirmed or not
+ * (the cue for a diagnosis window), else 0. A few microseconds. */
+int leakwatch_torch_counters(int device, long long allocated, long long reserved,
+                             long long device_free);
+
+/* Around each torch.autograd.backward()/grad() call, on the calling thread:
+ * entering = 1 before, 0 after. Meanwhile an allocation made on a thread
+ * with a Python thread state but no Python frame (autograd's engine threads)
+ * is attributed to the frames of the thread that called backward(), and its
+ * site is marked as made in backward. */
+void leakwatch_torch_backward(int entering);
+
+/* What the helper found, for the report: field "sites" (a JSON array of site
+ * objects from PyTorch's allocation history; message: the first one's label
+ * for the summary line), "answer" (the report's answer, {"site", "where"},
+ * used when PyTorch's counters decided the verdict), or "diagnosis",
+ * "backend", "steps" (a JSON object, written under the report's "torch";
+ * message, if not NULL, is printed once on stderr). Returns 0, or -1 when not recording or the text
+ * is not JSON of that shape (arrays for sites, objects otherwise; at most 1 MiB). */
+int leakwatch_torch_info(const char *field, const char *json, const char *message);
+
 #ifdef __cplusplus
 }
 #endif

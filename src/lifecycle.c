@@ -17,6 +17,7 @@
 #include "worker.h"
 #include "sites.h"
 #include "stack.h"
+#include "torch_info.h"
 #include "torch_mode.h"
 #include "totals.h"
 #include "tracker_mem.h"
@@ -62,6 +63,7 @@ static void forget_parent(void) {
     lw_vmm_forget_all();
     lw_growth_forget_parent();
     lw_warning_forget();
+    lw_torch_info_forget();
 }
 
 static void start(void) {
@@ -315,4 +317,26 @@ static void end_signals_start(void) {
         sa.sa_flags = SA_RESTART;
         sigaction(end_signals[i], &sa, NULL);
     }
+}
+
+/* The PyTorch helper's entry points (python/leakwatch/_torch.py). Like
+ * leakwatch_step, nothing is recorded before this process's own start. */
+static int recording_here(void) {
+    return atomic_load_explicit(&state, memory_order_acquire) == RECORDING && owner_pid == getpid();
+}
+
+LW_EXPORT int leakwatch_torch_counters(int device, long long allocated, long long reserved,
+                                       long long device_free) {
+    if (!recording_here()) return 0;
+    return lw_growth_torch_counters(device, allocated, reserved, device_free);
+}
+
+LW_EXPORT void leakwatch_torch_backward(int entering) {
+    if (!recording_here()) return;
+    lw_record_backward(entering);
+}
+
+LW_EXPORT int leakwatch_torch_info(const char *field, const char *json, const char *message) {
+    if (!recording_here()) return -1;
+    return lw_torch_info_set(field, json, message);
 }

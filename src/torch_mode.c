@@ -8,6 +8,11 @@
  * of an LD_PRELOAD library, and both only read the environment. Changing it
  * here is the only moment that needs no code change in the job.
  *
+ * By default (LEAKWATCH_TORCH_MODE=segments) the allocator configuration is
+ * not touched at all: only PYTHONPATH gains the auto-start directory, whose
+ * helper reads PyTorch's own counters at each step. The backend switch is
+ * made only for LEAKWATCH_TORCH_MODE=tensors.
+ *
  * The constructor must be invisible: it prints nothing (a notice waits for
  * the first CUDA call, lw_torch_mode_started), allocates only in Python
  * processes, and in any other process (a compiler torch.compile starts, a
@@ -25,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define ASYNC_BACKEND "cudaMallocAsync"
@@ -80,6 +86,18 @@ int lw_torch_conf_rewrite(const char *conf, char *out, size_t outlen, char *back
     int n = snprintf(out, outlen, "%.*s%sbackend:" ASYNC_BACKEND, (int)keep, keep ? conf : "",
                      keep ? "," : "");
     return n > 0 && (size_t)n < outlen;
+}
+
+/* LEAKWATCH_TORCH_STEPS: anything but an "off" word (0 false no off) wants
+ * the auto-start directory; a bad value is named once leakwatch starts and
+ * the default (iteration) applies. */
+static int steps_wanted(void) {
+    const char *v = getenv("LEAKWATCH_TORCH_STEPS");
+    static const char *const off[] = {"0", "false", "no", "off"};
+    if (!v) return 1;
+    for (size_t i = 0; i < sizeof off / sizeof off[0]; i++)
+        if (!strcasecmp(v, off[i])) return 0;
+    return 1;
 }
 
 static int env_bool(lw_option_id id) {
@@ -198,10 +216,11 @@ __attribute__((constructor)) static void torch_mode_init(void) {
     int saved = errno;
     if (!env_bool(LW_OPT_DISABLE) && python_before_start()) {
         const char *mode = getenv("LEAKWATCH_TORCH_MODE");
-        /* Anything but "segments" is the default (lw_options_load names a bad
-         * value when leakwatch starts). */
-        if (!mode || strcmp(mode, "segments") != 0) set_alloc_conf();
-        if (env_bool(LW_OPT_TORCH_STEPS)) add_python_path();
+        /* Only an explicit "tensors" switches the backend; anything else is
+         * the default, segments (lw_options_load names a bad value when
+         * leakwatch starts). */
+        if (mode && strcmp(mode, "tensors") == 0) set_alloc_conf();
+        if (steps_wanted()) add_python_path();
     }
     errno = saved;
 }

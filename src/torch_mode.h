@@ -3,13 +3,16 @@
  * a library constructor (torch_mode.c) prepares two things that must be in
  * place before `import torch`:
  *
- *  - LEAKWATCH_TORCH_MODE=tensors (default): PyTorch's allocator backend is
- *    switched to cudaMallocAsync through its allocator configuration variable,
- *    so each tensor is one cudaMallocAsync/cudaFreeAsync that leakwatch sees.
- *    A backend the user chose is left alone.
- *  - LEAKWATCH_TORCH_STEPS=1 (default): the leakwatch Python package's
- *    auto-start directory is put first on PYTHONPATH; its sitecustomize marks
- *    a step after every torch optimizer step.
+ *  - LEAKWATCH_TORCH_MODE=segments (default): PyTorch's allocator is left
+ *    exactly as configured. LEAKWATCH_TORCH_MODE=tensors (opt-in): the backend
+ *    is switched to cudaMallocAsync through its allocator configuration
+ *    variable, so each tensor is one cudaMallocAsync/cudaFreeAsync that
+ *    leakwatch sees. A backend the user chose is left alone.
+ *  - LEAKWATCH_TORCH_STEPS=iteration (default; anything but 0): the leakwatch
+ *    Python package's auto-start directory is put first on PYTHONPATH; its
+ *    helper marks one step per training iteration, hands PyTorch's own memory
+ *    counters to the library at each, and opens a diagnosis window when they
+ *    grow (python/leakwatch/_torch.py).
  *
  * Anything else (compilers, shells, any non-Python program) is left exactly as
  * it was. See docs/pytorch.md. */

@@ -108,6 +108,10 @@ _lib_version = _lookup("leakwatch_version", ctypes.c_char_p)
 # not add more (leakwatch._torch reads it).
 manual_steps = False
 
+# Set by leakwatch._torch: what follows each mark (PyTorch's counters, the
+# diagnosis window), also for marks the program makes itself.
+_after_step = None
+
 
 def step():
     """Marks the end of one training step."""
@@ -115,6 +119,11 @@ def step():
     manual_steps = True
     if _step is not None:
         _step()
+        if _after_step is not None:
+            try:
+                _after_step()
+            except Exception:
+                pass
 
 
 def dump():

@@ -27,6 +27,7 @@
 typedef struct {
     double x, t;
     int64_t floor, peak;
+    int64_t host_floor, host_peak; /* pinned host memory */
 } point;
 
 /* Two locks: `ring_lock` guards only the queue of steps, so a training
@@ -41,6 +42,18 @@ static int marker_requested; /* set by the first step mark, under ring_lock */
 static point batch[RING];    /* the sampler's copy of the queue, under lock */
 static lw_series global;
 static lw_bin global_bins[GLOBAL_BINS];
+/* Pinned host memory: host RAM, so never part of the floor above; its own
+ * series and verdict (same rules), evaluated once it has held any. */
+typedef struct {
+    lw_series series;
+    lw_bin bins[GLOBAL_BINS];
+    lw_growth last;
+    lw_decision decision;
+    double last_x;
+    int seen;
+    uint64_t next_eval_at, points_at_eval;
+} host_track;
+static host_track host;
 static lw_growth last;
 static lw_decision decision; /* the announced verdict, from the evaluations */
 static double last_x;        /* the newest point's step (or interval) */
@@ -48,6 +61,38 @@ static uint64_t evaluations, next_eval_at, points_at_eval;
 static int marker_mode;
 static int tracked;
 static int warning_due;
+
+/* ---- PyTorch's own counters: one series per device ----
+ * Fed by the Python helper at each step mark (lw_growth_torch_counters). The
+ * bytes held by live tensors grow by exactly what a program keeps, even when
+ * the caching allocator never needs a new segment; once a device has points
+ * this series decides the verdict (lw_growth_get), and the segment series
+ * above is kept beside it. */
+typedef struct {
+    int device;
+    double x, t;
+    int64_t allocated, reserved, device_free;
+} torch_point;
+
+#define TORCH_RING 1024
+static torch_point tring[TORCH_RING]; /* under ring_lock */
+static int tring_len;
+static torch_point tbatch[TORCH_RING]; /* under lock */
+
+typedef struct {
+    lw_series series;
+    lw_bin bins[GLOBAL_BINS];
+    lw_growth last;
+    lw_decision decision; /* the same rule as the global series' */
+    double last_x;
+    uint64_t next_eval_at, points_at_eval;
+    int64_t allocated, reserved, device_free;
+} torch_track;
+
+static torch_track *ttracks[LW_TORCH_MAX_DEVICES]; /* under lock; NULL: no point yet */
+/* The latest raw evaluation per device sees growth: read by the helper's
+ * thread without the lock. */
+static _Atomic unsigned char tgrowing[LW_TORCH_MAX_DEVICES];
 
 static double now_s(void) {
     return (double)(lw_now_ns() - lw_start_time_ns()) / 1e9;
@@ -121,6 +166,159 @@ static void evaluate_sites(void) {
     }
 }
 
+/* ---- pinned host memory ---- */
+
+static void host_evaluate(void) {
+    lw_bin bins[GLOBAL_BINS + 1];
+    int n = lw_series_get(&host.series, bins, GLOBAL_BINS + 1);
+    lw_detect_params p = lw_detect_defaults();
+    lw_detect(bins, n, &p, &host.last);
+    host.points_at_eval = host.series.points;
+    lw_decision_update(&host.decision, &host.last, host.series.points, host.last_x,
+                       (int)lw_opt_int(LW_OPT_CONFIRM));
+}
+
+static void host_add(const point *pt) {
+    if (pt->host_peak > 0) host.seen = 1;
+    if (!host.seen) return;
+    lw_series_add(&host.series, pt->x, pt->t, (double)pt->host_floor, (double)pt->host_peak);
+    host.last_x = pt->x;
+    if (host.series.points >= host.next_eval_at) {
+        host_evaluate();
+        uint64_t gap = host.series.points / 32;
+        host.next_eval_at = host.series.points + (gap ? gap : 1);
+    }
+}
+
+static void host_forget(void) {
+    lw_series_reset(&host.series);
+    memset(&host.last, 0, sizeof host.last);
+    lw_decision_init(&host.decision);
+    host.last_x = 0;
+    host.seen = 0;
+    host.next_eval_at = host.points_at_eval = 0;
+}
+
+void lw_growth_host_get(lw_host_state *out, lw_bin *bins, int max, int *nbins) {
+    pthread_mutex_lock(&lock);
+    out->seen = host.seen;
+    out->verdict = host.decision.announced;
+    snprintf(out->reason, sizeof out->reason, "%s", host.decision.reason);
+    out->last = host.last;
+    out->points = host.series.points;
+    if (bins && nbins) *nbins = lw_series_get(&host.series, bins, max);
+    pthread_mutex_unlock(&lock);
+}
+
+/* ---- the tensor series per device ---- */
+
+/* The same decision as the global series (evaluate below, lw_decision):
+ * confirmation, withdrawal and the warning's delay follow one rule. */
+static void torch_evaluate(int d, torch_track *tr) {
+    lw_bin bins[GLOBAL_BINS + 1];
+    int n = lw_series_get(&tr->series, bins, GLOBAL_BINS + 1);
+    lw_detect_params p = lw_detect_defaults();
+    lw_detect(bins, n, &p, &tr->last);
+    evaluations++;
+    tr->points_at_eval = tr->series.points;
+    atomic_store_explicit(&tgrowing[d], tr->last.verdict == LW_VERDICT_LEAK, memory_order_relaxed);
+    lw_decision_update(&tr->decision, &tr->last, tr->series.points, tr->last_x,
+                       (int)lw_opt_int(LW_OPT_CONFIRM));
+    if (tr->decision.announced == LW_VERDICT_LEAK && tr->series.points >= 64 &&
+        tr->series.points >= 2 * tr->decision.raw_leak_since)
+        warning_due = 1;
+}
+
+static int64_t first_leak_step_of(const lw_decision *d) {
+    return isnan(d->first_leak_x) ? -1 : (int64_t)llround(d->first_leak_x);
+}
+
+static torch_track *torch_track_of(int d) {
+    if (d < 0 || d >= LW_TORCH_MAX_DEVICES) return NULL;
+    if (!ttracks[d]) {
+        torch_track *tr = calloc(1, sizeof *tr);
+        if (!tr) return NULL;
+        lw_series_init(&tr->series, tr->bins, GLOBAL_BINS);
+        lw_decision_init(&tr->decision);
+        tr->device_free = -1;
+        ttracks[d] = tr;
+    }
+    return ttracks[d];
+}
+
+/* Called with `lock` held. The floor of a point is the bytes of live tensors
+ * at the mark, its peak the reserved bytes. */
+static void torch_add(const torch_point *pt) {
+    torch_track *tr = torch_track_of(pt->device);
+    if (!tr) return;
+    lw_series_add(&tr->series, pt->x, pt->t, (double)pt->allocated, (double)pt->reserved);
+    tr->last_x = pt->x;
+    tr->allocated = pt->allocated;
+    tr->reserved = pt->reserved;
+    if (pt->device_free >= 0) tr->device_free = pt->device_free;
+    if (tr->series.points >= tr->next_eval_at) {
+        torch_evaluate(pt->device, tr);
+        uint64_t gap = tr->series.points / 32;
+        tr->next_eval_at = tr->series.points + (gap ? gap : 1);
+    }
+}
+
+static void torch_drain(void) {
+    pthread_mutex_lock(&ring_lock);
+    int n = tring_len;
+    memcpy(tbatch, tring, (size_t)n * sizeof *tbatch);
+    tring_len = 0;
+    pthread_mutex_unlock(&ring_lock);
+    for (int i = 0; i < n; i++)
+        torch_add(&tbatch[i]);
+}
+
+static void torch_forget(void) {
+    for (int d = 0; d < LW_TORCH_MAX_DEVICES; d++) {
+        free(ttracks[d]);
+        ttracks[d] = NULL;
+        atomic_store(&tgrowing[d], 0);
+    }
+}
+
+int lw_growth_torch_counters(int device, int64_t allocated, int64_t reserved, int64_t device_free) {
+    if (device < 0 || device >= LW_TORCH_MAX_DEVICES || allocated < 0 || reserved < 0) return 0;
+    torch_point pt = {device, (double)lw_step_now(), now_s(), allocated, reserved, device_free};
+    pthread_mutex_lock(&ring_lock);
+    if (tring_len == TORCH_RING) {
+        /* The sampler is behind: the newest point replaces the last one. */
+        tring_len--;
+    }
+    tring[tring_len++] = pt;
+    pthread_mutex_unlock(&ring_lock);
+    return atomic_load_explicit(&tgrowing[device], memory_order_relaxed);
+}
+
+int lw_growth_torch_get(lw_torch_device_state *out, int max_devices, lw_bin *bins, int max,
+                        int *nbins) {
+    int k = 0;
+    pthread_mutex_lock(&lock);
+    for (int d = 0; d < LW_TORCH_MAX_DEVICES && k < max_devices; d++) {
+        torch_track *tr = ttracks[d];
+        if (!tr) continue;
+        lw_torch_device_state *o = &out[k];
+        o->device = d;
+        o->verdict = tr->decision.announced;
+        snprintf(o->reason, sizeof o->reason, "%s", tr->decision.reason);
+        o->last = tr->last;
+        o->points = tr->series.points;
+        o->first_leak_step = first_leak_step_of(&tr->decision);
+        o->allocated = tr->allocated;
+        o->reserved = tr->reserved;
+        o->device_free = tr->device_free;
+        o->bin_width = tr->series.width;
+        if (bins && nbins) nbins[k] = lw_series_get(&tr->series, bins + (size_t)k * max, max);
+        k++;
+    }
+    pthread_mutex_unlock(&lock);
+    return k;
+}
+
 /* ---- the verdict ---- */
 
 static void evaluate(void) {
@@ -143,6 +341,7 @@ static void evaluate(void) {
  * every 1/32 of the points seen. The verdict thus does not depend on how
  * promptly this thread was scheduled. */
 static void add_point(const point *pt) {
+    host_add(pt);
     lw_series_add(&global, pt->x, pt->t, (double)pt->floor, (double)pt->peak);
     last_x = pt->x;
     if (global.points >= next_eval_at) {
@@ -166,6 +365,7 @@ static void drain_ring(void) {
         marker_mode = 1;
         forget_history();
     }
+    torch_drain();
     if (!n) return;
     for (int i = 0; i < n; i++)
         add_point(&batch[i]);
@@ -175,6 +375,7 @@ static void drain_ring(void) {
 static void close_interval(void) {
     point pt;
     lw_totals_take_floor_peak(&pt.floor, &pt.peak);
+    lw_totals_take_host_floor_peak(&pt.host_floor, &pt.host_peak);
     pt.x = (double)lw_intervals_close();
     pt.t = now_s();
     add_point(&pt);
@@ -182,6 +383,8 @@ static void close_interval(void) {
 }
 
 static void forget_history(void) {
+    torch_forget();
+    host_forget();
     lw_series_reset(&global);
     lw_decision_init(&decision);
     memset(&last, 0, sizeof last);
@@ -194,11 +397,13 @@ static void forget_history(void) {
 void lw_growth_init(void) {
     pthread_mutex_lock(&lock);
     lw_series_init(&global, global_bins, GLOBAL_BINS);
+    lw_series_init(&host.series, host.bins, GLOBAL_BINS);
     forget_history();
     marker_mode = 0;
     lw_intervals_reset();
     pthread_mutex_lock(&ring_lock);
     ring_len = 0;
+    tring_len = 0;
     marker_requested = 0;
     pthread_mutex_unlock(&ring_lock);
     pthread_mutex_unlock(&lock);
@@ -236,6 +441,7 @@ int lw_growth_take_warning(void) {
 void lw_growth_step(void) {
     point pt;
     lw_totals_take_floor_peak(&pt.floor, &pt.peak);
+    lw_totals_take_host_floor_peak(&pt.host_floor, &pt.host_peak);
     pt.x = (double)lw_step_now();
     pt.t = now_s();
     pthread_mutex_lock(&ring_lock);
@@ -252,6 +458,8 @@ void lw_growth_step(void) {
         q->t = pt.t;
         if (pt.floor < q->floor) q->floor = pt.floor;
         if (pt.peak > q->peak) q->peak = pt.peak;
+        if (pt.host_floor < q->host_floor) q->host_floor = pt.host_floor;
+        if (pt.host_peak > q->host_peak) q->host_peak = pt.host_peak;
     } else {
         ring[ring_len++] = pt;
     }
@@ -268,7 +476,55 @@ void lw_growth_flush(void) {
         evaluate();
     else if (decision.announced == LW_VERDICT_LEAK)
         evaluate_sites(); /* sites may have gained points since */
+    if (host.seen && host.series.points != host.points_at_eval) host_evaluate();
+    for (int d = 0; d < LW_TORCH_MAX_DEVICES; d++)
+        if (ttracks[d] && ttracks[d]->series.points != ttracks[d]->points_at_eval)
+            torch_evaluate(d, ttracks[d]);
     pthread_mutex_unlock(&lock);
+}
+
+/* Once PyTorch's counters arrive they decide: a leak on any device (the
+ * fastest-growing one is named), no leak when every device says so,
+ * otherwise inconclusive (the device holding the most tensors is named) --
+ * unless leakwatch's own series has a confirmed leak the tensors do not
+ * show. Called with `lock` held. */
+static void torch_primary(lw_growth_state *st) {
+    int pick = -1, all_no = 1;
+    for (int d = 0; d < LW_TORCH_MAX_DEVICES; d++) {
+        const torch_track *tr = ttracks[d];
+        if (!tr || !tr->series.points) continue;
+        if (tr->decision.announced != LW_VERDICT_NO_LEAK) all_no = 0;
+        if (pick < 0) {
+            pick = d;
+            continue;
+        }
+        const torch_track *p = ttracks[pick];
+        int leak = tr->decision.announced == LW_VERDICT_LEAK,
+            pleak = p->decision.announced == LW_VERDICT_LEAK;
+        if (leak != pleak ? leak
+            : leak        ? tr->last.slope > p->last.slope
+                          : tr->allocated > p->allocated)
+            pick = d;
+    }
+    if (pick < 0) return;
+    const torch_track *tr = ttracks[pick];
+    /* Memory PyTorch's tensors do not account for (an extension's or a
+     * library's own cudaMalloc, NCCL buffers, a cache that keeps growing)
+     * still shows in leakwatch's own series: a leak confirmed there stands
+     * when the tensors do not grow. */
+    if (tr->decision.announced != LW_VERDICT_LEAK && decision.announced == LW_VERDICT_LEAK) return;
+    st->signal = "torch_allocated";
+    st->signal_device = pick;
+    st->verdict = tr->decision.announced == LW_VERDICT_LEAK ? LW_VERDICT_LEAK
+                  : all_no                                  ? LW_VERDICT_NO_LEAK
+                                                            : LW_VERDICT_INCONCLUSIVE;
+    st->last = tr->last;
+    st->first_leak_step = first_leak_step_of(&tr->decision);
+    if (st->verdict == tr->decision.announced)
+        snprintf(st->reason, sizeof st->reason, "tensor memory: %.140s", tr->decision.reason);
+    else /* no leak on this device, but not yet on every device */
+        snprintf(st->reason, sizeof st->reason,
+                 "tensor memory: no leak on device %d, other devices not decided yet", pick);
 }
 
 void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
@@ -277,13 +533,26 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
     st->verdict = decision.announced;
     st->last = last;
     snprintf(st->reason, sizeof st->reason, "%s", decision.reason);
+    st->signal = "live_bytes";
+    st->signal_device = -1;
+    st->first_leak_step = first_leak_step_of(&decision);
+    st->withdrawn = decision.withdrawn;
+    for (int d = 0; d < LW_TORCH_MAX_DEVICES; d++)
+        if (ttracks[d]) st->withdrawn += ttracks[d]->decision.withdrawn;
+    torch_primary(st);
     st->step_source = marker_mode ? "marker" : "time";
     st->steps = marker_mode ? lw_step_now() : lw_intervals_now();
-    st->first_leak_step =
-        isnan(decision.first_leak_x) ? -1 : (int64_t)llround(decision.first_leak_x);
-    st->withdrawn = decision.withdrawn;
     st->evaluations = evaluations;
     lw_device_last_mem(&st->device_free, &st->device_total);
+    st->available = st->device_free;
+    if (st->signal_device >= 0 && ttracks[st->signal_device] &&
+        ttracks[st->signal_device]->device_free >= 0) {
+        /* What PyTorch can still use on that device: the driver's free
+         * memory plus what its cache holds that no tensor uses. */
+        const torch_track *tr = ttracks[st->signal_device];
+        st->available =
+            tr->device_free + (tr->reserved > tr->allocated ? tr->reserved - tr->allocated : 0);
+    }
     st->interval_s = (double)lw_opt_int(LW_OPT_INTERVAL_MS) / 1000.0;
     st->bin_width = global.width;
     if (bins && nbins) *nbins = lw_series_get(&global, bins, max);
@@ -311,8 +580,8 @@ void lw_growth_unlock_after_fork(void) {
 
 void lw_growth_oom(const lw_growth_state *g, double *seconds, double *steps) {
     *seconds = *steps = NAN;
-    if (g->verdict != LW_VERDICT_LEAK || g->device_free < 0) return;
-    lw_answer_oom((double)g->device_free, g->last.bytes_per_second, g->last.slope, seconds, steps);
+    if (g->verdict != LW_VERDICT_LEAK || g->available < 0) return;
+    lw_answer_oom((double)g->available, g->last.bytes_per_second, g->last.slope, seconds, steps);
 }
 
 int lw_growth_snapshot(struct lw_growth_view *out) {
@@ -337,6 +606,7 @@ void lw_growth_forget_parent(void) {
     tracked = 0;
     marker_mode = 0;
     ring_len = 0;
+    tring_len = 0;
     marker_requested = 0;
     lw_intervals_reset();
     lw_device_forget();

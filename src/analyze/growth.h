@@ -55,14 +55,24 @@ int lw_growth_take_warning(void);
 
 typedef struct {
     lw_verdict verdict; /* as announced: a leak needs LEAKWATCH_CONFIRM agreeing evaluations */
-    lw_growth last;     /* the latest evaluation */
+    /* Which series the verdict above comes from: "live_bytes" (the CUDA
+     * allocations leakwatch records itself: segments under PyTorch's own
+     * allocator) or "torch_allocated" (PyTorch's memory_allocated() per
+     * device, from leakwatch_torch_counters; primary once it has points). */
+    const char *signal;
+    int signal_device; /* torch_allocated: the device whose series decided; -1 otherwise */
+    lw_growth last;    /* the latest evaluation */
     const char *step_source;
     uint64_t steps;
     int64_t first_leak_step; /* step the current leak verdict was reached; -1: none */
     uint64_t withdrawn;      /* leak verdicts reached, then withdrawn (growth stopped) */
     uint64_t evaluations;
     int64_t device_free, device_total; /* -1: unknown */
-    double interval_s;                 /* time mode: seconds per interval */
+    /* What the out-of-memory projection counts as available (-1: unknown):
+     * device_free, or under PyTorch's signal, that device's free memory plus
+     * what PyTorch's cache holds unused. */
+    int64_t available;
+    double interval_s; /* time mode: seconds per interval */
     uint32_t bin_width;
     char reason[160]; /* why `verdict`: never contradicts it */
 } lw_growth_state;
@@ -75,6 +85,44 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins);
  * unless the verdict is a leak and the device's free memory is known. Every
  * output's projection comes from here. */
 void lw_growth_oom(const lw_growth_state *g, double *seconds, double *steps);
+
+/* ---- PyTorch's own counters, per device (leakwatch_torch_counters) ----
+ * device >= 0: bytes of live tensors (torch.cuda.memory_allocated) and
+ * reserved bytes (memory_reserved) at the step just marked; device_free: the
+ * driver's free bytes on that device, or -1 when not read this time. Queued
+ * like a step mark (no evaluation on the caller's thread). Returns 1 when the
+ * latest evaluation of that device's series sees growth (confirmed or not):
+ * the helper's cue to open a diagnosis window. */
+int lw_growth_torch_counters(int device, int64_t allocated, int64_t reserved, int64_t device_free);
+
+#define LW_TORCH_MAX_DEVICES 64
+typedef struct {
+    int device;
+    lw_verdict verdict; /* confirmed as for the global series */
+    lw_growth last;
+    uint64_t points;
+    int64_t first_leak_step;
+    int64_t allocated, reserved, device_free; /* latest; device_free -1: unknown */
+    uint32_t bin_width;
+    char reason[160]; /* why `verdict`: never contradicts it */
+} lw_torch_device_state;
+
+/* The devices with tensor series, in device order; bins (if not NULL) gets
+ * up to max bins of device k's series at bins[k * max] (nbins[k] set).
+ * Returns how many devices. */
+int lw_growth_torch_get(lw_torch_device_state *out, int max_devices, lw_bin *bins, int max,
+                        int *nbins);
+
+/* Pinned host memory (cudaHostAlloc and friends): host RAM, never in the
+ * device floor; its own series and verdict. */
+typedef struct {
+    int seen; /* any pinned host memory held at a step's end */
+    lw_verdict verdict;
+    lw_growth last;
+    uint64_t points;
+    char reason[160]; /* why `verdict`: never contradicts it */
+} lw_host_state;
+void lw_growth_host_get(lw_host_state *out, lw_bin *bins, int max, int *nbins);
 
 /* Runs fn for each tracked site under the sampler's lock. */
 void lw_growth_each_site(void (*fn)(struct lw_site *s, const lw_site_track *t, void *arg),

@@ -141,6 +141,11 @@ void lw_jw_strn(lw_jw *w, const char *key, const char *value, size_t len) {
     fputc('"', w->f);
 }
 
+void lw_jw_raw(lw_jw *w, const char *key, const char *json, size_t len) {
+    begin_value(w, key);
+    fwrite(json, 1, len, w->f);
+}
+
 void lw_jw_str(lw_jw *w, const char *key, const char *value) {
     lw_jw_strn(w, key, value, value ? strlen(value) : 0);
 }

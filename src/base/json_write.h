@@ -33,6 +33,8 @@ void lw_jw_uint(lw_jw *w, const char *key, uint64_t value);
 void lw_jw_double(lw_jw *w, const char *key, double value);
 void lw_jw_bool(lw_jw *w, const char *key, int value);
 void lw_jw_null(lw_jw *w, const char *key);
+/* A value already written as JSON text (the caller vouches for it). */
+void lw_jw_raw(lw_jw *w, const char *key, const char *json, size_t len);
 
 /* Writes s as the body of a JSON string (no quotes). Shared with the tools. */
 void lw_json_escape(FILE *f, const char *s, size_t len);

@@ -36,12 +36,28 @@ static const lw_option_def table[LW_OPT_COUNT] = {
                              NULL},
     [LW_OPT_PROMETHEUS] = {"LEAKWATCH_PROMETHEUS", LW_OPT_STRING, 0, NULL, 0, 0,
                            "write Prometheus textfile metrics to this path every interval", NULL},
-    [LW_OPT_TORCH_MODE] = {"LEAKWATCH_TORCH_MODE", LW_OPT_STRING, 0, "tensors", 0, 0,
-                           "PyTorch: tensors (cudaMallocAsync backend, one record per tensor) "
-                           "or segments (allocator untouched, one record per segment)",
-                           "tensors segments"},
-    [LW_OPT_TORCH_STEPS] = {"LEAKWATCH_TORCH_STEPS", LW_OPT_BOOL, 1, NULL, 0, 1,
-                            "1: in Python, mark a step after every torch optimizer step", NULL},
+    [LW_OPT_TORCH_MODE] = {"LEAKWATCH_TORCH_MODE", LW_OPT_STRING, 0, "segments", 0, 0,
+                           "PyTorch: segments (its allocator untouched; tensor growth from its "
+                           "own counters) or tensors (switches to backend:cudaMallocAsync, "
+                           "under which PyTorch refuses CUDA graphs in torch.compile, memory "
+                           "snapshots and history, CUDA tensors over torch.multiprocessing, "
+                           "MemPool/use_mem_pool, symmetric memory, NCCL's allocator hooks, "
+                           "and ignores max_split_size_mb and memory fractions)",
+                           "segments tensors"},
+    [LW_OPT_TORCH_STEPS] = {"LEAKWATCH_TORCH_STEPS", LW_OPT_STRING, 0, "iteration", 0, 0,
+                            "in Python: iteration (one step per training iteration, whatever "
+                            "the number of optimizers or skipped GradScaler steps), optimizer "
+                            "(one per optimizer.step()), or 0 (none)",
+                            "iteration optimizer 1 0 true false yes no on off"},
+    [LW_OPT_TORCH_WINDOW] = {"LEAKWATCH_TORCH_WINDOW", LW_OPT_INT, 32, NULL, 0, 100000,
+                             "PyTorch: steps of allocation history recorded once its tensor "
+                             "memory grows, to name the leaking lines (0: never record)",
+                             NULL},
+    [LW_OPT_TORCH_MAX_ENTRIES] = {"LEAKWATCH_TORCH_MAX_ENTRIES", LW_OPT_INT, 100000, NULL, 1000,
+                                  100000000,
+                                  "PyTorch: allocation history events kept during that window "
+                                  "(max_entries)",
+                                  NULL},
     [LW_OPT_SOURCE_LINES] = {"LEAKWATCH_SOURCE_LINES", LW_OPT_BOOL, 1, NULL, 0, 1,
                              "0: no file:line or inlined frames in reports (no addr2line run)",
                              NULL},

@@ -14,6 +14,7 @@
 #include "growth.h"
 #include "sites.h"
 #include "symbolize.h"
+#include "torch_info.h"
 #include "totals.h"
 #include "where.h"
 #include "rank.h"
@@ -32,6 +33,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#define TORCH_BINS 300
 
 static void emit_counts(lw_jw *w, lw_counts c) {
     lw_jw_uint(w, "alloc_count", c.alloc_count);
@@ -120,6 +123,20 @@ static void push_python(frame_list *l, const lw_pystack_frame *f) {
     push(l, e);
 }
 
+/* leakwatch's own wrapper of torch.autograd.backward, in the frames borrowed
+ * from the thread waiting in backward(): dropped, as leakwatch's native
+ * frames are. */
+static int is_helper_frame(const lw_pystack_frame *f) {
+    return f->file && strstr(f->file, "/leakwatch/_torch.py");
+}
+
+static const lw_pystack_frame *backward_caller(const lw_pystack *py) {
+    for (int i = 0; i < py->n; i++)
+        if (py->f[i].file && !strstr(py->f[i].file, "/torch/") && !is_helper_frame(&py->f[i]))
+            return &py->f[i];
+    return &py->f[0];
+}
+
 /* The Python frames of the next native evaluation call: from *next up to and
  * including the first one that entered it. */
 static void push_python_group(frame_list *l, const lw_pystack *py, int *next) {
@@ -159,9 +176,18 @@ static void collect_frames(frame_list *l, lw_symtab *syms, const lw_site *s) {
         push_native(l, syms, ips[i]);
     }
     /* Python frames beyond the native stack kept (or all of them, when no
-     * evaluation frame was found): outermost, at the end. */
-    while (py && next < py->n)
-        push_python(l, &py->f[next++]);
+     * evaluation frame was found): outermost, at the end. A site made on
+     * autograd's thread has the frames of the thread waiting in backward(),
+     * after a frame that says so (leakwatch's own wrapper dropped). */
+    int borrowed = py && lw_site_in_backward(s);
+    if (borrowed && next < py->n) {
+        static const lw_pystack_frame engine = {"<autograd engine>", "backward", 0, 0};
+        push_python(l, &engine);
+    }
+    while (py && next < py->n) {
+        const lw_pystack_frame *f = &py->f[next++];
+        if (!borrowed || !is_helper_frame(f)) push_python(l, f);
+    }
 }
 
 /* One frame; inlined ones exist only in the debug information and share the
@@ -236,6 +262,19 @@ static void emit_frames(lw_jw *w, const frame_list *l) {
     for (size_t i = 0; i < l->n; i++)
         emit_frame(w, &l->f[i]);
     lw_jw_end(w);
+}
+
+/* "in backward, called from train.py:31": the innermost frame of the thread
+ * waiting in backward() outside torch's and leakwatch's own Python code. */
+static void emit_backward_note(lw_jw *w, const lw_site *s) {
+    const lw_pystack *py = lw_site_in_backward(s) ? lw_pystack_of(s) : NULL;
+    if (!py || !py->n) return;
+    char note[300];
+    const lw_pystack_frame *f = backward_caller(py);
+    const char *base = f->file ? strrchr(f->file, '/') : NULL;
+    snprintf(note, sizeof note, "in backward, called from %s:%d", base ? base + 1 : f->file,
+             f->line);
+    lw_jw_str(w, "note", note);
 }
 
 typedef struct {
@@ -346,6 +385,7 @@ static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const site_vi
      * (main, the interpreter's start) is described by the Python frames. */
     lw_jw_bool(w, "native_cut_at_python", s->native_cut != 0);
     if (v) emit_site_series(w, v);
+    emit_backward_note(w, s);
     frame_list l;
     collect_frames(&l, syms, s);
     emit_where(w, &l);
@@ -374,8 +414,14 @@ static const lw_site *emit_sites(FILE *f, lw_jw *w, lw_symtab *syms, int global_
         qsort(all, n, sizeof *all, by_relevance);
     }
     size_t limit = (size_t)lw_opt_int(LW_OPT_REPORT_SITES), written = 0;
-    lw_jw_uint(w, "sites_total", lw_sites_count());
+    /* Sites found in PyTorch's allocation history (source "pytorch_history")
+     * come first: they name tensors, where the others name segments. */
+    size_t nt = lw_torch_info_sites(NULL);
+    if (nt > limit) nt = limit;
+    lw_jw_uint(w, "sites_total", lw_sites_count() + nt);
     lw_jw_array(w, "sites");
+    lw_torch_info_emit_sites(w, nt);
+    limit -= nt;
     /* Whatever the shim writes, the command must read: the sites stop once
      * they fill LW_REPORT_SITES_BYTES (the most relevant come first), far
      * below what the command accepts. sites_reported says how many. */
@@ -387,7 +433,7 @@ static const lw_site *emit_sites(FILE *f, lw_jw *w, lw_symtab *syms, int global_
         written++;
     }
     lw_jw_end(w);
-    lw_jw_uint(w, "sites_reported", written);
+    lw_jw_uint(w, "sites_reported", nt + written);
     const lw_site *top = n && all ? all[0].site : NULL;
     free(all);
     views_free(&vs);
@@ -412,6 +458,46 @@ static void emit_failures(lw_jw *w) {
     lw_jw_end(w);
 }
 
+/* What PyTorch can still use on a device: the driver's free memory plus what
+ * its cache holds but no tensor uses (reserved - allocated), which it reuses
+ * before asking the driver for more. -1 when unknown. */
+static int64_t available_of(const lw_torch_device_state *t) {
+    if (t->device_free < 0) return -1;
+    int64_t cached = t->reserved > t->allocated ? t->reserved - t->allocated : 0;
+    return t->device_free + cached;
+}
+
+/* Pinned host memory is host RAM: its own verdict and series, beside the
+ * device verdict (which never counts it). Absent when none was held. */
+static void emit_pinned_host(lw_jw *w) {
+    static lw_bin b[TORCH_BINS];
+    lw_host_state h;
+    int n = 0;
+    lw_growth_host_get(&h, b, TORCH_BINS, &n);
+    if (!h.seen) return;
+    lw_jw_object(w, "pinned_host");
+    lw_jw_str(w, "verdict", lw_verdict_name(h.verdict));
+    lw_jw_double(w, "bytes_per_step", h.last.slope);
+    lw_jw_array(w, "slope_ci");
+    lw_jw_double(w, NULL, h.last.lo);
+    lw_jw_double(w, NULL, h.last.hi);
+    lw_jw_end(w);
+    lw_jw_double(w, "p_value", h.last.p_value);
+    lw_jw_uint(w, "points", h.points);
+    lw_jw_str(w, "reason", h.reason[0] ? h.reason : "not evaluated yet");
+    lw_jw_object(w, "series");
+    lw_jw_array(w, "x");
+    for (int i = 0; i < n; i++)
+        lw_jw_double(w, NULL, b[i].x);
+    lw_jw_end(w);
+    lw_jw_array(w, "floor");
+    for (int i = 0; i < n; i++)
+        lw_jw_double(w, NULL, b[i].floor);
+    lw_jw_end(w);
+    lw_jw_end(w);
+    lw_jw_end(w);
+}
+
 static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     const lw_growth *l = &g->last;
     int leak = g->verdict == LW_VERDICT_LEAK;
@@ -425,6 +511,11 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     lw_jw_double(w, "p_value", l->p_value);
     lw_jw_uint(w, "steps", g->steps);
     lw_jw_str(w, "step_source", g->step_source);
+    lw_jw_str(w, "signal", g->signal);
+    if (g->signal_device >= 0)
+        lw_jw_int(w, "signal_device", g->signal_device);
+    else
+        lw_jw_null(w, "signal_device");
     if (leak)
         lw_jw_double(w, "onset_step", l->onset_x);
     else
@@ -468,6 +559,7 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
         lw_jw_null(w, "overruled_by");
         lw_jw_null(w, "overrule_p_value");
     }
+    emit_pinned_host(w);
     lw_jw_end(w);
 }
 
@@ -491,6 +583,79 @@ static void emit_series(lw_jw *w, const lw_bin *b, int n) {
     for (int i = 0; i < n; i++)
         lw_jw_double(w, NULL, b[i].peak);
     lw_jw_end(w);
+    lw_jw_end(w);
+}
+
+static void emit_opt_int(lw_jw *w, const char *key, int64_t v) {
+    if (v >= 0)
+        lw_jw_int(w, key, v);
+    else
+        lw_jw_null(w, key);
+}
+
+/* PyTorch's own view, when its helper reported one: the tensor series per
+ * device with its verdict and out-of-memory projection, and what the helper
+ * handed over (diagnosis window, backend, steps). Absent otherwise. */
+static void emit_torch(lw_jw *w) {
+    static lw_torch_device_state t[LW_TORCH_MAX_DEVICES];
+    static lw_bin bins[8 * TORCH_BINS];
+    int nb[8];
+    int n = lw_growth_torch_get(t, 8, bins, TORCH_BINS, nb);
+    if (!n && !lw_torch_info_present()) return;
+    lw_jw_object(w, "torch");
+    lw_jw_str(w, "mode", lw_opt_str(LW_OPT_TORCH_MODE));
+    lw_jw_array(w, "devices");
+    for (int i = 0; i < n; i++) {
+        const lw_torch_device_state *d = &t[i];
+        const lw_growth *l = &d->last;
+        int leak = d->verdict == LW_VERDICT_LEAK;
+        lw_jw_object(w, NULL);
+        lw_jw_int(w, "device", d->device);
+        lw_jw_str(w, "verdict", lw_verdict_name(d->verdict));
+        lw_jw_str(w, "signal", "torch_allocated");
+        lw_jw_double(w, "bytes_per_step", l->slope);
+        lw_jw_double(w, "bytes_per_second", l->bytes_per_second);
+        lw_jw_array(w, "slope_ci");
+        lw_jw_double(w, NULL, l->lo);
+        lw_jw_double(w, NULL, l->hi);
+        lw_jw_end(w);
+        lw_jw_double(w, "p_value", l->p_value);
+        if (leak)
+            lw_jw_double(w, "onset_step", l->onset_x);
+        else
+            lw_jw_null(w, "onset_step");
+        emit_opt_int(w, "first_leak_step", d->first_leak_step);
+        lw_jw_uint(w, "points", d->points);
+        lw_jw_int(w, "allocated_bytes", d->allocated);
+        lw_jw_int(w, "reserved_bytes", d->reserved);
+        emit_opt_int(w, "device_free_bytes", d->device_free);
+        int64_t avail = available_of(d);
+        emit_opt_int(w, "available_bytes", avail);
+        lw_jw_double(w, "oom_eta_steps",
+                     leak && avail >= 0 && l->slope > 0 ? (double)avail / l->slope : NAN);
+        lw_jw_double(w, "oom_eta_seconds",
+                     leak && avail >= 0 && l->bytes_per_second > 0
+                         ? (double)avail / l->bytes_per_second
+                         : NAN);
+        lw_jw_str(w, "reason", d->reason[0] ? d->reason : "not evaluated yet");
+        const lw_bin *b = bins + (size_t)i * TORCH_BINS;
+        lw_jw_object(w, "series");
+        static const char *const cols[] = {"x", "time_s", "allocated", "reserved"};
+        for (int c = 0; c < 4; c++) {
+            lw_jw_array(w, cols[c]);
+            for (int k = 0; k < nb[i]; k++)
+                lw_jw_double(w, NULL,
+                             c == 0   ? b[k].x
+                             : c == 1 ? b[k].t
+                             : c == 2 ? b[k].floor
+                                      : b[k].peak);
+            lw_jw_end(w);
+        }
+        lw_jw_end(w);
+        lw_jw_end(w);
+    }
+    lw_jw_end(w);
+    lw_torch_info_emit_fields(w);
     lw_jw_end(w);
 }
 
@@ -581,10 +746,13 @@ int lw_report_emit(FILE *f, const char *reason) {
     emit_totals(&w);
     emit_growth(&w, &g);
     emit_series(&w, bins, nbins);
+    emit_torch(&w);
     const lw_site *top = emit_sites(f, &w, syms, g.verdict == LW_VERDICT_LEAK);
     /* The site the answer names, and its place to look (the same as that
-     * site's own "where"). */
-    if (top) {
+     * site's own "where"): under PyTorch's signal, the first site found in
+     * its allocation history, as the helper described it. */
+    if (g.verdict == LW_VERDICT_LEAK && g.signal_device >= 0 && lw_torch_info_answer(&w)) {
+    } else if (top) {
         frame_list l;
         collect_frames(&l, syms, top);
         lw_jw_object(&w, "answer");
@@ -841,6 +1009,15 @@ void lw_report_summary(const char *path) {
             a.where_live = (double)atomic_load(&top->live_bytes);
     }
     views_free(&vs);
+    /* Under PyTorch's signal the site to name is the first one found in its
+     * allocation history (segment sites do not name tensors). */
+    double torch_rate = 0;
+    if (g.verdict == LW_VERDICT_LEAK && g.signal_device >= 0 && lw_torch_info_sites(&torch_rate) &&
+        lw_torch_info_label(label, sizeof label)) {
+        a.where = label;
+        a.where_rate = torch_rate;
+        a.where_live = NAN;
+    }
     char line[1024];
     lw_log("%s", lw_answer_line(&a, line, sizeof line));
     /* What an undecided run still needs, and what a clean one could have

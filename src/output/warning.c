@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "warning.h"
 
+#include "torch_info.h"
+
 #include "clock.h"
 #include "fmt.h"
 #include "growth.h"
@@ -64,8 +66,22 @@ void lw_warning_leak(void) {
     lw_report_answer(&a, &g);
     a.computed_at = (double)g.steps;
     top_sites top = {0};
-    lw_growth_each_site(consider, &top);
     char label[512];
+    if (g.signal_device >= 0) {
+        /* PyTorch's tensor series decided: segment sites do not name tensors;
+         * the line comes from PyTorch's allocation history once the diagnosis
+         * window has closed. */
+        double rate = 0;
+        if (lw_torch_info_sites(&rate) && lw_torch_info_label(label, sizeof label)) {
+            a.where = label;
+            a.where_rate = rate;
+            pthread_mutex_lock(&place_lock);
+            snprintf(place, sizeof place, "%s", label);
+            pthread_mutex_unlock(&place_lock);
+        }
+    } else {
+        lw_growth_each_site(consider, &top);
+    }
     if (top.leaking || top.rising) {
         lw_report_site_label(top.leaking ? top.leaking : top.rising, label, sizeof label);
         a.where = label;

@@ -415,6 +415,26 @@ int lw_py_capture_cached(lw_pyframe *out, int max, lw_py_cache *c) {
     return n;
 }
 
+int lw_py_thread_without_frames(void) {
+    if (atomic_load_explicit(&g_state, memory_order_acquire) != 1) return 0;
+    const struct layout *L = &g.L;
+    uintptr_t ts = (uintptr_t)g.get_tstate();
+    if (!ptr_ok(ts) || g.finalizing() != 0) return 0;
+    uintptr_t interp = rd_ptr(ts + L->ts_interp);
+    if (interp == 0 || interp != (uintptr_t)g.main_interp()) return 0;
+    uintptr_t f = rd_ptr(ts + L->ts_frame);
+    if (L->cf_current >= 0) {
+        if (!ptr_ok(f)) return 0;
+        f = rd_ptr(f + (uint32_t)L->cf_current);
+    }
+    if (f == 0) return 1;
+    /* A chain of only the interpreter's own shim frames (3.12+ entry
+     * frames) has no frame of the job either: the walk skips them. */
+    lw_pyframe one;
+    int n = L->walk == WALK_FRAMEOBJ ? walk_frameobj(L, f, &one, 1) : walk_iframe(L, f, &one, 1);
+    return n == 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Describe (off the hot path)                                              */
 /* ------------------------------------------------------------------------ */

@@ -70,6 +70,12 @@ typedef struct {
 } lw_py_cache;
 int lw_py_capture_cached(lw_pyframe *out, int max, lw_py_cache *c);
 
+/* 1 when the calling thread has a Python thread state of the main
+ * interpreter but runs no Python frame: autograd's engine threads while they
+ * run backward() (PyTorch gives each one a thread state, with no frame of
+ * the job). 0 otherwise, or when that cannot be told. Cheap; no locks. */
+int lw_py_thread_without_frames(void);
+
 /* Source location of a frame: malloc'd UTF-8 strings; free with
  * lw_py_location_free(). `function` is co_qualname on 3.11+ (e.g.
  * "Trainer.step") and co_name on 3.8-3.10. `line` is -1 when the

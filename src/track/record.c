@@ -64,6 +64,67 @@ static void verify_python(const lw_pyframe *py, int npy) {
     if (!same) lw_stack_count_mismatch();
 }
 
+/* The frames of the thread waiting in backward(), published with a
+ * sequence lock: the allocation path only reads (and retries if a writer
+ * raced it); writers are the rare backward() entries and exits. */
+static pthread_mutex_t bw_write = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint32_t bw_seq; /* odd while being written */
+static _Atomic int bw_depth;    /* backward() calls in progress */
+static _Atomic int bw_n;        /* frames in bw_words; 0: none */
+/* Each frame as two words (code; instr | entry << 32), atomics so that the
+ * racing reader the sequence lock discards is not a data race. */
+static _Atomic uintptr_t bw_words[2 * LW_PY_MAX];
+
+#define BACKWARD_BIT ((uintptr_t)1 << LW_SITE_KEY_BACKWARD_SHIFT)
+
+void lw_record_backward(int entering) {
+    lw_pyframe f[LW_PY_MAX];
+    int n = entering ? lw_py_capture(f, LW_PY_MAX) : 0;
+    pthread_mutex_lock(&bw_write);
+    int depth = atomic_load(&bw_depth) + (entering ? 1 : -1);
+    if (depth < 0) depth = 0;
+    atomic_fetch_add_explicit(&bw_seq, 1, memory_order_acq_rel);
+    if (entering && n > 0) {
+        for (int i = 0; i < n; i++) {
+            atomic_store_explicit(&bw_words[2 * i], (uintptr_t)f[i].code, memory_order_relaxed);
+            atomic_store_explicit(&bw_words[2 * i + 1],
+                                  (uintptr_t)(uint32_t)f[i].instr | (uintptr_t)f[i].entry << 32,
+                                  memory_order_relaxed);
+        }
+        atomic_store_explicit(&bw_n, n, memory_order_relaxed);
+    } else if (!depth) {
+        atomic_store_explicit(&bw_n, 0, memory_order_relaxed);
+    }
+    atomic_store(&bw_depth, depth);
+    atomic_fetch_add_explicit(&bw_seq, 1, memory_order_release);
+    pthread_mutex_unlock(&bw_write);
+}
+
+/* Copies the backward caller's frames into py; returns how many (0: none,
+ * or a writer kept racing). */
+static int borrow_backward_frames(lw_pyframe *py) {
+    for (int tries = 0; tries < 4; tries++) {
+        uint32_t s0 = atomic_load_explicit(&bw_seq, memory_order_acquire);
+        if (s0 & 1) continue;
+        /* Acquire loads: the second reading of the sequence below cannot
+         * move before them (no fence: TSan does not model fences). */
+        int n = atomic_load_explicit(&bw_n, memory_order_acquire);
+        if (n <= 0 || n > LW_PY_MAX) return 0;
+        for (int i = 0; i < n; i++) {
+            uintptr_t w = atomic_load_explicit(&bw_words[2 * i + 1], memory_order_acquire);
+            py[i].code = (const void *)atomic_load_explicit(&bw_words[2 * i], memory_order_acquire);
+            py[i].instr = (int32_t)(uint32_t)w;
+            py[i].entry = (uint8_t)(w >> 32);
+        }
+        if (atomic_load_explicit(&bw_seq, memory_order_relaxed) == s0) return n;
+    }
+    return 0;
+}
+
+int lw_site_in_backward(const lw_site *s) {
+    return (s->key[0] & BACKWARD_BIT) != 0;
+}
+
 static lw_site *site_for_this_stack(void) {
     /* The stack and the Python frames are written straight into the site key
      * (header word first): nothing is copied before hashing. */
@@ -72,6 +133,7 @@ static lw_site *site_for_this_stack(void) {
     lw_stack_info si = {0};
     uint64_t pystate = 0; /* which Python frames: 0 none, else the cache's generation */
     int n = 0, npy = 0, max = (int)lw_opt_int(LW_OPT_MAX_FRAMES);
+    uintptr_t borrowed = 0;
     if (lw_opt_int(LW_OPT_STACKS)) {
         /* Python first: when it has frames, the native walk stops at the
          * interpreter. */
@@ -86,6 +148,13 @@ static lw_site *site_for_this_stack(void) {
         if (npy > 0) {
             eval_range(&lo, &hi);
             pystate = pc ? pc->gen : 0;
+        } else if (atomic_load_explicit(&bw_depth, memory_order_relaxed) > 0 &&
+                   lw_py_thread_without_frames() && (npy = borrow_backward_frames(py)) > 0) {
+            /* Autograd's engine thread, while a backward() is waited on: the
+             * waiting thread's frames say where it was called from. They
+             * are not this thread's, so its known-stack cache is not used
+             * (pystate stays 0 with npy > 0). */
+            borrowed = BACKWARD_BIT;
         }
         lw_stack_capture(key + 1, max, lo, hi, &si);
         n = si.n;
@@ -107,7 +176,8 @@ static lw_site *site_for_this_stack(void) {
         }
         lw_pystack_key(py, npy, key + 1 + n);
     }
-    key[0] = (uintptr_t)n | (uintptr_t)npy << 16 | (uintptr_t)si.cut << LW_SITE_KEY_CUT_SHIFT;
+    key[0] =
+        (uintptr_t)n | (uintptr_t)npy << 16 | (uintptr_t)si.cut << LW_SITE_KEY_CUT_SHIFT | borrowed;
     uint32_t nkey = LW_SITE_KEY_WORDS(n, npy);
     lw_site *s;
 #ifdef LW_ABLATE_site
@@ -246,10 +316,12 @@ int lw_failures_get(lw_failure *out, int max) {
 }
 
 void lw_record_lock_for_fork(void) {
+    pthread_mutex_lock(&bw_write);
     pthread_mutex_lock(&failures_lock);
 }
 void lw_record_unlock_after_fork(void) {
     pthread_mutex_unlock(&failures_lock);
+    pthread_mutex_unlock(&bw_write);
 }
 
 void lw_record_after_fork_child(void) {
@@ -269,6 +341,9 @@ void lw_record_forget_all(void) {
     atomic_store(&truncated_sites, 0);
     lw_stack_forget_stats();
     atomic_flag_clear(&said_untracked);
+    /* The child has no backward() in progress (its one thread forked). */
+    atomic_store(&bw_depth, 0);
+    atomic_store(&bw_n, 0);
 }
 
 uint64_t lw_record_truncated_sites(void) {

@@ -52,6 +52,19 @@ void lw_record_after_fork_child(void);
  * back to zero. */
 void lw_record_forget_all(void);
 
+/* backward() in progress (PyTorch's helper wraps torch.autograd.backward):
+ * entering captures the calling thread's Python frames; until the matching
+ * exit, an allocation on a thread with a Python thread state but no frame
+ * (autograd's engine threads) takes those frames as its own, and its site is
+ * marked as made in backward. Nested and concurrent calls: the newest
+ * caller's frames are used until every call has returned. */
+void lw_record_backward(int entering);
+
+/* 1 for a site whose Python frames are those of the thread that was waiting
+ * in backward(). */
+struct lw_site;
+int lw_site_in_backward(const struct lw_site *s);
+
 /* Allocations whose tracking was given up for lack of memory. */
 uint64_t lw_record_untracked(void);
 /* Call sites whose stack was cut at LEAKWATCH_MAX_FRAMES native or 48 Python

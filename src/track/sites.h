@@ -33,12 +33,16 @@ typedef struct lw_site {
     struct lw_site_track *track; /* growth series, kept by the sampler */
     void *py_info;               /* what the Python frames mean, filled once at creation */
     uint32_t nkey;               /* words in key */
-    uintptr_t key[];             /* key[0] = nnative | npy << 16 | cut << 32; then the frames */
+    uintptr_t
+        key[]; /* key[0] = nnative | npy << 16 | cut << 32 | backward << 33; then the frames */
 } lw_site;
 
 /* key[0] bit: the native walk stopped at the interpreter's evaluation frame
  * (stack.h), so the frames below it are not in the key. */
 #define LW_SITE_KEY_CUT_SHIFT 32
+/* key[0] bit: the Python frames are those of the thread waiting in
+ * backward() (record.h), not the allocating thread's own. */
+#define LW_SITE_KEY_BACKWARD_SHIFT 33
 
 /* Number of key words for a stack of nnative addresses and npy Python frames. */
 #define LW_SITE_KEY_WORDS(nnative, npy) (1u + (unsigned)(nnative) + 2u * (unsigned)(npy))

@@ -39,9 +39,13 @@ static _Atomic(shard *) shards;
 static shard spill; /* for a thread whose shard could not be allocated */
 static _Thread_local shard *mine;
 static _Atomic uint64_t devices_seen;
-/* Floor and peak of the step in progress (see analyze/growth.c). */
+/* Floor and peak of the step in progress (see analyze/growth.c): of device
+ * memory (every kind but pinned host memory, which is host RAM), and of
+ * pinned host memory on its own. */
 static _Atomic int64_t step_floor;
 static _Atomic int64_t step_peak;
+static _Atomic int64_t host_floor;
+static _Atomic int64_t host_peak;
 static _Atomic uint64_t unknown_frees;
 static _Atomic int64_t mapped_bytes;
 
@@ -146,11 +150,17 @@ void lw_totals_alloc(int device, lw_kind kind, uint64_t size) {
     bump(s, &s->alloc[d][kind]);
     add_live(&cells[d][kind], (int64_t)size);
     add_live(&by_dev[d], (int64_t)size);
-    add_live(&by_kind[kind], (int64_t)size);
+    int64_t kind_live = add_live(&by_kind[kind], (int64_t)size);
     int64_t live = add_live(&all_level, (int64_t)size);
-    int64_t p = atomic_load_explicit(&step_peak, memory_order_relaxed);
-    while (live > p && !atomic_compare_exchange_weak_explicit(
-                           &step_peak, &p, live, memory_order_relaxed, memory_order_relaxed)) {
+    _Atomic int64_t *peak = &step_peak;
+    if (kind == LW_KIND_PINNED_HOST)
+        live = kind_live, peak = &host_peak;
+    else
+        live -=
+            atomic_load_explicit(&by_kind[LW_KIND_PINNED_HOST].live_bytes, memory_order_relaxed);
+    int64_t p = atomic_load_explicit(peak, memory_order_relaxed);
+    while (live > p && !atomic_compare_exchange_weak_explicit(peak, &p, live, memory_order_relaxed,
+                                                              memory_order_relaxed)) {
     }
 }
 
@@ -160,21 +170,38 @@ void lw_totals_free(int device, lw_kind kind, uint64_t size) {
     bump(s, &s->freed[d][kind]);
     add_live(&cells[d][kind], -(int64_t)size);
     add_live(&by_dev[d], -(int64_t)size);
-    add_live(&by_kind[kind], -(int64_t)size);
+    int64_t kind_live = add_live(&by_kind[kind], -(int64_t)size);
     int64_t live = add_live(&all_level, -(int64_t)size);
+    _Atomic int64_t *floor = &step_floor;
+    if (kind == LW_KIND_PINNED_HOST)
+        live = kind_live, floor = &host_floor;
+    else
+        live -=
+            atomic_load_explicit(&by_kind[LW_KIND_PINNED_HOST].live_bytes, memory_order_relaxed);
     /* Only a free can lower the floor. */
-    int64_t f = atomic_load_explicit(&step_floor, memory_order_relaxed);
-    while (live < f && !atomic_compare_exchange_weak_explicit(
-                           &step_floor, &f, live, memory_order_relaxed, memory_order_relaxed)) {
+    int64_t f = atomic_load_explicit(floor, memory_order_relaxed);
+    while (live < f && !atomic_compare_exchange_weak_explicit(floor, &f, live, memory_order_relaxed,
+                                                              memory_order_relaxed)) {
     }
 }
 
-void lw_totals_take_floor_peak(int64_t *floor, int64_t *peak) {
-    int64_t live = atomic_load(&all_level.live_bytes);
-    *floor = atomic_exchange(&step_floor, live);
-    *peak = atomic_exchange(&step_peak, live);
+static void take(int64_t live, _Atomic int64_t *fl, _Atomic int64_t *pk, int64_t *floor,
+                 int64_t *peak) {
+    *floor = atomic_exchange(fl, live);
+    *peak = atomic_exchange(pk, live);
     if (*floor > live) *floor = live;
     if (*peak < live) *peak = live;
+}
+
+void lw_totals_take_floor_peak(int64_t *floor, int64_t *peak) {
+    int64_t live =
+        atomic_load(&all_level.live_bytes) - atomic_load(&by_kind[LW_KIND_PINNED_HOST].live_bytes);
+    take(live, &step_floor, &step_peak, floor, peak);
+}
+
+void lw_totals_take_host_floor_peak(int64_t *floor, int64_t *peak) {
+    take(atomic_load(&by_kind[LW_KIND_PINNED_HOST].live_bytes), &host_floor, &host_peak, floor,
+         peak);
 }
 
 void lw_totals_failed(int device, lw_kind kind) {
@@ -231,6 +258,8 @@ void lw_totals_reset(void) {
     atomic_store(&devices_seen, 0);
     atomic_store(&step_floor, 0);
     atomic_store(&step_peak, 0);
+    atomic_store(&host_floor, 0);
+    atomic_store(&host_peak, 0);
     atomic_store(&unknown_frees, 0);
     atomic_store(&mapped_bytes, 0);
 }

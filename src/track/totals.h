@@ -31,9 +31,12 @@ void lw_totals_failed(int device, lw_kind kind);
 void lw_totals_unknown_free(void);
 void lw_totals_mapped(int64_t delta_bytes);
 
-/* The lowest and highest live bytes (all devices and kinds) since the last
- * call, which restarts both from the current value. */
+/* The lowest and highest live bytes of device memory (all devices, every
+ * kind but pinned host memory) since the last call, which restarts both from
+ * the current value. */
 void lw_totals_take_floor_peak(int64_t *floor, int64_t *peak);
+/* The same for pinned host memory (host RAM: its own series and verdict). */
+void lw_totals_take_host_floor_peak(int64_t *floor, int64_t *peak);
 
 /* In a forked child, at once (the lock of the shards' free list is free). */
 void lw_totals_after_fork_child(void);

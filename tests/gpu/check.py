@@ -4,22 +4,35 @@ beforehand (build/ carried with the working tree). Never builds, never runs
 apt or the network. Writes every log, report and a summary table
 (summary.md, results.json) under $OUT (or --out, or a new /tmp folder).
 
-    tests/gpu/run.sh                 on the GPU machine (about 5-7 minutes)
+    tests/gpu/run.sh                 on the GPU machine (about 6-8 minutes)
     tests/gpu/run.sh --dry-run       here, on the CPU stand-ins and a stand-in torch
 
 Parts, each in its own process with its own timeout, inside one overall
-budget (--budget seconds, default 450) so that a hang costs one part:
+budget (--budget seconds, default 480) so that a hang costs one part:
   preflight   the library, the command, what the library needs that is missing
   doctor      `leakwatch doctor`, when the command has it
   backend     PyTorch's allocator backend under the shim: no variable,
-              PYTORCH_ALLOC_CONF=expandable_segments:True, both variables
-  examples    examples/torch_*.py (leak and --fixed) in every torch mode,
-              and without the shim (time per step: ratio in the same run)
+              PYTORCH_ALLOC_CONF=expandable_segments:True, both variables;
+              under the default settings (LEAKWATCH_TORCH_MODE=segments)
+              the backend and both variables must be as without the shim
+  examples    examples/torch_*.py (leak and --fixed) in every torch mode
+              (the default one with no LEAKWATCH_* variable at all), and
+              without the shim (time per step: ratio in the same run); by
+              default the verdict must come from PyTorch's counters and the
+              first site, from its allocation history, must name the
+              example's leak-line
+  features    tests/python/torch_features.py: torch.compile with CUDA
+              graphs, the memory-snapshot recipe, MemPool, CUDA IPC, each
+              in a leaking loop (so leakwatch's diagnosis window opens while
+              the feature is in use): must work under the default settings;
+              in tensors mode PyTorch's refusal is recorded
   compare     step by step: leakwatch's live device bytes against
               torch.cuda.memory_allocated/reserved and cuMemGetInfo
   graph       torch.cuda.graph capture of a few hundred allocations, replay
-  snapshot    torch.cuda.memory._record_memory_history + _snapshot
-  compile     torch.compile(mode="reduce-overhead"), a few steps
+  snapshot    torch.cuda.memory._record_memory_history + _snapshot, under
+              the default settings
+  compile     torch.compile(mode="reduce-overhead"), a few steps, under the
+              default settings
 Exit 0 when no check failed, 1 otherwise, 2 when it could not start.
 """
 import argparse
@@ -35,10 +48,13 @@ import time
 ROOT = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 HERE = os.path.join(ROOT, "tests", "gpu")
 EXAMPLES = ["torch_loss_history", "torch_validation_graph", "torch_predictions_on_gpu"]
+# The features the cudaMallocAsync backend refuses (tests/python/torch_features.py).
+FEATURES = ["compile", "snapshot", "mempool", "ipc"]
+DEFAULT_MODE = "segments"  # PyTorch's allocator untouched (issue 13)
 # Expected verdicts on a GPU (examples/README.md explains each); others: no_leak.
 EXPECT = {
     ("torch_loss_history", "leak", "tensors"): {"leak"},
-    ("torch_loss_history", "leak", "segments"): {"no_leak", "inconclusive"},
+    ("torch_loss_history", "leak", "segments"): {"leak"},
     ("torch_validation_graph", "leak", "tensors"): {"leak"},
     ("torch_validation_graph", "leak", "segments"): {"leak"},
     ("torch_predictions_on_gpu", "leak", "tensors"): {"leak"},
@@ -241,13 +257,29 @@ class Check:
             ),
         ]
         res = {}
+        self.modes()
+        default = self.results["torch_modes"].get("default")
+        self.note("backend", "default LEAKWATCH_TORCH_MODE", "ok" if default == DEFAULT_MODE else "FAIL",
+                  f"{default} (want {DEFAULT_MODE}: PyTorch's allocator untouched)")
         for label, env in configs:
+            off = None
             for shim in (None, {}):
                 name = f"backend.{label}.{'shim' if shim is not None else 'off'}"
                 rc, out = self.run(name, [self.py, os.path.join(HERE, "probe.py"), "backend"], 90, env=env, shim=shim)
                 j = self.last_json(out)
                 res[name] = j
-                st, detail = self.status_of(rc)
+                problems = []
+                if shim is None:
+                    off = j if rc == 0 else None
+                elif rc == 0:
+                    # Default settings: nothing in the job's allocator
+                    # configuration changes.
+                    for k in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"):
+                        if j.get(k) != env.get(k):
+                            problems.append(f"{k}={j.get(k)!r} under the shim (set: {env.get(k)!r})")
+                    if off is not None and j.get("backend") != off.get("backend"):
+                        problems.append(f"backend {j.get('backend')} under the shim, {off.get('backend')} without")
+                st, detail = self.status_of(rc, problems)
                 self.note("backend", name, st, j.get("backend", j.get("error", detail)) if st != "FAIL" else detail)
         self.results["parts"]["backend"] = res
 
@@ -307,6 +339,8 @@ class Check:
                 env, shim = {}, None
                 if mode == "off-async":
                     env["PYTORCH_ALLOC_CONF"] = "backend:cudaMallocAsync"
+                elif mode == DEFAULT_MODE:
+                    shim = {}  # the default settings: no LEAKWATCH_* variable
                 elif mode != "off":
                     shim = {"LEAKWATCH_TORCH_MODE": mode}
                 rc, out = self.run(name, argv, 120, env=env, shim=shim, cwd=os.path.join(ROOT, "examples"))
@@ -338,6 +372,21 @@ class Check:
                                     and os.path.realpath(f["file"]) == os.path.realpath(script)]
                             if not any(f.get("line") == line_no for f in mine):
                                 bad.append(f"leak-line {line_no} not in the leaking site's stack")
+                        if mode == DEFAULT_MODE:
+                            hard = []
+                            if fields.get("backend") not in (None, "native"):
+                                hard.append(f"backend {fields.get('backend')} (want native: allocator untouched)")
+                            if g.get("signal") != "torch_allocated":
+                                bad.append(f"signal {g.get('signal')} (want torch_allocated)")
+                            if variant == "leak" and verdict == "leak":
+                                line_no = leak_line(script)
+                                look = site.get("place_to_look") or {}
+                                notes.append(f"first site {site.get('source')} at {look.get('file')}:{look.get('line')}")
+                                if site.get("source") != "pytorch_history" or look.get("line") != line_no or \
+                                        os.path.basename(look.get("file") or "") != os.path.basename(script):
+                                    bad.append(f"first site {site.get('source')} at {look} "
+                                               f"(want pytorch_history at leak-line {line_no})")
+                            problems.extend(hard)
                         # The stand-in torch does not allocate like PyTorch:
                         # a dry run shows these, it does not fail on them.
                         (notes if self.dry else problems).extend(bad)
@@ -367,6 +416,45 @@ class Check:
             overhead[ex] = o
         self.results["parts"]["examples"] = res
         self.results["overhead"] = overhead
+
+    def features(self):
+        """What the cudaMallocAsync backend refuses, used as a job would: must
+        work under the default settings (PyTorch's allocator untouched, the
+        diagnosis window opening while the feature is in use)."""
+        script = os.path.join(ROOT, "tests", "python", "torch_features.py")
+        res = {}
+        for feature in FEATURES:
+            for mode in (DEFAULT_MODE, "tensors"):
+                if mode not in self.modes():
+                    continue
+                name = f"features.{feature}.{mode}"
+                shim = {} if mode == DEFAULT_MODE else {"LEAKWATCH_TORCH_MODE": mode}
+                rc, out = self.run(name, [self.py, script, feature], 180, shim=shim)
+                worked = rc == 0 and f"{feature} ok" in out
+                lines = out.strip().splitlines()
+                rep = self.report(name)
+                verdict = rep.get("verdict") if rep else None
+                site = ((rep or {}).get("sites") or [{}])[0]
+                res[name] = {"rc": rc, "worked": worked, "verdict": verdict, "last": lines[-1] if lines else "",
+                             "first_site": site.get("source"), "place_to_look": site.get("place_to_look")}
+                if rc is None or rc == 124:
+                    st, detail = self.status_of(rc)
+                elif mode == DEFAULT_MODE:
+                    problems = [] if worked else [(lines or [f"exit {rc}"])[-1][:200]]
+                    if worked and rep is None:
+                        problems.append("no report")
+                    st, detail = self.status_of(0, problems)
+                    if st == "FAIL" and self.dry and self.standin_lacks(name):
+                        st, detail = "skip", "the stand-in torch lacks an API this feature uses"
+                    detail = detail or f"worked; verdict {verdict}; first site {site.get('source')}"
+                else:
+                    # PyTorch's refusal under cudaMallocAsync is what tensors
+                    # mode documents; a newer PyTorch may accept it.
+                    st = "ok"
+                    detail = "worked under cudaMallocAsync" if worked else \
+                        f"refused as documented: {(lines or ['exit ' + str(rc)])[-1][:160]}"
+                self.note("features", name, st, detail)
+        self.results["parts"]["features"] = res
 
     def compare(self):
         res = {}
@@ -458,17 +546,19 @@ def main():
     p.add_argument("--out", default=os.environ.get("OUT"), help="results folder (default $OUT)")
     p.add_argument("--build", default=os.path.join(ROOT, "build"), help="the build to use (default build/)")
     p.add_argument("--python", default=os.environ.get("PYTHON", "python3"))
-    p.add_argument("--budget", type=float, default=450, help="seconds for everything (default 450)")
-    p.add_argument("--steps", type=int, default=None, help="optimizer steps per example (default 300; dry 30)")
+    p.add_argument("--budget", type=float, default=480, help="seconds for everything (default 480)")
+    p.add_argument("--steps", type=int, default=None, help="optimizer steps per example (default 300; dry 100)")
     p.add_argument("--torch-path", default=os.path.join(ROOT, "tests", "python", "faketorch"),
                    help="dry run: the folder holding the stand-in torch package")
-    p.add_argument("--parts", default="doctor,backend,examples,compare,graph,snapshot,compile")
+    p.add_argument("--parts", default="doctor,backend,examples,features,snapshot,compile,compare,graph")
     a = p.parse_args()
     a.build = os.path.realpath(a.build)
     if a.steps is None:
-        a.steps = 30 if a.dry_run else 300
+        a.steps = 100 if a.dry_run else 300
     if not a.out:
         a.out = tempfile.mkdtemp(prefix="leakwatch-gpu.")
+    # Absolute: the examples run in examples/, and each run's report goes here.
+    a.out = os.path.realpath(a.out)
     os.makedirs(a.out, exist_ok=True)
     if not shutil.which(a.python):
         print(f"missing: the Python interpreter {a.python} (set PYTHON=...)")
@@ -486,6 +576,8 @@ def main():
             c.backend()
         elif part == "examples":
             c.examples()
+        elif part == "features":
+            c.features()
         elif part == "compare":
             c.compare()
         elif part == "graph":

@@ -1,8 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* PyTorch out of the box, on the CPU stand-ins (no torch, no GPU here):
- *  - the environment the constructor prepares in Python processes (allocator
- *    backend for LEAKWATCH_TORCH_MODE=tensors, the auto-start directory on
- *    PYTHONPATH), and that it leaves every other process alone;
+ *  - the environment the constructor prepares in Python processes (by
+ *    default only the auto-start directory on PYTHONPATH; the allocator
+ *    backend for LEAKWATCH_TORCH_MODE=tensors), and that it leaves every
+ *    other process alone;
+ *  - under default settings, with the stand-in torch (tests/python/
+ *    faketorch, PyTorch 2.11's allocators and their refusals): the seed's
+ *    leaks found from PyTorch's own counters and named through its
+ *    allocation history (tests/python/torch_seed.py), their fixes clean,
+ *    CUDA graphs in torch.compile and the memory-snapshot recipe still
+ *    working (tests/python/torch_features.py), one step per iteration;
  *  - automatic steps: tests/python/faketorch stands in for torch's
  *    optimizer post-hooks; tests/python/torch_train.py reproduces the
  *    allocation pattern of each allocator configuration (per-tensor
@@ -166,14 +173,37 @@ START_TEST(rewrite_rules) {
 }
 END_TEST
 
-START_TEST(unset_gets_the_async_backend) {
+/* The default: the job's allocator configuration stays exactly as it was. */
+START_TEST(default_leaves_the_allocator_alone) {
     NEED_PYTHON();
     lw_run r;
     run_env(&r, NULL, NULL);
-    expect(&r, "PYTORCH_CUDA_ALLOC_CONF", ASYNC);
+    expect(&r, "PYTORCH_CUDA_ALLOC_CONF", NULL);
     expect(&r, "PYTORCH_ALLOC_CONF", NULL);
     expect(&r, "PYTHONPATH", autostart_dir());
     ck_assert_msg(strstr(r.out, "leakwatch loaded"), "stdout: %s", r.out);
+    ck_assert_msg(r.err[0] == '\0', "the constructor printed: %s", r.err);
+    lw_run_free(&r);
+    const char *user[][2] = {{"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", NULL},
+                             {"PYTORCH_ALLOC_CONF=max_split_size_mb:128", NULL},
+                             {"LEAKWATCH_TORCH_MODE=segments", NULL}};
+    for (int i = 0; i < 3; i++) {
+        run_env(&r, "cuda", user[i]);
+        expect(&r, "PYTORCH_CUDA_ALLOC_CONF", i == 0 ? "expandable_segments:True" : NULL);
+        expect(&r, "PYTORCH_ALLOC_CONF", i == 1 ? "max_split_size_mb:128" : NULL);
+        ck_assert_msg(!strstr(r.err, "backend"), "stderr: %s", r.err);
+        lw_run_free(&r);
+    }
+}
+END_TEST
+
+START_TEST(tensors_mode_gets_the_async_backend) {
+    NEED_PYTHON();
+    lw_run r;
+    const char *tensors[] = {"LEAKWATCH_TORCH_MODE=tensors", NULL};
+    run_env(&r, NULL, tensors);
+    expect(&r, "PYTORCH_CUDA_ALLOC_CONF", ASYNC);
+    expect(&r, "PYTORCH_ALLOC_CONF", NULL);
     ck_assert_msg(r.err[0] == '\0', "the constructor printed: %s", r.err);
     lw_run_free(&r);
 }
@@ -182,20 +212,23 @@ END_TEST
 START_TEST(user_settings_are_kept) {
     NEED_PYTHON();
     lw_run r;
-    const char *env[] = {"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", NULL};
+    const char *env[] = {"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+                         "LEAKWATCH_TORCH_MODE=tensors", NULL};
     run_env(&r, NULL, env);
     expect(&r, "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True," ASYNC);
     expect(&r, "PYTORCH_ALLOC_CONF", NULL);
     lw_run_free(&r);
     /* PyTorch >= 2.8's name, used when the old one is unset. */
-    const char *env2[] = {"PYTORCH_ALLOC_CONF=expandable_segments:True", NULL};
+    const char *env2[] = {"PYTORCH_ALLOC_CONF=expandable_segments:True",
+                          "LEAKWATCH_TORCH_MODE=tensors", NULL};
     run_env(&r, NULL, env2);
     expect(&r, "PYTORCH_CUDA_ALLOC_CONF", NULL);
     expect(&r, "PYTORCH_ALLOC_CONF", "expandable_segments:True," ASYNC);
     lw_run_free(&r);
     /* Both: PyTorch reads PYTORCH_CUDA_ALLOC_CONF only; the other stays. */
     const char *env3[] = {"PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128",
-                          "PYTORCH_ALLOC_CONF=backend:native", NULL};
+                          "PYTORCH_ALLOC_CONF=backend:native", "LEAKWATCH_TORCH_MODE=tensors",
+                          NULL};
     run_env(&r, NULL, env3);
     expect(&r, "PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:128," ASYNC);
     expect(&r, "PYTORCH_ALLOC_CONF", "backend:native");
@@ -206,8 +239,9 @@ END_TEST
 START_TEST(native_backend_is_left_and_said_once_cuda_is_used) {
     NEED_PYTHON();
     const char *envs[2][3] = {
-        {"PYTORCH_CUDA_ALLOC_CONF=backend:native", NULL, NULL},
-        {"PYTORCH_ALLOC_CONF=expandable_segments:True,backend:native", NULL, NULL}};
+        {"PYTORCH_CUDA_ALLOC_CONF=backend:native", "LEAKWATCH_TORCH_MODE=tensors", NULL},
+        {"PYTORCH_ALLOC_CONF=expandable_segments:True,backend:native",
+         "LEAKWATCH_TORCH_MODE=tensors", NULL}};
     for (int k = 0; k < 2; k++) {
         lw_run r;
         run_env(&r, NULL, envs[k]);
@@ -226,12 +260,13 @@ START_TEST(native_backend_is_left_and_said_once_cuda_is_used) {
     }
     /* Quiet means quiet. */
     lw_run r;
-    const char *quiet[] = {"PYTORCH_CUDA_ALLOC_CONF=backend:native", "LEAKWATCH_QUIET=1", NULL};
+    const char *quiet[] = {"PYTORCH_CUDA_ALLOC_CONF=backend:native", "LEAKWATCH_QUIET=1",
+                           "LEAKWATCH_TORCH_MODE=tensors", NULL};
     run_env(&r, "cuda", quiet);
     ck_assert_msg(!strstr(r.err, "backend:native"), "stderr: %s", r.err);
     lw_run_free(&r);
     /* The async backend chosen by the user: left, nothing to say. */
-    const char *async[] = {"PYTORCH_CUDA_ALLOC_CONF=" ASYNC, NULL};
+    const char *async[] = {"PYTORCH_CUDA_ALLOC_CONF=" ASYNC, "LEAKWATCH_TORCH_MODE=tensors", NULL};
     run_env(&r, "cuda", async);
     expect(&r, "PYTORCH_CUDA_ALLOC_CONF", ASYNC);
     ck_assert_msg(!strstr(r.err, "backend:"), "stderr: %s", r.err);
@@ -244,12 +279,12 @@ START_TEST(segments_mode_and_uncached_change_nothing) {
     const char *cases[][3] = {
         {"LEAKWATCH_TORCH_MODE=segments", NULL, NULL},
         {"LEAKWATCH_TORCH_MODE=segments", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", NULL},
-        {"PYTORCH_NO_CUDA_MEMORY_CACHING=1", NULL, NULL},
+        {"PYTORCH_NO_CUDA_MEMORY_CACHING=1", "LEAKWATCH_TORCH_MODE=tensors", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         lw_run r;
         run_env(&r, "cuda", cases[i]);
-        expect(&r, "PYTORCH_CUDA_ALLOC_CONF", cases[i][1] ? "expandable_segments:True" : NULL);
+        expect(&r, "PYTORCH_CUDA_ALLOC_CONF", i == 1 ? "expandable_segments:True" : NULL);
         expect(&r, "PYTORCH_ALLOC_CONF", NULL);
         /* Steps still come. */
         expect(&r, "PYTHONPATH", autostart_dir());
@@ -260,8 +295,8 @@ START_TEST(segments_mode_and_uncached_change_nothing) {
     lw_run r;
     const char *bad[] = {"LEAKWATCH_TORCH_MODE=tensor", NULL};
     run_env(&r, "cuda", bad);
-    expect(&r, "PYTORCH_CUDA_ALLOC_CONF", ASYNC);
-    ck_assert_msg(strstr(r.err, "LEAKWATCH_TORCH_MODE") && strstr(r.err, "tensors segments"),
+    expect(&r, "PYTORCH_CUDA_ALLOC_CONF", NULL);
+    ck_assert_msg(strstr(r.err, "LEAKWATCH_TORCH_MODE") && strstr(r.err, "segments tensors"),
                   "stderr: %s", r.err);
     lw_run_free(&r);
 }
@@ -321,7 +356,8 @@ START_TEST(pythonpath_is_prepended_once) {
     expect(&r, "PYTHONPATH", given + 11);
     lw_run_free(&r);
     /* Steps off: PYTHONPATH untouched, the allocator still switched. */
-    const char *env3[] = {"PYTHONPATH=/x/y", "LEAKWATCH_TORCH_STEPS=0", NULL};
+    const char *env3[] = {"PYTHONPATH=/x/y", "LEAKWATCH_TORCH_STEPS=0",
+                          "LEAKWATCH_TORCH_MODE=tensors", NULL};
     run_env(&r, NULL, env3);
     expect(&r, "PYTHONPATH", "/x/y");
     expect(&r, "PYTORCH_CUDA_ALLOC_CONF", ASYNC);
@@ -441,6 +477,265 @@ START_TEST(optimizer_steps_are_marked) {
 }
 END_TEST
 
+/* ---- default settings with the stand-in torch ---- */
+
+/* Runs tests/python/SCRIPT ARG OPT under the shim with the stand-in torch. */
+static void run_torch_with(lw_run *r, const char *python, const char *name, const char *arg,
+                           const char *opt, const char *const *extra) {
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "PYTHONPATH=%s", script("faketorch"));
+    const char *env[24];
+    int n = 0;
+    for (int i = 0; extra && extra[i] && n < 18; i++)
+        env[n++] = extra[i]; /* first: the value getenv finds */
+    env[n++] = cudart_env;
+    env[n++] = path;
+    env[n++] = "LEAKWATCH_QUIET=1";
+    env[n++] = "LEAKWATCH_WARN=0";
+    env[n++] = "PYTHONDONTWRITEBYTECODE=1";
+    env[n] = NULL;
+    const char *args[] = {script(name), arg, opt, NULL};
+    lw_run_exe(r, 1, python, args, env);
+}
+
+static void run_torch(lw_run *r, const char *name, const char *arg, const char *opt,
+                      const char *const *extra) {
+    run_torch_with(r, pythons[0], name, arg, opt, extra);
+}
+
+static const char *rep_str(const lw_run *r, const char *path) {
+    const char *s = lw_json_string(lw_json_path(r->report, path));
+    return s ? s : "(none)";
+}
+
+/* The first site comes from PyTorch's allocation history and names
+ * file:line (its place to look). */
+static void expect_named(const lw_run *r, const char *file, int line, const char *who) {
+    ck_assert_msg(!strcmp(rep_str(r, "sites[0].source"), "pytorch_history"),
+                  "%s: first site's source %s\n%s", who, rep_str(r, "sites[0].source"), r->err);
+    ck_assert_str_eq(rep_str(r, "sites[0].kind"), "pytorch_allocator");
+    const char *f = rep_str(r, "sites[0].place_to_look.file");
+    long long l = lw_rep_int(r, "sites[0].place_to_look.line");
+    ck_assert_msg(!strcmp(f, file) && l == line, "%s: place to look %s:%lld, want %s:%d", who, f, l,
+                  file, line);
+    ck_assert_msg(lw_json_number(lw_json_path(r->report, "sites[0].bytes_per_step"), 0) > 0,
+                  "%s: no rate", who);
+}
+
+/* The seed's leaks under default settings: the allocator untouched, the
+ * verdict from PyTorch's own counters (a 512 B-per-step leak never needs a
+ * new segment), the line named through its allocation history; the fixed
+ * versions are clean. */
+START_TEST(seed_leaks_are_found_in_default_mode) {
+    NEED_PYTHON();
+    const char *seed = script("torch_seed.py");
+    static const struct {
+        const char *leak, *marker, *note;
+        long long rate;
+    } leaks[] = {
+        {"loss", "# LEAK-LOSS", NULL, 512},
+        {"validation", "# LEAK-VALIDATION", NULL, 0},
+        {"predictions", "# LEAK-PREDICTIONS", NULL, 2560},
+        {"gradients", "# LEAK-BACKWARD", "in backward, called from torch_seed.py:", 2560},
+    };
+    for (size_t i = 0; i < sizeof leaks / sizeof leaks[0]; i++) {
+        lw_run r;
+        run_torch(&r, "torch_seed.py", leaks[i].leak, NULL, NULL);
+        ck_assert_msg(r.exit_code == 0 && r.report, "%s: exit %d\n%s", leaks[i].leak, r.exit_code,
+                      r.err);
+        ck_assert_msg(!strcmp(verdict(&r), "leak"), "%s: verdict %s", leaks[i].leak, verdict(&r));
+        ck_assert_str_eq(rep_str(&r, "growth.signal"), "torch_allocated");
+        ck_assert_str_eq(rep_str(&r, "torch.mode"), "segments");
+        ck_assert_str_eq(rep_str(&r, "torch.backend.in_effect"), "native");
+        ck_assert_int_eq(lw_rep_int(&r, "growth.steps"), 160);
+        if (leaks[i].rate)
+            ck_assert_int_eq(lw_rep_int(&r, "torch.devices[0].bytes_per_step"), leaks[i].rate);
+        expect_named(&r, seed, marker_line(seed, leaks[i].marker), leaks[i].leak);
+        if (leaks[i].note)
+            ck_assert_msg(
+                !strncmp(rep_str(&r, "sites[0].note"), leaks[i].note, strlen(leaks[i].note)),
+                "%s: note %s", leaks[i].leak, rep_str(&r, "sites[0].note"));
+        /* The segment series is kept beside it. */
+        ck_assert_ptr_nonnull(lw_json_path(r.report, "series.floor"));
+        ck_assert_str_eq(rep_str(&r, "torch.diagnosis.state"), "done");
+        ck_assert_str_eq(rep_str(&r, "torch.diagnosis.recorded_by"), "leakwatch");
+        lw_run_free(&r);
+        run_torch(&r, "torch_seed.py", leaks[i].leak, "fixed", NULL);
+        ck_assert_msg(r.exit_code == 0 && r.report, "%s fixed: exit %d\n%s", leaks[i].leak,
+                      r.exit_code, r.err);
+        ck_assert_msg(!strcmp(verdict(&r), "no_leak"), "%s fixed: verdict %s", leaks[i].leak,
+                      verdict(&r));
+        ck_assert_str_eq(rep_str(&r, "growth.signal"), "torch_allocated");
+        lw_run_free(&r);
+    }
+}
+END_TEST
+
+/* The helper under every CPython found (frame layouts, relative paths). */
+START_TEST(seed_leak_named_with_every_python) {
+    NEED_PYTHON();
+    const char *seed = script("torch_seed.py");
+    for (int p = 0; p < npythons; p++) {
+        lw_run r;
+        run_torch_with(&r, pythons[p], "torch_seed.py", "gradients", NULL, NULL);
+        ck_assert_msg(r.exit_code == 0 && r.report, "%s: exit %d\n%s", pythons[p], r.exit_code,
+                      r.err);
+        ck_assert_msg(!strcmp(verdict(&r), "leak"), "%s: verdict %s", pythons[p], verdict(&r));
+        expect_named(&r, seed, marker_line(seed, "# LEAK-BACKWARD"), pythons[p]);
+        lw_run_free(&r);
+    }
+}
+END_TEST
+
+/* What PyTorch's cudaMallocAsync backend refuses works under the default;
+ * under tensors mode the same job fails with PyTorch's own error (which is
+ * why tensors mode is opt-in). */
+START_TEST(refused_features_work_in_default_mode) {
+    NEED_PYTHON();
+    static const char *const features[] = {"compile", "snapshot", "ipc", "mempool"};
+    static const char *const refused[] = {"checkPoolLiveAllocations", "recordHistory",
+                                          "shareIpcHandle", "createOrIncrefPool"};
+    const char *tensors[] = {"LEAKWATCH_TORCH_MODE=tensors", NULL};
+    for (int i = 0; i < 4; i++) {
+        lw_run r;
+        run_torch(&r, "torch_features.py", features[i], NULL, NULL);
+        char want[64];
+        snprintf(want, sizeof want, "%s ok", features[i]);
+        ck_assert_msg(r.exit_code == 0 && strstr(r.out, want), "%s: exit %d\n%s\n%s", features[i],
+                      r.exit_code, r.out, r.err);
+        ck_assert_msg(!strcmp(verdict(&r), "leak"), "%s: verdict %s", features[i], verdict(&r));
+        expect_named(&r, script("torch_features.py"),
+                     marker_line(script("torch_features.py"), "loss = criterion"), features[i]);
+        /* The user's own recording was read, never turned on or off. */
+        if (!strcmp(features[i], "snapshot"))
+            ck_assert_str_eq(rep_str(&r, "torch.diagnosis.recorded_by"), "user");
+        lw_run_free(&r);
+        run_torch(&r, "torch_features.py", features[i], NULL, tensors);
+        char err[160];
+        snprintf(err, sizeof err,
+                 "cudaMallocAsync does not yet support %s. If you need it, please file an issue "
+                 "describing your use case.",
+                 refused[i]);
+        ck_assert_msg(r.exit_code == 1 && strstr(r.out, err), "%s in tensors mode: exit %d\n%s",
+                      features[i], r.exit_code, r.out);
+        lw_run_free(&r);
+    }
+}
+END_TEST
+
+/* One step per training iteration: k optimizers, a GradScaler that skips
+ * updates, gradient accumulation; LEAKWATCH_TORCH_STEPS=optimizer counts
+ * each optimizer.step(). */
+START_TEST(steps_are_iterations) {
+    NEED_PYTHON();
+    static const struct {
+        const char *env[4];
+        long long steps, calls, skipped;
+    } cases[] = {
+        {{"OPTIMIZERS=2", NULL}, 160, 320, 0},
+        {{"SCALER=1", "FAKETORCH_INF_EVERY=3", NULL}, 160, 160, 53},
+        {{"OPTIMIZERS=2", "SCALER=1", "FAKETORCH_INF_EVERY=2", NULL}, 160, 320, 160},
+        {{"ACCUM=4", NULL}, 40, 40, 0},
+        {{"OPTIMIZERS=2", "LEAKWATCH_TORCH_STEPS=optimizer", NULL}, 320, 320, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        lw_run r;
+        run_torch(&r, "torch_seed.py", "loss", NULL, cases[i].env);
+        ck_assert_msg(r.exit_code == 0 && r.report, "case %zu: exit %d\n%s", i, r.exit_code, r.err);
+        ck_assert_int_eq(lw_rep_int(&r, "growth.steps"), cases[i].steps);
+        ck_assert_int_eq(lw_rep_int(&r, "torch.steps.marks"), cases[i].steps);
+        ck_assert_int_eq(lw_rep_int(&r, "torch.steps.optimizer_calls"), cases[i].calls);
+        ck_assert_int_eq(lw_rep_int(&r, "torch.steps.skipped_by_grad_scaler"), cases[i].skipped);
+        ck_assert_str_eq(rep_str(&r, "growth.step_source"), "marker");
+        lw_run_free(&r);
+    }
+}
+END_TEST
+
+/* Tensors mode whose switch does not take (the job sets its own allocator
+ * configuration before importing torch): said once, recorded, and the
+ * helper works as in segments mode. */
+START_TEST(tensors_mode_checks_the_backend_in_effect) {
+    NEED_PYTHON();
+    const char *seed = script("torch_seed.py");
+    const char *env[] = {"LEAKWATCH_TORCH_MODE=tensors", "JOB_ALLOC_CONF=expandable_segments:False",
+                         "LEAKWATCH_QUIET=0", NULL};
+    lw_run r;
+    run_torch(&r, "torch_seed.py", "loss", NULL, env);
+    ck_assert_msg(r.exit_code == 0 && r.report, "exit %d\n%s", r.exit_code, r.err);
+    ck_assert_msg(count(r.err, "did not take") == 1, "stderr: %s", r.err);
+    ck_assert_str_eq(rep_str(&r, "torch.backend.in_effect"), "native");
+    ck_assert_str_eq(rep_str(&r, "torch.backend.mode"), "segments");
+    ck_assert_int_eq(lw_json_bool(lw_json_path(r.report, "torch.backend.fell_back"), 0), 1);
+    expect_named(&r, seed, marker_line(seed, "# LEAK-LOSS"), "fallback");
+    lw_run_free(&r);
+    /* When it takes: recorded, and no window (the backend refuses history). */
+    const char *env2[] = {"LEAKWATCH_TORCH_MODE=tensors", NULL};
+    run_torch(&r, "torch_seed.py", "loss", NULL, env2);
+    ck_assert_msg(r.exit_code == 0 && r.report, "exit %d\n%s", r.exit_code, r.err);
+    ck_assert_str_eq(rep_str(&r, "torch.backend.in_effect"), "cudaMallocAsync");
+    ck_assert_str_eq(rep_str(&r, "torch.backend.mode"), "tensors");
+    ck_assert_msg(!strcmp(verdict(&r), "leak"), "verdict %s", verdict(&r));
+    ck_assert_ptr_null(lw_json_path(r.report, "torch.diagnosis"));
+    lw_run_free(&r);
+}
+END_TEST
+
+/* Memory allocated in backward() on a thread with a Python thread state but
+ * no frame (autograd's engine) takes the frames of the thread waiting in
+ * backward(); here the tensors do not grow, so leakwatch's own series
+ * decides. */
+START_TEST(backward_allocations_name_the_caller) {
+    NEED_PYTHON();
+    char probe[PATH_MAX + 32];
+    snprintf(probe, sizeof probe, "LW_PYPROBE=%s/tests/python/pyprobe.so", lw_build_dir());
+    const char *env[] = {probe, NULL};
+    const char *file = script("backward_engine.py");
+    int line = marker_line(file, "# LEAK-ENGINE");
+    lw_run r;
+    run_torch(&r, "backward_engine.py", NULL, NULL, env);
+    ck_assert_msg(r.exit_code == 0 && r.report, "exit %d\n%s", r.exit_code, r.err);
+    ck_assert_str_eq(verdict(&r), "leak");
+    ck_assert_str_eq(rep_str(&r, "growth.signal"), "live_bytes");
+    ck_assert_msg(
+        !strncmp(rep_str(&r, "sites[0].note"), "in backward, called from backward_engine.py:", 44),
+        "note: %s", rep_str(&r, "sites[0].note"));
+    expect_leak_line(&r, file, line, "backward");
+    int engine = 0;
+    const lw_json *frames = lw_json_path(r.report, "sites[0].frames");
+    for (size_t j = 0; j < lw_json_len(frames); j++) {
+        const char *fl = lw_json_string(lw_json_get(lw_json_at(frames, j), "file"));
+        if (fl && !strcmp(fl, "<autograd engine>")) engine = 1;
+        ck_assert_msg(!fl || !strstr(fl, "leakwatch/_torch.py"), "helper frame shown");
+    }
+    ck_assert_msg(engine, "no <autograd engine> frame");
+    lw_run_free(&r);
+}
+END_TEST
+
+/* Pinned host memory is host RAM: its own series and verdict, never in the
+ * device floor. */
+START_TEST(pinned_host_has_its_own_verdict) {
+    NEED_PYTHON();
+    for (int both = 0; both < 2; both++) {
+        lw_run r;
+        run_torch(&r, "pinned_leak.py", both ? "device" : NULL, NULL, NULL);
+        ck_assert_msg(r.exit_code == 0 && r.report, "exit %d\n%s", r.exit_code, r.err);
+        ck_assert_str_eq(rep_str(&r, "growth.pinned_host.verdict"), "leak");
+        ck_assert_int_eq((long long)lw_json_number(
+                             lw_json_path(r.report, "growth.pinned_host.bytes_per_step"), 0),
+                         64 * 1024);
+        ck_assert_str_eq(verdict(&r), both ? "leak" : "no_leak");
+        if (both)
+            ck_assert_int_eq(
+                (long long)lw_json_number(lw_json_path(r.report, "growth.bytes_per_step"), 0),
+                1 << 20);
+        ck_assert_str_eq(rep_str(&r, "growth.signal"), "live_bytes");
+        lw_run_free(&r);
+    }
+}
+END_TEST
+
 int main(void) {
     /* The runs inherit this environment: start them from a known one. */
     unsetenv("PYTORCH_CUDA_ALLOC_CONF");
@@ -452,7 +747,8 @@ int main(void) {
     TCase *env = tcase_create("environment");
     tcase_set_timeout(env, 120);
     tcase_add_test(env, rewrite_rules);
-    tcase_add_test(env, unset_gets_the_async_backend);
+    tcase_add_test(env, default_leaves_the_allocator_alone);
+    tcase_add_test(env, tensors_mode_gets_the_async_backend);
     tcase_add_test(env, user_settings_are_kept);
     tcase_add_test(env, native_backend_is_left_and_said_once_cuda_is_used);
     tcase_add_test(env, segments_mode_and_uncached_change_nothing);
@@ -464,6 +760,16 @@ int main(void) {
     tcase_set_timeout(steps, 300);
     tcase_add_test(steps, optimizer_steps_are_marked);
     suite_add_tcase(s, steps);
+    TCase *dflt = tcase_create("default");
+    tcase_set_timeout(dflt, 600);
+    tcase_add_test(dflt, seed_leaks_are_found_in_default_mode);
+    tcase_add_test(dflt, seed_leak_named_with_every_python);
+    tcase_add_test(dflt, refused_features_work_in_default_mode);
+    tcase_add_test(dflt, steps_are_iterations);
+    tcase_add_test(dflt, tensors_mode_checks_the_backend_in_effect);
+    tcase_add_test(dflt, pinned_host_has_its_own_verdict);
+    tcase_add_test(dflt, backward_allocations_name_the_caller);
+    suite_add_tcase(s, dflt);
     int failed = lw_check_run(s);
     return failed ? 1 : 0;
 }

@@ -152,3 +152,38 @@ EXPORT long probe_spin(int ms) {
     } while ((b.tv_sec - a.tv_sec) * 1000L + (b.tv_nsec - a.tv_nsec) / 1000000L < ms);
     return iters;
 }
+
+/* As PyTorch's autograd engine runs backward(): a thread of its own with a
+ * Python thread state but no Python frame (PythonEngine::thread_init creates
+ * one and releases the GIL), calling fn(&ptr, size) (cudaMalloc's
+ * signature), while the calling thread waits. Call through ctypes.CDLL (the
+ * GIL is released during the call). Returns fn's result, or -1. */
+typedef struct {
+    int (*fn)(void **, size_t);
+    size_t size;
+    int rc;
+} frameless_job;
+
+static void *frameless_main(void *arg) {
+    frameless_job *j = arg;
+    int (*ensure)(void) = (int (*)(void))lw_real_dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
+    void (*release)(int) = (void (*)(int))lw_real_dlsym(RTLD_DEFAULT, "PyGILState_Release");
+    void *(*save)(void) = (void *(*)(void))lw_real_dlsym(RTLD_DEFAULT, "PyEval_SaveThread");
+    void (*restore)(void *) = (void (*)(void *))lw_real_dlsym(RTLD_DEFAULT, "PyEval_RestoreThread");
+    if (!ensure || !release || !save || !restore) return NULL;
+    int g = ensure();
+    void *ts = save();
+    void *p = NULL;
+    j->rc = j->fn(&p, j->size);
+    restore(ts);
+    release(g);
+    return NULL;
+}
+
+EXPORT int probe_frameless_call(void *fn, size_t size) {
+    frameless_job j = {(int (*)(void **, size_t))fn, size, -1};
+    pthread_t t;
+    if (pthread_create(&t, NULL, frameless_main, &j) != 0) return -1;
+    pthread_join(t, NULL);
+    return j.rc;
+}

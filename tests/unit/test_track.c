@@ -168,6 +168,33 @@ START_TEST(totals_levels_and_peaks) {
 }
 END_TEST
 
+/* The step floor and peak are device memory's; pinned host memory (host RAM)
+ * has its own. */
+START_TEST(totals_pinned_host_floor_apart) {
+    lw_totals_reset();
+    int64_t fl, pk;
+    lw_totals_take_floor_peak(&fl, &pk);
+    lw_totals_take_host_floor_peak(&fl, &pk);
+    lw_totals_alloc(0, LW_KIND_DEVICE, 100);
+    lw_totals_alloc(-1, LW_KIND_PINNED_HOST, 1000);
+    lw_totals_free(0, LW_KIND_DEVICE, 100);
+    lw_totals_alloc(0, LW_KIND_DEVICE, 40);
+    lw_totals_take_floor_peak(&fl, &pk);
+    ck_assert_int_eq(fl, 0);
+    ck_assert_int_eq(pk, 100);
+    lw_totals_take_host_floor_peak(&fl, &pk);
+    ck_assert_int_eq(fl, 0);
+    ck_assert_int_eq(pk, 1000);
+    lw_totals_free(-1, LW_KIND_PINNED_HOST, 1000);
+    lw_totals_take_floor_peak(&fl, &pk);
+    ck_assert_int_eq(fl, 40);
+    ck_assert_int_eq(pk, 40);
+    lw_totals_take_host_floor_peak(&fl, &pk);
+    ck_assert_int_eq(fl, 0);
+    ck_assert_int_eq(pk, 1000);
+}
+END_TEST
+
 static void *alloc_free_many(void *arg) {
     (void)arg;
     for (int i = 0; i < 10000; i++) {
@@ -201,6 +228,7 @@ static Suite *track_suite(void) {
     tcase_add_test(tc, live_grows_and_scans_everything);
     tcase_add_test(tc, sites_intern_once_and_pool_past_the_cap);
     tcase_add_test(tc, totals_levels_and_peaks);
+    tcase_add_test(tc, totals_pinned_host_floor_apart);
     tcase_add_test(tc, totals_threads_sum_exactly);
     suite_add_tcase(s, tc);
     return s;

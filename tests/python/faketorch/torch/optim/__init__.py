@@ -1,2 +1,2 @@
 # SPDX-License-Identifier: Apache-2.0
-from .optimizer import Optimizer  # noqa: F401
+from .optimizer import SGD, Adam, Optimizer  # noqa: F401

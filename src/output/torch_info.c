@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "torch_info.h"
+
+#include "log.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_TEXT (1u << 20)
+
+enum { F_SITES, F_DIAGNOSIS, F_BACKEND, F_STEPS, F_ANSWER, F_COUNT };
+static const char *const names[F_COUNT] = {"sites", "diagnosis", "backend", "steps", "answer"};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static char *texts[F_COUNT];
+static char *label;
+static int said[F_COUNT];
+
+/* ---- a strict JSON checker (RFC 8259), depth-limited ---- */
+
+typedef struct {
+    const char *p;
+    int depth;
+} scan;
+
+static void ws(scan *s) {
+    while (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r')
+        s->p++;
+}
+
+static int is_hex(char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+static int string(scan *s) {
+    if (*s->p != '"') return 0;
+    for (s->p++; *s->p != '"'; s->p++) {
+        unsigned char c = (unsigned char)*s->p;
+        if (c < 0x20) return 0;
+        if (c != '\\') continue;
+        c = (unsigned char)*++s->p;
+        if (c == 'u') {
+            for (int i = 1; i <= 4; i++)
+                if (!is_hex(s->p[i])) return 0;
+            s->p += 4;
+        } else if (!strchr("\"\\/bfnrt", c) || !c) {
+            return 0;
+        }
+    }
+    s->p++;
+    return 1;
+}
+
+static int digits(scan *s) {
+    const char *start = s->p;
+    while (*s->p >= '0' && *s->p <= '9')
+        s->p++;
+    return s->p > start;
+}
+
+static int number(scan *s) {
+    if (*s->p == '-') s->p++;
+    if (*s->p == '0')
+        s->p++;
+    else if (!digits(s))
+        return 0;
+    if (*s->p == '.' && (s->p++, !digits(s))) return 0;
+    if (*s->p == 'e' || *s->p == 'E') {
+        s->p++;
+        if (*s->p == '+' || *s->p == '-') s->p++;
+        if (!digits(s)) return 0;
+    }
+    return 1;
+}
+
+static int value(scan *s);
+
+static int items(scan *s, char close, int keyed) {
+    if (++s->depth > 24) return 0;
+    s->p++;
+    ws(s);
+    if (*s->p == close) {
+        s->p++;
+        s->depth--;
+        return 1;
+    }
+    for (;;) {
+        if (keyed) {
+            if (!string(s)) return 0;
+            ws(s);
+            if (*s->p++ != ':') return 0;
+            ws(s);
+        }
+        if (!value(s)) return 0;
+        ws(s);
+        if (*s->p == close) break;
+        if (*s->p++ != ',') return 0;
+        ws(s);
+    }
+    s->p++;
+    s->depth--;
+    return 1;
+}
+
+static int value(scan *s) {
+    switch (*s->p) {
+    case '{':
+        return items(s, '}', 1);
+    case '[':
+        return items(s, ']', 0);
+    case '"':
+        return string(s);
+    case 't':
+        return strncmp(s->p, "true", 4) == 0 ? (s->p += 4, 1) : 0;
+    case 'f':
+        return strncmp(s->p, "false", 5) == 0 ? (s->p += 5, 1) : 0;
+    case 'n':
+        return strncmp(s->p, "null", 4) == 0 ? (s->p += 4, 1) : 0;
+    default:
+        return number(s);
+    }
+}
+
+int lw_json_valid(const char *text, char type) {
+    if (!text) return 0;
+    scan s = {text, 0};
+    ws(&s);
+    if (*s.p != type || !value(&s)) return 0;
+    ws(&s);
+    return *s.p == '\0';
+}
+
+/* ---- the store ---- */
+
+int lw_torch_info_set(const char *field, const char *json, const char *message) {
+    int f = -1;
+    for (int i = 0; field && i < F_COUNT; i++)
+        if (!strcmp(field, names[i])) f = i;
+    if (f < 0 || !json || strlen(json) > MAX_TEXT) return -1;
+    if (!lw_json_valid(json, f == F_SITES ? '[' : '{')) return -1;
+    char *copy = strdup(json);
+    char *lab = f == F_SITES && message ? strdup(message) : NULL;
+    if (!copy) return -1;
+    pthread_mutex_lock(&lock);
+    free(texts[f]);
+    texts[f] = copy;
+    if (f == F_SITES) {
+        free(label);
+        label = lab;
+    }
+    int say = f != F_SITES && message && *message && !said[f];
+    if (say) said[f] = 1;
+    pthread_mutex_unlock(&lock);
+    if (say && !lw_log_quiet) lw_log("%s", message);
+    return 0;
+}
+
+int lw_torch_info_present(void) {
+    pthread_mutex_lock(&lock);
+    int any = 0;
+    for (int f = 0; f < F_COUNT; f++)
+        any |= texts[f] != NULL;
+    pthread_mutex_unlock(&lock);
+    return any;
+}
+
+/* Calls fn for each element of the array text (already checked). */
+static size_t each_element(const char *text, size_t limit,
+                           void (*fn)(const char *start, size_t len, void *arg), void *arg) {
+    scan s = {text, 0};
+    size_t n = 0;
+    ws(&s);
+    s.p++; /* [ */
+    ws(&s);
+    while (*s.p && *s.p != ']' && n < limit) {
+        const char *start = s.p;
+        if (!value(&s)) break;
+        if (fn) fn(start, (size_t)(s.p - start), arg);
+        n++;
+        ws(&s);
+        if (*s.p == ',') s.p++;
+        ws(&s);
+    }
+    return n;
+}
+
+static void emit_one(const char *start, size_t len, void *arg) {
+    lw_jw_raw(arg, NULL, start, len);
+}
+
+size_t lw_torch_info_emit_sites(lw_jw *w, size_t limit) {
+    pthread_mutex_lock(&lock);
+    size_t n = texts[F_SITES] ? each_element(texts[F_SITES], limit, emit_one, w) : 0;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+size_t lw_torch_info_sites(double *top_bytes_per_step) {
+    pthread_mutex_lock(&lock);
+    size_t n = texts[F_SITES] ? each_element(texts[F_SITES], (size_t)-1, NULL, NULL) : 0;
+    if (top_bytes_per_step) {
+        *top_bytes_per_step = 0;
+        const char *k = n ? strstr(texts[F_SITES], "\"bytes_per_step\":") : NULL;
+        if (k) *top_bytes_per_step = strtod(k + strlen("\"bytes_per_step\":"), NULL);
+    }
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+void lw_torch_info_emit_fields(lw_jw *w) {
+    pthread_mutex_lock(&lock);
+    for (int f = F_DIAGNOSIS; f < F_ANSWER; f++)
+        if (texts[f]) lw_jw_raw(w, names[f], texts[f], strlen(texts[f]));
+    pthread_mutex_unlock(&lock);
+}
+
+int lw_torch_info_answer(lw_jw *w) {
+    pthread_mutex_lock(&lock);
+    int any = texts[F_ANSWER] != NULL;
+    if (any) lw_jw_raw(w, "answer", texts[F_ANSWER], strlen(texts[F_ANSWER]));
+    pthread_mutex_unlock(&lock);
+    return any;
+}
+
+const char *lw_torch_info_label(char *out, size_t n) {
+    pthread_mutex_lock(&lock);
+    const char *r = NULL;
+    if (label && n) {
+        snprintf(out, n, "%s", label);
+        r = out;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+void lw_torch_info_forget(void) {
+    for (int f = 0; f < F_COUNT; f++) {
+        free(texts[f]);
+        texts[f] = NULL;
+        said[f] = 0;
+    }
+    free(label);
+    label = NULL;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the PyTorch helper (python/leakwatch/_torch.py) learned in the job and
+ * handed over for the report: the sites found in PyTorch's own allocation
+ * history during a diagnosis window, the window itself, the allocator
+ * backend in effect, how steps were counted. Each is a JSON text produced by
+ * the helper (json.dumps), checked here and written into the report as is. */
+#ifndef LW_TORCH_INFO_H
+#define LW_TORCH_INFO_H
+
+#include "json_write.h"
+
+#include <stddef.h>
+
+/* field: "sites" (a JSON array of site objects; message: the top site's
+ * label for the summary line), "answer" (the report's answer when PyTorch's
+ * signal decided: {"site", "where"}), or "diagnosis", "backend", "steps" (a
+ * JSON object each; message, if not NULL, is said once on stderr). A later call
+ * replaces an earlier one. Returns 0, or -1 for an unknown field, a text
+ * that is not JSON of the right type, or one over 1 MiB. */
+int lw_torch_info_set(const char *field, const char *json, const char *message);
+
+/* 1 when the helper handed anything over. */
+int lw_torch_info_present(void);
+
+/* Writes the "sites" elements into the array w is in; returns how many. */
+size_t lw_torch_info_emit_sites(lw_jw *w, size_t limit);
+/* The number of sites held, and the first one's leak rate (0 when none). */
+size_t lw_torch_info_sites(double *top_bytes_per_step);
+/* Writes "key": value for each object field held, in w's current object. */
+void lw_torch_info_emit_fields(lw_jw *w);
+/* Writes "answer": the helper's, when it gave one; returns 1, else 0. */
+int lw_torch_info_answer(lw_jw *w);
+/* The top site's label, or NULL. Copies into out. */
+const char *lw_torch_info_label(char *out, size_t n);
+
+/* Pure: 1 when text is one JSON value of the given type ('[' array, '{'
+ * object), nothing else around it but white space. */
+int lw_json_valid(const char *text, char type);
+
+/* A forked child forgets its parent's. */
+void lw_torch_info_forget(void);
+
+#endif

@@ -1,0 +1,159 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The leaks of the seed articles (shared/seeds), written as plain PyTorch
+and run on the CPU stand-in torch (tests/python/faketorch): no line here
+calls leakwatch.
+
+    torch_seed.py LEAK [fixed]
+
+LEAK:
+  loss         train_bad: total_loss += loss; loss_history.append(loss)
+               (the loss tensor kept, with its graph)
+  validation   validate_bad: no torch.no_grad(), val_loss += loss, the
+               result kept per epoch (every batch's graph and saved
+               activations kept)
+  predictions  outputs kept on the GPU for a final metric, no
+               .detach().cpu()
+  gradients    a hook on the outputs keeps each step's gradient (allocated
+               in backward, on autograd's thread)
+fixed: the article's fix (loss.item(), @torch.no_grad() + model.eval(),
+.detach().cpu(); for gradients, a norm as a Python float).
+
+Environment: JOB_ALLOC_CONF (set as PYTORCH_CUDA_ALLOC_CONF before the
+import, as some jobs do), STEPS (default 160 training steps), OPTIMIZERS (2: a second
+optimizer stepping every iteration, as a GAN's), ACCUM (optimizer.step()
+every ACCUM batches), SCALER=1 (steps through torch.amp.GradScaler)."""
+import os
+import sys
+
+# A job that sets its own allocator configuration before importing torch
+# (JOB_ALLOC_CONF): PyTorch reads it then, whatever leakwatch prepared.
+if os.environ.get("JOB_ALLOC_CONF"):
+    os.environ["PYTORCH_CUDA_ALLOC_CONF"] = os.environ["JOB_ALLOC_CONF"]
+
+import torch  # noqa: E402
+from torch import nn, optim  # noqa: E402
+
+LEAK = sys.argv[1]
+FIXED = "fixed" in sys.argv[2:]
+STEPS = int(os.environ.get("STEPS", "160"))
+OPTIMIZERS = int(os.environ.get("OPTIMIZERS", "1"))
+ACCUM = int(os.environ.get("ACCUM", "1"))
+SCALER = os.environ.get("SCALER") == "1"
+
+
+def batches(n):
+    for _ in range(n):
+        yield torch.randn(64, 128), torch.randint(10, (64,))
+
+
+def make_model():
+    return nn.Sequential(nn.Dropout(0.1), nn.Linear(128, 512), nn.ReLU(), nn.Linear(512, 10)).cuda()
+
+
+model = make_model()
+other = make_model() if OPTIMIZERS > 1 else None
+optimizers = [optim.SGD(model.parameters(), lr=0.01, momentum=0.9)]
+if other is not None:
+    optimizers.append(optim.Adam(other.parameters()))
+criterion = nn.CrossEntropyLoss()
+scaler = torch.amp.GradScaler() if SCALER else None
+
+
+def step_all():
+    for opt in optimizers:
+        if scaler is not None:
+            scaler.step(opt)
+        else:
+            opt.step()
+    if scaler is not None:
+        scaler.update()
+
+
+def zero_all():
+    for opt in optimizers:
+        opt.zero_grad()
+
+
+def train_bad(dataloader):
+    model.train()
+    total_loss = 0.0
+    loss_history = []
+    for i, (inputs, targets) in enumerate(dataloader):
+        inputs, targets = inputs.cuda(), targets.cuda()
+        outputs = model(inputs)
+        loss = criterion(outputs, targets)  # LEAK-LOSS
+        loss.backward()
+        if other is not None:
+            criterion(other(inputs), targets).backward()
+        if (i + 1) % ACCUM == 0:
+            step_all()
+            zero_all()
+        if FIXED:
+            loss_scalar = loss.item()
+            total_loss += loss_scalar
+            loss_history.append(loss_scalar)
+        else:
+            total_loss += loss
+            loss_history.append(loss)
+    return total_loss, loss_history
+
+
+def validate_bad(dataloader):
+    val_loss = 0.0
+    for inputs, targets in dataloader:
+        inputs, targets = inputs.cuda(), targets.cuda()
+        outputs = model(inputs)  # LEAK-VALIDATION
+        loss = criterion(outputs, targets)
+        val_loss += loss
+    return val_loss
+
+
+@torch.no_grad()
+def validate_good(dataloader):
+    model.eval()
+    val_loss = 0.0
+    for inputs, targets in dataloader:
+        inputs, targets = inputs.cuda(), targets.cuda()
+        outputs = model(inputs)
+        loss = criterion(outputs, targets)
+        val_loss += loss.item()
+    model.train()
+    return val_loss
+
+
+grad_history = []
+
+
+def keep_gradient(grad):
+    grad_history.append(grad.item() if FIXED else grad)
+
+
+def train_plain(inputs, targets, watch=False):
+    inputs, targets = inputs.cuda(), targets.cuda()
+    outputs = model(inputs)  # LEAK-PREDICTIONS
+    loss = criterion(outputs, targets)
+    if watch:
+        outputs.register_hook(keep_gradient)
+    loss.backward()  # LEAK-BACKWARD
+    step_all()
+    zero_all()
+    return outputs, targets
+
+
+if LEAK == "loss":
+    train_bad(batches(STEPS))
+elif LEAK == "validation":
+    val_history = []
+    for epoch in range(STEPS // 10):
+        for inputs, targets in batches(10):
+            train_plain(inputs, targets)
+        val_history.append(validate_good(batches(5)) if FIXED else validate_bad(batches(5)))
+elif LEAK == "predictions":
+    all_preds = []
+    for inputs, targets in batches(STEPS):
+        outputs, targets = train_plain(inputs, targets)
+        all_preds.append(outputs.detach().cpu() if FIXED else outputs)
+elif LEAK == "gradients":
+    for inputs, targets in batches(STEPS):
+        train_plain(inputs, targets, watch=True)
+print(f"trained {STEPS} steps")

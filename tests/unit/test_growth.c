@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Unit tests for src/analyze/growth.c: PyTorch's tensor series per device
+ * (leakwatch_torch_counters) is decided by the same rule as leakwatch's own
+ * series (lw_decision: confirmation, withdrawal, a reason that agrees with
+ * the verdict), and decides the verdict once it has points. */
+#include "../check_run.h"
+#include "growth.h"
+#include "runstate.h"
+
+#include <check.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Deterministic noise of +-2 KiB around the floor. */
+static int64_t noise(uint64_t *s) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (int64_t)((*s >> 33) % 4097) - 2048;
+}
+
+static void steps(int n, int64_t *level, int64_t per_step, uint64_t *seed) {
+    for (int i = 0; i < n; i++) {
+        lw_step_mark();
+        *level += per_step;
+        lw_growth_torch_counters(0, (64 << 20) + *level + noise(seed), 256 << 20, -1);
+        lw_growth_update(0);
+    }
+}
+
+static lw_torch_device_state device0(void) {
+    lw_torch_device_state d[LW_TORCH_MAX_DEVICES];
+    memset(d, 0, sizeof d);
+    ck_assert_int_eq(lw_growth_torch_get(d, LW_TORCH_MAX_DEVICES, NULL, 0, NULL), 1);
+    ck_assert_int_eq(d[0].device, 0);
+    return d[0];
+}
+
+START_TEST(tensor_series_follows_the_decision_rule) {
+    lw_growth_init();
+    int64_t level = 0;
+    uint64_t seed = 1;
+    /* 4 KiB kept per step: a leak, announced after confirmation. */
+    steps(400, &level, 4096, &seed);
+    lw_growth_flush();
+    lw_torch_device_state d = device0();
+    ck_assert_int_eq(d.verdict, LW_VERDICT_LEAK);
+    ck_assert_int_ge(d.first_leak_step, 1);
+    ck_assert_str_eq(d.reason, "the floor grows steadily");
+    lw_growth_state g;
+    lw_growth_get(&g, NULL, 0, NULL);
+    ck_assert_str_eq(g.signal, "torch_allocated");
+    ck_assert_int_eq(g.signal_device, 0);
+    ck_assert_int_eq(g.verdict, LW_VERDICT_LEAK);
+    ck_assert_int_eq(g.first_leak_step, d.first_leak_step);
+    ck_assert_msg(strstr(g.reason, "grows") != NULL, "reason: %s", g.reason);
+    ck_assert_uint_eq(g.withdrawn, 0);
+    /* The growth stops for good: the verdict is withdrawn as lw_decision
+     * withdraws one, saying so, and counted in growth.leak_verdicts_withdrawn. */
+    steps(6000, &level, 0, &seed);
+    lw_growth_flush();
+    d = device0();
+    ck_assert_int_ne(d.verdict, LW_VERDICT_LEAK);
+    ck_assert_int_eq(d.first_leak_step, -1);
+    ck_assert_msg(strncmp(d.reason, "leak verdict withdrawn", 22) == 0 ||
+                      d.verdict == LW_VERDICT_NO_LEAK,
+                  "reason: %s", d.reason);
+    lw_growth_get(&g, NULL, 0, NULL);
+    ck_assert_int_ne(g.verdict, LW_VERDICT_LEAK);
+    ck_assert_uint_ge(g.withdrawn, 1);
+    ck_assert_int_eq(g.first_leak_step, -1);
+}
+END_TEST
+
+/* A flat tensor series never gives a leak, and its reason is never one. */
+START_TEST(flat_tensor_series_is_no_leak) {
+    lw_growth_init();
+    int64_t level = 0;
+    uint64_t seed = 7;
+    steps(600, &level, 0, &seed);
+    lw_growth_flush();
+    lw_torch_device_state d = device0();
+    ck_assert_int_ne(d.verdict, LW_VERDICT_LEAK);
+    ck_assert_ptr_null(strstr(d.reason, "grows steadily"));
+}
+END_TEST
+
+static Suite *growth_suite(void) {
+    Suite *s = suite_create("growth");
+    TCase *tc = tcase_create("torch");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, tensor_series_follows_the_decision_rule);
+    tcase_add_test(tc, flat_tensor_series_is_no_leak);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    return lw_check_run(growth_suite());
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Unit tests for src/output/torch_info.c: what the PyTorch helper hands over
+ * is checked to be one JSON value of the expected shape before it is written
+ * into a report as is, and the sites' elements are written one by one. */
+#include "../check_run.h"
+#include "json_doc.h"
+#include "json_write.h"
+#include "torch_info.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+START_TEST(valid_json_only) {
+    static const char *const good_arrays[] = {"[]", " [1, 2.5e3, -0.5, \"a\\u00e9\\n\"] ",
+                                              "[{\"a\":[true,false,null]},{}]"};
+    static const char *const bad_arrays[] = {"",
+                                             "[",
+                                             "[1,]",
+                                             "[1 2]",
+                                             "{}",
+                                             "[01]",
+                                             "[1.]",
+                                             "[\"a]",
+                                             "[\"\\x\"]",
+                                             "[\"\\u12g4\"]",
+                                             "[nul]",
+                                             "[1] x",
+                                             "[\"tab\there\"]",
+                                             "[{\"a\" 1}]",
+                                             "[{1:2}]"};
+    for (size_t i = 0; i < sizeof good_arrays / sizeof *good_arrays; i++)
+        ck_assert_msg(lw_json_valid(good_arrays[i], '['), "rejected %s", good_arrays[i]);
+    for (size_t i = 0; i < sizeof bad_arrays / sizeof *bad_arrays; i++)
+        ck_assert_msg(!lw_json_valid(bad_arrays[i], '['), "accepted %s", bad_arrays[i]);
+    ck_assert(lw_json_valid("{\"state\":\"done\",\"n\":3}", '{'));
+    ck_assert(!lw_json_valid("[]", '{'));
+    ck_assert(!lw_json_valid(NULL, '{'));
+    /* Nesting is bounded. */
+    char deep[128];
+    memset(deep, '[', 60);
+    memset(deep + 60, ']', 60);
+    deep[120] = '\0';
+    ck_assert(!lw_json_valid(deep, '['));
+}
+END_TEST
+
+START_TEST(fields_and_sites) {
+    ck_assert_int_eq(lw_torch_info_set("nope", "{}", NULL), -1);
+    ck_assert_int_eq(lw_torch_info_set("sites", "{}", NULL), -1);
+    ck_assert_int_eq(lw_torch_info_set("diagnosis", "[1]", NULL), -1);
+    ck_assert_int_eq(lw_torch_info_present(), 0);
+    ck_assert_int_eq(
+        lw_torch_info_set("sites", "[{\"id\":1,\"bytes_per_step\":512.0},{\"id\":2}]", "t.py:3"),
+        0);
+    ck_assert_int_eq(lw_torch_info_set("diagnosis", "{\"state\":\"done\"}", NULL), 0);
+    double top = 0;
+    ck_assert_uint_eq(lw_torch_info_sites(&top), 2);
+    ck_assert(top == 512.0);
+    char label[32];
+    ck_assert_str_eq(lw_torch_info_label(label, sizeof label), "t.py:3");
+    /* Written into a report: a valid document with both sites, then the field. */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    lw_jw w;
+    lw_jw_init(&w, f, 1);
+    lw_jw_object(&w, NULL);
+    lw_jw_array(&w, "sites");
+    ck_assert_uint_eq(lw_torch_info_emit_sites(&w, 1), 1);
+    lw_jw_end(&w);
+    lw_torch_info_emit_fields(&w);
+    lw_jw_end(&w);
+    fclose(f);
+    char err[128];
+    lw_json *doc = lw_json_parse(buf, len, NULL, err, sizeof err);
+    ck_assert_msg(doc != NULL, "%s in %s", err, buf);
+    ck_assert_uint_eq(lw_json_len(lw_json_path(doc, "sites")), 1);
+    ck_assert_str_eq(lw_json_string(lw_json_path(doc, "diagnosis.state")), "done");
+    lw_json_free(doc);
+    free(buf);
+    lw_torch_info_forget();
+    ck_assert_int_eq(lw_torch_info_present(), 0);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("torch_info");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, valid_json_only);
+    tcase_add_test(tc, fields_and_sites);
+    suite_add_tcase(s, tc);
+    return lw_check_run(s) ? 1 : 0;
+}
