@@ -7,6 +7,7 @@
 #include "live.h"
 #include "log.h"
 #include "options.h"
+#include "prometheus.h"
 #include "pyframes.h"
 #include "record.h"
 #include "vmm.h"
@@ -112,6 +113,10 @@ static void write_report(const char *reason, int fallback) {
     char path[PATH_MAX];
     int rc = lw_report_write(reason, fallback, path, sizeof path);
     lw_report_summary(rc == 0 ? path : NULL);
+    /* The metrics end on the state the report gives, not on the worker's last
+     * tick (which may predate the final verdict). */
+    const char *prom = lw_opt_str(LW_OPT_PROMETHEUS);
+    if (prom) lw_prometheus_write(prom);
 }
 
 static void at_exit(void) {

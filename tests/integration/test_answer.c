@@ -465,6 +465,34 @@ static void fits(const char *text, int cols) {
     }
 }
 
+/* The metrics file ends on the final verdict even when the worker's timer
+ * never came round during the run (an interval of an hour). */
+START_TEST(prometheus_ends_on_the_final_verdict) {
+    char exe[PATH_MAX], want[128], pdir[64], prom[160], promenv[200];
+    snprintf(exe, sizeof exe, "%s/examples/train_loop", lw_build_dir());
+    int line = line_of("examples/train_loop.c", "cudaMalloc(&history[step]");
+    snprintf(want, sizeof want,
+             "leakwatch_leak_place_info{where=\"train_loop.c:%d in "
+             "keep_loss_history\"} 1",
+             line);
+    lw_temp_dir(pdir, sizeof pdir);
+    snprintf(prom, sizeof prom, "%s/job.prom", pdir);
+    snprintf(promenv, sizeof promenv, "LEAKWATCH_PROMETHEUS=%s", prom);
+    lw_run r;
+    const char *args[] = {"--steps", "600", "--step-us", "0", NULL};
+    const char *env[] = {promenv, "LEAKWATCH_INTERVAL_MS=3600000", NULL};
+    lw_run_exe(&r, 1, exe, args, env);
+    RUN_OK(&r);
+    ck_assert_ptr_nonnull(r.report);
+    ck_assert_str_eq(lw_json_string(lw_json_path(r.report, "verdict")), "leak");
+    char *text = lw_slurp_file(prom);
+    ck_assert_msg(strstr(text, "leakwatch_leak 1") && strstr(text, want), "%s", text);
+    free(text);
+    lw_run_free(&r);
+    lw_remove_dir(pdir);
+}
+END_TEST
+
 START_TEST(top_keys_and_job_exit_in_tmux) {
     if (system("command -v tmux >/dev/null 2>&1") != 0) {
         printf("test_answer: top_keys_and_job_exit_in_tmux skipped: tmux is not installed\n");
@@ -552,6 +580,7 @@ int main(void) {
     tcase_add_test(tc, html_header_and_floor_in_a_browser);
     tcase_add_test(tc, html_on_a_terminal_goes_to_a_file);
     tcase_add_test(tc, top_keys_and_job_exit_in_tmux);
+    tcase_add_test(tc, prometheus_ends_on_the_final_verdict);
     suite_add_tcase(s, tc);
     int failed = lw_check_run(s);
     lw_remove_dir(xdg);
