@@ -227,7 +227,8 @@ static CUresult cuIpcOpenMemHandle_body(lw_pfn_cuIpcOpenMemHandle_v11000 real, C
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;
     int outer = lw_hook_enter();
     CUresult r = real(dptr, handle, flags);
-    lw_hook_import_opened(outer, r == CUDA_SUCCESS && dptr, 0, r == CUDA_SUCCESS && dptr ? *dptr : 0);
+    lw_hook_import_opened(outer, r == CUDA_SUCCESS && dptr, 0,
+                          r == CUDA_SUCCESS && dptr ? *dptr : 0);
     lw_hook_leave();
     return r;
 }

@@ -42,8 +42,7 @@ void lw_hook_import_close_end(lw_hook_import_close *c, int succeeded);
 /* Inlined into dlsym, which runs before a sanitizer runtime is ready. */
 __attribute__((always_inline)) static inline int lw_maybe_cuda_name(const char *name) {
     return name[0] == 'c' && name[1] == 'u' &&
-           (name[2] == 'M' || name[2] == 'G' || name[2] == 'C' || name[2] == 'I' ||
-            name[2] == 'd');
+           (name[2] == 'M' || name[2] == 'G' || name[2] == 'C' || name[2] == 'I' || name[2] == 'd');
 }
 
 static inline int lw_maybe_driver_name(const char *name) {

@@ -1052,7 +1052,7 @@ void lw_report_summary(const char *path) {
     if (imp.alloc_count > 0) {
         char ib[32];
         lw_fmt_bytes((double)imp.live_bytes, ib, sizeof ib);
-        lw_log("imported from other processes (not counted above): %s open (%s), %s opened", 
+        lw_log("imported from other processes (not counted above): %s open (%s), %s opened",
                lw_fmt_count((double)imp.live_count, n1, sizeof n1), ib,
                lw_fmt_count((double)imp.alloc_count, n2, sizeof n2));
     }

@@ -41,12 +41,12 @@ typedef struct {
     lw_import_ticket imp; /* imported */
 } lw_vmm_end;
 typedef struct {
-    int active;      /* 0: nothing of ours to finish */
-    int unknown;     /* release: a handle this table does not know */
-    int imported;    /* release: the handle is an imported one */
-    uint64_t handle; /* release */
-    int nmaps;       /* unmap: the mappings taken off */
-    int ndead;       /* handles whose memory this call ends */
+    int active;              /* 0: nothing of ours to finish */
+    int unknown;             /* release: a handle this table does not know */
+    int imported;            /* release: the handle is an imported one */
+    uint64_t handle;         /* release */
+    int nmaps;               /* unmap: the mappings taken off */
+    int ndead;               /* handles whose memory this call ends */
     uint64_t imported_bytes; /* unmap: bytes of imported handles' mappings taken off */
     struct lw_vmm_map_copy {
         uint64_t addr, size, handle;

@@ -340,9 +340,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(path, "ipc")) {
         import_ipc();
         leak_driver("alloc");
-    } else if (!strcmp(path, "shareable"))
+    } else if (!strcmp(path, "shareable")) {
+        if (size % (2 << 20)) size = 2 << 20; /* VMM sizes: multiples of the granularity */
         import_shareable();
-    else if (!strcmp(path, "dlsym"))
+    } else if (!strcmp(path, "dlsym"))
         leak_dlsym();
     else if (!strcmp(path, "procaddress"))
         leak_procaddress();

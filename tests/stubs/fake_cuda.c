@@ -301,9 +301,9 @@ struct phys {
     CUmemGenericAllocationHandle id;
     size_t size;
     int dev;
-    bool imported;        /* another process's memory: not counted in used[] here */
-    bool exportable;      /* created with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR */
-    uint64_t origin_pid;  /* imported: the exporter, and its handle there */
+    bool imported;       /* another process's memory: not counted in used[] here */
+    bool exportable;     /* created with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR */
+    uint64_t origin_pid; /* imported: the exporter, and its handle there */
     uint64_t origin_id;
     unsigned refs;   /* cuMemCreate + cuMemRetainAllocationHandle - cuMemRelease */
     unsigned mapped; /* live cuMemMap mappings; memory is freed when both are 0 */
@@ -809,7 +809,8 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
         p->refs = 1;
         p->size = size;
         p->dev = dev;
-        p->exportable = (prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) != 0;
+        p->exportable =
+            (prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) != 0;
         HASH_ADD(hh, physs, id, sizeof p->id, p);
         used[dev] += size;
         *handle = p->id;
@@ -1285,8 +1286,8 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, vo
         return CUDA_ERROR_INVALID_VALUE;
     int fd = (int)(intptr_t)osHandle;
     struct share_data d;
-    if (pread(fd, &d, sizeof d, 0) != (ssize_t)sizeof d || d.magic != SHARE_MAGIC ||
-        d.size == 0 || d.dev < 0 || d.dev >= FAKE_MAX_DEVICES)
+    if (pread(fd, &d, sizeof d, 0) != (ssize_t)sizeof d || d.magic != SHARE_MAGIC || d.size == 0 ||
+        d.dev < 0 || d.dev >= FAKE_MAX_DEVICES)
         return CUDA_ERROR_INVALID_VALUE;
     struct phys *p = calloc(1, sizeof *p);
     if (p == NULL) return CUDA_ERROR_OUT_OF_MEMORY;

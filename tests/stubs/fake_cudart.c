@@ -470,8 +470,8 @@ RT_API cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle
 RT_API cudaError_t cudaIpcCloseMemHandle(void *devPtr) {
     READY();
     NEED(cuIpcCloseMemHandle);
-    return ret(from_driver(
-        DRV(cuIpcCloseMemHandle, lw_pfn_cuIpcCloseMemHandle_v4010)(to_dptr(devPtr))));
+    return ret(
+        from_driver(DRV(cuIpcCloseMemHandle, lw_pfn_cuIpcCloseMemHandle_v4010)(to_dptr(devPtr))));
 }
 
 /* ---- devices ---- */
