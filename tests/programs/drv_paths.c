@@ -257,8 +257,10 @@ static void export_ipc(int sock) {
 }
 
 /* As rt_paths' ipc, through the driver: cuIpcOpenMemHandle_v2 (what cuda.h
- * names cuIpcOpenMemHandle), the second opening through the CUDA 4.1 entry
- * point. count - 1 imports stay open. */
+ * names cuIpcOpenMemHandle); the first handle opened again through
+ * cuGetProcAddress at 4010 (the real runtime looks the function up at 4010
+ * and 11000), the second through the CUDA 4.1 export. count - 1 imports stay
+ * open, the second with two references. */
 NOINLINE static void import_ipc(void) {
     pid_t pid;
     int sock = exporter_start(export_ipc, &pid);
@@ -269,8 +271,20 @@ NOINLINE static void import_ipc(void) {
         xfer_all(sock, &h[i], sizeof h[i], 0);
     for (long i = 0; i < count; i++)
         CHECK(cuIpcOpenMemHandle_v2(&d[i], h[i], CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
-    CHECK(cuIpcOpenMemHandle(&again, h[0], CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+    lw_pfn_cuGetProcAddress_v12000 gpa =
+        lib ? (lw_pfn_cuGetProcAddress_v12000)dlsym(lib, "cuGetProcAddress_v2") : NULL;
+    lw_pfn_cuIpcOpenMemHandle_v11000 open_4010 = NULL;
+    if (!gpa) exit(3);
+    CHECK(gpa("cuIpcOpenMemHandle", (void **)&open_4010, 4010, 0, NULL));
+    if (!open_4010) exit(3);
+    CHECK(open_4010(&again, h[0], CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
     if (again != d[0]) exit(5);
+    CUdeviceptr again1 = 0;
+    if (count > 1) {
+        CHECK(cuIpcOpenMemHandle(&again1, h[1], CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+        if (again1 != d[1]) exit(5);
+    }
     CUipcMemHandle own;
     CHECK(cuMemAlloc_v2(&mine, (size_t)size));
     CHECK(cuIpcGetMemHandle(&own, mine));
@@ -281,6 +295,7 @@ NOINLINE static void import_ipc(void) {
     CHECK(cuIpcCloseMemHandle(d[0]));
     CHECK(cuIpcCloseMemHandle(again));
     if (cuIpcCloseMemHandle(d[0]) == CUDA_SUCCESS) exit(7);
+    if (count > 1) CHECK(cuIpcCloseMemHandle(again1));
     exporter_stop(sock, pid);
 }
 
