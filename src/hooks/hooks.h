@@ -38,16 +38,18 @@ void lw_hook_import_close_begin(int outer, uint64_t dptr, lw_hook_import_close *
 void lw_hook_import_close_end(lw_hook_import_close *c, int succeeded);
 
 /* Cheap tests: can name be one that lw_wrap_by_name wraps or notes, or one
- * of the runtime's that leakwatch exports? */
+ * of the runtime's that leakwatch exports? ("cuIp": cuIpc*, not cuInit.) */
 /* Inlined into dlsym, which runs before a sanitizer runtime is ready. */
 __attribute__((always_inline)) static inline int lw_maybe_cuda_name(const char *name) {
     return name[0] == 'c' && name[1] == 'u' &&
-           (name[2] == 'M' || name[2] == 'G' || name[2] == 'C' || name[2] == 'I' || name[2] == 'd');
+           (name[2] == 'M' || name[2] == 'G' || name[2] == 'C' ||
+            (name[2] == 'I' && name[3] == 'p') || name[2] == 'd');
 }
 
 static inline int lw_maybe_driver_name(const char *name) {
     return name[0] == 'c' && name[1] == 'u' &&
-           (name[2] == 'M' || name[2] == 'G' || name[2] == 'C' || name[2] == 'I');
+           (name[2] == 'M' || name[2] == 'G' || name[2] == 'C' ||
+            (name[2] == 'I' && name[3] == 'p'));
 }
 
 /* The newest CUDA version whose signatures leakwatch's declarations match. */

@@ -259,8 +259,8 @@ static void export_ipc(int sock) {
 /* As rt_paths' ipc, through the driver: cuIpcOpenMemHandle_v2 (what cuda.h
  * names cuIpcOpenMemHandle); the first handle opened again through
  * cuGetProcAddress at 4010 (the real runtime looks the function up at 4010
- * and 11000), the second through the CUDA 4.1 export. count - 1 imports stay
- * open, the second with two references. */
+ * and 11000), the second through the CUDA 4.1 export and closed through
+ * dlsym. count - 1 imports stay open. */
 NOINLINE static void import_ipc(void) {
     pid_t pid;
     int sock = exporter_start(export_ipc, &pid);
@@ -295,7 +295,11 @@ NOINLINE static void import_ipc(void) {
     CHECK(cuIpcCloseMemHandle(d[0]));
     CHECK(cuIpcCloseMemHandle(again));
     if (cuIpcCloseMemHandle(d[0]) == CUDA_SUCCESS) exit(7);
-    if (count > 1) CHECK(cuIpcCloseMemHandle(again1));
+    /* The last close through dlsym, as a library that loads the driver does. */
+    lw_pfn_cuIpcCloseMemHandle_v4010 close_dlsym =
+        (lw_pfn_cuIpcCloseMemHandle_v4010)dlsym(lib, "cuIpcCloseMemHandle");
+    if (!close_dlsym) exit(3);
+    if (count > 1) CHECK(close_dlsym(again1));
     exporter_stop(sock, pid);
 }
 
