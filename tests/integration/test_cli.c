@@ -11,6 +11,7 @@
 #include "control.h"
 #include "options.h"
 #include <leakwatch.h>
+#include "imports.h"
 #include "prometheus.h"
 #include "totals.h"
 
@@ -973,6 +974,7 @@ START_TEST(prometheus_textfile_is_valid) {
     lw_totals_alloc(0, LW_KIND_DEVICE, 1 * MiB);
     lw_totals_free(0, LW_KIND_DEVICE, 1 * MiB);
     lw_totals_failed(2, LW_KIND_PINNED_HOST);
+    lw_import_opened(LW_CLASS_DPTR, 0x7000, 3 * MiB);
     ck_assert_int_eq(lw_prometheus_write(path), 0);
     char *text = lw_slurp_file(path);
     prom_doc d;
@@ -986,6 +988,9 @@ START_TEST(prometheus_textfile_is_valid) {
     ck_assert_double_eq(prom_value(&d, "leakwatch_free_total{device=\"0\",kind=\"device\"}"), 1);
     ck_assert_double_eq(
         prom_value(&d, "leakwatch_failed_alloc_total{device=\"2\",kind=\"pinned_host\"}"), 1);
+    /* Imports: their own metrics, in none of the kinds. */
+    ck_assert_double_eq(prom_value(&d, "leakwatch_imported_bytes"), 3.0 * MiB);
+    ck_assert_double_eq(prom_value(&d, "leakwatch_imported_open"), 1);
     free(text);
     /* Rewritten in place, with no temporary left behind. */
     ck_assert_int_eq(lw_prometheus_write(path), 0);
