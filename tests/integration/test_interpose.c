@@ -199,10 +199,11 @@ END_TEST
  * kinds, sites or live bytes. The driver refuses this process's own handle
  * and counts a second opening of a handle as one more reference to the same
  * mapping. */
-static void check_ipc(const char *prog, const char *own_site, long long opens) {
+static void check_ipc(const char *prog, const char *own_site, long long opens,
+                      const char *const *env) {
     lw_run r;
     const char *args[] = {"ipc", "3", "1048576", NULL};
-    lw_run_prog(&r, 1, prog, args, NULL);
+    lw_run_prog(&r, 1, prog, args, env);
     RUN_OK(&r);
     ck_assert_msg(r.report != NULL, "%s ipc: no report; stderr: %s", prog, r.err);
     /* Own memory: the 3 leaked allocations, and the one exported and freed. */
@@ -234,8 +235,14 @@ static void check_ipc(const char *prog, const char *own_site, long long opens) {
 }
 
 START_TEST(ipc_imports_are_their_own_kind) {
-    check_ipc("rt_paths", "leak_runtime", 4);
-    check_ipc("drv_paths", "leak_driver", 5);
+    check_ipc("rt_paths", "leak_runtime", 4, NULL);
+    check_ipc("drv_paths", "leak_driver", 5, NULL);
+    /* A driver whose lookups hand out its (interposable) exports. */
+    char lib[4200];
+    snprintf(lib, sizeof lib, "LD_LIBRARY_PATH=%s/tests/lib-interposable", lw_build_dir());
+    const char *env[] = {lib, NULL};
+    check_ipc("drv_paths", "leak_driver", 5, env);
+    check_ipc("rt_paths", "leak_runtime", 4, env);
 }
 END_TEST
 
