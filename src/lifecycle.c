@@ -11,6 +11,7 @@
 #include "pyframes.h"
 #include "record.h"
 #include "vmm.h"
+#include "imports.h"
 #include "report.h"
 #include "growth.h"
 #include "runstate.h"
@@ -62,6 +63,7 @@ static void forget_parent(void) {
     lw_totals_reset();
     lw_record_forget_all();
     lw_vmm_forget_all();
+    lw_imports_forget_all();
     lw_growth_forget_parent();
     lw_warning_forget();
     lw_torch_info_forget();
@@ -137,9 +139,11 @@ static void before_fork(void) {
     lw_live_lock_all();
     lw_record_lock_for_fork();
     lw_vmm_lock_for_fork();
+    lw_imports_lock_for_fork();
 }
 
 static void after_fork_parent(void) {
+    lw_imports_unlock_after_fork();
     lw_vmm_unlock_after_fork();
     lw_record_unlock_after_fork();
     lw_live_unlock_all();
@@ -152,6 +156,7 @@ static void after_fork_parent(void) {
  * CUDA): forgetting the parent's history waits for the child's first CUDA
  * call (start), and never happens in a child that makes none. */
 static void after_fork_child(void) {
+    lw_imports_unlock_after_fork();
     lw_vmm_unlock_after_fork();
     lw_record_unlock_after_fork();
     lw_live_unlock_all();

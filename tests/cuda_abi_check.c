@@ -63,6 +63,10 @@ SAME(lw_pfn_cuDevicePrimaryCtxRelease_v11000, PFN_cuDevicePrimaryCtxRelease_v110
 SAME(lw_pfn_cuCtxPushCurrent_v4000, PFN_cuCtxPushCurrent_v4000)
 SAME(lw_pfn_cuCtxPopCurrent_v4000, PFN_cuCtxPopCurrent_v4000)
 SAME(lw_pfn_cuGetExportTable_v3000, PFN_cuGetExportTable_v3000)
+SAME(lw_pfn_cuIpcOpenMemHandle_v11000, PFN_cuIpcOpenMemHandle_v11000)
+SAME(lw_pfn_cuIpcCloseMemHandle_v4010, PFN_cuIpcCloseMemHandle_v4010)
+SAME(lw_pfn_cuMemImportFromShareableHandle_v10020, PFN_cuMemImportFromShareableHandle_v10020)
+SAME(lw_pfn_cuMemGetAddressRange_v3020, PFN_cuMemGetAddressRange_v3020)
 
 /* Runtime functions: our types against the declarations themselves. */
 #define SAME_RT(ours, fn)                                                                          \
@@ -74,6 +78,8 @@ SAME_RT(lw_rt_cudaMalloc, cudaMalloc)
 SAME_RT(lw_rt_cudaFree, cudaFree)
 SAME_RT(lw_rt_cudaHostRegister, cudaHostRegister)
 SAME_RT(lw_rt_cudaHostUnregister, cudaHostUnregister)
+SAME_RT(lw_rt_cudaIpcOpenMemHandle, cudaIpcOpenMemHandle)
+SAME_RT(lw_rt_cudaIpcCloseMemHandle, cudaIpcCloseMemHandle)
 SAME_RT(lw_rt_cudaMallocAsync, cudaMallocAsync)
 SAME_RT(lw_rt_cudaFreeAsync, cudaFreeAsync)
 SAME_RT(lw_rt_cudaMallocFromPoolAsync, cudaMallocFromPoolAsync)

@@ -457,6 +457,8 @@ static void totals(FILE *o, const lw_model *m) {
                 counts_row(o, dev, lw_model_kind_names[k], &d->by_kind[k]);
     }
     counts_row(o, "all", "all", &m->totals);
+    if (m->have_imported && isfinite(m->imported.alloc_count) && m->imported.alloc_count > 0)
+        counts_row(o, "-", "imported (other processes' memory, not in the totals)", &m->imported);
     fputs("</table>\n", o);
     if (!m->nfailures) return;
     fputs("<h3>Failed allocations</h3><table><tr><th class=\"n\">size</th><th>kind</th>"

@@ -84,6 +84,12 @@ static void one(lw_jw *w, const lw_model *m) {
     counts(w, &m->totals);
     num(w, "unknown_free_count", m->unknown_free_count);
     num(w, "mapped_bytes", m->mapped_bytes);
+    if (m->have_imported) {
+        lw_jw_object(w, "imported");
+        counts(w, &m->imported);
+        num(w, "mapped_bytes", m->imported_mapped_bytes);
+        lw_jw_end(w);
+    }
     by_kind(w, m->by_kind);
     lw_jw_array(w, "by_device");
     for (size_t i = 0; i < m->ndevices; i++) {

@@ -278,6 +278,10 @@ static void read_totals(lw_model *m, const lw_json *root) {
     m->unknown_free_count = num(m, t, "unknown_free_count", "totals.");
     m->mapped_bytes = num(m, t, "mapped_bytes", "totals.");
     read_by_kind(m, t, m->by_kind, "totals.");
+    const lw_json *imp = typed(m, t, "imported", LW_JSON_OBJECT, "totals.");
+    m->have_imported = imp != NULL;
+    read_counts(m, imp, &m->imported, "totals.imported.");
+    m->imported_mapped_bytes = num(m, imp, "mapped_bytes", "totals.imported.");
     const lw_json *bd = typed(m, t, "by_device", LW_JSON_ARRAY, "totals.");
     size_t n = capped_len(m, bd, MAX_DEVICES, "totals.by_device");
     m->devices = calloc(n ? n : 1, sizeof *m->devices);

@@ -64,7 +64,11 @@ typedef struct {
     double answer_site;                    /* id of the site the answer names */
     lw_m_counts totals, by_kind[LW_KINDS];
     double unknown_free_count, mapped_bytes;
-    int have_totals;
+    /* totals.imported: other processes' memory opened here (in none of the
+     * counters above); have_imported 0 in reports older than the field. */
+    lw_m_counts imported;
+    double imported_mapped_bytes;
+    int have_totals, have_imported;
     lw_m_device *devices;
     size_t ndevices;
     lw_m_growth growth;

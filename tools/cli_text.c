@@ -207,6 +207,11 @@ static void print_totals(FILE *out, const lw_model *m) {
         if (!any) counts_row(out, dev, "all", &d->c);
     }
     counts_row(out, "all", "all", &m->totals);
+    if (m->have_imported && counts_used(&m->imported)) {
+        counts_row(out, "-", "imported", &m->imported);
+        fprintf(out, "  imported: other processes' memory opened here (IPC, shareable handles); "
+                     "not in the totals above\n");
+    }
     if (isfinite(m->unknown_free_count) && m->unknown_free_count > 0) {
         char a[32];
         fprintf(out,

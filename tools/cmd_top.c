@@ -216,10 +216,15 @@ static void screen(FILE *out, const lw_model *m, long pid, size_t max_sites, int
     if (isfinite(g->steps)) fprintf(out, "  steps %s", lw_fmt_count(g->steps, c, sizeof c));
     fprintf(out, "  OOM in %s\n",
             isfinite(g->oom_eta_seconds) ? lw_fmt_duration(g->oom_eta_seconds, b, sizeof b) : "-");
-    fprintf(out, "live    %s in %s allocations, peak %s\n",
+    fprintf(out, "live    %s in %s allocations, peak %s",
             lw_fmt_bytes(m->totals.live_bytes, a, sizeof a),
             lw_fmt_count(m->totals.live_count, b, sizeof b),
             lw_fmt_bytes(m->totals.peak_live_bytes, c, sizeof c));
+    /* Other processes' memory opened here: not part of the live bytes. */
+    if (m->have_imported && isfinite(m->imported.live_count) && m->imported.live_count > 0)
+        fprintf(out, "  imported %s (%s open)", lw_fmt_bytes(m->imported.live_bytes, a, sizeof a),
+                lw_fmt_count(m->imported.live_count, b, sizeof b));
+    fputc('\n', out);
     device_bars(out, m, width);
     trend_line(out, m, width - 36 > 10 ? width - 36 : 10);
     if (!m->nsites) {

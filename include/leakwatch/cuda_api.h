@@ -46,7 +46,10 @@ typedef enum {
     CU_MEM_ALLOCATION_TYPE_INVALID = 0,
     CU_MEM_ALLOCATION_TYPE_PINNED = 1
 } CUmemAllocationType;
-typedef enum { CU_MEM_HANDLE_TYPE_NONE = 0 } CUmemAllocationHandleType;
+typedef enum {
+    CU_MEM_HANDLE_TYPE_NONE = 0,
+    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1
+} CUmemAllocationHandleType;
 typedef enum {
     CU_MEM_LOCATION_TYPE_INVALID = 0,
     CU_MEM_LOCATION_TYPE_DEVICE = 1
@@ -69,6 +72,14 @@ typedef struct CUmemAllocationProp_st {
         unsigned char reserved[4];
     } allocFlags;
 } CUmemAllocationProp;
+
+/* Interprocess memory handles: 64 opaque bytes, passed by value. */
+typedef struct CUipcMemHandle_st {
+    char reserved[64];
+} CUipcMemHandle;
+typedef struct cudaIpcMemHandle_st {
+    char reserved[64];
+} cudaIpcMemHandle_t;
 
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_INVALID_VALUE 1
@@ -121,6 +132,13 @@ typedef CUresult (*lw_pfn_cuMemAllocHost_v3020)(void **pp, size_t bytesize);
 typedef CUresult (*lw_pfn_cuMemFreeHost_v2000)(void *p);
 typedef CUresult (*lw_pfn_cuMemHostRegister_v6050)(void *p, size_t bytesize, unsigned int Flags);
 typedef CUresult (*lw_pfn_cuMemHostUnregister_v4000)(void *p);
+typedef CUresult (*lw_pfn_cuIpcOpenMemHandle_v11000)(CUdeviceptr *pdptr, CUipcMemHandle handle,
+                                                     unsigned int Flags);
+typedef CUresult (*lw_pfn_cuIpcCloseMemHandle_v4010)(CUdeviceptr dptr);
+typedef CUresult (*lw_pfn_cuMemImportFromShareableHandle_v10020)(
+    CUmemGenericAllocationHandle *handle, void *osHandle, CUmemAllocationHandleType shHandleType);
+typedef CUresult (*lw_pfn_cuMemGetAddressRange_v3020)(CUdeviceptr *pbase, size_t *psize,
+                                                      CUdeviceptr dptr);
 typedef CUresult (*lw_pfn_cuCtxGetDevice_v2000)(CUdevice *device);
 typedef CUresult (*lw_pfn_cuMemGetInfo_v3020)(size_t *free, size_t *total);
 typedef CUresult (*lw_pfn_cuCtxGetCurrent_v4000)(CUcontext *pctx);
@@ -148,6 +166,9 @@ typedef cudaError_t (*lw_rt_cudaHostAlloc)(void **pHost, size_t size, unsigned i
 typedef cudaError_t (*lw_rt_cudaFreeHost)(void *ptr);
 typedef cudaError_t (*lw_rt_cudaHostRegister)(void *ptr, size_t size, unsigned int flags);
 typedef cudaError_t (*lw_rt_cudaHostUnregister)(void *ptr);
+typedef cudaError_t (*lw_rt_cudaIpcOpenMemHandle)(void **devPtr, cudaIpcMemHandle_t handle,
+                                                  unsigned int flags);
+typedef cudaError_t (*lw_rt_cudaIpcCloseMemHandle)(void *devPtr);
 typedef cudaError_t (*lw_rt_cudaGetDriverEntryPoint)(
     const char *symbol, void **funcPtr, unsigned long long flags,
     enum cudaDriverEntryPointQueryResult *driverStatus);
@@ -181,6 +202,9 @@ typedef enum {
 #define CUDA_ERROR_INVALID_DEVICE 101
 #define CUDA_ERROR_INVALID_CONTEXT 201
 #define CUDA_ERROR_INVALID_HANDLE 400
+#define CUDA_ERROR_ALREADY_MAPPED 208
+#define CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
+#define cudaIpcMemLazyEnablePeerAccess 0x01
 #define CUDA_ERROR_NOT_PERMITTED 800
 #define CUDA_ERROR_NOT_SUPPORTED 801
 #define CUDA_ERROR_UNKNOWN 999

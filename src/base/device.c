@@ -12,7 +12,8 @@
 /* Driver functions, from libcuda.so.1 itself (lw_driver_symbol), which
  * leakwatch keeps loaded from the first lookup on. */
 static void *_Atomic fn_get_current, *_Atomic fn_get_device, *_Atomic fn_push, *_Atomic fn_pop,
-    *_Atomic fn_mem_info, *_Atomic fn_state, *_Atomic fn_retain, *_Atomic fn_release;
+    *_Atomic fn_mem_info, *_Atomic fn_state, *_Atomic fn_retain, *_Atomic fn_release,
+    *_Atomic fn_range;
 
 static void *driver_fn(void *_Atomic *slot, const char *name) {
     void *p = atomic_load_explicit(slot, memory_order_acquire);
@@ -53,6 +54,15 @@ static void remember_device(void *ctx, int dev) {
         }
     }
     atomic_flag_clear_explicit(&ctx_adding, memory_order_release);
+}
+
+uint64_t lw_device_range_size(uint64_t ptr) {
+    lw_pfn_cuMemGetAddressRange_v3020 range =
+        (lw_pfn_cuMemGetAddressRange_v3020)driver_fn(&fn_range, "cuMemGetAddressRange_v2");
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    if (!range || range(&base, &size, (CUdeviceptr)ptr) != CUDA_SUCCESS) return 0;
+    return size;
 }
 
 int lw_device_current(void) {

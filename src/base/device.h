@@ -4,7 +4,9 @@
  * On the program's allocating threads leakwatch asks only for the calling
  * thread's current context (cuCtxGetCurrent: a read of the driver's
  * thread-local state, no side effect), and for that context's device once per
- * context (cuCtxGetDevice, on a context's first allocation). The free-memory
+ * context (cuCtxGetDevice, on a context's first allocation); after an IPC
+ * open, the size of the memory it mapped (cuMemGetAddressRange: a lookup in
+ * the driver's own address table, no side effect). The free-memory
  * reading (cuMemGetInfo) is taken on the worker thread, inside the context
  * last seen allocating (pushed and popped there). */
 #ifndef LW_DEVICE_H
@@ -15,6 +17,10 @@
 /* The calling thread's current device, or -1 when it has no context. Also
  * remembers the device for lw_device_sample. */
 int lw_device_current(void);
+
+/* The size of the allocation that contains device address ptr, as the
+ * driver knows it; 0 when it cannot say. */
+uint64_t lw_device_range_size(uint64_t ptr);
 
 /* Refreshes the reading of the device's free and total memory, at most once
  * a second, for the device last seen allocating: called by the worker thread

@@ -17,6 +17,7 @@
 
 #include "device.h"
 #include "guard.h"
+#include "imports.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "real.h"
@@ -47,14 +48,27 @@ static void on_alloc(int outer, CUresult r, lw_kind kind, lw_key_class cls, uint
     errno = saved;
 }
 
-static CUresult cuMemAlloc_v2_body(lw_pfn_cuMemAlloc_v3020 real, CUdeviceptr *dptr, size_t size) {
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    int outer = lw_hook_enter();
-    CUresult r = real(dptr, size);
-    on_alloc(outer, r, LW_KIND_DEVICE, LW_CLASS_DPTR, r == CUDA_SUCCESS && dptr ? *dptr : 0, size,
+/* The end of an allocation call: record what it gave (the hook was entered
+ * before the real call). */
+static CUresult dptr_done(int outer, CUresult r, lw_kind kind, const CUdeviceptr *dptr,
+                          uint64_t size) {
+    on_alloc(outer, r, kind, LW_CLASS_DPTR, r == CUDA_SUCCESS && dptr ? *dptr : 0, size,
              DEVICE_ASK);
     lw_hook_leave();
     return r;
+}
+
+static CUresult host_done(int outer, CUresult r, void *const *pp, uint64_t size) {
+    on_alloc(outer, r, LW_KIND_PINNED_HOST, LW_CLASS_HOST,
+             r == CUDA_SUCCESS && pp ? (uint64_t)(uintptr_t)*pp : 0, size, -1);
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult cuMemAlloc_v2_body(lw_pfn_cuMemAlloc_v3020 real, CUdeviceptr *dptr, size_t size) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    int outer = lw_hook_enter();
+    return dptr_done(outer, real(dptr, size), LW_KIND_DEVICE, dptr, size);
 }
 
 static CUresult cuMemAllocPitch_v2_body(lw_pfn_cuMemAllocPitch_v3020 real, CUdeviceptr *dptr,
@@ -64,32 +78,22 @@ static CUresult cuMemAllocPitch_v2_body(lw_pfn_cuMemAllocPitch_v3020 real, CUdev
     int outer = lw_hook_enter();
     CUresult r = real(dptr, pitch, width, height, elem);
     int ok = r == CUDA_SUCCESS && dptr && pitch;
-    on_alloc(outer, r, LW_KIND_DEVICE, LW_CLASS_DPTR, ok ? *dptr : 0,
-             ok ? (uint64_t)*pitch * height : (uint64_t)width * height, DEVICE_ASK);
-    lw_hook_leave();
-    return r;
+    return dptr_done(outer, r, LW_KIND_DEVICE, ok ? dptr : NULL,
+                     ok ? (uint64_t)*pitch * height : (uint64_t)width * height);
 }
 
 static CUresult cuMemAllocManaged_body(lw_pfn_cuMemAllocManaged_v6000 real, CUdeviceptr *dptr,
                                        size_t size, unsigned int flags) {
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;
     int outer = lw_hook_enter();
-    CUresult r = real(dptr, size, flags);
-    on_alloc(outer, r, LW_KIND_MANAGED, LW_CLASS_DPTR, r == CUDA_SUCCESS && dptr ? *dptr : 0, size,
-             DEVICE_ASK);
-    lw_hook_leave();
-    return r;
+    return dptr_done(outer, real(dptr, size, flags), LW_KIND_MANAGED, dptr, size);
 }
 
 static CUresult cuMemAllocAsync_body(lw_pfn_cuMemAllocAsync_v11020 real, CUdeviceptr *dptr,
                                      size_t size, CUstream stream) {
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;
     int outer = lw_hook_enter();
-    CUresult r = real(dptr, size, stream);
-    on_alloc(outer, r, LW_KIND_DEVICE, LW_CLASS_DPTR, r == CUDA_SUCCESS && dptr ? *dptr : 0, size,
-             DEVICE_ASK);
-    lw_hook_leave();
-    return r;
+    return dptr_done(outer, real(dptr, size, stream), LW_KIND_DEVICE, dptr, size);
 }
 
 static CUresult cuMemAllocFromPoolAsync_body(lw_pfn_cuMemAllocFromPoolAsync_v11020 real,
@@ -97,32 +101,20 @@ static CUresult cuMemAllocFromPoolAsync_body(lw_pfn_cuMemAllocFromPoolAsync_v110
                                              CUstream stream) {
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;
     int outer = lw_hook_enter();
-    CUresult r = real(dptr, size, pool, stream);
-    on_alloc(outer, r, LW_KIND_DEVICE, LW_CLASS_DPTR, r == CUDA_SUCCESS && dptr ? *dptr : 0, size,
-             DEVICE_ASK);
-    lw_hook_leave();
-    return r;
+    return dptr_done(outer, real(dptr, size, pool, stream), LW_KIND_DEVICE, dptr, size);
 }
 
 static CUresult cuMemHostAlloc_body(lw_pfn_cuMemHostAlloc_v2020 real, void **pp, size_t size,
                                     unsigned int flags) {
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;
     int outer = lw_hook_enter();
-    CUresult r = real(pp, size, flags);
-    on_alloc(outer, r, LW_KIND_PINNED_HOST, LW_CLASS_HOST,
-             r == CUDA_SUCCESS && pp ? (uint64_t)(uintptr_t)*pp : 0, size, -1);
-    lw_hook_leave();
-    return r;
+    return host_done(outer, real(pp, size, flags), pp, size);
 }
 
 static CUresult cuMemAllocHost_v2_body(lw_pfn_cuMemAllocHost_v3020 real, void **pp, size_t size) {
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;
     int outer = lw_hook_enter();
-    CUresult r = real(pp, size);
-    on_alloc(outer, r, LW_KIND_PINNED_HOST, LW_CLASS_HOST,
-             r == CUDA_SUCCESS && pp ? (uint64_t)(uintptr_t)*pp : 0, size, -1);
-    lw_hook_leave();
-    return r;
+    return host_done(outer, real(pp, size), pp, size);
 }
 
 /* Host memory the program allocated, page-locked: pinned host memory until
@@ -131,10 +123,7 @@ static CUresult cuMemHostRegister_v2_body(lw_pfn_cuMemHostRegister_v6050 real, v
                                           unsigned int flags) {
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;
     int outer = lw_hook_enter();
-    CUresult r = real(p, size, flags);
-    on_alloc(outer, r, LW_KIND_PINNED_HOST, LW_CLASS_HOST, (uint64_t)(uintptr_t)p, size, -1);
-    lw_hook_leave();
-    return r;
+    return host_done(outer, real(p, size, flags), &p, size);
 }
 
 static CUresult cuMemCreate_body(lw_pfn_cuMemCreate_v10020 real, CUmemGenericAllocationHandle *h,
@@ -152,56 +141,134 @@ static CUresult cuMemCreate_body(lw_pfn_cuMemCreate_v10020 real, CUmemGenericAll
     return r;
 }
 
-/* Frees: the record leaves the table before the real free (see record.h). */
-#define FREE_BODY(cls, key, call)                                                                  \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
-    int outer = lw_hook_enter();                                                                   \
-    int track = outer && (key) != 0 && lw_started();                                               \
-    lw_free_ticket t;                                                                              \
-    int saved = errno;                                                                             \
-    if (track) lw_record_free_begin(cls, key, &t);                                                 \
-    errno = saved;                                                                                 \
-    CUresult r = call;                                                                             \
-    saved = errno;                                                                                 \
-    if (track) lw_record_free_end(&t, r == CUDA_SUCCESS);                                          \
-    errno = saved;                                                                                 \
-    lw_hook_leave();                                                                               \
+/* Frees: the record leaves the table before the real free (see record.h),
+ * and comes back if the driver refuses. */
+typedef struct {
+    int outer, track;
+    lw_free_ticket t;
+} free_call;
+
+static void free_begin(free_call *c, lw_key_class cls, uint64_t key) {
+    c->outer = lw_hook_enter();
+    c->track = c->outer && key != 0 && lw_started();
+    int saved = errno;
+    if (c->track) lw_record_free_begin(cls, key, &c->t);
+    errno = saved;
+}
+
+static CUresult free_end(free_call *c, CUresult r) {
+    int saved = errno;
+    if (c->track) lw_record_free_end(&c->t, r == CUDA_SUCCESS);
+    errno = saved;
+    lw_hook_leave();
     return r;
+}
 
 static CUresult cuMemFree_v2_body(lw_pfn_cuMemFree_v3020 real, CUdeviceptr dptr) {
-    FREE_BODY(LW_CLASS_DPTR, dptr, real(dptr))
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    free_call c;
+    free_begin(&c, LW_CLASS_DPTR, dptr);
+    return free_end(&c, real(dptr));
 }
 
 static CUresult cuMemFreeAsync_body(lw_pfn_cuMemFreeAsync_v11020 real, CUdeviceptr dptr,
                                     CUstream stream) {
-    FREE_BODY(LW_CLASS_DPTR, dptr, real(dptr, stream))
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    free_call c;
+    free_begin(&c, LW_CLASS_DPTR, dptr);
+    return free_end(&c, real(dptr, stream));
 }
 
 static CUresult cuMemFreeHost_body(lw_pfn_cuMemFreeHost_v2000 real, void *p) {
-    FREE_BODY(LW_CLASS_HOST, (uint64_t)(uintptr_t)p, real(p))
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    free_call c;
+    free_begin(&c, LW_CLASS_HOST, (uint64_t)(uintptr_t)p);
+    return free_end(&c, real(p));
 }
 
 static CUresult cuMemHostUnregister_body(lw_pfn_cuMemHostUnregister_v4000 real, void *p) {
-    FREE_BODY(LW_CLASS_HOST, (uint64_t)(uintptr_t)p, real(p))
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    free_call c;
+    free_begin(&c, LW_CLASS_HOST, (uint64_t)(uintptr_t)p);
+    return free_end(&c, real(p));
+}
+
+/* Imports (imports.h): another process's memory, opened here. Counted apart
+ * from this process's own, never as device memory. */
+void lw_hook_import_opened(int outer, int succeeded, int vmm_handle, uint64_t key) {
+    if (!outer || !lw_started()) return;
+    int saved = errno;
+    if (!succeeded) {
+        lw_import_failed();
+    } else if (!vmm_handle) {
+        lw_import_opened(LW_CLASS_DPTR, key, lw_device_range_size(key));
+    } else {
+        lw_import_opened(LW_CLASS_HANDLE, key, 0);
+        lw_vmm_imported(key);
+    }
+    errno = saved;
+}
+
+void lw_hook_import_close_begin(int outer, uint64_t dptr, lw_hook_import_close *c) {
+    c->track = outer && dptr != 0 && lw_started();
+    int saved = errno;
+    if (c->track) lw_import_close_begin(LW_CLASS_DPTR, dptr, &c->t);
+    errno = saved;
+}
+
+void lw_hook_import_close_end(lw_hook_import_close *c, int succeeded) {
+    int saved = errno;
+    if (c->track) lw_import_close_end(&c->t, succeeded);
+    errno = saved;
+}
+
+static CUresult cuIpcOpenMemHandle_body(lw_pfn_cuIpcOpenMemHandle_v11000 real, CUdeviceptr *dptr,
+                                        CUipcMemHandle handle, unsigned int flags) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    int outer = lw_hook_enter();
+    CUresult r = real(dptr, handle, flags);
+    lw_hook_import_opened(outer, r == CUDA_SUCCESS && dptr, 0,
+                          r == CUDA_SUCCESS && dptr ? *dptr : 0);
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult cuIpcCloseMemHandle_body(lw_pfn_cuIpcCloseMemHandle_v4010 real, CUdeviceptr dptr) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    lw_hook_import_close c;
+    lw_hook_import_close_begin(lw_hook_enter(), dptr, &c);
+    CUresult r = real(dptr);
+    lw_hook_import_close_end(&c, r == CUDA_SUCCESS);
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult
+cuMemImportFromShareableHandle_body(lw_pfn_cuMemImportFromShareableHandle_v10020 real,
+                                    CUmemGenericAllocationHandle *h, void *os_handle,
+                                    CUmemAllocationHandleType type) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    int outer = lw_hook_enter();
+    CUresult r = real(h, os_handle, type);
+    lw_hook_import_opened(outer, r == CUDA_SUCCESS && h, 1, r == CUDA_SUCCESS && h ? *h : 0);
+    lw_hook_leave();
+    return r;
 }
 
 /* VMM (vmm.h): physical memory goes at the last of its releases and
  * unmaps; the record leaves the table before the real call that ends it. */
-#define VMM_BODY(BEGIN, END, call)                                                                 \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
-    int outer = lw_hook_enter();                                                                   \
-    int track = outer && lw_started();                                                             \
-    lw_vmm_ticket t;                                                                               \
-    int saved = errno;                                                                             \
-    if (track) BEGIN;                                                                              \
-    errno = saved;                                                                                 \
-    CUresult r = call;                                                                             \
-    saved = errno;                                                                                 \
-    if (track) END(&t, r == CUDA_SUCCESS);                                                         \
-    errno = saved;
-
 static CUresult cuMemRelease_body(lw_pfn_cuMemRelease_v10020 real, CUmemGenericAllocationHandle h) {
-    VMM_BODY(lw_vmm_release_begin(h, &t), lw_vmm_release_end, real(h))
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    int outer = lw_hook_enter();
+    int track = outer && lw_started();
+    lw_vmm_ticket t;
+    int saved = errno;
+    if (track) lw_vmm_release_begin(h, &t);
+    errno = saved;
+    CUresult r = real(h);
+    saved = errno;
+    if (track) lw_vmm_release_end(&t, r == CUDA_SUCCESS);
+    errno = saved;
     lw_hook_leave();
     return r;
 }
@@ -221,7 +288,8 @@ static CUresult cuMemRetainAllocationHandle_body(lw_pfn_cuMemRetainAllocationHan
 }
 
 /* Mappings put physical memory (counted at cuMemCreate) at an address: they
- * count as mapped bytes, and keep the memory alive after its release. */
+ * count as mapped bytes, and keep the memory alive after its release. The
+ * mappings of an imported handle count as imported. */
 static CUresult cuMemMap_body(lw_pfn_cuMemMap_v10020 real, CUdeviceptr ptr, size_t size,
                               size_t offset, CUmemGenericAllocationHandle h,
                               unsigned long long flags) {
@@ -229,20 +297,37 @@ static CUresult cuMemMap_body(lw_pfn_cuMemMap_v10020 real, CUdeviceptr ptr, size
     int outer = lw_hook_enter();
     CUresult r = real(ptr, size, offset, h, flags);
     if (outer && r == CUDA_SUCCESS) {
-        lw_totals_mapped((int64_t)size);
-        if (lw_started()) {
-            int saved = errno;
-            lw_vmm_mapped(ptr, size, h);
-            errno = saved;
+        int saved = errno;
+        if (lw_started() && lw_vmm_mapped(ptr, size, h)) {
+            lw_imports_map_delta((int64_t)size);
+            lw_import_mapped(h, offset, size);
+        } else {
+            lw_totals_mapped((int64_t)size);
         }
+        errno = saved;
     }
     lw_hook_leave();
     return r;
 }
 
 static CUresult cuMemUnmap_body(lw_pfn_cuMemUnmap_v10020 real, CUdeviceptr ptr, size_t size) {
-    VMM_BODY(lw_vmm_unmap_begin(ptr, size, &t), lw_vmm_unmap_end, real(ptr, size))
-    if (outer && r == CUDA_SUCCESS) lw_totals_mapped(-(int64_t)size);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    int outer = lw_hook_enter();
+    int track = outer && lw_started();
+    lw_vmm_ticket t;
+    t.imported_bytes = 0;
+    int saved = errno;
+    if (track) lw_vmm_unmap_begin(ptr, size, &t);
+    errno = saved;
+    CUresult r = real(ptr, size);
+    saved = errno;
+    uint64_t imported = t.imported_bytes;
+    if (track) lw_vmm_unmap_end(&t, r == CUDA_SUCCESS);
+    errno = saved;
+    if (outer && r == CUDA_SUCCESS) {
+        lw_totals_mapped(-(int64_t)(size - imported));
+        if (imported) lw_imports_map_delta(-(int64_t)imported);
+    }
     lw_hook_leave();
     return r;
 }
@@ -364,6 +449,27 @@ FAMILY(cuMemHostUnregister, lw_pfn_cuMemHostUnregister_v4000, P_HOSTUNREG, A_HOS
 EXPORT(cuMemHostUnregister, cuMemHostUnregister, lw_pfn_cuMemHostUnregister_v4000, P_HOSTUNREG,
        A_HOSTUNREG)
 
+#define P_IPCOPEN (CUdeviceptr * d, CUipcMemHandle h, unsigned int f)
+#define A_IPCOPEN (d, h, f)
+FAMILY(cuIpcOpenMemHandle, lw_pfn_cuIpcOpenMemHandle_v11000, P_IPCOPEN, A_IPCOPEN)
+EXPORT(cuIpcOpenMemHandle, cuIpcOpenMemHandle, lw_pfn_cuIpcOpenMemHandle_v11000, P_IPCOPEN,
+       A_IPCOPEN)
+EXPORT(cuIpcOpenMemHandle_v2, cuIpcOpenMemHandle, lw_pfn_cuIpcOpenMemHandle_v11000, P_IPCOPEN,
+       A_IPCOPEN)
+
+#define P_IPCCLOSE (CUdeviceptr d)
+#define A_IPCCLOSE (d)
+FAMILY(cuIpcCloseMemHandle, lw_pfn_cuIpcCloseMemHandle_v4010, P_IPCCLOSE, A_IPCCLOSE)
+EXPORT(cuIpcCloseMemHandle, cuIpcCloseMemHandle, lw_pfn_cuIpcCloseMemHandle_v4010, P_IPCCLOSE,
+       A_IPCCLOSE)
+
+#define P_IMPORT (CUmemGenericAllocationHandle * h, void *os, CUmemAllocationHandleType t)
+#define A_IMPORT (h, os, t)
+FAMILY(cuMemImportFromShareableHandle, lw_pfn_cuMemImportFromShareableHandle_v10020, P_IMPORT,
+       A_IMPORT)
+EXPORT(cuMemImportFromShareableHandle, cuMemImportFromShareableHandle,
+       lw_pfn_cuMemImportFromShareableHandle_v10020, P_IMPORT, A_IMPORT)
+
 #define P_RELEASE (CUmemGenericAllocationHandle h)
 #define A_RELEASE (h)
 FAMILY(cuMemRelease, lw_pfn_cuMemRelease_v10020, P_RELEASE, A_RELEASE)
@@ -432,6 +538,13 @@ static const entry entries[] = {
     E(cuMemFreeHost, cuMemFreeHost, "cuMemFreeHost", 2000, 0),
     E(cuMemHostRegister_v2, cuMemHostRegister_v2, "cuMemHostRegister", 6050, 0),
     E(cuMemHostUnregister, cuMemHostUnregister, "cuMemHostUnregister", 4000, 0),
+    /* The first cuIpcOpenMemHandle (4010) and _v2 (11000) share a signature:
+     * one family, a slot each. */
+    E(cuIpcOpenMemHandle, cuIpcOpenMemHandle, "cuIpcOpenMemHandle", 4010, 11000),
+    E(cuIpcOpenMemHandle_v2, cuIpcOpenMemHandle, "cuIpcOpenMemHandle", 11000, 0),
+    E(cuIpcCloseMemHandle, cuIpcCloseMemHandle, "cuIpcCloseMemHandle", 4010, 0),
+    E(cuMemImportFromShareableHandle, cuMemImportFromShareableHandle,
+      "cuMemImportFromShareableHandle", 10020, 0),
     E(cuGetProcAddress_v2, cuGetProcAddress_v2, "cuGetProcAddress", 12000, 0),
     E(cuGetProcAddress, cuGetProcAddress, "cuGetProcAddress", 11030, 12000),
 };

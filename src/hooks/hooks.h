@@ -5,6 +5,8 @@
 #ifndef LW_HOOKS_H
 #define LW_HOOKS_H
 
+#include "imports.h"
+
 #include <leakwatch/cuda_api.h>
 
 /* The wrapper to hand out for the driver function that a lookup by base name
@@ -24,16 +26,30 @@ void *lw_wrap_by_name(const char *versioned_name, void *fn);
  * the one driver). */
 int lw_export_reaches(const void *ra, const char *name, void *real);
 
+/* Imports (track/imports.h), for the driver's and the runtime's wrappers:
+ * after an open (outer: lw_hook_enter's answer; vmm_handle: key is a VMM
+ * handle, else an IPC-opened address), and around an IPC close. */
+void lw_hook_import_opened(int outer, int succeeded, int vmm_handle, uint64_t key);
+typedef struct {
+    int track;
+    lw_import_ticket t;
+} lw_hook_import_close;
+void lw_hook_import_close_begin(int outer, uint64_t dptr, lw_hook_import_close *c);
+void lw_hook_import_close_end(lw_hook_import_close *c, int succeeded);
+
 /* Cheap tests: can name be one that lw_wrap_by_name wraps or notes, or one
- * of the runtime's that leakwatch exports? */
+ * of the runtime's that leakwatch exports? ("cuIp": cuIpc*, not cuInit.) */
 /* Inlined into dlsym, which runs before a sanitizer runtime is ready. */
 __attribute__((always_inline)) static inline int lw_maybe_cuda_name(const char *name) {
     return name[0] == 'c' && name[1] == 'u' &&
-           (name[2] == 'M' || name[2] == 'G' || name[2] == 'C' || name[2] == 'd');
+           (name[2] == 'M' || name[2] == 'G' || name[2] == 'C' ||
+            (name[2] == 'I' && name[3] == 'p') || name[2] == 'd');
 }
 
 static inline int lw_maybe_driver_name(const char *name) {
-    return name[0] == 'c' && name[1] == 'u' && (name[2] == 'M' || name[2] == 'G' || name[2] == 'C');
+    return name[0] == 'c' && name[1] == 'u' &&
+           (name[2] == 'M' || name[2] == 'G' || name[2] == 'C' ||
+            (name[2] == 'I' && name[3] == 'p'));
 }
 
 /* The newest CUDA version whose signatures leakwatch's declarations match. */

@@ -45,6 +45,8 @@ enum {
     F_cudaFreeHost,
     F_cudaHostRegister,
     F_cudaHostUnregister,
+    F_cudaIpcOpenMemHandle,
+    F_cudaIpcCloseMemHandle,
     F_cudaRuntimeGetVersion,
     F_cudaGetDriverEntryPoint,
     F_cudaGetDriverEntryPoint_ptsz,
@@ -70,6 +72,8 @@ static const char *const names[F_COUNT] = {
     "cudaFreeHost",
     "cudaHostRegister",
     "cudaHostUnregister",
+    "cudaIpcOpenMemHandle",
+    "cudaIpcCloseMemHandle",
     "cudaRuntimeGetVersion",
     "cudaGetDriverEntryPoint",
     "cudaGetDriverEntryPoint_ptsz",
@@ -168,6 +172,33 @@ FREE_WRAPPER(cudaFreeAsync, cudaFreeAsync, LW_CLASS_DPTR, (void *ptr, cudaStream
 FREE_WRAPPER(cudaFreeAsync_ptsz, cudaFreeAsync, LW_CLASS_DPTR, (void *ptr, cudaStream_t s), ptr, s)
 FREE_WRAPPER(cudaFreeHost, cudaFreeHost, LW_CLASS_HOST, (void *ptr), ptr)
 FREE_WRAPPER(cudaHostUnregister, cudaHostUnregister, LW_CLASS_HOST, (void *ptr), ptr)
+
+/* Another process's memory, opened here: counted as imported (imports.h),
+ * never as this process's device memory. */
+LW_EXPORT cudaError_t cudaIpcOpenMemHandle(void **ptr, cudaIpcMemHandle_t handle,
+                                           unsigned int flags) {
+    lw_rt_cudaIpcOpenMemHandle real =
+        REAL(cudaIpcOpenMemHandle, lw_rt_cudaIpcOpenMemHandle, __builtin_return_address(0));
+    if (!real) return NO_RUNTIME;
+    int outer = lw_hook_enter();
+    cudaError_t r = real(ptr, handle, flags);
+    int ok = r == cudaSuccess && ptr;
+    lw_hook_import_opened(outer, ok, 0, ok ? (uint64_t)(uintptr_t)*ptr : 0);
+    lw_hook_leave();
+    return r;
+}
+
+LW_EXPORT cudaError_t cudaIpcCloseMemHandle(void *ptr) {
+    lw_rt_cudaIpcCloseMemHandle real =
+        REAL(cudaIpcCloseMemHandle, lw_rt_cudaIpcCloseMemHandle, __builtin_return_address(0));
+    if (!real) return NO_RUNTIME;
+    lw_hook_import_close c;
+    lw_hook_import_close_begin(lw_hook_enter(), (uint64_t)(uintptr_t)ptr, &c);
+    cudaError_t r = real(ptr);
+    lw_hook_import_close_end(&c, r == cudaSuccess);
+    lw_hook_leave();
+    return r;
+}
 
 /* cudaGetDriverEntryPoint*: the runtime answers through the driver's
  * cuGetProcAddress, which it found through us, so what comes back is usually

@@ -5,6 +5,7 @@
 
 #include "atomic_file.h"
 #include "growth.h"
+#include "imports.h"
 #include "report.h"
 #include "totals.h"
 #include "warning.h"
@@ -60,6 +61,17 @@ static int emit(FILE *f) {
                         lw_kind_name((lw_kind)k), value_of((metric)m, &c));
             }
         }
+    }
+    /* Other processes' memory opened here: apart from the kinds above. */
+    lw_counts imp = lw_imports_get();
+    if (imp.alloc_count > 0 || imp.failed_count > 0) {
+        header(f, "leakwatch_imported_bytes", "gauge",
+               "Other processes' CUDA memory opened here (IPC, shareable handles), in bytes; "
+               "not in leakwatch_live_bytes.");
+        fprintf(f, "leakwatch_imported_bytes %lld\n", (long long)imp.live_bytes);
+        header(f, "leakwatch_imported_open", "gauge",
+               "Imports open now (an IPC handle opened twice counts twice).");
+        fprintf(f, "leakwatch_imported_open %lld\n", (long long)imp.live_count);
     }
     struct lw_growth_view g;
     if (lw_growth_snapshot(&g) == 0) {

@@ -12,6 +12,7 @@
 #include "stack.h"
 #include "record.h"
 #include "growth.h"
+#include "imports.h"
 #include "sites.h"
 #include "symbolize.h"
 #include "torch_info.h"
@@ -50,6 +51,11 @@ static void emit_totals(lw_jw *w) {
     emit_counts(w, lw_totals_get(-2, LW_KIND_COUNT));
     lw_jw_uint(w, "unknown_free_count", lw_totals_unknown_frees());
     lw_jw_int(w, "mapped_bytes", lw_totals_mapped_bytes());
+    /* Other processes' memory opened here: in none of the counters above. */
+    lw_jw_object(w, "imported");
+    emit_counts(w, lw_imports_get());
+    lw_jw_int(w, "mapped_bytes", lw_imports_mapped_bytes());
+    lw_jw_end(w);
     lw_jw_object(w, "by_kind");
     for (int k = 0; k < LW_KIND_COUNT; k++) {
         lw_jw_object(w, lw_kind_name((lw_kind)k));
@@ -1042,6 +1048,14 @@ void lw_report_summary(const char *path) {
            lw_sites_count() == 1 ? "" : "s", lw_fmt_count((double)c.alloc_count, n3, sizeof n3),
            lw_fmt_count((double)c.free_count, n4, sizeof n4),
            lw_fmt_count((double)c.failed_count, n5, sizeof n5));
+    lw_counts imp = lw_imports_get();
+    if (imp.alloc_count > 0) {
+        char ib[32];
+        lw_fmt_bytes((double)imp.live_bytes, ib, sizeof ib);
+        lw_log("imported from other processes (not counted above): %s open (%s), %s opened",
+               lw_fmt_count((double)imp.live_count, n1, sizeof n1), ib,
+               lw_fmt_count((double)imp.alloc_count, n2, sizeof n2));
+    }
     if (path && path[0]) {
         lw_log("report: %s", path);
         lw_log("see it: leakwatch report %s   (as a web page: leakwatch report --format html -o "

@@ -12,6 +12,7 @@ typedef struct {
     uint64_t handle;
     uint32_t refs; /* cuMemCreate/import + retains - releases */
     uint32_t maps; /* live mappings */
+    int imported;  /* cuMemImportFromShareableHandle: imports.h counts its memory */
     UT_hash_handle hh;
 } vhandle;
 
@@ -37,7 +38,7 @@ static vhandle *find_handle(uint64_t h) {
     return v;
 }
 
-void lw_vmm_created(uint64_t handle) {
+static void add_handle(uint64_t handle, int imported) {
     vhandle *v = lw_tracker_calloc(1, sizeof *v);
     if (!v) {
         said_oom();
@@ -45,6 +46,7 @@ void lw_vmm_created(uint64_t handle) {
     }
     v->handle = handle;
     v->refs = 1;
+    v->imported = imported;
     pthread_mutex_lock(&lock);
     vhandle *old = find_handle(handle);
     if (old) {
@@ -63,6 +65,14 @@ void lw_vmm_created(uint64_t handle) {
     }
 }
 
+void lw_vmm_created(uint64_t handle) {
+    add_handle(handle, 0);
+}
+
+void lw_vmm_imported(uint64_t handle) {
+    add_handle(handle, 1);
+}
+
 void lw_vmm_retained(uint64_t handle) {
     pthread_mutex_lock(&lock);
     vhandle *v = find_handle(handle);
@@ -70,13 +80,14 @@ void lw_vmm_retained(uint64_t handle) {
     pthread_mutex_unlock(&lock);
 }
 
-void lw_vmm_mapped(uint64_t addr, uint64_t size, uint64_t handle) {
+int lw_vmm_mapped(uint64_t addr, uint64_t size, uint64_t handle) {
     pthread_mutex_lock(&lock);
     vhandle *v = find_handle(handle);
     if (!v) {
         pthread_mutex_unlock(&lock);
-        return; /* not ours: nothing to keep alive */
+        return 0; /* not ours: nothing to keep alive */
     }
+    int imported = v->imported;
     vmap *m = lw_tracker_calloc(1, sizeof *m);
     if (m) {
         m->addr = addr;
@@ -92,12 +103,20 @@ void lw_vmm_mapped(uint64_t addr, uint64_t size, uint64_t handle) {
     if (m) v->maps++;
     pthread_mutex_unlock(&lock);
     if (!m) said_oom();
+    return imported;
 }
 
 /* With the lock held: the handle's memory ends now if nothing holds it. */
 static void maybe_dead(vhandle *v, lw_vmm_ticket *t, int max_dead) {
     if (v->refs != 0 || v->maps != 0) return;
-    if (t->ndead < max_dead) lw_record_free_begin(LW_CLASS_HANDLE, v->handle, &t->dead[t->ndead++]);
+    if (t->ndead < max_dead) {
+        lw_vmm_end *e = &t->dead[t->ndead++];
+        e->imported = v->imported;
+        if (v->imported)
+            lw_import_close_begin(LW_CLASS_HANDLE, v->handle, &e->imp);
+        else
+            lw_record_free_begin(LW_CLASS_HANDLE, v->handle, &e->rec);
+    }
     HASH_DEL(handles, v);
     free(v);
 }
@@ -118,13 +137,24 @@ void lw_vmm_release_begin(uint64_t handle, lw_vmm_ticket *t) {
         /* Not ours (or already released: the driver will say no): the record
          * layer decides, as for any free. */
         t->unknown = 1;
-        lw_record_free_begin(LW_CLASS_HANDLE, handle, &t->dead[0]);
+        lw_record_free_begin(LW_CLASS_HANDLE, handle, &t->dead[0].rec);
         t->ndead = 1;
     } else {
+        t->imported = v->imported;
         v->refs--;
         maybe_dead(v, t, 1);
     }
     pthread_mutex_unlock(&lock);
+}
+
+/* The second half of what maybe_dead began. */
+static void ends(lw_vmm_ticket *t, int succeeded) {
+    for (int i = 0; i < t->ndead; i++) {
+        if (t->dead[i].imported)
+            lw_import_close_end(&t->dead[i].imp, succeeded);
+        else
+            lw_record_free_end(&t->dead[i].rec, succeeded);
+    }
 }
 
 void lw_vmm_release_end(lw_vmm_ticket *t, int succeeded) {
@@ -137,18 +167,21 @@ void lw_vmm_release_end(lw_vmm_ticket *t, int succeeded) {
         } else if ((v = lw_tracker_calloc(1, sizeof *v)) != NULL) {
             v->handle = t->handle;
             v->refs = 1;
+            v->imported = t->imported;
             HASH_ADD(hh, handles, handle, sizeof v->handle, v);
         }
         pthread_mutex_unlock(&lock);
     }
-    for (int i = 0; i < t->ndead; i++)
-        lw_record_free_end(&t->dead[i], succeeded);
+    ends(t, succeeded);
 }
 
 /* With the lock held: one mapping goes. */
 static void take(vmap *m, lw_vmm_ticket *t, int max_dead) {
-    if (t->maps) t->maps[t->nmaps++] = (struct lw_vmm_map_copy){m->addr, m->size, m->handle};
     vhandle *v = find_handle(m->handle);
+    int imported = v && v->imported;
+    if (imported) t->imported_bytes += m->size;
+    if (t->maps)
+        t->maps[t->nmaps++] = (struct lw_vmm_map_copy){m->addr, m->size, m->handle, imported};
     HASH_DEL(maps, m);
     free(m);
     if (v && v->maps > 0) {
@@ -217,14 +250,14 @@ void lw_vmm_unmap_end(lw_vmm_ticket *t, int succeeded) {
             vhandle *v = find_handle(c->handle);
             if (!v && (v = lw_tracker_calloc(1, sizeof *v)) != NULL) {
                 v->handle = c->handle;
+                v->imported = c->imported;
                 HASH_ADD(hh, handles, handle, sizeof v->handle, v);
             }
             pthread_mutex_unlock(&lock);
             if (v) lw_vmm_mapped(c->addr, c->size, c->handle);
         }
     }
-    for (int i = 0; i < t->ndead; i++)
-        lw_record_free_end(&t->dead[i], succeeded);
+    ends(t, succeeded);
     if (t->maps != t->maps_inline) free(t->maps);
     if (t->dead != t->dead_inline) free(t->dead);
 }

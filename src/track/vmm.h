@@ -14,16 +14,21 @@
 #ifndef LW_VMM_H
 #define LW_VMM_H
 
+#include "imports.h"
 #include "record.h"
 
 #include <stdint.h>
 
-/* After a successful, recorded cuMemCreate or import: one reference. */
+/* After a successful, recorded cuMemCreate: one reference. */
 void lw_vmm_created(uint64_t handle);
+/* After a successful cuMemImportFromShareableHandle (imports.h has its
+ * record): one reference; its end closes the import. */
+void lw_vmm_imported(uint64_t handle);
 /* After a successful cuMemRetainAllocationHandle: one more reference. */
 void lw_vmm_retained(uint64_t handle);
-/* After a successful cuMemMap of [addr, addr+size). */
-void lw_vmm_mapped(uint64_t addr, uint64_t size, uint64_t handle);
+/* After a successful cuMemMap of [addr, addr+size). Returns 1 when the
+ * handle is an imported one. */
+int lw_vmm_mapped(uint64_t addr, uint64_t size, uint64_t handle);
 
 /* Release and unmap, in two halves around the real call, as frees are (see
  * record.h): _begin takes the reference or the mappings off and, when that
@@ -31,15 +36,23 @@ void lw_vmm_mapped(uint64_t addr, uint64_t size, uint64_t handle);
  * back if the driver refused the call. */
 #define LW_VMM_TICKET_INLINE 4
 typedef struct {
-    int active;      /* 0: nothing of ours to finish */
-    int unknown;     /* release: a handle this table does not know */
-    uint64_t handle; /* release */
-    int nmaps;       /* unmap: the mappings taken off */
-    int ndead;       /* handles whose memory this call ends */
+    int imported;         /* the memory of an imported handle: imp, else rec */
+    lw_free_ticket rec;   /* this process's physical memory */
+    lw_import_ticket imp; /* imported */
+} lw_vmm_end;
+typedef struct {
+    int active;              /* 0: nothing of ours to finish */
+    int unknown;             /* release: a handle this table does not know */
+    int imported;            /* release: the handle is an imported one */
+    uint64_t handle;         /* release */
+    int nmaps;               /* unmap: the mappings taken off */
+    int ndead;               /* handles whose memory this call ends */
+    uint64_t imported_bytes; /* unmap: bytes of imported handles' mappings taken off */
     struct lw_vmm_map_copy {
         uint64_t addr, size, handle;
+        int imported;
     } * maps, maps_inline[LW_VMM_TICKET_INLINE];
-    lw_free_ticket *dead, dead_inline[LW_VMM_TICKET_INLINE];
+    lw_vmm_end *dead, dead_inline[LW_VMM_TICKET_INLINE];
 } lw_vmm_ticket;
 
 void lw_vmm_release_begin(uint64_t handle, lw_vmm_ticket *t);

@@ -33,6 +33,8 @@ budget (--budget seconds, default 480) so that a hang costs one part:
               the default settings
   compile     torch.compile(mode="reduce-overhead"), a few steps, under the
               default settings
+  ipc         a second process exports 64 MiB (cudaIpcGetMemHandle), this one
+              opens and closes it: counted as imported, never as device memory
 Exit 0 when no check failed, 1 otherwise, 2 when it could not start.
 """
 import argparse
@@ -497,7 +499,7 @@ class Check:
         st, detail = self.status_of(rc, problems)
         self.results["parts"][part] = j
         brief = {k: j[k] for k in ("error", "replay_ms", "trace_events", "segments", "report_verdict",
-                                   "report_unknown_frees") if k in j}
+                                   "report_unknown_frees", "problems", "own_handle_open_result") if k in j}
         self.note(part, f"{part} ({arg})" if arg else part, st, detail or json.dumps(brief))
 
     # ---- summary ----
@@ -550,7 +552,7 @@ def main():
     p.add_argument("--steps", type=int, default=None, help="optimizer steps per example (default 300; dry 100)")
     p.add_argument("--torch-path", default=os.path.join(ROOT, "tests", "python", "faketorch"),
                    help="dry run: the folder holding the stand-in torch package")
-    p.add_argument("--parts", default="doctor,backend,examples,features,snapshot,compile,compare,graph")
+    p.add_argument("--parts", default="doctor,backend,examples,features,ipc,snapshot,compile,compare,graph")
     a = p.parse_args()
     a.build = os.path.realpath(a.build)
     if a.steps is None:
@@ -586,6 +588,8 @@ def main():
             c.probe_part("snapshot", 0, 120)
         elif part == "compile":
             c.probe_part("compile", 5, 240)
+        elif part == "ipc":
+            c.probe_part("ipc", 64, 60)
     elapsed = time.monotonic() - c.t0
     c.summary(elapsed)
     failed = [r for r in c.rows if r[2] == "FAIL"]

@@ -4,11 +4,12 @@ that a hang or a crash costs only that part. Prints one JSON object on its
 last stdout line. Exit 0: ran; 1: failed; 3: the stand-in torch of a dry run
 lacks an API this part needs (not a failure of leakwatch).
 
-    python probe.py backend | compare STEPS | graph ALLOCS | snapshot | compile STEPS
+    python probe.py backend | compare STEPS | graph ALLOCS | snapshot | compile STEPS | ipc MIB
 """
 import ctypes
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -46,6 +47,7 @@ def leakwatch_live():
     kinds = rep.get("totals", {}).get("by_kind", {})
     out = {k: v.get("live_bytes", 0) for k, v in kinds.items()}
     out["mapped"] = rep.get("totals", {}).get("mapped_bytes", 0)
+    out["imported"] = rep.get("totals", {}).get("imported", {}).get("live_bytes")
     out["unknown_frees"] = rep.get("totals", {}).get("unknown_free_count")
     return out
 
@@ -169,6 +171,103 @@ def compile_steps(steps):
     emit({"steps": steps, "step_ms": [round(t, 3) for t in times], "leakwatch": leakwatch_live()})
 
 
+class IpcHandle(ctypes.Structure):
+    _fields_ = [("reserved", ctypes.c_char * 64)]
+
+
+def runtime_library():
+    """The CUDA runtime this process uses: torch's (found in the process's
+    mappings once CUDA is up), or the stand-in of a dry run."""
+    if DRY and os.environ.get("LW_CUDART"):
+        return os.environ["LW_CUDART"]
+    torch.zeros(1, device="cuda")
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1]
+            if "/libcudart.so" in path:
+                return path
+    return "libcudart.so"
+
+
+# The exporter: a second process that allocates, sends its IPC handle and
+# keeps the memory until told to go. The runtime only: no torch.
+EXPORTER = r"""
+import ctypes, sys
+rt = ctypes.CDLL(sys.argv[1])
+p = ctypes.c_void_p()
+h = ctypes.create_string_buffer(64)
+if rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(int(sys.argv[2]))) or rt.cudaIpcGetMemHandle(h, p):
+    sys.exit(1)
+print(h.raw.hex(), flush=True)
+sys.stdin.readline()
+"""
+
+
+def ipc(mib):
+    """Another process's memory opened here (cudaIpcOpenMemHandle): leakwatch
+    must count it as imported, never as this process's device memory; and
+    what the real driver answers to a process opening its own handle."""
+    path = runtime_library()
+    rt = ctypes.CDLL(path)
+    rt.cudaIpcOpenMemHandle.argtypes = [ctypes.POINTER(ctypes.c_void_p), IpcHandle, ctypes.c_uint]
+    rt.cudaIpcCloseMemHandle.argtypes = [ctypes.c_void_p]
+    size = mib * MiB
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "LEAKWATCH_REPORT")}
+    child = subprocess.Popen([sys.executable, "-c", EXPORTER, path, str(size)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, env=env, text=True)
+    try:
+        line = child.stdout.readline().strip()
+        if len(line) != 128:
+            emit({"error": "the exporter sent no handle", "runtime": path}, 1)
+        handle = IpcHandle()
+        ctypes.memmove(ctypes.byref(handle), bytes.fromhex(line), 64)
+        # This process's own handle first (it also starts leakwatch): the
+        # driver refuses it (notes: "invalid device context", 201).
+        own, own_h, again = ctypes.c_void_p(), IpcHandle(), ctypes.c_void_p()
+        rt.cudaMalloc(ctypes.byref(own), ctypes.c_size_t(MiB))
+        rt.cudaIpcGetMemHandle(ctypes.byref(own_h), own)
+        own_result = rt.cudaIpcOpenMemHandle(ctypes.byref(again), own_h, 1)
+        rt.cudaFree(own)
+        before = leakwatch_live()
+        ptr = ctypes.c_void_p()
+        opened = rt.cudaIpcOpenMemHandle(ctypes.byref(ptr), handle, 1)
+        while_open = leakwatch_live()
+        closed = rt.cudaIpcCloseMemHandle(ptr) if opened == 0 else None
+        after = leakwatch_live()
+    finally:
+        try:
+            child.stdin.write("done\n")
+            child.stdin.close()
+        except OSError:
+            pass
+        child.wait(timeout=30)
+    problems = []
+    if opened != 0:
+        problems.append(f"cudaIpcOpenMemHandle returned {opened}")
+    if "LD_PRELOAD" in os.environ and (before is None or while_open is None):
+        problems.append("no report from leakwatch_dump")
+    elif before is not None and while_open is not None and opened == 0:
+        if (while_open.get("imported") or 0) - (before.get("imported") or 0) < size:
+            problems.append("the import is not counted as imported")
+        if while_open.get("device") != before.get("device"):
+            problems.append("the import changed the device live bytes")
+        if after and (after.get("imported") or 0) != (before.get("imported") or 0):
+            problems.append("the close did not end the import")
+    emit(
+        {
+            "runtime": path,
+            "open_result": opened,
+            "close_result": closed,
+            "own_handle_open_result": own_result,
+            "leakwatch_before": before,
+            "leakwatch_open": while_open,
+            "leakwatch_closed": after,
+            "problems": problems,
+        },
+        1 if problems else 0,
+    )
+
+
 def main():
     if len(sys.argv) < 2:
         emit({"error": __doc__}, 2)
@@ -179,9 +278,11 @@ def main():
         "graph": lambda: graph(arg or 300),
         "snapshot": snapshot,
         "compile": lambda: compile_steps(arg or 5),
+        "ipc": lambda: ipc(arg or 64),
     }
     try:
-        if not torch.cuda.is_available():
+        # ipc needs only the CUDA runtime (a dry run's stand-in torch has no torch.cuda).
+        if not (part == "ipc" and DRY) and not torch.cuda.is_available():
             emit({"error": "torch.cuda.is_available() is False"}, 1)
         fns[part]()
     except (AttributeError, ImportError, NotImplementedError, TypeError) as e:

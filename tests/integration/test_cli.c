@@ -11,6 +11,7 @@
 #include "control.h"
 #include "options.h"
 #include <leakwatch.h>
+#include "imports.h"
 #include "prometheus.h"
 #include "totals.h"
 
@@ -442,6 +443,58 @@ START_TEST(report_of_a_real_run) {
     ck_assert_msg(strstr(r2.out, "leak_runtime") && strstr(r2.out, "3.00 MiB"), "%s", r2.out);
     lw_run_free(&r2);
     lw_run_free(&r);
+}
+END_TEST
+
+/* Imports (other processes' memory opened here) have their own row in every
+ * format, outside the totals; a report without them (older ones) has none. */
+START_TEST(report_shows_imports) {
+    lw_run r;
+    const char *args[] = {"ipc", "3", "1048576", NULL};
+    lw_run_prog(&r, 1, "drv_paths", args, NULL);
+    RUN_OK(&r);
+    lw_run r2;
+    const char *text[] = {"report", r.report_path, NULL};
+    lw_cli_run(&r2, text, NULL);
+    RUN_OK(&r2);
+    const char *row = strstr(r2.out, " imported ");
+    ck_assert_msg(row && strstr(row, "2.00 MiB") && strstr(row, "not in the totals above"), "%s",
+                  r2.out);
+    lw_run_free(&r2);
+    const char *json[] = {"report", "--format", "json", r.report_path, NULL};
+    lw_cli_run(&r2, json, NULL);
+    RUN_OK(&r2);
+    lw_json *j = lw_json_parse(r2.out, strlen(r2.out), NULL, NULL, 0);
+    ck_assert_ptr_nonnull(j);
+    long long v = 0;
+    ck_assert_int_eq(lw_json_int64(lw_json_path(j, "totals.imported.live_bytes"), &v), 0);
+    ck_assert_int_eq(v, 2 * MiB);
+    ck_assert_int_eq(lw_json_int64(lw_json_path(j, "totals.imported.live_count"), &v), 0);
+    ck_assert_int_eq(v, 2);
+    ck_assert_int_eq(lw_json_int64(lw_json_path(j, "totals.live_bytes"), &v), 0);
+    ck_assert_int_eq(v, 3 * MiB);
+    lw_json_free(j);
+    lw_run_free(&r2);
+    char dir[64], html[128], old[128];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(html, sizeof html, "%s/r.html", dir);
+    const char *h[] = {"report", "--format", "html", "-o", html, r.report_path, NULL};
+    lw_cli_run(&r2, h, NULL);
+    RUN_OK(&r2);
+    char *page = lw_slurp_file(html);
+    ck_assert_ptr_nonnull(page);
+    ck_assert_ptr_nonnull(strstr(page, "<td>imported (other processes&#39; memory"));
+    free(page);
+    lw_run_free(&r2);
+    lw_run_free(&r);
+    snprintf(old, sizeof old, "%s/old.json", dir);
+    write_crafted(old, "leak");
+    const char *o[] = {"report", old, NULL};
+    lw_cli_run(&r2, o, NULL);
+    RUN_OK(&r2);
+    ck_assert_msg(strstr(r2.out, "imported") == NULL, "%s", r2.out);
+    lw_run_free(&r2);
+    lw_remove_dir(dir);
 }
 END_TEST
 
@@ -921,6 +974,7 @@ START_TEST(prometheus_textfile_is_valid) {
     lw_totals_alloc(0, LW_KIND_DEVICE, 1 * MiB);
     lw_totals_free(0, LW_KIND_DEVICE, 1 * MiB);
     lw_totals_failed(2, LW_KIND_PINNED_HOST);
+    lw_import_opened(LW_CLASS_DPTR, 0x7000, 3 * MiB);
     ck_assert_int_eq(lw_prometheus_write(path), 0);
     char *text = lw_slurp_file(path);
     prom_doc d;
@@ -934,6 +988,9 @@ START_TEST(prometheus_textfile_is_valid) {
     ck_assert_double_eq(prom_value(&d, "leakwatch_free_total{device=\"0\",kind=\"device\"}"), 1);
     ck_assert_double_eq(
         prom_value(&d, "leakwatch_failed_alloc_total{device=\"2\",kind=\"pinned_host\"}"), 1);
+    /* Imports: their own metrics, in none of the kinds. */
+    ck_assert_double_eq(prom_value(&d, "leakwatch_imported_bytes"), 3.0 * MiB);
+    ck_assert_double_eq(prom_value(&d, "leakwatch_imported_open"), 1);
     free(text);
     /* Rewritten in place, with no temporary left behind. */
     ck_assert_int_eq(lw_prometheus_write(path), 0);
@@ -1041,6 +1098,7 @@ int main(void) {
     tcase_add_test(tc, run_forwards_signals);
     tcase_add_test(tc, report_text_json_html);
     tcase_add_test(tc, report_of_a_real_run);
+    tcase_add_test(tc, report_shows_imports);
     tcase_add_test(tc, report_errors_are_one_clear_line);
     tcase_add_test(tc, report_survives_hostile_fields);
     tcase_add_test(tc, control_socket_serves_top_snapshot_ps);

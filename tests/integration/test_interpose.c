@@ -194,6 +194,85 @@ START_TEST(vmm_memory_lives_while_mapped) {
 }
 END_TEST
 
+/* Another process's memory opened here (tests/programs/exporter.h) is
+ * imported: counted in totals.imported, never in this process's totals,
+ * kinds, sites or live bytes. The driver refuses this process's own handle
+ * and counts a second opening of a handle as one more reference to the same
+ * mapping. */
+static void check_ipc(const char *prog, const char *own_site, long long opens,
+                      const char *const *env) {
+    lw_run r;
+    const char *args[] = {"ipc", "3", "1048576", NULL};
+    lw_run_prog(&r, 1, prog, args, env);
+    RUN_OK(&r);
+    ck_assert_msg(r.report != NULL, "%s ipc: no report; stderr: %s", prog, r.err);
+    /* Own memory: the 3 leaked allocations, and the one exported and freed. */
+    ck_assert_int_eq(lw_rep_int(&r, "totals.live_bytes"), 3 * MiB);
+    ck_assert_int_eq(lw_rep_int(&r, "totals.by_kind.device.live_bytes"), 3 * MiB);
+    ck_assert_int_eq(lw_rep_int(&r, "totals.alloc_count"), 4);
+    ck_assert_int_eq(lw_rep_int(&r, "totals.free_count"), 1);
+    ck_assert_int_eq(lw_rep_int(&r, "totals.unknown_free_count"), 0);
+    /* 3 opened and more again, as many closes but 2, the own handle refused:
+     * 2 open, 2 MiB. */
+    ck_assert_int_eq(lw_rep_int(&r, "totals.imported.alloc_count"), opens);
+    ck_assert_int_eq(lw_rep_int(&r, "totals.imported.free_count"), opens - 2);
+    ck_assert_int_eq(lw_rep_int(&r, "totals.imported.failed_alloc_count"), 1);
+    ck_assert_int_eq(lw_rep_int(&r, "totals.imported.live_count"), 2);
+    ck_assert_int_eq(lw_rep_int(&r, "totals.imported.live_bytes"), 2 * MiB);
+    ck_assert_int_eq(lw_rep_int(&r, "totals.imported.peak_live_bytes"), 3 * MiB);
+    ck_assert_int_eq(lw_rep_int(&r, "totals.failed_alloc_count"), 0);
+    const lw_json *site = lw_rep_site_named(&r, own_site);
+    ck_assert_ptr_nonnull(site);
+    ck_assert_ptr_eq(lw_json_at(lw_json_get(r.report, "sites"), 0), site);
+    site = lw_rep_site_named(&r, "import_ipc");
+    long long live = -1;
+    if (site) {
+        ck_assert_int_eq(lw_json_int64(lw_json_get(site, "live_bytes"), &live), 0);
+        ck_assert_int_eq(live, 0);
+    }
+    ck_assert_msg(strstr(r.err, "imported from other processes") != NULL, "%s", r.err);
+    lw_run_free(&r);
+}
+
+START_TEST(ipc_imports_are_their_own_kind) {
+    check_ipc("rt_paths", "leak_runtime", 4, NULL);
+    check_ipc("drv_paths", "leak_driver", 5, NULL);
+    /* A driver whose lookups hand out its (interposable) exports. */
+    char lib[4200];
+    snprintf(lib, sizeof lib, "LD_LIBRARY_PATH=%s/tests/lib-interposable", lw_build_dir());
+    const char *env[] = {lib, NULL};
+    check_ipc("drv_paths", "leak_driver", 5, env);
+    check_ipc("rt_paths", "leak_runtime", 4, env);
+}
+END_TEST
+
+/* cuMemImportFromShareableHandle: the imported handle, its mappings and its
+ * release are imported memory, not this process's physical memory (nor its
+ * mapped bytes, nor frees of unknown handles). */
+START_TEST(shareable_imports_count_as_imported) {
+    lw_run r;
+    const char *args[] = {"shareable", "3", "2097152", NULL};
+    lw_run_prog(&r, 1, "drv_paths", args, NULL);
+    RUN_OK(&r);
+    ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
+    /* Own: one page, mapped. */
+    ck_assert_int_eq(lw_rep_int(&r, "totals.live_bytes"), 2 * MiB);
+    ck_assert_int_eq(lw_rep_int(&r, "totals.by_kind.physical.live_bytes"), 2 * MiB);
+    ck_assert_int_eq(lw_rep_int(&r, "totals.by_kind.physical.alloc_count"), 1);
+    ck_assert_int_eq(lw_rep_int(&r, "totals.mapped_bytes"), 2 * MiB);
+    ck_assert_int_eq(lw_rep_int(&r, "totals.unknown_free_count"), 0);
+    /* Imported: 3 pages, released at once and kept by their mappings; the
+     * first unmapped (its import ends). */
+    ck_assert_int_eq(lw_rep_int(&r, "totals.imported.alloc_count"), 3);
+    ck_assert_int_eq(lw_rep_int(&r, "totals.imported.free_count"), 1);
+    ck_assert_int_eq(lw_rep_int(&r, "totals.imported.live_count"), 2);
+    ck_assert_int_eq(lw_rep_int(&r, "totals.imported.live_bytes"), 2 * 2 * MiB);
+    ck_assert_int_eq(lw_rep_int(&r, "totals.imported.peak_live_bytes"), 3 * 2 * MiB);
+    ck_assert_int_eq(lw_rep_int(&r, "totals.imported.mapped_bytes"), 2 * 2 * MiB);
+    lw_run_free(&r);
+}
+END_TEST
+
 START_TEST(devices_are_told_apart) {
     lw_run r;
     const char *args[] = {"device1", "3", "1048576", NULL};
@@ -392,6 +471,8 @@ int main(void) {
     tcase_add_test(tc, frame_cap_is_counted);
     tcase_add_test(tc, unknown_free_reaches_the_driver);
     tcase_add_test(tc, vmm_memory_lives_while_mapped);
+    tcase_add_test(tc, ipc_imports_are_their_own_kind);
+    tcase_add_test(tc, shareable_imports_count_as_imported);
     tcase_add_test(tc, failed_allocation_is_recorded);
     tcase_add_test(tc, address_reuse);
     tcase_add_test(tc, eight_threads);

@@ -2,6 +2,7 @@
 /* Reaches CUDA through the driver API: linked to libcuda.so.1 directly, or
  * through dlsym / cuGetProcAddress as libraries that load it themselves do.
  * Usage: drv_paths PATH [COUNT [SIZE]] */
+#include "exporter.h"
 #include "paths.h"
 
 #include <dlfcn.h>
@@ -33,6 +34,14 @@ CUresult cuMemUnmap(CUdeviceptr p, size_t s);
 CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h, void *addr);
 CUresult cuMemHostRegister_v2(void *p, size_t s, unsigned int flags);
 CUresult cuMemHostUnregister(void *p);
+CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr d);
+CUresult cuIpcOpenMemHandle(CUdeviceptr *d, CUipcMemHandle h, unsigned int flags);
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *d, CUipcMemHandle h, unsigned int flags);
+CUresult cuIpcCloseMemHandle(CUdeviceptr d);
+CUresult cuMemExportToShareableHandle(void *out, CUmemGenericAllocationHandle h,
+                                      CUmemAllocationHandleType type, unsigned long long flags);
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *h, void *os,
+                                        CUmemAllocationHandleType type);
 
 static long count, size;
 #define POOL ((CUmemoryPool)(uintptr_t)0x5000) /* any non-NULL pool, for the stand-in */
@@ -236,6 +245,105 @@ NOINLINE static void leak_after_ctx_lookup(void) {
         CHECK(cuMemAlloc_v2(&d, (size_t)size));
 }
 
+/* The exporter of IPC handles: count cuMemAlloc allocations. */
+static void export_ipc(int sock) {
+    for (long i = 0; i < count; i++) {
+        CUdeviceptr d;
+        CUipcMemHandle h;
+        CHECK(cuMemAlloc_v2(&d, (size_t)size));
+        CHECK(cuIpcGetMemHandle(&h, d));
+        xfer_all(sock, &h, sizeof h, 1);
+    }
+}
+
+/* As rt_paths' ipc, through the driver: cuIpcOpenMemHandle_v2 (what cuda.h
+ * names cuIpcOpenMemHandle); the first handle opened again through
+ * cuGetProcAddress at 4010 (the real runtime looks the function up at 4010
+ * and 11000), the second through the CUDA 4.1 export and closed through
+ * dlsym. count - 1 imports stay open. */
+NOINLINE static void import_ipc(void) {
+    pid_t pid;
+    int sock = exporter_start(export_ipc, &pid);
+    CUipcMemHandle h[16];
+    CUdeviceptr d[16], again = 0, mine, opened = 0;
+    if (count > 16) exit(3);
+    for (long i = 0; i < count; i++)
+        xfer_all(sock, &h[i], sizeof h[i], 0);
+    for (long i = 0; i < count; i++)
+        CHECK(cuIpcOpenMemHandle_v2(&d[i], h[i], CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+    lw_pfn_cuGetProcAddress_v12000 gpa =
+        lib ? (lw_pfn_cuGetProcAddress_v12000)dlsym(lib, "cuGetProcAddress_v2") : NULL;
+    lw_pfn_cuIpcOpenMemHandle_v11000 open_4010 = NULL;
+    if (!gpa) exit(3);
+    CHECK(gpa("cuIpcOpenMemHandle", (void **)&open_4010, 4010, 0, NULL));
+    if (!open_4010) exit(3);
+    CHECK(open_4010(&again, h[0], CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    if (again != d[0]) exit(5);
+    CUdeviceptr again1 = 0;
+    if (count > 1) {
+        CHECK(cuIpcOpenMemHandle(&again1, h[1], CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+        if (again1 != d[1]) exit(5);
+    }
+    CUipcMemHandle own;
+    CHECK(cuMemAlloc_v2(&mine, (size_t)size));
+    CHECK(cuIpcGetMemHandle(&own, mine));
+    if (cuIpcOpenMemHandle_v2(&opened, own, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) !=
+        CUDA_ERROR_INVALID_CONTEXT)
+        exit(6);
+    CHECK(cuMemFree_v2(mine));
+    CHECK(cuIpcCloseMemHandle(d[0]));
+    CHECK(cuIpcCloseMemHandle(again));
+    if (cuIpcCloseMemHandle(d[0]) == CUDA_SUCCESS) exit(7);
+    /* The last close through dlsym, as a library that loads the driver does. */
+    lw_pfn_cuIpcCloseMemHandle_v4010 close_dlsym =
+        (lw_pfn_cuIpcCloseMemHandle_v4010)dlsym(lib, "cuIpcCloseMemHandle");
+    if (!close_dlsym) exit(3);
+    if (count > 1) CHECK(close_dlsym(again1));
+    exporter_stop(sock, pid);
+}
+
+/* The exporter of shareable handles: count pages of physical memory made
+ * exportable as file descriptors. */
+static void export_shareable(int sock) {
+    CUmemAllocationProp prop = vmm_prop();
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    for (long i = 0; i < count; i++) {
+        CUmemGenericAllocationHandle h;
+        int fd = -1;
+        CHECK(cuMemCreate(&h, (size_t)size, &prop, 0));
+        CHECK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+        send_fd(sock, fd);
+        close(fd);
+    }
+}
+
+/* The CUDA samples' memMapIPCDrv, importer side: each page imported, mapped,
+ * its handle released at once (the mapping keeps it); then the first page
+ * unmapped (that import ends) and a page of this process's own mapped
+ * beside them. count - 1 imports stay mapped. */
+NOINLINE static void import_shareable(void) {
+    pid_t pid;
+    int sock = exporter_start(export_shareable, &pid);
+    CUdeviceptr va;
+    CHECK(cuMemAddressReserve(&va, (size_t)size * (size_t)(count + 1), 0, 0, 0));
+    for (long i = 0; i < count; i++) {
+        int fd = recv_fd(sock);
+        CUmemGenericAllocationHandle h;
+        CHECK(cuMemImportFromShareableHandle(&h, (void *)(intptr_t)fd,
+                                             CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+        close(fd);
+        CHECK(cuMemMap(va + (CUdeviceptr)i * (CUdeviceptr)size, (size_t)size, 0, h, 0));
+        CHECK(cuMemRelease(h));
+    }
+    CHECK(cuMemUnmap(va, (size_t)size));
+    CUmemAllocationProp prop = vmm_prop();
+    CUmemGenericAllocationHandle own;
+    CHECK(cuMemCreate(&own, (size_t)size, &prop, 0));
+    CHECK(cuMemMap(va + (CUdeviceptr)count * (CUdeviceptr)size, (size_t)size, 0, own, 0));
+    exporter_stop(sock, pid);
+}
+
 int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : "alloc";
     count = arg_long(argc, argv, 2, 3);
@@ -248,7 +356,13 @@ int main(int argc, char **argv) {
         leak_vmm_direct();
     else if (!strcmp(path, "vmm_idioms"))
         vmm_idioms();
-    else if (!strcmp(path, "dlsym"))
+    else if (!strcmp(path, "ipc")) {
+        import_ipc();
+        leak_driver("alloc");
+    } else if (!strcmp(path, "shareable")) {
+        if (size % (2 << 20)) size = 2 << 20; /* VMM sizes: multiples of the granularity */
+        import_shareable();
+    } else if (!strcmp(path, "dlsym"))
         leak_dlsym();
     else if (!strcmp(path, "procaddress"))
         leak_procaddress();

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Reaches CUDA through the runtime, linked dynamically (like PyTorch's pip
  * wheels). Usage: rt_paths PATH [COUNT [SIZE]] */
+#include "exporter.h"
 #include "paths.h"
 
 #include <dlfcn.h>
@@ -23,6 +24,9 @@ cudaError_t cudaFreeHost(void *p);
 cudaError_t cudaHostRegister(void *p, size_t s, unsigned int flags);
 cudaError_t cudaHostUnregister(void *p);
 cudaError_t cudaSetDevice(int d);
+cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p);
+cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned int flags);
+cudaError_t cudaIpcCloseMemHandle(void *p);
 cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **fp, unsigned int version,
                                              unsigned long long flags,
                                              enum cudaDriverEntryPointQueryResult *st);
@@ -183,6 +187,49 @@ NOINLINE static void *leak_thread(void *arg) {
     return NULL;
 }
 
+/* The exporter: count allocations of size bytes, one IPC handle each. */
+static void export_ipc(int sock) {
+    for (long i = 0; i < count; i++) {
+        void *p;
+        cudaIpcMemHandle_t h;
+        CHECK(cudaMalloc(&p, (size_t)size));
+        CHECK(cudaIpcGetMemHandle(&h, p));
+        xfer_all(sock, &h, sizeof h, 1);
+    }
+}
+
+/* Another process's count allocations, opened here (one of them twice: the
+ * same address, two references, closed twice), and this process's own
+ * handle, which the driver refuses to open: count - 1 imports stay open.
+ * They are the exporter's memory: imported, never this process's device
+ * memory (which is leak_runtime's count allocations). */
+NOINLINE static void import_ipc(void) {
+    pid_t pid;
+    int sock = exporter_start(export_ipc, &pid);
+    cudaIpcMemHandle_t h[16];
+    void *p[16];
+    if (count > 16) exit(3);
+    for (long i = 0; i < count; i++)
+        xfer_all(sock, &h[i], sizeof h[i], 0);
+    for (long i = 0; i < count; i++)
+        CHECK(cudaIpcOpenMemHandle(&p[i], h[i], cudaIpcMemLazyEnablePeerAccess));
+    void *again = NULL;
+    CHECK(cudaIpcOpenMemHandle(&again, h[0], cudaIpcMemLazyEnablePeerAccess));
+    if (again != p[0]) exit(5);
+    void *mine, *opened = NULL;
+    cudaIpcMemHandle_t own;
+    CHECK(cudaMalloc(&mine, (size_t)size));
+    CHECK(cudaIpcGetMemHandle(&own, mine));
+    if (cudaIpcOpenMemHandle(&opened, own, cudaIpcMemLazyEnablePeerAccess) !=
+        cudaErrorDeviceUninitialized)
+        exit(6);
+    CHECK(cudaFree(mine));
+    CHECK(cudaIpcCloseMemHandle(p[0]));
+    CHECK(cudaIpcCloseMemHandle(again));
+    if (cudaIpcCloseMemHandle(p[0]) == cudaSuccess) exit(7); /* closed: the driver says no */
+    exporter_stop(sock, pid);
+}
+
 int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : "malloc";
     count = arg_long(argc, argv, 2, 3);
@@ -191,6 +238,9 @@ int main(int argc, char **argv) {
         leak_entrypoint();
     } else if (!strcmp(path, "vmm")) {
         leak_vmm();
+    } else if (!strcmp(path, "ipc")) {
+        import_ipc();
+        leak_runtime("malloc");
     } else if (!strcmp(path, "unknown_free")) {
         int r = free_unknown();
         printf("free result %d\n", r);

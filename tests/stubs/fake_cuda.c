@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <uthash.h>
 
@@ -72,6 +73,13 @@
     X(cuMemMap)                                                                                    \
     X(cuMemUnmap)                                                                                  \
     X(cuMemSetAccess)                                                                              \
+    X(cuMemGetAddressRange_v2)                                                                     \
+    X(cuIpcGetMemHandle)                                                                           \
+    X(cuIpcOpenMemHandle)                                                                          \
+    X(cuIpcOpenMemHandle_v2)                                                                       \
+    X(cuIpcCloseMemHandle)                                                                         \
+    X(cuMemExportToShareableHandle)                                                                \
+    X(cuMemImportFromShareableHandle)                                                              \
     X(cuMemHostAlloc)                                                                              \
     X(cuMemAllocHost_v2)                                                                           \
     X(cuMemFreeHost)                                                                               \
@@ -293,6 +301,10 @@ struct phys {
     CUmemGenericAllocationHandle id;
     size_t size;
     int dev;
+    bool imported;       /* another process's memory: not counted in used[] here */
+    bool exportable;     /* created with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR */
+    uint64_t origin_pid; /* imported: the exporter, and its handle there */
+    uint64_t origin_id;
     unsigned refs;   /* cuMemCreate + cuMemRetainAllocationHandle - cuMemRelease */
     unsigned mapped; /* live cuMemMap mappings; memory is freed when both are 0 */
     UT_hash_handle hh;
@@ -418,6 +430,10 @@ static CUresult dev_alloc(int dev, size_t size, int arena, uintptr_t *out) {
     return r;
 }
 
+/* An exported allocation that is freed: a later one at its address gets
+ * another IPC handle (defined with the IPC functions below). */
+static void forget_export(uintptr_t addr);
+
 /* Unknown or already-freed pointers are CUDA_ERROR_INVALID_VALUE, as on the
  * real driver: a leak detector must pass such frees through, not hide them. */
 static CUresult dev_free(uintptr_t addr) {
@@ -430,6 +446,7 @@ static CUresult dev_free(uintptr_t addr) {
     } else {
         HASH_DEL(allocs, rec);
         used[rec->dev] -= rec->size;
+        forget_export(addr);
         push_free(rec->arena, rec->size, rec->addr);
         free(rec);
     }
@@ -792,6 +809,8 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
         p->refs = 1;
         p->size = size;
         p->dev = dev;
+        p->exportable =
+            (prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) != 0;
         HASH_ADD(hh, physs, id, sizeof p->id, p);
         used[dev] += size;
         *handle = p->id;
@@ -808,7 +827,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
  * from a mapped address). */
 static void phys_maybe_free(struct phys *p) {
     if (p->refs != 0 || p->mapped != 0) return;
-    used[p->dev] -= p->size;
+    if (!p->imported) used[p->dev] -= p->size;
     HASH_DEL(physs, p);
     free(p);
 }
@@ -1039,6 +1058,254 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *des
     return covered == size ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* ---- interprocess memory ----
+ * An IPC handle names one cuMemAlloc allocation of one process: its pid, a
+ * serial number (a later allocation at the same address gets another handle),
+ * its size and device. Opening it maps the exporter's memory into this
+ * process at an address of this process's choosing; the memory is the
+ * exporter's and is not counted in this process's usage. As on the real
+ * driver: opening a handle of this very process fails with
+ * CUDA_ERROR_INVALID_CONTEXT ("invalid device context"); opening a handle the
+ * process opened before returns the same address and takes one more
+ * reference; cuIpcCloseMemHandle drops one, and the mapping goes with the
+ * last. The exporter's memory is not real here, so nothing is shared but the
+ * bookkeeping. */
+
+#define IPC_MAGIC 0x4c57495043ULL /* "LWIPC" */
+struct ipc_handle_data {
+    uint64_t magic, pid, serial, size;
+    int32_t dev;
+};
+_Static_assert(sizeof(struct ipc_handle_data) <= sizeof(CUipcMemHandle), "IPC handle");
+
+struct ipc_open {
+    uintptr_t addr;
+    uint64_t pid, serial; /* what was opened */
+    size_t size;
+    int dev;
+    unsigned refs;
+    UT_hash_handle hh;
+};
+static struct ipc_open *ipc_opens;
+static uint64_t next_serial = 1;
+
+/* The serial of each live allocation that was exported (by address). */
+struct ipc_export {
+    uintptr_t addr;
+    uint64_t serial;
+    UT_hash_handle hh;
+};
+static struct ipc_export *ipc_exports;
+
+/* Called with the lock held. */
+static void forget_export(uintptr_t addr) {
+    struct ipc_export *e = NULL;
+    HASH_FIND(hh, ipc_exports, &addr, sizeof addr, e);
+    if (e != NULL) {
+        HASH_DEL(ipc_exports, e);
+        free(e);
+    }
+}
+
+CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr) {
+    COUNT(cuIpcGetMemHandle);
+    int dev;
+    CUresult r = need_ctx(&dev);
+    if (r != CUDA_SUCCESS) return r;
+    if (pHandle == NULL) return CUDA_ERROR_INVALID_VALUE;
+    uintptr_t addr = (uintptr_t)dptr;
+    pthread_mutex_lock(&lock);
+    struct dev_alloc *rec = NULL;
+    HASH_FIND(hh, allocs, &addr, sizeof addr, rec);
+    struct ipc_export *e = NULL;
+    if (rec == NULL || rec->arena != ARENA_DEV) {
+        r = CUDA_ERROR_INVALID_VALUE; /* only the base of a device allocation */
+    } else {
+        HASH_FIND(hh, ipc_exports, &addr, sizeof addr, e);
+        if (e == NULL && (e = calloc(1, sizeof *e)) != NULL) {
+            e->addr = addr;
+            e->serial = next_serial++;
+            HASH_ADD(hh, ipc_exports, addr, sizeof e->addr, e);
+        }
+        if (e == NULL) r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (r == CUDA_SUCCESS) {
+        struct ipc_handle_data d = {IPC_MAGIC, (uint64_t)getpid(), e->serial, rec->size, rec->dev};
+        memset(pHandle, 0, sizeof *pHandle);
+        memcpy(pHandle->reserved, &d, sizeof d);
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+static CUresult ipc_open(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags) {
+    int dev;
+    CUresult r = need_ctx(&dev);
+    if (r != CUDA_SUCCESS) return r;
+    if (pdptr == NULL || (Flags & ~(unsigned)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct ipc_handle_data d;
+    memcpy(&d, handle.reserved, sizeof d);
+    if (d.magic != IPC_MAGIC || d.size == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (d.pid == (uint64_t)getpid()) return CUDA_ERROR_INVALID_CONTEXT;
+    pthread_mutex_lock(&lock);
+    struct ipc_open *o, *tmp, *found = NULL;
+    HASH_ITER(hh, ipc_opens, o, tmp) {
+        if (o->pid == d.pid && o->serial == d.serial) found = o;
+    }
+    if (found != NULL) {
+        found->refs++;
+        *pdptr = (CUdeviceptr)found->addr;
+    } else if (!arena_ready(ARENA_DEV) || (found = calloc(1, sizeof *found)) == NULL) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+        uintptr_t addr = pop_free(ARENA_DEV, d.size, FAKE_ALLOC_ALIGN);
+        if (addr == 0) addr = bump(ARENA_DEV, d.size, FAKE_ALLOC_ALIGN);
+        if (addr == 0) {
+            free(found);
+            r = CUDA_ERROR_MAP_FAILED;
+        } else {
+            found->addr = addr;
+            found->pid = d.pid;
+            found->serial = d.serial;
+            found->size = d.size;
+            found->dev = d.dev;
+            found->refs = 1;
+            HASH_ADD(hh, ipc_opens, addr, sizeof found->addr, found);
+            *pdptr = (CUdeviceptr)addr;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+/* The CUDA 4.1 entry point and the CUDA 11 one behave the same here. */
+CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags) {
+    COUNT(cuIpcOpenMemHandle);
+    return ipc_open(pdptr, handle, Flags);
+}
+
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags) {
+    COUNT(cuIpcOpenMemHandle_v2);
+    return ipc_open(pdptr, handle, Flags);
+}
+
+CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
+    COUNT(cuIpcCloseMemHandle);
+    int dev;
+    CUresult r = need_ctx(&dev);
+    if (r != CUDA_SUCCESS) return r;
+    uintptr_t addr = (uintptr_t)dptr;
+    pthread_mutex_lock(&lock);
+    struct ipc_open *o = NULL;
+    HASH_FIND(hh, ipc_opens, &addr, sizeof addr, o);
+    if (o == NULL) {
+        r = CUDA_ERROR_INVALID_VALUE;
+    } else if (--o->refs == 0) {
+        HASH_DEL(ipc_opens, o);
+        push_free(ARENA_DEV, o->size, o->addr);
+        free(o);
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+/* The allocation that holds dptr: a device allocation or an IPC mapping. */
+CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr) {
+    COUNT(cuMemGetAddressRange_v2);
+    int dev;
+    CUresult r = need_ctx(&dev);
+    if (r != CUDA_SUCCESS) return r;
+    uintptr_t a = (uintptr_t)dptr;
+    uintptr_t base = 0;
+    size_t size = 0;
+    pthread_mutex_lock(&lock);
+    struct dev_alloc *rec, *rtmp;
+    HASH_ITER(hh, allocs, rec, rtmp) {
+        if (a >= rec->addr && a - rec->addr < rec->size) base = rec->addr, size = rec->size;
+    }
+    struct ipc_open *o, *otmp;
+    HASH_ITER(hh, ipc_opens, o, otmp) {
+        if (a >= o->addr && a - o->addr < o->size) base = o->addr, size = o->size;
+    }
+    pthread_mutex_unlock(&lock);
+    if (size == 0) return CUDA_ERROR_NOT_FOUND;
+    if (pbase != NULL) *pbase = (CUdeviceptr)base;
+    if (psize != NULL) *psize = size;
+    return CUDA_SUCCESS;
+}
+
+/* Shareable handles: a POSIX file descriptor (a memfd here) that names the
+ * physical memory of a cuMemCreate handle made with
+ * CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR. Importing it, in another process
+ * (or this one), gives a new handle with one reference, to be mapped and
+ * released like any other; the memory stays the exporter's. */
+#define SHARE_MAGIC 0x4c5753484152ULL /* "LWSHAR" */
+struct share_data {
+    uint64_t magic, pid, id, size;
+    int32_t dev;
+};
+
+CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
+                                      CUmemAllocationHandleType handleType,
+                                      unsigned long long flags) {
+    COUNT(cuMemExportToShareableHandle);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    if (shareableHandle == NULL || flags != 0 ||
+        handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    struct phys *p = NULL;
+    HASH_FIND(hh, physs, &handle, sizeof handle, p);
+    struct share_data d = {0};
+    if (p == NULL || p->refs == 0 || !p->exportable) {
+        r = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        d = (struct share_data){SHARE_MAGIC, p->imported ? p->origin_pid : (uint64_t)getpid(),
+                                p->imported ? p->origin_id : p->id, p->size, p->dev};
+    }
+    pthread_mutex_unlock(&lock);
+    if (r != CUDA_SUCCESS) return r;
+    int fd = memfd_create("fake-cuda-shareable", MFD_CLOEXEC);
+    if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (pwrite(fd, &d, sizeof d, 0) != (ssize_t)sizeof d) {
+        close(fd);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *(int *)shareableHandle = fd;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+                                        CUmemAllocationHandleType shHandleType) {
+    COUNT(cuMemImportFromShareableHandle);
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    if (handle == NULL || shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_INVALID_VALUE;
+    int fd = (int)(intptr_t)osHandle;
+    struct share_data d;
+    if (pread(fd, &d, sizeof d, 0) != (ssize_t)sizeof d || d.magic != SHARE_MAGIC || d.size == 0 ||
+        d.dev < 0 || d.dev >= FAKE_MAX_DEVICES)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct phys *p = calloc(1, sizeof *p);
+    if (p == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+    p->refs = 1;
+    p->size = d.size;
+    p->dev = d.dev;
+    p->imported = true;
+    p->exportable = true;
+    p->origin_pid = d.pid;
+    p->origin_id = d.id;
+    pthread_mutex_lock(&lock);
+    p->id = next_handle++;
+    HASH_ADD(hh, physs, id, sizeof p->id, p);
+    *handle = p->id;
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
 /* ---- pinned host memory: real memory, not counted against the device ---- */
 
 static CUresult host_alloc(void **pp, size_t bytesize) {
@@ -1225,6 +1492,13 @@ static const struct proc procs[] = {
     P(cuMemMap, 10020, cuMemMap),
     P(cuMemUnmap, 10020, cuMemUnmap),
     P(cuMemSetAccess, 10020, cuMemSetAccess),
+    P(cuMemGetAddressRange, 3020, cuMemGetAddressRange_v2),
+    P(cuIpcGetMemHandle, 4010, cuIpcGetMemHandle),
+    P(cuIpcOpenMemHandle, 11000, cuIpcOpenMemHandle_v2),
+    P(cuIpcOpenMemHandle, 4010, cuIpcOpenMemHandle),
+    P(cuIpcCloseMemHandle, 4010, cuIpcCloseMemHandle),
+    P(cuMemExportToShareableHandle, 10020, cuMemExportToShareableHandle),
+    P(cuMemImportFromShareableHandle, 10020, cuMemImportFromShareableHandle),
     P(cuMemHostAlloc, 2020, cuMemHostAlloc),
     P(cuMemAllocHost, 3020, cuMemAllocHost_v2),
     P(cuMemFreeHost, 2000, cuMemFreeHost),

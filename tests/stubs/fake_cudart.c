@@ -72,6 +72,9 @@ enum drv_fn {
     F_cuMemFreeAsync_ptsz,
     F_cuMemAllocFromPoolAsync,
     F_cuMemAllocFromPoolAsync_ptsz,
+    F_cuIpcGetMemHandle,
+    F_cuIpcOpenMemHandle,
+    F_cuIpcCloseMemHandle,
     F_cuGetExportTable,
     F_COUNT
 };
@@ -114,6 +117,9 @@ static const struct drv_lookup lookups[F_COUNT] = {
                                    false},
     [F_cuMemAllocFromPoolAsync_ptsz] = {"cuMemAllocFromPoolAsync", 11020, PTDS,
                                         "cuMemAllocFromPoolAsync_ptsz", false},
+    [F_cuIpcGetMemHandle] = {"cuIpcGetMemHandle", 4010, 0, "cuIpcGetMemHandle", false},
+    [F_cuIpcOpenMemHandle] = {"cuIpcOpenMemHandle", 11000, 0, "cuIpcOpenMemHandle_v2", false},
+    [F_cuIpcCloseMemHandle] = {"cuIpcCloseMemHandle", 4010, 0, "cuIpcCloseMemHandle", false},
     [F_cuGetExportTable] = {"cuGetExportTable", 3000, 0, "cuGetExportTable", true},
 };
 
@@ -431,6 +437,41 @@ RT_API cudaError_t cudaHostUnregister(void *ptr) {
     READY();
     NEED(cuMemHostUnregister);
     return ret(from_driver(DRV(cuMemHostUnregister, lw_pfn_cuMemHostUnregister_v4000)(ptr)));
+}
+
+/* ---- interprocess memory ---- */
+
+typedef CUresult (*pfn_cuIpcGetMemHandle)(CUipcMemHandle *, CUdeviceptr);
+
+/* cudaIpcMemHandle_t and CUipcMemHandle are the same 64 bytes. */
+RT_API cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr) {
+    READY();
+    NEED(cuIpcGetMemHandle);
+    if (handle == NULL) return ret(cudaErrorInvalidValue);
+    CUipcMemHandle h;
+    CUresult r = DRV(cuIpcGetMemHandle, pfn_cuIpcGetMemHandle)(&h, to_dptr(devPtr));
+    if (r == CUDA_SUCCESS) memcpy(handle->reserved, h.reserved, sizeof h.reserved);
+    return ret(from_driver(r));
+}
+
+RT_API cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle,
+                                        unsigned int flags) {
+    READY();
+    NEED(cuIpcOpenMemHandle);
+    if (devPtr == NULL) return ret(cudaErrorInvalidValue);
+    CUipcMemHandle h;
+    memcpy(h.reserved, handle.reserved, sizeof h.reserved);
+    CUdeviceptr d = 0;
+    CUresult r = DRV(cuIpcOpenMemHandle, lw_pfn_cuIpcOpenMemHandle_v11000)(&d, h, flags);
+    if (r == CUDA_SUCCESS) *devPtr = to_ptr(d);
+    return ret(from_driver(r));
+}
+
+RT_API cudaError_t cudaIpcCloseMemHandle(void *devPtr) {
+    READY();
+    NEED(cuIpcCloseMemHandle);
+    return ret(
+        from_driver(DRV(cuIpcCloseMemHandle, lw_pfn_cuIpcCloseMemHandle_v4010)(to_dptr(devPtr))));
 }
 
 /* ---- devices ---- */

@@ -56,6 +56,17 @@ static int run(const char *prog, const char *arg, const char *libdir, const char
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* The stand-ins' IPC and shareable handles, without the shim: the program
+ * checks what the driver answers (a handle of its own refused, a second
+ * opening the same address, a closed handle refused) and exits non-zero if
+ * anything differs. */
+START_TEST(ipc_and_shareable_handles) {
+    ck_assert_int_eq(run("drv_paths", "ipc", "lib", NULL), 0);
+    ck_assert_int_eq(run("rt_paths", "ipc", "lib", NULL), 0);
+    ck_assert_int_eq(run("drv_paths", "shareable", "lib", NULL), 0);
+}
+END_TEST
+
 START_TEST(driver_selfcheck) {
     ck_assert_int_eq(run("drv_stubcheck", NULL, NULL, NULL), 0);
 }
@@ -193,6 +204,7 @@ static Suite *stubs_suite(void) {
     tcase_add_test(tc, driver_exports);
     tcase_add_test(tc, legacy_driver_exports);
     tcase_add_test(tc, driver_selfcheck);
+    tcase_add_test(tc, ipc_and_shareable_handles);
     tcase_add_test(tc, driver_selfcheck_configured);
     tcase_add_test(tc, runtime_shared);
     tcase_add_test(tc, runtime_static);
