@@ -198,7 +198,7 @@ if command -v bash >/dev/null 2>&1; then
 c() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=(); _leakwatch; echo "${COMPREPLY[*]}"; }
 [ "$(c leakwatch r)" = "run report" ] || { echo "commands: $(c leakwatch r)"; exit 1; }
 case " $(c leakwatch run --cu) " in *" --cuda-stand-ins "*) ;; *) echo "run options: $(c leakwatch run --cu)"; exit 1 ;; esac
-[ "$(c leakwatch run --mode "")" = "tensors segments" ] || { echo "modes: $(c leakwatch run --mode "")"; exit 1; }
+[ "$(c leakwatch run --mode "")" = "segments tensors" ] || { echo "modes: $(c leakwatch run --mode "")"; exit 1; }
 [ "$(c leakwatch report -f "")" = "text json html" ] || { echo "formats"; exit 1; }
 ' sh "$P/share/bash-completion/completions/leakwatch"
 fi
