@@ -111,7 +111,7 @@ $(B)/gen/lw_templates.h: $(TEMPLATES) scripts/embed.sh
 	@mkdir -p $(@D)
 	$(Q)scripts/embed.sh $@ report_css=tools/templates/report.css \
 	    page_head=tools/templates/page_head.html page_foot=tools/templates/page_foot.html
-$(B)/obj/tools/cli_html.o: $(B)/gen/lw_templates.h
+$(B)/obj/tools/render_html.o: $(B)/gen/lw_templates.h
 
 -include $(wildcard $(B)/obj/*.d $(B)/obj/*/*.d)
 
