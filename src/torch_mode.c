@@ -100,15 +100,12 @@ static int steps_wanted(void) {
     return 1;
 }
 
+/* A bad value falls back to the default here as in lw_options_load, which
+ * says so once leakwatch starts. */
 static int env_bool(lw_option_id id) {
-    const lw_option_def *def = &lw_options_table(NULL)[id];
-    const char *v = getenv(def->name);
-    long out = def->dflt;
-    char err[128];
-    /* A bad value falls back to the default here as in lw_options_load,
-     * which says so once leakwatch starts. */
-    if (v && lw_option_parse(def, v, &out, err, sizeof err) != 0) out = def->dflt;
-    return (int)out;
+    long v = 0;
+    lw_option_env(id, &v);
+    return (int)v;
 }
 
 /* A Python interpreter that has not started yet: the executable's name is
