@@ -146,8 +146,11 @@ static void num_or_null(lw_jw *w, const char *key, double v) {
 /* A few numbers, cheap enough for 'leakwatch ps' to ask every process. */
 static int build_stats(FILE *f) {
     lw_counts c = lw_totals_get(-2, LW_KIND_COUNT);
-    struct lw_growth_view g;
-    int have = lw_growth_snapshot(&g) == 0;
+    lw_growth_state g;
+    lw_growth_get(&g, NULL, 0, NULL);
+    int have = g.evaluations > 0;
+    double oom_s = NAN, oom_steps;
+    if (have) lw_growth_oom(&g, &oom_s, &oom_steps);
     lw_jw w;
     lw_jw_init(&w, f, 0);
     lw_jw_object(&w, NULL);
@@ -161,8 +164,8 @@ static int build_stats(FILE *f) {
     lw_jw_uint(&w, "free_count", c.free_count);
     lw_jw_uint(&w, "failed_alloc_count", c.failed_count);
     lw_jw_str(&w, "verdict", lw_verdict_name(have ? g.verdict : LW_VERDICT_INCONCLUSIVE));
-    num_or_null(&w, "bytes_per_step", have ? g.bytes_per_step : NAN);
-    num_or_null(&w, "oom_eta_seconds", have ? g.oom_eta_seconds : NAN);
+    num_or_null(&w, "bytes_per_step", have ? g.last.slope : NAN);
+    num_or_null(&w, "oom_eta_seconds", oom_s);
     lw_jw_uint(&w, "steps", have ? g.steps : lw_step_now());
     lw_jw_end(&w);
     fputc('\n', f);
