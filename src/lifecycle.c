@@ -13,6 +13,8 @@
 #include "vmm.h"
 #include "imports.h"
 #include "report.h"
+#include "summary.h"
+#include "report_file.h"
 #include "growth.h"
 #include "runstate.h"
 #include "warning.h"

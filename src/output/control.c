@@ -12,6 +12,7 @@
 #include "runstate.h"
 #include "log.h"
 #include "report.h"
+#include "report_file.h"
 #include "totals.h"
 #include "verdict.h"
 
