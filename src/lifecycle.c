@@ -3,6 +3,7 @@
 #include "lifecycle.h"
 
 #include "clock.h"
+#include "export.h"
 #include "control.h"
 #include "live.h"
 #include "log.h"
@@ -39,8 +40,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-#define LW_EXPORT __attribute__((visibility("default")))
 
 enum { NOT_STARTED = 0, RECORDING = 1, OFF = -1 };
 static atomic_int state;
