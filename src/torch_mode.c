@@ -92,12 +92,7 @@ int lw_torch_conf_rewrite(const char *conf, char *out, size_t outlen, char *back
  * the auto-start directory; a bad value is named once leakwatch starts and
  * the default (iteration) applies. */
 static int steps_wanted(void) {
-    const char *v = getenv("LEAKWATCH_TORCH_STEPS");
-    static const char *const off[] = {"0", "false", "no", "off"};
-    if (!v) return 1;
-    for (size_t i = 0; i < sizeof off / sizeof off[0]; i++)
-        if (!strcasecmp(v, off[i])) return 0;
-    return 1;
+    return lw_option_bool_word(getenv("LEAKWATCH_TORCH_STEPS")) != 0;
 }
 
 /* A bad value falls back to the default here as in lw_options_load, which

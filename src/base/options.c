@@ -82,15 +82,21 @@ const lw_option_def *lw_options_table(size_t *count) {
     return table;
 }
 
+int lw_option_bool_word(const char *text) {
+    static const char *yes[] = {"1", "true", "yes", "on"};
+    static const char *no[] = {"0", "false", "no", "off"};
+    for (size_t i = 0; text && i < 4; i++) {
+        if (strcasecmp(text, yes[i]) == 0) return 1;
+        if (strcasecmp(text, no[i]) == 0) return 0;
+    }
+    return -1;
+}
+
 int lw_option_parse(const lw_option_def *def, const char *text, long *out, char *err,
                     size_t errlen) {
     if (def->type == LW_OPT_BOOL) {
-        static const char *yes[] = {"1", "true", "yes", "on"};
-        static const char *no[] = {"0", "false", "no", "off"};
-        for (size_t i = 0; i < 4; i++) {
-            if (strcasecmp(text, yes[i]) == 0) return *out = 1, 0;
-            if (strcasecmp(text, no[i]) == 0) return *out = 0, 0;
-        }
+        int b = lw_option_bool_word(text);
+        if (b >= 0) return *out = b, 0;
         snprintf(err, errlen, "expected 1 or 0 (or true/false, yes/no, on/off)");
         return -1;
     }
