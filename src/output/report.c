@@ -503,10 +503,17 @@ static void emit_pinned_host(lw_jw *w) {
     lw_jw_end(w);
 }
 
-static void emit_growth(lw_jw *w, const lw_growth_state *g) {
-    const lw_growth *l = &g->last;
-    int leak = g->verdict == LW_VERDICT_LEAK;
-    lw_jw_object(w, "growth");
+/* A count or index, null when unknown (negative). */
+static void emit_opt_int(lw_jw *w, const char *key, int64_t v) {
+    if (v >= 0)
+        lw_jw_int(w, key, v);
+    else
+        lw_jw_null(w, key);
+}
+
+/* The fitted growth of a series: rate per step and per second, its 95%
+ * interval and the trend test. */
+static void emit_fit(lw_jw *w, const lw_growth *l) {
     lw_jw_double(w, "bytes_per_step", l->slope);
     lw_jw_double(w, "bytes_per_second", l->bytes_per_second);
     lw_jw_array(w, "slope_ci");
@@ -514,33 +521,28 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     lw_jw_double(w, NULL, l->hi);
     lw_jw_end(w);
     lw_jw_double(w, "p_value", l->p_value);
+}
+
+static void emit_growth(lw_jw *w, const lw_growth_state *g) {
+    const lw_growth *l = &g->last;
+    int leak = g->verdict == LW_VERDICT_LEAK;
+    lw_jw_object(w, "growth");
+    emit_fit(w, l);
     lw_jw_uint(w, "steps", g->steps);
     lw_jw_str(w, "step_source", g->step_source);
     lw_jw_str(w, "signal", g->signal);
-    if (g->signal_device >= 0)
-        lw_jw_int(w, "signal_device", g->signal_device);
-    else
-        lw_jw_null(w, "signal_device");
+    emit_opt_int(w, "signal_device", g->signal_device);
     if (leak)
         lw_jw_double(w, "onset_step", l->onset_x);
     else
         lw_jw_null(w, "onset_step");
-    if (g->first_leak_step >= 0)
-        lw_jw_int(w, "first_leak_step", g->first_leak_step);
-    else
-        lw_jw_null(w, "first_leak_step");
+    emit_opt_int(w, "first_leak_step", g->first_leak_step);
     double eta_s, eta_steps;
     lw_growth_oom(g, &eta_s, &eta_steps);
     lw_jw_double(w, "oom_eta_seconds", eta_s);
     lw_jw_double(w, "oom_eta_steps", eta_steps);
-    if (g->device_free >= 0)
-        lw_jw_int(w, "device_free_bytes", g->device_free);
-    else
-        lw_jw_null(w, "device_free_bytes");
-    if (g->device_total >= 0)
-        lw_jw_int(w, "device_total_bytes", g->device_total);
-    else
-        lw_jw_null(w, "device_total_bytes");
+    emit_opt_int(w, "device_free_bytes", g->device_free);
+    emit_opt_int(w, "device_total_bytes", g->device_total);
     if (!strcmp(g->step_source, "time")) lw_jw_double(w, "interval_seconds", g->interval_s);
     lw_jw_uint(w, "evaluations", g->evaluations);
     lw_jw_uint(w, "leak_verdicts_withdrawn", g->withdrawn);
@@ -591,13 +593,6 @@ static void emit_series(lw_jw *w, const lw_bin *b, int n) {
     lw_jw_end(w);
 }
 
-static void emit_opt_int(lw_jw *w, const char *key, int64_t v) {
-    if (v >= 0)
-        lw_jw_int(w, key, v);
-    else
-        lw_jw_null(w, key);
-}
-
 /* PyTorch's own view, when its helper reported one: the tensor series per
  * device with its verdict and out-of-memory projection, and what the helper
  * handed over (diagnosis window, backend, steps). Absent otherwise. */
@@ -618,13 +613,7 @@ static void emit_torch(lw_jw *w) {
         lw_jw_int(w, "device", d->device);
         lw_jw_str(w, "verdict", lw_verdict_name(d->verdict));
         lw_jw_str(w, "signal", "torch_allocated");
-        lw_jw_double(w, "bytes_per_step", l->slope);
-        lw_jw_double(w, "bytes_per_second", l->bytes_per_second);
-        lw_jw_array(w, "slope_ci");
-        lw_jw_double(w, NULL, l->lo);
-        lw_jw_double(w, NULL, l->hi);
-        lw_jw_end(w);
-        lw_jw_double(w, "p_value", l->p_value);
+        emit_fit(w, l);
         if (leak)
             lw_jw_double(w, "onset_step", l->onset_x);
         else
@@ -681,21 +670,14 @@ static void emit_command(lw_jw *w) {
     lw_jw_strn(w, "command", n ? buf : NULL, n);
 }
 
-static void int_or_null(lw_jw *w, const char *key, long v) {
-    if (v >= 0)
-        lw_jw_int(w, key, v);
-    else
-        lw_jw_null(w, key);
-}
-
 /* Which process of a distributed job this is, on which device, and where its
  * final report goes (for 'leakwatch top' when the job ends). */
 static void emit_rank(lw_jw *w) {
     lw_rank_info r;
     lw_rank_get(&r);
-    int_or_null(w, "rank", r.rank);
-    int_or_null(w, "local_rank", r.local_rank);
-    int_or_null(w, "world_size", r.world_size);
+    emit_opt_int(w, "rank", r.rank);
+    emit_opt_int(w, "local_rank", r.local_rank);
+    emit_opt_int(w, "world_size", r.world_size);
     /* The device this process uses: the current one, else the one that held
      * the most memory. */
     int dev = lw_device_current();
@@ -708,7 +690,7 @@ static void emit_rank(lw_jw *w) {
             if (c.peak_live_bytes > best) best = c.peak_live_bytes, dev = d;
         }
     }
-    int_or_null(w, "device", dev);
+    emit_opt_int(w, "device", dev);
     char path[PATH_MAX];
     lw_report_final_path(path, sizeof path);
     lw_jw_str(w, "report_path", path[0] ? path : NULL);
