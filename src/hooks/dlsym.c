@@ -13,7 +13,6 @@
 
 #include <dlfcn.h>
 
-
 typedef void *(*dlsym_fn)(void *, const char *);
 
 LW_EXPORT __attribute__((optimize("optimize-sibling-calls"), no_sanitize_address,

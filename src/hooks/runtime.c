@@ -22,7 +22,6 @@
 #include <errno.h>
 #include <string.h>
 
-
 /* Returned when no real runtime function exists (a program that found our
  * export by name without loading libcudart): nothing to pass the call to. */
 #define NO_RUNTIME cudaErrorInitializationError
