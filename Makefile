@@ -111,7 +111,7 @@ $(B)/gen/lw_templates.h: $(TEMPLATES) scripts/embed.sh
 	@mkdir -p $(@D)
 	$(Q)scripts/embed.sh $@ report_css=tools/templates/report.css \
 	    page_head=tools/templates/page_head.html page_foot=tools/templates/page_foot.html
-$(B)/obj/tools/cli_html.o: $(B)/gen/lw_templates.h
+$(B)/obj/tools/render_html.o: $(B)/gen/lw_templates.h
 
 -include $(wildcard $(B)/obj/*.d $(B)/obj/*/*.d)
 
@@ -406,14 +406,17 @@ fuzz-smoke-inputs: $(FUZZ_INPUT_TARGETS:%=$(B)/fuzz/fuzz_%)
 FUZZ_INPUT_SMOKE_SECONDS ?= 5
 .PHONY: fuzz-inputs fuzz-smoke-inputs check-tsan check-valgrind stand-ins docs uninstall wheel check-install
 
-# Build dependencies: installed once when missing (root or sudo), else one message.
+# Build dependencies: apt-get runs only for make deps, demo and check (root or
+# sudo; else one message). Any other goal only checks: when something is
+# missing it stops with one line naming it and saying to run make deps.
 # The tests' tools (clang's libFuzzer, valgrind, cppcheck, ...) only for make check.
+DEPS_MODE := $(if $(filter deps demo check,$(MAKECMDGOALS)),build,check)
 deps: $(B)/.deps-ok
 $(B)/.deps-ok: scripts/install-deps.sh
-	@scripts/install-deps.sh build
+	@scripts/install-deps.sh $(DEPS_MODE)
 	@mkdir -p $(B) && touch $@
 test-deps: $(B)/.test-deps-ok
-$(B)/.test-deps-ok: scripts/install-deps.sh
+$(B)/.test-deps-ok: scripts/install-deps.sh | $(B)/.deps-ok
 	@scripts/install-deps.sh test
 	@mkdir -p $(B) && touch $@
 

@@ -12,10 +12,14 @@
 # Tests also: CPython 3.14 from Debian sid, unpacked into a cache folder by
 # scripts/setup-python314.sh (not installed; skipped with a message offline).
 #
-#   install-deps.sh          what the build needs (make, make demo)
+#   install-deps.sh          what the build needs (make deps, make demo)
 #   install-deps.sh test     that and what the tests need (make check, CI)
 #   install-deps.sh aarch64  the cross compiler and qemu-user (make check-aarch64)
+#   install-deps.sh check    installs nothing: exit 1 with one line naming what
+#                            the build lacks (a plain make)
 what="${1:-build}"
+only_check=0
+if [ "$what" = check ]; then only_check=1; what=build; fi
 missing=""
 have_pkgconf() { pkg-config --exists "$1" 2>/dev/null; }
 need_cmd() { command -v "$1" >/dev/null 2>&1 || missing="$missing $2"; }
@@ -30,6 +34,11 @@ if [ "$what" = aarch64 ]; then
     need_cmd aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu
     need_cmd aarch64-linux-gnu-g++ g++-aarch64-linux-gnu
     need_cmd qemu-aarch64-static qemu-user-static
+fi
+if [ $only_check = 1 ]; then
+    [ -z "$missing" ] && exit 0
+    echo "leakwatch: missing build dependencies (Debian packages):$missing; run 'make deps' to install them (apt-get), or install them yourself" >&2
+    exit 1
 fi
 optional=""
 if [ "$what" = test ]; then

@@ -3,6 +3,7 @@
 #include "lifecycle.h"
 
 #include "clock.h"
+#include "export.h"
 #include "control.h"
 #include "live.h"
 #include "log.h"
@@ -13,6 +14,8 @@
 #include "vmm.h"
 #include "imports.h"
 #include "report.h"
+#include "summary.h"
+#include "report_file.h"
 #include "growth.h"
 #include "runstate.h"
 #include "warning.h"
@@ -37,8 +40,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-#define LW_EXPORT __attribute__((visibility("default")))
 
 enum { NOT_STARTED = 0, RECORDING = 1, OFF = -1 };
 static atomic_int state;

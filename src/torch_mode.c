@@ -92,23 +92,15 @@ int lw_torch_conf_rewrite(const char *conf, char *out, size_t outlen, char *back
  * the auto-start directory; a bad value is named once leakwatch starts and
  * the default (iteration) applies. */
 static int steps_wanted(void) {
-    const char *v = getenv("LEAKWATCH_TORCH_STEPS");
-    static const char *const off[] = {"0", "false", "no", "off"};
-    if (!v) return 1;
-    for (size_t i = 0; i < sizeof off / sizeof off[0]; i++)
-        if (!strcasecmp(v, off[i])) return 0;
-    return 1;
+    return lw_option_bool_word(getenv("LEAKWATCH_TORCH_STEPS")) != 0;
 }
 
+/* A bad value falls back to the default here as in lw_options_load, which
+ * says so once leakwatch starts. */
 static int env_bool(lw_option_id id) {
-    const lw_option_def *def = &lw_options_table(NULL)[id];
-    const char *v = getenv(def->name);
-    long out = def->dflt;
-    char err[128];
-    /* A bad value falls back to the default here as in lw_options_load,
-     * which says so once leakwatch starts. */
-    if (v && lw_option_parse(def, v, &out, err, sizeof err) != 0) out = def->dflt;
-    return (int)out;
+    long v = 0;
+    lw_option_env(id, &v);
+    return (int)v;
 }
 
 /* A Python interpreter that has not started yet: the executable's name is

@@ -10,6 +10,7 @@
 #include "options.h"
 #include "prometheus.h"
 #include "report.h"
+#include "report_file.h"
 #include "warning.h"
 
 #include <pthread.h>

@@ -6,6 +6,7 @@
 #include "cli_model.h"
 
 #include "cli.h"
+#include "verdict.h"
 #include "where.h"
 
 #include <math.h>
@@ -26,11 +27,11 @@ const char *const lw_model_kind_names[LW_KINDS] = {"device", "managed", "pinned_
 const char *lw_mverdict_name(lw_mverdict v) {
     switch (v) {
     case LW_MV_LEAK:
-        return "leak";
+        return lw_verdict_name(LW_VERDICT_LEAK);
     case LW_MV_NO_LEAK:
-        return "no_leak";
+        return lw_verdict_name(LW_VERDICT_NO_LEAK);
     case LW_MV_INCONCLUSIVE:
-        return "inconclusive";
+        return lw_verdict_name(LW_VERDICT_INCONCLUSIVE);
     default:
         return "unknown";
     }
@@ -368,16 +369,19 @@ static int load_doc(lw_model *m, const char *name, char *err, size_t errlen) {
     m->verdict_text = str(m, r, "verdict", "");
     m->verdict = LW_MV_UNKNOWN;
     if (m->verdict_text) {
-        if (!strcmp(m->verdict_text, "leak"))
+        int v = lw_verdict_parse(m->verdict_text);
+        if (v == LW_VERDICT_LEAK)
             m->verdict = LW_MV_LEAK;
-        else if (!strcmp(m->verdict_text, "no_leak"))
+        else if (v == LW_VERDICT_NO_LEAK)
             m->verdict = LW_MV_NO_LEAK;
-        else if (!strcmp(m->verdict_text, "inconclusive"))
+        else if (v == LW_VERDICT_INCONCLUSIVE)
             m->verdict = LW_MV_INCONCLUSIVE;
         else {
             char shown[40];
-            warn(m, "verdict \"%s\" is not one of leak, no_leak, inconclusive; shown as unknown",
-                 lw_safe_text(m->verdict_text, shown, sizeof shown));
+            warn(m, "verdict \"%s\" is not one of %s, %s, %s; shown as unknown",
+                 lw_safe_text(m->verdict_text, shown, sizeof shown),
+                 lw_verdict_name(LW_VERDICT_LEAK), lw_verdict_name(LW_VERDICT_NO_LEAK),
+                 lw_verdict_name(LW_VERDICT_INCONCLUSIVE));
         }
     } else {
         warn(m, "no \"verdict\"; shown as unknown");

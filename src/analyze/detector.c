@@ -8,10 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *lw_verdict_name(lw_verdict v) {
-    return v == LW_VERDICT_LEAK ? "leak" : v == LW_VERDICT_NO_LEAK ? "no_leak" : "inconclusive";
-}
-
 lw_detect_params lw_detect_defaults(void) {
     lw_detect_params p = {
         .min_points = 24,

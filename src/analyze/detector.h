@@ -30,16 +30,9 @@
 #define LW_DETECTOR_H
 
 #include "series.h"
+#include "verdict.h"
 
 #include <stdint.h>
-
-typedef enum {
-    LW_VERDICT_INCONCLUSIVE = 0,
-    LW_VERDICT_LEAK = 1,
-    LW_VERDICT_NO_LEAK = 2
-} lw_verdict;
-
-const char *lw_verdict_name(lw_verdict v);
 
 typedef struct {
     int min_points;           /* fewer bins than this: inconclusive */

@@ -584,20 +584,6 @@ void lw_growth_oom(const lw_growth_state *g, double *seconds, double *steps) {
     lw_answer_oom((double)g->available, g->last.bytes_per_second, g->last.slope, seconds, steps);
 }
 
-int lw_growth_snapshot(struct lw_growth_view *out) {
-    lw_growth_state g;
-    lw_growth_get(&g, NULL, 0, NULL);
-    if (!g.evaluations) return -1;
-    out->verdict = g.verdict;
-    out->bytes_per_step = g.last.slope;
-    out->bytes_per_second = g.last.bytes_per_second;
-    out->p_value = g.last.p_value;
-    double steps;
-    lw_growth_oom(&g, &out->oom_eta_seconds, &steps);
-    out->steps = g.steps;
-    return 0;
-}
-
 /* In a forked child, at its own first CUDA call (lifecycle.c): the parent's
  * series, verdict and readings are not the child's. The sites themselves,
  * with their tracks, are forgotten by sites.c. Single-threaded here. */

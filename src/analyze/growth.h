@@ -135,13 +135,4 @@ void lw_growth_forget_parent(void);
 void lw_growth_lock_for_fork(void);
 void lw_growth_unlock_after_fork(void);
 
-/* The current conclusion as a plain copy, for the live views (control
- * socket, Prometheus). 0, or -1 when nothing has been evaluated yet. */
-struct lw_growth_view {
-    int verdict; /* 0 inconclusive, 1 leak, 2 no_leak */
-    double bytes_per_step, bytes_per_second, oom_eta_seconds, p_value; /* NAN when unknown */
-    uint64_t steps;
-};
-int lw_growth_snapshot(struct lw_growth_view *out);
-
 #endif

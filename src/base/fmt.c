@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "fmt.h"
 
+#include "verdict.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -118,8 +120,8 @@ char *lw_answer_line(const lw_answer *a, char *out, size_t n) {
     const char *unit = a->unit ? a->unit : "step";
     if (n == 0) return out;
     out[0] = '\0';
-    int leak = a->verdict && !strcmp(a->verdict, "leak");
-    if (leak) {
+    int verdict = lw_verdict_parse(a->verdict);
+    if (verdict == LW_VERDICT_LEAK) {
         add(out, n, &o, "LEAK");
         if (a->where) add(out, n, &o, " in %s", a->where);
         add(out, n, &o, ": %s", lw_fmt_rate(a->rate, unit, r, sizeof r));
@@ -146,14 +148,13 @@ char *lw_answer_line(const lw_answer *a, char *out, size_t n) {
             add(out, n, &o, ")");
         }
     } else {
-        const char *v = !a->verdict                           ? "unknown verdict"
-                        : !strcmp(a->verdict, "no_leak")      ? "no leak"
-                        : !strcmp(a->verdict, "inconclusive") ? "inconclusive"
-                                                              : "unknown verdict";
+        const char *v = verdict == LW_VERDICT_NO_LEAK        ? "no leak"
+                        : verdict == LW_VERDICT_INCONCLUSIVE ? "inconclusive"
+                                                             : "unknown verdict";
         add(out, n, &o, "%s", v);
-        if (a->verdict && !strcmp(a->verdict, "no_leak"))
+        if (verdict == LW_VERDICT_NO_LEAK)
             add(out, n, &o, ": the floor of live memory is flat");
-        else if (a->verdict && !strcmp(a->verdict, "inconclusive"))
+        else if (verdict == LW_VERDICT_INCONCLUSIVE)
             add(out, n, &o, ": not enough %ss or too much noise to decide", unit);
         if (isfinite(a->steps))
             add(out, n, &o, " over %s %ss", lw_fmt_count(a->steps, s, sizeof s), unit);

@@ -22,7 +22,7 @@ void lw_format_bytes(double bytes, char *out, size_t outlen);
 /* What a run concluded, as every output states it. Unknown numbers are NAN,
  * unknown strings NULL. */
 typedef struct {
-    const char *verdict; /* "leak", "no_leak", "inconclusive" (else unknown) */
+    const char *verdict; /* a verdict's name (verdict.h); else unknown */
     const char *where;   /* the place to look: "train.py:27 in train" */
     const char *unit;    /* "step" or "interval" */
     double rate, lo, hi; /* growth of the floor per unit, with its 95% interval */

@@ -44,6 +44,10 @@ typedef struct {
 
 const lw_option_def *lw_options_table(size_t *count);
 
+/* 1 for 1/true/yes/on, 0 for 0/false/no/off (any case), -1 for anything
+ * else: the words every boolean setting takes. */
+int lw_option_bool_word(const char *text);
+
 /* Parses text for def. Returns 0 and sets *out (bool/int), or -1 and writes a
  * one-line reason that names the accepted values into err. Pure. */
 int lw_option_parse(const lw_option_def *def, const char *text, long *out, char *err,

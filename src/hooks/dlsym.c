@@ -13,8 +13,6 @@
 
 #include <dlfcn.h>
 
-#define LW_EXPORT __attribute__((visibility("default")))
-
 typedef void *(*dlsym_fn)(void *, const char *);
 
 LW_EXPORT __attribute__((optimize("optimize-sibling-calls"), no_sanitize_address,

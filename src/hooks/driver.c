@@ -28,7 +28,6 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#define LW_EXPORT __attribute__((visibility("default")))
 #define LW_SLOTS 3
 #define UNPAREN(...) __VA_ARGS__
 

@@ -5,6 +5,7 @@
 #ifndef LW_HOOKS_H
 #define LW_HOOKS_H
 
+#include "export.h"
 #include "imports.h"
 
 #include <leakwatch/cuda_api.h>

@@ -22,8 +22,6 @@
 #include <errno.h>
 #include <string.h>
 
-#define LW_EXPORT __attribute__((visibility("default")))
-
 /* Returned when no real runtime function exists (a program that found our
  * export by name without loading libcudart): nothing to pass the call to. */
 #define NO_RUNTIME cudaErrorInitializationError

@@ -12,7 +12,9 @@
 #include "runstate.h"
 #include "log.h"
 #include "report.h"
+#include "report_file.h"
 #include "totals.h"
+#include "verdict.h"
 
 #include <leakwatch.h>
 
@@ -110,7 +112,9 @@ static void reply_error(int fd, const char *msg) {
     if (n > 0) send_all(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
-static void reply_report(int fd) {
+/* Builds a reply with build(f) into memory, then sends "ok\n" and it;
+ * or one error line naming what could not be built. */
+static void reply_built(int fd, int (*build)(FILE *f), const char *what) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -118,13 +122,19 @@ static void reply_report(int fd) {
         reply_error(fd, "out of memory");
         return;
     }
-    int rc = lw_report_emit(f, "live");
+    int rc = build(f);
     if (fclose(f) != 0 || rc != 0 || !buf) {
-        reply_error(fd, "cannot build the report");
+        char msg[96];
+        snprintf(msg, sizeof msg, "cannot build the %s", what);
+        reply_error(fd, msg);
     } else if (send_all(fd, "ok\n", 3) == 0) {
         send_all(fd, buf, len);
     }
     free(buf);
+}
+
+static int build_report(FILE *f) {
+    return lw_report_emit(f, "live");
 }
 
 static void num_or_null(lw_jw *w, const char *key, double v) {
@@ -135,18 +145,13 @@ static void num_or_null(lw_jw *w, const char *key, double v) {
 }
 
 /* A few numbers, cheap enough for 'leakwatch ps' to ask every process. */
-static void reply_stats(int fd) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) {
-        reply_error(fd, "out of memory");
-        return;
-    }
+static int build_stats(FILE *f) {
     lw_counts c = lw_totals_get(-2, LW_KIND_COUNT);
-    struct lw_growth_view g;
-    int have = lw_growth_snapshot(&g) == 0;
-    static const char *verdicts[] = {"inconclusive", "leak", "no_leak"};
+    lw_growth_state g;
+    lw_growth_get(&g, NULL, 0, NULL);
+    int have = g.evaluations > 0;
+    double oom_s = NAN, oom_steps;
+    if (have) lw_growth_oom(&g, &oom_s, &oom_steps);
     lw_jw w;
     lw_jw_init(&w, f, 0);
     lw_jw_object(&w, NULL);
@@ -159,19 +164,13 @@ static void reply_stats(int fd) {
     lw_jw_uint(&w, "alloc_count", c.alloc_count);
     lw_jw_uint(&w, "free_count", c.free_count);
     lw_jw_uint(&w, "failed_alloc_count", c.failed_count);
-    lw_jw_str(&w, "verdict",
-              have && g.verdict >= 0 && g.verdict <= 2 ? verdicts[g.verdict] : "inconclusive");
-    num_or_null(&w, "bytes_per_step", have ? g.bytes_per_step : NAN);
-    num_or_null(&w, "oom_eta_seconds", have ? g.oom_eta_seconds : NAN);
+    lw_jw_str(&w, "verdict", lw_verdict_name(have ? g.verdict : LW_VERDICT_INCONCLUSIVE));
+    num_or_null(&w, "bytes_per_step", have ? g.last.slope : NAN);
+    num_or_null(&w, "oom_eta_seconds", oom_s);
     lw_jw_uint(&w, "steps", have ? g.steps : lw_step_now());
     lw_jw_end(&w);
-    int bad = lw_jw_failed(&w);
     fputc('\n', f);
-    if (fclose(f) != 0 || bad || !buf)
-        reply_error(fd, "cannot build the statistics");
-    else if (send_all(fd, "ok\n", 3) == 0)
-        send_all(fd, buf, len);
-    free(buf);
+    return lw_jw_failed(&w) ? -1 : 0;
 }
 
 /* Writes the report to path through the shared atomic writer: readers never
@@ -226,9 +225,9 @@ static void serve_one(int fd) {
         snprintf(line, sizeof line, "ok leakwatch %s %ld\n", LEAKWATCH_VERSION, (long)getpid());
         send_all(fd, line, strlen(line));
     } else if (!strcmp(req, "report")) {
-        reply_report(fd);
+        reply_built(fd, build_report, "report");
     } else if (!strcmp(req, "stats")) {
-        reply_stats(fd);
+        reply_built(fd, build_stats, "statistics");
     } else if (!strncmp(req, "snapshot ", 9)) {
         reply_snapshot(fd, req + 9);
     } else {

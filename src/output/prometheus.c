@@ -73,18 +73,21 @@ static int emit(FILE *f) {
                "Imports open now (an IPC handle opened twice counts twice).");
         fprintf(f, "leakwatch_imported_open %lld\n", (long long)imp.live_count);
     }
-    struct lw_growth_view g;
-    if (lw_growth_snapshot(&g) == 0) {
-        if (isfinite(g.bytes_per_step)) {
+    lw_growth_state g;
+    lw_growth_get(&g, NULL, 0, NULL);
+    if (g.evaluations) {
+        double oom_s, oom_steps;
+        lw_growth_oom(&g, &oom_s, &oom_steps);
+        if (isfinite(g.last.slope)) {
             header(f, "leakwatch_floor_growth_bytes_per_step", "gauge",
                    "Growth of the floor of live memory per step, fitted by the detector.");
-            fprintf(f, "leakwatch_floor_growth_bytes_per_step %.17g\n", g.bytes_per_step);
+            fprintf(f, "leakwatch_floor_growth_bytes_per_step %.17g\n", g.last.slope);
         }
         header(f, "leakwatch_leak", "gauge", "1 when the detector's verdict is leak, else 0.");
-        fprintf(f, "leakwatch_leak %d\n", g.verdict == 1);
+        fprintf(f, "leakwatch_leak %d\n", g.verdict == LW_VERDICT_LEAK);
         char place[512];
         lw_warning_place(place, sizeof place);
-        if (g.verdict == 1 && place[0]) {
+        if (g.verdict == LW_VERDICT_LEAK && place[0]) {
             header(f, "leakwatch_leak_place_info", "gauge",
                    "The place to look of the leak (the live warning's), as the label where.");
             fputs("leakwatch_leak_place_info{where=\"", f);
@@ -98,10 +101,10 @@ static int emit(FILE *f) {
             }
             fputs("\"} 1\n", f);
         }
-        if (isfinite(g.oom_eta_seconds)) {
+        if (isfinite(oom_s)) {
             header(f, "leakwatch_oom_eta_seconds", "gauge",
                    "Projected seconds until device memory runs out at the fitted growth.");
-            fprintf(f, "leakwatch_oom_eta_seconds %.17g\n", g.oom_eta_seconds);
+            fprintf(f, "leakwatch_oom_eta_seconds %.17g\n", oom_s);
         }
     }
     return ferror(f) ? -1 : 0;

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The JSON report: what it holds, emitted to a stream (its format is a
+ * contract: docs/report-fields.md). report_file.c writes it to files,
+ * summary.c prints the exit summary. */
 #include "report.h"
 
-#include "atomic_file.h"
+#include "report_file.h"
+
 #include "clock.h"
 #include "json_write.h"
 #include "runstate.h"
 #include "live.h"
-#include "log.h"
 #include "options.h"
 #include "pystack.h"
 #include "stack.h"
@@ -23,15 +26,11 @@
 
 #include <leakwatch.h>
 
-#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -504,10 +503,17 @@ static void emit_pinned_host(lw_jw *w) {
     lw_jw_end(w);
 }
 
-static void emit_growth(lw_jw *w, const lw_growth_state *g) {
-    const lw_growth *l = &g->last;
-    int leak = g->verdict == LW_VERDICT_LEAK;
-    lw_jw_object(w, "growth");
+/* A count or index, null when unknown (negative). */
+static void emit_opt_int(lw_jw *w, const char *key, int64_t v) {
+    if (v >= 0)
+        lw_jw_int(w, key, v);
+    else
+        lw_jw_null(w, key);
+}
+
+/* The fitted growth of a series: rate per step and per second, its 95%
+ * interval and the trend test. */
+static void emit_fit(lw_jw *w, const lw_growth *l) {
     lw_jw_double(w, "bytes_per_step", l->slope);
     lw_jw_double(w, "bytes_per_second", l->bytes_per_second);
     lw_jw_array(w, "slope_ci");
@@ -515,33 +521,28 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     lw_jw_double(w, NULL, l->hi);
     lw_jw_end(w);
     lw_jw_double(w, "p_value", l->p_value);
+}
+
+static void emit_growth(lw_jw *w, const lw_growth_state *g) {
+    const lw_growth *l = &g->last;
+    int leak = g->verdict == LW_VERDICT_LEAK;
+    lw_jw_object(w, "growth");
+    emit_fit(w, l);
     lw_jw_uint(w, "steps", g->steps);
     lw_jw_str(w, "step_source", g->step_source);
     lw_jw_str(w, "signal", g->signal);
-    if (g->signal_device >= 0)
-        lw_jw_int(w, "signal_device", g->signal_device);
-    else
-        lw_jw_null(w, "signal_device");
+    emit_opt_int(w, "signal_device", g->signal_device);
     if (leak)
         lw_jw_double(w, "onset_step", l->onset_x);
     else
         lw_jw_null(w, "onset_step");
-    if (g->first_leak_step >= 0)
-        lw_jw_int(w, "first_leak_step", g->first_leak_step);
-    else
-        lw_jw_null(w, "first_leak_step");
+    emit_opt_int(w, "first_leak_step", g->first_leak_step);
     double eta_s, eta_steps;
     lw_growth_oom(g, &eta_s, &eta_steps);
     lw_jw_double(w, "oom_eta_seconds", eta_s);
     lw_jw_double(w, "oom_eta_steps", eta_steps);
-    if (g->device_free >= 0)
-        lw_jw_int(w, "device_free_bytes", g->device_free);
-    else
-        lw_jw_null(w, "device_free_bytes");
-    if (g->device_total >= 0)
-        lw_jw_int(w, "device_total_bytes", g->device_total);
-    else
-        lw_jw_null(w, "device_total_bytes");
+    emit_opt_int(w, "device_free_bytes", g->device_free);
+    emit_opt_int(w, "device_total_bytes", g->device_total);
     if (!strcmp(g->step_source, "time")) lw_jw_double(w, "interval_seconds", g->interval_s);
     lw_jw_uint(w, "evaluations", g->evaluations);
     lw_jw_uint(w, "leak_verdicts_withdrawn", g->withdrawn);
@@ -592,13 +593,6 @@ static void emit_series(lw_jw *w, const lw_bin *b, int n) {
     lw_jw_end(w);
 }
 
-static void emit_opt_int(lw_jw *w, const char *key, int64_t v) {
-    if (v >= 0)
-        lw_jw_int(w, key, v);
-    else
-        lw_jw_null(w, key);
-}
-
 /* PyTorch's own view, when its helper reported one: the tensor series per
  * device with its verdict and out-of-memory projection, and what the helper
  * handed over (diagnosis window, backend, steps). Absent otherwise. */
@@ -619,13 +613,7 @@ static void emit_torch(lw_jw *w) {
         lw_jw_int(w, "device", d->device);
         lw_jw_str(w, "verdict", lw_verdict_name(d->verdict));
         lw_jw_str(w, "signal", "torch_allocated");
-        lw_jw_double(w, "bytes_per_step", l->slope);
-        lw_jw_double(w, "bytes_per_second", l->bytes_per_second);
-        lw_jw_array(w, "slope_ci");
-        lw_jw_double(w, NULL, l->lo);
-        lw_jw_double(w, NULL, l->hi);
-        lw_jw_end(w);
-        lw_jw_double(w, "p_value", l->p_value);
+        emit_fit(w, l);
         if (leak)
             lw_jw_double(w, "onset_step", l->onset_x);
         else
@@ -682,22 +670,14 @@ static void emit_command(lw_jw *w) {
     lw_jw_strn(w, "command", n ? buf : NULL, n);
 }
 
-static void int_or_null(lw_jw *w, const char *key, long v) {
-    if (v >= 0)
-        lw_jw_int(w, key, v);
-    else
-        lw_jw_null(w, key);
-}
-
 /* Which process of a distributed job this is, on which device, and where its
  * final report goes (for 'leakwatch top' when the job ends). */
-static void report_path(char *path, size_t n);
 static void emit_rank(lw_jw *w) {
     lw_rank_info r;
     lw_rank_get(&r);
-    int_or_null(w, "rank", r.rank);
-    int_or_null(w, "local_rank", r.local_rank);
-    int_or_null(w, "world_size", r.world_size);
+    emit_opt_int(w, "rank", r.rank);
+    emit_opt_int(w, "local_rank", r.local_rank);
+    emit_opt_int(w, "world_size", r.world_size);
     /* The device this process uses: the current one, else the one that held
      * the most memory. */
     int dev = lw_device_current();
@@ -710,9 +690,9 @@ static void emit_rank(lw_jw *w) {
             if (c.peak_live_bytes > best) best = c.peak_live_bytes, dev = d;
         }
     }
-    int_or_null(w, "device", dev);
+    emit_opt_int(w, "device", dev);
     char path[PATH_MAX];
-    report_path(path, sizeof path);
+    lw_report_final_path(path, sizeof path);
     lw_jw_str(w, "report_path", path[0] ? path : NULL);
 }
 
@@ -791,173 +771,6 @@ int lw_report_emit(FILE *f, const char *reason) {
     return lw_jw_failed(&w) ? -1 : 0;
 }
 
-static int emit_to(FILE *f, void *reason) {
-    return lw_report_emit(f, reason);
-}
-
-/* One writer of the report at a time in this process: the exit report waits
- * for a periodic one in progress, and is then the last one written (a
- * periodic write after a final report is skipped). */
-static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
-static int final_written;
-
-/* Set in a forked child that uses CUDA itself (lifecycle.c). */
-static int forked_child;
-
-void lw_report_forked_child(void) {
-    forked_child = 1;
-}
-
-void lw_report_after_fork_child(void) {
-    /* The thread that held it, if any, does not exist in the child. */
-    pthread_mutex_init(&write_lock, NULL);
-    final_written = 0;
-}
-
-/* A template without %p names the same file in a parent and in a forked
- * child that uses CUDA: the child's gets its pid, before ".json". */
-static void child_path(const char *tpl, char *path, size_t n) {
-    if (!forked_child || strstr(tpl, "%p")) return;
-    size_t len = strlen(path);
-    char pid[32];
-    snprintf(pid, sizeof pid, ".%ld", (long)getpid());
-    size_t plen = strlen(pid);
-    if (len + plen + 1 > n) return;
-    size_t at = len >= 5 && strcmp(path + len - 5, ".json") == 0 ? len - 5 : len;
-    memmove(path + at + plen, path + at, len - at + 1);
-    memcpy(path + at, pid, plen);
-}
-
-static void report_path(char *path, size_t n) {
-    const char *tpl = lw_opt_str(LW_OPT_REPORT);
-    if (!strcmp(tpl, "none") || lw_path_expand(tpl, path, n) != 0) {
-        path[0] = '\0';
-        return;
-    }
-    child_path(tpl, path, n);
-    if (path[0] != '/') {
-        /* Absolute, so that it means the same to a reader elsewhere. */
-        char cwd[PATH_MAX], abs[PATH_MAX];
-        if (getcwd(cwd, sizeof cwd) &&
-            snprintf(abs, sizeof abs, "%s/%s", cwd, path) < (int)sizeof abs)
-            snprintf(path, n, "%s", abs);
-    }
-}
-
-int lw_report_off(void) {
-    return strcmp(lw_opt_str(LW_OPT_REPORT), "none") == 0;
-}
-
-int lw_report_path(char *path, size_t n) {
-    const char *tpl = lw_opt_str(LW_OPT_REPORT);
-    if (lw_path_expand(tpl, path, n) != 0) return -1;
-    child_path(tpl, path, n);
-    return 0;
-}
-
-/* The output names a template can give, as a glob: %p, %h and %r match
- * anything. Only the last part of the path may vary: a folder with a %
- * escape gives no cleanup. */
-static int template_glob(const char *tpl, char *dir, size_t dn, char *glob, size_t gn) {
-    const char *slash = strrchr(tpl, '/');
-    size_t dl = slash ? (size_t)(slash - tpl) : 0;
-    if (dl >= dn || memchr(tpl, '%', dl)) return -1;
-    memcpy(dir, slash ? tpl : ".", slash ? dl : 1);
-    dir[slash ? dl : 1] = '\0';
-    if (slash && dl == 0) snprintf(dir, dn, "/");
-    size_t o = 0;
-    for (const char *p = slash ? slash + 1 : tpl; *p; p++) {
-        if (o + 3 >= gn) return -1;
-        if (p[0] == '%' && (p[1] == 'p' || p[1] == 'h' || p[1] == 'r')) {
-            glob[o++] = '*';
-            p++;
-        } else if (p[0] == '%' && p[1] == '%') {
-            glob[o++] = '%';
-            p++;
-        } else {
-            if (strchr("*?[\\", *p)) glob[o++] = '\\';
-            glob[o++] = *p;
-        }
-    }
-    glob[o] = '\0';
-    return 0;
-}
-
-void lw_report_cleanup(void) {
-    char dir[PATH_MAX], glob[PATH_MAX];
-    const char *tpls[] = {lw_report_off() ? NULL : lw_opt_str(LW_OPT_REPORT),
-                          lw_opt_str(LW_OPT_PROMETHEUS)};
-    for (int i = 0; i < 2; i++) {
-        if (!tpls[i] || template_glob(tpls[i], dir, sizeof dir, glob, sizeof glob) != 0) continue;
-        lw_atomic_cleanup(dir, glob);
-        /* A forked child's name without %p: NAME.PID.json. */
-        size_t gl = strlen(glob);
-        if (!strstr(tpls[i], "%p") && gl > 5 && !strcmp(glob + gl - 5, ".json") &&
-            gl + 3 < sizeof glob) {
-            memmove(glob + gl - 3, glob + gl - 5, 6);
-            memcpy(glob + gl - 5, ".*", 2);
-            lw_atomic_cleanup(dir, glob);
-        }
-    }
-}
-
-int lw_report_write_path(const char *path, const char *reason, char *why, size_t whylen) {
-    return lw_atomic_write(path, emit_to, (void *)reason, why, whylen);
-}
-
-static int is_final(const char *reason) {
-    return !strcmp(reason, "exit") || !strncmp(reason, "signal", 6);
-}
-
-static int write_locked(const char *reason, int fallback, char *written, size_t writtenlen) {
-    char path[PATH_MAX], why[512] = "";
-    if (written && writtenlen) written[0] = '\0';
-    if (lw_report_off()) return 0;
-    if (!strcmp(reason, "periodic") && final_written) return 0;
-    if (lw_report_path(path, sizeof path) != 0) {
-        lw_log("the report path from LEAKWATCH_REPORT is too long (over %d bytes); set a shorter "
-               "one",
-               PATH_MAX);
-        path[0] = '\0';
-    } else {
-        int rc = lw_report_write_path(path, reason, why, sizeof why);
-        if (rc == LW_AF_OFF) return 0; /* /dev/null: no file, as asked */
-        if (rc == LW_AF_WRITTEN) {
-            if (written) snprintf(written, writtenlen, "%s", path);
-            if (is_final(reason)) final_written = 1;
-            return 0;
-        }
-        /* Periodic rewrites fail the same way every time: say it once. */
-        static char last_why[512];
-        if (fallback || strcmp(why, last_why) != 0)
-            lw_log("cannot write the report to %s: %s; set LEAKWATCH_REPORT to a file in a "
-                   "writable folder, or to none for no file (an earlier report at that path is "
-                   "left unchanged)",
-                   path, why);
-        snprintf(last_why, sizeof last_why, "%s", why);
-    }
-    if (!fallback) return -1;
-    const char *dir = getenv("TMPDIR");
-    if (!dir || !*dir) dir = "/tmp";
-    char alt[PATH_MAX];
-    snprintf(alt, sizeof alt, "%s/leakwatch-%ld.json", dir, (long)getpid());
-    if (lw_report_write_path(alt, reason, why, sizeof why) == LW_AF_WRITTEN) {
-        lw_log("wrote the report to %s instead", alt);
-        if (written) snprintf(written, writtenlen, "%s", alt);
-        if (is_final(reason)) final_written = 1;
-        return 0;
-    }
-    lw_log("cannot write the report to %s either: %s; no report was written", alt, why);
-    return -1;
-}
-
-int lw_report_write(const char *reason, int fallback, char *written, size_t writtenlen) {
-    pthread_mutex_lock(&write_lock);
-    int rc = write_locked(reason, fallback, written, writtenlen);
-    pthread_mutex_unlock(&write_lock);
-    return rc;
-}
-
 void lw_report_site_label(const lw_site *site, char *out, size_t n) {
     snprintf(out, n, "site %u", site->id);
     lw_symtab *syms = lw_symtab_new();
@@ -969,97 +782,18 @@ void lw_report_site_label(const lw_site *site, char *out, size_t n) {
     lw_symtab_free(syms);
 }
 
-void lw_report_answer(lw_answer *a, const lw_growth_state *g) {
-    lw_answer_init(a);
-    a->verdict = lw_verdict_name(g->verdict);
-    a->unit = strcmp(g->step_source, "time") ? "step" : "interval";
-    a->steps = (double)g->steps;
-    if (g->device_free >= 0) a->free_bytes = (double)g->device_free;
-    if (g->device_total >= 0) a->total_bytes = (double)g->device_total;
-    if (g->verdict != LW_VERDICT_LEAK) return;
-    a->rate = g->last.slope;
-    a->lo = g->last.lo;
-    a->hi = g->last.hi;
-    a->per_second = g->last.bytes_per_second;
-    a->onset = g->last.onset_x;
-    lw_growth_oom(g, &a->oom_seconds, &a->oom_steps);
-}
-
-void lw_report_summary(const char *path) {
-    if (lw_log_quiet) return;
-    lw_counts c = lw_totals_get(-2, LW_KIND_COUNT);
-    char live[32], peak[32];
-    lw_fmt_bytes((double)c.live_bytes, live, sizeof live);
-    lw_fmt_bytes((double)c.peak_live_bytes, peak, sizeof peak);
-    lw_growth_state g;
-    lw_growth_get(&g, NULL, 0, NULL);
-    lw_answer a;
-    lw_report_answer(&a, &g);
-    /* The site the report names first: the fastest leaking one, else the one
-     * that holds the most. */
+int lw_report_lead_site(int leak, const lw_site **site, double *rate) {
     site_views vs;
-    views_load(&vs, g.verdict == LW_VERDICT_LEAK);
+    views_load(&vs, leak);
     const site_view *fastest = NULL;
     for (size_t i = 0; i < vs.n; i++)
         if (!fastest || vs.v[i].growth.slope > fastest->growth.slope) fastest = &vs.v[i];
     const lw_site *top = fastest ? fastest->site : NULL;
     for (lw_site *s = lw_sites_first(); s && !fastest; s = s->next)
         if (!top || atomic_load(&s->live_bytes) > atomic_load(&top->live_bytes)) top = s;
-    char label[512];
-    if (top && (fastest || atomic_load(&top->live_bytes) > 0)) {
-        lw_report_site_label(top, label, sizeof label);
-        a.where = label;
-        if (fastest)
-            a.where_rate = fastest->growth.slope;
-        else
-            a.where_live = (double)atomic_load(&top->live_bytes);
-    }
+    int rc = fastest ? 1 : top && atomic_load(&top->live_bytes) > 0 ? 0 : -1;
+    if (fastest) *rate = fastest->growth.slope;
+    *site = rc >= 0 ? top : NULL;
     views_free(&vs);
-    /* Under PyTorch's signal the site to name is the first one found in its
-     * allocation history (segment sites do not name tensors). */
-    double torch_rate = 0;
-    if (g.verdict == LW_VERDICT_LEAK && g.signal_device >= 0 && lw_torch_info_sites(&torch_rate) &&
-        lw_torch_info_label(label, sizeof label)) {
-        a.where = label;
-        a.where_rate = torch_rate;
-        a.where_live = NAN;
-    }
-    char line[1024];
-    lw_log("%s", lw_answer_line(&a, line, sizeof line));
-    /* What an undecided run still needs, and what a clean one could have
-     * seen (only once the detector has evaluated something). */
-    const char *unit = strcmp(g.step_source, "time") ? "step" : "interval";
-    char noise[32], minr[32];
-    lw_fmt_bytes(g.last.noise_step, noise, sizeof noise);
-    lw_fmt_bytes(g.last.min_rate, minr, sizeof minr);
-    if (!g.evaluations || !isfinite(g.last.noise_step)) {
-    } else if (g.verdict == LW_VERDICT_INCONCLUSIVE && g.last.more_steps >= 1 &&
-               isfinite(g.last.more_steps))
-        lw_log("%s; about %.0f more %ss to decide at the current rate (floor noise %s per %s)",
-               g.reason, ceil(g.last.more_steps), unit, noise, unit);
-    else if (g.verdict == LW_VERDICT_NO_LEAK && isfinite(g.last.min_rate))
-        lw_log("%s; this run could call a leak of %s per %s or more (floor noise %s per %s)",
-               g.reason, minr, unit, noise, unit);
-    char n1[32], n2[32], n3[32], n4[32], n5[32];
-    lw_log("%s allocation%s live (%s, peak %s) in %s call site%s; %s allocated, %s freed, %s "
-           "failed",
-           lw_fmt_count((double)c.live_count, n1, sizeof n1), c.live_count == 1 ? "" : "s", live,
-           peak, lw_fmt_count((double)lw_sites_count(), n2, sizeof n2),
-           lw_sites_count() == 1 ? "" : "s", lw_fmt_count((double)c.alloc_count, n3, sizeof n3),
-           lw_fmt_count((double)c.free_count, n4, sizeof n4),
-           lw_fmt_count((double)c.failed_count, n5, sizeof n5));
-    lw_counts imp = lw_imports_get();
-    if (imp.alloc_count > 0) {
-        char ib[32];
-        lw_fmt_bytes((double)imp.live_bytes, ib, sizeof ib);
-        lw_log("imported from other processes (not counted above): %s open (%s), %s opened",
-               lw_fmt_count((double)imp.live_count, n1, sizeof n1), ib,
-               lw_fmt_count((double)imp.alloc_count, n2, sizeof n2));
-    }
-    if (path && path[0]) {
-        lw_log("report: %s", path);
-        lw_log("see it: leakwatch report %s   (as a web page: leakwatch report --format html -o "
-               "leakwatch-report.html %s)",
-               path, path);
-    }
+    return rc;
 }

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "options.h"
 #include "report.h"
+#include "summary.h"
 #include "sites.h"
 
 #include <pthread.h>

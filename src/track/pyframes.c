@@ -1,130 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* pyframes.c - the calling thread's Python frames, read without the GIL.
  *
- * Design choices, and why
- * -----------------------
- * 1. No C API in the hook. PyTorch releases the GIL before it reaches CUDA and
- *    holds its allocator mutex around cudaMalloc, so taking the GIL there can
- *    deadlock (and stalls ~5 ms otherwise). The frames of the *calling* thread
- *    cannot change while it is blocked in our hook, so we read them directly.
- *
- * 2. No CPython headers, no libpython link. Every symbol is resolved at run
- *    time with lw_real_dlsym(RTLD_DEFAULT, ...) (the library interposes
- *    dlsym). They live in libpython3.X.so or, for a statically linked python
- *    (Debian's /usr/bin/python3.11), in the executable; a libpython loaded
- *    with RTLD_LOCAL is not seen. dladdr() checks that the functions we use
- *    all come from one object, so two Pythons in one process are not mixed.
- *    (Resolving from that object's handle instead would be wrong for data:
- *    a type object copy-relocated into the executable is the one in use,
- *    and only a global lookup finds it; and a link_map from dladdr1 is not a
- *    usable dlsym handle for objects loaded at startup - glibc crashes.)
- *    Structure offsets are declared here per minor version (64-bit Linux;
- *    measured with offsetof() against each version's headers, and checked by
- *    tests/python/check_pyframes.py); they do not change within a minor
- *    release. The version comes from Py_Version (3.11+) or by parsing
- *    Py_GetVersion() (which only formats static strings).
- *
- * 3. Per-version walk (thread state from PyGILState_GetThisThreadState(): the
- *    thread's own state even while it does not hold the GIL; NULL for threads
- *    that never ran Python -> 0 frames):
- *      3.8-3.10  tstate->frame (+24); PyFrameObject: f_back +24, f_code +32,
- *                f_lasti +104 (3.10: +96, in code units -> *2). entry=1 always.
- *      3.11      tstate->cframe (+56) -> current_frame (+8); frame: f_code
- *                +32, previous +48, prev_instr +56, is_entry +68, owner +69.
- *      3.12      tstate->cframe (+56) -> current_frame (+0); frame: f_code +0,
- *                previous +8, prev_instr +56, owner +70; owner 3 (C stack)
- *                is the shim frame pushed by each _PyEval_EvalFrameDefault:
- *                skipped, and the frame above it is marked entry.
- *      3.13      tstate->current_frame (+72); frame: f_executable +0,
- *                previous +8, instr_ptr +56, owner +70 (3 = shim, as 3.12).
- *      3.14      as 3.13, but f_executable is a _PyStackRef (low bits are
- *                tags: masked), owner +74 with 3 (interpreter) the entry shim
- *                and 4 (C stack) reserved: both skipped, as CPython does.
- *                3.13 on: the offsets are taken from _PyRuntime.debug_offsets
- *                (cookie "xdebugpy"), which the interpreter fills for
- *                debuggers; where its members sit is one table row per
- *                version (dbg_versions), so a new version is a row plus
- *                whatever the interpreter does not publish (owner values,
- *                tag bits). 3.13 falls back to the built-in table above.
- *    Free-threaded builds (3.13t, 3.14t; _Py_MergeZeroLocalRefcount exported
- *    or debug_offsets.free_threaded set) are refused: frames there point into
- *    per-thread bytecode copies (code->co_tlbc, an array another thread may
- *    replace and free while we read it without the GIL) and the str state
- *    bits are laid out differently. lw_py_unavailable() gives the reason, for
- *    the one line the library prints at start.
- *    instr is normalised to a byte offset into the bytecode: f_lasti (3.8,
- *    3.9), f_lasti*2 (3.10), instruction pointer - &co_code_adaptive (3.11+).
- *    Like PyFrame_GetBack()/traceback, "incomplete" frames (3.11+: not owned
- *    by a generator and still before RESUME, instr < _co_firsttraceable) are
- *    skipped: they have not started running their own code yet.
- *
- * 4. Validation (any failure -> capture returns 0, describe returns -1):
- *    every pointer non-NULL, 8-aligned, inside the 48-bit user address range;
- *    thread state's interp == PyInterpreterState_Main(); not finalising
- *    (_Py_IsFinalizing / Py_IsFinalizing); 3.8-3.10 each frame's type is
- *    &PyFrame_Type and its co_code is a bytes object; each code object's
- *    type is exactly &PyCode_Type; the instruction offset is even (3.11+),
- *    inside the bytecode, f_lasti >= -1; owner within the version's range;
- *    is_entry 0/1; _co_firsttraceable inside the bytecode; loop detection
- *    (Brent's algorithm, one compare per step); the walk is bounded (2*max+64
- *    steps; a deeper stack is truncated to its max innermost frames). What
- *    cannot be checked without a syscall is that a pointer is mapped: a
- *    pointer is followed only after the object holding it passed the checks.
- *
- * 5. Describe without the GIL: it reads only immutable parts of objects that
- *    the caller keeps alive (a code object is referenced by its frame; its
- *    co_filename, co_name/co_qualname, co_firstlineno, bytecode length and
- *    line table never change after creation; specialisation and
- *    instrumentation rewrite co_code_adaptive, which we never read).
- *    - Strings: the str objects are read directly: exact &PyUnicode_Type,
- *      "compact" layout only (the one code objects' strings always have),
- *      kind 1/2/4, data right after PyASCIIObject (ASCII) or
- *      PyCompactUnicodeObject; we encode UTF-8 ourselves (the str's cached
- *      utf8 member is filled lazily under the GIL, so we ignore it). Lone
- *      surrogates U+DC80..U+DCFF (surrogateescape, undecodable bytes in file
- *      names) become the original byte, as os.fsencode() does; other lone
- *      surrogates become U+FFFD. Strings over 1 Mi code points are refused.
- *    - Line: we decode the line table ourselves instead of calling
- *      PyCode_Addr2Line(). That function would be safe without the GIL in
- *      3.8-3.10 and 3.12-3.13 (it allocates nothing, touches no reference
- *      count or thread state, and reads only the immutable line table), but
- *      in 3.11 it first reads co->_co_linearray, a cache that another thread
- *      may be creating under the GIL (sys.settrace) while we read it without
- *      any ordering guarantee; and it trusts its input (only asserts), while
- *      our decoders check the table's type and bound every read by its size.
- *      They are a few lines per format (3.8/3.9 co_lnotab, 3.10 co_linetable
- *      pairs, 3.11+ location table), and the test compares them with
- *      PyCode_Addr2Line() for every instruction of thousands of code objects.
- *    - function: co_qualname on 3.11+ ("Trainer.step"), co_name before (the
- *      qualname lives in the function object there, which frames of 3.8-3.10
- *      do not reference). traceback shows co_name.
- *    A code object may be freed once its frame returns, so describe must be
- *    called while the thread is still in the hook (the library does that when
- *    a call site is first seen). We cannot take a reference without the GIL
- *    (reference counts are not atomic), so we copy the strings instead.
- *
- * 6. Finalisation: capture checks _Py_IsFinalizing() first. A daemon thread
- *    blocked in our hook while another thread runs Py_Finalize() can still
- *    race with the clearing of thread states (3.9+ clears other threads'
- *    states); the checks above make a garbage read return 0 frames, but a
- *    freed and unmapped arena cannot be detected without a syscall. This is
- *    the one window that is best effort.
- *
- * 7. Sub-interpreters: only the main interpreter is supported. PyGILState
- *    keeps the thread's first (main-interpreter) thread state, so code that
- *    runs in a sub-interpreter shows as the main-interpreter frames that
- *    entered it; a thread whose state belongs to another interpreter yields 0
- *    frames.
- *
- * 8. Initialisation without locks on the hot path: g_state is 0 (unknown),
- *    2 (being initialised), 1 (ready) or -1 (no supported Python). The first
- *    caller moves 0 -> 2 with a compare-and-swap and fills `g`, then publishes
- *    1/-1 with a release store; capture reads the state with an acquire load
- *    and never waits (while another thread initialises it returns 0);
- *    lw_py_init() waits for the result. Unsupported: 32-bit, CPython < 3.8 or
- *    newer than LW_PY_NEWEST, free-threaded builds, Py_TRACE_REFS builds
- *    before 3.13 (different object header).
- */
+ * Called from inside a CUDA call (PyTorch has released the GIL and holds its
+ * allocator lock there), so no CPython C API and no libpython link: symbols
+ * are found at run time, structure offsets come from a table per minor
+ * version (3.13 on: from the interpreter's _Py_DebugOffsets), and every
+ * pointer is checked before it is followed; any doubt gives 0 frames.
+ * Capture (the hot path) records code object and instruction offset per
+ * frame; describe (off the hot path, while the thread is still in the hook)
+ * decodes file, function and line itself. docs/python-frames.md gives each
+ * choice and its reason: the per-version walk, the validation, strings and
+ * line tables without the GIL, finalisation, sub-interpreters, and the
+ * lock-free initialisation. */
 #include "pyframes.h"
 #include "arch.h"
 #include "real.h" /* lw_real_dlsym: the library interposes dlsym */
@@ -187,26 +74,16 @@ static _Atomic(const char *) g_status = "not initialised";
 
 /* ---- raw reads (memcpy: no alignment or aliasing assumptions for the
  * compiler; compiles to plain loads) ---- */
-static inline uintptr_t rd_ptr(uintptr_t a) {
-    uintptr_t v;
-    memcpy(&v, (const void *)a, sizeof v);
-    return v;
-}
-static inline int64_t rd_i64(uintptr_t a) {
-    int64_t v;
-    memcpy(&v, (const void *)a, sizeof v);
-    return v;
-}
-static inline int32_t rd_i32(uintptr_t a) {
-    int32_t v;
-    memcpy(&v, (const void *)a, sizeof v);
-    return v;
-}
-static inline uint32_t rd_u32(uintptr_t a) {
-    uint32_t v;
-    memcpy(&v, (const void *)a, sizeof v);
-    return v;
-}
+#define READER(type, name)                                                                         \
+    static inline type name(uintptr_t a) {                                                         \
+        type v;                                                                                    \
+        memcpy(&v, (const void *)a, sizeof v);                                                     \
+        return v;                                                                                  \
+    }
+READER(uintptr_t, rd_ptr)
+READER(int64_t, rd_i64)
+READER(int32_t, rd_i32)
+READER(uint32_t, rd_u32)
 static inline uint8_t rd_u8(uintptr_t a) {
     return *(const uint8_t *)a;
 }
@@ -225,11 +102,25 @@ static inline int is_code(const struct layout *L, uintptr_t code) {
 /* Hot path                                                                 */
 /* ------------------------------------------------------------------------ */
 
+/* Brent's cycle detection over a frame chain: one compare per step. */
+typedef struct {
+    uintptr_t tortoise;
+    unsigned lam, power;
+} loop_check;
+static inline int loops(loop_check *c, uintptr_t f) {
+    if (f == c->tortoise) return 1;
+    if (++c->lam == c->power) {
+        c->tortoise = f;
+        c->power <<= 1;
+        c->lam = 0;
+    }
+    return 0;
+}
+
 /* 3.8-3.10: PyFrameObject chain. */
 static int walk_frameobj(const struct layout *L, uintptr_t f, lw_pyframe *out, int max) {
     int n = 0;
-    uintptr_t tortoise = f;
-    unsigned lam = 0, power = 1;
+    loop_check loop = {f, 0, 1};
     while (f != 0) {
         if (!ptr_ok(f) || rd_ptr(f + L->ob_type) != g.frame_type) return 0;
         uintptr_t code = rd_ptr(f + L->fr_code);
@@ -251,12 +142,7 @@ static int walk_frameobj(const struct layout *L, uintptr_t f, lw_pyframe *out, i
         out[n].entry = 1;
         if (++n == max) break;
         f = rd_ptr(f + L->fr_back);
-        if (f == tortoise) return 0; /* loop */
-        if (++lam == power) {
-            tortoise = f;
-            power <<= 1;
-            lam = 0;
-        }
+        if (loops(&loop, f)) return 0;
     }
     return n;
 }
@@ -265,8 +151,7 @@ static int walk_frameobj(const struct layout *L, uintptr_t f, lw_pyframe *out, i
 static int walk_iframe(const struct layout *L, uintptr_t f, lw_pyframe *out, int max) {
     int n = 0;
     unsigned steps = 0, limit = 2u * (unsigned)max + 64u;
-    uintptr_t tortoise = f;
-    unsigned lam = 0, power = 1;
+    loop_check loop = {f, 0, 1};
     while (f != 0) {
         if (!ptr_ok(f)) return 0;
         if (++steps > limit) break; /* bounded walk: keep the innermost frames */
@@ -308,23 +193,16 @@ static int walk_iframe(const struct layout *L, uintptr_t f, lw_pyframe *out, int
             }
         }
         f = prev;
-        if (f == tortoise) return 0; /* loop */
-        if (++lam == power) {
-            tortoise = f;
-            power <<= 1;
-            lam = 0;
-        }
+        if (loops(&loop, f)) return 0;
     }
     return n;
 }
 
 static int try_init(void);
 
-int lw_py_capture(lw_pyframe *out, int max) {
-    int st = atomic_load_explicit(&g_state, memory_order_acquire);
-    if (st != 1 && (st != 0 || try_init() != 1)) return 0;
-    if (out == NULL || max <= 0) return 0;
-    const struct layout *L = &g.L;
+/* The calling thread's innermost frame, or 0 (no Python on this thread, the
+ * interpreter finalising, another interpreter). */
+static inline uintptr_t innermost_frame(const struct layout *L) {
     uintptr_t ts = (uintptr_t)g.get_tstate();
     if (!ptr_ok(ts)) return 0; /* NULL: this thread never ran Python */
     if (g.finalizing() != 0) return 0;
@@ -335,9 +213,24 @@ int lw_py_capture(lw_pyframe *out, int max) {
         if (!ptr_ok(f)) return 0;
         f = rd_ptr(f + (uint32_t)L->cf_current);
     }
-    if (f == 0) return 0;
-    if (L->walk == WALK_FRAMEOBJ) return walk_frameobj(L, f, out, max);
-    return walk_iframe(L, f, out, max);
+    return f;
+}
+
+static inline int walk(const struct layout *L, uintptr_t f, lw_pyframe *out, int max) {
+    return L->walk == WALK_FRAMEOBJ ? walk_frameobj(L, f, out, max) : walk_iframe(L, f, out, max);
+}
+
+/* 1 when the library is ready to capture (starting it on the first call). */
+static inline int ready(lw_pyframe *out, int max) {
+    int st = atomic_load_explicit(&g_state, memory_order_acquire);
+    if (st != 1 && (st != 0 || try_init() != 1)) return 0;
+    return out != NULL && max > 0;
+}
+
+int lw_py_capture(lw_pyframe *out, int max) {
+    if (!ready(out, max)) return 0;
+    uintptr_t f = innermost_frame(&g.L);
+    return f ? walk(&g.L, f, out, max) : 0;
 }
 
 /* The words of one chain frame that the walk's result depends on, besides
@@ -356,24 +249,13 @@ static inline void frame_words(const struct layout *L, uint32_t o3, uintptr_t f,
 }
 
 int lw_py_capture_cached(lw_pyframe *out, int max, lw_py_cache *c) {
-    int st = atomic_load_explicit(&g_state, memory_order_acquire);
-    if (st != 1 && (st != 0 || try_init() != 1)) return 0;
-    if (out == NULL || max <= 0) return 0;
+    if (!ready(out, max)) return 0;
     if (c == NULL) return lw_py_capture(out, max);
     /* A local copy: byte stores into out may alias g, and the compiler
      * would reload every offset after each frame. */
     const struct layout Lc = g.L;
     const struct layout *L = &Lc;
-    uintptr_t ts = (uintptr_t)g.get_tstate();
-    if (!ptr_ok(ts)) return 0; /* NULL: this thread never ran Python */
-    if (g.finalizing() != 0) return 0;
-    uintptr_t interp = rd_ptr(ts + L->ts_interp);
-    if (interp == 0 || interp != (uintptr_t)g.main_interp()) return 0;
-    uintptr_t f = rd_ptr(ts + L->ts_frame);
-    if (L->cf_current >= 0) {
-        if (!ptr_ok(f)) return 0;
-        f = rd_ptr(f + (uint32_t)L->cf_current);
-    }
+    uintptr_t f = innermost_frame(L);
     if (f == 0) return 0;
     /* The same chain as last time, frame for frame and word for word? Each
      * frame is read only once the live chain has led to it, as in the
@@ -394,7 +276,7 @@ int lw_py_capture_cached(lw_pyframe *out, int max, lw_py_cache *c) {
             return c->n;
         }
     }
-    int n = L->walk == WALK_FRAMEOBJ ? walk_frameobj(L, f, out, max) : walk_iframe(L, f, out, max);
+    int n = walk(L, f, out, max);
     /* Remember a whole chain (not one cut at max, nor one longer than the
      * cache) and what it gave. */
     c->gen++;
@@ -657,107 +539,87 @@ void lw_py_location_free(lw_py_location *loc) {
  * so a version is one row of dbg_versions below, built with offsetof() on
  * that version's declaration. A new version whose declaration is unchanged
  * is one more row naming an existing declaration. */
+/* What the versions declare alike: the members before interpreter_state,
+ * then thread_state; the members of interpreter_frame and code_object that
+ * 3.14 extends; the objects from pyobject to list_object, and from
+ * dict_object on. */
+#define DBG_HEAD                                                                                   \
+    char cookie[8];                                                                                \
+    uint64_t version, free_threaded;                                                               \
+    struct {                                                                                       \
+        uint64_t size, finalizing, interpreters_head;                                              \
+    } runtime_state
+#define DBG_THREAD                                                                                 \
+    struct {                                                                                       \
+        uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id,             \
+            datastack_chunk, status;                                                               \
+    } thread_state
+#define DBG_FRAME_313 uint64_t size, previous, executable, instr_ptr, localsplus, owner
+#define DBG_CODE_313                                                                               \
+    uint64_t size, filename, name, qualname, linetable, firstlineno, argcount, localsplusnames,    \
+        localspluskinds, co_code_adaptive
+#define DBG_OBJECTS                                                                                \
+    struct {                                                                                       \
+        uint64_t size, ob_type;                                                                    \
+    } pyobject;                                                                                    \
+    struct {                                                                                       \
+        uint64_t size, tp_name, tp_repr, tp_flags;                                                 \
+    } type_object;                                                                                 \
+    struct {                                                                                       \
+        uint64_t size, ob_item, ob_size;                                                           \
+    } tuple_object, list_object
+#define DBG_SCALARS                                                                                \
+    struct {                                                                                       \
+        uint64_t size, ma_keys, ma_values;                                                         \
+    } dict_object;                                                                                 \
+    struct {                                                                                       \
+        uint64_t size, ob_fval;                                                                    \
+    } float_object;                                                                                \
+    struct {                                                                                       \
+        uint64_t size, lv_tag, ob_digit;                                                           \
+    } long_object;                                                                                 \
+    struct {                                                                                       \
+        uint64_t size, ob_size, ob_sval;                                                           \
+    } bytes_object;                                                                                \
+    struct {                                                                                       \
+        uint64_t size, state, length, asciiobject_size;                                            \
+    } unicode_object
+
 struct dbg313 {
-    char cookie[8];
-    uint64_t version, free_threaded;
-    struct {
-        uint64_t size, finalizing, interpreters_head;
-    } runtime_state;
+    DBG_HEAD;
     struct {
         uint64_t v[13];
     } interpreter_state;
+    DBG_THREAD;
     struct {
-        uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id,
-            datastack_chunk, status;
-    } thread_state;
-    struct {
-        uint64_t size, previous, executable, instr_ptr, localsplus, owner;
+        DBG_FRAME_313;
     } interpreter_frame;
     struct {
-        uint64_t size, filename, name, qualname, linetable, firstlineno, argcount, localsplusnames,
-            localspluskinds, co_code_adaptive;
+        DBG_CODE_313;
     } code_object;
-    struct {
-        uint64_t size, ob_type;
-    } pyobject;
-    struct {
-        uint64_t size, tp_name, tp_repr, tp_flags;
-    } type_object;
-    struct {
-        uint64_t size, ob_item, ob_size;
-    } tuple_object;
-    struct {
-        uint64_t size, ob_item, ob_size;
-    } list_object;
-    struct {
-        uint64_t size, ma_keys, ma_values;
-    } dict_object;
-    struct {
-        uint64_t size, ob_fval;
-    } float_object;
-    struct {
-        uint64_t size, lv_tag, ob_digit;
-    } long_object;
-    struct {
-        uint64_t size, ob_size, ob_sval;
-    } bytes_object;
-    struct {
-        uint64_t size, state, length, asciiobject_size;
-    } unicode_object;
+    DBG_OBJECTS;
+    DBG_SCALARS;
 };
 
 /* 3.14: interpreter_state, interpreter_frame and code_object grew (thread-
  * local bytecode, stack pointer); set_object is new before dict_object. */
 struct dbg314 {
-    char cookie[8];
-    uint64_t version, free_threaded;
-    struct {
-        uint64_t size, finalizing, interpreters_head;
-    } runtime_state;
+    DBG_HEAD;
     struct {
         uint64_t v[16];
     } interpreter_state;
+    DBG_THREAD;
     struct {
-        uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id,
-            datastack_chunk, status;
-    } thread_state;
-    struct {
-        uint64_t size, previous, executable, instr_ptr, localsplus, owner, stackpointer, tlbc_index;
+        DBG_FRAME_313, stackpointer, tlbc_index;
     } interpreter_frame;
     struct {
-        uint64_t size, filename, name, qualname, linetable, firstlineno, argcount, localsplusnames,
-            localspluskinds, co_code_adaptive, co_tlbc;
+        DBG_CODE_313, co_tlbc;
     } code_object;
-    struct {
-        uint64_t size, ob_type;
-    } pyobject;
-    struct {
-        uint64_t size, tp_name, tp_repr, tp_flags;
-    } type_object;
-    struct {
-        uint64_t size, ob_item, ob_size;
-    } tuple_object;
-    struct {
-        uint64_t size, ob_item, ob_size;
-    } list_object;
+    DBG_OBJECTS;
     struct {
         uint64_t size, used, table, mask;
     } set_object;
-    struct {
-        uint64_t size, ma_keys, ma_values;
-    } dict_object;
-    struct {
-        uint64_t size, ob_fval;
-    } float_object;
-    struct {
-        uint64_t size, lv_tag, ob_digit;
-    } long_object;
-    struct {
-        uint64_t size, ob_size, ob_sval;
-    } bytes_object;
-    struct {
-        uint64_t size, state, length, asciiobject_size;
-    } unicode_object;
+    DBG_SCALARS;
 };
 
 /* One version: where the members we read sit in its _Py_DebugOffsets, and

@@ -82,6 +82,14 @@ void lw_child_env_build(lw_child_env *ce, lw_preload preload, const char *report
 
 int lw_expect_stack_mismatches;
 
+void lw_exec_argv(const char *exe, const char *const *args, char **argv, char *buf, size_t n) {
+    int ac = lw_test_exec_prefix(exe, argv, 16);
+    argv[ac++] = (char *)lw_test_exec_path(exe, buf, n);
+    for (int i = 0; args && args[i] && ac < LW_EXEC_ARGV - 1; i++)
+        argv[ac++] = (char *)args[i];
+    argv[ac] = NULL;
+}
+
 void lw_run_exe(lw_run *r, int preload, const char *exe, const char *const *args,
                 const char *const *env) {
     memset(r, 0, sizeof *r);
@@ -89,12 +97,8 @@ void lw_run_exe(lw_run *r, int preload, const char *exe, const char *const *args
     ck_assert_ptr_nonnull(mkdtemp(r->dir));
     snprintf(r->report_path, sizeof r->report_path, "%s/report.json", r->dir);
 
-    char *argv[80], in_sysroot[PATH_MAX + 256];
-    int ac = lw_test_exec_prefix(exe, argv, 16);
-    argv[ac++] = (char *)lw_test_exec_path(exe, in_sysroot, sizeof in_sysroot);
-    for (int i = 0; args && args[i] && ac < 79; i++)
-        argv[ac++] = (char *)args[i];
-    argv[ac] = NULL;
+    char *argv[LW_EXEC_ARGV], in_sysroot[PATH_MAX + 256];
+    lw_exec_argv(exe, args, argv, in_sysroot, sizeof in_sysroot);
 
     static lw_child_env ce;
     lw_child_env_build(&ce,
@@ -216,4 +220,48 @@ const lw_json *lw_rep_site_named(const lw_run *r, const char *fn) {
         }
     }
     return NULL;
+}
+
+int lw_sanitized(void) {
+    const char *rt = getenv("LW_ASAN_RT");
+    return rt && *rt;
+}
+
+int lw_count_substr(const char *text, const char *needle) {
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+char *lw_program_path(const char *prog) {
+    static char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/tests/programs/%s", lw_build_dir(), prog);
+    return path;
+}
+
+void lw_run_set(lw_run *r, const char *const *set, const char *prog, const char *const *args,
+                const char *const *env) {
+    const char *argv[64];
+    int n = 0;
+    for (int i = 0; set && set[i] && n < 40; i++)
+        argv[n++] = set[i];
+    argv[n++] = lw_program_path(prog);
+    for (int i = 0; args && args[i] && n < 62; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    lw_run_exe(r, 1, "/usr/bin/env", argv, env);
+}
+
+int lw_files_matching(const char *dir, const char *prefix, const char *suffix) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    while (d && (e = readdir(d))) {
+        size_t l = strlen(e->d_name), s = strlen(suffix);
+        n += !strncmp(e->d_name, prefix, strlen(prefix)) && l >= s &&
+             !strcmp(e->d_name + l - s, suffix);
+    }
+    if (d) closedir(d);
+    return n;
 }

@@ -48,6 +48,10 @@ void lw_run_prog(lw_run *r, int preload, const char *prog, const char *const *ar
 void lw_run_exe(lw_run *r, int preload, const char *exe, const char *const *args,
                 const char *const *env);
 void lw_run_free(lw_run *r);
+/* The argv that runs exe ARGS... (behind $LW_TEST_EXEC's emulator, if any);
+ * buf holds the path, argv has LW_EXEC_ARGV slots. */
+#define LW_EXEC_ARGV 80
+void lw_exec_argv(const char *exe, const char *const *args, char **argv, char *buf, size_t n);
 
 /* Runs started while this is 0 (the default) fail their test when the report
  * counts stacks that differ from a full unwind (tracker.stack_mismatches;
@@ -62,6 +66,21 @@ long long lw_rep_int(const lw_run *r, const char *path);
 const lw_json *lw_rep_site_named(const lw_run *r, const char *fn);
 /* Files in the run's folder other than the ones the harness made. */
 int lw_run_stray_files(const lw_run *r);
+
+/* 1 under a sanitizer build (its runtime is preloaded first: $LW_ASAN_RT),
+ * where everything runs several times slower and long runs are shortened. */
+int lw_sanitized(void);
+/* How many times needle occurs in text (not overlapping). */
+int lw_count_substr(const char *text, const char *needle);
+/* $LW_BUILD/tests/programs/PROG (a static buffer, overwritten by the next call). */
+char *lw_program_path(const char *prog);
+/* Runs PROG under the shim with the settings in `set` ("K=V", NULL-terminated)
+ * applied by env(1), so that they replace the harness's own
+ * (LEAKWATCH_REPORT); env as for lw_run_exe. */
+void lw_run_set(lw_run *r, const char *const *set, const char *prog, const char *const *args,
+                const char *const *env);
+/* Files in dir whose names start with prefix and end with suffix. */
+int lw_files_matching(const char *dir, const char *prefix, const char *suffix);
 
 #define RUN_OK(r)                                                                                  \
     ck_assert_msg((r)->exit_code == 0, "exit %d signal %d\nstdout: %s\nstderr: %s",                \

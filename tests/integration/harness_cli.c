@@ -43,12 +43,8 @@ void lw_cli_run(lw_run *r, const char *const *args, const char *const *env) {
 
 pid_t lw_spawn(const char *exe, const char *const *args, const char *const *env, int preload,
                const char *out_path) {
-    char *argv[80], in_sysroot[PATH_MAX + 256];
-    int ac = lw_test_exec_prefix(exe, argv, 16);
-    argv[ac++] = (char *)lw_test_exec_path(exe, in_sysroot, sizeof in_sysroot);
-    for (int i = 0; args && args[i] && ac < 79; i++)
-        argv[ac++] = (char *)args[i];
-    argv[ac] = NULL;
+    char *argv[LW_EXEC_ARGV], in_sysroot[PATH_MAX + 256];
+    lw_exec_argv(exe, args, argv, in_sysroot, sizeof in_sysroot);
     static lw_child_env ce;
     lw_child_env_build(&ce, preload ? LW_PRELOAD_SHIM : LW_PRELOAD_RUNTIME, NULL, env);
     char **envp = ce.envp;
@@ -133,4 +129,47 @@ void lw_remove_dir(const char *dir) {
     }
     closedir(d);
     rmdir(dir);
+}
+
+const char *lw_find_chromium(void) {
+    static const char *const names[] = {"/usr/bin/chromium", "/usr/bin/chromium-browser",
+                                        "/usr/bin/google-chrome", NULL};
+    for (int i = 0; names[i]; i++)
+        if (access(names[i], X_OK) == 0) return names[i];
+    return NULL;
+}
+
+char *lw_html_in_chromium(const char *chrome, const char *dir, const char *rep) {
+    char html[PATH_MAX], dom[PATH_MAX], png[PATH_MAX], cmd[4 * PATH_MAX + 512];
+    snprintf(html, sizeof html, "%s/report.html", dir);
+    snprintf(dom, sizeof dom, "%s/dom.html", dir);
+    snprintf(png, sizeof png, "%s/shot.png", dir);
+    lw_run r;
+    const char *args[] = {"report", "--format", "html", "-o", html, rep, NULL};
+    lw_cli_run(&r, args, NULL);
+    RUN_OK(&r);
+    lw_run_free(&r);
+    static const char flags[] =
+        "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+        "--disable-background-networking --disable-component-update --disable-sync "
+        "--hide-scrollbars --window-size=1200,900";
+    /* One profile folder per browser start: a second start on the first's
+     * profile can find it still locked. */
+    snprintf(cmd, sizeof cmd,
+             "timeout 120 %s %s --user-data-dir=%s/p1 --dump-dom file://%s >%s 2>/dev/null", chrome,
+             flags, dir, html, dom);
+    ck_assert_msg(system(cmd) == 0, "chromium failed: %s", cmd);
+    snprintf(cmd, sizeof cmd,
+             "timeout 120 %s %s --user-data-dir=%s/p2 --screenshot=%s file://%s >/dev/null 2>&1",
+             chrome, flags, dir, png, html);
+    ck_assert_msg(system(cmd) == 0, "chromium screenshot failed: %s", cmd);
+    return lw_slurp_file(dom);
+}
+
+void lw_keep_screenshot(const char *png) {
+    const char *keep = getenv("LW_SCREENSHOT");
+    if (!keep || !*keep) return;
+    char cmd[2 * PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "cp %s %s", png, keep);
+    ck_assert_int_eq(system(cmd), 0);
 }

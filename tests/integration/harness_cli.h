@@ -36,4 +36,14 @@ void lw_write_text(const char *path, const char *text);
 void lw_temp_dir(char *out, size_t n);
 void lw_remove_dir(const char *dir);
 
+/* A headless Chromium (or Chrome) on this machine; NULL when none. */
+const char *lw_find_chromium(void);
+/* The HTML page of the report at rep (leakwatch report --format html) in
+ * dir/report.html, opened by chrome at 1200x900: returns the DOM it built
+ * (malloc'd) and writes its screenshot to dir/shot.png. The test fails if a
+ * step fails. */
+char *lw_html_in_chromium(const char *chrome, const char *dir, const char *rep);
+/* Copies the screenshot to $LW_SCREENSHOT when set (for the README). */
+void lw_keep_screenshot(const char *png);
+
 #endif

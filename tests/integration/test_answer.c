@@ -308,14 +308,6 @@ static void write_torch_report(const char *path) {
     free(s);
 }
 
-static const char *find_chromium(void) {
-    static const char *const names[] = {"/usr/bin/chromium", "/usr/bin/chromium-browser",
-                                        "/usr/bin/google-chrome", NULL};
-    for (int i = 0; names[i]; i++)
-        if (access(names[i], X_OK) == 0) return names[i];
-    return NULL;
-}
-
 /* "count=N ymin=A ymax=B ..." of tests/tools/png_extent.py. */
 static void extent(const char *png, const char *colour, const char *box, int *count, int *ymin,
                    int *ymax) {
@@ -329,7 +321,7 @@ static void extent(const char *png, const char *colour, const char *box, int *co
 }
 
 START_TEST(html_header_and_floor_in_a_browser) {
-    const char *chrome = find_chromium();
+    const char *chrome = lw_find_chromium();
     char py[PATH_MAX];
     if (!chrome || !find_python(py, sizeof py)) {
         printf("test_answer: html_header_and_floor_in_a_browser skipped: %s is not installed "
@@ -337,28 +329,13 @@ START_TEST(html_header_and_floor_in_a_browser) {
                chrome ? "python3" : "chromium");
         return;
     }
-    char dir[64], rep[128], html[128], dom[128], png[128], cmd[2048];
+    char dir[64], rep[128], png[128];
     lw_temp_dir(dir, sizeof dir);
     snprintf(rep, sizeof rep, "%s/leak.json", dir);
-    snprintf(html, sizeof html, "%s/report.html", dir);
-    snprintf(dom, sizeof dom, "%s/dom.html", dir);
     snprintf(png, sizeof png, "%s/shot.png", dir);
     write_torch_report(rep);
-    lw_run r;
-    const char *args[] = {"report", "--format", "html", "-o", html, rep, NULL};
-    lw_cli_run(&r, args, NULL);
-    RUN_OK(&r);
-    lw_run_free(&r);
-    static const char flags[] =
-        "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
-        "--disable-background-networking --disable-component-update --disable-sync "
-        "--hide-scrollbars --window-size=1200,900";
     /* What the browser built: the header holds the place to look. */
-    snprintf(cmd, sizeof cmd,
-             "timeout 120 %s %s --user-data-dir=%s/p1 --dump-dom file://%s >%s 2>/dev/null", chrome,
-             flags, dir, html, dom);
-    ck_assert_msg(system(cmd) == 0, "chromium failed: %s", cmd);
-    char *d = lw_slurp_file(dom);
+    char *d = lw_html_in_chromium(chrome, dir, rep);
     const char *h = strstr(d, "id=\"answer\"");
     ck_assert_msg(h != NULL, "no answer header in the DOM");
     const char *end = strstr(h, "</header>");
@@ -368,10 +345,6 @@ START_TEST(html_header_and_floor_in_a_browser) {
     free(d);
     /* What the user sees: the header band at the top of the screen, and a
      * floor line that rises across the plot (not flattened by the peaks). */
-    snprintf(cmd, sizeof cmd,
-             "timeout 120 %s %s --user-data-dir=%s/p2 --screenshot=%s file://%s >/dev/null 2>&1",
-             chrome, flags, dir, png, html);
-    ck_assert_msg(system(cmd) == 0, "chromium screenshot failed: %s", cmd);
     int n, y0, y1;
     extent(png, "c62828", "0 0 1200 320", &n, &y0, &y1); /* the leak's red band */
     ck_assert_msg(n > 500, "no red header band in the top of the screenshot (%d pixels)", n);
@@ -380,11 +353,7 @@ START_TEST(html_header_and_floor_in_a_browser) {
     ck_assert_msg(n > 100, "no floor line drawn (%d pixels)", n);
     ck_assert_msg(y1 - y0 >= 100, "the floor line is flat: it spans %d pixels", y1 - y0);
     printf("test_answer: floor line spans %d pixels of the plot's 280\n", y1 - y0);
-    const char *keep = getenv("LW_SCREENSHOT");
-    if (keep && *keep) {
-        snprintf(cmd, sizeof cmd, "cp %s %s", png, keep);
-        ck_assert_int_eq(system(cmd), 0);
-    }
+    lw_keep_screenshot(png);
     lw_remove_dir(dir);
 }
 END_TEST

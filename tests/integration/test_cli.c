@@ -1006,43 +1006,19 @@ END_TEST
 
 /* ---- the page in a browser ---- */
 
-static const char *find_chromium(void) {
-    static const char *const names[] = {"/usr/bin/chromium", "/usr/bin/chromium-browser",
-                                        "/usr/bin/google-chrome", NULL};
-    for (int i = 0; names[i]; i++)
-        if (access(names[i], X_OK) == 0) return names[i];
-    return NULL;
-}
-
 START_TEST(html_renders_in_chromium) {
-    const char *chrome = find_chromium();
+    const char *chrome = lw_find_chromium();
     if (!chrome) {
         printf("test_cli: html_renders_in_chromium skipped: chromium is not installed "
                "(apt-get install chromium)\n");
         return;
     }
-    char dir[64], rep[128], html[128], dom[128], png[128], cmd[2048], profile[128];
+    char dir[64], rep[128], png[128];
     lw_temp_dir(dir, sizeof dir);
     snprintf(rep, sizeof rep, "%s/leak.json", dir);
-    snprintf(html, sizeof html, "%s/report.html", dir);
-    snprintf(dom, sizeof dom, "%s/dom.html", dir);
     snprintf(png, sizeof png, "%s/shot.png", dir);
-    snprintf(profile, sizeof profile, "%s/profile", dir);
     write_crafted(rep, "leak");
-    lw_run r;
-    const char *args[] = {"report", "--format", "html", "-o", html, rep, NULL};
-    lw_cli_run(&r, args, NULL);
-    RUN_OK(&r);
-    lw_run_free(&r);
-    static const char flags[] =
-        "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
-        "--disable-background-networking --disable-component-update --disable-sync "
-        "--window-size=1200,900";
-    snprintf(cmd, sizeof cmd,
-             "timeout 120 %s %s --user-data-dir=%s --dump-dom file://%s >%s 2>/dev/null", chrome,
-             flags, profile, html, dom);
-    ck_assert_msg(system(cmd) == 0, "chromium failed: %s", cmd);
-    char *d = lw_slurp_file(dom);
+    char *d = lw_html_in_chromium(chrome, dir, rep);
     const char *floor_line = strstr(d, "id=\"floor\"");
     ck_assert_msg(floor_line != NULL, "no floor polyline in the DOM");
     const char *pts = strstr(floor_line, "points=\"");
@@ -1059,23 +1035,11 @@ START_TEST(html_renders_in_chromium) {
     ck_assert_msg(commas >= 50, "the floor has %d points", commas);
     ck_assert_ptr_nonnull(strstr(d, "projected out of memory"));
     free(d);
-    snprintf(cmd, sizeof cmd,
-             "timeout 120 %s %s --user-data-dir=%s.2 --hide-scrollbars --screenshot=%s file://%s "
-             ">/dev/null 2>&1",
-             chrome, flags, profile, png, html);
-    ck_assert_msg(system(cmd) == 0, "chromium screenshot failed: %s", cmd);
     struct stat st;
     ck_assert_int_eq(stat(png, &st), 0);
     ck_assert_int_gt(st.st_size, 10000);
     /* Kept for the README when asked to (LW_SCREENSHOT=docs/report-screenshot.png). */
-    const char *keep = getenv("LW_SCREENSHOT");
-    if (keep && *keep) {
-        snprintf(cmd, sizeof cmd, "cp %s %s", png, keep);
-        ck_assert_int_eq(system(cmd), 0);
-    }
-    char p2[160];
-    snprintf(p2, sizeof p2, "%s.2", profile);
-    lw_remove_dir(p2);
+    lw_keep_screenshot(png);
     lw_remove_dir(dir);
 }
 END_TEST

@@ -26,51 +26,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static int sanitized(void) {
-    const char *rt = getenv("LW_ASAN_RT");
-    return rt && *rt;
-}
-
-static int count_substr(const char *text, const char *needle) {
-    int n = 0;
-    for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
-        n++;
-    return n;
-}
-
-static char *program(const char *prog) {
-    static char path[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/tests/programs/%s", lw_build_dir(), prog);
-    return path;
-}
-
-/* Runs PROG under the shim with `set` ("K=V") applied by env(1), so that
- * they replace the harness's own LEAKWATCH_REPORT. */
-static void run_set(lw_run *r, const char *const *set, const char *prog, const char *const *args) {
-    const char *argv[64];
-    int n = 0;
-    for (int i = 0; set && set[i] && n < 40; i++)
-        argv[n++] = set[i];
-    argv[n++] = program(prog);
-    for (int i = 0; args && args[i] && n < 62; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    lw_run_exe(r, 1, "/usr/bin/env", argv, NULL);
-}
-
-static int files_matching(const char *dir, const char *prefix, const char *suffix) {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int n = 0;
-    while (d && (e = readdir(d))) {
-        size_t l = strlen(e->d_name), s = strlen(suffix);
-        n += !strncmp(e->d_name, prefix, strlen(prefix)) && l >= s &&
-             !strcmp(e->d_name + l - s, suffix);
-    }
-    if (d) closedir(d);
-    return n;
-}
-
 static mode_t mode_of(const char *path) {
     struct stat st;
     return lstat(path, &st) == 0 ? st.st_mode : 0;
@@ -129,9 +84,9 @@ START_TEST(every_report_read_is_complete) {
      * forked with its lock held by one of the dumping threads, and the child
      * then hangs inside malloc (seen: a child stuck in asan_malloc from
      * pair_slopes and lw_elf_syms_load). The plain build forks. */
-    const char *args[] = {sanitized() ? "2000" : "3000", sanitized() ? "nofork" : NULL, NULL};
+    const char *args[] = {lw_sanitized() ? "2000" : "3000", lw_sanitized() ? "nofork" : NULL, NULL};
 #endif
-    pid_t pid = lw_spawn(program("rt_safety_soak"), args, env, 1, out);
+    pid_t pid = lw_spawn(lw_program_path("rt_safety_soak"), args, env, 1, out);
     char sock[400], snap[400];
     snprintf(sock, sizeof sock, "%s/leakwatch/%ld.sock", dir, (long)pid);
     snprintf(snap, sizeof snap, "snapshot %s", rep);
@@ -182,9 +137,9 @@ START_TEST(every_report_read_is_complete) {
     }
     closedir(d);
 #ifndef __SANITIZE_THREAD__
-    if (!sanitized()) ck_assert_int_gt(children, 0); /* no forks under the sanitizers */
+    if (!lw_sanitized()) ck_assert_int_gt(children, 0); /* no forks under the sanitizers */
 #endif
-    ck_assert_int_eq(files_matching(dir, ".", ".tmp"), 0);
+    ck_assert_int_eq(lw_files_matching(dir, ".", ".tmp"), 0);
     ck_assert_int_eq(mode_of(rep) & 0777, 0600);
     snprintf(rep, sizeof rep, "%s/m.prom", dir);
     ck_assert_int_eq(mode_of(rep) & 0777, 0600);
@@ -201,14 +156,14 @@ static void check_refused(const char *dir, const char *path, mode_t kind, const 
     const char *set[] = {set_rep, tmpdir, NULL};
     const char *args[] = {"quiet", NULL};
     lw_run r;
-    int before = files_matching(dir, "leakwatch-", ".json");
-    run_set(&r, set, "rt_safety_job", args);
+    int before = lw_files_matching(dir, "leakwatch-", ".json");
+    lw_run_set(&r, set, "rt_safety_job", args, NULL);
     RUN_OK(&r);
     ck_assert_msg((mode_of(path) & S_IFMT) == kind, "%s was replaced (mode %o)", path,
                   mode_of(path));
-    ck_assert_msg(count_substr(r.err, says) == 1, "stderr: %s", r.err);
-    ck_assert_int_eq(count_substr(r.err, "cannot write the report to"), 1);
-    ck_assert_int_eq(files_matching(dir, "leakwatch-", ".json"), before + 1);
+    ck_assert_msg(lw_count_substr(r.err, says) == 1, "stderr: %s", r.err);
+    ck_assert_int_eq(lw_count_substr(r.err, "cannot write the report to"), 1);
+    ck_assert_int_eq(lw_files_matching(dir, "leakwatch-", ".json"), before + 1);
     lw_run_free(&r);
 }
 
@@ -266,14 +221,14 @@ START_TEST(dev_null_and_none_turn_the_file_off) {
         const char *set[] = {set_rep, tmpdir, NULL};
         const char *args[] = {"quiet", NULL};
         lw_run r;
-        run_set(&r, set, "rt_safety_job", args);
+        lw_run_set(&r, set, "rt_safety_job", args, NULL);
         RUN_OK(&r);
-        ck_assert_msg(count_substr(r.err, "cannot write") == 0, "%s: %s", paths[i], r.err);
-        ck_assert_int_eq(count_substr(r.err, "report:"), 0);
-        ck_assert_int_eq(count_substr(r.err, "1 allocation live"), 1); /* the summary stays */
-        ck_assert_int_eq(files_matching(dir, "", ".json"), 0);
-        ck_assert_int_eq(files_matching(r.dir, "", ".json"), 0);
-        ck_assert_int_eq(files_matching(dir, ".", ".tmp"), 0);
+        ck_assert_msg(lw_count_substr(r.err, "cannot write") == 0, "%s: %s", paths[i], r.err);
+        ck_assert_int_eq(lw_count_substr(r.err, "report:"), 0);
+        ck_assert_int_eq(lw_count_substr(r.err, "1 allocation live"), 1); /* the summary stays */
+        ck_assert_int_eq(lw_files_matching(dir, "", ".json"), 0);
+        ck_assert_int_eq(lw_files_matching(r.dir, "", ".json"), 0);
+        ck_assert_int_eq(lw_files_matching(dir, ".", ".tmp"), 0);
         struct stat st;
         ck_assert_int_eq(lstat(devnull, &st), 0);
         ck_assert_msg(S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3), "%s was replaced",
@@ -304,7 +259,7 @@ START_TEST(temporary_files_of_a_killed_writer_are_removed) {
     const char *set[] = {set_rep, NULL};
     const char *args[] = {"quiet", NULL};
     lw_run r;
-    run_set(&r, set, "rt_safety_job", args);
+    lw_run_set(&r, set, "rt_safety_job", args, NULL);
     RUN_OK(&r);
     ck_assert_msg(access(old, F_OK) != 0, "the killed writer's temporary file is still there");
     ck_assert_int_eq(access(fresh, F_OK), 0); /* maybe another machine's, still writing */
@@ -324,7 +279,7 @@ START_TEST(temporary_files_of_a_killed_writer_are_removed) {
         ck_assert_int_eq(utimensat(AT_FDCWD, more[i], t, 0), 0);
     }
     const char *set2[] = {set_rep, set_prom, NULL};
-    run_set(&r, set2, "rt_safety_job", args);
+    lw_run_set(&r, set2, "rt_safety_job", args, NULL);
     RUN_OK(&r);
     ck_assert_msg(access(old, F_OK) != 0, "%s is still there", old);
     ck_assert_msg(access(prom, F_OK) != 0, "%s is still there", prom);
@@ -346,7 +301,7 @@ START_TEST(forked_child_starts_its_own_report_clock) {
                          "LEAKWATCH_INTERVAL_MS=10", "LEAKWATCH_SOURCE_LINES=0", NULL};
     const char *args[] = {"forkclock", NULL};
     lw_run r;
-    run_set(&r, set, "rt_safety_job", args);
+    lw_run_set(&r, set, "rt_safety_job", args, NULL);
     RUN_OK(&r);
     ck_assert_str_eq(r.out, "child early report no\n");
     lw_run_free(&r);
@@ -384,14 +339,14 @@ START_TEST(command_outputs_and_inputs) {
     const char *a2[] = {"report", "-o", fifo, job.report_path, NULL};
     lw_cli_run(&r, a2, NULL);
     ck_assert_int_eq(r.exit_code, 1);
-    ck_assert_msg(count_substr(r.err, "it is a FIFO, not a regular file") == 1, "%s", r.err);
+    ck_assert_msg(lw_count_substr(r.err, "it is a FIFO, not a regular file") == 1, "%s", r.err);
     ck_assert_int_eq(mode_of(fifo) & S_IFMT, S_IFIFO);
     lw_run_free(&r);
     /* A FIFO as input: refused at once instead of waiting for a writer. */
     const char *a3[] = {"report", fifo, NULL};
     lw_cli_run(&r, a3, NULL);
     ck_assert_int_eq(r.exit_code, 1);
-    ck_assert_msg(count_substr(r.err, "is a FIFO, not a regular file") == 1, "%s", r.err);
+    ck_assert_msg(lw_count_substr(r.err, "is a FIFO, not a regular file") == 1, "%s", r.err);
     lw_run_free(&r);
     lw_run_free(&job);
     lw_remove_dir(dir);
@@ -402,7 +357,7 @@ END_TEST
  * by size (docs/safety.md), so a job with many deep stacks and
  * LEAKWATCH_REPORT_SITES at its maximum still gives a readable report. */
 START_TEST(the_command_reads_what_the_shim_writes) {
-    if (sanitized()) {
+    if (lw_sanitized()) {
         printf("test_job_safety: many-sites report skipped under a sanitizer (slow)\n");
         return;
     }
@@ -434,7 +389,7 @@ END_TEST
 
 START_TEST(thread_churn_keeps_memory_level) {
     lw_run r;
-    const char *args[] = {sanitized() ? "3000" : "100000", NULL};
+    const char *args[] = {lw_sanitized() ? "3000" : "100000", NULL};
     lw_run_prog(&r, 1, "rt_safety_churn", args, NULL);
     RUN_OK(&r);
     long early = 0, late = 0;
@@ -444,7 +399,7 @@ START_TEST(thread_churn_keeps_memory_level) {
     ck_assert_int_eq(lw_rep_int(&r, "totals.alloc_count"), atoll(args[0]));
     ck_assert_int_eq(lw_rep_int(&r, "totals.free_count"), atoll(args[0]));
     /* Each thread took ~6 KiB for good before: 100 000 threads, 600 MiB. */
-    if (!sanitized()) ck_assert_msg(late - early < 8192, "RSS %ld -> %ld KiB", early, late);
+    if (!lw_sanitized()) ck_assert_msg(late - early < 8192, "RSS %ld -> %ld KiB", early, late);
     lw_run_free(&r);
 }
 END_TEST
@@ -456,7 +411,7 @@ static int run_with_stderr(const char *const *args, int err_fd, const char *cons
     lw_child_env_build(&ce, LW_PRELOAD_SHIM, "none", env);
     char *argv[16];
     int n = 0;
-    argv[n++] = program("rt_safety_job");
+    argv[n++] = lw_program_path("rt_safety_job");
     for (int i = 0; args[i] && n < 15; i++)
         argv[n++] = (char *)args[i];
     argv[n] = NULL;
@@ -510,7 +465,7 @@ START_TEST(stderr_never_ends_the_job) {
         int n = 0;
         for (int i = 0; lim[i]; i++)
             argv[n++] = (char *)lim[i];
-        argv[n++] = program("rt_safety_job");
+        argv[n++] = lw_program_path("rt_safety_job");
         argv[n++] = "quiet";
         argv[n] = NULL;
         execve(argv[0], argv, ce.envp);
@@ -576,7 +531,7 @@ START_TEST(control_clients_cannot_hold_the_exit) {
     snprintf(out, sizeof out, "%s/.out", dir);
     const char *env[] = {xdg, "LEAKWATCH_REPORT=none", NULL};
     const char *args[] = {"wait", "300", NULL};
-    pid_t pid = lw_spawn(program("rt_safety_job"), args, env, 1, out);
+    pid_t pid = lw_spawn(lw_program_path("rt_safety_job"), args, env, 1, out);
     ck_assert(lw_wait_for_text(out, "ready", 30000));
     snprintf(sock, sizeof sock, "%s/leakwatch/%ld.sock", dir, (long)pid);
     int fds[3];
@@ -674,7 +629,7 @@ START_TEST(end_signals_leave_a_final_report) {
         ck_assert_str_eq(lw_json_string(lw_json_get(r.report, "reason")), "signal");
         ck_assert_str_eq(lw_json_string(lw_json_get(r.report, "end_signal")), sigs[i].name);
         ck_assert_int_eq(lw_rep_int(&r, "totals.live_bytes"), 4096);
-        ck_assert_int_eq(count_substr(r.err, "leakwatch: report:"), 1);
+        ck_assert_int_eq(lw_count_substr(r.err, "leakwatch: report:"), 1);
         ck_assert_int_eq(lw_run_stray_files(&r), 1);
         lw_run_free(&r);
     }
@@ -691,7 +646,7 @@ START_TEST(end_signals_leave_a_final_report) {
     char dir[256], rep[400];
     lw_temp_dir(dir, sizeof dir);
     snprintf(rep, sizeof rep, "%s/run.json", dir);
-    const char *run_args[] = {"run",   "--report", rep, "--", program("rt_safety_job"),
+    const char *run_args[] = {"run",   "--report", rep, "--", lw_program_path("rt_safety_job"),
                               "raise", "2",        NULL};
     lw_run c;
     lw_cli_run(&c, run_args, NULL);
@@ -723,13 +678,13 @@ START_TEST(run_refuses_library_paths_ld_preload_splits) {
         snprintf(lib, sizeof lib, "%s/libleakwatch.so", sub);
         snprintf(cmd, sizeof cmd, "cp '%s/libleakwatch.so' '%s'", lw_build_dir(), lib);
         ck_assert_int_eq(system(cmd), 0);
-        const char *args[] = {"run",   "--library", lib, "--", program("rt_safety_job"),
+        const char *args[] = {"run",   "--library", lib, "--", lw_program_path("rt_safety_job"),
                               "quiet", NULL};
         lw_run r;
         lw_cli_run(&r, args, NULL);
         ck_assert_msg(r.exit_code == 125, "exit %d: %s", r.exit_code, r.err);
-        ck_assert_msg(count_substr(r.err, "LD_PRELOAD") >= 1, "%s", r.err);
-        ck_assert_int_eq(count_substr(r.err, "ERROR: ld.so"), 0);
+        ck_assert_msg(lw_count_substr(r.err, "LD_PRELOAD") >= 1, "%s", r.err);
+        ck_assert_int_eq(lw_count_substr(r.err, "ERROR: ld.so"), 0);
         lw_run_free(&r);
         unlink(lib);
         rmdir(sub);
@@ -793,7 +748,7 @@ START_TEST(ps_asks_every_process_at_once) {
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     printf("test_job_safety: leakwatch ps with 4 hung processes took %.1f s\n", s);
-    ck_assert_int_eq(count_substr(r.err, "no answer from"), 4);
+    ck_assert_int_eq(lw_count_substr(r.err, "no answer from"), 4);
     ck_assert_msg(s < 20, "leakwatch ps took %.1f s", s);
     lw_run_free(&r);
     for (int i = 0; i < 4; i++) {
@@ -818,7 +773,7 @@ START_TEST(root_watches_another_users_job) {
     snprintf(snap, sizeof snap, "%s/snap.json", dir);
     static lw_child_env ce;
     lw_child_env_build(&ce, LW_PRELOAD_SHIM, "none", NULL);
-    char *argv[] = {program("rt_safety_job"), "wait", "20000", NULL};
+    char *argv[] = {lw_program_path("rt_safety_job"), "wait", "20000", NULL};
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {

@@ -59,13 +59,6 @@ static void run_pair(lw_run *without, lw_run *with, const char *prog, const char
                   prog, with->out, without->out);
 }
 
-static int count_lines(const char *s, const char *needle) {
-    int n = 0;
-    for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
-        n++;
-    return n;
-}
-
 /* The report of a dl_layouts run in which `modules` modules each allocated
  * n blocks of size (kept) and CHURN more (freed): exact counts, and the
  * leaking function named. */
@@ -76,6 +69,26 @@ static void check_modules(const lw_run *r, int modules, long long n, long long s
     ck_assert_int_eq(lw_rep_int(r, "totals.live_bytes"), modules * n * size);
     ck_assert_int_eq(lw_rep_int(r, "totals.failed_alloc_count"), 0);
     if (modules) ck_assert_ptr_nonnull(lw_rep_site_named(r, "leak_module"));
+}
+
+/* The four modules (two runtimes, the driver, a static runtime) opened
+ * RTLD_LOCAL, each reaching CUDA through its PLT: every allocation is counted
+ * once, as the program saw it. */
+static void four_local_modules(const char *const *env) {
+    lw_run without, with;
+    const char *args[] = {"3",
+                          "1048576",
+                          "plt",
+                          "libmod_rt.so",
+                          "libmod_rt12.so",
+                          "libmod_drv.so",
+                          "libmod_static.so",
+                          NULL};
+    run_pair(&without, &with, "dl_layouts", args, env, NULL, NULL);
+    RUN_OK(&with);
+    check_modules(&with, 4, 3, MiB);
+    lw_run_free(&without);
+    lw_run_free(&with);
 }
 
 static char lib_path_buf[8][4200];
@@ -181,37 +194,12 @@ START_TEST(driver_with_interposable_addresses) {
 
     /* Modules opened RTLD_LOCAL on that driver (the modules are found
      * through the program's RUNPATH). */
-    const char *args4[] = {"3",
-                           "1048576",
-                           "plt",
-                           "libmod_rt.so",
-                           "libmod_rt12.so",
-                           "libmod_drv.so",
-                           "libmod_static.so",
-                           NULL};
-    run_pair(&without, &with, "dl_layouts", args4, env, NULL, NULL);
-    RUN_OK(&with);
-    check_modules(&with, 4, 3, MiB);
-    lw_run_free(&without);
-    lw_run_free(&with);
+    four_local_modules(env);
 }
 END_TEST
 
 START_TEST(driver_with_internal_addresses) {
-    lw_run without, with;
-    const char *args[] = {"3",
-                          "1048576",
-                          "plt",
-                          "libmod_rt.so",
-                          "libmod_rt12.so",
-                          "libmod_drv.so",
-                          "libmod_static.so",
-                          NULL};
-    run_pair(&without, &with, "dl_layouts", args, NULL, NULL, NULL);
-    RUN_OK(&with);
-    check_modules(&with, 4, 3, MiB);
-    lw_run_free(&without);
-    lw_run_free(&with);
+    four_local_modules(NULL);
 }
 END_TEST
 
@@ -271,7 +259,7 @@ START_TEST(dlsym_default_next_and_handles) {
          * driver's own, unwrapped (leakwatch never changes what RTLD_NEXT
          * returns: interposers use it to reach the next one). A runtime
          * function found so still reaches the driver through our wrappers. */
-        int counted = 4 - count_lines(with.out, ": absent") - (i == 1);
+        int counted = 4 - lw_count_substr(with.out, ": absent") - (i == 1);
         check_modules(&with, counted, 3, MiB);
         lw_run_free(&without);
         lw_run_free(&with);

@@ -26,41 +26,6 @@
 
 extern char **environ;
 
-/* Under a sanitizer build (the runtime is preloaded first) everything runs
- * several times slower: long runs are shortened there. */
-static int sanitized(void) {
-    const char *rt = getenv("LW_ASAN_RT");
-    return rt && *rt;
-}
-
-static int count_substr(const char *text, const char *needle) {
-    int n = 0;
-    for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
-        n++;
-    return n;
-}
-
-static char *program(const char *prog) {
-    static char path[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/tests/programs/%s", lw_build_dir(), prog);
-    return path;
-}
-
-/* Runs PROG under the shim with the settings in `set` ("K=V") applied by
- * env(1), so that they replace the harness's own (LEAKWATCH_REPORT). */
-static void run_set(lw_run *r, const char *const *set, const char *prog, const char *const *args,
-                    const char *const *env) {
-    const char *argv[64];
-    int n = 0;
-    for (int i = 0; set && set[i] && n < 40; i++)
-        argv[n++] = set[i];
-    argv[n++] = program(prog);
-    for (int i = 0; args && args[i] && n < 62; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    lw_run_exe(r, 1, "/usr/bin/env", argv, env);
-}
-
 static lw_json *parse(const char *path) {
     char err[256];
     lw_json *j = lw_json_parse_file(path, NULL, err, sizeof err);
@@ -98,18 +63,6 @@ static char *slurp(const char *path) {
     buf[n] = '\0';
     fclose(f);
     return buf;
-}
-
-static int files_matching(const char *dir, const char *suffix) {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int n = 0;
-    while (d && (e = readdir(d))) {
-        size_t l = strlen(e->d_name), s = strlen(suffix);
-        n += l >= s && !strcmp(e->d_name + l - s, suffix);
-    }
-    if (d) closedir(d);
-    return n;
 }
 
 /* ---- fork ---- */
@@ -162,8 +115,8 @@ START_TEST(fork_while_eight_threads_allocate) {
     }
     ck_assert_int_eq(quiet, 10);
     ck_assert_int_eq(cuda, 10);
-    ck_assert_int_eq(files_matching(r.dir, ".json"), 1 + cuda);
-    ck_assert_int_eq(files_matching(r.dir, ".tmp"), 0);
+    ck_assert_int_eq(lw_files_matching(r.dir, "", ".json"), 1 + cuda);
+    ck_assert_int_eq(lw_files_matching(r.dir, "", ".tmp"), 0);
     snprintf(path, sizeof path, "%s/r-%ld.json", r.dir, parent);
     lw_json *p = parse(path);
     ck_assert_int_eq(jint(p, "totals.live_bytes"), 3 * MiB);
@@ -171,7 +124,7 @@ START_TEST(fork_while_eight_threads_allocate) {
     ck_assert_int_eq(jint(p, "totals.alloc_count") - jint(p, "totals.free_count"), 3);
     lw_json_free(p);
     /* The parent's own summary, once. */
-    ck_assert_int_eq(count_substr(r.err, "leakwatch: report:"), 1);
+    ck_assert_int_eq(lw_count_substr(r.err, "leakwatch: report:"), 1);
     lw_run_free(&r);
 
     /* A template without %p: the parent keeps the name, each child that uses
@@ -232,7 +185,7 @@ END_TEST
 START_TEST(sixteen_threads_with_dumps_and_sampler) {
     lw_run r;
     const char *env[] = {"LEAKWATCH_INTERVAL_MS=10", NULL};
-    const char *args[] = {sanitized() ? "300" : "2000", NULL};
+    const char *args[] = {lw_sanitized() ? "300" : "2000", NULL};
     long long rounds = atoll(args[0]);
     lw_run_prog(&r, 1, "rt_safety_threads", args, env);
     RUN_OK(&r);
@@ -248,7 +201,7 @@ START_TEST(sixteen_threads_with_dumps_and_sampler) {
     long long n = 0;
     ck_assert_int_eq(lw_json_int64(lw_json_get(site, "live_count"), &n), 0);
     ck_assert_int_eq(n, 32);
-    ck_assert_int_eq(files_matching(r.dir, ".tmp"), 0);
+    ck_assert_int_eq(lw_files_matching(r.dir, "", ".tmp"), 0);
     lw_run_free(&r);
 }
 END_TEST
@@ -257,7 +210,7 @@ END_TEST
 
 START_TEST(dlsym_and_dlopen_from_many_threads) {
     lw_run r;
-    const char *args[] = {sanitized() ? "60" : "300", NULL};
+    const char *args[] = {lw_sanitized() ? "60" : "300", NULL};
     long long rounds = atoll(args[0]);
     lw_run_prog(&r, 1, "rt_safety_dlsym", args, NULL);
     RUN_OK(&r);
@@ -310,7 +263,7 @@ START_TEST(tracker_out_of_memory) {
         long long untracked = lw_rep_int(&r, "tracker.untracked_allocations");
         /* 3 leaked + 5 churned: each is either tracked or counted as lost. */
         ck_assert_int_eq(lw_rep_int(&r, "totals.alloc_count") + untracked, 8);
-        ck_assert_int_eq(count_substr(r.err, "out of memory for tracking"), untracked ? 1 : 0);
+        ck_assert_int_eq(lw_count_substr(r.err, "out of memory for tracking"), untracked ? 1 : 0);
         if (after[i] == 0) ck_assert_int_eq(untracked, 8);
         if (after[i] == 1000) ck_assert_int_eq(untracked, 0);
         lw_run_free(&r);
@@ -356,12 +309,12 @@ START_TEST(report_cannot_be_written) {
     snprintf(rep, sizeof rep, "LEAKWATCH_REPORT=%s/missing/report.json", dir);
     const char *set1[] = {rep, tmpdir, NULL};
     lw_run r;
-    run_set(&r, set1, "rt_paths", args, NULL);
+    lw_run_set(&r, set1, "rt_paths", args, NULL);
     RUN_OK(&r);
-    ck_assert_int_eq(count_substr(r.err, "cannot write the report to"), 1);
-    ck_assert_int_eq(count_substr(r.err, "No such file or directory"), 1);
-    ck_assert_int_eq(count_substr(r.err, "instead"), 1);
-    ck_assert_int_eq(files_matching(dir, ".json"), 1);
+    ck_assert_int_eq(lw_count_substr(r.err, "cannot write the report to"), 1);
+    ck_assert_int_eq(lw_count_substr(r.err, "No such file or directory"), 1);
+    ck_assert_int_eq(lw_count_substr(r.err, "instead"), 1);
+    ck_assert_int_eq(lw_files_matching(dir, "", ".json"), 1);
     lw_run_free(&r);
 
     /* A name longer than the file system allows. */
@@ -369,10 +322,10 @@ START_TEST(report_cannot_be_written) {
     memset(longname, 'a', 300);
     longname[300] = '\0';
     snprintf(rep, sizeof rep, "LEAKWATCH_REPORT=%s/%s.json", dir, longname);
-    run_set(&r, set1, "rt_paths", args, NULL);
+    lw_run_set(&r, set1, "rt_paths", args, NULL);
     RUN_OK(&r);
-    ck_assert_int_eq(count_substr(r.err, "File name too long"), 1);
-    ck_assert_int_eq(files_matching(dir, ".json"), 2);
+    ck_assert_int_eq(lw_count_substr(r.err, "File name too long"), 1);
+    ck_assert_int_eq(lw_files_matching(dir, "", ".json"), 2);
     lw_run_free(&r);
 
     /* A template that expands beyond PATH_MAX. */
@@ -382,10 +335,10 @@ START_TEST(report_cannot_be_written) {
         tpl[o++] = '%', tpl[o++] = 'p'; /* pids have 2 or more digits */
     tpl[o] = '\0';
     const char *set2[] = {tpl, tmpdir, NULL};
-    run_set(&r, set2, "rt_paths", args, NULL);
+    lw_run_set(&r, set2, "rt_paths", args, NULL);
     RUN_OK(&r);
-    ck_assert_int_eq(count_substr(r.err, "too long"), 1);
-    ck_assert_int_eq(files_matching(dir, ".json"), 3);
+    ck_assert_int_eq(lw_count_substr(r.err, "too long"), 1);
+    ck_assert_int_eq(lw_files_matching(dir, "", ".json"), 3);
     lw_run_free(&r);
     remove_dir(dir);
 }
@@ -415,7 +368,7 @@ static void check_full(const char *dir, const char *const *prefix, int fill) {
     argv[n++] = "/usr/bin/env";
     argv[n++] = rep;
     argv[n++] = tmpdir;
-    argv[n++] = program("rt_paths");
+    argv[n++] = lw_program_path("rt_paths");
     argv[n++] = "malloc";
     argv[n++] = "2";
     argv[n++] = "1048576";
@@ -424,10 +377,10 @@ static void check_full(const char *dir, const char *const *prefix, int fill) {
     lw_run_exe(&r, 1, argv[0], argv + 1, NULL);
     RUN_OK(&r);
     /* The path asked for, then $TMPDIR: two lines, one verdict. */
-    ck_assert_int_eq(count_substr(r.err, "cannot write the report to"), 2);
-    ck_assert_int_eq(count_substr(r.err, "no report was written"), 1);
+    ck_assert_int_eq(lw_count_substr(r.err, "cannot write the report to"), 2);
+    ck_assert_int_eq(lw_count_substr(r.err, "no report was written"), 1);
     ck_assert_str_eq(slurp(old), "{\"earlier\": true}\n");
-    ck_assert_int_eq(files_matching(dir, ".tmp"), 0);
+    ck_assert_int_eq(lw_files_matching(dir, "", ".tmp"), 0);
     lw_run_free(&r);
 }
 
@@ -506,15 +459,15 @@ START_TEST(bad_option_values) {
             snprintf(want, sizeof want, "leakwatch: ignoring %s=", name);
             const char *sets[] = {set, NULL};
             lw_run r;
-            run_set(&r, sets, "rt_paths", args, NULL);
+            lw_run_set(&r, sets, "rt_paths", args, NULL);
             RUN_OK(&r);
-            ck_assert_msg(count_substr(r.err, want) == 1, "%s: stderr: %s", set, r.err);
-            ck_assert_msg(count_substr(r.err, "leakwatch: ignoring") == 1, "%s: stderr: %s", set,
+            ck_assert_msg(lw_count_substr(r.err, want) == 1, "%s: stderr: %s", set, r.err);
+            ck_assert_msg(lw_count_substr(r.err, "leakwatch: ignoring") == 1, "%s: stderr: %s", set,
                           r.err);
             /* Recording went on with the defaults: a report exists (at the
              * default path when the path itself was the bad value). */
             if (!strcmp(name, "LEAKWATCH_REPORT"))
-                ck_assert_int_eq(files_matching(r.dir, ".json"), 1);
+                ck_assert_int_eq(lw_files_matching(r.dir, "", ".json"), 1);
             else
                 ck_assert_msg(r.report != NULL, "%s: no report", set);
             lw_run_free(&r);
@@ -623,7 +576,7 @@ static void train_rss(const char *steps, const char *leak, long *early, long *la
 }
 
 START_TEST(memory_stays_flat_over_a_long_run) {
-    if (sanitized()) {
+    if (lw_sanitized()) {
         /* ASan's quarantine holds freed memory back (up to 256 MiB) and a
          * sanitizer's shadow grows with what it has seen: RSS says nothing. */
         printf("test_safety: memory_stays_flat_over_a_long_run skipped under a sanitizer\n");

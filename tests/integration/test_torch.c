@@ -18,7 +18,6 @@
 #include "../check_run.h"
 #include "../pythons.h"
 #include "harness.h"
-#include "torch_mode.h"
 
 #include <glob.h>
 #include <limits.h>
@@ -138,40 +137,6 @@ static int count(const char *hay, const char *needle) {
             return;                                                                                \
         }                                                                                          \
     } while (0)
-
-START_TEST(rewrite_rules) {
-    static const struct {
-        const char *in;
-        int rc;
-        const char *out, *backend;
-    } cases[] = {
-        {NULL, 1, ASYNC, ""},
-        {"", 1, ASYNC, ""},
-        {"expandable_segments:True", 1, "expandable_segments:True," ASYNC, ""},
-        {"expandable_segments:True, ", 1, "expandable_segments:True," ASYNC, ""},
-        {"roundup_power2_divisions:[256:1,>:4],max_split_size_mb:128", 1,
-         "roundup_power2_divisions:[256:1,>:4],max_split_size_mb:128," ASYNC, ""},
-        {"backend:native", 0, NULL, "native"},
-        {" backend : native ,expandable_segments:True", 0, NULL, "native"},
-        {"expandable_segments:True,backend:cudaMallocAsync", 0, NULL, "cudaMallocAsync"},
-        {"backend:native,backend:cudaMallocAsync", 0, NULL, "cudaMallocAsync"},
-        /* a value named backend is not the key */
-        {"pinned_use_cuda_host_register:True", 1, "pinned_use_cuda_host_register:True," ASYNC, ""},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char out[256] = "", backend[32] = "x";
-        int rc = lw_torch_conf_rewrite(cases[i].in, out, sizeof out, backend, sizeof backend);
-        ck_assert_msg(rc == cases[i].rc, "case %zu: rc %d", i, rc);
-        if (rc) ck_assert_str_eq(out, cases[i].out);
-        ck_assert_str_eq(backend, cases[i].backend);
-    }
-    char small[8];
-    char backend[32];
-    ck_assert_int_eq(lw_torch_conf_rewrite("expandable_segments:True", small, sizeof small, backend,
-                                           sizeof backend),
-                     0);
-}
-END_TEST
 
 /* The default: the job's allocator configuration stays exactly as it was. */
 START_TEST(default_leaves_the_allocator_alone) {
@@ -746,7 +711,6 @@ int main(void) {
     Suite *s = suite_create("torch");
     TCase *env = tcase_create("environment");
     tcase_set_timeout(env, 120);
-    tcase_add_test(env, rewrite_rules);
     tcase_add_test(env, default_leaves_the_allocator_alone);
     tcase_add_test(env, tensors_mode_gets_the_async_backend);
     tcase_add_test(env, user_settings_are_kept);

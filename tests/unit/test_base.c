@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the base layer's utilities (src/base): the JSON writer read
- * back by the command's reader, output path templates, byte formatting and
- * the control-socket folder checks. */
+ * back by the command's reader, output path templates, byte formatting, the
+ * control-socket folder checks and the verdicts' names. */
 #include "control_path.h"
 #include "fmt.h"
 #include "json_doc.h"
 #include "json_write.h"
 #include "path_template.h"
+#include "verdict.h"
 
 #include "../check_run.h"
 
@@ -144,6 +145,22 @@ START_TEST(control_dir_checks) {
 }
 END_TEST
 
+/* The verdicts' names, spelled once (verdict.h), read back as written. */
+START_TEST(verdict_names_read_back) {
+    for (int v = 0; v < LW_VERDICT_COUNT; v++)
+        ck_assert_int_eq(lw_verdict_parse(lw_verdict_name(v)), v);
+    ck_assert_str_eq(lw_verdict_name(LW_VERDICT_LEAK), "leak");
+    ck_assert_str_eq(lw_verdict_name(LW_VERDICT_NO_LEAK), "no_leak");
+    ck_assert_str_eq(lw_verdict_name(LW_VERDICT_INCONCLUSIVE), "inconclusive");
+    ck_assert_str_eq(lw_verdict_name(-1), "unknown");
+    ck_assert_str_eq(lw_verdict_name(LW_VERDICT_COUNT), "unknown");
+    ck_assert_int_eq(lw_verdict_parse("LEAK"), -1);
+    ck_assert_int_eq(lw_verdict_parse("unknown"), -1);
+    ck_assert_int_eq(lw_verdict_parse(""), -1);
+    ck_assert_int_eq(lw_verdict_parse(NULL), -1);
+}
+END_TEST
+
 static Suite *base_suite(void) {
     Suite *s = suite_create("base");
     TCase *tc = tcase_create("core");
@@ -151,6 +168,7 @@ static Suite *base_suite(void) {
     tcase_add_test(tc, path_templates);
     tcase_add_test(tc, byte_formats);
     tcase_add_test(tc, control_dir_checks);
+    tcase_add_test(tc, verdict_names_read_back);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -53,6 +53,15 @@ START_TEST(booleans_as_documented) {
     }
     for (int i = 0; bad[i]; i++)
         ck_assert_msg(parse(LW_OPT_DISABLE, bad[i], &v) != 0, "accepted \"%s\"", bad[i]);
+    /* The same words for a setting that also takes others (LEAKWATCH_TORCH_STEPS). */
+    for (int i = 0; yes[i]; i++)
+        ck_assert_int_eq(lw_option_bool_word(yes[i]), 1);
+    for (int i = 0; no[i]; i++)
+        ck_assert_int_eq(lw_option_bool_word(no[i]), 0);
+    for (int i = 0; bad[i]; i++)
+        ck_assert_int_eq(lw_option_bool_word(bad[i]), -1);
+    ck_assert_int_eq(lw_option_bool_word("iteration"), -1);
+    ck_assert_int_eq(lw_option_bool_word(NULL), -1);
 }
 END_TEST
 

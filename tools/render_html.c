@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "cli_render.h"
 #include "lw_templates.h"
+#include "verdict.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -598,7 +599,7 @@ static void merged(FILE *o, const lw_model *ms, size_t n) {
         leaking += ms[i].verdict == LW_MV_LEAK;
     char line[1200];
     fprintf(o, "<header id=\"answer\" class=\"answer %s\">\n<div class=\"verdict\">",
-            leaking ? "leak" : "no_leak");
+            lw_verdict_name(leaking ? LW_VERDICT_LEAK : LW_VERDICT_NO_LEAK));
     fprintf(o, "%zu of %zu processes leak</div>\n<h1>", leaking, n);
     if (ng) {
         lw_merge_group_line(ms, &g[0], line, sizeof line);

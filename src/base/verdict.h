@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The detector's verdicts and their names in the report ("verdict",
+ * "growth.verdict"): the only place they are spelled. The library writes
+ * them; the command reads them back with lw_verdict_parse. */
+#ifndef LW_VERDICT_H
+#define LW_VERDICT_H
+
+typedef enum {
+    LW_VERDICT_INCONCLUSIVE = 0,
+    LW_VERDICT_LEAK = 1,
+    LW_VERDICT_NO_LEAK = 2
+} lw_verdict;
+#define LW_VERDICT_COUNT 3
+
+/* "inconclusive", "leak", "no_leak"; "unknown" for any other value. */
+const char *lw_verdict_name(int v);
+/* The verdict named s, or -1 when s is NULL or names none. */
+int lw_verdict_parse(const char *s);
+
+#endif

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The report's files: its path from LEAKWATCH_REPORT, one writer at a time
+ * through the atomic writer, the fallback under $TMPDIR, a forked child's own
+ * name, and the temporaries a killed writer left. */
+#include "report_file.h"
+
+#include "atomic_file.h"
+#include "log.h"
+#include "options.h"
+#include "path_template.h"
+#include "report.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int emit_to(FILE *f, void *reason) {
+    return lw_report_emit(f, reason);
+}
+
+/* One writer of the report at a time in this process: the exit report waits
+ * for a periodic one in progress, and is then the last one written (a
+ * periodic write after a final report is skipped). */
+static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
+static int final_written;
+
+/* Set in a forked child that uses CUDA itself (lifecycle.c). */
+static int forked_child;
+
+void lw_report_forked_child(void) {
+    forked_child = 1;
+}
+
+void lw_report_after_fork_child(void) {
+    /* The thread that held it, if any, does not exist in the child. */
+    pthread_mutex_init(&write_lock, NULL);
+    final_written = 0;
+}
+
+/* A template without %p names the same file in a parent and in a forked
+ * child that uses CUDA: the child's gets its pid, before ".json". */
+static void child_path(const char *tpl, char *path, size_t n) {
+    if (!forked_child || strstr(tpl, "%p")) return;
+    size_t len = strlen(path);
+    char pid[32];
+    snprintf(pid, sizeof pid, ".%ld", (long)getpid());
+    size_t plen = strlen(pid);
+    if (len + plen + 1 > n) return;
+    size_t at = len >= 5 && strcmp(path + len - 5, ".json") == 0 ? len - 5 : len;
+    memmove(path + at + plen, path + at, len - at + 1);
+    memcpy(path + at, pid, plen);
+}
+
+void lw_report_final_path(char *path, size_t n) {
+    const char *tpl = lw_opt_str(LW_OPT_REPORT);
+    if (!strcmp(tpl, "none") || lw_path_expand(tpl, path, n) != 0) {
+        path[0] = '\0';
+        return;
+    }
+    child_path(tpl, path, n);
+    if (path[0] != '/') {
+        /* Absolute, so that it means the same to a reader elsewhere. */
+        char cwd[PATH_MAX], abs[PATH_MAX];
+        if (getcwd(cwd, sizeof cwd) &&
+            snprintf(abs, sizeof abs, "%s/%s", cwd, path) < (int)sizeof abs)
+            snprintf(path, n, "%s", abs);
+    }
+}
+
+int lw_report_off(void) {
+    return strcmp(lw_opt_str(LW_OPT_REPORT), "none") == 0;
+}
+
+int lw_report_path(char *path, size_t n) {
+    const char *tpl = lw_opt_str(LW_OPT_REPORT);
+    if (lw_path_expand(tpl, path, n) != 0) return -1;
+    child_path(tpl, path, n);
+    return 0;
+}
+
+/* The output names a template can give, as a glob: %p, %h and %r match
+ * anything. Only the last part of the path may vary: a folder with a %
+ * escape gives no cleanup. */
+static int template_glob(const char *tpl, char *dir, size_t dn, char *glob, size_t gn) {
+    const char *slash = strrchr(tpl, '/');
+    size_t dl = slash ? (size_t)(slash - tpl) : 0;
+    if (dl >= dn || memchr(tpl, '%', dl)) return -1;
+    memcpy(dir, slash ? tpl : ".", slash ? dl : 1);
+    dir[slash ? dl : 1] = '\0';
+    if (slash && dl == 0) snprintf(dir, dn, "/");
+    size_t o = 0;
+    for (const char *p = slash ? slash + 1 : tpl; *p; p++) {
+        if (o + 3 >= gn) return -1;
+        if (p[0] == '%' && (p[1] == 'p' || p[1] == 'h' || p[1] == 'r')) {
+            glob[o++] = '*';
+            p++;
+        } else if (p[0] == '%' && p[1] == '%') {
+            glob[o++] = '%';
+            p++;
+        } else {
+            if (strchr("*?[\\", *p)) glob[o++] = '\\';
+            glob[o++] = *p;
+        }
+    }
+    glob[o] = '\0';
+    return 0;
+}
+
+void lw_report_cleanup(void) {
+    char dir[PATH_MAX], glob[PATH_MAX];
+    const char *tpls[] = {lw_report_off() ? NULL : lw_opt_str(LW_OPT_REPORT),
+                          lw_opt_str(LW_OPT_PROMETHEUS)};
+    for (int i = 0; i < 2; i++) {
+        if (!tpls[i] || template_glob(tpls[i], dir, sizeof dir, glob, sizeof glob) != 0) continue;
+        lw_atomic_cleanup(dir, glob);
+        /* A forked child's name without %p: NAME.PID.json. */
+        size_t gl = strlen(glob);
+        if (!strstr(tpls[i], "%p") && gl > 5 && !strcmp(glob + gl - 5, ".json") &&
+            gl + 3 < sizeof glob) {
+            memmove(glob + gl - 3, glob + gl - 5, 6);
+            memcpy(glob + gl - 5, ".*", 2);
+            lw_atomic_cleanup(dir, glob);
+        }
+    }
+}
+
+int lw_report_write_path(const char *path, const char *reason, char *why, size_t whylen) {
+    return lw_atomic_write(path, emit_to, (void *)reason, why, whylen);
+}
+
+static int is_final(const char *reason) {
+    return !strcmp(reason, "exit") || !strncmp(reason, "signal", 6);
+}
+
+static int write_locked(const char *reason, int fallback, char *written, size_t writtenlen) {
+    char path[PATH_MAX], why[512] = "";
+    if (written && writtenlen) written[0] = '\0';
+    if (lw_report_off()) return 0;
+    if (!strcmp(reason, "periodic") && final_written) return 0;
+    if (lw_report_path(path, sizeof path) != 0) {
+        lw_log("the report path from LEAKWATCH_REPORT is too long (over %d bytes); set a shorter "
+               "one",
+               PATH_MAX);
+        path[0] = '\0';
+    } else {
+        int rc = lw_report_write_path(path, reason, why, sizeof why);
+        if (rc == LW_AF_OFF) return 0; /* /dev/null: no file, as asked */
+        if (rc == LW_AF_WRITTEN) {
+            if (written) snprintf(written, writtenlen, "%s", path);
+            if (is_final(reason)) final_written = 1;
+            return 0;
+        }
+        /* Periodic rewrites fail the same way every time: say it once. */
+        static char last_why[512];
+        if (fallback || strcmp(why, last_why) != 0)
+            lw_log("cannot write the report to %s: %s; set LEAKWATCH_REPORT to a file in a "
+                   "writable folder, or to none for no file (an earlier report at that path is "
+                   "left unchanged)",
+                   path, why);
+        snprintf(last_why, sizeof last_why, "%s", why);
+    }
+    if (!fallback) return -1;
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir) dir = "/tmp";
+    char alt[PATH_MAX];
+    snprintf(alt, sizeof alt, "%s/leakwatch-%ld.json", dir, (long)getpid());
+    if (lw_report_write_path(alt, reason, why, sizeof why) == LW_AF_WRITTEN) {
+        lw_log("wrote the report to %s instead", alt);
+        if (written) snprintf(written, writtenlen, "%s", alt);
+        if (is_final(reason)) final_written = 1;
+        return 0;
+    }
+    lw_log("cannot write the report to %s either: %s; no report was written", alt, why);
+    return -1;
+}
+
+int lw_report_write(const char *reason, int fallback, char *written, size_t writtenlen) {
+    pthread_mutex_lock(&write_lock);
+    int rc = write_locked(reason, fallback, written, writtenlen);
+    pthread_mutex_unlock(&write_lock);
+    return rc;
+}

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The few lines on stderr at exit: the answer line (fmt.h), what an
+ * undecided run still needs, the counts, and where the report is. */
+#include "summary.h"
+
+#include "growth.h"
+#include "imports.h"
+#include "log.h"
+#include "report.h"
+#include "sites.h"
+#include "torch_info.h"
+#include "totals.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+void lw_report_answer(lw_answer *a, const lw_growth_state *g) {
+    lw_answer_init(a);
+    a->verdict = lw_verdict_name(g->verdict);
+    a->unit = strcmp(g->step_source, "time") ? "step" : "interval";
+    a->steps = (double)g->steps;
+    if (g->device_free >= 0) a->free_bytes = (double)g->device_free;
+    if (g->device_total >= 0) a->total_bytes = (double)g->device_total;
+    if (g->verdict != LW_VERDICT_LEAK) return;
+    a->rate = g->last.slope;
+    a->lo = g->last.lo;
+    a->hi = g->last.hi;
+    a->per_second = g->last.bytes_per_second;
+    a->onset = g->last.onset_x;
+    lw_growth_oom(g, &a->oom_seconds, &a->oom_steps);
+}
+
+void lw_report_summary(const char *path) {
+    if (lw_log_quiet) return;
+    lw_counts c = lw_totals_get(-2, LW_KIND_COUNT);
+    char live[32], peak[32];
+    lw_fmt_bytes((double)c.live_bytes, live, sizeof live);
+    lw_fmt_bytes((double)c.peak_live_bytes, peak, sizeof peak);
+    lw_growth_state g;
+    lw_growth_get(&g, NULL, 0, NULL);
+    lw_answer a;
+    lw_report_answer(&a, &g);
+    /* The site the report names first. */
+    const lw_site *top = NULL;
+    double rate = NAN;
+    int leaking = lw_report_lead_site(g.verdict == LW_VERDICT_LEAK, &top, &rate);
+    char label[512];
+    if (leaking >= 0) {
+        lw_report_site_label(top, label, sizeof label);
+        a.where = label;
+        if (leaking)
+            a.where_rate = rate;
+        else
+            a.where_live = (double)atomic_load(&top->live_bytes);
+    }
+    /* Under PyTorch's signal the site to name is the first one found in its
+     * allocation history (segment sites do not name tensors). */
+    double torch_rate = 0;
+    if (g.verdict == LW_VERDICT_LEAK && g.signal_device >= 0 && lw_torch_info_sites(&torch_rate) &&
+        lw_torch_info_label(label, sizeof label)) {
+        a.where = label;
+        a.where_rate = torch_rate;
+        a.where_live = NAN;
+    }
+    char line[1024];
+    lw_log("%s", lw_answer_line(&a, line, sizeof line));
+    /* What an undecided run still needs, and what a clean one could have
+     * seen (only once the detector has evaluated something). */
+    const char *unit = strcmp(g.step_source, "time") ? "step" : "interval";
+    char noise[32], minr[32];
+    lw_fmt_bytes(g.last.noise_step, noise, sizeof noise);
+    lw_fmt_bytes(g.last.min_rate, minr, sizeof minr);
+    if (!g.evaluations || !isfinite(g.last.noise_step)) {
+    } else if (g.verdict == LW_VERDICT_INCONCLUSIVE && g.last.more_steps >= 1 &&
+               isfinite(g.last.more_steps))
+        lw_log("%s; about %.0f more %ss to decide at the current rate (floor noise %s per %s)",
+               g.reason, ceil(g.last.more_steps), unit, noise, unit);
+    else if (g.verdict == LW_VERDICT_NO_LEAK && isfinite(g.last.min_rate))
+        lw_log("%s; this run could call a leak of %s per %s or more (floor noise %s per %s)",
+               g.reason, minr, unit, noise, unit);
+    char n1[32], n2[32], n3[32], n4[32], n5[32];
+    lw_log("%s allocation%s live (%s, peak %s) in %s call site%s; %s allocated, %s freed, %s "
+           "failed",
+           lw_fmt_count((double)c.live_count, n1, sizeof n1), c.live_count == 1 ? "" : "s", live,
+           peak, lw_fmt_count((double)lw_sites_count(), n2, sizeof n2),
+           lw_sites_count() == 1 ? "" : "s", lw_fmt_count((double)c.alloc_count, n3, sizeof n3),
+           lw_fmt_count((double)c.free_count, n4, sizeof n4),
+           lw_fmt_count((double)c.failed_count, n5, sizeof n5));
+    lw_counts imp = lw_imports_get();
+    if (imp.alloc_count > 0) {
+        char ib[32];
+        lw_fmt_bytes((double)imp.live_bytes, ib, sizeof ib);
+        lw_log("imported from other processes (not counted above): %s open (%s), %s opened",
+               lw_fmt_count((double)imp.live_count, n1, sizeof n1), ib,
+               lw_fmt_count((double)imp.alloc_count, n2, sizeof n2));
+    }
+    if (path && path[0]) {
+        lw_log("report: %s", path);
+        lw_log("see it: leakwatch report %s   (as a web page: leakwatch report --format html -o "
+               "leakwatch-report.html %s)",
+               path, path);
+    }
+}
