@@ -119,7 +119,10 @@ static void write_report(const char *reason, int fallback) {
     /* The metrics end on the state the report gives, not on the worker's last
      * tick (which may predate the final verdict). */
     const char *prom = lw_opt_str(LW_OPT_PROMETHEUS);
-    if (prom) lw_prometheus_write(prom);
+    if (prom) {
+        lw_warning_final_place();
+        lw_prometheus_write(prom);
+    }
 }
 
 static void at_exit(void) {

@@ -52,6 +52,42 @@ void lw_warning_place(char *out, size_t n) {
     pthread_mutex_unlock(&place_lock);
 }
 
+static void set_place(const char *label) {
+    pthread_mutex_lock(&place_lock);
+    snprintf(place, sizeof place, "%s", label);
+    pthread_mutex_unlock(&place_lock);
+}
+
+/* The answer of this step, its place remembered for Prometheus. */
+static void answer_now(lw_answer *a, char *label, size_t n) {
+    lw_growth_state g;
+    lw_growth_get(&g, NULL, 0, NULL);
+    /* The same answer as the exit summary and the report, from the state of
+     * this step; it says which step, as it may be read much later. */
+    lw_report_answer(a, &g);
+    a->computed_at = (double)g.steps;
+    top_sites top = {0};
+    if (g.signal_device >= 0) {
+        /* PyTorch's tensor series decided: segment sites do not name tensors;
+         * the line comes from PyTorch's allocation history once the diagnosis
+         * window has closed. */
+        double rate = 0;
+        if (lw_torch_info_sites(&rate) && lw_torch_info_label(label, n)) {
+            a->where = label;
+            a->where_rate = rate;
+            set_place(label);
+        }
+    } else {
+        lw_growth_each_site(consider, &top);
+    }
+    if (top.leaking || top.rising) {
+        lw_report_site_label(top.leaking ? top.leaking : top.rising, label, n);
+        a->where = label;
+        if (top.leaking) a->where_rate = top.leaking_slope;
+        set_place(label);
+    }
+}
+
 void lw_warning_leak(void) {
     /* Without the line on stderr, the place is still named for Prometheus. */
     if (!lw_opt_int(LW_OPT_WARN) && !lw_opt_str(LW_OPT_PROMETHEUS)) return;
@@ -59,41 +95,22 @@ void lw_warning_leak(void) {
     if (warned && now - last_warn_ns < WARN_AGAIN_NS) return;
     warned = 1;
     last_warn_ns = now;
-    lw_growth_state g;
-    lw_growth_get(&g, NULL, 0, NULL);
-    /* The same answer as the exit summary and the report, from the state of
-     * this step; it says which step, as it may be read much later. */
     lw_answer a;
-    lw_report_answer(&a, &g);
-    a.computed_at = (double)g.steps;
-    top_sites top = {0};
     char label[512];
-    if (g.signal_device >= 0) {
-        /* PyTorch's tensor series decided: segment sites do not name tensors;
-         * the line comes from PyTorch's allocation history once the diagnosis
-         * window has closed. */
-        double rate = 0;
-        if (lw_torch_info_sites(&rate) && lw_torch_info_label(label, sizeof label)) {
-            a.where = label;
-            a.where_rate = rate;
-            pthread_mutex_lock(&place_lock);
-            snprintf(place, sizeof place, "%s", label);
-            pthread_mutex_unlock(&place_lock);
-        }
-    } else {
-        lw_growth_each_site(consider, &top);
-    }
-    if (top.leaking || top.rising) {
-        lw_report_site_label(top.leaking ? top.leaking : top.rising, label, sizeof label);
-        a.where = label;
-        if (top.leaking) a.where_rate = top.leaking_slope;
-        pthread_mutex_lock(&place_lock);
-        snprintf(place, sizeof place, "%s", label);
-        pthread_mutex_unlock(&place_lock);
-    }
+    answer_now(&a, label, sizeof label);
     if (!lw_opt_int(LW_OPT_WARN)) return;
     char line[1024];
     lw_log("%s", lw_answer_line(&a, line, sizeof line));
+}
+
+void lw_warning_final_place(void) {
+    if (!lw_opt_str(LW_OPT_PROMETHEUS)) return;
+    lw_growth_state g;
+    lw_growth_get(&g, NULL, 0, NULL);
+    if (g.verdict != LW_VERDICT_LEAK) return;
+    lw_answer a;
+    char label[512];
+    answer_now(&a, label, sizeof label);
 }
 
 void lw_warning_forget(void) {

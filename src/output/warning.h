@@ -10,6 +10,10 @@ void lw_warning_leak(void);
  * Prometheus textfile's label. */
 #include <stddef.h>
 void lw_warning_place(char *out, size_t n);
+/* At a report that ends the run (exit, signal) or a dump: names the place of
+ * a leak verdict for Prometheus even when the live warning, which waits
+ * longer than the verdict, has not been due. Prints nothing. */
+void lw_warning_final_place(void);
 /* A forked child's own start: its warnings are its own. */
 void lw_warning_forget(void);
 
