@@ -14,6 +14,10 @@
 
 #include <stdint.h>
 
+/* Loaded into a running process (leakwatch attach), RTLD_LOCAL: from now on
+ * "the next definition after ours" is the global scope's first. */
+void lw_real_set_late(void);
+
 /* glibc's dlsym, found with dlvsym (glibc >= 2.34 has no __libc_dlsym). */
 void *lw_real_dlsym(void *handle, const char *name);
 

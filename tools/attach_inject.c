@@ -1,0 +1,537 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* leakwatch attach: the injection (attach_inject.h). The order of things is
+ * chosen so that any failure leaves the target as it was: everything that can
+ * be checked is checked before the thread is stopped; a thread is borrowed
+ * only while it waits in a system call that the kernel restarts as if
+ * nothing had happened; its registers, its errno and the stack bytes below
+ * its stack pointer are saved first and put back at the end, whatever
+ * happened in between; signals that arrive for it meanwhile are held back
+ * and sent again once it runs. */
+#include "attach_inject.h"
+
+#include "attach_arch.h"
+#include "elf_symbols.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RTLD_NOW_ 2              /* <dlfcn.h>: the target's glibc has the same values */
+#define RTLD_DLOPEN_ 0x80000000u /* __libc_dlopen_mode's "as dlopen would" flag */
+#define SAVE_BELOW (256 * 1024)  /* stack bytes below the thread's that our calls may use */
+#define MSG_LEN 512
+#define MAX_SIGNALS 32
+
+static double now_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+/* ---- the target's memory map ---- */
+typedef struct {
+    char path[PATH_MAX];
+    uint64_t lo, hi;
+} mapping;
+
+/* The first mapping (at file offset 0) of a file whose base name satisfies
+ * match; 0, or -1 when there is none. */
+static int find_file(pid_t pid, int (*match)(const char *base), mapping *out) {
+    char p[64], line[PATH_MAX + 128];
+    snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(p, "re");
+    if (!f) return -1;
+    int found = -1;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi, off;
+        int pos = 0;
+        if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &lo, &hi, &off, &pos) != 3 || !pos) continue;
+        char *path = line + pos;
+        path[strcspn(path, "\n")] = '\0';
+        if (path[0] != '/' || off != 0) continue;
+        const char *base = strrchr(path, '/') + 1;
+        if (!match(base)) continue;
+        snprintf(out->path, sizeof out->path, "%s", path);
+        out->lo = lo;
+        out->hi = hi;
+        found = 0;
+        break;
+    }
+    fclose(f);
+    return found;
+}
+
+/* The mapping that holds addr (its bounds only). */
+static int find_addr(pid_t pid, uint64_t addr, mapping *out) {
+    char p[64], line[PATH_MAX + 128];
+    snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(p, "re");
+    if (!f) return -1;
+    int found = -1;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx", &lo, &hi) != 2) continue;
+        if (addr >= lo && addr < hi) {
+            out->path[0] = '\0';
+            out->lo = lo;
+            out->hi = hi;
+            found = 0;
+            break;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* 1 when addr lies in a mapping of the file path. */
+static int in_file(pid_t pid, const char *path, uint64_t addr) {
+    char p[64], line[PATH_MAX + 128];
+    snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(p, "re");
+    if (!f) return 0;
+    int in = 0;
+    while (!in && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        int pos = 0;
+        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &pos) != 2 || !pos) continue;
+        line[strcspn(line, "\n")] = '\0';
+        in = addr >= lo && addr < hi && !strcmp(line + pos, path);
+    }
+    fclose(f);
+    return in;
+}
+
+static int is_libc(const char *b) {
+    return !strcmp(b, "libc.so.6") || (!strncmp(b, "libc-2.", 7) && strstr(b, ".so"));
+}
+static int is_libdl(const char *b) {
+    return !strncmp(b, "libdl.so", 8) || !strncmp(b, "libdl-2.", 8);
+}
+static int is_ld(const char *b) {
+    return !strncmp(b, "ld-linux", 8) || !strncmp(b, "ld64.so", 7) || !strncmp(b, "ld-2.", 5);
+}
+
+/* The file as the target sees it (its mount namespace), else as we do. */
+static void target_path(pid_t pid, const char *path, char *out, size_t n) {
+    snprintf(out, n, "/proc/%d/root%s", (int)pid, path);
+    if (access(out, R_OK) != 0) snprintf(out, n, "%s", path);
+}
+
+/* The functions of the target's C library the attach calls. */
+typedef struct {
+    uint64_t dlopen, dlsym, dlerror, errno_location;
+    int private_dlopen; /* __libc_dlopen_mode (glibc < 2.34 without libdl loaded) */
+} target_fns;
+
+static uint64_t sym_at(const lw_elf_syms *s, const mapping *m, const char *name) {
+    uint64_t v = lw_elf_syms_lookup(s, name);
+    return v ? m->lo + v : 0; /* shared objects are linked at address 0 */
+}
+
+static int find_functions(pid_t pid, target_fns *t, char *err, size_t en) {
+    memset(t, 0, sizeof *t);
+    mapping libc, libdl;
+    char path[PATH_MAX + 32];
+    if (find_file(pid, is_libc, &libc) != 0) {
+        snprintf(err, en,
+                 "process %d has no GNU C library (libc.so.6) loaded: leakwatch attach "
+                 "works with glibc programs only",
+                 (int)pid);
+        return -1;
+    }
+    target_path(pid, libc.path, path, sizeof path);
+    lw_elf_syms *s = lw_elf_syms_load(path);
+    if (!s) {
+        snprintf(err, en, "cannot read the symbols of %s", path);
+        return -1;
+    }
+    t->dlopen = sym_at(s, &libc, "dlopen");
+    t->dlsym = sym_at(s, &libc, "dlsym");
+    t->dlerror = sym_at(s, &libc, "dlerror");
+    t->errno_location = sym_at(s, &libc, "__errno_location");
+    if (!t->dlopen) {
+        /* glibc before 2.34: dlopen is libdl's, when the program loaded it. */
+        if (find_file(pid, is_libdl, &libdl) == 0) {
+            target_path(pid, libdl.path, path, sizeof path);
+            lw_elf_syms *d = lw_elf_syms_load(path);
+            t->dlopen = sym_at(d, &libdl, "dlopen");
+            t->dlsym = sym_at(d, &libdl, "dlsym");
+            t->dlerror = sym_at(d, &libdl, "dlerror");
+            lw_elf_syms_free(d);
+        } else {
+            t->dlopen = sym_at(s, &libc, "__libc_dlopen_mode");
+            t->dlsym = sym_at(s, &libc, "__libc_dlsym");
+            t->dlerror = 0;
+            t->private_dlopen = 1;
+        }
+    }
+    lw_elf_syms_free(s);
+    if (!t->dlopen || !t->dlsym || !t->errno_location) {
+        snprintf(err, en, "cannot find dlopen and dlsym in process %d's C library (%s)", (int)pid,
+                 libc.path);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- threads ---- */
+long lw_thread_syscall(pid_t pid, pid_t tid) {
+    char p[96], buf[256];
+    snprintf(p, sizeof p, "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -2;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return -2;
+    buf[n] = '\0';
+    if (!strncmp(buf, "running", 7)) return -1;
+    char *end = NULL;
+    long nr = strtol(buf, &end, 10);
+    return end == buf ? -2 : nr;
+}
+
+/* The thread to borrow: waiting in the most harmless system call, the
+ * lowest id (the main thread first) among equals. 0 when none is. */
+static pid_t pick_thread(pid_t pid) {
+    char p[64];
+    snprintf(p, sizeof p, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(p);
+    if (!d) return 0;
+    struct dirent *e;
+    pid_t best = 0;
+    int best_rank = 0;
+    while ((e = readdir(d))) {
+        long tid = strtol(e->d_name, NULL, 10);
+        if (tid <= 0) continue;
+        long nr = lw_thread_syscall(pid, (pid_t)tid);
+        int rank = nr >= 0 ? lw_arch_safe_syscall(nr) : 0;
+        if (rank > best_rank || (rank == best_rank && rank > 0 && tid < best)) {
+            best = (pid_t)tid;
+            best_rank = rank;
+        }
+    }
+    closedir(d);
+    return best;
+}
+
+/* ---- one stopped thread ---- */
+typedef struct {
+    pid_t pid, tid;
+    int memfd;
+    lw_regs orig;
+    int exited;
+    int nsig;
+    siginfo_t sigs[MAX_SIGNALS];
+} thread_ctx;
+
+static int mem_read(const thread_ctx *c, uint64_t addr, void *buf, size_t n) {
+    return pread(c->memfd, buf, n, (off_t)addr) == (ssize_t)n ? 0 : -1;
+}
+static int mem_write(const thread_ctx *c, uint64_t addr, const void *buf, size_t n) {
+    return pwrite(c->memfd, buf, n, (off_t)addr) == (ssize_t)n ? 0 : -1;
+}
+
+/* A signal for the thread while we hold it: kept, sent again at the end. */
+static void hold_signal(thread_ctx *c, int sig) {
+    if (c->nsig >= MAX_SIGNALS) return;
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (ptrace(PTRACE_GETSIGINFO, c->tid, 0, &si) != 0) si.si_signo = sig;
+    si.si_signo = sig;
+    c->sigs[c->nsig++] = si;
+}
+
+static int requeue_signals(thread_ctx *c) {
+    int n = 0;
+    for (int i = 0; i < c->nsig; i++) {
+        siginfo_t *si = &c->sigs[i];
+        /* Only queued signals (si_code < 0) keep their information; others
+         * come again as from us (sigqueue cannot fake a kernel's). */
+        long r = si->si_code < 0 && si->si_code != SI_TKILL
+                     ? syscall(SYS_rt_tgsigqueueinfo, c->pid, c->tid, si->si_signo, si)
+                     : syscall(SYS_tgkill, c->pid, c->tid, si->si_signo);
+        if (r == 0) n++;
+    }
+    c->nsig = 0;
+    return n;
+}
+
+/* Waits for the thread's next stop. 0: stopped (*status); -1: it ended. */
+static int wait_thread(thread_ctx *c, int *status) {
+    for (;;) {
+        int st = 0;
+        pid_t r = waitpid(c->tid, &st, __WALL);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 || WIFEXITED(st) || WIFSIGNALED(st)) {
+            c->exited = 1;
+            return -1;
+        }
+        if (WIFSTOPPED(st)) {
+            *status = st;
+            return 0;
+        }
+    }
+}
+
+/* Runs fn(args) on the thread. 0 and *ret; -1 with err. */
+static int call(thread_ctx *c, uint64_t fn, const uint64_t *args, int n, uint64_t sp, uint64_t *ret,
+                const char *what, char *err, size_t en) {
+    lw_regs r = c->orig;
+    uint64_t ra_slot = 0, zero = 0;
+    lw_arch_prepare_call(&r, fn, args, n, sp, &ra_slot);
+    if ((ra_slot && mem_write(c, ra_slot, &zero, sizeof zero) != 0) ||
+        lw_arch_set_regs(c->tid, &r) != 0 || ptrace(PTRACE_CONT, c->tid, 0, 0) != 0) {
+        snprintf(err, en, "cannot set up the call of %s: %s", what, strerror(errno));
+        return -1;
+    }
+    for (;;) {
+        int st;
+        if (wait_thread(c, &st) != 0) {
+            snprintf(err, en, "process %d ended during the attach", (int)c->pid);
+            return -1;
+        }
+        int sig = WSTOPSIG(st), event = st >> 16;
+        if (event) {
+            /* A group stop (SIGSTOP, SIGTSTP) for the whole process: it is
+             * asked for again once the thread is back. */
+            if (event == PTRACE_EVENT_STOP &&
+                (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU))
+                hold_signal(c, sig);
+            ptrace(PTRACE_CONT, c->tid, 0, 0);
+            continue;
+        }
+        lw_regs now;
+        if (lw_arch_get_regs(c->tid, &now) != 0) {
+            snprintf(err, en, "cannot read the registers of thread %d", (int)c->tid);
+            return -1;
+        }
+        if (sig == SIGSEGV && lw_arch_pc(&now) == 0) {
+            *ret = lw_arch_result(&now);
+            return 0;
+        }
+        siginfo_t si;
+        if ((sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE) &&
+            ptrace(PTRACE_GETSIGINFO, c->tid, 0, &si) == 0 && si.si_code > 0) {
+            snprintf(err, en,
+                     "the call of %s faulted in process %d (signal %d at 0x%llx); its thread "
+                     "was put back where it was, but the process may be unstable",
+                     what, (int)c->pid, sig, (unsigned long long)lw_arch_pc(&now));
+            return -1;
+        }
+        hold_signal(c, sig);
+        ptrace(PTRACE_CONT, c->tid, 0, 0); /* held, not delivered now */
+    }
+}
+
+/* Stops tid and checks that it waits in a system call it can be borrowed
+ * from. 1: held (c->orig read); 0: not at a safe point now (let go, nothing
+ * changed); -1: error in err. */
+static int seize(thread_ctx *c, char *err, size_t en) {
+    if (ptrace(PTRACE_SEIZE, c->tid, 0, 0) != 0) {
+        if (errno == ESRCH) return 0; /* the thread ended: pick another */
+        snprintf(err, en,
+                 "not permitted to trace process %d (ptrace: %s): it may have been made "
+                 "undumpable (prctl PR_SET_DUMPABLE), or a security module forbids it",
+                 (int)c->pid, strerror(errno));
+        return -1;
+    }
+    if (ptrace(PTRACE_INTERRUPT, c->tid, 0, 0) != 0) {
+        ptrace(PTRACE_DETACH, c->tid, 0, 0);
+        return 0;
+    }
+    for (;;) {
+        int st;
+        if (wait_thread(c, &st) != 0) return 0;
+        if ((st >> 16) == PTRACE_EVENT_STOP) break;
+        if (!(st >> 16)) hold_signal(c, WSTOPSIG(st));
+        ptrace(PTRACE_CONT, c->tid, 0, 0);
+    }
+    if (lw_arch_get_regs(c->tid, &c->orig) != 0) {
+        ptrace(PTRACE_DETACH, c->tid, 0, 0);
+        requeue_signals(c);
+        return 0;
+    }
+    long nr = lw_arch_syscall(&c->orig);
+    if (nr < 0 || !lw_arch_safe_syscall(nr)) {
+        ptrace(PTRACE_DETACH, c->tid, 0, 0);
+        requeue_signals(c);
+        return 0;
+    }
+    return 1;
+}
+
+int lw_inject_library(lw_inject *q, char *err, size_t en) {
+    double t0 = now_us();
+    target_fns fns;
+    if (!LW_ATTACH_ARCH) {
+        snprintf(err, en, "leakwatch attach is not available on this processor yet (x86-64 only)");
+        return -1;
+    }
+    if (find_functions(q->pid, &fns, err, en) != 0) return -1;
+    mapping ld;
+    int have_ld = find_file(q->pid, is_ld, &ld) == 0;
+
+    thread_ctx *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, en, "out of memory");
+        return -1;
+    }
+    c->pid = q->pid;
+    c->memfd = -1;
+    double deadline = now_us() + (double)(q->wait_ms > 0 ? q->wait_ms : 2000) * 1000.0;
+    double stopped_at = 0;
+    int held = 0;
+    while (!held) {
+        pid_t tid = pick_thread(q->pid);
+        if (tid > 0) {
+            c->tid = tid;
+            c->nsig = 0;
+            stopped_at = now_us();
+            int r = seize(c, err, en);
+            if (r < 0) {
+                free(c);
+                return -1;
+            }
+            if (r > 0 && have_ld) {
+                /* Stopped inside the dynamic linker: it may hold its locks. */
+                if (in_file(q->pid, ld.path, lw_arch_pc(&c->orig))) {
+                    ptrace(PTRACE_DETACH, c->tid, 0, 0);
+                    requeue_signals(c);
+                    r = 0;
+                }
+            }
+            held = r > 0;
+        }
+        if (!held) {
+            if (kill(q->pid, 0) != 0 && errno == ESRCH) {
+                snprintf(err, en, "process %d ended during the attach", (int)q->pid);
+                free(c);
+                return -1;
+            }
+            if (now_us() > deadline) {
+                snprintf(err, en,
+                         "no thread of process %d is waiting in a system call where it can be "
+                         "borrowed safely (all are computing, or inside the GPU driver): try "
+                         "again in a moment",
+                         (int)q->pid);
+                free(c);
+                return -1;
+            }
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    q->tid = c->tid;
+
+    /* From here the thread is ours: every path ends in "restore". */
+    int rc = -1;
+    unsigned char *saved = NULL;
+    uint64_t save_lo = 0, save_hi = 0;
+    int have_errno = 0, errno_val = 0;
+    uint64_t errno_addr = 0;
+    char mp[64];
+    snprintf(mp, sizeof mp, "/proc/%d/mem", (int)q->pid);
+    c->memfd = open(mp, O_RDWR | O_CLOEXEC);
+    if (c->memfd < 0) {
+        snprintf(err, en, "cannot open %s: %s", mp, strerror(errno));
+        goto restore;
+    }
+
+    /* The strings, below the red zone; our calls' frames below them. */
+    const char *entry = "leakwatch__attach";
+    size_t lib_len = strlen(q->library) + 1, set_len = strlen(q->settings) + 1;
+    size_t ent_len = strlen(entry) + 1;
+    uint64_t sp0 = lw_arch_sp(&c->orig);
+    uint64_t top = sp0 - LW_ARCH_RED_ZONE;
+    uint64_t a_lib = (top - lib_len) & ~(uint64_t)15;
+    uint64_t a_set = (a_lib - set_len) & ~(uint64_t)15;
+    uint64_t a_ent = (a_set - ent_len) & ~(uint64_t)15;
+    uint64_t a_msg = (a_ent - MSG_LEN) & ~(uint64_t)15;
+    uint64_t call_sp = (a_msg - 64) & ~(uint64_t)15;
+    mapping stack;
+    if (find_addr(q->pid, sp0 - 1, &stack) != 0 || call_sp < stack.lo + 4096) {
+        snprintf(err, en, "thread %d's stack has no room for the calls", (int)c->tid);
+        goto restore;
+    }
+    save_hi = sp0;
+    save_lo = call_sp > stack.lo + SAVE_BELOW ? call_sp - SAVE_BELOW : stack.lo;
+    saved = malloc(save_hi - save_lo);
+    if (!saved || mem_read(c, save_lo, saved, save_hi - save_lo) != 0) {
+        free(saved);
+        saved = NULL;
+        snprintf(err, en, "cannot read thread %d's stack", (int)c->tid);
+        goto restore;
+    }
+    char zero_msg[MSG_LEN];
+    memset(zero_msg, 0, sizeof zero_msg);
+    if (mem_write(c, a_lib, q->library, lib_len) != 0 ||
+        mem_write(c, a_set, q->settings, set_len) != 0 ||
+        mem_write(c, a_ent, entry, ent_len) != 0 || mem_write(c, a_msg, zero_msg, MSG_LEN) != 0) {
+        snprintf(err, en, "cannot write to process %d's memory", (int)q->pid);
+        goto restore;
+    }
+
+    uint64_t r = 0;
+    if (call(c, fns.errno_location, NULL, 0, call_sp, &r, "__errno_location", err, en) != 0)
+        goto restore;
+    errno_addr = r;
+    if (mem_read(c, errno_addr, &errno_val, sizeof errno_val) == 0) have_errno = 1;
+
+    uint64_t args[3] = {a_lib, RTLD_NOW_ | (fns.private_dlopen ? RTLD_DLOPEN_ : 0), 0};
+    if (call(c, fns.dlopen, args, 2, call_sp, &r, "dlopen", err, en) != 0) goto restore;
+    uint64_t handle = r;
+    if (!handle) {
+        char why[400] = "";
+        if (fns.dlerror && call(c, fns.dlerror, NULL, 0, call_sp, &r, "dlerror", err, en) == 0 &&
+            r) {
+            mem_read(c, r, why, sizeof why - 1);
+            why[sizeof why - 1] = '\0';
+        }
+        snprintf(err, en, "process %d could not load %s: %s", (int)q->pid, q->library,
+                 why[0] ? why : "dlopen failed");
+        goto restore;
+    }
+    args[0] = handle;
+    args[1] = a_ent;
+    if (call(c, fns.dlsym, args, 2, call_sp, &r, "dlsym", err, en) != 0) goto restore;
+    if (!r) {
+        snprintf(err, en, "%s has no leakwatch__attach: it is not this version's library",
+                 q->library);
+        goto restore;
+    }
+    uint64_t attach_fn = r;
+    args[0] = a_set;
+    args[1] = a_msg;
+    args[2] = MSG_LEN;
+    if (call(c, attach_fn, args, 3, call_sp, &r, "leakwatch__attach", err, en) != 0) goto restore;
+    q->library_rc = (int)(int32_t)(uint32_t)r;
+    mem_read(c, a_msg, q->library_msg, sizeof q->library_msg);
+    q->library_msg[sizeof q->library_msg - 1] = '\0';
+    rc = 0;
+
+restore:
+    if (!c->exited) {
+        if (have_errno) mem_write(c, errno_addr, &errno_val, sizeof errno_val);
+        if (saved) mem_write(c, save_lo, saved, save_hi - save_lo);
+        lw_arch_set_regs(c->tid, &c->orig);
+        q->stop_us = now_us() - stopped_at;
+        ptrace(PTRACE_DETACH, c->tid, 0, 0);
+        q->signals_requeued = requeue_signals(c);
+    }
+    free(saved);
+    if (c->memfd >= 0) close(c->memfd);
+    free(c);
+    q->total_ms = (now_us() - t0) / 1000.0;
+    return rc;
+}
