@@ -19,6 +19,38 @@ void lw_real_set_late(void) {
     atomic_store(&late, 1);
 }
 
+int lw_real_is_late(void) {
+    return atomic_load_explicit(&late, memory_order_relaxed);
+}
+
+int lw_is_main_handle(void *handle) {
+    static void *_Atomic main_handle;
+    void *h = atomic_load_explicit(&main_handle, memory_order_acquire);
+    if (!h) {
+        h = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
+        if (!h) return 0;
+        atomic_store_explicit(&main_handle, h, memory_order_release);
+    }
+    return handle == h;
+}
+
+void *lw_own_symbol(const char *name) {
+    static void *_Atomic own;
+    void *h = atomic_load_explicit(&own, memory_order_acquire);
+    if (!h) {
+        Dl_info info;
+        if (!dladdr((void *)&lw_own_symbol, &info) || !info.dli_fname) return NULL;
+        h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+        if (!h) return NULL;
+        void *expected = NULL;
+        if (!atomic_compare_exchange_strong(&own, &expected, h)) {
+            dlclose(h);
+            h = expected;
+        }
+    }
+    return lw_real_dlsym(h, name);
+}
+
 /* "Next after us" in the global scope. Preloaded, that is RTLD_NEXT. Loaded
  * late (RTLD_LOCAL, by attach), RTLD_NEXT searches only our own
  * dependencies; the global scope, which does not hold us, is what

@@ -22,6 +22,8 @@
 #include "log.h"
 #include "options.h"
 #include "real.h"
+#include "thread.h"
+#include "torch_mode.h"
 #include "worker.h"
 
 #include <dlfcn.h>
@@ -328,6 +330,83 @@ late_dlopen(const char *file, int mode) {
     return h;
 }
 
+/* ---- the Python helper ----
+ * In a Python process, the leakwatch package's optimizer hook
+ * (leakwatch._torch) marks a step after every torch optimizer step, as under
+ * the shim's auto-start: installed from a thread of ours that takes the GIL
+ * the documented way (PyGILState_Ensure: any thread the interpreter did not
+ * create), never from the borrowed thread, which may be waiting for the GIL
+ * itself. The code runs in a dictionary of its own: the job's __main__ is not
+ * touched. The package comes from the job's own sys.path, else from this
+ * installation (then taken off sys.path again). Python without torch: no
+ * hook fires; steps are time intervals. */
+typedef int (*py_initialized_fn)(void);
+typedef int (*py_ensure_fn)(void);
+typedef void (*py_release_fn)(int);
+typedef int (*py_run_fn)(const char *, void *);
+
+static const char py_install[] = "import sys\n"
+                                 "d = DIR\n"
+                                 "added = bool(d) and d not in sys.path\n"
+                                 "if added:\n"
+                                 "    sys.path.append(d)\n"
+                                 "try:\n"
+                                 "    import leakwatch._torch\n"
+                                 "    leakwatch._torch.install()\n"
+                                 "except Exception:\n"
+                                 "    pass\n"
+                                 "finally:\n"
+                                 "    if added and d in sys.path:\n"
+                                 "        sys.path.remove(d)\n";
+static const char py_uninstall[] = "import sys\n"
+                                   "t = sys.modules.get('leakwatch._torch')\n"
+                                   "if t is not None and hasattr(t, 'uninstall'):\n"
+                                   "    t.uninstall()\n";
+
+/* Runs src (Python) in the interpreter, if there is one: 0, or -1. */
+static int run_python(const char *src) {
+    py_initialized_fn initialized =
+        (py_initialized_fn)lw_real_dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+    py_ensure_fn ensure = (py_ensure_fn)lw_real_dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
+    py_release_fn release = (py_release_fn)lw_real_dlsym(RTLD_DEFAULT, "PyGILState_Release");
+    py_run_fn run = (py_run_fn)lw_real_dlsym(RTLD_DEFAULT, "PyRun_SimpleStringFlags");
+    if (!initialized || !ensure || !release || !run || !initialized()) return -1;
+    /* exec(bytes.fromhex("...").decode(), {}): no quoting to get wrong, no
+     * name left behind in __main__. */
+    size_t n = strlen(src);
+    char *code = malloc(n * 2 + 64);
+    if (!code) return -1;
+    char *p = code + sprintf(code, "exec(bytes.fromhex('");
+    for (size_t i = 0; i < n; i++)
+        p += sprintf(p, "%02x", (unsigned char)src[i]);
+    sprintf(p, "').decode(), {})");
+    int st = ensure();
+    int rc = run(code, NULL);
+    release(st);
+    free(code);
+    return rc == 0 ? 0 : -1;
+}
+
+static void *python_install_thread(void *arg) {
+    (void)arg;
+    char dir[PATH_MAX], quoted[2 * PATH_MAX + 8];
+    if (!lw_torch_package_dir(dir, sizeof dir)) dir[0] = '\0';
+    /* DIR as a Python bytes literal, decoded: any byte in a path is fine. */
+    char *q = quoted + sprintf(quoted, "bytes.fromhex('");
+    for (const char *c = dir; *c; c++)
+        q += sprintf(q, "%02x", (unsigned char)*c);
+    sprintf(q, "').decode()");
+    size_t len = sizeof py_install + strlen(quoted);
+    char *src = malloc(len);
+    if (src) {
+        const char *at = strstr(py_install, "DIR");
+        snprintf(src, len, "%.*s%s%s", (int)(at - py_install), py_install, quoted, at + 3);
+        run_python(src);
+        free(src);
+    }
+    return NULL;
+}
+
 /* ---- attach and detach ---- */
 static int detach(char *msg, size_t n) {
     pthread_mutex_lock(&patch_lock);
@@ -339,6 +418,7 @@ static int detach(char *msg, size_t n) {
     atomic_store(&installed, 0);
     unpatch_all_locked();
     pthread_mutex_unlock(&patch_lock);
+    if (lw_real_dlsym(RTLD_DEFAULT, "Py_IsInitialized")) run_python(py_uninstall);
     char path[PATH_MAX] = "";
     if (lw_lifecycle_detach(path, sizeof path) != 0 || !path[0])
         snprintf(msg, n, "(no report written: LEAKWATCH_REPORT is none, or see the job's stderr)");
@@ -386,6 +466,7 @@ LW_EXPORT int leakwatch__attach(const char *settings, char *msg, size_t n) {
     atomic_store(&installed, 1);
     patch_all_locked();
     snprintf(msg, n, "%zu", npatches);
+    if (lw_real_dlsym(RTLD_DEFAULT, "Py_IsInitialized")) lw_thread_start(python_install_thread);
     rc = 0;
 out:
     pthread_mutex_unlock(&patch_lock);

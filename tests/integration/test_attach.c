@@ -434,6 +434,84 @@ START_TEST(refusals_leave_the_job_untouched) {
 }
 END_TEST
 
+/* A Python job: the attach's helper marks steps from the (stand-in) torch
+ * optimizer; a job that imported the leakwatch package before the attach
+ * gets its leakwatch.step() calls; without either, time intervals. */
+static void python_job(const char *mode, int want_steps) {
+    if (!can_attach()) return;
+    const char *rt = getenv("LW_ASAN_RT");
+    if (rt && strstr(rt, "tsan")) {
+        printf("test_attach: Python jobs skipped under TSan (CPython is not built with it)\n");
+        return;
+    }
+    if (access("/usr/bin/python3", X_OK) != 0) {
+        printf("test_attach: no /usr/bin/python3: Python jobs skipped\n");
+        return;
+    }
+    char script[PATH_MAX], torch[PATH_MAX], pkg[PATH_MAX];
+    ck_assert_ptr_nonnull(realpath("tests/python/attach_job.py", script));
+    ck_assert_ptr_nonnull(realpath("tests/python/faketorch", torch));
+    ck_assert_ptr_nonnull(realpath("python", pkg));
+    char cudart[PATH_MAX + 64], pypath[2 * PATH_MAX + 32];
+    snprintf(cudart, sizeof cudart, "LW_CUDART=%s/tests/lib/libcudart.so", lw_build_dir());
+    /* The torch job's environment does not have the leakwatch package: the
+     * attach brings its own. */
+    snprintf(pypath, sizeof pypath, "PYTHONPATH=%s", !strcmp(mode, "package") ? pkg : torch);
+    job j;
+    lw_temp_dir(j.dir, sizeof j.dir);
+    snprintf(j.out, sizeof j.out, "%s/out.txt", j.dir);
+    snprintf(j.go, sizeof j.go, "%s/go", j.dir);
+    snprintf(j.report, sizeof j.report, "%s/report.json", j.dir);
+    const char *args[] = {script, mode, "250", j.go, NULL};
+    const char *env[] = {cudart, pypath, NULL};
+    j.pid = lw_spawn("/usr/bin/python3", args, env, 0, j.out);
+    ck_assert_msg(lw_wait_for_text(j.out, "ready", 20000), "%s", lw_slurp_file(j.out));
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    lw_run r;
+    attach_cli(&r, "--background", "--set", "interval_ms=50", "-o", j.report, pid);
+    ck_assert_msg(r.exit_code == 0, "attach: %s", r.err);
+    lw_run_free(&r);
+    usleep(200 * 1000); /* the helper's thread imports the package */
+    go(&j);
+    usleep(2000 * 1000);
+    attach_cli(&r, "--detach", pid, NULL, NULL, NULL, NULL);
+    ck_assert_msg(r.exit_code == 0, "detach: %s", r.err);
+    lw_run_free(&r);
+    char *out = finish_job(&j);
+    ck_assert_msg(strstr(out, "done 250 steps"), "%s", out);
+    free(out);
+    lw_run rep;
+    load_report(&rep, j.report);
+    const char *source = lw_json_string(lw_json_path(rep.report, "growth.step_source"));
+    ck_assert_ptr_nonnull(source);
+    if (want_steps)
+        ck_assert_msg(strcmp(source, "time") != 0 && rep_number(&rep, "growth.steps") >= 20,
+                      "%s: step_source %s, %g steps", mode, source,
+                      rep_number(&rep, "growth.steps"));
+    else
+        ck_assert_str_eq(source, "time");
+    ck_assert_str_eq(lw_json_string(lw_json_get(rep.report, "verdict")), "leak");
+    ck_assert_msg(lw_rep_site_named(&rep, "leak_attach_py") != NULL, "no Python site");
+    lw_json_free(rep.report);
+    lw_remove_dir(j.dir);
+}
+
+START_TEST(python_torch_job_gets_step_marks) {
+    python_job("torch", 1);
+}
+END_TEST
+
+START_TEST(python_package_job_gets_step_marks) {
+    python_job("package", 1);
+}
+END_TEST
+
+START_TEST(python_job_without_torch_uses_intervals) {
+    python_job("plain", 0);
+}
+END_TEST
+
 START_TEST(ptrace_scope_messages_say_what_to_change) {
     char err[512];
     ck_assert_int_eq(lw_attach_scope_problem(0, 0, err, sizeof err), 0);
@@ -466,6 +544,9 @@ int main(void) {
     tcase_add_test(tc, ctrl_c_of_a_foreground_attach_detaches);
     tcase_add_test(tc, signals_during_the_attach_are_not_lost);
     tcase_add_test(tc, refusals_leave_the_job_untouched);
+    tcase_add_test(tc, python_torch_job_gets_step_marks);
+    tcase_add_test(tc, python_package_job_gets_step_marks);
+    tcase_add_test(tc, python_job_without_torch_uses_intervals);
     suite_add_tcase(s, tc);
     int failed = lw_check_run(s);
     lw_remove_dir(xdg);
