@@ -24,7 +24,8 @@ static pid_t thread_pid;
 /* Detach (leakwatch attach --detach) ends the thread: it leaves at its next
  * wake-up when its generation is no longer the current one. */
 static atomic_uint generation;
-static void (*tick_hook)(void);
+typedef void (*tick_fn)(void);
+static _Atomic(tick_fn) tick_hook;
 /* When the worker last wrote the report and the metrics. A forked child's
  * worker starts its own clock: the parent's would make it write a periodic
  * report at once, while its exit report may be written. */
@@ -110,7 +111,7 @@ static void *run(void *arg) {
         lw_growth_update(timed_out);
         if (lw_growth_take_warning()) lw_warning_leak();
         periodic_outputs();
-        void (*hook)(void) = tick_hook;
+        tick_fn hook = atomic_load(&tick_hook);
         if (hook) hook();
         if (!timed_out) {
             /* Woken by a step: the interval clock did not run out. */
@@ -148,5 +149,5 @@ void lw_worker_stop(void) {
 }
 
 void lw_worker_set_tick(void (*fn)(void)) {
-    tick_hook = fn;
+    atomic_store(&tick_hook, fn);
 }

@@ -81,9 +81,11 @@ static int find_addr(pid_t pid, uint64_t addr, mapping *out) {
     int found = -1;
     while (fgets(line, sizeof line, f)) {
         unsigned long lo, hi;
-        if (sscanf(line, "%lx-%lx", &lo, &hi) != 2) continue;
+        int pos = 0;
+        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &pos) != 2) continue;
         if (addr >= lo && addr < hi) {
-            out->path[0] = '\0';
+            line[strcspn(line, "\n")] = '\0';
+            snprintf(out->path, sizeof out->path, "%s", pos ? line + pos : "");
             out->lo = lo;
             out->hi = hi;
             found = 0;
@@ -92,24 +94,6 @@ static int find_addr(pid_t pid, uint64_t addr, mapping *out) {
     }
     fclose(f);
     return found;
-}
-
-/* 1 when addr lies in a mapping of the file path. */
-static int in_file(pid_t pid, const char *path, uint64_t addr) {
-    char p[64], line[PATH_MAX + 128];
-    snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
-    FILE *f = fopen(p, "re");
-    if (!f) return 0;
-    int in = 0;
-    while (!in && fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        int pos = 0;
-        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &pos) != 2 || !pos) continue;
-        line[strcspn(line, "\n")] = '\0';
-        in = addr >= lo && addr < hi && !strcmp(line + pos, path);
-    }
-    fclose(f);
-    return in;
 }
 
 static int is_libc(const char *b) {
@@ -185,6 +169,32 @@ static int find_functions(pid_t pid, target_fns *t, char *err, size_t en) {
     return 0;
 }
 
+/* The executable mappings of the dynamic linker. */
+typedef struct {
+    uint64_t lo[8], hi[8];
+    int n;
+} ranges;
+
+static void ld_text(pid_t pid, const char *ld_path, ranges *r) {
+    char p[64], line[PATH_MAX + 128];
+    r->n = 0;
+    snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(p, "re");
+    while (f && r->n < 8 && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char perms[8];
+        int pos = 0;
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &pos) != 3 || !pos)
+            continue;
+        line[strcspn(line, "\n")] = '\0';
+        if (perms[2] == 'x' && !strcmp(line + pos, ld_path)) {
+            r->lo[r->n] = lo;
+            r->hi[r->n++] = hi;
+        }
+    }
+    if (f) fclose(f);
+}
+
 /* ---- threads ---- */
 long lw_thread_syscall(pid_t pid, pid_t tid) {
     char p[96], buf[256];
@@ -240,6 +250,32 @@ static int mem_read(const thread_ctx *c, uint64_t addr, void *buf, size_t n) {
 }
 static int mem_write(const thread_ctx *c, uint64_t addr, const void *buf, size_t n) {
     return pwrite(c->memfd, buf, n, (off_t)addr) == (ssize_t)n ? 0 : -1;
+}
+
+#define STACK_ROOM (256 * 1024) /* what dlopen and the library's start may need */
+
+/* Whether the held thread may run our calls: its stack has room for them,
+ * and no return address into the dynamic linker is on it (a dlopen or a
+ * constructor in progress: its locks may be held by this very thread). 1
+ * safe; 0 not. */
+static int stack_is_safe(const thread_ctx *c, const ranges *ld) {
+    uint64_t sp = lw_arch_sp(&c->orig), pc = lw_arch_pc(&c->orig);
+    for (int k = 0; k < ld->n; k++)
+        if (pc >= ld->lo[k] && pc < ld->hi[k]) return 0;
+    mapping m;
+    if (find_addr(c->pid, sp - 1, &m) != 0) return 0;
+    /* The main thread's stack grows on demand; others' are fixed. */
+    if (strcmp(m.path, "[stack]") != 0 && sp - LW_ARCH_RED_ZONE - m.lo < STACK_ROOM + 4096)
+        return 0;
+    uint64_t words[4096];
+    uint64_t hi;
+    if (find_addr(c->pid, sp, &m) != 0) return 1;
+    hi = m.hi - sp < sizeof words ? m.hi - sp : sizeof words;
+    if (pread(c->memfd, words, hi, (off_t)sp) != (ssize_t)hi) return 1;
+    for (size_t i = 0; i < hi / 8; i++)
+        for (int k = 0; k < ld->n; k++)
+            if (words[i] >= ld->lo[k] && words[i] < ld->hi[k]) return 0;
+    return 1;
 }
 
 /* A signal for the thread while we hold it: kept, sent again at the end. */
@@ -380,7 +416,8 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
     }
     if (find_functions(q->pid, &fns, err, en) != 0) return -1;
     mapping ld;
-    int have_ld = find_file(q->pid, is_ld, &ld) == 0;
+    ranges ld_ranges = {.n = 0};
+    if (find_file(q->pid, is_ld, &ld) == 0) ld_text(q->pid, ld.path, &ld_ranges);
 
     thread_ctx *c = calloc(1, sizeof *c);
     if (!c) {
@@ -388,7 +425,14 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
         return -1;
     }
     c->pid = q->pid;
-    c->memfd = -1;
+    char mp[64];
+    snprintf(mp, sizeof mp, "/proc/%d/mem", (int)q->pid);
+    c->memfd = open(mp, O_RDWR | O_CLOEXEC);
+    if (c->memfd < 0) {
+        snprintf(err, en, "cannot open %s: %s", mp, strerror(errno));
+        free(c);
+        return -1;
+    }
     double deadline = now_us() + (double)(q->wait_ms > 0 ? q->wait_ms : 2000) * 1000.0;
     double stopped_at = 0;
     int held = 0;
@@ -400,22 +444,21 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
             stopped_at = now_us();
             int r = seize(c, err, en);
             if (r < 0) {
+                close(c->memfd);
                 free(c);
                 return -1;
             }
-            if (r > 0 && have_ld) {
-                /* Stopped inside the dynamic linker: it may hold its locks. */
-                if (in_file(q->pid, ld.path, lw_arch_pc(&c->orig))) {
-                    ptrace(PTRACE_DETACH, c->tid, 0, 0);
-                    requeue_signals(c);
-                    r = 0;
-                }
+            if (r > 0 && !stack_is_safe(c, &ld_ranges)) {
+                ptrace(PTRACE_DETACH, c->tid, 0, 0);
+                requeue_signals(c);
+                r = 0;
             }
             held = r > 0;
         }
         if (!held) {
             if (kill(q->pid, 0) != 0 && errno == ESRCH) {
                 snprintf(err, en, "process %d ended during the attach", (int)q->pid);
+                close(c->memfd);
                 free(c);
                 return -1;
             }
@@ -425,6 +468,7 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
                          "borrowed safely (all are computing, or inside the GPU driver): try "
                          "again in a moment",
                          (int)q->pid);
+                close(c->memfd);
                 free(c);
                 return -1;
             }
@@ -440,14 +484,6 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
     uint64_t save_lo = 0, save_hi = 0;
     int have_errno = 0, errno_val = 0;
     uint64_t errno_addr = 0;
-    char mp[64];
-    snprintf(mp, sizeof mp, "/proc/%d/mem", (int)q->pid);
-    c->memfd = open(mp, O_RDWR | O_CLOEXEC);
-    if (c->memfd < 0) {
-        snprintf(err, en, "cannot open %s: %s", mp, strerror(errno));
-        goto restore;
-    }
-
     /* The strings, below the red zone; our calls' frames below them. */
     const char *entry = "leakwatch__attach";
     size_t lib_len = strlen(q->library) + 1, set_len = strlen(q->settings) + 1;

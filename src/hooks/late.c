@@ -307,7 +307,7 @@ static size_t unpatch_all_locked(void) {
 
 /* ---- dlopen, late ---- */
 typedef void *(*dlopen_fn)(const char *, int);
-static dlopen_fn real_dlopen;
+static _Atomic(dlopen_fn) real_dlopen;
 
 /* glibc's dlopen takes the caller's RUNPATH and $ORIGIN from its return
  * address: a bare name, or one with '$', must reach it as a tail call (our
@@ -315,7 +315,7 @@ static dlopen_fn real_dlopen;
  * path is opened here, and what it loaded is hooked before it returns. */
 __attribute__((optimize("optimize-sibling-calls"), noinline)) static void *
 late_dlopen(const char *file, int mode) {
-    dlopen_fn real = real_dlopen;
+    dlopen_fn real = atomic_load_explicit(&real_dlopen, memory_order_relaxed);
     const char *f = file;
     __asm__("" : "+r"(f));
     if (!f || !strchr(f, '/') || strchr(f, '$') || (mode & RTLD_NOLOAD) ||
@@ -445,8 +445,9 @@ LW_EXPORT int leakwatch__attach(const char *settings, char *msg, size_t n) {
         snprintf(msg, n, "cannot read leakwatch's own symbol table");
         goto out;
     }
-    if (!real_dlopen) real_dlopen = (dlopen_fn)lw_real_dlsym(RTLD_NEXT, "dlopen");
-    if (!real_dlopen || take_settings(settings) != 0) {
+    if (!atomic_load(&real_dlopen))
+        atomic_store(&real_dlopen, (dlopen_fn)lw_real_dlsym(RTLD_NEXT, "dlopen"));
+    if (!atomic_load(&real_dlopen) || take_settings(settings) != 0) {
         snprintf(msg, n, "cannot find the C library's dlopen");
         goto out;
     }
@@ -461,6 +462,15 @@ LW_EXPORT int leakwatch__attach(const char *settings, char *msg, size_t n) {
                              : "leakwatch is disabled (LEAKWATCH_DISABLE) or could not "
                                "start");
         rc = started > 0 ? 1 : -1;
+        goto out;
+    }
+    if (!lw_control_serving()) {
+        /* Without the socket there is no detach: recording ends here. */
+        char path[PATH_MAX];
+        lw_lifecycle_detach(path, sizeof path);
+        snprintf(msg, n,
+                 "the library could not serve its control socket (see the job's stderr), "
+                 "so it could not be detached: not attached");
         goto out;
     }
     atomic_store(&installed, 1);

@@ -28,6 +28,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -194,21 +195,30 @@ static void reply_snapshot(int fd, const char *path) {
 
 /* Detach (an attached process only): set by the attach, run on the serving
  * thread, which then stops serving. */
-static int (*detach_fn)(char *msg, size_t n);
+typedef int (*detach_fn_t)(char *msg, size_t n);
+static _Atomic(detach_fn_t) detach_fn;
 static int stop_serving;
 
 void lw_control_set_detach(int (*fn)(char *msg, size_t n)) {
-    detach_fn = fn;
+    atomic_store(&detach_fn, fn);
+}
+
+int lw_control_serving(void) {
+    pthread_mutex_lock(&lock);
+    int yes = running && owner == getpid();
+    pthread_mutex_unlock(&lock);
+    return yes;
 }
 
 static void reply_detach(int fd) {
     char msg[PATH_MAX + 64] = "", line[PATH_MAX + 80];
-    if (!detach_fn) {
+    detach_fn_t fn = atomic_load(&detach_fn);
+    if (!fn) {
         reply_error(fd, "this process was started under leakwatch, not attached to: it has "
                         "nothing to detach (its report is written when it ends)");
         return;
     }
-    if (detach_fn(msg, sizeof msg) != 0) {
+    if (fn(msg, sizeof msg) != 0) {
         reply_error(fd, msg[0] ? msg : "cannot detach");
         return;
     }

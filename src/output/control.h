@@ -32,5 +32,7 @@ void lw_control_stop(void);
  * writes the final report; 0 with the report's path in msg, or -1 with a
  * reason. Runs on the serving thread. */
 void lw_control_set_detach(int (*fn)(char *msg, size_t n));
+/* 1 while this process serves its socket. */
+int lw_control_serving(void);
 
 #endif
