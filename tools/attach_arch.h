@@ -27,6 +27,14 @@ typedef struct {
 
 int lw_arch_get_regs(pid_t tid, lw_regs *r);
 int lw_arch_set_regs(pid_t tid, const lw_regs *r);
+/* The floating-point and vector registers (the whole extended state), which
+ * the calls may use: saved at the start, put back at the end. */
+typedef struct {
+    unsigned char data[32768];
+    size_t len;
+} lw_fpregs;
+int lw_arch_get_fpregs(pid_t tid, lw_fpregs *f);
+int lw_arch_set_fpregs(pid_t tid, const lw_fpregs *f);
 uint64_t lw_arch_sp(const lw_regs *r);
 uint64_t lw_arch_pc(const lw_regs *r);
 /* The system call the thread was stopped in, or -1 when it was stopped while

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#if LW_ATTACH_ARCH
 #define RTLD_NOW_ 2              /* <dlfcn.h>: the target's glibc has the same values */
 #define RTLD_DLOPEN_ 0x80000000u /* __libc_dlopen_mode's "as dlopen would" flag */
 #define SAVE_BELOW (256 * 1024)  /* stack bytes below the thread's that our calls may use */
@@ -240,6 +241,8 @@ typedef struct {
     pid_t pid, tid;
     int memfd;
     lw_regs orig;
+    lw_fpregs fp;
+    int have_fp;
     int exited;
     int nsig;
     siginfo_t sigs[MAX_SIGNALS];
@@ -410,10 +413,6 @@ static int seize(thread_ctx *c, char *err, size_t en) {
 int lw_inject_library(lw_inject *q, char *err, size_t en) {
     double t0 = now_us();
     target_fns fns;
-    if (!LW_ATTACH_ARCH) {
-        snprintf(err, en, "leakwatch attach is not available on this processor yet (x86-64 only)");
-        return -1;
-    }
     if (find_functions(q->pid, &fns, err, en) != 0) return -1;
     mapping ld;
     ranges ld_ranges = {.n = 0};
@@ -479,6 +478,7 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
     q->tid = c->tid;
 
     /* From here the thread is ours: every path ends in "restore". */
+    c->have_fp = lw_arch_get_fpregs(c->tid, &c->fp) == 0;
     int rc = -1;
     unsigned char *saved = NULL;
     uint64_t save_lo = 0, save_hi = 0;
@@ -561,6 +561,7 @@ restore:
         if (have_errno) mem_write(c, errno_addr, &errno_val, sizeof errno_val);
         if (saved) mem_write(c, save_lo, saved, save_hi - save_lo);
         lw_arch_set_regs(c->tid, &c->orig);
+        if (c->have_fp) lw_arch_set_fpregs(c->tid, &c->fp);
         q->stop_us = now_us() - stopped_at;
         ptrace(PTRACE_DETACH, c->tid, 0, 0);
         q->signals_requeued = requeue_signals(c);
@@ -571,3 +572,17 @@ restore:
     q->total_ms = (now_us() - t0) / 1000.0;
     return rc;
 }
+#else
+/* No processor part yet (attach_arch.h): the command says so. */
+long lw_thread_syscall(pid_t pid, pid_t tid) {
+    (void)pid;
+    (void)tid;
+    return -2;
+}
+
+int lw_inject_library(lw_inject *q, char *err, size_t en) {
+    (void)q;
+    snprintf(err, en, "leakwatch attach is not available on this processor yet (x86-64 only)");
+    return -1;
+}
+#endif

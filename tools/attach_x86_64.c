@@ -3,8 +3,10 @@
 #include "attach_arch.h"
 
 #if defined(__x86_64__)
+#include <elf.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 
 int lw_arch_get_regs(pid_t tid, lw_regs *r) {
     return ptrace(PTRACE_GETREGS, tid, 0, r) == 0 ? 0 : -1;
@@ -12,6 +14,25 @@ int lw_arch_get_regs(pid_t tid, lw_regs *r) {
 
 int lw_arch_set_regs(pid_t tid, const lw_regs *r) {
     return ptrace(PTRACE_SETREGS, tid, 0, r) == 0 ? 0 : -1;
+}
+
+int lw_arch_get_fpregs(pid_t tid, lw_fpregs *f) {
+    struct iovec v = {f->data, sizeof f->data};
+    if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &v) != 0) {
+        /* Without XSAVE: the legacy FXSAVE area. */
+        v.iov_len = 512;
+        if (ptrace(PTRACE_GETFPREGS, tid, 0, f->data) != 0) return -1;
+        f->len = 0;
+        return 0;
+    }
+    f->len = v.iov_len;
+    return 0;
+}
+
+int lw_arch_set_fpregs(pid_t tid, const lw_fpregs *f) {
+    if (!f->len) return ptrace(PTRACE_SETFPREGS, tid, 0, (void *)f->data) == 0 ? 0 : -1;
+    struct iovec v = {(void *)f->data, f->len};
+    return ptrace(PTRACE_SETREGSET, tid, (void *)NT_X86_XSTATE, &v) == 0 ? 0 : -1;
 }
 
 uint64_t lw_arch_sp(const lw_regs *r) {

@@ -5,13 +5,17 @@
  * Each says "ready PID", waits until GO_FILE exists ("-": at once), then makes
  * STEPS steps of STEP_MS, each keeping SIZE bytes (leak_attach_*) and
  * allocating and freeing as much more, and ends with one line that does not
- * depend on timing: the same with and without an attach. Real-time signals
+ * depend on timing: the same with and without an attach. Each step is
+ * marked with leakwatch_step when the library is there, looked up each time
+ * as a program that may be attached to must (dlsym(RTLD_DEFAULT) finds it
+ * after an attach). Real-time signals
  * (SIGRTMIN) are counted, so a test can tell that none was lost. */
 #ifndef LW_TEST_ATTACH_H
 #define LW_TEST_ATTACH_H
 
 #include "paths.h"
 
+#include <dlfcn.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -28,6 +32,11 @@ static void attach_sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0) {
     }
+}
+
+static void attach_mark_step(void) {
+    void (*fn)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "leakwatch_step");
+    if (fn) fn();
 }
 
 /* The program's part: one step's allocations (0 when they succeeded). */
@@ -50,6 +59,7 @@ static int attach_main(int argc, char **argv) {
     long failed = 0;
     for (long i = 0; i < steps; i++) {
         if (attach_step(i, size) != 0) failed++;
+        attach_mark_step();
         attach_sleep_ms(step_ms);
     }
     printf("done %ld steps, %ld failed, %zu bytes kept per step, signals %ld\n", steps, failed,
