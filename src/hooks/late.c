@@ -407,6 +407,18 @@ static void *python_install_thread(void *arg) {
     return NULL;
 }
 
+/* A fork while another thread holds patch_lock must not leave the child
+ * with it locked (its dlopen hook takes it). */
+static void fork_prepare(void) {
+    pthread_mutex_lock(&patch_lock);
+}
+static void fork_parent(void) {
+    pthread_mutex_unlock(&patch_lock);
+}
+static void fork_child(void) {
+    pthread_mutex_init(&patch_lock, NULL);
+}
+
 /* ---- attach and detach ---- */
 static int detach(char *msg, size_t n) {
     pthread_mutex_lock(&patch_lock);
@@ -441,9 +453,12 @@ LW_EXPORT int leakwatch__attach(const char *settings, char *msg, size_t n) {
         rc = 1;
         goto out;
     }
-    if (!hooks && build_hooks() != 0) {
-        snprintf(msg, n, "cannot read leakwatch's own symbol table");
-        goto out;
+    if (!hooks) {
+        if (build_hooks() != 0) {
+            snprintf(msg, n, "cannot read leakwatch's own symbol table");
+            goto out;
+        }
+        pthread_atfork(fork_prepare, fork_parent, fork_child);
     }
     if (!atomic_load(&real_dlopen))
         atomic_store(&real_dlopen, (dlopen_fn)lw_real_dlsym(RTLD_NEXT, "dlopen"));
