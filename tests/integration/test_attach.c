@@ -168,6 +168,11 @@ static void attach_diagnose_detach(const char *prog, const char *site, const cha
     char *out = finish_job(&j);
     char *done = done_line(out);
     ck_assert_msg(!strcmp(done, ref), "attached: '%s'\nnever attached: '%s'", done, ref);
+    /* The detach put the job's dlsym entry back: the steps after it found
+     * no leakwatch_step. */
+    const char *m = strstr(out, "steps marked: ");
+    long marked = m ? strtol(m + 14, NULL, 10) : -1;
+    ck_assert_msg(marked > 20 && marked < 300, "steps marked: %ld\n%s", marked, out);
 
     lw_run rep;
     load_report(&rep, j.report);
