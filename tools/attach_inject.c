@@ -534,8 +534,14 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
             mem_read(c, r, why, sizeof why - 1);
             why[sizeof why - 1] = '\0';
         }
-        snprintf(err, en, "process %d could not load %s: %s", (int)q->pid, q->library,
-                 why[0] ? why : "dlopen failed");
+        snprintf(err, en, "process %d could not load %s: %s%s", (int)q->pid, q->library,
+                 why[0] ? why : "dlopen failed",
+                 strstr(why, "static TLS")
+                     ? " (the library needs about 1 KiB of the process's static TLS reserve, "
+                       "which its other libraries have used up; start the job with "
+                       "GLIBC_TUNABLES=glibc.rtld.optional_static_tls=4096 to attach later, or "
+                       "under leakwatch run)"
+                     : "");
         goto restore;
     }
     args[0] = handle;
