@@ -7,6 +7,8 @@
  * control socket: it needs no ptrace. */
 #include "cli.h"
 #include "cli_attach.h"
+#include "cli_model.h"
+#include "cli_render.h"
 #include "cli_run.h"
 #include "cli_sock.h"
 
@@ -272,6 +274,18 @@ static int do_detach(long pid, int quiet) {
         return LW_EXIT_ERROR;
     }
     body[strcspn(body, "\n")] = '\0';
+    if (!quiet) {
+        /* The diagnosis, as 'leakwatch report' gives it. */
+        lw_model m;
+        if (lw_model_load(&m, body, err, sizeof err) == 0) {
+            lw_render_opts o;
+            lw_render_opts_default(&o);
+            o.top_sites = 3;
+            lw_render_text(stdout, &m, 1, &o);
+            fflush(stdout);
+        }
+        lw_model_free(&m);
+    }
     char safe[PATH_MAX];
     if (!quiet)
         fprintf(stderr, "leakwatch: detached from process %ld; report: %s\n", pid,

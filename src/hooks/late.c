@@ -32,6 +32,7 @@
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -439,13 +440,7 @@ static int detach(char *msg, size_t n) {
     return 0;
 }
 
-/* Called by leakwatch attach on one of the job's threads, stopped in a system
- * call, right after the dlopen that loaded us. settings: the LEAKWATCH_*
- * settings, NAME=VALUE lines. 0: attached (msg: how many entries were
- * rewritten); 1: leakwatch already records here; -1: not attached, msg says
- * why (nothing changed). errno is left as it was. */
-LW_EXPORT int leakwatch__attach(const char *settings, char *msg, size_t n) {
-    int saved = errno;
+static int attach_now(const char *settings, char *msg, size_t n) {
     int rc = -1;
     pthread_mutex_lock(&patch_lock);
     if (atomic_load(&installed)) {
@@ -495,6 +490,44 @@ LW_EXPORT int leakwatch__attach(const char *settings, char *msg, size_t n) {
     rc = 0;
 out:
     pthread_mutex_unlock(&patch_lock);
+    return rc;
+}
+
+typedef struct {
+    const char *settings;
+    char *msg;
+    size_t n;
+} attach_args;
+
+static void *attach_thread(void *p) {
+    const attach_args *a = p;
+    return (void *)(intptr_t)(attach_now(a->settings, a->msg, a->n) + 2);
+}
+
+/* Called by leakwatch attach on one of the job's threads, stopped in a system
+ * call, right after the dlopen that loaded us. settings: the LEAKWATCH_*
+ * settings, NAME=VALUE lines. 0: attached (msg: how many entries were
+ * rewritten); 1: leakwatch already records here; -1: not attached, msg says
+ * why (nothing changed). The work is done on a thread of ours (every signal
+ * blocked, a stack of its own), which the borrowed thread waits for: that
+ * thread runs as little as possible of ours. errno is left as it was. */
+LW_EXPORT int leakwatch__attach(const char *settings, char *msg, size_t n) {
+    int saved = errno;
+    attach_args a = {settings, msg, n};
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    int created = pthread_create(&t, NULL, attach_thread, &a) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc;
+    if (created) {
+        void *r = NULL;
+        pthread_join(t, &r);
+        rc = (int)(intptr_t)r - 2;
+    } else {
+        rc = attach_now(settings, msg, n);
+    }
     errno = saved;
     return rc;
 }

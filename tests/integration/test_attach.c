@@ -291,6 +291,15 @@ END_TEST
 /* Real-time signals sent all through the attach all arrive. */
 START_TEST(signals_during_the_attach_are_not_lost) {
     if (!can_attach()) return;
+    const char *san = getenv("LW_ASAN_RT");
+    if (san && strstr(san, "tsan")) {
+        /* TSan delivers a signal that arrives outside a blocking call later,
+         * from one pending slot per signal number: queued real-time signals
+         * that arrive while the thread runs instrumented code (the hooked
+         * job, slow under TSan) are merged by TSan itself. */
+        printf("test_attach: signal counting skipped under TSan (it merges pending signals)\n");
+        return;
+    }
     job j;
     start_job(&j, "rt_attach", "200", NULL, 1, 0);
     char pid[32];
