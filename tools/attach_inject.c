@@ -32,7 +32,6 @@
 #define RTLD_DLOPEN_ 0x80000000u /* __libc_dlopen_mode's "as dlopen would" flag */
 #define SAVE_BELOW (256 * 1024)  /* stack bytes below the thread's that our calls may use */
 #define MSG_LEN 512
-#define MAX_SIGNALS 32
 
 static double now_us(void) {
     struct timespec t;
@@ -245,7 +244,8 @@ typedef struct {
     int have_fp;
     int exited;
     int nsig;
-    siginfo_t sigs[MAX_SIGNALS];
+    siginfo_t *sigs; /* held, in order of arrival */
+    int sigcap;
 } thread_ctx;
 
 static int mem_read(const thread_ctx *c, uint64_t addr, void *buf, size_t n) {
@@ -281,14 +281,22 @@ static int stack_is_safe(const thread_ctx *c, const ranges *ld) {
     return 1;
 }
 
-/* A signal for the thread while we hold it: kept, sent again at the end. */
-static void hold_signal(thread_ctx *c, int sig) {
-    if (c->nsig >= MAX_SIGNALS) return;
+/* A signal for the thread while we hold it: kept, sent again at the end.
+ * -1 when it cannot be kept (out of memory): then it is delivered now. */
+static int hold_signal(thread_ctx *c, int sig) {
+    if (c->nsig == c->sigcap) {
+        int nc = c->sigcap ? c->sigcap * 2 : 32;
+        siginfo_t *p = realloc(c->sigs, (size_t)nc * sizeof *p);
+        if (!p) return -1;
+        c->sigs = p;
+        c->sigcap = nc;
+    }
     siginfo_t si;
     memset(&si, 0, sizeof si);
     if (ptrace(PTRACE_GETSIGINFO, c->tid, 0, &si) != 0) si.si_signo = sig;
     si.si_signo = sig;
     c->sigs[c->nsig++] = si;
+    return 0;
 }
 
 static int requeue_signals(thread_ctx *c) {
@@ -297,9 +305,14 @@ static int requeue_signals(thread_ctx *c) {
         siginfo_t *si = &c->sigs[i];
         /* Only queued signals (si_code < 0) keep their information; others
          * come again as from us (sigqueue cannot fake a kernel's). */
-        long r = si->si_code < 0 && si->si_code != SI_TKILL
-                     ? syscall(SYS_rt_tgsigqueueinfo, c->pid, c->tid, si->si_signo, si)
-                     : syscall(SYS_tgkill, c->pid, c->tid, si->si_signo);
+        long r;
+        for (int tries = 0; tries < 100; tries++) {
+            r = si->si_code < 0 && si->si_code != SI_TKILL
+                    ? syscall(SYS_rt_tgsigqueueinfo, c->pid, c->tid, si->si_signo, si)
+                    : syscall(SYS_tgkill, c->pid, c->tid, si->si_signo);
+            if (r == 0 || errno != EAGAIN) break;
+            usleep(1000); /* the queue of real-time signals is full: let it drain */
+        }
         if (r == 0) n++;
     }
     c->nsig = 0;
@@ -346,7 +359,7 @@ static int call(thread_ctx *c, uint64_t fn, const uint64_t *args, int n, uint64_
              * asked for again once the thread is back. */
             if (event == PTRACE_EVENT_STOP &&
                 (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU))
-                hold_signal(c, sig);
+                (void)hold_signal(c, sig);
             ptrace(PTRACE_CONT, c->tid, 0, 0);
             continue;
         }
@@ -368,8 +381,9 @@ static int call(thread_ctx *c, uint64_t fn, const uint64_t *args, int n, uint64_
                      what, (int)c->pid, sig, (unsigned long long)lw_arch_pc(&now));
             return -1;
         }
-        hold_signal(c, sig);
-        ptrace(PTRACE_CONT, c->tid, 0, 0); /* held, not delivered now */
+        /* Held, not delivered now (its handler would run inside our call). */
+        int deliver = hold_signal(c, sig) == 0 ? 0 : sig;
+        ptrace(PTRACE_CONT, c->tid, 0, (void *)(intptr_t)deliver);
     }
 }
 
@@ -393,8 +407,9 @@ static int seize(thread_ctx *c, char *err, size_t en) {
         int st;
         if (wait_thread(c, &st) != 0) return 0;
         if ((st >> 16) == PTRACE_EVENT_STOP) break;
-        if (!(st >> 16)) hold_signal(c, WSTOPSIG(st));
-        ptrace(PTRACE_CONT, c->tid, 0, 0);
+        int deliver = 0;
+        if (!(st >> 16) && hold_signal(c, WSTOPSIG(st)) != 0) deliver = WSTOPSIG(st);
+        ptrace(PTRACE_CONT, c->tid, 0, (void *)(intptr_t)deliver);
     }
     if (lw_arch_get_regs(c->tid, &c->orig) != 0) {
         ptrace(PTRACE_DETACH, c->tid, 0, 0);
@@ -429,6 +444,7 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
     c->memfd = open(mp, O_RDWR | O_CLOEXEC);
     if (c->memfd < 0) {
         snprintf(err, en, "cannot open %s: %s", mp, strerror(errno));
+        free(c->sigs);
         free(c);
         return -1;
     }
@@ -444,6 +460,7 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
             int r = seize(c, err, en);
             if (r < 0) {
                 close(c->memfd);
+                free(c->sigs);
                 free(c);
                 return -1;
             }
@@ -458,6 +475,7 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
             if (kill(q->pid, 0) != 0 && errno == ESRCH) {
                 snprintf(err, en, "process %d ended during the attach", (int)q->pid);
                 close(c->memfd);
+                free(c->sigs);
                 free(c);
                 return -1;
             }
@@ -468,6 +486,7 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
                          "again in a moment",
                          (int)q->pid);
                 close(c->memfd);
+                free(c->sigs);
                 free(c);
                 return -1;
             }
@@ -574,6 +593,7 @@ restore:
     }
     free(saved);
     if (c->memfd >= 0) close(c->memfd);
+    free(c->sigs);
     free(c);
     q->total_ms = (now_us() - t0) / 1000.0;
     return rc;
