@@ -110,6 +110,19 @@ static int read_ids(long pid, const char *key, long ids[4]) {
     return found;
 }
 
+/* 1 when the process's threads run with the user shadow stack (CET): the
+ * injected calls' return to address 0 would not be a plain fault there. */
+static int shadow_stack(long pid) {
+    char p[64], line[256];
+    snprintf(p, sizeof p, "/proc/%ld/status", pid);
+    FILE *f = fopen(p, "re");
+    int yes = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "x86_Thread_features:", 20) && strstr(line, "shstk")) yes = 1;
+    if (f) fclose(f);
+    return yes;
+}
+
 /* What the target has mapped, by base name. */
 typedef struct {
     int leakwatch, cuda_driver, cuda_runtime;
@@ -189,6 +202,13 @@ static int check_target(long pid, const char *lib) {
         lw_cli_error("process %ld belongs to another user (%s, uid %ld): attach as that user, "
                      "or as root",
                      pid, pw ? pw->pw_name : "?", uid[1]);
+        return LW_EXIT_ERROR;
+    }
+    if (shadow_stack(pid)) {
+        lw_cli_error("process %ld runs with the x86 shadow stack enabled (x86_Thread_features: "
+                     "shstk in /proc/%ld/status): leakwatch attach cannot make calls in it yet; "
+                     "start the job with 'leakwatch run' instead",
+                     pid, pid);
         return LW_EXIT_ERROR;
     }
     FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
