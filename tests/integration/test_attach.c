@@ -534,6 +534,34 @@ START_TEST(python_job_without_torch_uses_intervals) {
 }
 END_TEST
 
+/* A job whose threads all compute or wait in epoll_wait (not restarted when
+ * interrupted): no thread is borrowed; the attach says so and the job never
+ * sees an EINTR. */
+START_TEST(no_thread_at_a_safe_point_is_refused) {
+    if (!can_attach()) return;
+    job j;
+    lw_temp_dir(j.dir, sizeof j.dir);
+    snprintf(j.out, sizeof j.out, "%s/out.txt", j.dir);
+    char exe[PATH_MAX];
+    snprintf(exe, sizeof exe, "%s/tests/programs/rt_attach_busy", lw_build_dir());
+    const char *args[] = {"2500", NULL};
+    j.pid = lw_spawn(exe, args, NULL, 0, j.out);
+    ck_assert_msg(lw_wait_for_text(j.out, "ready", 20000), "%s", lw_slurp_file(j.out));
+    usleep(100 * 1000);
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    lw_run r;
+    attach_cli(&r, "--wait-ms", "500", pid, NULL, NULL, NULL);
+    refused(&j, &r, 1, "no thread of process");
+    ck_assert(!maps_have(j.pid, "libleakwatch"));
+    lw_run_free(&r);
+    char *out = finish_job(&j);
+    ck_assert_msg(strstr(out, "interrupted 0 times"), "%s", out);
+    free(out);
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
 START_TEST(ptrace_scope_messages_say_what_to_change) {
     char err[512];
     ck_assert_int_eq(lw_attach_scope_problem(0, 0, err, sizeof err), 0);
@@ -566,6 +594,7 @@ int main(void) {
     tcase_add_test(tc, ctrl_c_of_a_foreground_attach_detaches);
     tcase_add_test(tc, signals_during_the_attach_are_not_lost);
     tcase_add_test(tc, refusals_leave_the_job_untouched);
+    tcase_add_test(tc, no_thread_at_a_safe_point_is_refused);
     tcase_add_test(tc, python_torch_job_gets_step_marks);
     tcase_add_test(tc, python_package_job_gets_step_marks);
     tcase_add_test(tc, python_job_without_torch_uses_intervals);
