@@ -220,8 +220,9 @@ int lw_lifecycle_attach(void) {
         rc = 1;
     } else {
         attached = 1;
-        if (s == DETACHED) {
-            /* A new attach after a detach: a session of its own. */
+        if (s == DETACHED || s == OFF) {
+            /* A new attach after a detach (or one refused by its settings):
+             * a session of its own, with this attach's settings. */
             forget_parent();
             atomic_store(&state, NOT_STARTED);
         }
