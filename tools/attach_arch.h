@@ -36,6 +36,8 @@ typedef struct {
 int lw_arch_get_fpregs(pid_t tid, lw_fpregs *f);
 int lw_arch_set_fpregs(pid_t tid, const lw_fpregs *f);
 uint64_t lw_arch_sp(const lw_regs *r);
+/* The C library's struct pthread of the thread (from its thread pointer). */
+uint64_t lw_arch_pthread_self(const lw_regs *r);
 uint64_t lw_arch_pc(const lw_regs *r);
 /* The system call the thread was stopped in, or -1 when it was stopped while
  * running its own code. */

@@ -115,6 +115,11 @@ static void target_path(pid_t pid, const char *path, char *out, size_t n) {
 /* The functions of the target's C library the attach calls. */
 typedef struct {
     uint64_t dlopen, dlsym, dlerror, errno_location;
+    /* libthread_db's description of struct pthread's tid field (as gdb
+     * reads it): tells a thread of the C library from one made with a
+     * bare clone (a sanitizer's, a language runtime's), whose thread
+     * pointer is another thread's and where no C library call is safe. */
+    uint64_t pthread_tid_desc;
     int private_dlopen; /* __libc_dlopen_mode (glibc < 2.34 without libdl loaded) */
 } target_fns;
 
@@ -135,7 +140,7 @@ static int find_functions(pid_t pid, target_fns *t, char *err, size_t en) {
         return -1;
     }
     target_path(pid, libc.path, path, sizeof path);
-    lw_elf_syms *s = lw_elf_syms_load(path);
+    lw_elf_syms *s = lw_elf_syms_load_with_data(path);
     if (!s) {
         snprintf(err, en, "cannot read the symbols of %s", path);
         return -1;
@@ -144,6 +149,7 @@ static int find_functions(pid_t pid, target_fns *t, char *err, size_t en) {
     t->dlsym = sym_at(s, &libc, "dlsym");
     t->dlerror = sym_at(s, &libc, "dlerror");
     t->errno_location = sym_at(s, &libc, "__errno_location");
+    t->pthread_tid_desc = sym_at(s, &libc, "_thread_db_pthread_tid");
     if (!t->dlopen) {
         /* glibc before 2.34: dlopen is libdl's, when the program loaded it. */
         if (find_file(pid, is_libdl, &libdl) == 0) {
@@ -213,7 +219,18 @@ long lw_thread_syscall(pid_t pid, pid_t tid) {
 
 /* The thread to borrow: waiting in the most harmless system call, the
  * lowest id (the main thread first) among equals. 0 when none is. */
-static pid_t pick_thread(pid_t pid) {
+typedef struct {
+    pid_t tid[64];
+    int n;
+} tid_set;
+
+static int in_set(const tid_set *s, pid_t t) {
+    for (int i = 0; i < s->n; i++)
+        if (s->tid[i] == t) return 1;
+    return 0;
+}
+
+static pid_t pick_thread(pid_t pid, const tid_set *never) {
     char p[64];
     snprintf(p, sizeof p, "/proc/%d/task", (int)pid);
     DIR *d = opendir(p);
@@ -223,7 +240,7 @@ static pid_t pick_thread(pid_t pid) {
     int best_rank = 0;
     while ((e = readdir(d))) {
         long tid = strtol(e->d_name, NULL, 10);
-        if (tid <= 0) continue;
+        if (tid <= 0 || in_set(never, (pid_t)tid)) continue;
         long nr = lw_thread_syscall(pid, (pid_t)tid);
         int rank = nr >= 0 ? lw_arch_safe_syscall(nr) : 0;
         if (rank > best_rank || (rank == best_rank && rank > 0 && tid < best)) {
@@ -279,6 +296,22 @@ static int stack_is_safe(const thread_ctx *c, const ranges *ld) {
         for (int k = 0; k < ld->n; k++)
             if (words[i] >= ld->lo[k] && words[i] < ld->hi[k]) return 0;
     return 1;
+}
+
+/* 1 when the held thread is one of the C library's: its thread pointer is
+ * its own struct pthread, whose tid is its own. 1 also when the C library
+ * does not describe the field (then nothing tells). */
+static int libc_thread(const thread_ctx *c, const target_fns *fns) {
+    uint32_t desc[3];
+    if (!fns->pthread_tid_desc ||
+        pread(c->memfd, desc, sizeof desc, (off_t)fns->pthread_tid_desc) != (ssize_t)sizeof desc ||
+        desc[0] != 32 || desc[2] > 65536)
+        return 1;
+    uint64_t self = lw_arch_pthread_self(&c->orig);
+    int32_t tid = 0;
+    if (!self || pread(c->memfd, &tid, sizeof tid, (off_t)(self + desc[2])) != (ssize_t)sizeof tid)
+        return 0;
+    return tid == c->tid;
 }
 
 /* A signal for the thread while we hold it: kept, sent again at the end.
@@ -451,8 +484,9 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
     double deadline = now_us() + (double)(q->wait_ms > 0 ? q->wait_ms : 2000) * 1000.0;
     double stopped_at = 0;
     int held = 0;
+    tid_set never = {.n = 0};
     while (!held) {
-        pid_t tid = pick_thread(q->pid);
+        pid_t tid = pick_thread(q->pid, &never);
         if (tid > 0) {
             c->tid = tid;
             c->nsig = 0;
@@ -463,6 +497,12 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
                 free(c->sigs);
                 free(c);
                 return -1;
+            }
+            if (r > 0 && !libc_thread(c, &fns)) {
+                ptrace(PTRACE_DETACH, c->tid, 0, 0);
+                requeue_signals(c);
+                if (never.n < 64) never.tid[never.n++] = c->tid;
+                r = 0;
             }
             if (r > 0 && !stack_is_safe(c, &ld_ranges)) {
                 ptrace(PTRACE_DETACH, c->tid, 0, 0);

@@ -35,6 +35,10 @@ int lw_arch_set_fpregs(pid_t tid, const lw_fpregs *f) {
     return ptrace(PTRACE_SETREGSET, tid, (void *)NT_X86_XSTATE, &v) == 0 ? 0 : -1;
 }
 
+uint64_t lw_arch_pthread_self(const lw_regs *r) {
+    return r->fs_base; /* TLS variant II: the thread pointer is the TCB, first in struct pthread */
+}
+
 uint64_t lw_arch_sp(const lw_regs *r) {
     return r->rsp;
 }
