@@ -40,7 +40,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-
 /* ---- the settings the command passed (NAME=VALUE lines) ---- */
 #define MAX_SETTINGS 64
 static char *settings_text;
