@@ -250,7 +250,7 @@ $(B)/tests/programs/drv_%: tests/programs/drv_%.c $(wildcard tests/programs/*.h)
 $(B)/tests/programs/static_%: tests/programs/static_%.c $(wildcard tests/programs/*.h) $(STUBS)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< $(STUB_DIR)/libcudart_static.a -ldl -Wl,-rpath,'$$ORIGIN/../lib'
-$(B)/tests/programs/dl_%: tests/programs/dl_%.c
+$(B)/tests/programs/dl_%: tests/programs/dl_%.c $(wildcard tests/programs/*.h)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -ldl -Wl,-rpath,'$$ORIGIN/../lib'
 $(B)/tests/programs/plain_%: tests/programs/plain_%.c

@@ -9,7 +9,7 @@
 #   LW_BENCH_LIB       the shim to measure (default BUILD_DIR/libleakwatch.so)
 #   LW_BENCH_ROUNDS    rounds per comparison (default 7, at least 5 advised)
 #   LW_BENCH_SECTIONS  sections to run, in order (default: all of
-#                      "native threads python heaptrack memory report")
+#                      "native threads python heaptrack memory report attach")
 #   LW_BENCH_PYTHONS   interpreters for the Python rows (default: CPython 3.11
 #                      and 3.12, from PATH or pyenv; python3 if neither)
 #
@@ -27,7 +27,7 @@ B=${1:-build}
 B=$(cd "$B" && pwd) || exit 2
 LIB=${LW_BENCH_LIB:-$B/libleakwatch.so}
 ROUNDS=${LW_BENCH_ROUNDS:-7}
-SECTIONS=${LW_BENCH_SECTIONS:-native threads python heaptrack memory report}
+SECTIONS=${LW_BENCH_SECTIONS:-native threads python heaptrack memory report attach}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 BENCH=$B/bench/rt_bench
 PYBENCH=$HERE/bench/perf/py_bench.py
@@ -281,6 +281,59 @@ section_report() {
         }'
         rm -f "$TMP/report.json"
     done
+}
+
+# leakwatch attach: how long the borrowed thread of a running job is stopped
+# (the attach's own measure, from PTRACE_INTERRUPT to its release), the whole
+# attach and the detach; and the job's run time with an attach and detach in
+# the middle against the same job never attached (the baseline, alternated).
+section_attach() {
+    local prog=$B/tests/programs/rt_attach cli=$B/leakwatch i out pid t0 t1 err
+    echo
+    echo "== attach: a job on the runtime (300 steps of 10 ms), attached and detached mid-run =="
+    [ -x "$prog" ] && [ -x "$cli" ] || { echo "bench: $prog or $cli is missing" >&2; return 1; }
+    local scope
+    scope=$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0)
+    if [ "$scope" != 0 ] && [ "$(id -u)" != 0 ]; then
+        echo "skipped: ptrace_scope is $scope (leakwatch attach would be refused)"
+        return 0
+    fi
+    : >"$TMP/attach.txt"
+    for i in $(seq "$ROUNDS"); do
+        t0=$(date +%s%N)
+        "$prog" 300 10 - >/dev/null 2>&1
+        t1=$(date +%s%N)
+        base=$(( (t1 - t0) / 1000 ))
+        out=$TMP/job.out
+        t0=$(date +%s%N)
+        "$prog" 300 10 - >"$out" 2>&1 &
+        pid=$!
+        while ! grep -q ready "$out" 2>/dev/null; do sleep 0.01; done
+        sleep 0.3
+        err=$("$cli" attach --background -o "$TMP/attach.json" --set interval_ms=100 "$pid" 2>&1) ||
+            { echo "bench: attach failed: $err" >&2; kill "$pid"; wait "$pid"; return 1; }
+        sleep 0.5
+        local d0 d1
+        d0=$(date +%s%N)
+        "$cli" attach --detach "$pid" >/dev/null 2>&1 || { echo "bench: detach failed" >&2; wait "$pid"; return 1; }
+        d1=$(date +%s%N)
+        wait "$pid"
+        t1=$(date +%s%N)
+        echo "$err" | awk -v base="$base" -v job=$(( (t1 - t0) / 1000 )) -v det=$(( (d1 - d0) / 1000 )) '
+            /attached to process/ { for (i = 1; i <= NF; i++) { if ($i == "in") ms = $(i + 1); if ($i == "for") us = $(i + 1) } }
+            END { print us, ms, det / 1000, base, job }' >>"$TMP/attach.txt"
+    done
+    sort -n "$TMP/attach.txt" | awk '
+        { us[NR] = $1; ms[NR] = $2; det[NR] = $3; r[NR] = $5 / $4 }
+        function med(a, n,   t, i, j) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+            return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+        END {
+            n = NR; lo = us[1]; hi = us[n]
+            printf "thread stopped during the attach   median %8.0f us (min %.0f, max %.0f)\n", med(us, n), lo, hi
+            printf "whole attach (checks, ptrace, dlopen, hooks)  median %6.1f ms\n", med(ms, n)
+            printf "detach (socket, hooks restored, final report) median %6.1f ms\n", med(det, n)
+            printf "job run time, attached and detached mid-run / never attached: median ratio %.3f\n", med(r, n)
+        }'
 }
 
 # ---- main ----

@@ -13,7 +13,8 @@
 # Not run here: test_cli and test_safety, whose programs exec() further
 # aarch64 programs themselves (the command's `leakwatch run`, wrappers such as
 # env and sh around the job), which qemu-user cannot follow without
-# binfmt_misc; they run on an aarch64 machine with `make check`. Build
+# binfmt_misc; they run on an aarch64 machine with `make check`. Nor
+# test_attach: leakwatch attach is x86-64 only (it skips itself elsewhere). Build
 # folder: build/aarch64 (B= to change).
 set -eu
 cd "$(dirname "$0")/.."

@@ -41,7 +41,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-enum { NOT_STARTED = 0, RECORDING = 1, OFF = -1 };
+/* DETACHED: attached to a running process, then detached (leakwatch attach
+ * --detach): inert, every call passed through, until a new attach. */
+enum { NOT_STARTED = 0, RECORDING = 1, OFF = -1, DETACHED = -2 };
 static atomic_int state;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static int handlers_registered;
@@ -49,6 +51,9 @@ static pid_t owner_pid; /* the process whose report this is */
 /* Set in a forked child of a recording parent until the child's own start:
  * the parent's allocations, sites and counters are still in memory. */
 static int forked;
+/* Loaded into a running process by leakwatch attach: the job's signal
+ * dispositions are left alone (a detach must leave it as it was). */
+static int attached;
 
 static void at_exit(void);
 static void end_signals_start(void);
@@ -98,7 +103,7 @@ static void start(void) {
     lw_stack_init();
     atomic_store_explicit(&state, RECORDING, memory_order_release);
     lw_worker_start();
-    end_signals_start();
+    if (!attached) end_signals_start();
 }
 
 int lw_started(void) {
@@ -205,6 +210,43 @@ LW_EXPORT int leakwatch_enabled(void) {
     long off = 0;
     lw_option_env(LW_OPT_DISABLE, &off);
     return !off;
+}
+
+int lw_lifecycle_attach(void) {
+    pthread_mutex_lock(&start_lock);
+    int s = atomic_load(&state);
+    int rc = 0;
+    if (s == RECORDING) {
+        rc = 1;
+    } else {
+        attached = 1;
+        if (s == DETACHED || s == OFF) {
+            /* A new attach after a detach (or one refused by its settings):
+             * a session of its own, with this attach's settings. */
+            forget_parent();
+            atomic_store(&state, NOT_STARTED);
+        }
+        if (atomic_load(&state) == NOT_STARTED) start();
+        rc = atomic_load(&state) == RECORDING ? 0 : -1;
+    }
+    pthread_mutex_unlock(&start_lock);
+    return rc;
+}
+
+int lw_lifecycle_detach(char *path, size_t n) {
+    pthread_mutex_lock(&start_lock);
+    int rc = -1;
+    if (attached && atomic_load(&state) == RECORDING && owner_pid == getpid()) {
+        lw_worker_stop();
+        lw_growth_flush();
+        if (lw_growth_take_warning()) lw_warning_leak();
+        rc = lw_report_write("detach", 1, path, n);
+        /* Calls from here on pass through; the ones already inside a hook
+         * finish recording into tables nobody reads again. */
+        atomic_store(&state, DETACHED);
+    }
+    pthread_mutex_unlock(&start_lock);
+    return rc;
 }
 
 /* ---- SIGINT, SIGTERM, SIGHUP: a final report, then the job ends as it would

@@ -4,10 +4,20 @@
 #ifndef LW_LIFECYCLE_H
 #define LW_LIFECYCLE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Starts leakwatch if needed. 1: record this event; 0: pass through (disabled,
  * failed to start, or a forked child before its own start). */
 int lw_started(void);
+
+/* leakwatch attach (hooks/late.c), once the hooks are in place: starts
+ * recording now. 0: recording; 1: it already was; -1: disabled or failed. */
+int lw_lifecycle_attach(void);
+
+/* Detach: ends the worker, writes the final report (its path into path) and
+ * passes every call through from then on. 0, or -1 (not attached, or the
+ * report could not be written). */
+int lw_lifecycle_detach(char *path, size_t n);
 
 #endif

@@ -179,6 +179,20 @@ static int find_autostart(char *out, size_t len) {
     return 0;
 }
 
+int lw_torch_package_dir(char *out, size_t len) {
+    char dir[PATH_MAX];
+    if (!find_autostart(dir, sizeof dir)) return 0;
+    /* .../python/leakwatch/_autostart -> .../python */
+    for (int i = 0; i < 2; i++) {
+        char *slash = strrchr(dir, '/');
+        if (!slash || slash == dir) return 0;
+        *slash = '\0';
+    }
+    if (strlen(dir) >= len) return 0;
+    memcpy(out, dir, strlen(dir) + 1);
+    return 1;
+}
+
 static void add_python_path(void) {
     char dir[PATH_MAX];
     if (!find_autostart(dir, sizeof dir)) return;

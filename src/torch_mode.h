@@ -34,4 +34,9 @@ void lw_torch_mode_started(void);
 int lw_torch_conf_rewrite(const char *conf, char *out, size_t outlen, char *backend,
                           size_t backendlen);
 
+/* The folder that holds this installation's leakwatch Python package (for
+ * leakwatch attach, which imports it into a running interpreter). 1, or 0
+ * when there is none. */
+int lw_torch_package_dir(char *out, size_t len);
+
 #endif

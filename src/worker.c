@@ -14,11 +14,18 @@
 #include "warning.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
 static pid_t thread_pid;
+/* Detach (leakwatch attach --detach) ends the thread: it leaves at its next
+ * wake-up when its generation is no longer the current one. */
+static atomic_uint generation;
+typedef void (*tick_fn)(void);
+static _Atomic(tick_fn) tick_hook;
 /* When the worker last wrote the report and the metrics. A forked child's
  * worker starts its own clock: the parent's would make it write a periodic
  * report at once, while its exit report may be written. */
@@ -66,7 +73,7 @@ static void periodic_outputs(void) {
 }
 
 static void *run(void *arg) {
-    (void)arg;
+    unsigned gen = (unsigned)(uintptr_t)arg;
     long interval_ms = lw_opt_int(LW_OPT_INTERVAL_MS);
     struct timespec deadline;
     int first_polls = 0;
@@ -97,12 +104,15 @@ static void *run(void *arg) {
                 }
             }
             timed_out = lw_growth_wait(&until);
+            if (atomic_load(&generation) != gen) return NULL;
             lw_device_sample();
             if (!timed_out || !early) break;
         }
         lw_growth_update(timed_out);
         if (lw_growth_take_warning()) lw_warning_leak();
         periodic_outputs();
+        tick_fn hook = atomic_load(&tick_hook);
+        if (hook) hook();
         if (!timed_out) {
             /* Woken by a step: the interval clock did not run out. */
             deadline.tv_sec -= interval_ms / 1000;
@@ -119,7 +129,10 @@ void lw_worker_start(void) {
     lw_growth_init();
     lw_warning_forget();
     last_report_ns = last_metrics_ns = 0;
-    if (lw_thread_start(run) != 0)
+    pthread_mutex_lock(&outputs_lock);
+    outputs_stopped = 0;
+    pthread_mutex_unlock(&outputs_lock);
+    if (lw_thread_start_arg(run, (void *)(uintptr_t)atomic_load(&generation)) != 0)
         lw_log("cannot start the sampler thread; without step marks no growth is followed");
     else
         thread_pid = me;
@@ -127,4 +140,14 @@ void lw_worker_start(void) {
      * thread (which blocks the job's signals itself), also only in processes
      * that use CUDA. */
     lw_control_start();
+}
+
+void lw_worker_stop(void) {
+    lw_worker_quiesce();
+    atomic_fetch_add(&generation, 1);
+    thread_pid = 0;
+}
+
+void lw_worker_set_tick(void (*fn)(void)) {
+    atomic_store(&tick_hook, fn);
 }

@@ -14,6 +14,12 @@ void lw_worker_start(void);
  * written, and writes none after it, so that no temporary file is cut off by
  * the end of the process. */
 void lw_worker_quiesce(void);
+/* Detach: no more periodic outputs, and the thread ends at its next wake-up
+ * (within one interval). lw_worker_start starts a new one. */
+void lw_worker_stop(void);
+/* fn runs on the worker thread once per interval (attach: objects loaded
+ * since the last look get their hooks). NULL: none. */
+void lw_worker_set_tick(void (*fn)(void));
 /* In a forked child, at once. */
 void lw_worker_after_fork_child(void);
 

@@ -26,6 +26,7 @@ int lw_cmd_report(int argc, char **argv);
 int lw_cmd_ps(int argc, char **argv);
 int lw_cmd_top(int argc, char **argv);
 int lw_cmd_snapshot(int argc, char **argv);
+int lw_cmd_attach(int argc, char **argv);
 int lw_cmd_doctor(int argc, char **argv);
 
 /* "leakwatch: " + message + newline on stderr. */

@@ -24,6 +24,7 @@ static const struct {
     {"ps", "[options]", "list the processes leakwatch watches", lw_cmd_ps},
     {"top", "[options] PID", "watch a running process live", lw_cmd_top},
     {"snapshot", "PID [-o FILE]", "save a running process's report now", lw_cmd_snapshot},
+    {"attach", "[options] PID", "watch a running process started without leakwatch", lw_cmd_attach},
     {"doctor", "[options]", "check that leakwatch sees this machine's CUDA", lw_cmd_doctor},
 };
 enum { NCMDS = sizeof cmds / sizeof cmds[0] };
@@ -121,7 +122,7 @@ static int help(int argc, char **argv) {
             return cmds[i].fn(2, sub);
         }
     lw_cli_error(
-        "help: unknown command '%s'; commands: run, report, ps, top, snapshot, doctor, env",
+        "help: unknown command '%s'; commands: run, report, ps, top, snapshot, attach, doctor, env",
         argv[1]);
     return LW_EXIT_USAGE;
 }
@@ -146,7 +147,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < NCMDS; i++)
         if (!strcmp(cmd, cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
     lw_cli_error(
-        "unknown command '%s'; commands: run, report, ps, top, snapshot, doctor, help (see "
+        "unknown command '%s'; commands: run, report, ps, top, snapshot, attach, doctor, help (see "
         "'leakwatch --help')",
         cmd);
     return LW_EXIT_USAGE;

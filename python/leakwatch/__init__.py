@@ -27,6 +27,7 @@ library_path() is the libleakwatch.so to preload, and `python -m leakwatch`
 
 import ctypes
 import os
+import time
 
 __all__ = [
     "step",
@@ -103,6 +104,21 @@ _step = _lookup("leakwatch_step", None)
 _dump = _lookup("leakwatch_dump", None)
 _enabled = _lookup("leakwatch_enabled", ctypes.c_int)
 _lib_version = _lookup("leakwatch_version", ctypes.c_char_p)
+_looked_at = time.monotonic()
+
+
+def _late_lookup():
+    """The library may come later (leakwatch attach PID): looked for again,
+    at most once a second."""
+    global _step, _dump, _enabled, _lib_version, _looked_at
+    now = time.monotonic()
+    if now - _looked_at < 1.0:
+        return
+    _looked_at = now
+    _step = _lookup("leakwatch_step", None)
+    _dump = _lookup("leakwatch_dump", None)
+    _enabled = _lookup("leakwatch_enabled", ctypes.c_int)
+    _lib_version = _lookup("leakwatch_version", ctypes.c_char_p)
 
 # Set by step(): the program marks its own steps, so the optimizer hook must
 # not add more (leakwatch._torch reads it).
@@ -117,6 +133,8 @@ def step():
     """Marks the end of one training step."""
     global manual_steps
     manual_steps = True
+    if _step is None:
+        _late_lookup()
     if _step is not None:
         _step()
         if _after_step is not None:
@@ -128,12 +146,16 @@ def step():
 
 def dump():
     """Writes the JSON report now (LEAKWATCH_REPORT) and a summary on stderr."""
+    if _dump is None:
+        _late_lookup()
     if _dump is not None:
         _dump()
 
 
 def enabled():
     """True when libleakwatch.so is loaded in this process and not disabled."""
+    if _enabled is None:
+        _late_lookup()
     return _enabled is not None and bool(_enabled())
 
 
@@ -149,5 +171,7 @@ def loaded_version():
 def _auto_step():
     """A step from the optimizer hook: counted unless the program marks its
     own."""
+    if _step is None:
+        _late_lookup()
     if _step is not None and not manual_steps:
         _step()

@@ -766,3 +766,30 @@ def install():
         module = sys.modules.get(name)
         if module is not None:
             _after_import(name, module)
+
+
+def uninstall():
+    """Takes everything install() put in place away again (leakwatch attach
+    --detach): the finder, the optimizer hook, the wrapped autograd and
+    GradScaler functions; the helper stops (no exit work)."""
+    global _helper
+    sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "_leakwatch", False)]
+    optim = sys.modules.get(OPTIM)
+    hooks = getattr(optim, "_global_optimizer_post_hooks", None) if optim is not None else None
+    if hooks is not None:
+        for key, hook in list(hooks.items()):
+            if getattr(hook, "_leakwatch", False):
+                hooks.pop(key, None)
+    autograd = sys.modules.get(AUTOGRAD)
+    for name in ("backward", "grad"):
+        f = getattr(autograd, name, None) if autograd is not None else None
+        if getattr(f, "_leakwatch", False):
+            setattr(autograd, name, f.__wrapped__)
+    for scaler in SCALERS:
+        cls = getattr(sys.modules.get(scaler), "GradScaler", None)
+        step = cls.__dict__.get("step") if cls is not None else None
+        if getattr(step, "_leakwatch", False):
+            cls.step = step.__wrapped__
+    if _helper is not None:
+        _helper.off = True
+    _helper = None

@@ -22,6 +22,9 @@
  *                           register and a function saves it wherever its
  *                           prologue chooses (LW_ARCH_RA_CFA_NONE: use the
  *                           unwind information, or frame records)
+ *   LW_ARCH_R_JUMP_SLOT, LW_ARCH_R_GLOB_DAT
+ *                           the relocation types that put a function's
+ *                           address in a global offset table entry
  *   lw_arch_strip_ra(ra)    a return address read from memory, as a plain
  *                           code address (AArch64: pointer-authentication
  *                           bits removed; x86-64: unchanged)

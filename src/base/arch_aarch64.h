@@ -25,4 +25,9 @@ static inline uintptr_t lw_arch_strip_ra(uintptr_t ra) {
     return x30;
 }
 
+/* The relocations that fill a global offset table entry with a function's
+ * address (hooks installed late rewrite those entries). */
+#define LW_ARCH_R_JUMP_SLOT 1026
+#define LW_ARCH_R_GLOB_DAT 1025
+
 #endif

@@ -76,6 +76,12 @@ static const lw_option_def table[LW_OPT_COUNT] = {
 static long values[LW_OPT_COUNT];
 static const char *texts[LW_OPT_COUNT];
 static int loaded;
+/* Where the values come from: the environment, or (attach) the settings the
+ * command passed in. */
+static const char *env_source(const char *name) {
+    return getenv(name);
+}
+static const char *(*source)(const char *name) = env_source;
 
 const lw_option_def *lw_options_table(size_t *count) {
     if (count) *count = LW_OPT_COUNT;
@@ -143,7 +149,7 @@ int lw_option_parse(const lw_option_def *def, const char *text, long *out, char 
  * valid value (*v for a bool or int, *text for a text), -1 when set to a bad
  * one (err says why). */
 static int from_env(const lw_option_def *d, long *v, const char **text, char *err, size_t errlen) {
-    const char *env = getenv(d->name);
+    const char *env = source(d->name);
     if (!env) return 0;
     if (lw_option_parse(d, env, v, err, errlen) != 0) return -1;
     *text = env;
@@ -171,7 +177,7 @@ void lw_options_load(void) {
         int set = from_env(d, &v, &env, err, sizeof err);
         if (set < 0) {
             char shown[64];
-            snprintf(shown, sizeof shown, "%s", getenv(d->name));
+            snprintf(shown, sizeof shown, "%s", source(d->name));
             if (d->type == LW_OPT_STRING)
                 lw_log("ignoring %s=\"%s\": %s; using the default \"%s\"", d->name, shown, err,
                        d->dflt_text);
@@ -196,4 +202,9 @@ long lw_opt_int(lw_option_id id) {
 const char *lw_opt_str(lw_option_id id) {
     if (!loaded) lw_options_load();
     return texts[id];
+}
+
+void lw_options_set_source(const char *(*get)(const char *name)) {
+    source = get ? get : env_source;
+    loaded = 0;
 }

@@ -62,6 +62,12 @@ int lw_option_env(lw_option_id id, long *out);
  * problem and the default used instead. Idempotent. */
 void lw_options_load(void);
 
+/* Reads the settings from get (a variable's name -> its value, or NULL)
+ * instead of the environment, from the next load on; NULL: the environment
+ * again. For a library attached to a running process, whose environment the
+ * command cannot set. The strings must stay valid. */
+void lw_options_set_source(const char *(*get)(const char *name));
+
 long lw_opt_int(lw_option_id id);
 const char *lw_opt_str(lw_option_id id);
 

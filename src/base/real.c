@@ -2,6 +2,7 @@
 #include "real.h"
 
 #include "arch.h"
+#include "dynamic.h"
 #include "log.h"
 
 #include <dlfcn.h>
@@ -12,6 +13,52 @@
 
 typedef void *(*dlsym_fn)(void *, const char *);
 static _Atomic(dlsym_fn) real_dlsym_fn;
+static atomic_int late;
+
+void lw_real_set_late(void) {
+    atomic_store(&late, 1);
+}
+
+int lw_real_is_late(void) {
+    return atomic_load_explicit(&late, memory_order_relaxed);
+}
+
+int lw_is_main_handle(void *handle) {
+    static void *_Atomic main_handle;
+    void *h = atomic_load_explicit(&main_handle, memory_order_acquire);
+    if (!h) {
+        h = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
+        if (!h) return 0;
+        atomic_store_explicit(&main_handle, h, memory_order_release);
+    }
+    return handle == h;
+}
+
+void *lw_own_symbol(const char *name) {
+    static void *_Atomic own;
+    void *h = atomic_load_explicit(&own, memory_order_acquire);
+    if (!h) {
+        Dl_info info;
+        if (!dladdr((void *)&lw_own_symbol, &info) || !info.dli_fname) return NULL;
+        h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+        if (!h) return NULL;
+        void *expected = NULL;
+        if (!atomic_compare_exchange_strong(&own, &expected, h)) {
+            dlclose(h);
+            h = expected;
+        }
+    }
+    return lw_real_dlsym(h, name);
+}
+
+/* "Next after us" in the global scope. Preloaded, that is RTLD_NEXT. Loaded
+ * late (RTLD_LOCAL, by attach), RTLD_NEXT searches only our own
+ * dependencies; the global scope, which does not hold us, is what
+ * RTLD_DEFAULT searches first. */
+static void *next_global(const char *name) {
+    return lw_real_dlsym(
+        atomic_load_explicit(&late, memory_order_relaxed) ? RTLD_DEFAULT : RTLD_NEXT, name);
+}
 
 static void *no_dlsym(void *handle, const char *name) {
     return NULL;
@@ -124,31 +171,12 @@ static const char *symbol_version(const void *addr) {
     struct link_map *lm = NULL;
     if (!dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym) return NULL;
     if (!dladdr1(addr, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm || !lm->l_ld) return NULL;
-    const ElfW(Sym) *symtab = NULL;
-    const char *strtab = NULL;
-    const ElfW(Half) *versym = NULL;
-    const char *verdef = NULL;
-    for (const ElfW(Dyn) *d = lm->l_ld; d->d_tag != DT_NULL; d++) {
-        /* glibc relocates these in place on most targets, not on all. */
-        uintptr_t p = d->d_un.d_ptr;
-        if (p < lm->l_addr) p += lm->l_addr;
-        switch (d->d_tag) {
-        case DT_SYMTAB:
-            symtab = (const ElfW(Sym) *)p;
-            break;
-        case DT_STRTAB:
-            strtab = (const char *)p;
-            break;
-        case DT_VERSYM:
-            versym = (const ElfW(Half) *)p;
-            break;
-        case DT_VERDEF:
-            verdef = (const char *)p;
-            break;
-        default:
-            break;
-        }
-    }
+    lw_dyn d;
+    if (lw_dyn_read(lm->l_addr, lm->l_ld, &d) != 0) return NULL;
+    const ElfW(Sym) *symtab = d.symtab;
+    const char *strtab = d.strtab;
+    const ElfW(Half) *versym = d.versym;
+    const char *verdef = d.verdef;
     if (!symtab || !strtab || !versym || !verdef || sym < symtab) return NULL;
     ElfW(Half) v = versym[sym - symtab] & 0x7fff;
     if (v <= 1) return NULL; /* local or base: unversioned */
@@ -239,7 +267,7 @@ static void *choose(void *local, void *next) {
 }
 
 static void *resolve(const caller_obj *c, const char *name) {
-    void *next = lw_real_dlsym(RTLD_NEXT, name);
+    void *next = next_global(name);
     if (next && lw_is_own_address((uintptr_t)next)) next = NULL;
     void *local = NULL;
     if (c && c->handle) {
@@ -281,7 +309,7 @@ void *lw_real_for_caller(const void *ra, int index, const char *name) {
 }
 
 void *lw_default_for_caller(const void *ra, const char *name) {
-    void *next = lw_real_dlsym(RTLD_NEXT, name);
+    void *next = next_global(name);
     if (next && !lw_is_own_address((uintptr_t)next)) return next;
     const caller_obj *c = caller_of((uintptr_t)ra);
     if (!c || !c->handle) return NULL;
@@ -317,7 +345,7 @@ void *lw_driver_symbol(const char *versioned_name) {
 void *lw_driver_next(void *_Atomic *slot, const char *name) {
     void *p = atomic_load_explicit(slot, memory_order_acquire);
     if (p) return p;
-    p = lw_real_dlsym(RTLD_NEXT, name);
+    p = next_global(name);
     if (p && lw_is_own_address((uintptr_t)p)) p = NULL;
     if (p)
         lw_keep_loaded(p);

@@ -14,6 +14,18 @@
 
 #include <stdint.h>
 
+/* Loaded into a running process (leakwatch attach), RTLD_LOCAL: from now on
+ * "the next definition after ours" is the global scope's first. */
+void lw_real_set_late(void);
+int lw_real_is_late(void);
+
+/* 1 when handle is dlopen(NULL)'s: the program's, whose lookups search the
+ * global scope. */
+int lw_is_main_handle(void *handle);
+
+/* leakwatch's own exported symbol name (its public API), or NULL. */
+void *lw_own_symbol(const char *name);
+
 /* glibc's dlsym, found with dlvsym (glibc >= 2.34 has no __libc_dlsym). */
 void *lw_real_dlsym(void *handle, const char *name);
 

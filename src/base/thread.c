@@ -5,6 +5,10 @@
 #include <signal.h>
 
 int lw_thread_start(void *(*fn)(void *)) {
+    return lw_thread_start_arg(fn, NULL);
+}
+
+int lw_thread_start_arg(void *(*fn)(void *), void *arg) {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -13,7 +17,7 @@ int lw_thread_start(void *(*fn)(void *)) {
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 256 * 1024);
     pthread_t t;
-    int rc = pthread_create(&t, &attr, fn, NULL) == 0 ? 0 : -1;
+    int rc = pthread_create(&t, &attr, fn, arg) == 0 ? 0 : -1;
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return rc;

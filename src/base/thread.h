@@ -7,5 +7,7 @@
  * blocked: the job's signals must go to the job's own threads, never to
  * ours. 0, or -1 when the thread could not be started. */
 int lw_thread_start(void *(*fn)(void *));
+/* The same, with fn(arg). */
+int lw_thread_start_arg(void *(*fn)(void *), void *arg);
 
 #endif

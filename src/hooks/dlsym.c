@@ -12,6 +12,7 @@
 #include "real.h"
 
 #include <dlfcn.h>
+#include <string.h>
 
 typedef void *(*dlsym_fn)(void *, const char *);
 
@@ -22,6 +23,13 @@ dlsym(void *handle, const char *name) {
      * that must reach glibc, not crash in here. Hide it from the optimiser. */
     const char *n = name;
     __asm__("" : "+r"(n));
+    /* Attached (RTLD_LOCAL), our public API is not in the global scope; a
+     * lookup there made after the attach (the Python package's
+     * ctypes.CDLL(None), which is dlopen(NULL)) finds it as it would
+     * preloaded. */
+    if (n && n[0] == 'l' && !strncmp(n, "leakwatch_", 10) && lw_real_is_late() &&
+        (handle == RTLD_DEFAULT || lw_is_main_handle(handle)))
+        return lw_own_symbol(n);
     if (handle == RTLD_NEXT || !n || !lw_maybe_cuda_name(n)) {
         dlsym_fn real = (dlsym_fn)lw_real_dlsym_function();
         return real(handle, name); /* tail call: keeps the caller's identity */

@@ -28,6 +28,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -192,6 +193,40 @@ static void reply_snapshot(int fd, const char *path) {
     send_all(fd, msg, strlen(msg));
 }
 
+/* Detach (an attached process only): set by the attach, run on the serving
+ * thread, which then stops serving. */
+typedef int (*detach_fn_t)(char *msg, size_t n);
+static _Atomic(detach_fn_t) detach_fn;
+static int stop_serving;
+
+void lw_control_set_detach(int (*fn)(char *msg, size_t n)) {
+    atomic_store(&detach_fn, fn);
+}
+
+int lw_control_serving(void) {
+    pthread_mutex_lock(&lock);
+    int yes = running && owner == getpid();
+    pthread_mutex_unlock(&lock);
+    return yes;
+}
+
+static void reply_detach(int fd) {
+    char msg[PATH_MAX + 64] = "", line[PATH_MAX + 80];
+    detach_fn_t fn = atomic_load(&detach_fn);
+    if (!fn) {
+        reply_error(fd, "this process was started under leakwatch, not attached to: it has "
+                        "nothing to detach (its report is written when it ends)");
+        return;
+    }
+    if (fn(msg, sizeof msg) != 0) {
+        reply_error(fd, msg[0] ? msg : "cannot detach");
+        return;
+    }
+    stop_serving = 1;
+    snprintf(line, sizeof line, "ok\n%s\n", msg);
+    send_all(fd, line, strlen(line));
+}
+
 static void serve_one(int fd) {
     struct ucred cred;
     socklen_t cl = sizeof cred;
@@ -230,10 +265,14 @@ static void serve_one(int fd) {
         reply_built(fd, build_stats, "statistics");
     } else if (!strncmp(req, "snapshot ", 9)) {
         reply_snapshot(fd, req + 9);
+    } else if (!strcmp(req, "detach")) {
+        reply_detach(fd);
     } else {
-        reply_error(fd, "unknown request; expected ping, stats, report or snapshot PATH");
+        reply_error(fd, "unknown request; expected ping, stats, report, snapshot PATH or detach");
     }
 }
+
+static void stop_from_thread(void);
 
 static void *serve(void *arg) {
     (void)arg;
@@ -253,6 +292,10 @@ static void *serve(void *arg) {
         if (fd < 0) continue;
         serve_one(fd);
         close(fd);
+        if (stop_serving) {
+            stop_from_thread();
+            return NULL;
+        }
     }
     return NULL;
 }
@@ -263,6 +306,20 @@ static void close_fds(void) {
     for (int i = 0; i < 2; i++)
         if (ours(wake[i], wake_id[i])) close(wake[i]);
     listen_fd = wake[0] = wake[1] = -1;
+}
+
+/* After a detach, on the serving thread: the socket goes, the thread ends
+ * (nobody joins it). lw_control_start serves again at a later attach. */
+static void stop_from_thread(void) {
+    pthread_mutex_lock(&lock);
+    stop_serving = 0;
+    if (running && owner == getpid()) {
+        unlink(sock_path);
+        close_fds();
+        running = 0;
+        pthread_detach(pthread_self());
+    }
+    pthread_mutex_unlock(&lock);
 }
 
 /* Sockets of processes that are gone (a child that left with _exit, a job

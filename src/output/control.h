@@ -12,6 +12,8 @@
  *   "stats\n"         -> "ok\n" + one line of JSON: live/peak bytes, counts, verdict
  *   "report\n"        -> "ok\n" + the full JSON report
  *   "snapshot PATH\n" -> the report written to PATH (absolute), then "ok PATH\n"
+ *   "detach\n"        -> (attached processes) the hooks removed, the final report
+ *                        written, "ok\nPATH\n"; the socket then goes away
  *   anything else     -> "error MESSAGE\n" */
 #ifndef LW_CONTROL_H
 #define LW_CONTROL_H
@@ -26,5 +28,11 @@ void lw_control_start(void);
 /* Stops the thread and removes the socket. Called at exit by an atexit
  * handler of its own; calling it earlier is fine. */
 void lw_control_stop(void);
+/* Makes "detach" available (leakwatch attach): fn undoes the attach and
+ * writes the final report; 0 with the report's path in msg, or -1 with a
+ * reason. Runs on the serving thread. */
+void lw_control_set_detach(int (*fn)(char *msg, size_t n));
+/* 1 while this process serves its socket. */
+int lw_control_serving(void);
 
 #endif

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Function names from an ELF file's own symbol tables (.symtab, and .dynsym
  * for stripped files), for report time: dladdr knows only exported symbols,
- * and most functions (static ones, C++ internals) are not exported. */
+ * and most functions (static ones, C++ internals) are not exported. The
+ * command's attach uses the same reader the other way round: where a function
+ * of the target's C library lies. */
 #ifndef LW_ELF_SYMBOLS_H
 #define LW_ELF_SYMBOLS_H
 
@@ -13,12 +15,20 @@ typedef struct lw_elf_syms lw_elf_syms;
  * when it cannot be read or is not a 64-bit ELF file. */
 lw_elf_syms *lw_elf_syms_load(const char *path);
 
+/* The same with the data objects too (for lw_elf_syms_lookup by name only:
+ * lw_elf_syms_find would then name data). */
+lw_elf_syms *lw_elf_syms_load_with_data(const char *path);
+
 /* The function containing vaddr (an address as the file numbers it, i.e.
  * runtime address minus the load bias), or NULL. */
 const char *lw_elf_syms_find(const lw_elf_syms *s, uint64_t vaddr);
 
 /* 1 when source lines can be had for the file: it has DWARF line tables, or a
  * separate debug file is installed for it (by build id or .gnu_debuglink). */
+/* The address (as the file numbers it) of the function (or, loaded with
+ * data, the object) named name; 0 when the file has none. */
+uint64_t lw_elf_syms_lookup(const lw_elf_syms *s, const char *name);
+
 int lw_elf_syms_has_debug(const lw_elf_syms *s);
 
 void lw_elf_syms_free(lw_elf_syms *s);

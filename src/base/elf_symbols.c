@@ -103,7 +103,7 @@ static int debug_info_exists(const char *path, const unsigned char *map, size_t 
     return 0;
 }
 
-lw_elf_syms *lw_elf_syms_load(const char *path) {
+static lw_elf_syms *load(const char *path, int objects) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return NULL;
     struct stat st;
@@ -154,8 +154,8 @@ lw_elf_syms *lw_elf_syms_load(const char *path) {
     size_t names_len = 0, count = 0;
     for (size_t i = 0; i < nsyms; i++) {
         unsigned type = ELF64_ST_TYPE(es[i].st_info);
-        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || !es[i].st_value ||
-            es[i].st_name >= strs->sh_size)
+        if ((type != STT_FUNC && type != STT_GNU_IFUNC && !(objects && type == STT_OBJECT)) ||
+            !es[i].st_value || es[i].st_name >= strs->sh_size)
             continue;
         count++;
         names_len += strnlen(strtab + es[i].st_name, strs->sh_size - es[i].st_name) + 1;
@@ -169,8 +169,8 @@ lw_elf_syms *lw_elf_syms_load(const char *path) {
     char *np = out->names;
     for (size_t i = 0; i < nsyms; i++) {
         unsigned type = ELF64_ST_TYPE(es[i].st_info);
-        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || !es[i].st_value ||
-            es[i].st_name >= strs->sh_size)
+        if ((type != STT_FUNC && type != STT_GNU_IFUNC && !(objects && type == STT_OBJECT)) ||
+            !es[i].st_value || es[i].st_name >= strs->sh_size)
             continue;
         size_t len = strnlen(strtab + es[i].st_name, strs->sh_size - es[i].st_name);
         memcpy(np, strtab + es[i].st_name, len);
@@ -182,6 +182,14 @@ lw_elf_syms *lw_elf_syms_load(const char *path) {
 done:
     munmap((void *)map, size);
     return out;
+}
+
+lw_elf_syms *lw_elf_syms_load(const char *path) {
+    return load(path, 0);
+}
+
+lw_elf_syms *lw_elf_syms_load_with_data(const char *path) {
+    return load(path, 1);
 }
 
 const char *lw_elf_syms_find(const lw_elf_syms *s, uint64_t vaddr) {
@@ -201,6 +209,17 @@ const char *lw_elf_syms_find(const lw_elf_syms *s, uint64_t vaddr) {
         if (vaddr < c->addr + (c->size ? c->size : 1)) return c->name;
     }
     return NULL;
+}
+
+uint64_t lw_elf_syms_lookup(const lw_elf_syms *s, const char *name) {
+    if (!s) return 0;
+    size_t len = strlen(name);
+    for (size_t i = 0; i < s->n; i++) {
+        /* .symtab spells versioned definitions "dlopen@@GLIBC_2.34". */
+        const char *n = s->syms[i].name;
+        if (!strncmp(n, name, len) && (n[len] == '\0' || n[len] == '@')) return s->syms[i].addr;
+    }
+    return 0;
 }
 
 int lw_elf_syms_has_debug(const lw_elf_syms *s) {

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A loaded object's dynamic section, read in memory as the dynamic linker
+ * reads it: its symbols, their versions and its relocations. For the symbol
+ * versions of real.c and for the hooks installed late (hooks/late.c), which
+ * rewrite the global offset table entries that those relocations fill. */
+#ifndef LW_DYNAMIC_H
+#define LW_DYNAMIC_H
+
+#include <link.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    uintptr_t base; /* load bias */
+    const ElfW(Sym) * symtab;
+    const char *strtab;
+    size_t strsz;
+    const ElfW(Half) * versym;
+    const char *verdef;
+    const ElfW(Rela) * rela; /* DT_RELA, relasz bytes */
+    size_t relasz;
+    const ElfW(Rela) * jmprel; /* DT_JMPREL (when its entries are Rela), pltrelsz bytes */
+    size_t pltrelsz;
+    const uint32_t *gnu_hash;
+    const uint32_t *hash;
+} lw_dyn;
+
+/* Reads the dynamic section ld of an object loaded at bias base. 0, or -1
+ * when it has no symbol table. */
+int lw_dyn_read(uintptr_t base, const ElfW(Dyn) * ld, lw_dyn *out);
+
+/* The number of entries of the dynamic symbol table (from its hash table);
+ * 0 when unknown. */
+size_t lw_dyn_symbol_count(const lw_dyn *d);
+
+/* The name of symbol index i, or NULL. */
+const char *lw_dyn_symbol_name(const lw_dyn *d, size_t i);
+
+#endif

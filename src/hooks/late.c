@@ -1,0 +1,532 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Hooks installed late: leakwatch loaded into a running process by
+ * `leakwatch attach` (tools/cmd_attach.c), which calls the target's own dlopen
+ * (RTLD_LOCAL) and then leakwatch__attach below.
+ *
+ * Loaded that way, the library interposes nothing: every object already bound
+ * its calls. So the global offset table entries through which the loaded
+ * objects call the functions that preloading would interpose (exactly the
+ * functions the library exports, read from its own dynamic symbol table: one
+ * list, whatever the hook layer adds) are rewritten to point at our hooks, and
+ * so is dlopen's, so that objects loaded later get theirs too. The hooks find
+ * the real functions as they do preloaded (real.c, per caller), with "next
+ * after us" meaning the global scope's first definition (lw_real_set_late).
+ * A detach writes every entry back as it was. */
+#include "hooks.h"
+
+#include "arch.h"
+#include "control.h"
+#include "dynamic.h"
+#include "export.h"
+#include "lifecycle.h"
+#include "log.h"
+#include "options.h"
+#include "real.h"
+#include "thread.h"
+#include "torch_mode.h"
+#include "worker.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* ---- the settings the command passed (NAME=VALUE lines) ---- */
+#define MAX_SETTINGS 64
+static char *settings_text;
+static const char *setting_name[MAX_SETTINGS], *setting_value[MAX_SETTINGS];
+static int nsettings;
+
+static const char *setting(const char *name) {
+    for (int i = 0; i < nsettings; i++)
+        if (!strcmp(setting_name[i], name)) return setting_value[i];
+    return NULL;
+}
+
+/* Kept for the rest of the process: the options table points into it. */
+static int take_settings(const char *text) {
+    char *copy = strdup(text ? text : "");
+    if (!copy) return -1;
+    settings_text = copy;
+    nsettings = 0;
+    for (char *line = copy; line && *line && nsettings < MAX_SETTINGS;) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = '\0';
+        char *eq = strchr(line, '=');
+        if (eq) {
+            *eq = '\0';
+            setting_name[nsettings] = line;
+            setting_value[nsettings++] = eq + 1;
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    return 0;
+}
+
+/* ---- the names: what preloading would interpose ---- */
+typedef struct {
+    const char *name;
+    void *hook;
+} hook_name;
+static hook_name *hooks;
+static size_t nhooks;
+
+static void *late_dlopen(const char *file, int mode);
+
+static int build_hooks(void) {
+    Dl_info info;
+    struct link_map *lm = NULL;
+    if (!dladdr1((void *)&build_hooks, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm) return -1;
+    lw_dyn d;
+    if (lw_dyn_read(lm->l_addr, lm->l_ld, &d) != 0) return -1;
+    size_t n = lw_dyn_symbol_count(&d);
+    hook_name *t = calloc(n + 1, sizeof *t);
+    if (!t) return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const ElfW(Sym) *s = &d.symtab[i];
+        if (s->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(s->st_info) != STT_FUNC ||
+            ELF64_ST_BIND(s->st_info) == STB_LOCAL ||
+            ELF64_ST_VISIBILITY(s->st_other) != STV_DEFAULT)
+            continue;
+        const char *name = lw_dyn_symbol_name(&d, i);
+        /* The public API (leakwatch_step, ...) is ours to offer, not a hook. */
+        if (!name || !strncmp(name, "leakwatch", 9)) continue;
+        t[k++] = (hook_name){name, (void *)(lm->l_addr + s->st_value)};
+    }
+    /* Late only: preloaded, an exported dlopen would take every caller's
+     * identity (its RUNPATH, $ORIGIN) from dlopen. */
+    t[k++] = (hook_name){"dlopen", (void *)late_dlopen};
+    hooks = t;
+    nhooks = k;
+    return 0;
+}
+
+static void *hook_for(const char *name) {
+    /* Every hook's name starts with "cu" or "dl". */
+    if (!((name[0] == 'c' && name[1] == 'u') || (name[0] == 'd' && name[1] == 'l'))) return NULL;
+    for (size_t i = 0; i < nhooks; i++)
+        if (!strcmp(hooks[i].name, name)) return hooks[i].hook;
+    return NULL;
+}
+
+/* ---- memory protections, from /proc/self/maps ---- */
+typedef struct {
+    uintptr_t lo, hi;
+    int prot;
+} region;
+static region *regions;
+static size_t nregions;
+
+static void read_regions(void) {
+    free(regions);
+    regions = NULL;
+    nregions = 0;
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f) return;
+    size_t cap = 0;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char perms[8];
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3) continue;
+        if (nregions == cap) {
+            size_t nc = cap ? cap * 2 : 256;
+            region *r = realloc(regions, nc * sizeof *r);
+            if (!r) break;
+            regions = r;
+            cap = nc;
+        }
+        int prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+                   (perms[2] == 'x' ? PROT_EXEC : 0);
+        regions[nregions++] = (region){lo, hi, prot};
+    }
+    fclose(f);
+}
+
+/* The protection of the page holding addr; -1 when it is not mapped. */
+static int prot_of(uintptr_t addr) {
+    for (size_t i = 0; i < nregions; i++)
+        if (addr >= regions[i].lo && addr < regions[i].hi) return regions[i].prot;
+    return -1;
+}
+
+/* Writes one entry: made writable for the store when it is read-only (RELRO),
+ * then given its protection back. 0, or -1 (left as it was). */
+static int write_slot(void **slot, void *value) {
+    uintptr_t a = (uintptr_t)slot;
+    int prot = prot_of(a);
+    if (prot < 0 || !(prot & PROT_READ)) return -1;
+    if (prot & PROT_WRITE) {
+        __atomic_store_n(slot, value, __ATOMIC_RELEASE);
+        return 0;
+    }
+    uintptr_t page = a & ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1);
+    size_t len = (size_t)sysconf(_SC_PAGESIZE);
+    if (mprotect((void *)page, len, prot | PROT_WRITE) != 0) return -1;
+    __atomic_store_n(slot, value, __ATOMIC_RELEASE);
+    mprotect((void *)page, len, prot);
+    return 0;
+}
+
+/* ---- the rewritten entries ---- */
+typedef struct {
+    void **slot;
+    void *orig; /* what it held: written back at detach */
+    void *hook;
+} patch;
+static patch *patches;
+static size_t npatches, patches_cap;
+static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int installed;
+static unsigned long long seen_adds;
+
+static int is_dynamic_linker(const char *name) {
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    return !strncmp(base, "ld-linux", 8) || !strncmp(base, "ld64.so", 7) ||
+           !strncmp(base, "linux-vdso", 10) || !strncmp(base, "linux-gate", 10);
+}
+
+static void patch_relocs(uintptr_t base, const ElfW(Rela) * r, size_t bytes, const lw_dyn *d) {
+    for (size_t i = 0; r && i < bytes / sizeof *r; i++) {
+        unsigned type = (unsigned)ELF64_R_TYPE(r[i].r_info);
+        if (type != LW_ARCH_R_JUMP_SLOT && type != LW_ARCH_R_GLOB_DAT) continue;
+        size_t sym = ELF64_R_SYM(r[i].r_info);
+        if (!sym) continue;
+        const char *name = lw_dyn_symbol_name(d, sym);
+        void *hook = name ? hook_for(name) : NULL;
+        if (!hook) continue;
+        void **slot = (void **)(base + r[i].r_offset);
+        void *cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+        if (cur == hook || lw_is_own_address((uintptr_t)cur)) continue;
+        if (npatches == patches_cap) {
+            size_t nc = patches_cap ? patches_cap * 2 : 64;
+            patch *p = realloc(patches, nc * sizeof *p);
+            if (!p) return; /* fewer hooks, never a broken entry */
+            patches = p;
+            patches_cap = nc;
+        }
+        if (write_slot(slot, hook) == 0) patches[npatches++] = (patch){slot, cur, hook};
+    }
+}
+
+static int patch_object(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    unsigned long long *adds = data;
+    *adds = info->dlpi_adds;
+    if (is_dynamic_linker(info->dlpi_name ? info->dlpi_name : "")) return 0;
+    const ElfW(Dyn) *dyn = NULL;
+    uintptr_t first = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
+        if (ph->p_type == PT_LOAD && !first) first = info->dlpi_addr + ph->p_vaddr;
+    }
+    if (!dyn || lw_is_own_address(first)) return 0;
+    lw_dyn d;
+    if (lw_dyn_read(info->dlpi_addr, dyn, &d) != 0) return 0;
+    patch_relocs(info->dlpi_addr, d.jmprel, d.pltrelsz, &d);
+    patch_relocs(info->dlpi_addr, d.rela, d.relasz, &d);
+    return 0;
+}
+
+/* Every loaded object's entries that do not point at a hook yet. Under
+ * patch_lock. */
+static void patch_all_locked(void) {
+    read_regions();
+    unsigned long long adds = 0;
+    dl_iterate_phdr(patch_object, &adds);
+    seen_adds = adds;
+}
+
+static int adds_of(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    *(unsigned long long *)data = info->dlpi_adds;
+    return 1;
+}
+
+/* Objects loaded since the last look (a dlopen our hook did not see, by a
+ * bare name, or one that called dlopen through a table of its own). */
+static void tick(void) {
+    if (!atomic_load(&installed)) return;
+    unsigned long long adds = 0;
+    dl_iterate_phdr(adds_of, &adds);
+    if (adds == seen_adds) return;
+    pthread_mutex_lock(&patch_lock);
+    if (atomic_load(&installed)) patch_all_locked();
+    pthread_mutex_unlock(&patch_lock);
+}
+
+/* An entry still lies in a loaded object's writable or RELRO data: the object
+ * may have been unloaded since (then its entry is gone with it). */
+typedef struct {
+    uintptr_t addr;
+    int found;
+} find_addr;
+
+static int in_object(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    find_addr *f = data;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if ((ph->p_type == PT_LOAD || ph->p_type == PT_GNU_RELRO) && f->addr >= lo &&
+            f->addr < lo + ph->p_memsz) {
+            f->found = 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static size_t unpatch_all_locked(void) {
+    read_regions();
+    size_t restored = 0;
+    for (size_t i = npatches; i-- > 0;) {
+        patch *p = &patches[i];
+        find_addr f = {(uintptr_t)p->slot, 0};
+        dl_iterate_phdr(in_object, &f);
+        if (!f.found || prot_of(f.addr) < 0) continue;
+        /* The dynamic linker may have bound a lazy entry since: leave it. */
+        if (__atomic_load_n(p->slot, __ATOMIC_ACQUIRE) != p->hook) continue;
+        if (write_slot(p->slot, p->orig) == 0) restored++;
+    }
+    npatches = 0;
+    return restored;
+}
+
+/* ---- dlopen, late ---- */
+typedef void *(*dlopen_fn)(const char *, int);
+static _Atomic(dlopen_fn) real_dlopen;
+
+/* glibc's dlopen takes the caller's RUNPATH and $ORIGIN from its return
+ * address: a bare name, or one with '$', must reach it as a tail call (our
+ * caller's identity), and its objects are hooked at the worker's next look. A
+ * path is opened here, and what it loaded is hooked before it returns. */
+__attribute__((optimize("optimize-sibling-calls"), noinline)) static void *
+late_dlopen(const char *file, int mode) {
+    dlopen_fn real = atomic_load_explicit(&real_dlopen, memory_order_relaxed);
+    const char *f = file;
+    __asm__("" : "+r"(f));
+    if (!f || !strchr(f, '/') || strchr(f, '$') || (mode & RTLD_NOLOAD) ||
+        !atomic_load_explicit(&installed, memory_order_relaxed))
+        return real(file, mode);
+    void *h = real(file, mode);
+    if (h) {
+        int saved = errno;
+        tick();
+        errno = saved;
+    }
+    return h;
+}
+
+/* ---- the Python helper ----
+ * In a Python process, the leakwatch package's optimizer hook
+ * (leakwatch._torch) marks a step after every torch optimizer step, as under
+ * the shim's auto-start: installed from a thread of ours that takes the GIL
+ * the documented way (PyGILState_Ensure: any thread the interpreter did not
+ * create), never from the borrowed thread, which may be waiting for the GIL
+ * itself. The code runs in a dictionary of its own: the job's __main__ is not
+ * touched. The package comes from the job's own sys.path, else from this
+ * installation (then taken off sys.path again). Python without torch: no
+ * hook fires; steps are time intervals. */
+typedef int (*py_initialized_fn)(void);
+typedef int (*py_ensure_fn)(void);
+typedef void (*py_release_fn)(int);
+typedef int (*py_run_fn)(const char *, void *);
+
+static const char py_install[] = "import sys\n"
+                                 "d = DIR\n"
+                                 "added = bool(d) and d not in sys.path\n"
+                                 "if added:\n"
+                                 "    sys.path.append(d)\n"
+                                 "try:\n"
+                                 "    import leakwatch._torch\n"
+                                 "    leakwatch._torch.install()\n"
+                                 "except Exception:\n"
+                                 "    pass\n"
+                                 "finally:\n"
+                                 "    if added and d in sys.path:\n"
+                                 "        sys.path.remove(d)\n";
+static const char py_uninstall[] = "import sys\n"
+                                   "t = sys.modules.get('leakwatch._torch')\n"
+                                   "if t is not None and hasattr(t, 'uninstall'):\n"
+                                   "    t.uninstall()\n";
+
+/* Runs src (Python) in the interpreter, if there is one: 0, or -1. */
+static int run_python(const char *src) {
+    py_initialized_fn initialized =
+        (py_initialized_fn)lw_real_dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+    py_ensure_fn ensure = (py_ensure_fn)lw_real_dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
+    py_release_fn release = (py_release_fn)lw_real_dlsym(RTLD_DEFAULT, "PyGILState_Release");
+    py_run_fn run = (py_run_fn)lw_real_dlsym(RTLD_DEFAULT, "PyRun_SimpleStringFlags");
+    if (!initialized || !ensure || !release || !run || !initialized()) return -1;
+    /* exec(bytes.fromhex("...").decode(), {}): no quoting to get wrong, no
+     * name left behind in __main__. */
+    size_t n = strlen(src);
+    char *code = malloc(n * 2 + 64);
+    if (!code) return -1;
+    char *p = code + sprintf(code, "exec(bytes.fromhex('");
+    for (size_t i = 0; i < n; i++)
+        p += sprintf(p, "%02x", (unsigned char)src[i]);
+    sprintf(p, "').decode(), {})");
+    int st = ensure();
+    int rc = run(code, NULL);
+    release(st);
+    free(code);
+    return rc == 0 ? 0 : -1;
+}
+
+static void *python_install_thread(void *arg) {
+    (void)arg;
+    char dir[PATH_MAX], quoted[2 * PATH_MAX + 8];
+    if (!lw_torch_package_dir(dir, sizeof dir)) dir[0] = '\0';
+    /* DIR as a Python bytes literal, decoded: any byte in a path is fine. */
+    char *q = quoted + sprintf(quoted, "bytes.fromhex('");
+    for (const char *c = dir; *c; c++)
+        q += sprintf(q, "%02x", (unsigned char)*c);
+    sprintf(q, "').decode()");
+    size_t len = sizeof py_install + strlen(quoted);
+    char *src = malloc(len);
+    if (src) {
+        const char *at = strstr(py_install, "DIR");
+        snprintf(src, len, "%.*s%s%s", (int)(at - py_install), py_install, quoted, at + 3);
+        run_python(src);
+        free(src);
+    }
+    return NULL;
+}
+
+/* A fork while another thread holds patch_lock must not leave the child
+ * with it locked (its dlopen hook takes it). */
+static void fork_prepare(void) {
+    pthread_mutex_lock(&patch_lock);
+}
+static void fork_parent(void) {
+    pthread_mutex_unlock(&patch_lock);
+}
+static void fork_child(void) {
+    pthread_mutex_init(&patch_lock, NULL);
+}
+
+/* ---- attach and detach ---- */
+static int detach(char *msg, size_t n) {
+    pthread_mutex_lock(&patch_lock);
+    if (!atomic_load(&installed)) {
+        pthread_mutex_unlock(&patch_lock);
+        snprintf(msg, n, "leakwatch is not attached to this process");
+        return -1;
+    }
+    atomic_store(&installed, 0);
+    unpatch_all_locked();
+    pthread_mutex_unlock(&patch_lock);
+    if (lw_real_dlsym(RTLD_DEFAULT, "Py_IsInitialized")) run_python(py_uninstall);
+    char path[PATH_MAX] = "";
+    if (lw_lifecycle_detach(path, sizeof path) != 0 || !path[0])
+        snprintf(msg, n, "(no report written: LEAKWATCH_REPORT is none, or see the job's stderr)");
+    else
+        snprintf(msg, n, "%s", path);
+    return 0;
+}
+
+static int attach_now(const char *settings, char *msg, size_t n) {
+    int rc = -1;
+    pthread_mutex_lock(&patch_lock);
+    if (atomic_load(&installed)) {
+        snprintf(msg, n, "leakwatch is already attached");
+        rc = 1;
+        goto out;
+    }
+    if (!hooks) {
+        if (build_hooks() != 0) {
+            snprintf(msg, n, "cannot read leakwatch's own symbol table");
+            goto out;
+        }
+        pthread_atfork(fork_prepare, fork_parent, fork_child);
+    }
+    if (!atomic_load(&real_dlopen))
+        atomic_store(&real_dlopen, (dlopen_fn)lw_real_dlsym(RTLD_NEXT, "dlopen"));
+    if (!atomic_load(&real_dlopen) || take_settings(settings) != 0) {
+        snprintf(msg, n, "cannot find the C library's dlopen");
+        goto out;
+    }
+    lw_options_set_source(setting);
+    lw_real_set_late();
+    lw_control_set_detach(detach);
+    lw_worker_set_tick(tick);
+    int started = lw_lifecycle_attach();
+    if (started != 0) {
+        snprintf(msg, n,
+                 started > 0 ? "leakwatch already records in this process"
+                             : "leakwatch is disabled (LEAKWATCH_DISABLE) or could not "
+                               "start");
+        rc = started > 0 ? 1 : -1;
+        goto out;
+    }
+    if (!lw_control_serving()) {
+        /* Without the socket there is no detach: recording ends here. */
+        char path[PATH_MAX];
+        lw_lifecycle_detach(path, sizeof path);
+        snprintf(msg, n,
+                 "the library could not serve its control socket (see the job's stderr), "
+                 "so it could not be detached: not attached");
+        goto out;
+    }
+    atomic_store(&installed, 1);
+    patch_all_locked();
+    snprintf(msg, n, "%zu", npatches);
+    if (lw_real_dlsym(RTLD_DEFAULT, "Py_IsInitialized")) lw_thread_start(python_install_thread);
+    rc = 0;
+out:
+    pthread_mutex_unlock(&patch_lock);
+    return rc;
+}
+
+typedef struct {
+    const char *settings;
+    char *msg;
+    size_t n;
+} attach_args;
+
+static void *attach_thread(void *p) {
+    const attach_args *a = p;
+    return (void *)(intptr_t)(attach_now(a->settings, a->msg, a->n) + 2);
+}
+
+/* Called by leakwatch attach on one of the job's threads, stopped in a system
+ * call, right after the dlopen that loaded us. settings: the LEAKWATCH_*
+ * settings, NAME=VALUE lines. 0: attached (msg: how many entries were
+ * rewritten); 1: leakwatch already records here; -1: not attached, msg says
+ * why (nothing changed). The work is done on a thread of ours (every signal
+ * blocked, a stack of its own), which the borrowed thread waits for: that
+ * thread runs as little as possible of ours. errno is left as it was. */
+LW_EXPORT int leakwatch__attach(const char *settings, char *msg, size_t n) {
+    int saved = errno;
+    attach_args a = {settings, msg, n};
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    int created = pthread_create(&t, NULL, attach_thread, &a) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc;
+    if (created) {
+        void *r = NULL;
+        pthread_join(t, &r);
+        rc = (int)(intptr_t)r - 2;
+    } else {
+        rc = attach_now(settings, msg, n);
+    }
+    errno = saved;
+    return rc;
+}

@@ -1,0 +1,624 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* leakwatch attach: jobs started without leakwatch (tests/programs/..._attach,
+ * on the CPU stand-ins) are attached while they run, diagnosed and detached,
+ * and must finish as they would have without it; the refusals each give one
+ * line and leave the job untouched. */
+#include "harness_cli.h"
+
+#include "../check_run.h"
+#include "cli_attach.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char xdg[64];
+
+/* ptrace as this user can reach a sibling process here. */
+static int can_attach(void) {
+#if !defined(__x86_64__)
+    printf("test_attach: skipped: leakwatch attach is x86-64 only for now\n");
+    return 0;
+#endif
+    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+    int scope = 0;
+    if (f) {
+        if (fscanf(f, "%d", &scope) != 1) scope = 0;
+        fclose(f);
+    }
+    char err[512];
+    if (lw_attach_scope_problem(scope, geteuid() == 0, err, sizeof err) != 0) {
+        printf("test_attach: skipped: %s\n", err);
+        return 0;
+    }
+    return 1;
+}
+
+typedef struct {
+    pid_t pid;
+    char dir[64], out[128], go[128], report[160];
+} job;
+
+/* Starts PROG STEPS STEP_MS GO [SIZE [extra]] (attach.h) and waits for its
+ * "ready". */
+static void start_job(job *j, const char *prog, const char *steps, const char *extra, int go_now,
+                      int preload) {
+    lw_temp_dir(j->dir, sizeof j->dir);
+    snprintf(j->out, sizeof j->out, "%s/out.txt", j->dir);
+    snprintf(j->go, sizeof j->go, "%s/go", j->dir);
+    snprintf(j->report, sizeof j->report, "%s/report.json", j->dir);
+    char exe[PATH_MAX];
+    snprintf(exe, sizeof exe, "%s/tests/programs/%s", lw_build_dir(), prog);
+    const char *args[] = {steps, "10", go_now ? "-" : j->go, "1048576", extra, NULL};
+    j->pid = lw_spawn(exe, args, NULL, preload, j->out);
+    ck_assert_msg(lw_wait_for_text(j->out, "ready", 20000), "%s never started: %s", prog,
+                  lw_slurp_file(j->out));
+}
+
+static void go(const job *j) {
+    lw_write_text(j->go, "go");
+}
+
+/* Waits for the job's end: it must exit 0. Returns its output (malloc'd). */
+static char *finish_job(job *j) {
+    int st = 0;
+    if (lw_wait_pid(j->pid, 60000, &st) != 0) {
+        kill(j->pid, SIGKILL);
+        waitpid(j->pid, &st, 0);
+        ck_abort_msg("the job did not end: %s", lw_slurp_file(j->out));
+    }
+    char *out = lw_slurp_file(j->out);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "job status 0x%x: %s", st, out);
+    return out;
+}
+
+static void attach_cli(lw_run *r, const char *a0, const char *a1, const char *a2, const char *a3,
+                       const char *a4, const char *a5) {
+    const char *args[] = {"attach", a0, a1, a2, a3, a4, a5, NULL};
+    lw_cli_run(r, args, NULL);
+}
+
+static void pid_text(pid_t pid, char *out, size_t n) {
+    snprintf(out, n, "%ld", (long)pid);
+}
+
+/* The line "done ..." of a job's output (the part that does not depend on
+ * timing). */
+static char *done_line(const char *out) {
+    const char *d = strstr(out, "done ");
+    ck_assert_msg(d != NULL, "no done line: %s", out);
+    size_t n = strcspn(d, "\n");
+    char *line = strndup(d, n);
+    return line;
+}
+
+/* The same program, never attached. */
+static char *reference_done(const char *prog, const char *steps, const char *extra) {
+    job j;
+    start_job(&j, prog, steps, extra, 1, 0);
+    char *out = finish_job(&j);
+    char *line = done_line(out);
+    free(out);
+    lw_remove_dir(j.dir);
+    return line;
+}
+
+static int maps_have(pid_t pid, const char *what) {
+    char p[64];
+    snprintf(p, sizeof p, "/proc/%ld/maps", (long)pid);
+    char *m = lw_slurp_file(p);
+    int yes = strstr(m, what) != NULL;
+    free(m);
+    return yes;
+}
+
+static void load_report(lw_run *rep, const char *path) {
+    memset(rep, 0, sizeof *rep);
+    char err[512];
+    rep->report = lw_json_parse_file(path, NULL, err, sizeof err);
+    ck_assert_msg(rep->report != NULL, "no report: %s", err);
+}
+
+static double rep_number(const lw_run *rep, const char *path) {
+    return lw_json_number(lw_json_path(rep->report, path), -1);
+}
+
+/* Attach, let the job leak for a while, detach: the report has the verdict,
+ * the rate and the site; the job ends as it would have without the attach. */
+static void attach_diagnose_detach(const char *prog, const char *site, const char *extra,
+                                   int live_view) {
+    if (!can_attach()) return;
+    char *ref = reference_done(prog, "300", extra);
+    job j;
+    start_job(&j, prog, "300", extra, 0, 0);
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    lw_run r;
+    attach_cli(&r, "--background", "--set", "interval_ms=50", "-o", j.report, pid);
+    ck_assert_msg(r.exit_code == 0, "attach: %d\n%s", r.exit_code, r.err);
+    ck_assert_msg(strstr(r.err, "attached to process") && strstr(r.err, "stopped for"), "%s",
+                  r.err);
+    lw_run_free(&r);
+    go(&j);
+    usleep(2500 * 1000);
+    if (live_view) {
+        const char *top[] = {"top", "--once", pid, NULL};
+        lw_cli_run(&r, top, NULL);
+        RUN_OK(&r);
+        ck_assert_msg(strstr(r.out, site), "top: %s", r.out);
+        lw_run_free(&r);
+        const char *ps[] = {"ps", NULL};
+        lw_cli_run(&r, ps, NULL);
+        RUN_OK(&r);
+        ck_assert_msg(strstr(r.out, pid), "ps: %s", r.out);
+        lw_run_free(&r);
+    }
+    attach_cli(&r, "--detach", pid, NULL, NULL, NULL, NULL);
+    ck_assert_msg(r.exit_code == 0 && strstr(r.err, j.report), "detach: %d\n%s", r.exit_code,
+                  r.err);
+    lw_run_free(&r);
+    /* Detached: nothing answers for it any more. */
+    attach_cli(&r, "--detach", pid, NULL, NULL, NULL, NULL);
+    ck_assert_int_eq(r.exit_code, 4);
+    lw_run_free(&r);
+
+    char *out = finish_job(&j);
+    char *done = done_line(out);
+    ck_assert_msg(!strcmp(done, ref), "attached: '%s'\nnever attached: '%s'", done, ref);
+    /* The detach put the job's dlsym entry back: the steps after it found
+     * no leakwatch_step. */
+    const char *m = strstr(out, "steps marked: ");
+    long marked = m ? strtol(m + 14, NULL, 10) : -1;
+    ck_assert_msg(marked > 20 && marked < 300, "steps marked: %ld\n%s", marked, out);
+
+    lw_run rep;
+    load_report(&rep, j.report);
+    ck_assert_str_eq(lw_json_string(lw_json_get(rep.report, "reason")), "detach");
+    ck_assert_str_eq(lw_json_string(lw_json_get(rep.report, "verdict")), "leak");
+    /* The job marks steps through dlsym(RTLD_DEFAULT, "leakwatch_step"),
+     * which finds the library after the attach: 1 MiB kept per step. */
+    ck_assert_str_eq(lw_json_string(lw_json_path(rep.report, "growth.step_source")), "marker");
+    ck_assert_msg(rep_number(&rep, "growth.bytes_per_step") == 1048576, "rate %g",
+                  rep_number(&rep, "growth.bytes_per_step"));
+    const lw_json *s = lw_rep_site_named(&rep, site);
+    ck_assert_msg(s != NULL, "no site %s", site);
+    ck_assert_msg(lw_json_number(lw_json_get(s, "live_bytes"), 0) >= 1048576, "site keeps nothing");
+    lw_json_free(rep.report);
+    free(done);
+    free(out);
+    free(ref);
+    lw_remove_dir(j.dir);
+}
+
+START_TEST(runtime_job_attached_diagnosed_detached) {
+    attach_diagnose_detach("rt_attach", "leak_attach_rt", NULL, 1);
+}
+END_TEST
+
+START_TEST(driver_job_attached_diagnosed_detached) {
+    attach_diagnose_detach("drv_attach", "leak_attach_drv", NULL, 0);
+}
+END_TEST
+
+START_TEST(rtld_local_module_attached_diagnosed_detached) {
+    attach_diagnose_detach("dl_attach", "leak_module", NULL, 0);
+}
+END_TEST
+
+/* The module is opened after the attach: our dlopen hooks it. */
+START_TEST(module_loaded_after_the_attach_is_hooked) {
+    attach_diagnose_detach("dl_attach", "leak_module", "late", 0);
+}
+END_TEST
+
+/* The runtime linked in statically, attached before its first call: it finds
+ * the driver through the hooked dlsym. */
+START_TEST(static_runtime_attached_before_its_start) {
+    attach_diagnose_detach("static_attach", "leak_attach_static", NULL, 0);
+}
+END_TEST
+
+/* Allocations made before the attach are not in the floor; their frees are
+ * counted apart. A second attach after a detach is a new session. */
+START_TEST(earlier_allocations_and_a_second_session) {
+    if (!can_attach()) return;
+    job j;
+    start_job(&j, "rt_attach", "300", NULL, 0, 0);
+    char pid[32], rep2[200];
+    pid_text(j.pid, pid, sizeof pid);
+    lw_run r;
+    attach_cli(&r, "--background", "-o", j.report, pid, NULL, NULL);
+    ck_assert_msg(r.exit_code == 0, "%s", r.err);
+    lw_run_free(&r);
+    go(&j);
+    usleep(300 * 1000);
+    attach_cli(&r, "--detach", pid, NULL, NULL, NULL, NULL);
+    ck_assert_msg(r.exit_code == 0, "%s", r.err);
+    lw_run_free(&r);
+    lw_run rep;
+    load_report(&rep, j.report);
+    /* rt_attach frees its 4 early blocks at step 5. */
+    ck_assert_int_eq((int)rep_number(&rep, "totals.unknown_free_count"), 4);
+    lw_json_free(rep.report);
+    ck_assert(maps_have(j.pid, "libleakwatch.so")); /* stays mapped, inert */
+
+    snprintf(rep2, sizeof rep2, "%s/second.json", j.dir);
+    attach_cli(&r, "--background", "-o", rep2, pid, NULL, NULL);
+    ck_assert_msg(r.exit_code == 0, "second attach: %s", r.err);
+    lw_run_free(&r);
+    usleep(300 * 1000);
+    attach_cli(&r, "--detach", pid, NULL, NULL, NULL, NULL);
+    ck_assert_msg(r.exit_code == 0, "%s", r.err);
+    lw_run_free(&r);
+    load_report(&rep, rep2);
+    ck_assert_int_eq((int)rep_number(&rep, "totals.unknown_free_count"), 0);
+    ck_assert_msg(rep_number(&rep, "totals.alloc_count") > 0, "second session saw nothing");
+    lw_json_free(rep.report);
+    free(finish_job(&j));
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
+/* Ctrl-C of a foreground attach detaches and names the report. */
+START_TEST(ctrl_c_of_a_foreground_attach_detaches) {
+    if (!can_attach()) return;
+    job j;
+    start_job(&j, "rt_attach", "300", NULL, 1, 0);
+    char pid[32], out[160];
+    pid_text(j.pid, pid, sizeof pid);
+    snprintf(out, sizeof out, "%s/attach.txt", j.dir);
+    const char *args[] = {"attach", "-o", j.report, pid, NULL};
+    pid_t a = lw_spawn(lw_cli_exe(), args, NULL, 0, out);
+    ck_assert_msg(lw_wait_for_text(out, "Ctrl-C", 20000), "%s", lw_slurp_file(out));
+    usleep(200 * 1000);
+    kill(a, SIGINT);
+    int st = 0;
+    ck_assert_msg(lw_wait_pid(a, 20000, &st) == 0, "attach did not end");
+    char *text = lw_slurp_file(out);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(text, "detached") &&
+                      strstr(text, j.report),
+                  "status 0x%x: %s", st, text);
+    free(text);
+    ck_assert_int_eq(access(j.report, F_OK), 0);
+    free(finish_job(&j));
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
+/* Real-time signals sent all through the attach all arrive. */
+START_TEST(signals_during_the_attach_are_not_lost) {
+    if (!can_attach()) return;
+    const char *san = getenv("LW_ASAN_RT");
+    if (san && strstr(san, "tsan")) {
+        /* TSan delivers a signal that arrives outside a blocking call later,
+         * from one pending slot per signal number: queued real-time signals
+         * that arrive while the thread runs instrumented code (the hooked
+         * job, slow under TSan) are merged by TSan itself. */
+        printf("test_attach: signal counting skipped under TSan (it merges pending signals)\n");
+        return;
+    }
+    job j;
+    start_job(&j, "rt_attach", "200", NULL, 1, 0);
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    enum { N = 400 };
+    pid_t sender = fork();
+    ck_assert_int_ge(sender, 0);
+    if (sender == 0) {
+        union sigval v = {.sival_int = 7};
+        for (int i = 0; i < N; i++) {
+            while (sigqueue(j.pid, SIGRTMIN, v) != 0 && errno == EAGAIN)
+                usleep(100);
+            usleep(250);
+        }
+        _exit(0);
+    }
+    usleep(20 * 1000);
+    lw_run r;
+    attach_cli(&r, "--background", "-o", j.report, pid, NULL, NULL);
+    ck_assert_msg(r.exit_code == 0, "%s", r.err);
+    lw_run_free(&r);
+    int st;
+    waitpid(sender, &st, 0);
+    attach_cli(&r, "--detach", pid, NULL, NULL, NULL, NULL);
+    lw_run_free(&r);
+    char *out = finish_job(&j);
+    char want[64];
+    snprintf(want, sizeof want, "signals %d\n", N);
+    ck_assert_msg(strstr(out, want), "want '%s': %s", want, out);
+    free(out);
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
+/* One line on stderr, exit status st, and the job goes on untouched. */
+static void refused(const job *j, const lw_run *r, int st, const char *text) {
+    ck_assert_msg(r->exit_code == st, "exit %d, want %d: %s", r->exit_code, st, r->err);
+    ck_assert_msg(strstr(r->err, text), "want '%s' in: %s", text, r->err);
+    const char *nl = strchr(r->err, '\n');
+    ck_assert_msg(nl && nl[1] == '\0', "more than one line: %s", r->err);
+    if (j) {
+        ck_assert_msg(kill(j->pid, 0) == 0, "the job is gone");
+    }
+}
+
+START_TEST(refusals_leave_the_job_untouched) {
+    if (!can_attach()) return;
+    lw_run r;
+    char pid[32];
+
+    /* A process that never loaded CUDA. */
+    job plain;
+    lw_temp_dir(plain.dir, sizeof plain.dir);
+    snprintf(plain.out, sizeof plain.out, "%s/out.txt", plain.dir);
+    const char *sl[] = {"30", NULL};
+    plain.pid = lw_spawn("/bin/sleep", sl, NULL, 0, plain.out);
+    usleep(100 * 1000);
+    pid_text(plain.pid, pid, sizeof pid);
+    attach_cli(&r, pid, NULL, NULL, NULL, NULL, NULL);
+    refused(&plain, &r, 1, "has not loaded CUDA");
+    ck_assert(!maps_have(plain.pid, "libleakwatch"));
+    lw_run_free(&r);
+    kill(plain.pid, SIGKILL);
+    waitpid(plain.pid, NULL, 0);
+    lw_remove_dir(plain.dir);
+
+    /* A job started under leakwatch, and a second attach. */
+    job pre;
+    start_job(&pre, "rt_attach", "300", NULL, 1, 1);
+    pid_text(pre.pid, pid, sizeof pid);
+    usleep(300 * 1000);
+    attach_cli(&r, pid, NULL, NULL, NULL, NULL, NULL);
+    refused(&pre, &r, 1, "leakwatch top");
+    lw_run_free(&r);
+    attach_cli(&r, "--detach", pid, NULL, NULL, NULL, NULL);
+    refused(&pre, &r, 1, "not attached to");
+    lw_run_free(&r);
+    free(finish_job(&pre));
+    lw_remove_dir(pre.dir);
+
+    job j;
+    start_job(&j, "rt_attach", "300", NULL, 1, 0);
+    pid_text(j.pid, pid, sizeof pid);
+    attach_cli(&r, "--background", "-o", j.report, pid, NULL, NULL);
+    ck_assert_msg(r.exit_code == 0, "%s", r.err);
+    lw_run_free(&r);
+    attach_cli(&r, "--background", pid, NULL, NULL, NULL, NULL);
+    refused(&j, &r, 1, "leakwatch top");
+    lw_run_free(&r);
+
+    /* Another user's process. */
+    if (geteuid() == 0) {
+        char out[160];
+        snprintf(out, sizeof out, "%s/other.txt", j.dir);
+        chmod(j.dir, 0755);
+        pid_t c = fork();
+        ck_assert_int_ge(c, 0);
+        if (c == 0) {
+            int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+            if (fd < 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(99);
+            dup2(fd, 1);
+            dup2(fd, 2);
+            execl(lw_cli_exe(), "leakwatch", "attach", pid, (char *)NULL);
+            _exit(98);
+        }
+        int st = 0;
+        waitpid(c, &st, 0);
+        char *text = lw_slurp_file(out);
+        if (WIFEXITED(st) && WEXITSTATUS(st) < 90) {
+            ck_assert_msg(WEXITSTATUS(st) == 1 && strstr(text, "belongs to another user"),
+                          "status 0x%x: %s", st, text);
+        } else {
+            printf("test_attach: another user's attempt skipped (cannot run the command as "
+                   "nobody: status 0x%x)\n",
+                   st);
+        }
+        free(text);
+    }
+    attach_cli(&r, "--detach", pid, NULL, NULL, NULL, NULL);
+    ck_assert_msg(r.exit_code == 0, "%s", r.err);
+    lw_run_free(&r);
+    free(finish_job(&j));
+
+    /* A statically linked runtime that has started: refused. */
+    job st;
+    start_job(&st, "static_attach", "300", NULL, 1, 0);
+    usleep(100 * 1000);
+    pid_text(st.pid, pid, sizeof pid);
+    attach_cli(&r, pid, NULL, NULL, NULL, NULL, NULL);
+    refused(&st, &r, 1, "linked in statically");
+    ck_assert(!maps_have(st.pid, "libleakwatch"));
+    lw_run_free(&r);
+    free(finish_job(&st));
+    lw_remove_dir(st.dir);
+
+    /* No such process; a process that ends during the attach. */
+    attach_cli(&r, "2147483646", NULL, NULL, NULL, NULL, NULL);
+    refused(NULL, &r, 4, "no process");
+    lw_run_free(&r);
+    job quick;
+    start_job(&quick, "rt_attach", "1", NULL, 1, 0);
+    pid_text(quick.pid, pid, sizeof pid);
+    attach_cli(&r, "--background", pid, NULL, NULL, NULL, NULL);
+    ck_assert_msg(r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 4, "%d: %s", r.exit_code,
+                  r.err);
+    lw_run_free(&r);
+    free(finish_job(&quick));
+    lw_remove_dir(quick.dir);
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
+/* A Python job: the attach's helper marks steps from the (stand-in) torch
+ * optimizer; a job that imported the leakwatch package before the attach
+ * gets its leakwatch.step() calls; without either, time intervals. */
+static void python_job(const char *mode, int want_steps) {
+    if (!can_attach()) return;
+    const char *rt = getenv("LW_ASAN_RT");
+    if (rt && strstr(rt, "tsan")) {
+        printf("test_attach: Python jobs skipped under TSan (CPython is not built with it)\n");
+        return;
+    }
+    if (access("/usr/bin/python3", X_OK) != 0) {
+        printf("test_attach: no /usr/bin/python3: Python jobs skipped\n");
+        return;
+    }
+    char script[PATH_MAX], torch[PATH_MAX], pkg[PATH_MAX];
+    ck_assert_ptr_nonnull(realpath("tests/python/attach_job.py", script));
+    ck_assert_ptr_nonnull(realpath("tests/python/faketorch", torch));
+    ck_assert_ptr_nonnull(realpath("python", pkg));
+    char cudart[PATH_MAX + 64], pypath[2 * PATH_MAX + 32];
+    snprintf(cudart, sizeof cudart, "LW_CUDART=%s/tests/lib/libcudart.so", lw_build_dir());
+    /* The torch job's environment does not have the leakwatch package: the
+     * attach brings its own. */
+    snprintf(pypath, sizeof pypath, "PYTHONPATH=%s", !strcmp(mode, "package") ? pkg : torch);
+    job j;
+    lw_temp_dir(j.dir, sizeof j.dir);
+    snprintf(j.out, sizeof j.out, "%s/out.txt", j.dir);
+    snprintf(j.go, sizeof j.go, "%s/go", j.dir);
+    snprintf(j.report, sizeof j.report, "%s/report.json", j.dir);
+    const char *args[] = {script, mode, "250", j.go, NULL};
+    const char *env[] = {cudart, pypath, NULL};
+    j.pid = lw_spawn("/usr/bin/python3", args, env, 0, j.out);
+    ck_assert_msg(lw_wait_for_text(j.out, "ready", 20000), "%s", lw_slurp_file(j.out));
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    lw_run r;
+    attach_cli(&r, "--background", "--set", "interval_ms=50", "-o", j.report, pid);
+    ck_assert_msg(r.exit_code == 0, "attach: %s", r.err);
+    lw_run_free(&r);
+    usleep(200 * 1000); /* the helper's thread imports the package */
+    go(&j);
+    usleep(2000 * 1000);
+    attach_cli(&r, "--detach", pid, NULL, NULL, NULL, NULL);
+    ck_assert_msg(r.exit_code == 0, "detach: %s", r.err);
+    lw_run_free(&r);
+    char *out = finish_job(&j);
+    ck_assert_msg(strstr(out, "done 250 steps"), "%s", out);
+    free(out);
+    lw_run rep;
+    load_report(&rep, j.report);
+    const char *source = lw_json_string(lw_json_path(rep.report, "growth.step_source"));
+    ck_assert_ptr_nonnull(source);
+    if (want_steps)
+        ck_assert_msg(strcmp(source, "time") != 0 && rep_number(&rep, "growth.steps") >= 20,
+                      "%s: step_source %s, %g steps", mode, source,
+                      rep_number(&rep, "growth.steps"));
+    else
+        ck_assert_str_eq(source, "time");
+    ck_assert_str_eq(lw_json_string(lw_json_get(rep.report, "verdict")), "leak");
+    ck_assert_msg(lw_rep_site_named(&rep, "leak_attach_py") != NULL, "no Python site");
+    lw_json_free(rep.report);
+    lw_remove_dir(j.dir);
+}
+
+START_TEST(python_torch_job_gets_step_marks) {
+    python_job("torch", 1);
+}
+END_TEST
+
+START_TEST(python_package_job_gets_step_marks) {
+    python_job("package", 1);
+}
+END_TEST
+
+START_TEST(python_job_without_torch_uses_intervals) {
+    python_job("plain", 0);
+}
+END_TEST
+
+/* A job whose threads all compute or wait in epoll_wait (not restarted when
+ * interrupted): no thread is borrowed; the attach says so and the job never
+ * sees an EINTR. */
+static void no_safe_thread(const char *prog, const char *want_out) {
+    if (!can_attach()) return;
+    const char *san = getenv("LW_ASAN_RT");
+    if (san && strstr(san, "tsan")) {
+        /* TSan's own background thread sleeps in nanosleep: a C library
+         * thread, but calling anything intercepted on it crashes TSan. */
+        printf("test_attach: %s skipped under TSan\n", prog);
+        return;
+    }
+    job j;
+    lw_temp_dir(j.dir, sizeof j.dir);
+    snprintf(j.out, sizeof j.out, "%s/out.txt", j.dir);
+    char exe[PATH_MAX];
+    snprintf(exe, sizeof exe, "%s/tests/programs/%s", lw_build_dir(), prog);
+    const char *args[] = {"2500", NULL};
+    j.pid = lw_spawn(exe, args, NULL, 0, j.out);
+    ck_assert_msg(lw_wait_for_text(j.out, "ready", 20000), "%s", lw_slurp_file(j.out));
+    usleep(100 * 1000);
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    lw_run r;
+    attach_cli(&r, "--wait-ms", "500", pid, NULL, NULL, NULL);
+    refused(&j, &r, 1, "no thread of process");
+    ck_assert(!maps_have(j.pid, "libleakwatch"));
+    lw_run_free(&r);
+    char *out = finish_job(&j);
+    ck_assert_msg(strstr(out, want_out), "%s", out);
+    free(out);
+    lw_remove_dir(j.dir);
+}
+
+START_TEST(no_thread_at_a_safe_point_is_refused) {
+    no_safe_thread("rt_attach_busy", "interrupted 0 times");
+}
+END_TEST
+
+/* A thread made by a bare clone(), sleeping: never borrowed (its thread
+ * pointer is another thread's: libthread_db's tid check). */
+START_TEST(bare_clone_thread_is_never_borrowed) {
+    no_safe_thread("dl_attach_rawthread", "done");
+}
+END_TEST
+
+START_TEST(ptrace_scope_messages_say_what_to_change) {
+    char err[512];
+    ck_assert_int_eq(lw_attach_scope_problem(0, 0, err, sizeof err), 0);
+    ck_assert_int_eq(lw_attach_scope_problem(1, 1, err, sizeof err), 0);
+    ck_assert_int_eq(lw_attach_scope_problem(1, 0, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "sysctl -w kernel.yama.ptrace_scope=0") &&
+                      strstr(err, "CAP_SYS_PTRACE"),
+                  "%s", err);
+    ck_assert_int_eq(lw_attach_scope_problem(2, 0, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "root") && strstr(err, "is 2"), "%s", err);
+    ck_assert_int_eq(lw_attach_scope_problem(3, 1, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "reboot") && strstr(err, "leakwatch run"), "%s", err);
+}
+END_TEST
+
+int main(void) {
+    snprintf(xdg, sizeof xdg, "/tmp/lwxdg.XXXXXX");
+    if (!mkdtemp(xdg)) return 1;
+    setenv("XDG_RUNTIME_DIR", xdg, 1);
+    Suite *s = suite_create("attach");
+    TCase *tc = tcase_create("attach");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, ptrace_scope_messages_say_what_to_change);
+    tcase_add_test(tc, runtime_job_attached_diagnosed_detached);
+    tcase_add_test(tc, driver_job_attached_diagnosed_detached);
+    tcase_add_test(tc, rtld_local_module_attached_diagnosed_detached);
+    tcase_add_test(tc, module_loaded_after_the_attach_is_hooked);
+    tcase_add_test(tc, static_runtime_attached_before_its_start);
+    tcase_add_test(tc, earlier_allocations_and_a_second_session);
+    tcase_add_test(tc, ctrl_c_of_a_foreground_attach_detaches);
+    tcase_add_test(tc, signals_during_the_attach_are_not_lost);
+    tcase_add_test(tc, refusals_leave_the_job_untouched);
+    tcase_add_test(tc, no_thread_at_a_safe_point_is_refused);
+    tcase_add_test(tc, bare_clone_thread_is_never_borrowed);
+    tcase_add_test(tc, python_torch_job_gets_step_marks);
+    tcase_add_test(tc, python_package_job_gets_step_marks);
+    tcase_add_test(tc, python_job_without_torch_uses_intervals);
+    suite_add_tcase(s, tc);
+    int failed = lw_check_run(s);
+    lw_remove_dir(xdg);
+    return failed ? 1 : 0;
+}
