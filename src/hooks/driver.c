@@ -19,6 +19,7 @@
 #include "guard.h"
 #include "imports.h"
 #include "lifecycle.h"
+#include "lookup.h"
 #include "log.h"
 #include "real.h"
 #include "record.h"
@@ -28,7 +29,6 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#define LW_SLOTS 3
 #define UNPAREN(...) __VA_ARGS__
 
 /* ---- the recording around each real call ---- */
@@ -502,20 +502,11 @@ EXPORT(cuGetProcAddress_v2, cuGetProcAddress_v2, lw_pfn_cuGetProcAddress_v12000,
 FAMILY(cuGetProcAddress, lw_pfn_cuGetProcAddress_v11030, P_GPA, A_GPA)
 EXPORT(cuGetProcAddress, cuGetProcAddress, lw_pfn_cuGetProcAddress_v11030, P_GPA, A_GPA)
 
-/* ---- the lookup table ---- */
-
-typedef struct {
-    const char *name;  /* exported, versioned name (dlsym) */
-    const char *base;  /* name asked of cuGetProcAddress */
-    int min_version;   /* lookups from this version on return this signature */
-    int below_version; /* ... and before this one (0: no newer version known) */
-    void *_Atomic *real;
-    void *const *slots;
-} entry;
+/* ---- the lookup table (lookup.c picks from it) ---- */
 
 #define E(NAME, FAMILY_, BASE, MIN, BELOW)                                                         \
     { #NAME, BASE, MIN, BELOW, FAMILY_##_real, FAMILY_##_slots }
-static const entry entries[] = {
+const lw_driver_entry lw_driver_entries[] = {
     E(cuMemAlloc_v2, cuMemAlloc_v2, "cuMemAlloc", 3020, 0),
     E(cuMemFree_v2, cuMemFree_v2, "cuMemFree", 3020, 0),
     E(cuMemAllocPitch_v2, cuMemAllocPitch_v2, "cuMemAllocPitch", 3020, 0),
@@ -547,76 +538,4 @@ static const entry entries[] = {
     E(cuGetProcAddress_v2, cuGetProcAddress_v2, "cuGetProcAddress", 12000, 0),
     E(cuGetProcAddress, cuGetProcAddress, "cuGetProcAddress", 11030, 12000),
 };
-#define NENTRIES (sizeof entries / sizeof entries[0])
-
-static const entry *entry_named(const char *name) {
-    for (size_t i = 0; i < NENTRIES; i++)
-        if (strcmp(name, entries[i].name) == 0) return &entries[i];
-    return NULL;
-}
-
-static void *wrap(const entry *e, void *fn) {
-    if (!fn) return fn;
-    if (lw_is_own_address((uintptr_t)fn)) {
-        /* A driver whose exports can be interposed (built without
-         * -Bsymbolic) hands out the address of its exported function, which
-         * under LD_PRELOAD is ours: wrap the driver's own function instead.
-         * Anything else of ours (a slot) is a wrapper already. */
-        const char *name = lw_own_export_name(fn);
-        const entry *own = name ? entry_named(name) : NULL;
-        void *real = own ? lw_driver_symbol(name) : NULL;
-        if (!real) return fn; /* our export still reaches the driver */
-        e = own;
-        fn = real;
-    }
-    for (int i = 0; i < LW_SLOTS; i++) {
-        void *cur = atomic_load_explicit(&e->real[i], memory_order_acquire);
-        if (cur == fn) return e->slots[i];
-        if (!cur) {
-            void *expected = NULL;
-            /* The object fn lies in stays loaded while the slot holds it. */
-            lw_keep_loaded(fn);
-            if (atomic_compare_exchange_strong(&e->real[i], &expected, fn) || expected == fn)
-                return e->slots[i];
-        }
-    }
-    lw_keep_loaded(fn);
-    lw_log_once(slots_full,
-                "more than %d different %s functions were looked up; the later ones "
-                "are passed through untracked",
-                LW_SLOTS, e->base);
-    return fn;
-}
-
-void *lw_wrap_by_base(const char *symbol, int version, cuuint64_t flags, void *fn,
-                      lw_pfn_cuGetProcAddress_v12000 query_v2) {
-    if (!lw_maybe_driver_name(symbol)) return fn;
-    for (size_t i = 0; i < NENTRIES; i++) {
-        const entry *e = &entries[i];
-        if (strcmp(symbol, e->base) != 0) continue;
-        if (version < e->min_version || (e->below_version && version >= e->below_version)) continue;
-        if (version > LW_CUDA_VERSION_KNOWN) {
-            /* A newer CUDA may have a newer signature under this name. Wrap
-             * only if the driver returns the same function for the version
-             * whose signature we know. */
-            void *known = NULL;
-            if (!query_v2 ||
-                query_v2(symbol, &known, LW_CUDA_VERSION_KNOWN, flags, NULL) != CUDA_SUCCESS ||
-                known != fn) {
-                lw_log_once(newer_abi,
-                            "%s looked up for CUDA %d, newer than leakwatch knows: "
-                            "passed through untracked",
-                            symbol, version);
-                return fn;
-            }
-        }
-        return wrap(e, fn);
-    }
-    return fn;
-}
-
-void *lw_wrap_by_name(const char *name, void *fn) {
-    if (!fn || !lw_maybe_driver_name(name)) return fn;
-    const entry *e = entry_named(name);
-    return e ? wrap(e, fn) : fn;
-}
+const size_t lw_driver_entry_count = sizeof lw_driver_entries / sizeof lw_driver_entries[0];
