@@ -220,6 +220,15 @@ PROGS := $(filter-out $(B)/tests/programs/real_%,$(PROGS))
 endif
 STUBS += $(LAYOUT_MODS)
 
+# A library whose dependency is nowhere the loader looks (its own folder,
+# obj/, is on no search path): what the loader cannot preload.
+$(B)/tests/lib-broken/libleakwatch.so: tests/modules/missing_dep.c | deps
+	@mkdir -p $(@D) $(B)/obj/stubs
+	$(Q)$(CC) $(STUB_CFLAGS) -DLW_THE_DEP -shared -Wl,-soname,libleakwatch-missing-dep.so \
+	    -o $(B)/obj/stubs/libleakwatch-missing-dep.so $<
+	$(Q)$(CC) $(STUB_CFLAGS) -shared -o $@ $< -Wl,--no-as-needed $(B)/obj/stubs/libleakwatch-missing-dep.so
+STUBS += $(B)/tests/lib-broken/libleakwatch.so
+
 $(STUB_DIR)/libnextprobe.so: tests/integration/next_probe_lib.c | deps
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(STUB_CFLAGS) -shared -o $@ $< -ldl
