@@ -202,13 +202,16 @@ LAYOUT_MODS := $(addprefix $(STUB_DIR)/,libmod_rt.so libmod_rt12.so libmod_stati
 
 # For NVIDIA's real runtime 11.8 from Debian (scripts/setup-nvidia-debian.sh):
 # a program and a module linked to the soname libcudart.so.11.0, against a
-# stand-in of that soname kept in obj/ (on no search path, and unversioned
-# like the real 11.x); the tests put Debian's real one on LD_LIBRARY_PATH.
+# stand-in of that soname kept in obj/ (on no search path; its symbols
+# versioned as the real one's, cudaMalloc@@libcudart.so.11.0, so that the
+# references bound at run time are the ones a build against the real runtime
+# makes); the tests put Debian's real one on LD_LIBRARY_PATH.
 CUDART11_STANDIN := $(B)/obj/cudart11/libcudart.so.11.0
 $(CUDART11_STANDIN): tests/stubs/fake_cudart.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
 	@mkdir -p $(@D)
+	@printf 'libcudart.so.11.0 { global: *; };\n' > $(@D)/cudart11.map
 	$(Q)$(CC) $(STUB_CFLAGS) -DFAKE_CUDART_VERSION=11080 '-DFAKE_CUDART_NAME="libcudart.so.11.0"' -shared \
-	    -Wl,-soname,libcudart.so.11.0 -o $@ $< -ldl -pthread
+	    -Wl,-soname,libcudart.so.11.0 -Wl,--version-script,$(@D)/cudart11.map -o $@ $< -ldl -pthread
 $(STUB_DIR)/libmod_rt11.so: $(MOD_DEPS) $(CUDART11_STANDIN)
 	$(Q)$(CC) $(MOD_CFLAGS) -DMOD_RUNTIME '-DLIB_NAME="libcudart.so.11.0"' -shared -o $@ $< $(CUDART11_STANDIN) -ldl
 $(B)/tests/programs/rt11_main: tests/programs/real_main.c $(wildcard tests/programs/*.h) $(CUDART11_STANDIN)

@@ -413,11 +413,23 @@ static const char *debian_nvidia_lib(void) {
 
 /* The driver answered (its version, result 0) whatever the runtime then did:
  * with no GPU, cuInit fails and so does every call that needs it. */
-static void expect_real_driver(const lw_run *r) {
+static void expect_real_driver(const lw_run *r, int counted) {
     int dv = 0, e = -1;
     const char *p = strstr(r->out, "driver_version=");
     ck_assert_msg(p && sscanf(p, "driver_version=%d (%d)", &dv, &e) == 2, "%s", r->out);
     ck_assert_msg(dv >= 11000 && e == 0, "the driver did not answer: %s", r->out);
+    /* real_main's three allocations (cudaMalloc, cudaMallocAsync,
+     * cudaMallocHost), each counted once, as failed where the runtime could
+     * not start. (A static runtime's calls are seen at the driver only, which
+     * a runtime that cannot start never reaches: nothing to count.) */
+    if (!counted) return;
+    int m = -1, a = -1, h = -1;
+    p = strstr(r->out, "malloc=");
+    ck_assert_msg(p && sscanf(p, "malloc=%d free=%*d async=%d host=%d", &m, &a, &h) == 3, "%s",
+                  r->out);
+    ck_assert_msg(r->report != NULL, "no report; stderr: %s", r->err);
+    ck_assert_int_eq(lw_rep_int(r, "totals.failed_alloc_count"), (m != 0) + (a != 0) + (h != 0));
+    ck_assert_int_eq(lw_rep_int(r, "totals.alloc_count"), (m == 0) + (a == 0) + (h == 0));
 }
 
 START_TEST(real_driver_with_real_runtimes) {
@@ -435,7 +447,7 @@ START_TEST(real_driver_with_real_runtimes) {
         /* Debian's runtime 11.8, linked directly. */
         run_pair(&without, &with, "rt11_main", NULL, env, pre, post);
         RUN_OK(&with);
-        expect_real_driver(&with);
+        expect_real_driver(&with, 1);
         lw_run_free(&without);
         lw_run_free(&with);
         if (!toolkit) continue;
@@ -443,13 +455,13 @@ START_TEST(real_driver_with_real_runtimes) {
          * Debian's (older) driver. */
         run_pair(&without, &with, "real_main", NULL, env, pre, post);
         RUN_OK(&with);
-        expect_real_driver(&with);
+        expect_real_driver(&with, 1);
         ck_assert_msg(strstr(with.out, "runtime_version=13"), "%s", with.out);
         lw_run_free(&without);
         lw_run_free(&with);
         run_pair(&without, &with, "realstatic_main", NULL, env, pre, post);
         RUN_OK(&with);
-        expect_real_driver(&with);
+        expect_real_driver(&with, 0);
         lw_run_free(&without);
         lw_run_free(&with);
     }
