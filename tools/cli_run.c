@@ -170,26 +170,27 @@ int lw_run_check_library(const char *path, char *err, size_t errlen) {
                  path, fix);
         return -1;
     }
-    if (h[EI_CLASS] != ELFCLASS64 || h[EI_DATA] != ELFDATA2LSB || (size_t)got < sizeof h) {
-        snprintf(
-            err, errlen, "cannot preload %s: it is a %s library and leakwatch runs %s; %s", path,
-            h[EI_CLASS] == ELFCLASS32   ? "32-bit"
-            : h[EI_DATA] != ELFDATA2LSB ? "big-endian"
-                                        : "truncated",
-            h[EI_CLASS] == ELFCLASS32 ? "64-bit programs only" : "little-endian 64-bit ones", fix);
+    if (h[EI_CLASS] != ELFCLASS64 || h[EI_DATA] != ELFDATA2LSB) {
+        snprintf(err, errlen,
+                 "cannot preload %s: it is a %s library, and leakwatch runs in little-endian "
+                 "64-bit programs only; %s",
+                 path, h[EI_CLASS] == ELFCLASS32 ? "32-bit" : "big-endian", fix);
+        return -1;
+    }
+    if ((size_t)got < sizeof h) {
+        snprintf(err, errlen, "cannot preload %s: the file is truncated; %s", path, fix);
         return -1;
     }
     Elf64_Ehdr eh;
     memcpy(&eh, h, sizeof eh);
-    char b1[32], b2[32];
     if (eh.e_machine != LW_ARCH_ELF_MACHINE) {
+        char b1[32], b2[32];
+        const char *here = machine_name(LW_ARCH_ELF_MACHINE, b2, sizeof b2);
         snprintf(err, errlen,
                  "cannot preload %s: it is built for %s, and this leakwatch runs on %s; install "
                  "the %s build of leakwatch (pip install leakwatch, or make install on this "
                  "machine) or pass --library with its libleakwatch.so",
-                 path, machine_name(eh.e_machine, b1, sizeof b1),
-                 machine_name(LW_ARCH_ELF_MACHINE, b2, sizeof b2),
-                 machine_name(LW_ARCH_ELF_MACHINE, b2, sizeof b2));
+                 path, machine_name(eh.e_machine, b1, sizeof b1), here, here);
         return -1;
     }
     if (eh.e_type != ET_DYN) {
