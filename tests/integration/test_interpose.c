@@ -428,9 +428,8 @@ START_TEST(summary_on_stderr) {
     lw_run_prog(&r, 1, "rt_paths", args, NULL);
     RUN_OK(&r);
     ck_assert_msg(strstr(r.err, "leakwatch: 2 allocations live (2.00 MiB"), "stderr: %s", r.err);
-    /* The site the report names (its label says file:line where addr2line
-     * could read them, else function and module: under qemu-user it cannot
-     * be started), with what it holds. */
+    /* The site the report names, with what it holds (its label has file:line
+     * where addr2line could be run, else function and module). */
     const char *label = lw_json_string(lw_json_path(r.report, "answer.where.label"));
     ck_assert_msg(label && strstr(label, "alloc_via"), "answer: %s", label ? label : "none");
     char want[512];
