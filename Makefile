@@ -200,6 +200,25 @@ $(STUB_DIR)/libinterposer.so: tests/modules/interposer.c $(wildcard tests/stubs/
 	$(Q)$(CC) $(STUB_CFLAGS) -Itests/stubs -shared -o $@ $< -ldl
 LAYOUT_MODS := $(addprefix $(STUB_DIR)/,libmod_rt.so libmod_rt12.so libmod_static.so libmod_drv.so libinterposer.so)
 
+# For NVIDIA's real runtime 11.8 from Debian (scripts/setup-nvidia-debian.sh):
+# a program and a module linked to the soname libcudart.so.11.0, against a
+# stand-in of that soname kept in obj/ (on no search path; its symbols
+# versioned as the real one's, cudaMalloc@@libcudart.so.11.0, so that the
+# references bound at run time are the ones a build against the real runtime
+# makes); the tests put Debian's real one on LD_LIBRARY_PATH.
+CUDART11_STANDIN := $(B)/obj/cudart11/libcudart.so.11.0
+$(CUDART11_STANDIN): tests/stubs/fake_cudart.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
+	@mkdir -p $(@D)
+	@printf 'libcudart.so.11.0 { global: *; };\n' > $(@D)/cudart11.map
+	$(Q)$(CC) $(STUB_CFLAGS) -DFAKE_CUDART_VERSION=11080 '-DFAKE_CUDART_NAME="libcudart.so.11.0"' -shared \
+	    -Wl,-soname,libcudart.so.11.0 -Wl,--version-script,$(@D)/cudart11.map -o $@ $< -ldl -pthread
+$(STUB_DIR)/libmod_rt11.so: $(MOD_DEPS) $(CUDART11_STANDIN)
+	$(Q)$(CC) $(MOD_CFLAGS) -DMOD_RUNTIME '-DLIB_NAME="libcudart.so.11.0"' -shared -o $@ $< $(CUDART11_STANDIN) -ldl
+$(B)/tests/programs/rt11_main: tests/programs/real_main.c $(wildcard tests/programs/*.h) $(CUDART11_STANDIN)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(PROG_CFLAGS) -Itests/stubs -o $@ $< $(CUDART11_STANDIN) -ldl
+LAYOUT_MODS += $(STUB_DIR)/libmod_rt11.so $(B)/tests/programs/rt11_main
+
 # NVIDIA's real runtime, where a toolkit is installed (CUDA_HOME or
 # /usr/local/cuda): a module and programs of our own linked to it, run on the
 # stand-in drivers by tests/integration/test_layouts.c.
@@ -219,6 +238,15 @@ else
 PROGS := $(filter-out $(B)/tests/programs/real_%,$(PROGS))
 endif
 STUBS += $(LAYOUT_MODS)
+
+# A library whose dependency is nowhere the loader looks (its own folder,
+# obj/, is on no search path): what the loader cannot preload.
+$(B)/tests/lib-broken/libleakwatch.so: tests/modules/missing_dep.c | deps
+	@mkdir -p $(@D) $(B)/obj/stubs
+	$(Q)$(CC) $(STUB_CFLAGS) -DLW_THE_DEP -shared -Wl,-soname,libleakwatch-missing-dep.so \
+	    -o $(B)/obj/stubs/libleakwatch-missing-dep.so $<
+	$(Q)$(CC) $(STUB_CFLAGS) -shared -o $@ $< -Wl,--no-as-needed $(B)/obj/stubs/libleakwatch-missing-dep.so
+STUBS += $(B)/tests/lib-broken/libleakwatch.so
 
 $(STUB_DIR)/libnextprobe.so: tests/integration/next_probe_lib.c | deps
 	@mkdir -p $(@D)

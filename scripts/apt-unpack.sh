@@ -16,7 +16,8 @@
 #
 # Exit status: 0 done; 2 the mirror cannot be reached (no network); 3 a
 # required package is missing; 4 a download failed. Says why on stderr.
-# LW_DEBIAN_MIRROR overrides the mirror (default http://deb.debian.org/debian).
+# LW_DEBIAN_MIRROR overrides the mirror (default http://deb.debian.org/debian);
+# LW_APT_COMPONENTS the archive components (default main).
 set -eu
 [ $# -ge 5 ] || {
     echo "usage: apt-unpack.sh SUITE ARCH WORK ROOT PKG..." >&2
@@ -25,6 +26,7 @@ set -eu
 suite=$1 arch=$2 work=$3 root=$4
 shift 4
 mirror="${LW_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+components="${LW_APT_COMPONENTS:-main}"
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 if ! command -v apt-get >/dev/null 2>&1 || ! command -v dpkg-deb >/dev/null 2>&1; then
     echo "apt-unpack: apt-get/dpkg-deb not available" >&2
@@ -39,7 +41,7 @@ apt_dir="$work/apt"
 rm -rf "$apt_dir"
 mkdir -p "$apt_dir/etc/sources.list.d" "$apt_dir/etc/preferences.d" "$apt_dir/etc/apt.conf.d" \
     "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$work/debs" "$root"
-echo "deb [arch=$arch signed-by=$keyring] $mirror $suite main" >"$apt_dir/etc/sources.list"
+echo "deb [arch=$arch signed-by=$keyring] $mirror $suite $components" >"$apt_dir/etc/sources.list"
 : >"$apt_dir/status"
 pkgs="$*"
 # Every path apt reads or writes points into WORK. As root, apt would drop to

@@ -10,7 +10,9 @@
 # python3-venv and man-db (the install test: a wheel in a venv, the man page).
 # Optional: chromium (the HTML report test; skipped with a message without it).
 # Tests also: CPython 3.14 from Debian sid, unpacked into a cache folder by
-# scripts/setup-python314.sh (not installed; skipped with a message offline).
+# scripts/setup-python314.sh (not installed; skipped with a message offline);
+# and NVIDIA's libcuda1 and libcudart11.0 from Debian's non-free component,
+# unpacked likewise by scripts/setup-nvidia-debian.sh.
 #
 #   install-deps.sh          what the build needs (make deps, make demo)
 #   install-deps.sh test     that and what the tests need (make check, CI)
@@ -67,6 +69,10 @@ if [ "$what" = test ]; then
     # CPython 3.14 for the Python-frame tests (Debian 12 has none): unpacked
     # from Debian sid into a cache folder; says why and goes on if it cannot.
     sh "$(dirname "$0")/setup-python314.sh" >/dev/null || true
+    # NVIDIA's real driver library and an 11.8 runtime from Debian's non-free
+    # component, unpacked into a cache folder for the layout tests; says why
+    # and goes on if the registry does not serve them.
+    sh "$(dirname "$0")/setup-nvidia-debian.sh" >/dev/null || true
 fi
 [ -z "$missing" ] && [ -z "$optional" ] && exit 0
 

@@ -3,16 +3,23 @@
  * cmd_run.c so the tests can check each decision directly. */
 #include "cli_run.h"
 
+#include "arch.h"
 #include "cli.h"
 #include "options.h"
 
 #include <ctype.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static const lw_option_def *table_def(const char *name) {
@@ -117,11 +124,91 @@ static int preloadable(const char *path, char *err, size_t errlen) {
     return -1;
 }
 
+static const char *machine_name(unsigned m, char *buf, size_t n) {
+    switch (m) {
+    case EM_X86_64:
+        return "x86-64";
+    case EM_AARCH64:
+        return "AArch64";
+    case EM_386:
+        return "32-bit x86";
+    case EM_ARM:
+        return "32-bit ARM";
+    case EM_PPC64:
+        return "POWER (ppc64)";
+    case EM_S390:
+        return "s390x";
+    case EM_RISCV:
+        return "RISC-V";
+    default:
+        snprintf(buf, n, "ELF machine %u", m);
+        return buf;
+    }
+}
+
+int lw_run_check_library(const char *path, char *err, size_t errlen) {
+    static const char fix[] = "reinstall leakwatch on this machine (pip install leakwatch, or make "
+                              "install) or pass --library with the path of its libleakwatch.so";
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot preload %s: %s; %s", path, strerror(errno), fix);
+        return -1;
+    }
+    unsigned char h[sizeof(Elf64_Ehdr)];
+    ssize_t got;
+    do
+        got = read(fd, h, sizeof h);
+    while (got < 0 && errno == EINTR);
+    int e = errno;
+    close(fd);
+    if (got < 0) {
+        snprintf(err, errlen, "cannot preload %s: %s; %s", path, strerror(e), fix);
+        return -1;
+    }
+    if ((size_t)got < EI_NIDENT || memcmp(h, ELFMAG, SELFMAG) != 0) {
+        snprintf(err, errlen, "cannot preload %s: it is not a shared library (not an ELF file); %s",
+                 path, fix);
+        return -1;
+    }
+    if (h[EI_CLASS] != ELFCLASS64 || h[EI_DATA] != ELFDATA2LSB) {
+        snprintf(err, errlen,
+                 "cannot preload %s: it is a %s library, and leakwatch runs in little-endian "
+                 "64-bit programs only; %s",
+                 path, h[EI_CLASS] == ELFCLASS32 ? "32-bit" : "big-endian", fix);
+        return -1;
+    }
+    if ((size_t)got < sizeof h) {
+        snprintf(err, errlen, "cannot preload %s: the file is truncated; %s", path, fix);
+        return -1;
+    }
+    Elf64_Ehdr eh;
+    memcpy(&eh, h, sizeof eh);
+    if (eh.e_machine != LW_ARCH_ELF_MACHINE) {
+        char b1[32], b2[32];
+        const char *here = machine_name(LW_ARCH_ELF_MACHINE, b2, sizeof b2);
+        snprintf(err, errlen,
+                 "cannot preload %s: it is built for %s, and this leakwatch runs on %s; install "
+                 "the %s build of leakwatch (pip install leakwatch, or make install on this "
+                 "machine) or pass --library with its libleakwatch.so",
+                 path, machine_name(eh.e_machine, b1, sizeof b1), here, here);
+        return -1;
+    }
+    if (eh.e_type != ET_DYN) {
+        snprintf(err, errlen,
+                 "cannot preload %s: it is %s, not a shared library; pass --library with the "
+                 "path of libleakwatch.so",
+                 path, eh.e_type == ET_EXEC ? "a program" : "an object file");
+        return -1;
+    }
+    return 0;
+}
+
 static int find_library(const char *override, char *out, size_t n, char *err, size_t errlen);
 
 int lw_run_find_library(const char *override, char *out, size_t n, char *err, size_t errlen) {
     int rc = find_library(override, out, n, err, errlen);
-    return rc == 0 ? preloadable(out, err, errlen) : rc;
+    if (rc == 0) rc = preloadable(out, err, errlen);
+    return rc == 0 ? lw_run_check_library(out, err, errlen) : rc;
 }
 
 static int find_library(const char *override, char *out, size_t n, char *err, size_t errlen) {
@@ -194,6 +281,122 @@ static int must_stay_first(const char *entry, size_t len) {
     base = base ? base + 1 : tmp;
     return !strncmp(base, "libasan", 7) || !strncmp(base, "libclang_rt.asan", 16) ||
            !strncmp(base, "libtsan", 7) || !strncmp(base, "libclang_rt.tsan", 16);
+}
+
+/* What the dynamic loader says when a program of ours starts with lib
+ * preloaded: this command itself (/proc/self/exe --version, output
+ * discarded), with the job's environment. Sanitizer runtimes already in
+ * existing stay in front of lib, as they will for the job; the user's other
+ * preloads are left out: what they do is the job's own business, the same as
+ * without leakwatch. */
+int lw_run_probe_preload(const char *lib, const char *existing, char *err, size_t errlen) {
+    char self[PATH_MAX];
+    ssize_t l = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (l <= 0) return 1;
+    self[l] = '\0';
+    size_t cap = strlen(lib) + (existing ? strlen(existing) : 0) + 2, o = 0;
+    char *pre = malloc(cap);
+    if (!pre) return 1;
+    for (const char *p = existing ? existing : ""; *p;) {
+        size_t len = strcspn(p, " :");
+        if (len && must_stay_first(p, len))
+            o += (size_t)snprintf(pre + o, cap - o, "%.*s ", (int)len, p);
+        p += len;
+        while (*p == ' ' || *p == ':')
+            p++;
+    }
+    snprintf(pre + o, cap - o, "%s", lib);
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        free(pre);
+        return 1;
+    }
+    static const char tag[] = "leakwatch-preload-check";
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(fds[1], 2) < 0) _exit(126);
+        setenv("LD_PRELOAD", pre, 1);
+        char *argv[] = {(char *)tag, "--version", NULL};
+        execv(self, argv);
+        _exit(126);
+    }
+    free(pre);
+    close(fds[1]);
+    if (pid < 0) {
+        close(fds[0]);
+        return 1;
+    }
+    /* The loader's messages come first; the rest is read and dropped. A probe
+     * that does not end within 30 s tells nothing: the job is started. */
+    char buf[2048];
+    size_t got = 0;
+    int timed_out = 0;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        long left = 30000 - ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+        if (left <= 0) {
+            timed_out = 1;
+            break;
+        }
+        struct pollfd pf = {.fd = fds[0], .events = POLLIN};
+        int r = poll(&pf, 1, (int)left);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) continue;
+        char tmp[512];
+        ssize_t n = read(fds[0], tmp, sizeof tmp);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        size_t take = (size_t)n < sizeof buf - 1 - got ? (size_t)n : sizeof buf - 1 - got;
+        memcpy(buf + got, tmp, take);
+        got += take;
+    }
+    buf[got] = '\0';
+    close(fds[0]);
+    if (timed_out) kill(pid, SIGKILL);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (timed_out) return 1;
+
+    char reason[600] = "";
+    const char *fix = "pass --library with the path of libleakwatch.so, or reinstall leakwatch";
+    /* ld.so: "ERROR: ld.so: object 'LIB' from LD_PRELOAD cannot be preloaded
+     * (why): ignored." The job would run, unwatched. */
+    char needle[PATH_MAX + 64];
+    snprintf(needle, sizeof needle, "object '%s' from LD_PRELOAD cannot be preloaded (", lib);
+    const char *m = strstr(buf, needle);
+    if (m) {
+        m += strlen(needle);
+        const char *end = strstr(m, "): ignored");
+        size_t len = end ? (size_t)(end - m) : strcspn(m, "\n");
+        snprintf(reason, sizeof reason, "%.*s", (int)len, m);
+    } else if (WIFEXITED(st) && WEXITSTATUS(st) == 127 && !strncmp(buf, tag, sizeof tag - 1) &&
+               !strncmp(buf + sizeof tag - 1, ": ", 2)) {
+        /* "PROG: error while loading shared libraries: libx.so.1: cannot
+         * open ...", "PROG: /lib/libc.so.6: version `GLIBC_2.99' not found
+         * (required by LIB)", "PROG: symbol lookup error: ...": the loader
+         * stops every program with it, the job too (exit 127, as if it were
+         * not found). */
+        const char *r = buf + sizeof tag + 1;
+        static const char els[] = "error while loading shared libraries: ";
+        if (!strncmp(r, els, sizeof els - 1)) r += sizeof els - 1;
+        snprintf(reason, sizeof reason, "%.*s", (int)strcspn(r, "\n"), r);
+        fix = "install what it names (or add its folder to LD_LIBRARY_PATH), or reinstall "
+              "leakwatch built for this system";
+    } else if (WIFSIGNALED(st)) {
+        snprintf(err, errlen,
+                 "cannot preload %s: a program started with it preloaded was killed by signal %d "
+                 "(%s) as it loaded; reinstall leakwatch, and report it if it stays",
+                 lib, WTERMSIG(st), strsignal(WTERMSIG(st)));
+        return -1;
+    } else {
+        return 0;
+    }
+    snprintf(err, errlen, "cannot preload %s: the dynamic loader says: %s; %s", lib, reason, fix);
+    return -1;
 }
 
 char *lw_run_preload(const char *lib, const char *existing) {

@@ -31,6 +31,18 @@ int lw_run_quiet_env(void);
  * split it). */
 int lw_run_find_library(const char *override, char *out, size_t n, char *err, size_t errlen);
 
+/* 0 when path is a 64-bit ELF shared library for this architecture (what
+ * the dynamic loader can preload into this machine's programs); else -1 and
+ * one line naming the problem and the fix. lw_run_find_library calls it. */
+int lw_run_check_library(const char *path, char *err, size_t errlen);
+
+/* Starts a program of ours with lib preloaded (after the sanitizer runtimes
+ * of existing, as the job will have them) and reads what the dynamic loader
+ * says: 0 when it loads; -1 with one line naming the loader's reason when it
+ * does not (a missing dependency, a too-old C library, an object the loader
+ * ignores); 1 when it could not be told (no /proc, the probe hung). */
+int lw_run_probe_preload(const char *lib, const char *existing, char *err, size_t errlen);
+
 /* The folder of this installation's CPU stand-ins for libcuda.so.1 and
  * libcudart.so (leakwatch run --cuda-stand-ins): build/tests/lib beside the
  * command in the build folder, stand-ins/ beside it in the Python package,

@@ -71,7 +71,8 @@ static const char usage[] =
     "\n"
     "exit status: CMD's own status, 128+N when CMD was killed by signal N;\n"
     "3 with --fail-on-leak when CMD exited 0 and the verdict is leak;\n"
-    "125 leakwatch run failed (bad option, library not found, unreadable report);\n"
+    "125 leakwatch run failed (bad option, library not found or not loadable,\n"
+    "unreadable report; the program is not started when the library cannot be loaded);\n"
     "126 CMD cannot be executed; 127 CMD not found.\n";
 
 enum { MAX_SETTINGS = 64 };
@@ -446,6 +447,13 @@ int lw_cmd_run(int argc, char **argv) {
             return LW_EXIT_RUN_FAILED;
         }
         free(path);
+    }
+
+    /* The loader would refuse the library: say so and start nothing (the job
+     * would otherwise run unwatched, or fail as if it were not found). */
+    if (lw_run_probe_preload(lib, getenv("LD_PRELOAD"), err, sizeof err) < 0) {
+        lw_cli_error("%s", err);
+        return LW_EXIT_RUN_FAILED;
     }
 
     /* --fail-on-leak must find the report afterwards: without a path of the

@@ -5,6 +5,9 @@
  * glibc. Each header defines:
  *
  *   LW_ARCH_NAME            "x86_64", "aarch64"
+ *   LW_ARCH_ELF_MACHINE     the ELF header's e_machine for this architecture
+ *                           (EM_X86_64, EM_AARCH64): 'leakwatch run' checks
+ *                           that the library it preloads is built for it
  *   LW_ARCH_GLIBC_BASE      the symbol version of glibc's first release for
  *                           the architecture (what dlvsym() needs for a
  *                           function older than its current version)

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #define LW_ARCH_NAME "aarch64"
+#define LW_ARCH_ELF_MACHINE 183 /* EM_AARCH64 */
 #define LW_ARCH_GLIBC_BASE "GLIBC_2.17"
 /* 48-bit virtual addresses (52-bit only above a hint). */
 #define LW_ARCH_USER_ADDR_END ((uintptr_t)1 << 48)

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #define LW_ARCH_NAME "x86_64"
+#define LW_ARCH_ELF_MACHINE 62 /* EM_X86_64 */
 #define LW_ARCH_GLIBC_BASE "GLIBC_2.2.5"
 /* 4-level paging: 47-bit user space (5-level only above a hint). */
 #define LW_ARCH_USER_ADDR_END ((uintptr_t)1 << 47)

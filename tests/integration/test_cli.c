@@ -6,6 +6,7 @@
 #include "../check_run.h"
 #include "harness_cli.h"
 
+#include "arch.h"
 #include "cli_model.h"
 #include "cli_run.h"
 #include "control.h"
@@ -253,6 +254,89 @@ START_TEST(run_rejects_bad_values_with_one_line) {
         ck_assert_ptr_nonnull(strstr(r.err, "leakwatch: "));
         lw_run_free(&r);
     }
+}
+END_TEST
+
+/* A copy of src with the bytes at off replaced (an ELF header field). */
+static void patched_copy(const char *src, const char *dst, long off, const void *bytes, size_t n) {
+    FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
+    ck_assert_ptr_nonnull(in);
+    ck_assert_ptr_nonnull(out);
+    char buf[65536];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, in)) > 0)
+        ck_assert_uint_eq(fwrite(buf, 1, got, out), got);
+    fclose(in);
+    ck_assert_int_eq(fseek(out, off, SEEK_SET), 0);
+    ck_assert_uint_eq(fwrite(bytes, 1, n, out), n);
+    ck_assert_int_eq(fclose(out), 0);
+}
+
+/* leakwatch run --library LIB -- a job that leaves a mark: exit 125, one line
+ * on stderr that names LIB and contains why, and the job never started. */
+static void expect_refused(const char *dir, const char *lib, const char *why) {
+    char mark[PATH_MAX + 16], cmd[PATH_MAX + 48];
+    snprintf(mark, sizeof mark, "%s/job-ran", dir);
+    unlink(mark);
+    snprintf(cmd, sizeof cmd, "echo ran > %s", mark);
+    const char *args[] = {"run", "--library", lib, "--", "/bin/sh", "-c", cmd, NULL};
+    lw_run r;
+    lw_cli_run(&r, args, NULL);
+    ck_assert_msg(r.exit_code == 125, "%s: exit %d\nstderr: %s", lib, r.exit_code, r.err);
+    char *nl = strchr(r.err, '\n');
+    ck_assert_msg(nl && nl[1] == '\0', "%s: not one line: %s", lib, r.err);
+    ck_assert_msg(!strncmp(r.err, "leakwatch: cannot preload ", 26) && strstr(r.err, lib) &&
+                      strstr(r.err, why),
+                  "%s: stderr lacks \"%s\": %s", lib, why, r.err);
+    ck_assert_msg(access(mark, F_OK) != 0, "%s: the job ran", lib);
+    lw_run_free(&r);
+}
+
+/* The library run preloads cannot be loaded: said in one line naming the
+ * problem and the fix, before the job starts (the loader would otherwise run
+ * it unwatched, or stop it with exit 127 as if it were not found). */
+START_TEST(run_says_when_the_library_cannot_be_loaded) {
+    char dir[PATH_MAX], lib[PATH_MAX + 32], real[PATH_MAX], rel[PATH_MAX + 32];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(rel, sizeof rel, "%s/libleakwatch.so", lw_build_dir());
+    ck_assert_ptr_nonnull(realpath(rel, real));
+
+    snprintf(lib, sizeof lib, "%s/text.so", dir);
+    lw_write_text(lib, "not a library\n");
+    expect_refused(dir, lib, "not an ELF file");
+
+    /* Another architecture's build (the header's e_machine), a 32-bit one. */
+    snprintf(lib, sizeof lib, "%s/other-arch.so", dir);
+    uint16_t other = LW_ARCH_ELF_MACHINE == 62 ? 183 : 62;
+    patched_copy(real, lib, 18, &other, sizeof other);
+    expect_refused(dir, lib, other == 183 ? "built for AArch64" : "built for x86-64");
+    snprintf(lib, sizeof lib, "%s/32-bit.so", dir);
+    unsigned char cls = 1; /* ELFCLASS32 */
+    patched_copy(real, lib, 4, &cls, 1);
+    expect_refused(dir, lib, "32-bit");
+
+    /* A dependency the loader cannot find (libunwind on a slim image, say). */
+    snprintf(rel, sizeof rel, "%s/tests/lib-broken/libleakwatch.so", lw_build_dir());
+    ck_assert_ptr_nonnull(realpath(rel, lib));
+    expect_refused(dir, lib, "libleakwatch-missing-dep.so: cannot open shared object file");
+
+    /* An object the loader ignores in LD_PRELOAD although its header passes:
+     * a position-independent executable. */
+    if (realpath("/bin/true", lib) && lw_run_check_library(lib, rel, sizeof rel) == 0)
+        expect_refused(dir, lib, "cannot dynamically load position-independent executable");
+
+    /* The library itself: the job runs. */
+    char mark[PATH_MAX + 16], cmd[PATH_MAX + 48];
+    snprintf(mark, sizeof mark, "%s/job-ran", dir);
+    snprintf(cmd, sizeof cmd, "echo ran > %s", mark);
+    const char *args[] = {"run", "--library", real, "--", "/bin/sh", "-c", cmd, NULL};
+    lw_run r;
+    lw_cli_run(&r, args, NULL);
+    RUN_OK(&r);
+    ck_assert_ptr_null(strstr(r.err, "cannot preload"));
+    ck_assert_int_eq(access(mark, F_OK), 0);
+    lw_run_free(&r);
+    lw_remove_dir(dir);
 }
 END_TEST
 
@@ -1056,6 +1140,7 @@ int main(void) {
     tcase_add_test(tc, run_cuda_stand_ins);
     tcase_add_test(tc, version_library_and_help_env);
     tcase_add_test(tc, run_rejects_bad_values_with_one_line);
+    tcase_add_test(tc, run_says_when_the_library_cannot_be_loaded);
     tcase_add_test(tc, preload_keeps_sanitizer_runtimes_first);
     tcase_add_test(tc, fail_on_leak_decision);
     tcase_add_test(tc, fail_on_leak_end_to_end);

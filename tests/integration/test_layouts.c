@@ -11,11 +11,15 @@
  * interposable addresses and one that hands out internal ones, a second
  * interposer preloaded before and after leakwatch, dlsym with RTLD_DEFAULT,
  * RTLD_NEXT and handles; a runtime whose start fails (and unloads the
- * driver); and NVIDIA's real runtime (from a CUDA toolkit, when installed)
- * under each of them. */
+ * driver); NVIDIA's real runtime (from a CUDA toolkit, when installed)
+ * under each of them; and NVIDIA's real driver with real runtimes (Debian's
+ * non-free libcuda1 and libcudart11.0, when scripts/setup-nvidia-debian.sh
+ * could unpack them): with no GPU, CUDA fails to start, and must fail the
+ * same way under leakwatch. */
 #include "../check_run.h"
 #include "harness.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,6 +385,110 @@ START_TEST(real_runtime_under_every_layout) {
 }
 END_TEST
 
+/* ---- NVIDIA's real driver (and runtimes) from Debian, with no GPU ---- */
+
+/* The tree scripts/setup-nvidia-debian.sh unpacks Debian's libcuda1 and
+ * libcudart11.0 into; "" when it is not there. */
+static const char *debian_nvidia_lib(void) {
+    static char dir[PATH_MAX + 64];
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char cache[PATH_MAX], p1[PATH_MAX + 128], p2[PATH_MAX + 128];
+    if (xdg && *xdg)
+        snprintf(cache, sizeof cache, "%s/leakwatch", xdg);
+    else
+        snprintf(cache, sizeof cache, "%s/.cache/leakwatch", home ? home : "/root");
+#if defined(__x86_64__)
+    snprintf(dir, sizeof dir, "%s/nvidia-amd64/root/usr/lib/x86_64-linux-gnu", cache);
+#else
+    snprintf(dir, sizeof dir, "%s/nvidia-arm64/root/usr/lib/aarch64-linux-gnu", cache);
+#endif
+    snprintf(p1, sizeof p1, "%s/nvidia/current/libcuda.so.1", dir);
+    snprintf(p2, sizeof p2, "%s/libcudart.so.11.0", dir);
+    if (access(p1, R_OK) == 0 && access(p2, R_OK) == 0) return dir;
+    fprintf(stderr, "test_layouts: Debian's libcuda1 and libcudart11.0 are not unpacked (sh "
+                    "scripts/setup-nvidia-debian.sh): the layouts on NVIDIA's real driver are "
+                    "skipped\n");
+    return "";
+}
+
+/* The driver answered (its version, result 0) whatever the runtime then did:
+ * with no GPU, cuInit fails and so does every call that needs it. */
+static void expect_real_driver(const lw_run *r, int counted) {
+    int dv = 0, e = -1;
+    const char *p = strstr(r->out, "driver_version=");
+    ck_assert_msg(p && sscanf(p, "driver_version=%d (%d)", &dv, &e) == 2, "%s", r->out);
+    ck_assert_msg(dv >= 11000 && e == 0, "the driver did not answer: %s", r->out);
+    /* real_main's three allocations (cudaMalloc, cudaMallocAsync,
+     * cudaMallocHost), each counted once, as failed where the runtime could
+     * not start. (A static runtime's calls are seen at the driver only, which
+     * a runtime that cannot start never reaches: nothing to count.) */
+    if (!counted) return;
+    int m = -1, a = -1, h = -1;
+    p = strstr(r->out, "malloc=");
+    ck_assert_msg(p && sscanf(p, "malloc=%d free=%*d async=%d host=%d", &m, &a, &h) == 3, "%s",
+                  r->out);
+    ck_assert_msg(r->report != NULL, "no report; stderr: %s", r->err);
+    ck_assert_int_eq(lw_rep_int(r, "totals.failed_alloc_count"), (m != 0) + (a != 0) + (h != 0));
+    ck_assert_int_eq(lw_rep_int(r, "totals.alloc_count"), (m == 0) + (a == 0) + (h == 0));
+}
+
+START_TEST(real_driver_with_real_runtimes) {
+    const char *lib = debian_nvidia_lib();
+    if (!*lib) return;
+    static char path[2 * PATH_MAX + 256];
+    snprintf(path, sizeof path, "LD_LIBRARY_PATH=%s/nvidia/current:%s", lib, lib);
+    const char *env[] = {path, NULL};
+    char other[4200];
+    snprintf(other, sizeof other, "%s/tests/lib/libinterposer.so", lw_build_dir());
+    int toolkit = have_real_runtime();
+    for (int ip = 0; ip < 3; ip++) {
+        const char *pre = ip == 1 ? other : NULL, *post = ip == 2 ? other : NULL;
+        lw_run without, with;
+        /* Debian's runtime 11.8, linked directly. */
+        run_pair(&without, &with, "rt11_main", NULL, env, pre, post);
+        RUN_OK(&with);
+        expect_real_driver(&with, 1);
+        lw_run_free(&without);
+        lw_run_free(&with);
+        if (!toolkit) continue;
+        /* The toolkit's runtime 13, linked directly and statically, on
+         * Debian's (older) driver. */
+        run_pair(&without, &with, "real_main", NULL, env, pre, post);
+        RUN_OK(&with);
+        expect_real_driver(&with, 1);
+        ck_assert_msg(strstr(with.out, "runtime_version=13"), "%s", with.out);
+        lw_run_free(&without);
+        lw_run_free(&with);
+        run_pair(&without, &with, "realstatic_main", NULL, env, pre, post);
+        RUN_OK(&with);
+        expect_real_driver(&with, 0);
+        lw_run_free(&without);
+        lw_run_free(&with);
+    }
+    /* In modules opened RTLD_LOCAL (as Python opens extensions), reached by
+     * every lookup: the runtime 11.8; it and the runtime 13 in one process;
+     * the driver linked directly. */
+    static const char *const vias[] = {"plt", "default", "next", "handle"};
+    for (int v = 0; v < 4; v++) {
+        lw_run without, with;
+        const char *a1[] = {"2", "4096", vias[v], "libmod_rt11.so", "libmod_drv.so", NULL};
+        run_pair(&without, &with, "dl_layouts", a1, env, NULL, NULL);
+        lw_run_free(&without);
+        lw_run_free(&with);
+        if (!toolkit) continue;
+        const char *a2[] = {"2", "4096", vias[v], "libmod_rt11.so", "libmod_realrt.so", NULL};
+        run_pair(&without, &with, "dl_layouts", a2, env, NULL, NULL);
+        lw_run_free(&without);
+        lw_run_free(&with);
+        const char *a3[] = {"2", "4096", vias[v], "libmod_realrt.so:global", "libmod_rt11.so",
+                            NULL};
+        run_pair(&without, &with, "dl_layouts", a3, env, NULL, NULL);
+        lw_run_free(&without);
+        lw_run_free(&with);
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("layouts");
     TCase *tc = tcase_create("layouts");
@@ -395,6 +503,7 @@ int main(void) {
     tcase_add_test(tc, failed_start_unloads_the_driver);
     tcase_add_test(tc, no_mem_info_on_allocating_threads);
     tcase_add_test(tc, real_runtime_under_every_layout);
+    tcase_add_test(tc, real_driver_with_real_runtimes);
     suite_add_tcase(s, tc);
     int failed = lw_check_run(s);
     return failed ? 1 : 0;

@@ -177,34 +177,73 @@ static long long live_at(const lw_run *r, const char *file, int line, int via) {
 }
 
 /* Python stacks written to defeat the cache of a thread's last Python
- * frames: every capture is verified against a walk (the harness fails the
- * run on any difference), and each line's bytes are on its own sites. */
-START_TEST(python_stacks_adversarial) {
-    find_pythons();
-    if (!npythons) return;
+ * frames: each line's bytes are on its own sites, and every capture is
+ * checked (LEAKWATCH_VERIFY_STACKS, which the harness sets; it fails the run
+ * on any difference). Where leakwatch has its own stack walker (x86-64), each
+ * walked stack is compared with the fallback unwinder's and the cached
+ * Python frames with a fresh walk; without it (AArch64, or
+ * LEAKWATCH_TEST_UNWIND=fallback) every stack comes from the fallback
+ * unwinder, with no cache to verify, and must still put each line's bytes on
+ * its own sites. */
+static void adversarial_run(const char *python, int force_fallback) {
     char script[PATH_MAX], cudart[PATH_MAX + 64];
     ck_assert_ptr_nonnull(realpath("tests/python/stacks_adversarial.py", script));
     snprintf(cudart, sizeof cudart, "LW_CUDART=%s/tests/lib/libcudart.so", lw_build_dir());
     int deep = leak_line(script, "# LINE-DEEP"), gen = leak_line(script, "# LINE-GEN");
     int ca = leak_line(script, "# LINE-CALLER-A"), cb = leak_line(script, "# LINE-CALLER-B");
     int ta = leak_line(script, "# LINE-TWO-A"), tb = leak_line(script, "# LINE-TWO-B");
-    for (int i = 0; i < npythons; i++) {
-        lw_run r;
-        const char *args[] = {script, NULL};
-        const char *env[] = {cudart, "LEAKWATCH_QUIET=1", "LEAKWATCH_WARN=0", "ROUNDS=60", NULL};
-        lw_run_exe(&r, 1, pythons[i], args, env);
-        ck_assert_msg(r.exit_code == 0, "%s: exit %d\n%s", pythons[i], r.exit_code, r.err);
-        ck_assert_msg(r.report != NULL, "%s: no report", pythons[i]);
-        ck_assert_int_gt(lw_rep_int(&r, "tracker.stacks_verified"), 0);
-        ck_assert_int_eq(live_at(&r, script, deep, 0), 2 * 60 * 1001 + 15 * 5005);
-        ck_assert_int_eq(live_at(&r, script, gen, ca), 30 * 2002);
-        ck_assert_int_eq(live_at(&r, script, gen, cb), 30 * 2002);
-        ck_assert_int_eq(live_at(&r, script, ta, 0), 60 * 3003);
-        ck_assert_int_eq(live_at(&r, script, tb, 0), 60 * 3005);
-        ck_assert_int_eq(live_at(&r, "<fresh>", 3, 0), 60 * 4004);
-        lw_run_free(&r);
-        printf("test_python: %s adversarial stacks ok\n", pythons[i]);
+#if defined(__x86_64__)
+    int walker = !force_fallback;
+#else
+    int walker = 0;
+#endif
+    lw_run r;
+    const char *args[] = {script, NULL};
+    const char *env[] = {cudart,
+                         "LEAKWATCH_QUIET=1",
+                         "LEAKWATCH_WARN=0",
+                         "ROUNDS=60",
+                         force_fallback ? "LEAKWATCH_TEST_UNWIND=fallback" : NULL,
+                         NULL};
+    lw_run_exe(&r, 1, python, args, env);
+    ck_assert_msg(r.exit_code == 0, "%s: exit %d\n%s", python, r.exit_code, r.err);
+    ck_assert_msg(r.report != NULL, "%s: no report", python);
+    const char *unwinder = lw_json_string(lw_json_path(r.report, "tracker.unwinder"));
+    ck_assert_ptr_nonnull(unwinder);
+    long long verified = lw_rep_int(&r, "tracker.stacks_verified");
+    long long fallback = lw_rep_int(&r, "tracker.stacks_by_fallback_unwinder");
+    if (walker) {
+        ck_assert_msg(!strncmp(unwinder, "leakwatch CFI walker", 20), "%s: unwinder \"%s\"", python,
+                      unwinder);
+        ck_assert_int_gt(verified, 0);
+    } else {
+        ck_assert_msg(strncmp(unwinder, "leakwatch CFI walker", 20) != 0, "%s: unwinder \"%s\"",
+                      python, unwinder);
+        /* Nothing to verify against; every allocation's stack (at least the
+         * 60 rounds of each leaking line) came from the fallback. */
+        ck_assert_int_eq(verified, 0);
+        ck_assert_int_ge(fallback, lw_rep_int(&r, "totals.alloc_count"));
     }
+    ck_assert_int_eq(live_at(&r, script, deep, 0), 2 * 60 * 1001 + 15 * 5005);
+    ck_assert_int_eq(live_at(&r, script, gen, ca), 30 * 2002);
+    ck_assert_int_eq(live_at(&r, script, gen, cb), 30 * 2002);
+    ck_assert_int_eq(live_at(&r, script, ta, 0), 60 * 3003);
+    ck_assert_int_eq(live_at(&r, script, tb, 0), 60 * 3005);
+    ck_assert_int_eq(live_at(&r, "<fresh>", 3, 0), 60 * 4004);
+    lw_run_free(&r);
+    printf("test_python: %s adversarial stacks ok (%s)\n", python,
+           walker ? "leakwatch's walker, verified" : "fallback unwinder");
+}
+
+START_TEST(python_stacks_adversarial) {
+    find_pythons();
+    if (!npythons) return;
+    for (int i = 0; i < npythons; i++)
+        adversarial_run(pythons[i], 0);
+#if defined(__x86_64__)
+    /* The path AArch64 takes, on every build. */
+    adversarial_run(pythons[0], 1);
+#endif
 }
 END_TEST
 

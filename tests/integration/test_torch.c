@@ -452,12 +452,19 @@ static void run_torch_with(lw_run *r, const char *python, const char *name, cons
     const char *env[24];
     int n = 0;
     for (int i = 0; extra && extra[i] && n < 18; i++)
-        env[n++] = extra[i]; /* first: the value getenv finds */
-    env[n++] = cudart_env;
-    env[n++] = path;
-    env[n++] = "LEAKWATCH_QUIET=1";
-    env[n++] = "LEAKWATCH_WARN=0";
-    env[n++] = "PYTHONDONTWRITEBYTECODE=1";
+        env[n++] = extra[i];
+    /* The defaults, each unless extra sets it: one entry per name (qemu-user
+     * keeps the last of two, getenv finds the first). */
+    const char *const dflt[] = {cudart_env, path, "LEAKWATCH_QUIET=1", "LEAKWATCH_WARN=0",
+                                "PYTHONDONTWRITEBYTECODE=1"};
+    int given = n;
+    for (size_t d = 0; d < sizeof dflt / sizeof dflt[0]; d++) {
+        size_t len = strcspn(dflt[d], "=") + 1;
+        int set = 0;
+        for (int i = 0; i < given; i++)
+            set |= !strncmp(env[i], dflt[d], len);
+        if (!set) env[n++] = dflt[d];
+    }
     env[n] = NULL;
     const char *args[] = {script(name), arg, opt, NULL};
     lw_run_exe(r, 1, python, args, env);
