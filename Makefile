@@ -218,6 +218,17 @@ $(B)/tests/programs/rt11_main: tests/programs/real_main.c $(wildcard tests/progr
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(PROG_CFLAGS) -Itests/stubs -o $@ $< $(CUDART11_STANDIN) -ldl
 LAYOUT_MODS += $(STUB_DIR)/libmod_rt11.so $(B)/tests/programs/rt11_main
+# A module whose cudaMalloc reference carries no version (linked against an
+# unversioned stand-in of the same soname), run against the versioned real
+# one: the dynamic linker binds it to the first definition in scope order.
+CUDART11U_STANDIN := $(B)/obj/cudart11u/libcudart.so.11.0
+$(CUDART11U_STANDIN): tests/stubs/fake_cudart.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(STUB_CFLAGS) -DFAKE_CUDART_VERSION=11080 '-DFAKE_CUDART_NAME="libcudart.so.11.0"' -shared \
+	    -Wl,-soname,libcudart.so.11.0 -o $@ $< -ldl -pthread
+$(STUB_DIR)/libmod_rt11u.so: $(MOD_DEPS) $(CUDART11U_STANDIN)
+	$(Q)$(CC) $(MOD_CFLAGS) -DMOD_RUNTIME '-DLIB_NAME="libcudart.so.11.0"' -shared -o $@ $< $(CUDART11U_STANDIN) -ldl
+LAYOUT_MODS += $(STUB_DIR)/libmod_rt11u.so
 
 # NVIDIA's real runtime, where a toolkit is installed (CUDA_HOME or
 # /usr/local/cuda): a module and programs of our own linked to it, run on the

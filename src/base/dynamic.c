@@ -29,6 +29,9 @@ int lw_dyn_read(uintptr_t base, const ElfW(Dyn) * ld, lw_dyn *out) {
         case DT_VERDEF:
             out->verdef = (const char *)p;
             break;
+        case DT_VERNEED:
+            out->verneed = (const char *)p;
+            break;
         case DT_RELA:
             out->rela = (const ElfW(Rela) *)p;
             break;
@@ -83,4 +86,34 @@ const char *lw_dyn_symbol_name(const lw_dyn *d, size_t i) {
     const ElfW(Sym) *s = &d->symtab[i];
     if (d->strsz && s->st_name >= d->strsz) return NULL;
     return d->strtab + s->st_name;
+}
+
+int lw_dyn_required_version(const lw_dyn *d, const char *name, const char **version) {
+    size_t n = lw_dyn_symbol_count(d);
+    for (size_t i = 1; i < n; i++) {
+        const ElfW(Sym) *s = &d->symtab[i];
+        if (s->st_shndx != SHN_UNDEF) continue;
+        const char *sn = lw_dyn_symbol_name(d, i);
+        if (!sn || strcmp(sn, name) != 0) continue;
+        ElfW(Half) v = d->versym ? d->versym[i] & 0x7fff : 0;
+        if (v <= 1) return 0; /* local or global: no version asked */
+        for (const char *p = d->verneed; p;) {
+            const ElfW(Verneed) *vn = (const ElfW(Verneed) *)p;
+            const char *a = p + vn->vn_aux;
+            for (unsigned k = 0; k < vn->vn_cnt; k++) {
+                const ElfW(Vernaux) *aux = (const ElfW(Vernaux) *)a;
+                if (aux->vna_other == v) {
+                    if (d->strsz && aux->vna_name >= d->strsz) return -1;
+                    *version = d->strtab + aux->vna_name;
+                    return 1;
+                }
+                if (!aux->vna_next) break;
+                a += aux->vna_next;
+            }
+            if (!vn->vn_next) break;
+            p += vn->vn_next;
+        }
+        return -1;
+    }
+    return -1;
 }

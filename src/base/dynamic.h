@@ -17,6 +17,7 @@ typedef struct {
     size_t strsz;
     const ElfW(Half) * versym;
     const char *verdef;
+    const char *verneed;     /* DT_VERNEED: the versions this object asks of others */
     const ElfW(Rela) * rela; /* DT_RELA, relasz bytes */
     size_t relasz;
     const ElfW(Rela) * jmprel; /* DT_JMPREL (when its entries are Rela), pltrelsz bytes */
@@ -35,5 +36,11 @@ size_t lw_dyn_symbol_count(const lw_dyn *d);
 
 /* The name of symbol index i, or NULL. */
 const char *lw_dyn_symbol_name(const lw_dyn *d, size_t i);
+
+/* How the object refers to the undefined symbol name: 1 with *version set
+ * (cudaMalloc@libcudart.so.13: only a definition of that version satisfies
+ * it), 0 without a version (the first definition in scope order does), -1
+ * when it has no such reference or the tables cannot tell. */
+int lw_dyn_required_version(const lw_dyn *d, const char *name, const char **version);
 
 #endif

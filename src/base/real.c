@@ -197,6 +197,8 @@ static const char *symbol_version(const void *addr) {
 typedef struct {
     uintptr_t lo, hi; /* its mapped span: return addresses in it are its calls */
     void *handle;     /* its dependency tree (our reference); NULL: the program */
+    uintptr_t base;   /* load bias and dynamic section: the versions it asks for */
+    const ElfW(Dyn) * ld;
     void *_Atomic fn[LW_CALLER_FUNCS];
 } caller_obj;
 
@@ -208,7 +210,8 @@ static atomic_int callers_claimed;
 static void *_Atomic anonymous_fn[LW_CALLER_FUNCS];
 
 struct find_obj {
-    uintptr_t addr, lo, hi;
+    uintptr_t addr, lo, hi, base;
+    const ElfW(Dyn) * ld;
     const char *name;
     int index, is_program;
 };
@@ -220,6 +223,10 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data) {
     if (f->addr >= lo && f->addr < hi) {
         f->lo = lo;
         f->hi = hi;
+        f->base = info->dlpi_addr;
+        for (int i = 0; i < info->dlpi_phnum; i++)
+            if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+                f->ld = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
         f->name = info->dlpi_name;
         f->is_program = f->index == 0; /* the executable comes first */
         return 1;
@@ -246,22 +253,37 @@ static caller_obj *add_caller(uintptr_t ra) {
     callers[i].lo = f.lo;
     callers[i].hi = f.hi;
     callers[i].handle = h;
+    callers[i].base = f.base;
+    callers[i].ld = f.ld;
     atomic_store_explicit(&callers_ready[i], 1, memory_order_release);
     return &callers[i];
 }
 
 /* Which of the two definitions the dynamic linker would bind the caller's
- * reference to, given that next comes first in the global scope: next,
- * unless it carries a symbol version other than the caller's own runtime's
- * (a different libcudart: cudaMalloc@libcudart.so.12 does not satisfy a
- * reference to cudaMalloc@libcudart.so.13). An unversioned definition (an
- * interposer) satisfies every reference. */
-static void *choose(void *local, void *next) {
+ * reference to, given that next comes first in the global scope. The
+ * caller's own tables say which version it asks for: an unversioned
+ * reference takes the first definition (next); a versioned one takes the
+ * first of that version (cudaMalloc@libcudart.so.12 does not satisfy a
+ * reference to cudaMalloc@libcudart.so.13); an unversioned definition (an
+ * interposer) satisfies every reference. Where the caller has no reference
+ * of its own (it looked the name up), the version of its own runtime is
+ * taken for the one it wants. */
+static void *choose(const caller_obj *c, const char *name, void *local, void *next) {
     if (!local) return next;
     if (!next || next == local) return local;
     const char *vn = symbol_version(next);
     if (!vn) return next;
     const char *vl = symbol_version(local);
+    lw_dyn d;
+    const char *want = NULL;
+    int asks = c && c->ld && lw_dyn_read(c->base, c->ld, &d) == 0
+                   ? lw_dyn_required_version(&d, name, &want)
+                   : -1;
+    if (asks == 0) return next;
+    if (asks == 1) {
+        if (strcmp(vn, want) == 0) return next;
+        if (!vl || strcmp(vl, want) == 0) return local;
+    }
     if (vl && strcmp(vl, vn) != 0) return local;
     return next;
 }
@@ -278,7 +300,7 @@ static void *resolve(const caller_obj *c, const char *name) {
                       ((uintptr_t)local >= c->lo && (uintptr_t)local < c->hi)))
             local = NULL;
     }
-    void *p = choose(local, next);
+    void *p = choose(c, name, local, next);
     if (p) lw_keep_loaded(p);
     return p;
 }

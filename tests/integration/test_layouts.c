@@ -485,6 +485,14 @@ START_TEST(real_driver_with_real_runtimes) {
         run_pair(&without, &with, "dl_layouts", a3, env, NULL, NULL);
         lw_run_free(&without);
         lw_run_free(&with);
+        /* The same module, its reference to cudaMalloc unversioned: the
+         * runtime 13, first in the global scope, answers it (not its own
+         * runtime 11.8, which a versioned reference would reach). */
+        const char *a4[] = {"2", "4096", vias[v], "libmod_realrt.so:global", "libmod_rt11u.so",
+                            NULL};
+        run_pair(&without, &with, "dl_layouts", a4, env, NULL, NULL);
+        lw_run_free(&without);
+        lw_run_free(&with);
     }
 }
 END_TEST
