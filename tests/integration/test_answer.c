@@ -104,29 +104,38 @@ static void check_outputs(const char *report, const char *want) {
     lw_run_free(&r);
 }
 
-START_TEST(c_demo_names_the_users_line_everywhere) {
-    char exe[PATH_MAX], want[128];
+/* Runs the C demo (STEPS steps of STEP_US) with the Prometheus textfile on
+ * and env_extra set; want gets the place the demo's leak must be named by.
+ * Returns the textfile's last text (to free); r keeps the run. */
+static char *demo_with_prometheus(lw_run *r, const char *steps, const char *step_us,
+                                  const char *env_extra, char *want, size_t n) {
+    char exe[PATH_MAX], pdir[64], prom[160], promenv[200];
     snprintf(exe, sizeof exe, "%s/examples/train_loop", lw_build_dir());
     int line = line_of("examples/train_loop.c", "cudaMalloc(&history[step]");
-    snprintf(want, sizeof want, "train_loop.c:%d in keep_loss_history", line);
-    char pdir[64], prom[160], promenv[200];
+    snprintf(want, n, "train_loop.c:%d in keep_loss_history", line);
     lw_temp_dir(pdir, sizeof pdir);
     snprintf(prom, sizeof prom, "%s/job.prom", pdir);
     snprintf(promenv, sizeof promenv, "LEAKWATCH_PROMETHEUS=%s", prom);
+    const char *args[] = {"--steps", steps, "--step-us", step_us, NULL};
+    const char *env[] = {promenv, env_extra, NULL};
+    lw_run_exe(r, 1, exe, args, env);
+    RUN_OK(r);
+    ck_assert_ptr_nonnull(r->report);
+    char *text = lw_slurp_file(prom);
+    lw_remove_dir(pdir);
+    return text;
+}
+
+START_TEST(c_demo_names_the_users_line_everywhere) {
+    char want[128], label[200];
     lw_run r;
     /* Steps of 0.5 ms, so that the textfile is written while it runs. */
-    const char *args[] = {"--steps", "600", "--step-us", "500", NULL};
-    const char *env[] = {promenv, "LEAKWATCH_INTERVAL_MS=50", NULL};
-    lw_run_exe(&r, 1, exe, args, env);
-    RUN_OK(&r);
-    ck_assert_ptr_nonnull(r.report);
+    char *text =
+        demo_with_prometheus(&r, "600", "500", "LEAKWATCH_INTERVAL_MS=50", want, sizeof want);
     /* Prometheus names the same place, as a label. */
-    char *text = lw_slurp_file(prom);
-    char label[200];
     snprintf(label, sizeof label, "leakwatch_leak_place_info{where=\"%s\"} 1", want);
     ck_assert_msg(strstr(text, label), "no '%s' in:\n%s", label, text);
     free(text);
-    lw_remove_dir(pdir);
     /* The live warning and the exit summary: their first lines. */
     char first[2048];
     first_line(r.err, "leakwatch: ", first, sizeof first);
@@ -439,28 +448,15 @@ static void fits(const char *text, int cols) {
  * and the live warning, which waits longer than the verdict, was not due
  * (60 steps). */
 START_TEST(prometheus_ends_on_the_final_verdict) {
-    char exe[PATH_MAX], want[128], pdir[64], prom[160], promenv[200];
-    snprintf(exe, sizeof exe, "%s/examples/train_loop", lw_build_dir());
-    int line = line_of("examples/train_loop.c", "cudaMalloc(&history[step]");
-    snprintf(want, sizeof want,
-             "leakwatch_leak_place_info{where=\"train_loop.c:%d in "
-             "keep_loss_history\"} 1",
-             line);
-    lw_temp_dir(pdir, sizeof pdir);
-    snprintf(prom, sizeof prom, "%s/job.prom", pdir);
-    snprintf(promenv, sizeof promenv, "LEAKWATCH_PROMETHEUS=%s", prom);
+    char want[128], label[200];
     lw_run r;
-    const char *args[] = {"--steps", "60", "--step-us", "0", NULL};
-    const char *env[] = {promenv, "LEAKWATCH_INTERVAL_MS=3600000", NULL};
-    lw_run_exe(&r, 1, exe, args, env);
-    RUN_OK(&r);
-    ck_assert_ptr_nonnull(r.report);
+    char *text =
+        demo_with_prometheus(&r, "60", "0", "LEAKWATCH_INTERVAL_MS=3600000", want, sizeof want);
     ck_assert_str_eq(lw_json_string(lw_json_path(r.report, "verdict")), "leak");
-    char *text = lw_slurp_file(prom);
-    ck_assert_msg(strstr(text, "leakwatch_leak 1") && strstr(text, want), "%s", text);
+    snprintf(label, sizeof label, "leakwatch_leak_place_info{where=\"%s\"} 1", want);
+    ck_assert_msg(strstr(text, "leakwatch_leak 1") && strstr(text, label), "%s", text);
     free(text);
     lw_run_free(&r);
-    lw_remove_dir(pdir);
 }
 END_TEST
 
