@@ -58,16 +58,14 @@ static void set_place(const char *label) {
     pthread_mutex_unlock(&place_lock);
 }
 
-/* The answer of this step, its place remembered for Prometheus. */
-static void answer_now(lw_answer *a, char *label, size_t n) {
-    lw_growth_state g;
-    lw_growth_get(&g, NULL, 0, NULL);
+/* The answer of this step (g), its place remembered for Prometheus. */
+static void answer_now(const lw_growth_state *g, lw_answer *a, char *label, size_t n) {
     /* The same answer as the exit summary and the report, from the state of
      * this step; it says which step, as it may be read much later. */
-    lw_report_answer(a, &g);
-    a->computed_at = (double)g.steps;
+    lw_report_answer(a, g);
+    a->computed_at = (double)g->steps;
     top_sites top = {0};
-    if (g.signal_device >= 0) {
+    if (g->signal_device >= 0) {
         /* PyTorch's tensor series decided: segment sites do not name tensors;
          * the line comes from PyTorch's allocation history once the diagnosis
          * window has closed. */
@@ -95,9 +93,11 @@ void lw_warning_leak(void) {
     if (warned && now - last_warn_ns < WARN_AGAIN_NS) return;
     warned = 1;
     last_warn_ns = now;
+    lw_growth_state g;
+    lw_growth_get(&g, NULL, 0, NULL);
     lw_answer a;
     char label[512];
-    answer_now(&a, label, sizeof label);
+    answer_now(&g, &a, label, sizeof label);
     if (!lw_opt_int(LW_OPT_WARN)) return;
     char line[1024];
     lw_log("%s", lw_answer_line(&a, line, sizeof line));
@@ -110,7 +110,7 @@ void lw_warning_final_place(void) {
     if (g.verdict != LW_VERDICT_LEAK) return;
     lw_answer a;
     char label[512];
-    answer_now(&a, label, sizeof label);
+    answer_now(&g, &a, label, sizeof label);
 }
 
 void lw_warning_forget(void) {
