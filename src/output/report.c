@@ -475,11 +475,16 @@ static int64_t available_of(const lw_torch_device_state *t) {
 /* Pinned host memory is host RAM: its own verdict and series, beside the
  * device verdict (which never counts it). Absent when none was held. */
 static void emit_pinned_host(lw_jw *w) {
-    static lw_bin b[TORCH_BINS];
+    /* Not static: several threads may write reports at once. */
+    lw_bin *b = malloc(TORCH_BINS * sizeof *b);
+    if (!b) return;
     lw_host_state h;
     int n = 0;
     lw_growth_host_get(&h, b, TORCH_BINS, &n);
-    if (!h.seen) return;
+    if (!h.seen) {
+        free(b);
+        return;
+    }
     lw_jw_object(w, "pinned_host");
     lw_jw_str(w, "verdict", lw_verdict_name(h.verdict));
     lw_jw_double(w, "bytes_per_step", h.last.slope);
@@ -501,6 +506,7 @@ static void emit_pinned_host(lw_jw *w) {
     lw_jw_end(w);
     lw_jw_end(w);
     lw_jw_end(w);
+    free(b);
 }
 
 /* A count or index, null when unknown (negative). */
@@ -596,12 +602,25 @@ static void emit_series(lw_jw *w, const lw_bin *b, int n) {
 /* PyTorch's own view, when its helper reported one: the tensor series per
  * device with its verdict and out-of-memory projection, and what the helper
  * handed over (diagnosis window, backend, steps). Absent otherwise. */
+#define TORCH_DEVICES_SHOWN 8
+typedef struct {
+    lw_torch_device_state t[TORCH_DEVICES_SHOWN];
+    lw_bin bins[TORCH_DEVICES_SHOWN * TORCH_BINS];
+    int nb[TORCH_DEVICES_SHOWN];
+} torch_view;
+
 static void emit_torch(lw_jw *w) {
-    static lw_torch_device_state t[LW_TORCH_MAX_DEVICES];
-    static lw_bin bins[8 * TORCH_BINS];
-    int nb[8];
-    int n = lw_growth_torch_get(t, 8, bins, TORCH_BINS, nb);
-    if (!n && !lw_torch_info_present()) return;
+    /* Not static: several threads may write reports at once. */
+    torch_view *v = malloc(sizeof *v);
+    if (!v) return;
+    const lw_torch_device_state *t = v->t;
+    const lw_bin *bins = v->bins;
+    const int *nb = v->nb;
+    int n = lw_growth_torch_get(v->t, TORCH_DEVICES_SHOWN, v->bins, TORCH_BINS, v->nb);
+    if (!n && !lw_torch_info_present()) {
+        free(v);
+        return;
+    }
     lw_jw_object(w, "torch");
     lw_jw_str(w, "mode", lw_opt_str(LW_OPT_TORCH_MODE));
     lw_jw_array(w, "devices");
@@ -651,6 +670,7 @@ static void emit_torch(lw_jw *w) {
     lw_jw_end(w);
     lw_torch_info_emit_fields(w);
     lw_jw_end(w);
+    free(v);
 }
 
 static void emit_command(lw_jw *w) {
