@@ -32,6 +32,9 @@ typedef struct {
 } level;
 
 static level all_level;
+/* All but pinned host memory (host RAM): the device floor and peak follow it,
+ * from one counter rather than a difference of two read apart. */
+static level device_level;
 static level by_kind[LW_KIND_COUNT];
 static level by_dev[NDEV];
 static level cells[NDEV][LW_KIND_COUNT];
@@ -151,13 +154,13 @@ void lw_totals_alloc(int device, lw_kind kind, uint64_t size) {
     add_live(&cells[d][kind], (int64_t)size);
     add_live(&by_dev[d], (int64_t)size);
     int64_t kind_live = add_live(&by_kind[kind], (int64_t)size);
-    int64_t live = add_live(&all_level, (int64_t)size);
+    add_live(&all_level, (int64_t)size);
+    int64_t live;
     _Atomic int64_t *peak = &step_peak;
     if (kind == LW_KIND_PINNED_HOST)
         live = kind_live, peak = &host_peak;
     else
-        live -=
-            atomic_load_explicit(&by_kind[LW_KIND_PINNED_HOST].live_bytes, memory_order_relaxed);
+        live = add_live(&device_level, (int64_t)size);
     int64_t p = atomic_load_explicit(peak, memory_order_relaxed);
     while (live > p && !atomic_compare_exchange_weak_explicit(peak, &p, live, memory_order_relaxed,
                                                               memory_order_relaxed)) {
@@ -171,13 +174,13 @@ void lw_totals_free(int device, lw_kind kind, uint64_t size) {
     add_live(&cells[d][kind], -(int64_t)size);
     add_live(&by_dev[d], -(int64_t)size);
     int64_t kind_live = add_live(&by_kind[kind], -(int64_t)size);
-    int64_t live = add_live(&all_level, -(int64_t)size);
+    add_live(&all_level, -(int64_t)size);
+    int64_t live;
     _Atomic int64_t *floor = &step_floor;
     if (kind == LW_KIND_PINNED_HOST)
         live = kind_live, floor = &host_floor;
     else
-        live -=
-            atomic_load_explicit(&by_kind[LW_KIND_PINNED_HOST].live_bytes, memory_order_relaxed);
+        live = add_live(&device_level, -(int64_t)size);
     /* Only a free can lower the floor. */
     int64_t f = atomic_load_explicit(floor, memory_order_relaxed);
     while (live < f && !atomic_compare_exchange_weak_explicit(floor, &f, live, memory_order_relaxed,
@@ -194,8 +197,7 @@ static void take(int64_t live, _Atomic int64_t *fl, _Atomic int64_t *pk, int64_t
 }
 
 void lw_totals_take_floor_peak(int64_t *floor, int64_t *peak) {
-    int64_t live =
-        atomic_load(&all_level.live_bytes) - atomic_load(&by_kind[LW_KIND_PINNED_HOST].live_bytes);
+    int64_t live = atomic_load(&device_level.live_bytes);
     take(live, &step_floor, &step_peak, floor, peak);
 }
 
@@ -245,6 +247,7 @@ static void zero_shard(shard *sh) {
  * The shards of the parent's other threads stay listed, emptied. */
 void lw_totals_reset(void) {
     zero_level(&all_level);
+    zero_level(&device_level);
     for (int k = 0; k < LW_KIND_COUNT; k++)
         zero_level(&by_kind[k]);
     for (int d = 0; d < NDEV; d++) {
