@@ -236,20 +236,23 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data) {
 }
 
 static caller_obj *add_caller(uintptr_t ra) {
+    /* A full table stays full: no search, no reference taken, per call. */
+    if (atomic_load_explicit(&callers_claimed, memory_order_relaxed) >= CALLERS_MAX) return NULL;
     struct find_obj f = {.addr = ra};
     if (!dl_iterate_phdr(find_object, &f)) return NULL;
-    void *h = NULL;
-    /* The program's own scope is the global one: RTLD_NEXT answers for it. */
-    if (!f.is_program && f.name && f.name[0] && !lw_is_own_address(ra))
-        h = dlopen(f.name, RTLD_LAZY | RTLD_NOLOAD);
     int i = atomic_fetch_add(&callers_claimed, 1);
     if (i >= CALLERS_MAX) {
+        atomic_store(&callers_claimed, CALLERS_MAX);
         lw_log_once(callers_full,
                     "more than %d libraries call the CUDA runtime; calls from the others go to "
                     "the runtime in the global scope",
                     CALLERS_MAX);
         return NULL;
     }
+    void *h = NULL;
+    /* The program's own scope is the global one: RTLD_NEXT answers for it. */
+    if (!f.is_program && f.name && f.name[0] && !lw_is_own_address(ra))
+        h = dlopen(f.name, RTLD_LAZY | RTLD_NOLOAD);
     callers[i].lo = f.lo;
     callers[i].hi = f.hi;
     callers[i].handle = h;
