@@ -115,6 +115,11 @@ int lw_started(void) {
     return atomic_load(&state) == RECORDING;
 }
 
+/* This process started recording (not a forked child of one that did). */
+static int recording_here(void) {
+    return atomic_load_explicit(&state, memory_order_acquire) == RECORDING && owner_pid == getpid();
+}
+
 static void write_report(const char *reason, int fallback) {
     lw_growth_flush();
     if (lw_growth_take_warning()) lw_warning_leak();
@@ -133,7 +138,7 @@ static void write_report(const char *reason, int fallback) {
 static void at_exit(void) {
     /* A forked child that never used CUDA itself has nothing to say, and must
      * not overwrite its parent's report. */
-    if (atomic_load(&state) != RECORDING || owner_pid != getpid()) return;
+    if (!recording_here()) return;
     lw_hook_depth++; /* CUDA calls from here on are the runtime's teardown */
     lw_worker_quiesce();
     write_report("exit", 1);
@@ -188,7 +193,7 @@ static void after_fork_child(void) {
 LW_EXPORT void leakwatch_step(void) {
     lw_step_mark();
     /* Steps before the first CUDA allocation are counted, nothing more. */
-    if (atomic_load_explicit(&state, memory_order_acquire) == RECORDING && owner_pid == getpid()) {
+    if (recording_here()) {
         lw_growth_step();
     }
 }
@@ -236,7 +241,7 @@ int lw_lifecycle_attach(void) {
 int lw_lifecycle_detach(char *path, size_t n) {
     pthread_mutex_lock(&start_lock);
     int rc = -1;
-    if (attached && atomic_load(&state) == RECORDING && owner_pid == getpid()) {
+    if (attached && recording_here()) {
         lw_worker_stop();
         lw_growth_flush();
         if (lw_growth_take_warning()) lw_warning_leak();
@@ -322,7 +327,7 @@ static void *end_thread(void *arg) {
     do
         r = read(end_pipe[0], &c, 1);
     while (r < 0 && errno == EINTR);
-    if (r == 1 && atomic_load(&state) == RECORDING && owner_pid == getpid()) {
+    if (r == 1 && recording_here()) {
         lw_hook_depth++;
         lw_report_set_end_signal(signal_name(c));
         lw_worker_quiesce();
@@ -377,9 +382,6 @@ static void end_signals_start(void) {
 
 /* The PyTorch helper's entry points (python/leakwatch/_torch.py). Like
  * leakwatch_step, nothing is recorded before this process's own start. */
-static int recording_here(void) {
-    return atomic_load_explicit(&state, memory_order_acquire) == RECORDING && owner_pid == getpid();
-}
 
 LW_EXPORT int leakwatch_torch_counters(int device, long long allocated, long long reserved,
                                        long long device_free) {

@@ -262,20 +262,6 @@ void lw_vmm_unmap_end(lw_vmm_ticket *t, int succeeded) {
     if (t->dead != t->dead_inline) free(t->dead);
 }
 
-uint64_t lw_vmm_handles(void) {
-    pthread_mutex_lock(&lock);
-    uint64_t n = HASH_COUNT(handles);
-    pthread_mutex_unlock(&lock);
-    return n;
-}
-
-uint64_t lw_vmm_mappings(void) {
-    pthread_mutex_lock(&lock);
-    uint64_t n = HASH_COUNT(maps);
-    pthread_mutex_unlock(&lock);
-    return n;
-}
-
 void lw_vmm_lock_for_fork(void) {
     pthread_mutex_lock(&lock);
 }

@@ -60,10 +60,6 @@ void lw_vmm_release_end(lw_vmm_ticket *t, int succeeded);
 void lw_vmm_unmap_begin(uint64_t addr, uint64_t size, lw_vmm_ticket *t);
 void lw_vmm_unmap_end(lw_vmm_ticket *t, int succeeded);
 
-/* Handles and mappings known (tests, report). */
-uint64_t lw_vmm_handles(void);
-uint64_t lw_vmm_mappings(void);
-
 /* Fork: the table's lock is held across fork; a forked child forgets the
  * parent's handles (VMM memory does not survive into a child). */
 void lw_vmm_lock_for_fork(void);
