@@ -23,7 +23,14 @@ static long long live_of(const lw_run *r, const char *fn) {
  * elsewhere every stack is the fallback's, and the cache is not there to test. */
 static int has_walker(const lw_run *r) {
     const char *u = lw_json_string(lw_json_path(r->report, "tracker.unwinder"));
-    return u && strstr(u, "CFI walker") != NULL;
+    int walker = u && strstr(u, "CFI walker") != NULL;
+#if defined(__x86_64__)
+    /* There it must be there: a walker that went missing must not turn the
+     * checks below into skips. */
+    ck_assert_msg(walker, "x86-64 stacks without leakwatch's CFI walker: unwinder %s",
+                  u ? u : "(none)");
+#endif
+    return walker;
 }
 
 static void run_scenario(lw_run *r, const char *scenario, const char *const *env) {
