@@ -4,8 +4,8 @@
 # into a folder, without installing anything and without touching the
 # system's apt configuration or package state: the suite goes into a private
 # sources list, and apt's lists and cache live under WORK (Dir::Etc /
-# Dir::State / Dir::Cache settings). Used by setup-python314.sh and
-# setup-arm64-sysroot.sh.
+# Dir::State / Dir::Cache settings). Used by setup-python314.sh,
+# setup-arm64-sysroot.sh and setup-nvidia-debian.sh.
 #
 #   apt-unpack.sh SUITE ARCH WORK ROOT PKG...
 #     SUITE  sid, bookworm, ...      ARCH  amd64, arm64, ...
