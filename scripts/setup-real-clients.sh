@@ -26,8 +26,24 @@ fi
 dir="${XDG_CACHE_HOME:-$HOME/.cache}/leakwatch/real-clients-$arch"
 root="$dir/root"
 stamp="v1: trixie python3-torch-cuda python3-numba python3-pycuda python3-pytest libunwind8 base-files"
-if [ -f "$dir/done" ] && [ "$(cat "$dir/done")" = "$stamp" ]; then
+# What the packages' installation scripts would have done and the clients
+# need (run on every call, so that a root unpacked by an older version of
+# this script gets it too): the BLAS/LAPACK alternatives (numpy links
+# libblas.so.3), the loader's cache (trixie's ld.so.conf.d is in the root),
+# a root user.
+finish() {
+    lib="$root/usr/lib/x86_64-linux-gnu"
+    for alt in blas/libblas.so.3 lapack/liblapack.so.3; do
+        [ -e "$lib/$alt" ] && [ ! -e "$lib/${alt#*/}" ] && ln -s "$alt" "$lib/${alt#*/}"
+    done
+    ldconfig -r "$root" 2>/dev/null || true
+    [ -s "$root/etc/passwd" ] || printf 'root:x:0:0:root:/root:/bin/sh\n' >"$root/etc/passwd"
+    [ -s "$root/etc/group" ] || printf 'root:x:0:\n' >"$root/etc/group"
+    mkdir -p "$root/root" "$root/proc" "$root/dev" "$root/tmp"
     echo "$root"
+}
+if [ -f "$dir/done" ] && [ "$(cat "$dir/done")" = "$stamp" ]; then
+    finish
     exit 0
 fi
 rm -rf "$root" "$dir/done"
@@ -48,12 +64,5 @@ if [ $rc != 0 ]; then
     rm -rf "$root"
     exit 1
 fi
-# What a package's installation would have done and the tests need: the
-# loader's cache (trixie's ld.so.conf.d is in the root), a root user, a
-# machine id for tools that read one.
-ldconfig -r "$root" 2>/dev/null || true
-[ -s "$root/etc/passwd" ] || printf 'root:x:0:0:root:/root:/bin/sh\n' >"$root/etc/passwd"
-[ -s "$root/etc/group" ] || printf 'root:x:0:\n' >"$root/etc/group"
-mkdir -p "$root/root" "$root/proc" "$root/dev" "$root/tmp"
 echo "$stamp" >"$dir/done"
-echo "$root"
+finish
