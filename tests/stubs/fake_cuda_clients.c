@@ -173,6 +173,7 @@ static bool obj_delete(const void *h, enum obj_kind kind) {
         HASH_DEL(objs, o);
         if (kind == OBJ_MODULE) {
             HASH_ITER(hh, objs, f, tmp) {
+                /* cppcheck-suppress uninitvar ; HASH_ITER sets f */
                 if (f->kind == OBJ_FUNCTION && f->module == o) {
                     HASH_DEL(objs, f);
                     free(f);
