@@ -146,10 +146,20 @@ $(B)/doc/leakwatch.bash: $(B)/leakwatch scripts/gen-docs.sh
 
 # ---- CPU stand-ins for the CUDA libraries (tests only) ----
 STUB_CFLAGS := $(BASE_CFLAGS) -O1 -fPIC -pthread
-$(STUB_DIR)/libcuda.so.1: tests/stubs/fake_cuda.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
+# The driver is two sources: fake_cuda.c (the memory and context model the
+# hooks are tested against) and fake_cuda_clients.c (the rest of the API that
+# real clients, numba and PyCUDA, look up or link).
+FAKE_CUDA_SRCS := tests/stubs/fake_cuda.c tests/stubs/fake_cuda_clients.c
+$(STUB_DIR)/libcuda.so.1: $(FAKE_CUDA_SRCS) $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(STUB_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl
+	$(Q)$(CC) $(STUB_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_CUDA_SRCS) -ldl
 	ln -sf libcuda.so.1 $(STUB_DIR)/libcuda.so
+# PyCUDA's _driver extension links libcurand.so.10 (five functions, used only
+# by pycuda.curandom): a stand-in so that it loads.
+$(STUB_DIR)/libcurand.so.10: tests/stubs/fake_curand.c | deps
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(STUB_CFLAGS) -shared -Wl,-soname,libcurand.so.10 -o $@ $<
+STUBS += $(STUB_DIR)/libcurand.so.10
 # Versioned symbols, as the real runtime's (cudaMalloc@@libcudart.so.13).
 $(STUB_DIR)/libcudart.so: tests/stubs/fake_cudart.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
 	@mkdir -p $(@D) $(B)/obj/stubs
@@ -170,18 +180,32 @@ $(STUB_DIR)/libcudart_static.a: tests/stubs/fake_cudart.c $(wildcard tests/stubs
 # A driver without cuGetProcAddress*, as before CUDA 11.3: the runtime must fall
 # back to dlsym by versioned name. Used through LD_LIBRARY_PATH=$(B)/tests/lib-legacy.
 LEGACY_STUB_DIR := $(B)/tests/lib-legacy
-$(LEGACY_STUB_DIR)/libcuda.so.1: tests/stubs/fake_cuda.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
+$(LEGACY_STUB_DIR)/libcuda.so.1: $(FAKE_CUDA_SRCS) $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(STUB_CFLAGS) -DLW_FAKE_CUDA_NO_PROC_ADDRESS -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl
+	$(Q)$(CC) $(STUB_CFLAGS) -DLW_FAKE_CUDA_NO_PROC_ADDRESS -shared -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_CUDA_SRCS) -ldl
 STUBS += $(LEGACY_STUB_DIR)/libcuda.so.1
 
 # A driver whose cuGetProcAddress hands out its exported (interposable)
 # functions: LD_LIBRARY_PATH=$(B)/tests/lib-interposable.
 INTERPOSABLE_STUB_DIR := $(B)/tests/lib-interposable
-$(INTERPOSABLE_STUB_DIR)/libcuda.so.1: tests/stubs/fake_cuda.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
+$(INTERPOSABLE_STUB_DIR)/libcuda.so.1: $(FAKE_CUDA_SRCS) $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(STUB_CFLAGS) -DLW_FAKE_CUDA_INTERPOSABLE -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl
+	$(Q)$(CC) $(STUB_CFLAGS) -DLW_FAKE_CUDA_INTERPOSABLE -shared -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_CUDA_SRCS) -ldl
 STUBS += $(INTERPOSABLE_STUB_DIR)/libcuda.so.1
+
+# A CUDA 12.8 driver (LD_LIBRARY_PATH=$(B)/tests/lib-cuda12:$(B)/tests/lib): what
+# real numba 0.61 needs. Its ctypes binding looks every function up by name,
+# the "_v2" one first, and calls cuCtxGetDevice_v2 (CUDA 13's two-argument
+# function) with one argument where a CUDA 13 driver exports it; a CUDA 12
+# driver does not, so it gets the one-argument cuCtxGetDevice.
+CUDA12_STUB_DIR := $(B)/tests/lib-cuda12
+$(CUDA12_STUB_DIR)/libcuda.so.1: $(FAKE_CUDA_SRCS) $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
+	@mkdir -p $(@D)
+	@printf '{ global: *; local: cuCtxGetDevice_v2; };\n' > $(@D)/cuda12.map
+	$(Q)$(CC) $(STUB_CFLAGS) -DFAKE_DRIVER_VERSION=12080 -shared -Wl,-soname,libcuda.so.1 \
+	    -Wl,--version-script,$(@D)/cuda12.map -o $@ $(FAKE_CUDA_SRCS) -ldl
+	ln -sf libcuda.so.1 $(@D)/libcuda.so
+STUBS += $(CUDA12_STUB_DIR)/libcuda.so.1
 
 # Layout modules (tests/modules/mod_layout.c), opened by dl_* programs as
 # Python opens extension modules; and a second interposer.

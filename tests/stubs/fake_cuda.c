@@ -32,6 +32,7 @@
 #include <uthash.h>
 
 #include "fake_common.h"
+#include "fake_cuda_internal.h"
 
 /* ---- call counters (test hook fake_cuda_calls) ---- */
 
@@ -1583,3 +1584,82 @@ size_t fake_cuda_live_allocations(void) {
     pthread_mutex_unlock(&lock);
     return n;
 }
+
+/* ---- the hidden interface used by fake_cuda_clients.c (fake_cuda_internal.h) ---- */
+
+CUresult fake_cuda_need_init(void) {
+    return need_init();
+}
+
+CUresult fake_cuda_need_ctx(int *dev) {
+    return need_ctx(dev);
+}
+
+int fake_cuda_device_count(void) {
+    config();
+    return n_devices;
+}
+
+size_t fake_cuda_mem_limit(void) {
+    config();
+    return mem_limit;
+}
+
+CUcontext fake_cuda_primary_ctx(int dev) {
+    return (CUcontext)(CTX_BASE + (uintptr_t)dev);
+}
+
+bool fake_cuda_ctx_device(CUcontext ctx, int *dev) {
+    config();
+    return ctx_device(ctx, dev);
+}
+
+bool fake_cuda_find_range(uintptr_t a, struct fake_range *out) {
+    bool found = false;
+    pthread_mutex_lock(&lock);
+    struct dev_alloc *rec, *rtmp;
+    HASH_ITER(hh, allocs, rec, rtmp) {
+        if (!found && a >= rec->addr && a - rec->addr < rec->size) {
+            *out = (struct fake_range){rec->addr, rec->size, rec->dev, FAKE_RANGE_DEVICE};
+            found = true;
+        }
+    }
+    struct ipc_open *o, *otmp;
+    HASH_ITER(hh, ipc_opens, o, otmp) {
+        if (!found && a >= o->addr && a - o->addr < o->size) {
+            *out = (struct fake_range){o->addr, o->size, o->dev, FAKE_RANGE_DEVICE};
+            found = true;
+        }
+    }
+    struct mapping *m, *mtmp;
+    HASH_ITER(hh, mappings, m, mtmp) {
+        if (!found && a >= m->addr && a - m->addr < m->size) {
+            *out = (struct fake_range){m->addr, m->size, m->phys->dev, FAKE_RANGE_MAPPED};
+            found = true;
+        }
+    }
+    struct host_alloc *h, *htmp;
+    HASH_ITER(hh, host_allocs, h, htmp) {
+        if (!found && a >= (uintptr_t)h->ptr && a - (uintptr_t)h->ptr < h->size) {
+            *out = (struct fake_range){(uintptr_t)h->ptr, h->size, 0, FAKE_RANGE_HOST};
+            found = true;
+        }
+    }
+    HASH_ITER(hh, host_registered, h, htmp) {
+        if (!found && a >= (uintptr_t)h->ptr && a - (uintptr_t)h->ptr < h->size) {
+            *out = (struct fake_range){(uintptr_t)h->ptr, h->size, 0, FAKE_RANGE_REGISTERED};
+            found = true;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
+#define INTERNAL_ALIAS(hidden_name, name)                                                          \
+    extern __typeof__(name) hidden_name __attribute__((alias(#name), visibility("hidden")));
+INTERNAL_ALIAS(fake_cuda_primary_retain, cuDevicePrimaryCtxRetain)
+INTERNAL_ALIAS(fake_cuda_primary_release, cuDevicePrimaryCtxRelease_v2)
+INTERNAL_ALIAS(fake_cuda_ctx_push, cuCtxPushCurrent_v2)
+INTERNAL_ALIAS(fake_cuda_ctx_pop, cuCtxPopCurrent_v2)
+INTERNAL_ALIAS(fake_cuda_ctx_get_current, cuCtxGetCurrent)
+#undef INTERNAL_ALIAS

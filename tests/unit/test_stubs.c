@@ -72,6 +72,14 @@ START_TEST(driver_selfcheck) {
 }
 END_TEST
 
+/* The client half (fake_cuda_clients.c): what numba and PyCUDA need, on the
+ * CUDA 13 driver and on its CUDA 12.8 variant (no cuCtxGetDevice_v2). */
+START_TEST(driver_clients) {
+    ck_assert_int_eq(run("drv_clients", NULL, NULL, NULL), 0);
+    ck_assert_int_eq(run("drv_clients", "cuda12", "lib-cuda12", NULL), 0);
+}
+END_TEST
+
 START_TEST(driver_selfcheck_configured) {
     ck_assert_int_eq(run("drv_stubcheck", NULL, NULL, "FAKE_CUDA_MEM_BYTES=3G"), 0);
     ck_assert_int_eq(run("drv_stubcheck", NULL, NULL, "FAKE_CUDA_DEVICES=5"), 0);
@@ -204,6 +212,7 @@ static Suite *stubs_suite(void) {
     tcase_add_test(tc, driver_exports);
     tcase_add_test(tc, legacy_driver_exports);
     tcase_add_test(tc, driver_selfcheck);
+    tcase_add_test(tc, driver_clients);
     tcase_add_test(tc, ipc_and_shareable_handles);
     tcase_add_test(tc, driver_selfcheck_configured);
     tcase_add_test(tc, runtime_shared);
