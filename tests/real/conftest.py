@@ -35,6 +35,19 @@ class Run:
     def verdict(self):
         return self.report["verdict"] if self.report else None
 
+    def answer(self):
+        """The place the report's answer names, as (file's base name, line)."""
+        where = ((self.report or {}).get("answer") or {}).get("where") or {}
+        return os.path.basename(where.get("file") or "?"), where.get("line")
+
+    def exit_line(self):
+        """The exit summary's verdict line (the live warning ends with
+        "[as of step N]")."""
+        lines = [l for l in self.err.splitlines()
+                 if l.startswith(("leakwatch: LEAK", "leakwatch: no leak", "leakwatch: inconclusive"))
+                 and "[as of " not in l]
+        return lines[-1] if lines else ""
+
     def lead(self):
         """The site the report ranks first among the leaking ones."""
         sites = [s for s in (self.report or {}).get("sites", []) if s.get("leak")]
@@ -44,6 +57,8 @@ class Run:
         growth = (self.report or {}).get("growth", {})
         return (f"rc={self.rc} verdict={self.verdict} reason={growth.get('reason')!r}\n"
                 f"--- stderr ---\n{self.err[-6000:]}\n--- stdout ---\n{self.out[-2000:]}")
+
+    __repr__ = __str__
 
 
 def marker_line(path, marker):
@@ -60,19 +75,29 @@ def lw(tmp_path):
     --cuda-stand-ins -r REPORT OPTIONS -- python3 SCRIPT ARGS` and returns a
     Run."""
 
-    def run(script, *args, env=None, options=(), timeout=900, bare=False):
+    def run(script, *args, env=None, options=(), timeout=900, how="run", libs=None):
+        """how: run (leakwatch run), preload (LD_PRELOAD of the library, as
+        without the command) or bare (no leakwatch). libs: the stand-in
+        folders to put on LD_LIBRARY_PATH instead of --cuda-stand-ins."""
         report = tmp_path / "report.json"
         if report.exists():
             report.unlink()
         e = dict(os.environ)
-        e.update({"LEAKWATCH_QUIET": "0"})
+        e.update({"LEAKWATCH_QUIET": "0", "PYTHONDONTWRITEBYTECODE": "1"})
+        if libs is not None or how != "run":
+            e["LD_LIBRARY_PATH"] = ":".join(str(p) for p in (libs or [stand_ins()]))
         e.update(env or {})
         py = [sys.executable, str(script), *map(str, args)]
-        if bare:
-            cmd = ["sh", "-c", 'LD_LIBRARY_PATH="$0" exec "$@"', str(stand_ins()), *py]
+        if how == "bare":
+            cmd = py
+        elif how == "preload":
+            e.update({"LD_PRELOAD": str(REPO / "build" / "libleakwatch.so"),
+                      "PYTHONPATH": str(REPO / "python"), "LEAKWATCH_REPORT": str(report)})
+            cmd = py
         else:
-            cmd = [str(LEAKWATCH), "run", "--cuda-stand-ins", "-r", str(report), *options,
-                   "--", *py]
+            cmd = [str(LEAKWATCH), "run", "-r", str(report), *options, "--", *py]
+            if libs is None:
+                cmd.insert(2, "--cuda-stand-ins")
         proc = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout,
                               cwd=tmp_path)
         return Run(proc, report)

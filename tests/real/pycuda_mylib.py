@@ -3,7 +3,7 @@
 
 stash_raw() keeps a pycuda.driver.mem_alloc buffer, stash_array() a
 gpuarray.to_gpu copy, each in a module-level list that nothing empties: the
-two leaks. leakwatch should name the lines marked LEAK-RAW and LEAK-ARRAY
+two leaks. leakwatch should name the lines marked LEAK-LINE
 (or the caller's lines in pycuda_leak.py)."""
 import pycuda.driver as drv
 import pycuda.gpuarray as gpuarray
@@ -15,14 +15,14 @@ _kept_bytes = 0
 def stash_raw(nbytes):
     """A raw device buffer, kept: leak one."""
     global _kept_bytes
-    _keep.append(drv.mem_alloc(nbytes))  # LEAK-RAW
+    _keep.append(drv.mem_alloc(nbytes))  # LEAK-LINE (raw)
     _kept_bytes += nbytes
 
 
 def stash_array(host):
     """A device copy of host, kept: leak two."""
     global _kept_bytes
-    _keep.append(gpuarray.to_gpu(host))  # LEAK-ARRAY
+    _keep.append(gpuarray.to_gpu(host))  # LEAK-LINE (array)
     _kept_bytes += host.nbytes
 
 

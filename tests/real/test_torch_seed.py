@@ -16,8 +16,10 @@ def assert_named(run, marker):
     place = lead.get("place_to_look") or {}
     assert place.get("file", "").endswith("torch_seed.py"), (lead.get("where"), run)
     assert place.get("line") == marker_line(SEED, marker), (lead.get("where"), run)
-    # The exit summary names the same place.
-    assert f"torch_seed.py:{marker_line(SEED, marker)}" in run.err, run
+    # The report's answer and the exit summary name the same place.
+    assert run.answer() == ("torch_seed.py", marker_line(SEED, marker)), run
+    assert run.exit_line().startswith(
+        f"leakwatch: LEAK in torch_seed.py:{marker_line(SEED, marker)} "), run
 
 
 def allocated_per_step(run):
@@ -38,7 +40,7 @@ def test_loss_kept_with_its_graph(lw, sleep_ms):
     assert want > 0, run
     got = run.report["growth"]["bytes_per_step"]
     assert got == pytest.approx(want, rel=0.05), run
-    assert summary_rate(run.err) == pytest.approx(want, rel=0.05), run
+    assert summary_rate(run.exit_line()) == pytest.approx(want, rel=0.05), run
 
 
 def test_loss_fixed_is_clean(lw):
