@@ -295,7 +295,9 @@ STUBS += $(STUB_DIR)/libnextprobe.so
 # The two stand-ins a user may run a program on (leakwatch run --cuda-stand-ins);
 # installed with the command by both routes.
 STAND_INS := $(STUB_DIR)/libcuda.so.1 $(STUB_DIR)/libcudart.so
-stand-ins: $(STAND_INS)
+# With the CUDA 12 runtime and libraries beside them, the same folder hosts
+# Debian's real PyTorch 2.6 (tests/real/torch_smoke.py).
+stand-ins: $(STAND_INS) $(STUB_DIR)/libcudart.so.12 $(CUDA12_STUBS)
 
 # Two builds of one library with other frame sizes at the same offsets
 # (rt_stacks dlclose: unwind rules cached by address must go at dlclose).
