@@ -136,7 +136,16 @@ static void runtime_behaviour(void) {
     void *a = NULL;
     CHECK_EQ(RT(h, "cudaMallocAsync")(&a, (size_t)4096, NULL), 0);
     memset(a, 1, 4096); /* stream-ordered memory is usable too */
+    /* What PyTorch's cudaMallocAsync backend reads as memory_allocated. */
+    CHECK_EQ(RT(h, "cudaMemPoolGetAttribute")(pool, 7 /* UsedMemCurrent */, &got), 0);
+    CHECK_EQ(got, 4096);
+    CHECK_EQ(RT(h, "cudaMemPoolGetAttribute")(pool, 5 /* ReservedMemCurrent */, &got), 0);
+    CHECK_EQ(got, 2 << 20);
     CHECK_EQ(RT(h, "cudaFreeAsync")(a, NULL), 0);
+    CHECK_EQ(RT(h, "cudaMemPoolGetAttribute")(pool, 7, &got), 0);
+    CHECK_EQ(got, 0);
+    CHECK_EQ(RT(h, "cudaMemPoolGetAttribute")(pool, 8 /* UsedMemHigh */, &got), 0);
+    CHECK_EQ(got, 4096);
     free(host);
     free(back);
     dlclose(h);

@@ -13,6 +13,7 @@ article's leak (total_loss += loss, loss_history.append(loss): one 512-byte
 block per step), validation without no_grad, a DataLoader, AMP with
 GradScaler and the allocator's history. Exits 0 when all hold.
 """
+import os
 import sys
 import time
 
@@ -20,7 +21,7 @@ import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
 
-STEPS = 50
+STEPS = int(os.environ.get("TORCH_SMOKE_STEPS", "50"))
 failures = []
 
 
@@ -62,7 +63,10 @@ def seed_loop():
         print(f"step {step:2d} memory_allocated {allocated[-1]}", flush=True)
     deltas = [b - a for a, b in zip(allocated[5:], allocated[6:])]
     print("per-step growth (steps 6..):", sorted(set(deltas)))
-    check(all(d == 512 for d in deltas), "the seed loop grows by 512 B per step")
+    # The native allocator rounds a kept scalar loss to one 512-byte block;
+    # cudaMallocAsync counts what was asked for.
+    want = 512 if torch.cuda.memory.get_allocator_backend() == "native" else 4
+    check(all(d == want for d in deltas), f"the seed loop grows by {want} B per step")
     steady = sorted(times[5:])
     print(f"seed loop: median step {steady[len(steady) // 2] * 1e3:.2f} ms, "
           f"min {steady[0] * 1e3:.2f} ms, max {steady[-1] * 1e3:.2f} ms")
@@ -117,6 +121,9 @@ def amp_steps(model, crit):
 
 
 def history():
+    if torch.cuda.memory.get_allocator_backend() != "native":
+        print("snapshot: skipped (the cudaMallocAsync backend records no history)")
+        return
     torch.cuda.memory._record_memory_history(
         enabled="all", context="all", stacks="python", max_entries=1000)
     kept = [torch.empty(1024, device="cuda") for _ in range(4)]

@@ -28,6 +28,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <uthash.h>
+
 #include "fake_common.h"
 
 #ifdef LW_FAKE_CUDART_STATIC
@@ -322,6 +324,11 @@ RT_API cudaError_t cudaFree(void *devPtr) {
     return ret(from_driver(DRV(cuMemFree, lw_pfn_cuMemFree_v3020)(to_dptr(devPtr))));
 }
 
+/* Stream-ordered memory is counted in its device's default pool (the pool
+ * attributes UsedMemCurrent/High, ReservedMemCurrent/High; below). */
+static void pool_count_alloc(void *p, size_t size);
+static void pool_count_free(void *p);
+
 /* The stream is passed on as given: the stand-in driver accepts any. */
 static cudaError_t malloc_async_stream(enum drv_fn fn, void **devPtr, size_t size,
                                        cudaStream_t stream) {
@@ -330,7 +337,10 @@ static cudaError_t malloc_async_stream(enum drv_fn fn, void **devPtr, size_t siz
     if (drv[fn] == NULL) return ret(cudaErrorCallRequiresNewerDriver);
     CUdeviceptr d = 0;
     CUresult r = ((lw_pfn_cuMemAllocAsync_v11020)drv[fn])(&d, size, (CUstream)stream);
-    if (r == CUDA_SUCCESS) *devPtr = to_ptr(d);
+    if (r == CUDA_SUCCESS) {
+        *devPtr = to_ptr(d);
+        pool_count_alloc(*devPtr, size);
+    }
     return ret(from_driver(r));
 }
 
@@ -345,8 +355,10 @@ RT_API cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t
 static cudaError_t free_async(enum drv_fn fn, void *devPtr, cudaStream_t stream) {
     READY();
     if (drv[fn] == NULL) return ret(cudaErrorCallRequiresNewerDriver);
-    return ret(
+    cudaError_t e = ret(
         from_driver(((lw_pfn_cuMemFreeAsync_v11020)drv[fn])(to_dptr(devPtr), (CUstream)stream)));
+    if (e == cudaSuccess) pool_count_free(devPtr);
+    return e;
 }
 
 RT_API cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
@@ -365,7 +377,10 @@ static cudaError_t malloc_from_pool(enum drv_fn fn, void **ptr, size_t size, cud
     CUdeviceptr d = 0;
     CUresult r = ((lw_pfn_cuMemAllocFromPoolAsync_v11020)drv[fn])(&d, size, (CUmemoryPool)pool,
                                                                   (CUstream)stream);
-    if (r == CUDA_SUCCESS) *ptr = to_ptr(d);
+    if (r == CUDA_SUCCESS) {
+        *ptr = to_ptr(d);
+        pool_count_alloc(*ptr, size);
+    }
     return ret(from_driver(r));
 }
 
@@ -1575,6 +1590,52 @@ static int pool_device(cudaMemPool_t pool) {
     return valid_device_rt((int)(v - POOL_BASE)) ? (int)(v - POOL_BASE) : -1;
 }
 
+/* Requested sizes of live stream-ordered allocations, by address. */
+struct pool_alloc {
+    uintptr_t addr;
+    size_t size;
+    int dev;
+    UT_hash_handle hh;
+};
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pool_alloc *pool_allocs;
+#define POOL_CHUNK ((unsigned long long)2 << 20) /* the pool reserves 2 MiB at a time */
+
+static void pool_count_alloc(void *p, size_t size) {
+    int dev = current_device();
+    if (dev < 0 || dev >= FAKE_MAX_DEVICES) return;
+    struct pool_alloc *a = calloc(1, sizeof *a);
+    if (a == NULL) return;
+    a->addr = (uintptr_t)p;
+    a->size = size;
+    a->dev = dev;
+    pthread_mutex_lock(&pool_lock);
+    HASH_ADD(hh, pool_allocs, addr, sizeof a->addr, a);
+    atomic_ullong *at = pool_attrs[dev];
+    unsigned long long used = atomic_fetch_add(&at[cudaMemPoolAttrUsedMemCurrent], size) + size;
+    if (used > atomic_load(&at[cudaMemPoolAttrUsedMemHigh]))
+        atomic_store(&at[cudaMemPoolAttrUsedMemHigh], used);
+    unsigned long long reserved = (used + POOL_CHUNK - 1) / POOL_CHUNK * POOL_CHUNK;
+    if (reserved > atomic_load(&at[cudaMemPoolAttrReservedMemCurrent]))
+        atomic_store(&at[cudaMemPoolAttrReservedMemCurrent], reserved);
+    if (reserved > atomic_load(&at[cudaMemPoolAttrReservedMemHigh]))
+        atomic_store(&at[cudaMemPoolAttrReservedMemHigh], reserved);
+    pthread_mutex_unlock(&pool_lock);
+}
+
+static void pool_count_free(void *p) {
+    uintptr_t addr = (uintptr_t)p;
+    pthread_mutex_lock(&pool_lock);
+    struct pool_alloc *a = NULL;
+    HASH_FIND(hh, pool_allocs, &addr, sizeof addr, a);
+    if (a != NULL) {
+        HASH_DEL(pool_allocs, a);
+        atomic_fetch_sub(&pool_attrs[a->dev][cudaMemPoolAttrUsedMemCurrent], a->size);
+        free(a);
+    }
+    pthread_mutex_unlock(&pool_lock);
+}
+
 RT_API cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device) {
     READY();
     if (memPool == NULL) return ret(cudaErrorInvalidValue);
@@ -1592,7 +1653,8 @@ RT_API cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, int attr, void
     else if (attr == cudaMemPoolAttrReleaseThreshold)
         atomic_store(&pool_attrs[dev][attr], *(unsigned long long *)value);
     else if (attr == cudaMemPoolAttrReservedMemHigh || attr == cudaMemPoolAttrUsedMemHigh)
-        atomic_store(&pool_attrs[dev][attr], 0); /* only resetting to 0 is allowed */
+        /* Only 0 may be set: the high-water mark restarts from the current value. */
+        atomic_store(&pool_attrs[dev][attr], atomic_load(&pool_attrs[dev][attr - 1]));
     else
         return ret(cudaErrorInvalidValue);
     return cudaSuccess;
@@ -1618,6 +1680,14 @@ RT_API cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const void *descL
 
 RT_API cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep) {
     READY();
-    if (pool_device(memPool) < 0) return ret(cudaErrorInvalidValue);
+    int dev = pool_device(memPool);
+    if (dev < 0) return ret(cudaErrorInvalidValue);
+    pthread_mutex_lock(&pool_lock);
+    unsigned long long used = atomic_load(&pool_attrs[dev][cudaMemPoolAttrUsedMemCurrent]);
+    unsigned long long keep = used > minBytesToKeep ? used : minBytesToKeep;
+    keep = (keep + POOL_CHUNK - 1) / POOL_CHUNK * POOL_CHUNK;
+    if (keep < atomic_load(&pool_attrs[dev][cudaMemPoolAttrReservedMemCurrent]))
+        atomic_store(&pool_attrs[dev][cudaMemPoolAttrReservedMemCurrent], keep);
+    pthread_mutex_unlock(&pool_lock);
     return cudaSuccess;
 }
