@@ -154,12 +154,6 @@ $(STUB_DIR)/libcuda.so.1: $(FAKE_CUDA_SRCS) $(wildcard tests/stubs/*.h) include/
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(STUB_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_CUDA_SRCS) -ldl
 	ln -sf libcuda.so.1 $(STUB_DIR)/libcuda.so
-# PyCUDA's _driver extension links libcurand.so.10 (five functions, used only
-# by pycuda.curandom): a stand-in so that it loads.
-$(STUB_DIR)/libcurand.so.10: tests/stubs/fake_curand.c | deps
-	@mkdir -p $(@D)
-	$(Q)$(CC) $(STUB_CFLAGS) -shared -Wl,-soname,libcurand.so.10 -o $@ $<
-STUBS += $(STUB_DIR)/libcurand.so.10
 # Versioned symbols, as the real runtime's (cudaMalloc@@libcudart.so.13).
 $(STUB_DIR)/libcudart.so: tests/stubs/fake_cudart.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
 	@mkdir -p $(@D) $(B)/obj/stubs
@@ -173,6 +167,35 @@ $(STUB_DIR)/libcudart.so.12: tests/stubs/fake_cudart.c $(wildcard tests/stubs/*.
 	$(Q)$(CC) $(STUB_CFLAGS) -DFAKE_CUDART_VERSION=12080 '-DFAKE_CUDART_NAME="libcudart.so.12"' -shared \
 	    -Wl,-soname,libcudart.so.12 -Wl,--version-script,$(B)/obj/stubs/cudart12.map -o $@ $< -ldl -pthread
 STUBS += $(STUB_DIR)/libcudart.so.12
+# The rest of the CUDA 12 stack that Debian's real PyTorch 2.6 loads (make
+# check-real): cuBLAS/cuBLASLt stand-ins, and loader stand-ins for cuDNN 9,
+# cuFFT, cuRAND, cuSPARSE, cuSOLVER, NCCL, nvToolsExt and NVRTC, one weak
+# function per symbol of the committed list tests/stubs/cuda12/<soname>.syms
+# (nm -D --undefined-only of the real clients' ELF files; the build does not
+# need them). Symbols carry the soname as version, as PyTorch's references
+# require (readelf -V), except NCCL's, which PyTorch references unversioned.
+# What an unimplemented function answers: the library's "not supported"
+# status (cuBLAS and nvToolsExt: success, doing nothing).
+CUDA12_LIBS := libcublas.so.12 libcublasLt.so.12 libcudnn.so.9 libcufft.so.11 libcurand.so.10 \
+    libcusparse.so.12 libcusolver.so.11 libnccl.so.2 libnvToolsExt.so.1 libnvrtc.so.12
+CUDA12_STUBS := $(addprefix $(STUB_DIR)/,$(CUDA12_LIBS))
+STUB_RESULT_libcudnn.so.9 := 3000
+STUB_RESULT_libcufft.so.11 := 16
+STUB_RESULT_libcurand.so.10 := 999
+STUB_RESULT_libcusparse.so.12 := 10
+STUB_RESULT_libcusolver.so.11 := 15
+STUB_RESULT_libnccl.so.2 := 5
+STUB_RESULT_libnvrtc.so.12 := 11
+$(CUDA12_STUBS): $(STUB_DIR)/%: tests/stubs/cuda12/%.syms tests/stubs/fake_stub_syms.c tests/stubs/fake_cuda12_libs.c | deps
+	@mkdir -p $(@D) $(B)/obj/stubs
+	@sed 's/^\([A-Za-z_][A-Za-z0-9_]*\)$$/FAKE_STUB(\1)/' $< > $(B)/obj/stubs/$*.inc
+	@printf '%s { global: *; };\n' '$*' > $(B)/obj/stubs/$*.map
+	$(Q)$(CC) $(STUB_CFLAGS) -shared -Wl,-soname,$* \
+	    $(if $(filter libnccl.so.2,$*),,-Wl,--version-script,$(B)/obj/stubs/$*.map) \
+	    -DFAKE_LIB_$(subst .,_,$*) -DFAKE_STUB_RESULT=$(or $(STUB_RESULT_$*),0) \
+	    '-DFAKE_STUB_SYMS="$(abspath $(B)/obj/stubs/$*.inc)"' \
+	    -o $@ tests/stubs/fake_stub_syms.c tests/stubs/fake_cuda12_libs.c
+STUBS += $(CUDA12_STUBS)
 $(STUB_DIR)/libcudart_static.a: tests/stubs/fake_cudart.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
 	@mkdir -p $(B)/obj/stubs $(@D)
 	$(Q)$(CC) $(STUB_CFLAGS) -fvisibility=hidden -DLW_FAKE_CUDART_STATIC -c $< -o $(B)/obj/stubs/fake_cudart_static.o
@@ -290,7 +313,9 @@ STUBS += $(STUB_DIR)/libnextprobe.so
 # The two stand-ins a user may run a program on (leakwatch run --cuda-stand-ins);
 # installed with the command by both routes.
 STAND_INS := $(STUB_DIR)/libcuda.so.1 $(STUB_DIR)/libcudart.so
-stand-ins: $(STAND_INS)
+# With the CUDA 12 runtime and libraries beside them, the same folder hosts
+# Debian's real PyTorch 2.6 (tests/real/torch_smoke.py).
+stand-ins: $(STAND_INS) $(STUB_DIR)/libcudart.so.12 $(CUDA12_STUBS)
 
 # Two builds of one library with other frame sizes at the same offsets
 # (rt_stacks dlclose: unwind rules cached by address must go at dlclose).

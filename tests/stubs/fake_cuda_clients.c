@@ -8,7 +8,7 @@
  *     function up by name with dlsym, the "_v2" name first, then the plain one,
  *     and fails at the first call of one that is missing;
  *   - PyCUDA 2025.1's _driver extension links about 160 driver symbols
- *     directly (and libcurand.so.10: see fake_curand.c), so each must exist
+ *     directly (and libcurand.so.10: a generated stand-in, tests/stubs/cuda12), so each must exist
  *     for the module to load at all.
  *
  * What is modelled:
