@@ -88,7 +88,7 @@ static stub_fn make_stub(void *fn) {
 #elif defined(__aarch64__)
     uint32_t insns[] = {
         0xa9bf7bfdu, /* stp x29, x30, [sp, #-16]! */
-        0x58000090u, /* ldr x16, #16 (the address below) */
+        0x580000b0u, /* ldr x16, #20 (the address below) */
         0xd63f0200u, /* blr x16 */
         0xa8c17bfdu, /* ldp x29, x30, [sp], #16 */
         0xd65f03c0u, /* ret */
