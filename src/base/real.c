@@ -366,6 +366,15 @@ static int find_definition(struct dl_phdr_info *info, size_t size, void *data) {
     return 0;
 }
 
+/* Once per process, whichever guess comes first. */
+static void say_guess(const char *name, const char *target, const char *how) {
+    lw_log_once(guessed_once,
+                "a call of %s came from code whose own libraries hold no CUDA runtime (a tail "
+                "call, a call through libffi/ctypes, generated code): passed to %s, %s; the "
+                "report's tracker.guessed_target_calls counts such calls",
+                name, target, how);
+}
+
 static void *guess(const caller_obj *c, const char *name) {
     (void)lw_is_own_address(0); /* our span known before the walk */
     struct find_def f = {.name = name, .late = lw_real_is_late()};
@@ -376,13 +385,9 @@ static void *guess(const caller_obj *c, const char *name) {
     dl_iterate_phdr(find_definition, &f);
     if (!f.first) return NULL;
     lw_keep_loaded(f.first);
-    lw_log_once(guessed_once,
-                "a call of %s came from code whose own libraries hold no CUDA runtime (a tail "
-                "call, a call through libffi/ctypes, generated code): passed to %s, %s; the "
-                "report's tracker.guessed_target_calls counts such calls",
-                name, f.first_name,
-                f.count == 1 ? "the only library that defines it"
-                             : "the first of the libraries that define it");
+    say_guess(name, f.first_name,
+              f.count == 1 ? "the only library that defines it"
+                           : "the first of the libraries that define it");
     return f.first;
 }
 
@@ -411,6 +416,13 @@ static void *for_caller(const void *ra, int index, const char *name, int count) 
         /* Code in no object (or past a full table): the global scope's
          * definition is a guess too. */
         int g = !c;
+        if (p && !c) {
+            Dl_info info;
+            say_guess(name,
+                      dladdr(p, &info) && info.dli_fname && info.dli_fname[0] ? info.dli_fname
+                                                                              : "the program",
+                      "the global scope's definition");
+        }
         if (!p) {
             p = guess(c, name);
             g = 1;

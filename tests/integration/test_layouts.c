@@ -339,6 +339,19 @@ START_TEST(tail_calls_from_a_local_module) {
     ck_assert_int_eq(lw_count_substr(with.err, "tracker.guessed_target_calls"), 0);
     lw_run_free(&without);
     lw_run_free(&with);
+
+    /* The module opened RTLD_GLOBAL: its runtime is the global scope's, and
+     * the tail calls reach it without a guess; the generated code's calls,
+     * from no object at all, are still counted as guessed. */
+    const char *args3[] = {"3", "1048576", "libmod_tail.so:global", NULL};
+    run_pair(&without, &with, "dl_tailcall", args3, NULL, NULL, NULL);
+    RUN_OK(&with);
+    ck_assert_msg(strstr(with.out, "jump=1 tail=0 host=0 dlsym=0 driver=0 jit=0 "), "%s", with.out);
+    check_tail_modules(&with, 1, 3, MiB);
+    ck_assert_int_eq(lw_rep_int(&with, "tracker.guessed_target_calls"), 3);
+    ck_assert_int_eq(lw_count_substr(with.err, "tracker.guessed_target_calls"), 1);
+    lw_run_free(&without);
+    lw_run_free(&with);
 }
 END_TEST
 
