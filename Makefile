@@ -247,6 +247,20 @@ $(STUB_DIR)/libinterposer.so: tests/modules/interposer.c $(wildcard tests/stubs/
 	$(Q)$(CC) $(STUB_CFLAGS) -Itests/stubs -shared -o $@ $< -ldl
 LAYOUT_MODS := $(addprefix $(STUB_DIR)/,libmod_rt.so libmod_rt12.so libmod_static.so libmod_drv.so libinterposer.so)
 
+# Tail-call modules (tests/modules/mod_tail.c), optimised as real extension
+# modules are: their wrappers end in `jmp cudaMalloc@PLT` (the test checks),
+# so the runtime's return address lies in their caller. libmod_tailno.so makes
+# ordinary calls, for comparison.
+TAIL_CFLAGS := $(BASE_CFLAGS) -O2 -fPIC -Itests/stubs
+TAIL_DEPS := tests/modules/mod_tail.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h
+$(STUB_DIR)/libmod_tail.so: $(TAIL_DEPS) $(STUB_DIR)/libcudart.so $(STUB_DIR)/libcuda.so.1
+	$(Q)$(CC) $(TAIL_CFLAGS) -shared -o $@ $< -L$(STUB_DIR) -lcudart -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN'
+$(STUB_DIR)/libmod_tail12.so: $(TAIL_DEPS) $(STUB_DIR)/libcudart.so.12 $(STUB_DIR)/libcuda.so.1
+	$(Q)$(CC) $(TAIL_CFLAGS) -shared -o $@ $< $(STUB_DIR)/libcudart.so.12 -L$(STUB_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN'
+$(STUB_DIR)/libmod_tailno.so: $(TAIL_DEPS) $(STUB_DIR)/libcudart.so $(STUB_DIR)/libcuda.so.1
+	$(Q)$(CC) $(TAIL_CFLAGS) -fno-optimize-sibling-calls -shared -o $@ $< -L$(STUB_DIR) -lcudart -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN'
+LAYOUT_MODS += $(addprefix $(STUB_DIR)/,libmod_tail.so libmod_tail12.so libmod_tailno.so)
+
 # For NVIDIA's real runtime 11.8 from Debian (scripts/setup-nvidia-debian.sh):
 # a program and a module linked to the soname libcudart.so.11.0, against a
 # stand-in of that soname kept in obj/ (on no search path; its symbols

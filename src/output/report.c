@@ -22,6 +22,7 @@
 #include "totals.h"
 #include "where.h"
 #include "rank.h"
+#include "real.h"
 #include "device.h"
 
 #include <leakwatch.h>
@@ -783,6 +784,7 @@ int lw_report_emit(FILE *f, const char *reason) {
     lw_jw_uint(&w, "stacks_by_fallback_unwinder", ss.fallback);
     lw_jw_uint(&w, "stacks_verified", ss.verified);
     lw_jw_uint(&w, "stack_mismatches", ss.mismatches);
+    lw_jw_uint(&w, "guessed_target_calls", lw_real_guessed_calls());
     lw_jw_end(&w);
     lw_jw_end(&w);
     fputc('\n', f);

@@ -218,6 +218,15 @@ START_TEST(module_loaded_after_the_attach_is_hooked) {
 }
 END_TEST
 
+/* The module's wrappers end in a tail call (-O2): the runtime's return
+ * address lies in the program, whose scope has no runtime. Every step's
+ * allocations still succeed (the done line is the unattached job's) and
+ * are counted. */
+START_TEST(tail_calling_module_attached_diagnosed_detached) {
+    attach_diagnose_detach("dl_attach", "leak_tail_attach", "tail", 0);
+}
+END_TEST
+
 /* The runtime linked in statically, attached before its first call: it finds
  * the driver through the hooked dlsym. */
 START_TEST(static_runtime_attached_before_its_start) {
@@ -607,6 +616,7 @@ int main(void) {
     tcase_add_test(tc, driver_job_attached_diagnosed_detached);
     tcase_add_test(tc, rtld_local_module_attached_diagnosed_detached);
     tcase_add_test(tc, module_loaded_after_the_attach_is_hooked);
+    tcase_add_test(tc, tail_calling_module_attached_diagnosed_detached);
     tcase_add_test(tc, static_runtime_attached_before_its_start);
     tcase_add_test(tc, earlier_allocations_and_a_second_session);
     tcase_add_test(tc, ctrl_c_of_a_foreground_attach_detaches);
