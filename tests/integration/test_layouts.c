@@ -552,6 +552,15 @@ START_TEST(real_runtime_under_every_layout) {
             lw_run_free(&without);
             lw_run_free(&with);
         }
+        /* A module that tail-calls it, from a program with no runtime in
+         * its scope: the runtime's own answer, never an error of ours. */
+        lw_run without, with;
+        const char *args3[] = {"2", "4096", "libmod_tailreal.so", NULL};
+        run_pair(&without, &with, "dl_tailcall", args3, env, NULL, NULL);
+        RUN_OK(&with);
+        ck_assert_msg(strstr(with.out, "jump=1 "), "%s", with.out);
+        lw_run_free(&without);
+        lw_run_free(&with);
     }
 }
 END_TEST
