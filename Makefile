@@ -306,6 +306,10 @@ $(B)/tests/programs/realstatic_%: tests/programs/real_%.c $(wildcard tests/progr
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(PROG_CFLAGS) -Itests/stubs -o $@ $< $(CUDA_LIBDIR)/libcudart_static.a -ldl -lrt -pthread
 LAYOUT_MODS += $(STUB_DIR)/libmod_realrt.so $(B)/tests/programs/realstatic_main
+$(STUB_DIR)/libmod_tailreal.so: $(TAIL_DEPS) $(STUB_DIR)/libcuda.so.1 | deps
+	$(Q)$(CC) $(TAIL_CFLAGS) -DMOD_REAL_RT -shared -o $@ $< -L$(CUDA_LIBDIR) -lcudart -L$(STUB_DIR) -l:libcuda.so.1 \
+	    -Wl,-rpath,$(CUDA_LIBDIR)
+LAYOUT_MODS += $(STUB_DIR)/libmod_tailreal.so
 else
 PROGS := $(filter-out $(B)/tests/programs/real_%,$(PROGS))
 endif

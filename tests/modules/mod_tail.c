@@ -9,6 +9,7 @@
  *   libmod_tail.so     -O2, linked to the stand-in runtime (libcudart.so.13) and driver
  *   libmod_tail12.so   the same on the second stand-in runtime, libcudart.so.12
  *   libmod_tailno.so   -O2 -fno-optimize-sibling-calls: ordinary calls, for comparison
+ *   libmod_tailreal.so -O2, linked to NVIDIA's runtime (MOD_REAL_RT; when a toolkit is installed)
  * tail_is_jump() says whether the compiler made tail_malloc a jump: the tests
  * insist on it, so that they cannot pass on a build that made ordinary calls. */
 #include "fake_common.h"
@@ -39,13 +40,22 @@ API CUresult tail_mem_free(CUdeviceptr p) {
     return cuMemFree_v2(p);
 }
 
-/* Which runtime this module is linked to, and how many allocations reached it. */
+/* Which runtime this module is linked to, and how many allocations reached it
+ * (NVIDIA's runtime, MOD_REAL_RT, counts nothing for us). */
 API const char *tail_runtime(void) {
+#ifdef MOD_REAL_RT
+    return "nvidia";
+#else
     return fake_cudart_name();
+#endif
 }
 
 API unsigned long tail_runtime_mallocs(void) {
+#ifdef MOD_REAL_RT
+    return 0;
+#else
     return fake_cudart_mallocs();
+#endif
 }
 
 /* 1 when tail_malloc's first instruction (after a branch-target marker) is a
