@@ -30,6 +30,8 @@ static int failures;
     } while (0)
 #define CHECK_NONNULL(p) CHECK((p) != NULL)
 
+int main(void);
+
 static void *open_lib(const char *soname) {
     void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
@@ -117,7 +119,18 @@ static void runtime_behaviour(void) {
     int status = 0;
     CHECK_EQ(RT(h, "cudaStreamIsCapturing")(stream, &status), 0);
     CHECK_EQ(status, 1);
+    /* Captured, not run: a launch and a copy become the graph's two nodes. */
+    struct {
+        unsigned x, y, z;
+    } one = {1, 1, 1};
+    int src = 7, dst = 0;
+    CHECK_EQ(RT(h, "cudaLaunchKernel")((void *)main, one, one, NULL, (size_t)0, stream), 0);
+    CHECK_EQ(RT(h, "cudaMemcpyAsync")(&dst, &src, sizeof src, 4, stream), 0);
+    CHECK_EQ(dst, 0);
     CHECK_EQ(RT(h, "cudaStreamEndCapture")(stream, &graph), 0);
+    size_t nodes = 0;
+    CHECK_EQ(RT(h, "cudaGraphGetNodes")(graph, NULL, &nodes), 0);
+    CHECK_EQ(nodes, 2);
     CHECK_EQ(RT(h, "cudaGraphInstantiate")(&exec, graph, 0ULL), 0);
     CHECK_EQ(RT(h, "cudaGraphLaunch")(exec, stream), 0);
     CHECK_EQ(RT(h, "cudaGraphExecDestroy")(exec), 0);
