@@ -407,6 +407,23 @@ static void *python_install_thread(void *arg) {
     return NULL;
 }
 
+/* ---- the locks of attach and detach, in one order ----
+ *
+ *   attach_lock  (here: one attach or detach at a time)
+ *     -> start_lock  (lifecycle.c: lw_lifecycle_attach/detach, and the fork
+ *                     handlers' before_fork)
+ *       -> patch_lock  (here: the rewritten entries; a leaf: nothing is
+ *                       taken while it is held)
+ *
+ * The fork handlers take start_lock, then patch_lock: ours are registered
+ * before lifecycle.c's (attach_now registers them before its first
+ * lw_lifecycle_attach), and prepare handlers run in the reverse order of
+ * registration. So attach and detach never hold patch_lock while they take
+ * start_lock (that inversion hung a job forking during an attach for good),
+ * and attach_lock, which no fork handler takes, is made new in a child
+ * (the attach or detach that held it runs in the parent only). */
+static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* A fork while another thread holds patch_lock must not leave the child
  * with it locked (its dlopen hook takes it). */
 static void fork_prepare(void) {
@@ -417,13 +434,16 @@ static void fork_parent(void) {
 }
 static void fork_child(void) {
     pthread_mutex_init(&patch_lock, NULL);
+    pthread_mutex_init(&attach_lock, NULL);
 }
 
 /* ---- attach and detach ---- */
 static int detach(char *msg, size_t n) {
+    pthread_mutex_lock(&attach_lock);
     pthread_mutex_lock(&patch_lock);
     if (!atomic_load(&installed)) {
         pthread_mutex_unlock(&patch_lock);
+        pthread_mutex_unlock(&attach_lock);
         snprintf(msg, n, "leakwatch is not attached to this process");
         return -1;
     }
@@ -436,12 +456,13 @@ static int detach(char *msg, size_t n) {
         snprintf(msg, n, "(no report written: LEAKWATCH_REPORT is none, or see the job's stderr)");
     else
         snprintf(msg, n, "%s", path);
+    pthread_mutex_unlock(&attach_lock);
     return 0;
 }
 
 static int attach_now(const char *settings, char *msg, size_t n) {
     int rc = -1;
-    pthread_mutex_lock(&patch_lock);
+    pthread_mutex_lock(&attach_lock);
     if (atomic_load(&installed)) {
         snprintf(msg, n, "leakwatch is already attached");
         rc = 1;
@@ -482,13 +503,15 @@ static int attach_now(const char *settings, char *msg, size_t n) {
                  "so it could not be detached: not attached");
         goto out;
     }
+    pthread_mutex_lock(&patch_lock);
     atomic_store(&installed, 1);
     patch_all_locked();
     snprintf(msg, n, "%zu", npatches);
+    pthread_mutex_unlock(&patch_lock);
     if (lw_real_dlsym(RTLD_DEFAULT, "Py_IsInitialized")) lw_thread_start(python_install_thread);
     rc = 0;
 out:
-    pthread_mutex_unlock(&patch_lock);
+    pthread_mutex_unlock(&attach_lock);
     return rc;
 }
 

@@ -595,6 +595,54 @@ START_TEST(ptrace_scope_messages_say_what_to_change) {
 }
 END_TEST
 
+/* ---- an attach that can never hurt the job (issue 32) ---- */
+
+/* Starts tests/programs/PROG ARGS... (its output in j->out, in j->dir, which
+ * the caller made with lw_temp_dir) and waits for its "ready". */
+static void start_prog(job *j, const char *prog, const char *const *args) {
+    snprintf(j->out, sizeof j->out, "%s/out.txt", j->dir);
+    snprintf(j->go, sizeof j->go, "%s/go", j->dir);
+    snprintf(j->report, sizeof j->report, "%s/report.json", j->dir);
+    char exe[PATH_MAX];
+    snprintf(exe, sizeof exe, "%s/tests/programs/%s", lw_build_dir(), prog);
+    j->pid = lw_spawn(exe, args, NULL, 0, j->out);
+    ck_assert_msg(lw_wait_for_text(j->out, "ready", 20000), "%s never started: %s", prog,
+                  lw_slurp_file(j->out));
+}
+
+/* A job that forks all the time, attached and detached 50 times: the attach
+ * took the library's locks in one order (patch_lock, then start_lock) and
+ * the fork handlers in the other, so a fork during an attach hung both the
+ * job and the command for good. */
+START_TEST(fork_heavy_job_survives_attach_detach_cycles) {
+    if (!can_attach()) return;
+    job j;
+    char stop[160];
+    lw_temp_dir(j.dir, sizeof j.dir);
+    snprintf(stop, sizeof stop, "%s/stop", j.dir);
+    const char *args[] = {stop, NULL};
+    start_prog(&j, "rt_attach_fork", args);
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    for (int i = 0; i < 50; i++) {
+        lw_run r;
+        attach_cli(&r, "--background", "-q", "-o", j.report, pid, NULL);
+        ck_assert_msg(r.exit_code == 0, "cycle %d: attach exit %d signal %d: %s", i, r.exit_code,
+                      r.signal, r.err);
+        lw_run_free(&r);
+        attach_cli(&r, "--detach", "-q", pid, NULL, NULL, NULL);
+        ck_assert_msg(r.exit_code == 0, "cycle %d: detach exit %d signal %d: %s", i, r.exit_code,
+                      r.signal, r.err);
+        lw_run_free(&r);
+    }
+    lw_write_text(stop, "stop");
+    char *out = finish_job(&j);
+    ck_assert_msg(strstr(out, "done, ") && !strstr(out, "done, 0 forks"), "%s", out);
+    free(out);
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
 int main(void) {
     snprintf(xdg, sizeof xdg, "/tmp/lwxdg.XXXXXX");
     if (!mkdtemp(xdg)) return 1;
@@ -618,6 +666,11 @@ int main(void) {
     tcase_add_test(tc, python_package_job_gets_step_marks);
     tcase_add_test(tc, python_job_without_torch_uses_intervals);
     suite_add_tcase(s, tc);
+    /* CK_RUN_CASE=safety runs these alone. */
+    TCase *safety = tcase_create("safety");
+    tcase_set_timeout(safety, 600);
+    tcase_add_test(safety, fork_heavy_job_survives_attach_detach_cycles);
+    suite_add_tcase(s, safety);
     int failed = lw_check_run(s);
     lw_remove_dir(xdg);
     return failed ? 1 : 0;
