@@ -260,6 +260,12 @@ typedef struct {
     lw_fpregs fp;
     int have_fp;
     int exited;
+    /* Where the calls return to: the system call instruction the thread
+     * was stopped after (attach_arch.h). */
+    uint64_t ret_to;
+    /* The thread is stopped at the end of our return's system call (not
+     * where the kernel restarts its own: restore() first stops it there). */
+    int at_syscall_stop;
     int nsig;
     siginfo_t *sigs; /* held, in order of arrival */
     int sigcap;
@@ -352,6 +358,34 @@ static int requeue_signals(thread_ctx *c) {
     return n;
 }
 
+/* 1 when the process has a handler of its own for sig (SigCgt). */
+static int sig_caught(pid_t pid, int sig) {
+    char p[64], line[256];
+    snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(p, "re");
+    unsigned long long caught = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "SigCgt:", 7)) caught = strtoull(line + 7, NULL, 16);
+    if (f) fclose(f);
+    return sig >= 1 && sig <= 64 && ((caught >> (sig - 1)) & 1);
+}
+
+/* What to do with a signal the thread is about to take while we hold it:
+ * the signal to deliver now (0: none). A stop signal whose action is the
+ * default one is delivered: the process stops as it would have (our thread
+ * takes part in the group stop and goes on with our call; once let go, the
+ * kernel puts it back in the stop if the process is still stopped, not if
+ * a SIGCONT came meanwhile). A SIGCONT without a handler has done its work
+ * when it was sent: nothing to keep. Others are kept, sent again at the
+ * end: a handler must not run inside our calls. */
+static int signal_now(thread_ctx *c, int sig) {
+    if ((sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) &&
+        (sig == SIGSTOP || !sig_caught(c->pid, sig)))
+        return sig;
+    if (sig == SIGCONT && !sig_caught(c->pid, sig)) return 0;
+    return hold_signal(c, sig) == 0 ? 0 : sig;
+}
+
 /* Waits for the thread's next stop. 0: stopped (*status); -1: it ended. */
 static int wait_thread(thread_ctx *c, int *status) {
     for (;;) {
@@ -369,17 +403,28 @@ static int wait_thread(thread_ctx *c, int *status) {
     }
 }
 
-/* Runs fn(args) on the thread. 0 and *ret; -1 with err. */
+/* Runs fn(args) on the thread. 0 and *ret; -1 with err.
+ *
+ * The call returns to the system call instruction that the thread was
+ * stopped after, which it runs with our stack pointer: traced with
+ * PTRACE_SYSCALL, that is the stop at the entry of a system call at exactly
+ * that address and stack pointer, where the result is the system call's
+ * number; the system call is then skipped. Nothing faults: the job's signal
+ * handlers, dispositions and masks are never touched (a return to address
+ * 0 made the kernel reset a blocked or ignored SIGSEGV to its default). */
 static int call(thread_ctx *c, uint64_t fn, const uint64_t *args, int n, uint64_t sp, uint64_t *ret,
                 const char *what, char *err, size_t en) {
     lw_regs r = c->orig;
-    uint64_t ra_slot = 0, zero = 0;
+    uint64_t ra_slot = 0;
     lw_arch_prepare_call(&r, fn, args, n, sp, &ra_slot);
-    if ((ra_slot && mem_write(c, ra_slot, &zero, sizeof zero) != 0) ||
-        lw_arch_set_regs(c->tid, &r) != 0 || ptrace(PTRACE_CONT, c->tid, 0, 0) != 0) {
+    c->at_syscall_stop = 0;
+    if ((ra_slot && mem_write(c, ra_slot, &c->ret_to, sizeof c->ret_to) != 0) ||
+        lw_arch_set_regs(c->tid, &r) != 0 || ptrace(PTRACE_SYSCALL, c->tid, 0, 0) != 0) {
         snprintf(err, en, "cannot set up the call of %s: %s", what, strerror(errno));
         return -1;
     }
+    uint64_t back_sp = lw_arch_sp(&r) + 8; /* after the return */
+    int returned = 0;
     for (;;) {
         int st;
         if (wait_thread(c, &st) != 0) {
@@ -388,12 +433,8 @@ static int call(thread_ctx *c, uint64_t fn, const uint64_t *args, int n, uint64_
         }
         int sig = WSTOPSIG(st), event = st >> 16;
         if (event) {
-            /* A group stop (SIGSTOP, SIGTSTP) for the whole process: it is
-             * asked for again once the thread is back. */
-            if (event == PTRACE_EVENT_STOP &&
-                (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU))
-                (void)hold_signal(c, sig);
-            ptrace(PTRACE_CONT, c->tid, 0, 0);
+            /* A group stop, or our interrupt: go on with the call. */
+            ptrace(PTRACE_SYSCALL, c->tid, 0, 0);
             continue;
         }
         lw_regs now;
@@ -401,9 +442,24 @@ static int call(thread_ctx *c, uint64_t fn, const uint64_t *args, int n, uint64_
             snprintf(err, en, "cannot read the registers of thread %d", (int)c->tid);
             return -1;
         }
-        if (sig == SIGSEGV && lw_arch_pc(&now) == 0) {
-            *ret = lw_arch_result(&now);
-            return 0;
+        if (sig == (SIGTRAP | 0x80)) {
+            if (returned) {
+                /* The end of the skipped system call: the thread is ours. */
+                c->at_syscall_stop = 1;
+                return 0;
+            }
+            if (lw_arch_pc(&now) == c->ret_to + LW_ARCH_SYSCALL_LEN &&
+                lw_arch_sp(&now) == back_sp) {
+                *ret = lw_arch_syscall_number(&now);
+                lw_arch_skip_syscall(&now);
+                if (lw_arch_set_regs(c->tid, &now) != 0) {
+                    snprintf(err, en, "cannot set the registers of thread %d", (int)c->tid);
+                    return -1;
+                }
+                returned = 1;
+            }
+            ptrace(PTRACE_SYSCALL, c->tid, 0, 0);
+            continue;
         }
         siginfo_t si;
         if ((sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE) &&
@@ -415,7 +471,25 @@ static int call(thread_ctx *c, uint64_t fn, const uint64_t *args, int n, uint64_
             return -1;
         }
         /* Held, not delivered now (its handler would run inside our call). */
-        int deliver = hold_signal(c, sig) == 0 ? 0 : sig;
+        int deliver = signal_now(c, sig);
+        ptrace(PTRACE_SYSCALL, c->tid, 0, (void *)(intptr_t)deliver);
+    }
+}
+
+/* Brings the thread from the end of our return's system call to a stop
+ * where putting its registers back makes the kernel restart its own system
+ * call as if nothing had happened (a ptrace interrupt: the stop it was
+ * seized in). 0, or -1 (it ended). */
+static int to_restart_point(thread_ctx *c) {
+    if (!c->at_syscall_stop) return 0;
+    c->at_syscall_stop = 0;
+    if (ptrace(PTRACE_INTERRUPT, c->tid, 0, 0) != 0 || ptrace(PTRACE_CONT, c->tid, 0, 0) != 0)
+        return -1;
+    for (;;) {
+        int st;
+        if (wait_thread(c, &st) != 0) return -1;
+        if ((st >> 16) == PTRACE_EVENT_STOP) return 0;
+        int deliver = (st >> 16) ? 0 : signal_now(c, WSTOPSIG(st));
         ptrace(PTRACE_CONT, c->tid, 0, (void *)(intptr_t)deliver);
     }
 }
@@ -424,7 +498,7 @@ static int call(thread_ctx *c, uint64_t fn, const uint64_t *args, int n, uint64_
  * from. 1: held (c->orig read); 0: not at a safe point now (let go, nothing
  * changed); -1: error in err. */
 static int seize(thread_ctx *c, char *err, size_t en) {
-    if (ptrace(PTRACE_SEIZE, c->tid, 0, 0) != 0) {
+    if (ptrace(PTRACE_SEIZE, c->tid, 0, (void *)(intptr_t)PTRACE_O_TRACESYSGOOD) != 0) {
         if (errno == ESRCH) return 0; /* the thread ended: pick another */
         snprintf(err, en,
                  "not permitted to trace process %d (ptrace: %s): it may have been made "
@@ -440,8 +514,7 @@ static int seize(thread_ctx *c, char *err, size_t en) {
         int st;
         if (wait_thread(c, &st) != 0) return 0;
         if ((st >> 16) == PTRACE_EVENT_STOP) break;
-        int deliver = 0;
-        if (!(st >> 16) && hold_signal(c, WSTOPSIG(st)) != 0) deliver = WSTOPSIG(st);
+        int deliver = (st >> 16) ? 0 : signal_now(c, WSTOPSIG(st));
         ptrace(PTRACE_CONT, c->tid, 0, (void *)(intptr_t)deliver);
     }
     if (lw_arch_get_regs(c->tid, &c->orig) != 0) {
@@ -455,6 +528,18 @@ static int seize(thread_ctx *c, char *err, size_t en) {
         requeue_signals(c);
         return 0;
     }
+    return 1;
+}
+
+static int cancelled(const lw_inject *q) {
+    return q->cancel && *q->cancel;
+}
+
+/* Between two calls: 1 (err set) when the command was asked to stop. */
+static int stop_here(const lw_inject *q, const char *after, char *err, size_t en) {
+    if (!cancelled(q)) return 0;
+    snprintf(err, en, "interrupted after %s; process %d's thread was put back as it was", after,
+             (int)q->pid);
     return 1;
 }
 
@@ -512,6 +597,14 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
             held = r > 0;
         }
         if (!held) {
+            if (cancelled(q)) {
+                snprintf(err, en, "interrupted before a thread of process %d was borrowed",
+                         (int)q->pid);
+                close(c->memfd);
+                free(c->sigs);
+                free(c);
+                return -1;
+            }
             if (kill(q->pid, 0) != 0 && errno == ESRCH) {
                 snprintf(err, en, "process %d ended during the attach", (int)q->pid);
                 close(c->memfd);
@@ -537,6 +630,7 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
     q->tid = c->tid;
 
     /* From here the thread is ours: every path ends in "restore". */
+    c->ret_to = lw_arch_pc(&c->orig) - LW_ARCH_SYSCALL_LEN;
     c->have_fp = lw_arch_get_fpregs(c->tid, &c->fp) == 0;
     int rc = -1;
     unsigned char *saved = NULL;
@@ -555,6 +649,11 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
     uint64_t a_msg = (a_ent - MSG_LEN) & ~(uint64_t)15;
     uint64_t call_sp = (a_msg - 64) & ~(uint64_t)15;
     mapping stack;
+    unsigned char insn[LW_ARCH_SYSCALL_LEN];
+    if (mem_read(c, c->ret_to, insn, sizeof insn) != 0 || !lw_arch_is_syscall(insn)) {
+        snprintf(err, en, "thread %d is not stopped after a system call instruction", (int)c->tid);
+        goto restore;
+    }
     if (find_addr(q->pid, sp0 - 1, &stack) != 0 || call_sp < stack.lo + 4096) {
         snprintf(err, en, "thread %d's stack has no room for the calls", (int)c->tid);
         goto restore;
@@ -578,11 +677,13 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
     }
 
     uint64_t r = 0;
+    if (stop_here(q, "the thread was stopped", err, en)) goto restore;
     if (call(c, fns.errno_location, NULL, 0, call_sp, &r, "__errno_location", err, en) != 0)
         goto restore;
     errno_addr = r;
     if (mem_read(c, errno_addr, &errno_val, sizeof errno_val) == 0) have_errno = 1;
 
+    if (stop_here(q, "the thread was stopped", err, en)) goto restore;
     uint64_t args[3] = {a_lib, RTLD_NOW_ | (fns.private_dlopen ? RTLD_DLOPEN_ : 0), 0};
     if (call(c, fns.dlopen, args, 2, call_sp, &r, "dlopen", err, en) != 0) goto restore;
     uint64_t handle = r;
@@ -603,6 +704,7 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
                      : "");
         goto restore;
     }
+    if (stop_here(q, "the library was loaded (it stays, inert)", err, en)) goto restore;
     args[0] = handle;
     args[1] = a_ent;
     if (call(c, fns.dlsym, args, 2, call_sp, &r, "dlsym", err, en) != 0) goto restore;
@@ -612,6 +714,7 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
         goto restore;
     }
     uint64_t attach_fn = r;
+    if (stop_here(q, "the library was loaded (it stays, inert)", err, en)) goto restore;
     args[0] = a_set;
     args[1] = a_msg;
     args[2] = MSG_LEN;
@@ -622,6 +725,7 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
     rc = 0;
 
 restore:
+    if (!c->exited && to_restart_point(c) != 0) c->exited = 1;
     if (!c->exited) {
         if (have_errno) mem_write(c, errno_addr, &errno_val, sizeof errno_val);
         if (saved) mem_write(c, save_lo, saved, save_hi - save_lo);

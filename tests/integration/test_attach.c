@@ -643,6 +643,162 @@ START_TEST(fork_heavy_job_survives_attach_detach_cycles) {
 }
 END_TEST
 
+/* A line of /proc/PID[/task/TID]/status ("SigCgt:" ...), malloc'd. */
+static char *status_line(pid_t pid, pid_t tid, const char *key) {
+    char p[96];
+    if (tid)
+        snprintf(p, sizeof p, "/proc/%ld/task/%ld/status", (long)pid, (long)tid);
+    else
+        snprintf(p, sizeof p, "/proc/%ld/status", (long)pid);
+    char *text = lw_slurp_file(p);
+    const char *at = strstr(text, key);
+    char *line = strndup(at ? at : "", at ? strcspn(at, "\n") : 0);
+    free(text);
+    return line;
+}
+
+/* The job's SIGSEGV disposition, and the borrowed thread's mask, are as
+ * before the attach: the injected calls returned by faulting at address 0,
+ * and the kernel resets a blocked or ignored SIGSEGV that faults to its
+ * default (and unblocks it). */
+static void sigsegv_state_kept(const char *mode) {
+    if (!can_attach()) return;
+    job j;
+    char stop[160];
+    lw_temp_dir(j.dir, sizeof j.dir);
+    snprintf(stop, sizeof stop, "%s/stop", j.dir);
+    const char *args[] = {mode, stop, NULL};
+    start_prog(&j, "rt_attach_sigstate", args);
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    const char *keys[] = {"SigCgt:", "SigIgn:", "SigBlk:"};
+    char *before[3], *after[3];
+    for (int k = 0; k < 3; k++)
+        before[k] = status_line(j.pid, k == 2 ? j.pid : 0, keys[k]);
+    lw_run r;
+    attach_cli(&r, "--background", "-q", "-o", j.report, pid, NULL);
+    ck_assert_msg(r.exit_code == 0, "attach: %d: %s", r.exit_code, r.err);
+    lw_run_free(&r);
+    attach_cli(&r, "--detach", "-q", pid, NULL, NULL, NULL);
+    ck_assert_msg(r.exit_code == 0, "detach: %d: %s", r.exit_code, r.err);
+    lw_run_free(&r);
+    for (int k = 0; k < 3; k++) {
+        after[k] = status_line(j.pid, k == 2 ? j.pid : 0, keys[k]);
+        ck_assert_msg(before[k][0] && !strcmp(before[k], after[k]), "%s: before '%s', after '%s'",
+                      mode, before[k], after[k]);
+        free(before[k]);
+        free(after[k]);
+    }
+    lw_write_text(stop, "stop");
+    char *out = finish_job(&j);
+    ck_assert_msg(strstr(out, "done"), "%s", out);
+    free(out);
+    lw_remove_dir(j.dir);
+}
+
+START_TEST(sigsegv_handler_blocked_in_the_borrowed_thread_is_kept) {
+    sigsegv_state_kept("handler");
+}
+END_TEST
+
+START_TEST(ignored_sigsegv_is_kept) {
+    sigsegv_state_kept("ignore");
+}
+END_TEST
+
+START_TEST(sigsegv_blocked_in_the_borrowed_thread_stays_blocked) {
+    sigsegv_state_kept("blocked");
+}
+END_TEST
+
+/* SIGTERM (as timeout sends it) stops an attach that waits for a thread it
+ * can borrow: the command used to block it for as long as it waited. The
+ * job is left as it was. */
+START_TEST(sigterm_stops_a_waiting_attach) {
+    if (!can_attach()) return;
+    job j;
+    lw_temp_dir(j.dir, sizeof j.dir);
+    snprintf(j.out, sizeof j.out, "%s/out.txt", j.dir);
+    char exe[PATH_MAX], pid[32], out[160];
+    snprintf(exe, sizeof exe, "%s/tests/programs/rt_attach_busy", lw_build_dir());
+    const char *args[] = {"4000", NULL};
+    j.pid = lw_spawn(exe, args, NULL, 0, j.out);
+    ck_assert_msg(lw_wait_for_text(j.out, "ready", 20000), "%s", lw_slurp_file(j.out));
+    pid_text(j.pid, pid, sizeof pid);
+    snprintf(out, sizeof out, "%s/attach.txt", j.dir);
+    const char *a_args[] = {"attach", "--wait-ms", "600000", pid, NULL};
+    pid_t a = lw_spawn(lw_cli_exe(), a_args, NULL, 0, out);
+    usleep(500 * 1000); /* it waits for a thread that never comes */
+    kill(a, SIGTERM);
+    int st = 0;
+    if (lw_wait_pid(a, 30000, &st) != 0) {
+        kill(a, SIGKILL);
+        waitpid(a, &st, 0);
+        ck_abort_msg("SIGTERM did not stop leakwatch attach: %s", lw_slurp_file(out));
+    }
+    char *text = lw_slurp_file(out);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(text, "interrupted"),
+                  "status 0x%x: %s", st, text);
+    free(text);
+    ck_assert(!maps_have(j.pid, "libleakwatch"));
+    char *jo = finish_job(&j);
+    ck_assert_msg(strstr(jo, "interrupted 0 times"), "%s", jo);
+    free(jo);
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
+/* The state letter of /proc/PID/stat. */
+static char proc_state(pid_t pid) {
+    char p[64];
+    snprintf(p, sizeof p, "/proc/%ld/stat", (long)pid);
+    char *text = lw_slurp_file(p);
+    const char *rp = strrchr(text, ')');
+    char c = rp && rp[1] == ' ' ? rp[2] : '?';
+    free(text);
+    return c;
+}
+
+/* SIGSTOP and SIGCONT pairs all through attaches: the job is never left
+ * stopped (a stop held back during the attach was sent again after the
+ * SIGCONT that had ended it). */
+START_TEST(stop_and_cont_during_an_attach_leave_the_job_running) {
+    if (!can_attach()) return;
+    job j;
+    start_job(&j, "rt_attach", "100000", NULL, 1, 0);
+    char pid[32], out[160];
+    pid_text(j.pid, pid, sizeof pid);
+    snprintf(out, sizeof out, "%s/attach.txt", j.dir);
+    int stopped = 0;
+    for (int i = 0; i < 20 && !stopped; i++) {
+        const char *args[] = {"attach", "--background", "-q", "-o", j.report, pid, NULL};
+        pid_t a = lw_spawn(lw_cli_exe(), args, NULL, 0, out);
+        int st = 0;
+        while (waitpid(a, &st, WNOHANG) == 0) {
+            kill(j.pid, SIGSTOP);
+            usleep(100);
+            kill(j.pid, SIGCONT);
+            usleep(100);
+        }
+        /* The last signal was a SIGCONT: the job runs, unless the attach
+         * stops it again afterwards. */
+        for (int k = 0; k < 50 && !stopped; k++) {
+            stopped = proc_state(j.pid) == 'T';
+            usleep(2000);
+        }
+        kill(j.pid, SIGCONT);
+        lw_run r;
+        attach_cli(&r, "--detach", "-q", pid, NULL, NULL, NULL);
+        ck_assert_msg(r.exit_code == 0, "cycle %d: detach %d: %s", i, r.exit_code, r.err);
+        lw_run_free(&r);
+        ck_assert_msg(!stopped, "cycle %d: the attach left the job stopped", i);
+    }
+    kill(j.pid, SIGKILL);
+    waitpid(j.pid, NULL, 0);
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
 int main(void) {
     snprintf(xdg, sizeof xdg, "/tmp/lwxdg.XXXXXX");
     if (!mkdtemp(xdg)) return 1;
@@ -670,6 +826,14 @@ int main(void) {
     TCase *safety = tcase_create("safety");
     tcase_set_timeout(safety, 600);
     tcase_add_test(safety, fork_heavy_job_survives_attach_detach_cycles);
+    tcase_add_test(safety, sigsegv_handler_blocked_in_the_borrowed_thread_is_kept);
+    tcase_add_test(safety, ignored_sigsegv_is_kept);
+    tcase_add_test(safety, sigsegv_blocked_in_the_borrowed_thread_stays_blocked);
+    tcase_add_test(safety, sigterm_stops_a_waiting_attach);
+    suite_add_tcase(s, safety);
+    safety = tcase_create("stopcont"); /* CK_RUN_CASE=stopcont */
+    tcase_set_timeout(safety, 600);
+    tcase_add_test(safety, stop_and_cont_during_an_attach_leave_the_job_running);
     suite_add_tcase(s, safety);
     int failed = lw_check_run(s);
     lw_remove_dir(xdg);
