@@ -337,27 +337,41 @@ late_dlopen(const char *file, int mode) {
  * the documented way (PyGILState_Ensure: any thread the interpreter did not
  * create), never from the borrowed thread, which may be waiting for the GIL
  * itself. The code runs in a dictionary of its own: the job's __main__ is not
- * touched. The package comes from the job's own sys.path, else from this
- * installation (then taken off sys.path again). Python without torch: no
- * hook fires; steps are time intervals. */
+ * touched. The package is this installation's, loaded by its absolute path:
+ * nothing is looked up on the job's sys.path (where the script's folder and
+ * the working directory come first, and another user's leakwatch/ would run
+ * with the job's rights). A leakwatch package the job imported itself is
+ * used when it is this one; another is left alone (no step marks from the
+ * optimizer then). Python without torch: no hook fires; steps are time
+ * intervals. */
 typedef int (*py_initialized_fn)(void);
 typedef int (*py_ensure_fn)(void);
 typedef void (*py_release_fn)(int);
 typedef int (*py_run_fn)(const char *, void *);
 
-static const char py_install[] = "import sys\n"
-                                 "d = DIR\n"
-                                 "added = bool(d) and d not in sys.path\n"
-                                 "if added:\n"
-                                 "    sys.path.append(d)\n"
-                                 "try:\n"
-                                 "    import leakwatch._torch\n"
-                                 "    leakwatch._torch.install()\n"
-                                 "except Exception:\n"
-                                 "    pass\n"
-                                 "finally:\n"
-                                 "    if added and d in sys.path:\n"
-                                 "        sys.path.remove(d)\n";
+static const char py_install[] =
+    "import sys, os, importlib.util\n"
+    "d = DIR\n"
+    "here = os.path.join(d, 'leakwatch') if d else ''\n"
+    "def ours(m):\n"
+    "    f = getattr(m, '__file__', None) or ''\n"
+    "    return bool(here) and os.path.realpath(os.path.dirname(f)) == os.path.realpath(here)\n"
+    "added = False\n"
+    "try:\n"
+    "    pkg = sys.modules.get('leakwatch')\n"
+    "    if pkg is None and here:\n"
+    "        spec = importlib.util.spec_from_file_location('leakwatch', os.path.join(here, "
+    "'__init__.py'), submodule_search_locations=[here])\n"
+    "        pkg = importlib.util.module_from_spec(spec)\n"
+    "        sys.modules['leakwatch'] = pkg\n"
+    "        added = True\n"
+    "        spec.loader.exec_module(pkg)\n"
+    "    if pkg is not None and ours(pkg):\n"
+    "        import leakwatch._torch\n"
+    "        leakwatch._torch.install()\n"
+    "except Exception:\n"
+    "    if added and sys.modules.get('leakwatch') is pkg:\n"
+    "        del sys.modules['leakwatch']\n";
 static const char py_uninstall[] = "import sys\n"
                                    "t = sys.modules.get('leakwatch._torch')\n"
                                    "if t is not None and hasattr(t, 'uninstall'):\n"

@@ -459,7 +459,14 @@ END_TEST
 /* A Python job: the attach's helper marks steps from the (stand-in) torch
  * optimizer; a job that imported the leakwatch package before the attach
  * gets its leakwatch.step() calls; without either, time intervals. */
+static void python_job_in(const char *mode, int want_steps, int planted);
 static void python_job(const char *mode, int want_steps) {
+    python_job_in(mode, want_steps, 0);
+}
+
+/* planted: the script runs from a folder that holds a package named
+ * leakwatch (another user's, say), which records that it ran. */
+static void python_job_in(const char *mode, int want_steps, int planted) {
     if (!can_attach()) return;
     const char *rt = getenv("LW_ASAN_RT");
     if (rt && strstr(rt, "tsan")) {
@@ -484,6 +491,23 @@ static void python_job(const char *mode, int want_steps) {
     snprintf(j.out, sizeof j.out, "%s/out.txt", j.dir);
     snprintf(j.go, sizeof j.go, "%s/go", j.dir);
     snprintf(j.report, sizeof j.report, "%s/report.json", j.dir);
+    char marker[PATH_MAX];
+    snprintf(marker, sizeof marker, "%s/planted-ran", j.dir);
+    if (planted) {
+        char copy[PATH_MAX], pk[PATH_MAX], f[PATH_MAX + 32], code[PATH_MAX + 128];
+        snprintf(copy, sizeof copy, "%s/attach_job.py", j.dir);
+        char *text = lw_slurp_file(script);
+        lw_write_text(copy, text);
+        free(text);
+        snprintf(script, sizeof script, "%s", copy);
+        snprintf(pk, sizeof pk, "%s/leakwatch", j.dir);
+        ck_assert_int_eq(mkdir(pk, 0755), 0);
+        snprintf(code, sizeof code, "open('%s', 'w').write('ran')\n", marker);
+        snprintf(f, sizeof f, "%s/__init__.py", pk);
+        lw_write_text(f, code);
+        snprintf(f, sizeof f, "%s/_torch.py", pk);
+        lw_write_text(f, code);
+    }
     const char *args[] = {script, mode, "250", j.go, NULL};
     const char *env[] = {cudart, pypath, NULL};
     j.pid = lw_spawn("/usr/bin/python3", args, env, 0, j.out);
@@ -516,6 +540,7 @@ static void python_job(const char *mode, int want_steps) {
     ck_assert_str_eq(lw_json_string(lw_json_get(rep.report, "verdict")), "leak");
     ck_assert_msg(lw_rep_site_named(&rep, "leak_attach_py") != NULL, "no Python site");
     lw_json_free(rep.report);
+    ck_assert_msg(access(marker, F_OK) != 0, "the leakwatch package in the job's folder ran");
     lw_remove_dir(j.dir);
 }
 
@@ -526,6 +551,13 @@ END_TEST
 
 START_TEST(python_package_job_gets_step_marks) {
     python_job("package", 1);
+}
+END_TEST
+
+/* The attach's helper is this installation's, loaded by its path: a
+ * leakwatch package in the job's folder (first on its sys.path) never runs. */
+START_TEST(python_package_in_the_jobs_folder_is_not_imported) {
+    python_job_in("torch", 1, 1);
 }
 END_TEST
 
@@ -830,6 +862,7 @@ int main(void) {
     tcase_add_test(safety, ignored_sigsegv_is_kept);
     tcase_add_test(safety, sigsegv_blocked_in_the_borrowed_thread_stays_blocked);
     tcase_add_test(safety, sigterm_stops_a_waiting_attach);
+    tcase_add_test(safety, python_package_in_the_jobs_folder_is_not_imported);
     suite_add_tcase(s, safety);
     safety = tcase_create("stopcont"); /* CK_RUN_CASE=stopcont */
     tcase_set_timeout(safety, 600);
