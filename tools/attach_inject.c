@@ -102,6 +102,9 @@ static int is_libc(const char *b) {
 static int is_libdl(const char *b) {
     return !strncmp(b, "libdl.so", 8) || !strncmp(b, "libdl-2.", 8);
 }
+static int is_leakwatch(const char *b) {
+    return !strcmp(b, "libleakwatch.so");
+}
 static int is_ld(const char *b) {
     return !strncmp(b, "ld-linux", 8) || !strncmp(b, "ld64.so", 7) || !strncmp(b, "ld-2.", 5);
 }
@@ -120,6 +123,11 @@ typedef struct {
      * bare clone (a sanitizer's, a language runtime's), whose thread
      * pointer is another thread's and where no C library call is safe. */
     uint64_t pthread_tid_desc;
+    /* The same descriptions of the C library's lists of threads (each
+     * thread's struct pthread, at the top of its stack): where the borrowed
+     * thread's own stack ends below (own_stack_lo). 0 when not described. */
+    uint64_t rtld_global, stack_used_desc, stack_user_desc, list_next_desc, pthread_list_desc,
+        sizeof_pthread;
     int private_dlopen; /* __libc_dlopen_mode (glibc < 2.34 without libdl loaded) */
 } target_fns;
 
@@ -150,6 +158,18 @@ static int find_functions(pid_t pid, target_fns *t, char *err, size_t en) {
     t->dlerror = sym_at(s, &libc, "dlerror");
     t->errno_location = sym_at(s, &libc, "__errno_location");
     t->pthread_tid_desc = sym_at(s, &libc, "_thread_db_pthread_tid");
+    t->stack_used_desc = sym_at(s, &libc, "_thread_db_rtld_global__dl_stack_used");
+    t->stack_user_desc = sym_at(s, &libc, "_thread_db_rtld_global__dl_stack_user");
+    t->list_next_desc = sym_at(s, &libc, "_thread_db_list_t_next");
+    t->pthread_list_desc = sym_at(s, &libc, "_thread_db_pthread_list");
+    t->sizeof_pthread = sym_at(s, &libc, "_thread_db_sizeof_pthread");
+    mapping ldm;
+    if (find_file(pid, is_ld, &ldm) == 0) {
+        target_path(pid, ldm.path, path, sizeof path);
+        lw_elf_syms *l = lw_elf_syms_load_with_data(path);
+        t->rtld_global = l ? sym_at(l, &ldm, "_rtld_global") : 0;
+        lw_elf_syms_free(l);
+    }
     if (!t->dlopen) {
         /* glibc before 2.34: dlopen is libdl's, when the program loaded it. */
         if (find_file(pid, is_libdl, &libdl) == 0) {
@@ -177,16 +197,15 @@ static int find_functions(pid_t pid, target_fns *t, char *err, size_t en) {
 
 /* The executable mappings of the dynamic linker. */
 typedef struct {
-    uint64_t lo[8], hi[8];
+    uint64_t lo[16], hi[16];
     int n;
 } ranges;
 
 static void ld_text(pid_t pid, const char *ld_path, ranges *r) {
     char p[64], line[PATH_MAX + 128];
-    r->n = 0;
     snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
     FILE *f = fopen(p, "re");
-    while (f && r->n < 8 && fgets(line, sizeof line, f)) {
+    while (f && r->n < 16 && fgets(line, sizeof line, f)) {
         unsigned long lo, hi;
         char perms[8];
         int pos = 0;
@@ -280,19 +299,63 @@ static int mem_write(const thread_ctx *c, uint64_t addr, const void *buf, size_t
 
 #define STACK_ROOM (256 * 1024) /* what dlopen and the library's start may need */
 
+static int read_u32(const thread_ctx *c, uint64_t addr, uint32_t *v) {
+    return addr && pread(c->memfd, v, sizeof *v, (off_t)addr) == (ssize_t)sizeof *v ? 0 : -1;
+}
+
+/* A libthread_db field description's offset (its third word). */
+static int desc_offset(const thread_ctx *c, uint64_t desc, uint64_t *off) {
+    uint32_t d[3];
+    if (!desc || pread(c->memfd, d, sizeof d, (off_t)desc) != (ssize_t)sizeof d) return -1;
+    *off = d[2];
+    return 0;
+}
+
+/* The lowest address of the held thread's own stack below sp, as far as
+ * can be told: the bottom of its mapping, raised above the top of every
+ * other thread's stack that lies below sp (the C library puts each thread's
+ * struct pthread at the top of its stack, the program's own stacks given
+ * with pthread_attr_setstack included). Stacks placed next to each other
+ * without a guard page are one mapping: without this, the bytes saved and
+ * written back below the stack pointer were a neighbour's live stack. */
+static uint64_t own_stack_lo(const thread_ctx *c, const target_fns *f, uint64_t sp,
+                             uint64_t map_lo) {
+    uint64_t lo = map_lo, off_used, off_user, off_next, off_list;
+    uint32_t size_pd;
+    if (!f->rtld_global || desc_offset(c, f->stack_used_desc, &off_used) != 0 ||
+        desc_offset(c, f->stack_user_desc, &off_user) != 0 ||
+        desc_offset(c, f->list_next_desc, &off_next) != 0 ||
+        desc_offset(c, f->pthread_list_desc, &off_list) != 0 ||
+        read_u32(c, f->sizeof_pthread, &size_pd) != 0 || size_pd > 65536)
+        return lo;
+    uint64_t self = lw_arch_pthread_self(&c->orig);
+    uint64_t heads[2] = {f->rtld_global + off_used, f->rtld_global + off_user};
+    for (int h = 0; h < 2; h++) {
+        uint64_t p = 0;
+        if (mem_read(c, heads[h] + off_next, &p, sizeof p) != 0) continue;
+        for (int n = 0; p && p != heads[h] && n < 100000; n++) {
+            uint64_t pd = p - off_list, top = pd + size_pd;
+            if (pd != self && top <= sp && top > lo) lo = top;
+            if (mem_read(c, p + off_next, &p, sizeof p) != 0) break;
+        }
+    }
+    return lo;
+}
+
 /* Whether the held thread may run our calls: its stack has room for them,
  * and no return address into the dynamic linker is on it (a dlopen or a
  * constructor in progress: its locks may be held by this very thread). 1
- * safe; 0 not. */
-static int stack_is_safe(const thread_ctx *c, const ranges *ld) {
+ * safe; 0 not now; -1 never (its own stack is too small). */
+static int stack_is_safe(const thread_ctx *c, const target_fns *fns, const ranges *ld) {
     uint64_t sp = lw_arch_sp(&c->orig), pc = lw_arch_pc(&c->orig);
     for (int k = 0; k < ld->n; k++)
         if (pc >= ld->lo[k] && pc < ld->hi[k]) return 0;
     mapping m;
     if (find_addr(c->pid, sp - 1, &m) != 0) return 0;
     /* The main thread's stack grows on demand; others' are fixed. */
-    if (strcmp(m.path, "[stack]") != 0 && sp - LW_ARCH_RED_ZONE - m.lo < STACK_ROOM + 4096)
-        return 0;
+    if (strcmp(m.path, "[stack]") != 0 &&
+        sp - LW_ARCH_RED_ZONE - own_stack_lo(c, fns, sp, m.lo) < STACK_ROOM + 4096)
+        return -1;
     uint64_t words[4096];
     uint64_t hi;
     if (find_addr(c->pid, sp, &m) != 0) return 1;
@@ -550,6 +613,10 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
     mapping ld;
     ranges ld_ranges = {.n = 0};
     if (find_file(q->pid, is_ld, &ld) == 0) ld_text(q->pid, ld.path, &ld_ranges);
+    /* A thread inside leakwatch's own code (loaded by an earlier attach) may
+     * hold one of its locks, which the attach takes: never borrowed. */
+    mapping own;
+    if (find_file(q->pid, is_leakwatch, &own) == 0) ld_text(q->pid, own.path, &ld_ranges);
 
     thread_ctx *c = calloc(1, sizeof *c);
     if (!c) {
@@ -589,9 +656,11 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
                 if (never.n < 64) never.tid[never.n++] = c->tid;
                 r = 0;
             }
-            if (r > 0 && !stack_is_safe(c, &ld_ranges)) {
+            int safe = r > 0 ? stack_is_safe(c, &fns, &ld_ranges) : 1;
+            if (safe <= 0) {
                 ptrace(PTRACE_DETACH, c->tid, 0, 0);
                 requeue_signals(c);
+                if (safe < 0 && never.n < 64) never.tid[never.n++] = c->tid;
                 r = 0;
             }
             held = r > 0;
@@ -654,7 +723,11 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
         snprintf(err, en, "thread %d is not stopped after a system call instruction", (int)c->tid);
         goto restore;
     }
-    if (find_addr(q->pid, sp0 - 1, &stack) != 0 || call_sp < stack.lo + 4096) {
+    if (find_addr(q->pid, sp0 - 1, &stack) == 0)
+        stack.lo = own_stack_lo(c, &fns, sp0, stack.lo);
+    else
+        stack.lo = sp0; /* unknown: no room */
+    if (call_sp < stack.lo + 4096) {
         snprintf(err, en, "thread %d's stack has no room for the calls", (int)c->tid);
         goto restore;
     }

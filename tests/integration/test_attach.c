@@ -780,6 +780,37 @@ START_TEST(sigterm_stops_a_waiting_attach) {
 }
 END_TEST
 
+/* Stacks the program placed next to each other without a guard page: the
+ * bytes the attach saves below the borrowed thread's stack pointer and
+ * writes back at the end stay within that thread's own stack (256 KiB were
+ * written back whatever lay there: the neighbour's live stack). */
+START_TEST(adjacent_stacks_of_other_threads_are_not_written_back) {
+    if (!can_attach()) return;
+    job j;
+    char stop[160];
+    lw_temp_dir(j.dir, sizeof j.dir);
+    snprintf(stop, sizeof stop, "%s/stop", j.dir);
+    const char *args[] = {stop, NULL};
+    start_prog(&j, "rt_attach_adjstack", args);
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    for (int i = 0; i < 20; i++) {
+        lw_run r;
+        attach_cli(&r, "--background", "-q", "-o", j.report, pid, NULL);
+        ck_assert_msg(r.exit_code == 0, "cycle %d: attach %d: %s", i, r.exit_code, r.err);
+        lw_run_free(&r);
+        attach_cli(&r, "--detach", "-q", pid, NULL, NULL, NULL);
+        ck_assert_msg(r.exit_code == 0, "cycle %d: detach %d: %s", i, r.exit_code, r.err);
+        lw_run_free(&r);
+    }
+    lw_write_text(stop, "stop");
+    char *out = finish_job(&j);
+    ck_assert_msg(strstr(out, "reverted 0 times"), "%s", out);
+    free(out);
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
 /* The state letter of /proc/PID/stat. */
 static char proc_state(pid_t pid) {
     char p[64];
@@ -863,6 +894,7 @@ int main(void) {
     tcase_add_test(safety, sigsegv_blocked_in_the_borrowed_thread_stays_blocked);
     tcase_add_test(safety, sigterm_stops_a_waiting_attach);
     tcase_add_test(safety, python_package_in_the_jobs_folder_is_not_imported);
+    tcase_add_test(safety, adjacent_stacks_of_other_threads_are_not_written_back);
     suite_add_tcase(s, safety);
     safety = tcase_create("stopcont"); /* CK_RUN_CASE=stopcont */
     tcase_set_timeout(safety, 600);
