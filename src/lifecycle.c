@@ -226,6 +226,7 @@ int lw_lifecycle_attach(void) {
         rc = 1;
     } else {
         attached = 1;
+        lw_report_set_attached(1);
         if (s == DETACHED || s == OFF) {
             /* A new attach after a detach (or one refused by its settings):
              * a session of its own, with this attach's settings. */

@@ -811,6 +811,50 @@ START_TEST(adjacent_stacks_of_other_threads_are_not_written_back) {
 }
 END_TEST
 
+/* An attach that saw no allocation says so: "nothing_seen", with the
+ * reason and what to do, never "no_leak" (a flat floor of nothing); and a
+ * gate with --fail-on-leak does not pass it (issue 26, item 3). */
+START_TEST(an_attach_that_saw_nothing_says_nothing_seen) {
+    if (!can_attach()) return;
+    job j;
+    start_job(&j, "rt_attach", "20", NULL, 0, 0); /* waits for go: allocates nothing */
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    lw_run r;
+    attach_cli(&r, "--background", "--set", "interval_ms=20", "-o", j.report, pid);
+    ck_assert_msg(r.exit_code == 0, "attach: %d: %s", r.exit_code, r.err);
+    lw_run_free(&r);
+    usleep(1000 * 1000); /* some intervals, all of nothing */
+    attach_cli(&r, "--detach", pid, NULL, NULL, NULL, NULL);
+    ck_assert_msg(r.exit_code == 0, "detach: %d: %s", r.exit_code, r.err);
+    ck_assert_msg(strstr(r.out, "nothing seen") && !strstr(r.out, "no leak"), "detach: %s", r.out);
+    lw_run_free(&r);
+    go(&j);
+    free(finish_job(&j));
+
+    lw_run rep;
+    load_report(&rep, j.report);
+    ck_assert_str_eq(lw_json_string(lw_json_get(rep.report, "verdict")), "nothing_seen");
+    const char *greason = lw_json_string(lw_json_path(rep.report, "growth.reason"));
+    ck_assert_msg(greason && strstr(greason, "since the attach") &&
+                      strstr(greason, "leakwatch run"),
+                  "growth.reason %s", greason ? greason : "(none)");
+    lw_json_free(rep.report);
+
+    const char *plain[] = {"report", j.report, NULL};
+    lw_cli_run(&r, plain, NULL);
+    ck_assert_msg(r.exit_code == 0 && strstr(r.out, "nothing seen") && !strstr(r.out, "no leak"),
+                  "report: %d: %s%s", r.exit_code, r.out, r.err);
+    lw_run_free(&r);
+    const char *gate[] = {"report", "--fail-on-leak", j.report, NULL};
+    lw_cli_run(&r, gate, NULL);
+    ck_assert_msg(r.exit_code == 1 && strstr(r.err, "saw no allocation"),
+                  "report --fail-on-leak: %d: %s", r.exit_code, r.err);
+    lw_run_free(&r);
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
 /* The state letter of /proc/PID/stat. */
 static char proc_state(pid_t pid) {
     char p[64];
@@ -895,6 +939,7 @@ int main(void) {
     tcase_add_test(safety, sigterm_stops_a_waiting_attach);
     tcase_add_test(safety, python_package_in_the_jobs_folder_is_not_imported);
     tcase_add_test(safety, adjacent_stacks_of_other_threads_are_not_written_back);
+    tcase_add_test(safety, an_attach_that_saw_nothing_says_nothing_seen);
     suite_add_tcase(s, safety);
     safety = tcase_create("stopcont"); /* CK_RUN_CASE=stopcont */
     tcase_set_timeout(safety, 600);
