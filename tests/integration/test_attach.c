@@ -876,7 +876,7 @@ START_TEST(stop_and_cont_during_an_attach_leave_the_job_running) {
     char pid[32], out[160];
     pid_text(j.pid, pid, sizeof pid);
     snprintf(out, sizeof out, "%s/attach.txt", j.dir);
-    int stopped = 0;
+    int stopped = 0, attached = 0;
     for (int i = 0; i < 20 && !stopped; i++) {
         const char *args[] = {"attach", "--background", "-q", "-o", j.report, pid, NULL};
         pid_t a = lw_spawn(lw_cli_exe(), args, NULL, 0, out);
@@ -894,12 +894,22 @@ START_TEST(stop_and_cont_during_an_attach_leave_the_job_running) {
             usleep(2000);
         }
         kill(j.pid, SIGCONT);
+        ck_assert_msg(!stopped, "cycle %d: the attach left the job stopped", i);
+        /* An attach may also give up (no thread at a safe point while the
+         * job was stopped): the job is left as it was either way. */
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            char *text = lw_slurp_file(out);
+            printf("test_attach: stop/cont cycle %d: attach status 0x%x: %s", i, st, text);
+            free(text);
+            continue;
+        }
+        attached++;
         lw_run r;
         attach_cli(&r, "--detach", "-q", pid, NULL, NULL, NULL);
         ck_assert_msg(r.exit_code == 0, "cycle %d: detach %d: %s", i, r.exit_code, r.err);
         lw_run_free(&r);
-        ck_assert_msg(!stopped, "cycle %d: the attach left the job stopped", i);
     }
+    ck_assert_msg(attached > 0, "no attach succeeded");
     kill(j.pid, SIGKILL);
     waitpid(j.pid, NULL, 0);
     lw_remove_dir(j.dir);
