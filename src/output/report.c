@@ -28,6 +28,7 @@
 #include <leakwatch.h>
 
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -723,6 +724,17 @@ void lw_report_set_end_signal(const char *name) {
     end_signal = name;
 }
 
+static _Atomic int attached_session;
+
+void lw_report_set_attached(int attached) {
+    attached_session = attached;
+}
+
+/* growth.reason of a "nothing_seen" report: why, and what to do. */
+#define NOTHING_SEEN_REASON                                                                        \
+    "no CUDA allocation seen since the attach (calls through pointers looked up before it "        \
+    "are not seen): start the job under 'leakwatch run'"
+
 int lw_report_emit(FILE *f, const char *reason) {
     lw_jw w;
     lw_jw_init(&w, f, 1);
@@ -749,6 +761,12 @@ int lw_report_emit(FILE *f, const char *reason) {
     int nbins = 0;
     lw_growth_state g;
     lw_growth_get(&g, bins, bins ? 300 : 0, &nbins);
+    lw_counts seen = lw_totals_get(-2, LW_KIND_COUNT);
+    if (atomic_load(&attached_session) && !seen.alloc_count && !seen.failed_count) {
+        /* Nothing to judge: a flat floor of nothing is not "no leak". */
+        g.verdict = LW_VERDICT_NOTHING_SEEN;
+        snprintf(g.reason, sizeof g.reason, "%s", NOTHING_SEEN_REASON);
+    }
     lw_jw_str(&w, "verdict", lw_verdict_name(g.verdict));
     emit_totals(&w);
     emit_growth(&w, &g);
