@@ -233,12 +233,14 @@ static void read_sites(lw_model *m, const lw_json *root) {
         s->leak = boolean(m, so, "leak", w);
         s->pooled = boolean(m, so, "pooled", w);
         s->where_frame = NAN;
+        s->where_distinct = NAN;
         const lw_json *where = typed(m, so, "where", LW_JSON_OBJECT, w);
         if (where) {
             char ww[200];
             snprintf(ww, sizeof ww, "sites[%zu].where.", i);
             s->where_frame = num(m, where, "frame", ww);
             s->where_label = str(m, where, "label", ww);
+            s->where_distinct = num(m, where, "distinct_frame", ww);
         }
         char fw[200];
         snprintf(fw, sizeof fw, "sites[%zu].frames", i);
@@ -600,6 +602,11 @@ int lw_site_is_quiet(const lw_m_site *s) {
            !(isfinite(s->failed_alloc_count) && s->failed_alloc_count > 0);
 }
 
+static lw_frame_ref ref_of(const lw_m_frame *f) {
+    return (lw_frame_ref){f->kind && !strcmp(f->kind, "python"), f->function, f->file, f->module,
+                          isfinite(f->line) && f->line > 0 && f->line < 1e9 ? (int)f->line : 0};
+}
+
 int lw_model_where(const lw_m_site *s, char *out, size_t n) {
     if (isfinite(s->id))
         snprintf(out, n, "site %.0f", s->id);
@@ -623,11 +630,17 @@ int lw_model_where(const lw_m_site *s, char *out, size_t n) {
         free(refs);
     }
     if (k < 0) return -1;
-    const lw_m_frame *f = &s->frames[k];
-    lw_frame_ref r = {f->kind && !strcmp(f->kind, "python"), f->function, f->file, f->module,
-                      isfinite(f->line) && f->line > 0 && f->line < 1e9 ? (int)f->line : 0};
+    lw_frame_ref r = ref_of(&s->frames[k]);
     char label[600];
-    lw_where_label(&r, label, sizeof label);
+    /* The frame that tells this site apart from others sharing its place, as
+     * the report computed it from all the sites (the same place only). */
+    if (!user_code && k == s->where_frame && isfinite(s->where_distinct) &&
+        s->where_distinct >= 0 && s->where_distinct < (double)s->nframes) {
+        lw_frame_ref d = ref_of(&s->frames[(size_t)s->where_distinct]);
+        lw_where_label_via(&d, &r, label, sizeof label);
+    } else {
+        lw_where_label(&r, label, sizeof label);
+    }
     lw_safe_text(label, out, n);
     return k;
 }

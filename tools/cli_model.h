@@ -37,6 +37,8 @@ typedef struct {
     int leak, pooled;        /* 0/1; -1 unknown */
     double where_frame;      /* index into frames of the place to look (NAN: not given) */
     const char *where_label; /* as the report names it */
+    double where_distinct;   /* index into frames of the frame that tells the site apart
+                                from others sharing its place (NAN: none) */
     lw_m_frame *frames;
     size_t nframes;
     double *series_x, *series_floor;

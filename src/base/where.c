@@ -159,3 +159,65 @@ char *lw_where_label(const lw_frame_ref *f, char *out, size_t n) {
         snprintf(out, n, "%s", fn);
     return out;
 }
+
+static int same_text(const char *a, const char *b) {
+    return a == b || (a && b && !strcmp(a, b));
+}
+
+static int same_frame(const lw_frame_ref *a, const lw_frame_ref *b) {
+    return a->python == b->python && a->line == b->line && same_text(a->function, b->function) &&
+           same_text(a->file, b->file) &&
+           (a->python || same_text(base_name(a->module), base_name(b->module)));
+}
+
+int lw_where_same_place(const lw_frame_ref *a, const lw_frame_ref *b) {
+    return same_frame(a, b);
+}
+
+/* The frames that may tell sites apart: those of the rule that chose the
+ * place (user code, Python frames, named native frames). */
+static int telling(const lw_frame_ref *f, lw_frame_class place_class, int place_python,
+                   const char *user_code) {
+    lw_frame_class c = lw_frame_classify(f, user_code);
+    if (place_class == LW_FRAME_USER) return c == LW_FRAME_USER;
+    if (place_python) return f->python && f->file;
+    return !f->python && f->function && c != LW_FRAME_CUDA && c != LW_FRAME_LEAKWATCH;
+}
+
+static size_t next_telling(const lw_frame_ref *fr, size_t n, size_t i, lw_frame_class pc, int pp,
+                           const char *user_code) {
+    while (i < n && !telling(&fr[i], pc, pp, user_code))
+        i++;
+    return i;
+}
+
+int lw_where_apart(const lw_frame_ref *self, size_t n, int place, const lw_frame_ref *other,
+                   size_t on, int oplace, const char *user_code) {
+    if (place < 0 || oplace < 0 || (size_t)place >= n || (size_t)oplace >= on) return -2;
+    if (!same_frame(&self[place], &other[oplace])) return -2;
+    lw_frame_class pc = lw_frame_classify(&self[place], user_code);
+    int pp = self[place].python;
+    size_t i = (size_t)place, j = (size_t)oplace;
+    for (;;) {
+        i = next_telling(self, n, i + 1, pc, pp, user_code);
+        j = next_telling(other, on, j + 1, pc, pp, user_code);
+        if (i >= n) return -1; /* its frames are all the other's too */
+        if (j >= on || !same_frame(&self[i], &other[j])) return (int)i;
+    }
+}
+
+char *lw_where_label_via(const lw_frame_ref *f, const lw_frame_ref *place, char *out, size_t n) {
+    char own[400], via[300];
+    lw_where_label(f, own, sizeof own);
+    const char *fn = place->function ? place->function : "??";
+    if (place->file && place->line > 0)
+        snprintf(via, sizeof via, "%s, %s:%d", fn, base_name(place->file), place->line);
+    else if (place->file)
+        snprintf(via, sizeof via, "%s, %s", fn, base_name(place->file));
+    else if (place->module)
+        snprintf(via, sizeof via, "%s, %s", fn, base_name(place->module));
+    else
+        snprintf(via, sizeof via, "%s", fn);
+    snprintf(out, n, "%s (via %s)", own, via);
+    return out;
+}

@@ -51,4 +51,26 @@ int lw_where_pick(const lw_frame_ref *frames, size_t n, const char *user_code, c
  * (train_loop)" for a native frame without a source line. Returns out. */
 char *lw_where_label(const lw_frame_ref *f, char *out, size_t n);
 
+/* 1 when a and b are the same frame (function, file, line; module when
+ * native): two sites with the same place to look. */
+int lw_where_same_place(const lw_frame_ref *a, const lw_frame_ref *b);
+
+/* The distinguishing frame. A shared allocation wrapper (stash() and
+ * scratch() both calling device_alloc()) gives its callers' sites one place
+ * to look; what tells a leaking site from a clean one is a frame further out.
+ * self[0..n) with its place at index place, other[0..on) with its own at
+ * oplace: -2 when the two places are not the same frame; -1 when no frame of
+ * self tells it apart (beyond the place, self's frames of the rule that chose
+ * the place are all other's too); else the index in self of the innermost
+ * such frame that differs from other's at the same depth. Over several
+ * others, the frame that tells self apart from all of them is the outermost
+ * of these (the largest index). Never on the allocation path: reports,
+ * warnings and the command call it. */
+int lw_where_apart(const lw_frame_ref *self, size_t n, int place, const lw_frame_ref *other,
+                   size_t on, int oplace, const char *user_code);
+
+/* "buffers.py:30 in stash (via device_alloc, buffers.py:13)": the
+ * distinguishing frame f, by way of the place to look. Returns out. */
+char *lw_where_label_via(const lw_frame_ref *f, const lw_frame_ref *place, char *out, size_t n);
+
 #endif

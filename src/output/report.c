@@ -229,20 +229,35 @@ static void emit_frame(lw_jw *w, const frame_entry *e) {
     lw_jw_end(w);
 }
 
+/* The frames as where.h takes them (NULL when there are none). */
+static lw_frame_ref *refs_of(const frame_list *l) {
+    lw_frame_ref *refs = l->n ? malloc(l->n * sizeof *refs) : NULL;
+    for (size_t i = 0; refs && i < l->n; i++)
+        refs[i] = l->f[i].ref;
+    return refs;
+}
+
 /* The place to look among a site's frames (where.h): index or -1. */
 static int pick_where(const frame_list *l, const char **why) {
-    lw_frame_ref *refs = l->n ? malloc(l->n * sizeof *refs) : NULL;
+    lw_frame_ref *refs = refs_of(l);
     if (!refs) return -1;
-    for (size_t i = 0; i < l->n; i++)
-        refs[i] = l->f[i].ref;
     int k = lw_where_pick(refs, l->n, lw_opt_str(LW_OPT_USER_CODE), why);
     free(refs);
     return k;
 }
 
+/* The label every output shows for a site: its place to look, or, when that
+ * place is shared with sites of the other kind, the frame that tells it
+ * apart by way of the place (distinct >= 0). */
+static char *where_text(const frame_list *l, int k, int distinct, char *out, size_t n) {
+    if (distinct >= 0 && (size_t)distinct < l->n)
+        return lw_where_label_via(&l->f[distinct].ref, &l->f[k].ref, out, n);
+    return lw_where_label(&l->f[k].ref, out, n);
+}
+
 /* "where": the place to look, by frame index into "frames", with its label
- * as every output shows it. */
-static void emit_where(lw_jw *w, const frame_list *l) {
+ * as every output shows it; distinct: the distinguishing frame or -1. */
+static void emit_where(lw_jw *w, const frame_list *l, int distinct) {
     const char *why = NULL;
     int k = pick_where(l, &why);
     if (k < 0) {
@@ -253,7 +268,7 @@ static void emit_where(lw_jw *w, const frame_list *l) {
     const lw_frame_ref *r = &l->f[k].ref;
     lw_jw_object(w, "where");
     lw_jw_int(w, "frame", k);
-    lw_jw_str(w, "label", lw_where_label(r, label, sizeof label));
+    lw_jw_str(w, "label", where_text(l, k, distinct, label, sizeof label));
     lw_jw_str(w, "file", r->file);
     if (r->line > 0)
         lw_jw_int(w, "line", r->line);
@@ -261,6 +276,11 @@ static void emit_where(lw_jw *w, const frame_list *l) {
         lw_jw_null(w, "line");
     lw_jw_str(w, "function", r->function);
     lw_jw_str(w, "why", why);
+    lw_jw_str(w, "place_label", lw_where_label(r, label, sizeof label));
+    if (distinct >= 0 && (size_t)distinct < l->n)
+        lw_jw_int(w, "distinct_frame", distinct);
+    else
+        lw_jw_null(w, "distinct_frame");
     lw_jw_end(w);
 }
 
@@ -353,6 +373,100 @@ static void views_free(site_views *vs) {
     free(vs->v);
 }
 
+/* The distinguishing frame of every site whose place to look is shared by
+ * leaking and non-leaking sites (where.h, lw_where_apart): computed once per
+ * report, warning or summary from the whole set of sites, never on the
+ * allocation path, so that every view names the same frame. */
+typedef struct {
+    const lw_site *site;
+    int leak;
+    int distinct;  /* frame index, or -1 */
+    char key[256]; /* the place's label: sites that may share it sort together */
+} site_place;
+
+typedef struct {
+    site_place *p;
+    size_t n;
+} site_places;
+
+static int by_key(const void *a, const void *b) {
+    return strcmp(((const site_place *)a)->key, ((const site_place *)b)->key);
+}
+
+static int by_place_site(const void *a, const void *b) {
+    const lw_site *x = ((const site_place *)a)->site, *y = ((const site_place *)b)->site;
+    return x < y ? -1 : x > y;
+}
+
+/* One group of sites with the same label of their place, leaking and not. */
+static void places_apart(site_place *g, size_t n, lw_symtab *syms) {
+    frame_list *ls = calloc(n, sizeof *ls);
+    lw_frame_ref **refs = calloc(n, sizeof *refs);
+    int *at = calloc(n, sizeof *at);
+    const char *uc = lw_opt_str(LW_OPT_USER_CODE);
+    if (ls && refs && at) {
+        for (size_t i = 0; i < n; i++) {
+            collect_frames(&ls[i], syms, g[i].site);
+            refs[i] = refs_of(&ls[i]);
+            at[i] = refs[i] ? lw_where_pick(refs[i], ls[i].n, uc, NULL) : -1;
+        }
+        for (size_t i = 0; i < n; i++) {
+            int best = -1;
+            for (size_t j = 0; j < n && refs[i]; j++) {
+                if (g[j].leak == g[i].leak || !refs[j]) continue;
+                int d = lw_where_apart(refs[i], ls[i].n, at[i], refs[j], ls[j].n, at[j], uc);
+                if (d > best) best = d;
+            }
+            g[i].distinct = best;
+        }
+    }
+    for (size_t i = 0; ls && i < n; i++) {
+        free(ls[i].f);
+        if (refs) free(refs[i]);
+    }
+    free(ls);
+    free(refs);
+    free(at);
+}
+
+static void places_load(site_places *ps, lw_symtab *syms, const site_views *vs) {
+    memset(ps, 0, sizeof *ps);
+    if (!vs->n) return; /* no leaking site: no place to tell apart */
+    size_t cap = lw_sites_count() + 1, n = 0;
+    site_place *p = calloc(cap, sizeof *p);
+    if (!p) return;
+    for (lw_site *s = lw_sites_first(); s && n < cap; s = s->next) {
+        frame_list l;
+        collect_frames(&l, syms, s);
+        int k = pick_where(&l, NULL);
+        if (k >= 0) {
+            p[n] = (site_place){s, view_of(vs, s) != NULL, -1, ""};
+            lw_where_label(&l.f[k].ref, p[n].key, sizeof p[n].key);
+            n++;
+        }
+        free(l.f);
+    }
+    qsort(p, n, sizeof *p, by_key);
+    for (size_t a = 0, b; a < n; a = b) {
+        int mixed = 0;
+        for (b = a + 1; b < n && !strcmp(p[a].key, p[b].key); b++)
+            mixed |= p[b].leak != p[a].leak;
+        if (mixed) places_apart(&p[a], b - a, syms);
+    }
+    qsort(p, n, sizeof *p, by_place_site);
+    ps->p = p, ps->n = n;
+}
+
+static int distinct_of(const site_places *ps, const lw_site *s) {
+    site_place key = {.site = s};
+    const site_place *p = ps->n ? bsearch(&key, ps->p, ps->n, sizeof *ps->p, by_place_site) : NULL;
+    return p ? p->distinct : -1;
+}
+
+static void places_free(site_places *ps) {
+    free(ps->p);
+}
+
 static void emit_site_series(lw_jw *w, const site_view *v) {
     lw_jw_object(w, "series");
     lw_jw_array(w, "x");
@@ -366,7 +480,8 @@ static void emit_site_series(lw_jw *w, const site_view *v) {
     lw_jw_end(w);
 }
 
-static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const site_view *v, int rank) {
+static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const site_view *v, int rank,
+                      int distinct) {
     lw_jw_object(w, NULL);
     lw_jw_uint(w, "id", s->id);
     lw_jw_int(w, "live_bytes", atomic_load(&s->live_bytes));
@@ -395,17 +510,20 @@ static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const site_vi
     emit_backward_note(w, s);
     frame_list l;
     collect_frames(&l, syms, s);
-    emit_where(w, &l);
+    emit_where(w, &l, distinct);
     emit_frames(w, &l);
     free(l.f);
     lw_jw_end(w);
 }
 
 /* Writes the sites, most relevant first; returns the first one (the site the
- * answer names), or NULL. */
-static const lw_site *emit_sites(FILE *f, lw_jw *w, lw_symtab *syms, int global_leak) {
+ * answer names), or NULL, and its distinguishing frame in *top_distinct. */
+static const lw_site *emit_sites(FILE *f, lw_jw *w, lw_symtab *syms, int global_leak,
+                                 int *top_distinct) {
     site_views vs;
     views_load(&vs, global_leak);
+    site_places ps;
+    places_load(&ps, syms, &vs);
     size_t n = 0, cap = lw_sites_count() + 1;
     ranked_site *all = calloc(cap, sizeof *all);
     if (all) {
@@ -436,13 +554,16 @@ static const lw_site *emit_sites(FILE *f, lw_jw *w, lw_symtab *syms, int global_
     for (size_t i = 0; i < n && i < limit; i++) {
         off_t at = ftello(f);
         if (start >= 0 && at >= 0 && at - start >= LW_REPORT_SITES_BYTES) break;
-        emit_site(w, syms, all[i].site, view_of(&vs, all[i].site), all[i].leak ? (int)i + 1 : 0);
+        emit_site(w, syms, all[i].site, view_of(&vs, all[i].site), all[i].leak ? (int)i + 1 : 0,
+                  distinct_of(&ps, all[i].site));
         written++;
     }
     lw_jw_end(w);
     lw_jw_uint(w, "sites_reported", nt + written);
     const lw_site *top = n && all ? all[0].site : NULL;
+    *top_distinct = top ? distinct_of(&ps, top) : -1;
     free(all);
+    places_free(&ps);
     views_free(&vs);
     return top;
 }
@@ -772,7 +893,8 @@ int lw_report_emit(FILE *f, const char *reason) {
     emit_growth(&w, &g);
     emit_series(&w, bins, nbins);
     emit_torch(&w);
-    const lw_site *top = emit_sites(f, &w, syms, g.verdict == LW_VERDICT_LEAK);
+    int top_distinct = -1;
+    const lw_site *top = emit_sites(f, &w, syms, g.verdict == LW_VERDICT_LEAK, &top_distinct);
     /* The site the answer names, and its place to look (the same as that
      * site's own "where"): under PyTorch's signal, the first site found in
      * its allocation history, as the helper described it. */
@@ -782,7 +904,7 @@ int lw_report_emit(FILE *f, const char *reason) {
         collect_frames(&l, syms, top);
         lw_jw_object(&w, "answer");
         lw_jw_uint(&w, "site", top->id);
-        emit_where(&w, &l);
+        emit_where(&w, &l, top_distinct);
         lw_jw_end(&w);
         free(l.f);
     } else {
@@ -814,11 +936,21 @@ int lw_report_emit(FILE *f, const char *reason) {
 void lw_report_site_label(const lw_site *site, char *out, size_t n) {
     snprintf(out, n, "site %u", site->id);
     lw_symtab *syms = lw_symtab_new();
+    /* The sites leaking as the report would say (its verdict now), for the
+     * frame that tells this one apart when its place is shared. */
+    lw_growth_state g;
+    lw_growth_get(&g, NULL, 0, NULL);
+    site_views vs;
+    views_load(&vs, g.verdict == LW_VERDICT_LEAK);
+    site_places ps;
+    places_load(&ps, syms, &vs);
     frame_list l;
     collect_frames(&l, syms, site);
     int k = pick_where(&l, NULL);
-    if (k >= 0) lw_where_label(&l.f[k].ref, out, n);
+    if (k >= 0) where_text(&l, k, distinct_of(&ps, site), out, n);
     free(l.f);
+    places_free(&ps);
+    views_free(&vs);
     lw_symtab_free(syms);
 }
 
