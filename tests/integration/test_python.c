@@ -6,13 +6,16 @@
 #include "../check_run.h"
 #include "../pythons.h"
 #include "harness.h"
+#include "harness_cli.h"
 
 #include <glob.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char pythons[32][PATH_MAX];
@@ -304,6 +307,138 @@ START_TEST(old_python_is_said_once) {
 }
 END_TEST
 
+/* Occurrences of text in s. */
+static int count_of(const char *s, const char *text) {
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, text)) != NULL; p += strlen(text))
+        n++;
+    return n;
+}
+
+/* A shared allocation wrapper (issue 26, item 6): in
+ * tests/python/wrapped_alloc.py, stash() (the leak) and scratch() (clean)
+ * both allocate through device_alloc(), every site's place to look. Every
+ * view names the leaking caller's line, by way of the wrapper: the live line,
+ * the exit summary, the report (its sites and its answer), leakwatch report
+ * as text and as HTML, and leakwatch top. Before, all of them named
+ * device_alloc's line for the leaking site and the clean one alike. */
+START_TEST(shared_wrapper_names_the_caller) {
+    find_pythons();
+    if (!npythons) {
+        printf("test_python: no CPython >= 3.8 found; skipped\n");
+        return;
+    }
+    const char *python = pythons[0];
+    char script[PATH_MAX], cudart[PATH_MAX + 64], dir[64], report[128], out[128], go[128];
+    ck_assert_ptr_nonnull(realpath("tests/python/wrapped_alloc.py", script));
+    int wrapper = leak_line(script, "# WRAPPER-LINE"), stash = leak_line(script, "# STASH-LINE"),
+        scratch = leak_line(script, "# SCRATCH-LINE");
+    char want[200], clean[200], place[200], bad[300];
+    snprintf(want, sizeof want,
+             "wrapped_alloc.py:%d in stash (via device_alloc, wrapped_alloc.py:%d)", stash,
+             wrapper);
+    snprintf(clean, sizeof clean,
+             "wrapped_alloc.py:%d in scratch (via device_alloc, wrapped_alloc.py:%d)", scratch,
+             wrapper);
+    snprintf(place, sizeof place, "wrapped_alloc.py:%d in device_alloc", wrapper);
+    snprintf(bad, sizeof bad, "LEAK in %s", place);
+
+    lw_temp_dir(dir, sizeof dir);
+    setenv("XDG_RUNTIME_DIR", dir, 1); /* the job's control socket, for top */
+    snprintf(report, sizeof report, "%s/r.json", dir);
+    snprintf(out, sizeof out, "%s/out.txt", dir);
+    snprintf(go, sizeof go, "%s/go", dir);
+    snprintf(cudart, sizeof cudart, "LW_CUDART=%s/tests/lib/libcudart.so", lw_build_dir());
+    char rep_env[200], go_env[200];
+    snprintf(rep_env, sizeof rep_env, "LEAKWATCH_REPORT=%s", report);
+    snprintf(go_env, sizeof go_env, "LW_WAIT_FILE=%s", go);
+    const char *args[] = {script, NULL};
+    const char *env[] = {cudart, rep_env, go_env, NULL};
+    pid_t pid = lw_spawn(python, args, env, 1, out);
+    /* The live line, said while the job runs; then top on the live job. */
+    int live = lw_wait_for_text(out, "[as of step", 60000);
+    char *text = lw_slurp_file(out);
+    if (!live) {
+        kill(pid, SIGKILL);
+        ck_abort_msg("%s: no live line\n%s", python, text);
+    }
+    free(text);
+    char pidtxt[32];
+    snprintf(pidtxt, sizeof pidtxt, "%ld", (long)pid);
+    lw_run r;
+    const char *top[] = {"top", "--once", pidtxt, NULL};
+    lw_cli_run(&r, top, NULL);
+    lw_write_text(go, "go\n");
+    int status = 0;
+    if (lw_wait_pid(pid, 60000, &status)) {
+        kill(pid, SIGKILL);
+        ck_abort_msg("%s: the job did not end", python);
+    }
+    ck_assert_msg(r.exit_code == 0 && strstr(r.out, want) && strstr(r.out, clean) &&
+                      !strstr(r.out, place),
+                  "top:\n%s%s", r.out, r.err);
+    lw_run_free(&r);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: status %d", python, status);
+
+    /* The live line and the exit summary. */
+    text = lw_slurp_file(out);
+    char line[300];
+    snprintf(line, sizeof line, "LEAK in %s", want);
+    ck_assert_msg(count_of(text, line) >= 2 && !strstr(text, bad), "stderr:\n%s", text);
+    free(text);
+
+    /* The report: the leaking site, the clean one, the answer. */
+    char err[256];
+    lw_json *j = lw_json_parse_file(report, NULL, err, sizeof err);
+    ck_assert_msg(j != NULL, "%s", err);
+    ck_assert_str_eq(lw_json_string(lw_json_get(j, "verdict")), "leak");
+    ck_assert_str_eq(lw_json_string(lw_json_path(j, "answer.where.label")), want);
+    ck_assert_str_eq(lw_json_string(lw_json_path(j, "answer.where.place_label")), place);
+    const lw_json *sites = lw_json_get(j, "sites");
+    int seen_leak = 0, seen_clean = 0;
+    for (size_t k = 0; k < lw_json_len(sites); k++) {
+        const lw_json *site = lw_json_at(sites, k);
+        const lw_json *where = lw_json_get(site, "where");
+        int leak = lw_json_bool(lw_json_get(site, "leak"), 0);
+        ck_assert_str_eq(lw_json_string(lw_json_get(where, "place_label")), place);
+        ck_assert_str_eq(lw_json_string(lw_json_get(where, "function")), "device_alloc");
+        ck_assert_str_eq(lw_json_string(lw_json_get(where, "label")), leak ? want : clean);
+        /* distinct_frame: the caller's frame among the site's frames. */
+        long long d = -1;
+        ck_assert_int_eq(lw_json_int64(lw_json_get(where, "distinct_frame"), &d), 0);
+        const lw_json *f = lw_json_at(lw_json_get(site, "frames"), (size_t)d);
+        ck_assert_str_eq(lw_json_string(lw_json_get(f, "function")), leak ? "stash" : "scratch");
+        long long fl = 0;
+        ck_assert_int_eq(lw_json_int64(lw_json_get(f, "line"), &fl), 0);
+        ck_assert_int_eq(fl, leak ? stash : scratch);
+        seen_leak |= leak;
+        seen_clean |= !leak;
+    }
+    ck_assert(seen_leak && seen_clean);
+    lw_json_free(j);
+
+    /* leakwatch report, as text and as a web page. */
+    const char *txt[] = {"report", report, NULL};
+    lw_cli_run(&r, txt, NULL);
+    ck_assert_msg(r.exit_code == 0 && strstr(r.out, line) && strstr(r.out, clean) &&
+                      !strstr(r.out, bad),
+                  "report:\n%s%s", r.out, r.err);
+    lw_run_free(&r);
+    char html[128];
+    snprintf(html, sizeof html, "%s/r.html", dir);
+    const char *h[] = {"report", "--format", "html", "-o", html, report, NULL};
+    lw_cli_run(&r, h, NULL);
+    ck_assert_msg(r.exit_code == 0, "report --format html:\n%s", r.err);
+    lw_run_free(&r);
+    text = lw_slurp_file(html);
+    ck_assert_msg(strstr(text, line) && strstr(text, clean) && !strstr(text, bad),
+                  "the page does not name %s", want);
+    free(text);
+    unsetenv("XDG_RUNTIME_DIR");
+    lw_remove_dir(dir);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("python");
     TCase *tc = tcase_create("frames");
@@ -312,6 +447,7 @@ int main(void) {
     tcase_add_test(tc, python_stacks_adversarial);
     tcase_add_test(tc, free_threaded_python_is_said_once);
     tcase_add_test(tc, old_python_is_said_once);
+    tcase_add_test(tc, shared_wrapper_names_the_caller);
     suite_add_tcase(s, tc);
     int failed = lw_check_run(s);
     return failed ? 1 : 0;

@@ -6,6 +6,7 @@ is device_alloc's line; the test checks that every view names the leaking
 caller's line, by way of the wrapper."""
 import ctypes
 import os
+import time
 
 rt = ctypes.CDLL(os.environ["LW_CUDART"])
 rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
@@ -39,3 +40,12 @@ def train(steps):
 
 
 train(int(os.environ.get("STEPS", "200")))
+
+# Stays up (for leakwatch top) until the test creates this file.
+go = os.environ.get("LW_WAIT_FILE")
+if go:
+    print("READY", flush=True)
+    for _ in range(1200):
+        if os.path.exists(go):
+            break
+        time.sleep(0.05)
