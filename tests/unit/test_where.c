@@ -168,6 +168,64 @@ START_TEST(rank_from_launchers) {
 }
 END_TEST
 
+/* The distinguishing frame: stash() and scratch() allocate through
+ * device_alloc(), which is every site's place to look. */
+#define CUDA NATIVE("/usr/local/cuda/lib64/libcudart.so.12", "cudaMalloc", NULL, 0)
+#define FFI NATIVE("/usr/lib/x86_64-linux-gnu/libffi.so.8", "ffi_call", NULL, 0)
+static const lw_frame_ref via_stash[] = {CUDA,
+                                         FFI,
+                                         PY("/p/buffers.py", "device_alloc", 13),
+                                         PY("/p/buffers.py", "stash", 30),
+                                         PY("/p/train.py", "train", 50),
+                                         PY("/p/train.py", "<module>", 60)};
+static const lw_frame_ref via_scratch[] = {
+    CUDA, PY("/p/buffers.py", "device_alloc", 13), PY("/p/buffers.py", "scratch", 40),
+    PY("/p/train.py", "train", 51), PY("/p/train.py", "<module>", 60)};
+/* stash() called once more, from another line of train(). */
+static const lw_frame_ref via_stash_init[] = {
+    CUDA, PY("/p/buffers.py", "device_alloc", 13), PY("/p/buffers.py", "stash", 30),
+    PY("/p/train.py", "train", 45), PY("/p/train.py", "<module>", 60)};
+static const lw_frame_ref elsewhere[] = {CUDA, PY("/p/model.py", "forward", 7),
+                                         PY("/p/train.py", "train", 50)};
+/* The same user frames as via_stash, other native frames. */
+static const lw_frame_ref via_stash_async[] = {
+    NATIVE("/usr/local/cuda/lib64/libcudart.so.12", "cudaMallocAsync", NULL, 0),
+    PY("/p/buffers.py", "device_alloc", 13), PY("/p/buffers.py", "stash", 30),
+    PY("/p/train.py", "train", 50), PY("/p/train.py", "<module>", 60)};
+#define N(a) (sizeof a / sizeof a[0])
+
+START_TEST(distinguishing_frame) {
+    int k = lw_where_pick(via_stash, N(via_stash), NULL, NULL);
+    ck_assert_int_eq(k, 2);
+    int ko = lw_where_pick(via_scratch, N(via_scratch), NULL, NULL);
+    ck_assert_int_eq(ko, 1);
+    /* The first frame further out that differs: stash's line. */
+    int d = lw_where_apart(via_stash, N(via_stash), k, via_scratch, N(via_scratch), ko, NULL);
+    ck_assert_int_eq(d, 3);
+    char label[256];
+    ck_assert_str_eq(lw_where_label_via(&via_stash[d], &via_stash[k], label, sizeof label),
+                     "buffers.py:30 in stash (via device_alloc, buffers.py:13)");
+    /* The same caller, another line of train(): train's line tells them apart. */
+    d = lw_where_apart(via_stash, N(via_stash), k, via_stash_init, N(via_stash_init), 1, NULL);
+    ck_assert_int_eq(d, 4);
+    ck_assert_str_eq(lw_where_label_via(&via_stash[d], &via_stash[k], label, sizeof label),
+                     "train.py:50 in train (via device_alloc, buffers.py:13)");
+    /* Another place: not compared. */
+    ck_assert_int_eq(lw_where_apart(via_stash, N(via_stash), k, elsewhere, N(elsewhere), 1, NULL),
+                     -2);
+    /* Only native frames differ: no user frame tells them apart. */
+    ck_assert_int_eq(
+        lw_where_apart(via_stash, N(via_stash), k, via_stash_async, N(via_stash_async), 1, NULL),
+        -1);
+    /* A stack whose user frames are all the other's: none of its own. */
+    ck_assert_int_eq(lw_where_apart(via_stash, 4, k, via_stash_async, N(via_stash_async), 1, NULL),
+                     -1);
+    /* No place. */
+    ck_assert_int_eq(
+        lw_where_apart(via_stash, N(via_stash), -1, via_scratch, N(via_scratch), ko, NULL), -2);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("where");
     TCase *tc = tcase_create("where");
@@ -177,6 +235,7 @@ int main(void) {
     tcase_add_test(tc, native_classes);
     tcase_add_test(tc, answer_line_is_one_format);
     tcase_add_test(tc, rank_from_launchers);
+    tcase_add_test(tc, distinguishing_frame);
     suite_add_tcase(s, tc);
     int failed = lw_check_run(s);
     return failed ? 1 : 0;
