@@ -329,6 +329,8 @@ static void read_growth(lw_model *m, const lw_json *root) {
     }
 }
 
+static void model_apart(lw_model *m);
+
 static int load_doc(lw_model *m, const char *name, char *err, size_t errlen) {
     const lw_json *r = m->doc;
     if (lw_json_type_of(r) != LW_JSON_OBJECT) {
@@ -404,6 +406,7 @@ static int load_doc(lw_model *m, const char *name, char *err, size_t errlen) {
         m->nseries =
             read_series(m, series, "floor", &m->sx, &m->sfloor, &m->st, &m->speak, "series.");
     m->tracker = typed(m, r, "tracker", LW_JSON_OBJECT, "");
+    model_apart(m);
     return 0;
 }
 
@@ -607,6 +610,41 @@ static lw_frame_ref ref_of(const lw_m_frame *f) {
                           isfinite(f->line) && f->line > 0 && f->line < 1e9 ? (int)f->line : 0};
 }
 
+/* Under a LEAKWATCH_USER_CODE of the command's own, the places to look are
+ * its own, and so are the frames that tell apart the leaking and the
+ * non-leaking sites that share one (where.h's rule, as the report applies
+ * it, over the sites the report holds). */
+static void model_apart(lw_model *m) {
+    if (!user_code || !m->nsites) return;
+    size_t n = m->nsites;
+    lw_frame_ref **refs = calloc(n, sizeof *refs);
+    int *at = calloc(n, sizeof *at);
+    for (size_t i = 0; refs && at && i < n; i++) {
+        const lw_m_site *s = &m->sites[i];
+        refs[i] = s->nframes ? malloc(s->nframes * sizeof **refs) : NULL;
+        at[i] = -1;
+        for (size_t j = 0; refs[i] && j < s->nframes; j++)
+            refs[i][j] = ref_of(&s->frames[j]);
+        if (refs[i]) at[i] = lw_where_pick(refs[i], s->nframes, user_code, NULL);
+    }
+    for (size_t i = 0; refs && at && i < n; i++) {
+        lw_m_site *s = &m->sites[i];
+        s->where_distinct = NAN;
+        int best = -1;
+        for (size_t j = 0; j < n && at[i] >= 0; j++) {
+            if ((m->sites[j].leak == 1) == (s->leak == 1) || at[j] < 0) continue;
+            int d = lw_where_apart(refs[i], s->nframes, at[i], refs[j], m->sites[j].nframes, at[j],
+                                   user_code);
+            if (d > best) best = d;
+        }
+        if (best >= 0) s->where_distinct = best;
+    }
+    for (size_t i = 0; refs && i < n; i++)
+        free(refs[i]);
+    free(refs);
+    free(at);
+}
+
 int lw_model_where(const lw_m_site *s, char *out, size_t n) {
     if (isfinite(s->id))
         snprintf(out, n, "site %.0f", s->id);
@@ -633,9 +671,10 @@ int lw_model_where(const lw_m_site *s, char *out, size_t n) {
     lw_frame_ref r = ref_of(&s->frames[k]);
     char label[600];
     /* The frame that tells this site apart from others sharing its place, as
-     * the report computed it from all the sites (the same place only). */
-    if (!user_code && k == s->where_frame && isfinite(s->where_distinct) &&
-        s->where_distinct >= 0 && s->where_distinct < (double)s->nframes) {
+     * the report computed it from all the sites (model_apart under the
+     * command's own LEAKWATCH_USER_CODE). */
+    if ((user_code || k == s->where_frame) && isfinite(s->where_distinct) &&
+        s->where_distinct > k && s->where_distinct < (double)s->nframes) {
         lw_frame_ref d = ref_of(&s->frames[(size_t)s->where_distinct]);
         lw_where_label_via(&d, &r, label, sizeof label);
     } else {

@@ -424,6 +424,17 @@ START_TEST(shared_wrapper_names_the_caller) {
                       !strstr(r.out, bad),
                   "report:\n%s%s", r.out, r.err);
     lw_run_free(&r);
+    /* With a user code of the command's own, it finds the places, and the
+     * frames that tell the sites apart, itself. */
+    char ucode[PATH_MAX];
+    snprintf(ucode, sizeof ucode, "%s", script);
+    *strrchr(ucode, '/') = '\0';
+    const char *uc[] = {"report", "--user-code", ucode, report, NULL};
+    lw_cli_run(&r, uc, NULL);
+    ck_assert_msg(r.exit_code == 0 && strstr(r.out, line) && strstr(r.out, clean) &&
+                      !strstr(r.out, bad),
+                  "report --user-code:\n%s%s", r.out, r.err);
+    lw_run_free(&r);
     char html[128];
     snprintf(html, sizeof html, "%s/r.html", dir);
     const char *h[] = {"report", "--format", "html", "-o", html, report, NULL};
