@@ -2,6 +2,7 @@
 #include "where.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *base_name(const char *p) {
@@ -191,19 +192,45 @@ static size_t next_telling(const lw_frame_ref *fr, size_t n, size_t i, lw_frame_
     return i;
 }
 
+size_t lw_where_telling(const lw_frame_ref *fr, size_t n, int place, const char *user_code,
+                        int *out, size_t cap) {
+    if (place < 0 || (size_t)place >= n) return 0;
+    lw_frame_class pc = lw_frame_classify(&fr[place], user_code);
+    int pp = fr[place].python;
+    size_t k = 0;
+    for (size_t i = next_telling(fr, n, (size_t)place + 1, pc, pp, user_code); i < n && k < cap;
+         i = next_telling(fr, n, i + 1, pc, pp, user_code))
+        out[k++] = (int)i;
+    return k;
+}
+
+int lw_where_apart_told(const lw_frame_ref *self, int place, const int *st, size_t sn,
+                        const lw_frame_ref *other, int oplace, const int *ot, size_t on) {
+    if (place < 0 || oplace < 0 || !same_frame(&self[place], &other[oplace])) return -2;
+    for (size_t m = 0; m < sn; m++)
+        if (m >= on || !same_frame(&self[st[m]], &other[ot[m]])) return st[m];
+    return -1; /* its frames are all the other's too */
+}
+
 int lw_where_apart(const lw_frame_ref *self, size_t n, int place, const lw_frame_ref *other,
                    size_t on, int oplace, const char *user_code) {
     if (place < 0 || oplace < 0 || (size_t)place >= n || (size_t)oplace >= on) return -2;
-    if (!same_frame(&self[place], &other[oplace])) return -2;
-    lw_frame_class pc = lw_frame_classify(&self[place], user_code);
-    int pp = self[place].python;
-    size_t i = (size_t)place, j = (size_t)oplace;
-    for (;;) {
-        i = next_telling(self, n, i + 1, pc, pp, user_code);
-        j = next_telling(other, on, j + 1, pc, pp, user_code);
-        if (i >= n) return -1; /* its frames are all the other's too */
-        if (j >= on || !same_frame(&self[i], &other[j])) return (int)i;
+    int *st = malloc(n * sizeof *st), *ot = malloc(on * sizeof *ot);
+    int d = -2;
+    if (st && ot) {
+        size_t sn = lw_where_telling(self, n, place, user_code, st, n);
+        /* The other's frames of the rule that chose self's place. */
+        lw_frame_class pc = lw_frame_classify(&self[place], user_code);
+        int pp = self[place].python;
+        size_t on2 = 0;
+        for (size_t j = next_telling(other, on, (size_t)oplace + 1, pc, pp, user_code); j < on;
+             j = next_telling(other, on, j + 1, pc, pp, user_code))
+            ot[on2++] = (int)j;
+        d = lw_where_apart_told(self, place, st, sn, other, oplace, ot, on2);
     }
+    free(st);
+    free(ot);
+    return d;
 }
 
 char *lw_where_label_via(const lw_frame_ref *f, const lw_frame_ref *place, char *out, size_t n) {

@@ -69,6 +69,15 @@ int lw_where_same_place(const lw_frame_ref *a, const lw_frame_ref *b);
 int lw_where_apart(const lw_frame_ref *self, size_t n, int place, const lw_frame_ref *other,
                    size_t on, int oplace, const char *user_code);
 
+/* The same, in two steps for many sites: the indices (at most cap, into
+ * out) of fr's frames beyond its place that may tell it apart, once per site;
+ * then each pair compared on them. Two sites with the same place share its
+ * class, hence the rule. */
+size_t lw_where_telling(const lw_frame_ref *fr, size_t n, int place, const char *user_code,
+                        int *out, size_t cap);
+int lw_where_apart_told(const lw_frame_ref *self, int place, const int *st, size_t sn,
+                        const lw_frame_ref *other, int oplace, const int *ot, size_t on);
+
 /* "buffers.py:30 in stash (via device_alloc, buffers.py:13)": the
  * distinguishing frame f, by way of the place to look. Returns out. */
 char *lw_where_label_via(const lw_frame_ref *f, const lw_frame_ref *place, char *out, size_t n);

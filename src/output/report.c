@@ -373,6 +373,34 @@ static void views_free(site_views *vs) {
     free(vs->v);
 }
 
+/* Every site, most relevant first: the order the report writes them in. *np
+ * is their count; NULL when out of memory. */
+static ranked_site *rank_sites(const site_views *vs, size_t *np) {
+    size_t n = 0, cap = lw_sites_count() + 1;
+    ranked_site *all = calloc(cap, sizeof *all);
+    if (all) {
+        for (lw_site *s = lw_sites_first(); s && n < cap - 1; s = s->next) {
+            const site_view *v = view_of(vs, s);
+            all[n++] = (ranked_site){s, atomic_load(&s->live_bytes), atomic_load(&s->alloc_bytes),
+                                     v != NULL, v ? v->growth.slope : 0};
+        }
+        lw_site *o = lw_site_overflow();
+        if (atomic_load(&o->alloc_count) || atomic_load(&o->failed_count))
+            all[n++] =
+                (ranked_site){o, atomic_load(&o->live_bytes), atomic_load(&o->alloc_bytes), 0, 0};
+        qsort(all, n, sizeof *all, by_relevance);
+    }
+    *np = n;
+    return all;
+}
+
+/* How many of those the report writes at most (after PyTorch's own). */
+static size_t sites_shown(void) {
+    size_t limit = (size_t)lw_opt_int(LW_OPT_REPORT_SITES);
+    size_t nt = lw_torch_info_sites(NULL);
+    return nt > limit ? 0 : limit - nt;
+}
+
 /* The distinguishing frame of every site whose place to look is shared by
  * leaking and non-leaking sites (where.h, lw_where_apart): computed once per
  * report, warning or summary from the whole set of sites, never on the
@@ -381,6 +409,7 @@ typedef struct {
     const lw_site *site;
     int leak;
     int distinct;  /* frame index, or -1 */
+    double weight; /* leaking: its growth per step; else its live bytes */
     char key[256]; /* the place's label: sites that may share it sort together */
 } site_place;
 
@@ -398,24 +427,44 @@ static int by_place_site(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* Leaking sites first, fastest first; then the others, largest first. */
+static int by_weight(const void *a, const void *b) {
+    const site_place *x = a, *y = b;
+    if (x->leak != y->leak) return x->leak ? -1 : 1;
+    return x->weight > y->weight ? -1 : x->weight < y->weight;
+}
+
+/* Pairs compared per report at most: a wrapper shared by thousands of sites,
+ * many of them leaking, must not hold the report up. Beyond it (the least
+ * relevant sites, as ordered above), sites keep their plain place. */
+#define APART_BUDGET 2000000
+
 /* One group of sites with the same label of their place, leaking and not. */
-static void places_apart(site_place *g, size_t n, lw_symtab *syms) {
+static void places_apart(site_place *g, size_t n, lw_symtab *syms, long *budget) {
+    qsort(g, n, sizeof *g, by_weight);
     frame_list *ls = calloc(n, sizeof *ls);
     lw_frame_ref **refs = calloc(n, sizeof *refs);
+    int **told = calloc(n, sizeof *told);
+    size_t *ntold = calloc(n, sizeof *ntold);
     int *at = calloc(n, sizeof *at);
     const char *uc = lw_opt_str(LW_OPT_USER_CODE);
-    if (ls && refs && at) {
+    if (ls && refs && told && ntold && at) {
         for (size_t i = 0; i < n; i++) {
             collect_frames(&ls[i], syms, g[i].site);
             refs[i] = refs_of(&ls[i]);
-            at[i] = refs[i] ? lw_where_pick(refs[i], ls[i].n, uc, NULL) : -1;
+            told[i] = ls[i].n ? malloc(ls[i].n * sizeof **told) : NULL;
+            at[i] = refs[i] && told[i] ? lw_where_pick(refs[i], ls[i].n, uc, NULL) : -1;
+            if (at[i] >= 0)
+                ntold[i] = lw_where_telling(refs[i], ls[i].n, at[i], uc, told[i], ls[i].n);
         }
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i<n && * budget> 0; i++) {
             int best = -1;
-            for (size_t j = 0; j < n && refs[i]; j++) {
-                if (g[j].leak == g[i].leak || !refs[j]) continue;
-                int d = lw_where_apart(refs[i], ls[i].n, at[i], refs[j], ls[j].n, at[j], uc);
+            for (size_t j = 0; j < n && at[i] >= 0; j++) {
+                if (g[j].leak == g[i].leak || at[j] < 0) continue;
+                int d = lw_where_apart_told(refs[i], at[i], told[i], ntold[i], refs[j], at[j],
+                                            told[j], ntold[j]);
                 if (d > best) best = d;
+                (*budget)--;
             }
             g[i].distinct = best;
         }
@@ -423,35 +472,46 @@ static void places_apart(site_place *g, size_t n, lw_symtab *syms) {
     for (size_t i = 0; ls && i < n; i++) {
         free(ls[i].f);
         if (refs) free(refs[i]);
+        if (told) free(told[i]);
     }
     free(ls);
     free(refs);
+    free(told);
+    free(ntold);
     free(at);
 }
 
-static void places_load(site_places *ps, lw_symtab *syms, const site_views *vs) {
+/* Over the sites the report writes (the first `shown` of all, ranked): the
+ * cost stays that of the report however many sites the job has, and the
+ * command, which sees those sites only, applies the same rule to the same
+ * set. */
+static void places_load(site_places *ps, lw_symtab *syms, const site_views *vs,
+                        const ranked_site *all, size_t shown) {
     memset(ps, 0, sizeof *ps);
-    if (!vs->n) return; /* no leaking site: no place to tell apart */
-    size_t cap = lw_sites_count() + 1, n = 0;
-    site_place *p = calloc(cap, sizeof *p);
+    if (!vs->n || !all || !shown) return; /* no leaking site: no place to tell apart */
+    size_t n = 0;
+    site_place *p = calloc(shown, sizeof *p);
     if (!p) return;
-    for (lw_site *s = lw_sites_first(); s && n < cap; s = s->next) {
+    for (size_t i = 0; i < shown; i++) {
+        const lw_site *s = all[i].site;
         frame_list l;
         collect_frames(&l, syms, s);
         int k = pick_where(&l, NULL);
         if (k >= 0) {
-            p[n] = (site_place){s, view_of(vs, s) != NULL, -1, ""};
+            p[n] = (site_place){s, all[i].leak, -1,
+                                all[i].leak ? all[i].slope : (double)all[i].live_bytes, ""};
             lw_where_label(&l.f[k].ref, p[n].key, sizeof p[n].key);
             n++;
         }
         free(l.f);
     }
     qsort(p, n, sizeof *p, by_key);
+    long budget = APART_BUDGET;
     for (size_t a = 0, b; a < n; a = b) {
         int mixed = 0;
         for (b = a + 1; b < n && !strcmp(p[a].key, p[b].key); b++)
             mixed |= p[b].leak != p[a].leak;
-        if (mixed) places_apart(&p[a], b - a, syms);
+        if (mixed) places_apart(&p[a], b - a, syms, &budget);
     }
     qsort(p, n, sizeof *p, by_place_site);
     ps->p = p, ps->n = n;
@@ -522,22 +582,10 @@ static const lw_site *emit_sites(FILE *f, lw_jw *w, lw_symtab *syms, int global_
                                  int *top_distinct) {
     site_views vs;
     views_load(&vs, global_leak);
+    size_t n = 0;
+    ranked_site *all = rank_sites(&vs, &n);
     site_places ps;
-    places_load(&ps, syms, &vs);
-    size_t n = 0, cap = lw_sites_count() + 1;
-    ranked_site *all = calloc(cap, sizeof *all);
-    if (all) {
-        for (lw_site *s = lw_sites_first(); s && n < cap - 1; s = s->next) {
-            const site_view *v = view_of(&vs, s);
-            all[n++] = (ranked_site){s, atomic_load(&s->live_bytes), atomic_load(&s->alloc_bytes),
-                                     v != NULL, v ? v->growth.slope : 0};
-        }
-        lw_site *o = lw_site_overflow();
-        if (atomic_load(&o->alloc_count) || atomic_load(&o->failed_count))
-            all[n++] =
-                (ranked_site){o, atomic_load(&o->live_bytes), atomic_load(&o->alloc_bytes), 0, 0};
-        qsort(all, n, sizeof *all, by_relevance);
-    }
+    places_load(&ps, syms, &vs, all, n < sites_shown() ? n : sites_shown());
     size_t limit = (size_t)lw_opt_int(LW_OPT_REPORT_SITES), written = 0;
     /* Sites found in PyTorch's allocation history (source "pytorch_history")
      * come first: they name tensors, where the others name segments. */
@@ -942,8 +990,11 @@ void lw_report_site_label(const lw_site *site, char *out, size_t n) {
     lw_growth_get(&g, NULL, 0, NULL);
     site_views vs;
     views_load(&vs, g.verdict == LW_VERDICT_LEAK);
+    size_t nall = 0;
+    ranked_site *all = rank_sites(&vs, &nall);
     site_places ps;
-    places_load(&ps, syms, &vs);
+    places_load(&ps, syms, &vs, all, nall < sites_shown() ? nall : sites_shown());
+    free(all);
     frame_list l;
     collect_frames(&l, syms, site);
     int k = pick_where(&l, NULL);
