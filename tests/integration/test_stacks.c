@@ -6,6 +6,7 @@
  * differ from a full unwind. */
 #include "../check_run.h"
 #include "harness.h"
+#include "harness_cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,6 +180,63 @@ START_TEST(needs_only_glibc) {
 }
 END_TEST
 
+/* The line of tests/programs/rt_shared_wrapper.c that holds marker. */
+static int marked_line(const char *marker) {
+    FILE *f = fopen("tests/programs/rt_shared_wrapper.c", "r");
+    ck_assert_ptr_nonnull(f);
+    char buf[512];
+    int line = 0, found = 0;
+    while (!found && fgets(buf, sizeof buf, f)) {
+        line++;
+        if (strstr(buf, marker)) found = line;
+    }
+    fclose(f);
+    ck_assert_int_gt(found, 0);
+    return found;
+}
+
+/* A shared allocation wrapper in native code (issue 26, item 6): stash()
+ * leaks and scratch() does not, both through device_alloc(). The live line,
+ * the exit summary, the report and leakwatch report name stash's call of the
+ * wrapper by way of it; before, all of them named device_alloc's line. */
+START_TEST(shared_wrapper_names_the_caller) {
+    char want[200], clean[200], place[200], line[300], bad[300];
+    snprintf(want, sizeof want,
+             "rt_shared_wrapper.c:%d in stash (via device_alloc, rt_shared_wrapper.c:%d)",
+             marked_line("STASH-LINE"), marked_line("WRAPPER-LINE"));
+    snprintf(clean, sizeof clean,
+             "rt_shared_wrapper.c:%d in scratch (via device_alloc, rt_shared_wrapper.c:%d)",
+             marked_line("SCRATCH-LINE"), marked_line("WRAPPER-LINE"));
+    snprintf(place, sizeof place, "rt_shared_wrapper.c:%d in device_alloc",
+             marked_line("WRAPPER-LINE"));
+    snprintf(line, sizeof line, "LEAK in %s", want);
+    snprintf(bad, sizeof bad, "LEAK in %s", place);
+    lw_run r;
+    const char *args[] = {"300", NULL};
+    lw_run_prog(&r, 1, "rt_shared_wrapper", args, NULL);
+    RUN_OK(&r);
+    ck_assert_ptr_nonnull(r.report);
+    ck_assert_msg(strstr(r.err, line) && !strstr(r.err, bad), "stderr:\n%s", r.err);
+    ck_assert_str_eq(lw_json_string(lw_json_path(r.report, "answer.where.label")), want);
+    ck_assert_str_eq(lw_json_string(lw_json_path(r.report, "answer.where.place_label")), place);
+    const lw_json *sites = lw_json_get(r.report, "sites");
+    ck_assert_int_eq(lw_json_len(sites), 2);
+    for (size_t k = 0; k < 2; k++) {
+        const lw_json *s = lw_json_at(sites, k);
+        int leak = lw_json_bool(lw_json_get(s, "leak"), 0);
+        ck_assert_str_eq(lw_json_string(lw_json_path(s, "where.label")), leak ? want : clean);
+    }
+    const char *rep[] = {"report", r.report_path, NULL};
+    lw_run c;
+    lw_cli_run(&c, rep, NULL);
+    ck_assert_msg(c.exit_code == 0 && strstr(c.out, line) && strstr(c.out, clean) &&
+                      !strstr(c.out, bad),
+                  "report:\n%s%s", c.out, c.err);
+    lw_run_free(&c);
+    lw_run_free(&r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("stacks");
     TCase *tc = tcase_create("stacks");
@@ -187,6 +245,7 @@ int main(void) {
     tcase_add_test(tc, verification_catches_a_blind_cache);
     tcase_add_test(tc, records_without_libunwind);
     tcase_add_test(tc, needs_only_glibc);
+    tcase_add_test(tc, shared_wrapper_names_the_caller);
     suite_add_tcase(s, tc);
     return lw_check_run(s) ? 1 : 0;
 }
