@@ -403,8 +403,8 @@ static size_t sites_shown(void) {
 
 /* The distinguishing frame of every site whose place to look is shared by
  * leaking and non-leaking sites (where.h, lw_where_apart): computed once per
- * report, warning or summary from the whole set of sites, never on the
- * allocation path, so that every view names the same frame. */
+ * report, warning or summary from the set of sites the report writes, never
+ * on the allocation path, so that every view names the same frame. */
 typedef struct {
     const lw_site *site;
     int leak;
@@ -457,7 +457,8 @@ static void places_apart(site_place *g, size_t n, lw_symtab *syms, long *budget)
             if (at[i] >= 0)
                 ntold[i] = lw_where_telling(refs[i], ls[i].n, at[i], uc, told[i], ls[i].n);
         }
-        for (size_t i = 0; i<n && * budget> 0; i++) {
+        for (size_t i = 0; i < n; i++) {
+            if (*budget <= 0) break;
             int best = -1;
             for (size_t j = 0; j < n && at[i] >= 0; j++) {
                 if (g[j].leak == g[i].leak || at[j] < 0) continue;
