@@ -618,30 +618,44 @@ static void model_apart(lw_model *m) {
     if (!user_code || !m->nsites) return;
     size_t n = m->nsites;
     lw_frame_ref **refs = calloc(n, sizeof *refs);
+    int **told = calloc(n, sizeof *told);
+    size_t *ntold = calloc(n, sizeof *ntold);
     int *at = calloc(n, sizeof *at);
-    for (size_t i = 0; refs && at && i < n; i++) {
+    for (size_t i = 0; refs && told && ntold && at && i < n; i++) {
         const lw_m_site *s = &m->sites[i];
         refs[i] = s->nframes ? malloc(s->nframes * sizeof **refs) : NULL;
+        told[i] = s->nframes ? malloc(s->nframes * sizeof **told) : NULL;
         at[i] = -1;
-        for (size_t j = 0; refs[i] && j < s->nframes; j++)
+        if (!refs[i] || !told[i]) continue;
+        for (size_t j = 0; j < s->nframes; j++)
             refs[i][j] = ref_of(&s->frames[j]);
-        if (refs[i]) at[i] = lw_where_pick(refs[i], s->nframes, user_code, NULL);
+        at[i] = lw_where_pick(refs[i], s->nframes, user_code, NULL);
+        if (at[i] >= 0)
+            ntold[i] = lw_where_telling(refs[i], s->nframes, at[i], user_code, told[i], s->nframes);
     }
-    for (size_t i = 0; refs && at && i < n; i++) {
+    /* Pairs compared at most, as the library bounds them (sites in the
+     * report's order, the most relevant first). */
+    long budget = 2000000;
+    for (size_t i = 0; refs && told && ntold && at && i < n; i++) {
         lw_m_site *s = &m->sites[i];
         s->where_distinct = NAN;
         int best = -1;
-        for (size_t j = 0; j < n && at[i] >= 0; j++) {
+        for (size_t j = 0; j < n && at[i] >= 0 && budget > 0; j++) {
             if ((m->sites[j].leak == 1) == (s->leak == 1) || at[j] < 0) continue;
-            int d = lw_where_apart(refs[i], s->nframes, at[i], refs[j], m->sites[j].nframes, at[j],
-                                   user_code);
+            int d = lw_where_apart_told(refs[i], at[i], told[i], ntold[i], refs[j], at[j], told[j],
+                                        ntold[j]);
             if (d > best) best = d;
+            budget--;
         }
         if (best >= 0) s->where_distinct = best;
     }
-    for (size_t i = 0; refs && i < n; i++)
-        free(refs[i]);
+    for (size_t i = 0; i < n; i++) {
+        if (refs) free(refs[i]);
+        if (told) free(told[i]);
+    }
     free(refs);
+    free(told);
+    free(ntold);
     free(at);
 }
 
