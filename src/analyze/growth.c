@@ -62,6 +62,38 @@ static int marker_mode;
 static int tracked;
 static int warning_due;
 
+/* ---- a release at the end of the run ----
+ * Memory a job frees at teardown (interpreter exit, a final cleanup) after
+ * its last step mark, or in the last intervals of a run without marks, says
+ * nothing about its steady state: growth established before it stands. A
+ * point is low when its floor is back near the start-up level: within a
+ * quarter of the way from the lowest floor seen (the first point, which may
+ * predate the first allocation, left out) to the highest. When the newest
+ * points are low after a high one (release_tail), the series and verdict
+ * from before that drop are kept aside (pre); lw_growth_finish uses them
+ * when the run ends within that drop. */
+#define RELEASE_MIN_BYTES 4096.0
+typedef struct {
+    lw_series series;
+    lw_bin bins[GLOBAL_BINS];
+    lw_growth last;
+    lw_decision decision;
+    double last_x;
+    uint64_t next_eval_at, points_at_eval;
+    int64_t floor; /* the floor of the last point before the drop */
+} pre_release;
+static pre_release pre;
+static int release_tail; /* the newest points are low, after a high one */
+static double base_floor, high_floor;
+static int have_base;
+static int64_t prev_floor;
+static int64_t released_bytes = -1; /* set by lw_growth_finish: released at exit */
+static int decided_at_exit;
+/* Set by lw_growth_finish: the final verdict is made; the worker's later
+ * intervals (it runs until the process ends) and marks no longer change it,
+ * so the report and the summary written after it agree. */
+static int finished;
+
 /* ---- PyTorch's own counters: one series per device ----
  * Fed by the Python helper at each step mark (lw_growth_torch_counters). The
  * bytes held by live tensors grow by exactly what a program keeps, even when
@@ -321,6 +353,17 @@ int lw_growth_torch_get(lw_torch_device_state *out, int max_devices, lw_bin *bin
 
 /* ---- the verdict ---- */
 
+/* The detector and decision on the global series, without judging sites. */
+static void evaluate_global_only(void) {
+    lw_bin bins[GLOBAL_BINS + 1];
+    int n = lw_series_get(&global, bins, GLOBAL_BINS + 1);
+    lw_detect_params p = lw_detect_defaults();
+    lw_detect(bins, n, &p, &last);
+    evaluations++;
+    points_at_eval = global.points;
+    lw_decision_update(&decision, &last, global.points, last_x, (int)lw_opt_int(LW_OPT_CONFIRM));
+}
+
 static void evaluate(void) {
     lw_bin bins[GLOBAL_BINS + 1];
     int n = lw_series_get(&global, bins, GLOBAL_BINS + 1);
@@ -329,12 +372,51 @@ static void evaluate(void) {
     evaluations++;
     points_at_eval = global.points;
     lw_decision_update(&decision, &last, global.points, last_x, (int)lw_opt_int(LW_OPT_CONFIRM));
-    if (decision.announced == LW_VERDICT_LEAK) {
+    /* Sites are judged as soon as the floor grows (not only once a leak is
+     * confirmed), and not during a release: what a site kept is known only
+     * while it still holds it. */
+    if ((decision.announced == LW_VERDICT_LEAK || last.verdict == LW_VERDICT_LEAK) && !release_tail)
         evaluate_sites();
+    if (decision.announced == LW_VERDICT_LEAK) {
         /* The warning on stderr waits longer than the verdict: a job's log is
          * no place for a warm-up mistaken for a leak. */
         if (global.points >= 64 && global.points >= 2 * decision.raw_leak_since) warning_due = 1;
     }
+}
+
+static int is_low(int64_t floor) {
+    return have_base && high_floor - base_floor >= RELEASE_MIN_BYTES &&
+           (double)floor <= base_floor + 0.25 * (high_floor - base_floor);
+}
+
+static void series_copy(lw_series *dst, lw_bin *dst_bins, const lw_series *src) {
+    *dst = *src;
+    dst->bins = dst_bins;
+    memcpy(dst_bins, src->bins, sizeof(lw_bin) * (size_t)src->len);
+}
+
+/* Before pt joins the global series: does a release begin, go on, or end? */
+static void watch_release(const point *pt) {
+    int low = is_low(pt->floor);
+    if (low && !release_tail && global.points > 1 && !is_low(prev_floor)) {
+        series_copy(&pre.series, pre.bins, &global);
+        pre.last = last;
+        pre.decision = decision;
+        pre.last_x = last_x;
+        pre.next_eval_at = next_eval_at;
+        pre.points_at_eval = points_at_eval;
+        pre.floor = prev_floor;
+        release_tail = 1;
+    } else if (!low) {
+        release_tail = 0;
+        if (global.points >= 1) {
+            double f = (double)pt->floor;
+            if (!have_base || f < base_floor) base_floor = f;
+            if (!have_base || f > high_floor) high_floor = f;
+            have_base = 1;
+        }
+    }
+    prev_floor = pt->floor;
 }
 
 /* Evaluations follow the data, not the clock: at every point early on, then
@@ -342,6 +424,7 @@ static void evaluate(void) {
  * promptly this thread was scheduled. */
 static void add_point(const point *pt) {
     host_add(pt);
+    watch_release(pt);
     lw_series_add(&global, pt->x, pt->t, (double)pt->floor, (double)pt->peak);
     last_x = pt->x;
     if (global.points >= next_eval_at) {
@@ -355,6 +438,7 @@ static void forget_history(void);
 
 /* Moves the queued steps into the series. Called with `lock` held. */
 static void drain_ring(void) {
+    if (finished) return;
     pthread_mutex_lock(&ring_lock);
     int n = ring_len, switch_to_markers = marker_requested && !marker_mode;
     memcpy(batch, ring, (size_t)n * sizeof *batch);
@@ -390,6 +474,12 @@ static void forget_history(void) {
     memset(&last, 0, sizeof last);
     last_x = 0;
     next_eval_at = 0;
+    release_tail = have_base = 0;
+    base_floor = high_floor = 0;
+    prev_floor = 0;
+    released_bytes = -1;
+    decided_at_exit = 0;
+    finished = 0;
     for (lw_site *s = lw_sites_first(); s; s = s->next)
         if (s->track) lw_series_reset(&s->track->series);
 }
@@ -426,7 +516,7 @@ int lw_growth_wait(const struct timespec *deadline) {
 void lw_growth_update(int close_interval_now) {
     pthread_mutex_lock(&lock);
     drain_ring();
-    if (close_interval_now && !marker_mode) close_interval();
+    if (close_interval_now && !marker_mode && !finished) close_interval();
     pthread_mutex_unlock(&lock);
 }
 
@@ -471,7 +561,7 @@ void lw_growth_flush(void) {
     pthread_mutex_lock(&lock);
     drain_ring();
     /* One more point for each site: the state now. */
-    sites_point((double)lw_run_clock(), now_s());
+    if (!finished) sites_point((double)lw_run_clock(), now_s());
     if (global.points != points_at_eval)
         evaluate();
     else if (decision.announced == LW_VERDICT_LEAK)
@@ -480,6 +570,57 @@ void lw_growth_flush(void) {
     for (int d = 0; d < LW_TORCH_MAX_DEVICES; d++)
         if (ttracks[d] && ttracks[d]->series.points != ttracks[d]->points_at_eval)
             torch_evaluate(d, ttracks[d]);
+    pthread_mutex_unlock(&lock);
+}
+
+void lw_growth_finish(void) {
+    pthread_mutex_lock(&lock);
+    if (finished) {
+        pthread_mutex_unlock(&lock);
+        return;
+    }
+    drain_ring();
+    finished = 1;
+    /* What the job did after its last mark (or interval): a release there
+     * shows only in the floor since then. */
+    int64_t tail_floor, tail_peak;
+    lw_totals_take_floor_peak(&tail_floor, &tail_peak);
+    sites_point((double)lw_run_clock(), now_s());
+    int64_t from = -1;
+    uint64_t tail = release_tail ? global.points - pre.series.points : 0;
+    uint64_t tail_max = global.points / 4 > 4 ? global.points / 4 : 4;
+    if (release_tail && tail <= tail_max) {
+        /* The run ended within a release: the verdict is the one from
+         * before it, on the data before it. */
+        from = pre.floor;
+        series_copy(&global, global_bins, &pre.series);
+        last = pre.last;
+        decision = pre.decision;
+        last_x = pre.last_x;
+        next_eval_at = pre.next_eval_at;
+        points_at_eval = pre.points_at_eval;
+        if (global.points != points_at_eval) evaluate_global_only();
+    } else if (!release_tail && global.points > 1 && is_low(tail_floor) && !is_low(prev_floor)) {
+        from = prev_floor;
+        if (global.points != points_at_eval) evaluate_global_only();
+    } else if (global.points != points_at_eval) {
+        evaluate();
+    } else if (decision.announced == LW_VERDICT_LEAK || last.verdict == LW_VERDICT_LEAK) {
+        evaluate_sites();
+    }
+    if (from >= 0) released_bytes = from > tail_floor ? from - tail_floor : 0;
+    if (lw_decision_final(&decision, &last, last_x)) {
+        decided_at_exit = 1;
+        if (from < 0) evaluate_sites();
+    }
+    if (host.seen && host.series.points != host.points_at_eval) host_evaluate();
+    lw_decision_final(&host.decision, &host.last, host.last_x);
+    for (int d = 0; d < LW_TORCH_MAX_DEVICES; d++) {
+        torch_track *tr = ttracks[d];
+        if (!tr) continue;
+        if (tr->series.points != tr->points_at_eval) torch_evaluate(d, tr);
+        lw_decision_final(&tr->decision, &tr->last, tr->last_x);
+    }
     pthread_mutex_unlock(&lock);
 }
 
@@ -537,6 +678,8 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
     st->signal_device = -1;
     st->first_leak_step = first_leak_step_of(&decision);
     st->withdrawn = decision.withdrawn;
+    st->released_bytes = released_bytes;
+    st->decided_at_exit = decided_at_exit;
     for (int d = 0; d < LW_TORCH_MAX_DEVICES; d++)
         if (ttracks[d]) st->withdrawn += ttracks[d]->decision.withdrawn;
     torch_primary(st);

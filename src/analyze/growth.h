@@ -49,6 +49,15 @@ void lw_growth_update(int close_interval);
 /* Takes in the steps not yet seen and evaluates once more (before a report). */
 void lw_growth_flush(void);
 
+/* The end of the run (the exit or end-signal report): takes in the steps
+ * not yet seen and decides on all the evidence. A release after the last
+ * step mark (or in the last intervals of a run without marks) down to about
+ * the start-up level does not erase growth established before it: the
+ * verdict and sites from before the release are kept, and the release is
+ * reported (released_bytes). A leak the last evaluation decides is announced
+ * even without LEAKWATCH_CONFIRM evaluations in a row (lw_decision_final). */
+void lw_growth_finish(void);
+
 /* 1 once each time a confirmed leak has run long enough to be announced on
  * stderr (output/warning.c says it, with its own rate limit). */
 int lw_growth_take_warning(void);
@@ -75,6 +84,11 @@ typedef struct {
     double interval_s; /* time mode: seconds per interval */
     uint32_t bin_width;
     char reason[160]; /* why `verdict`: never contradicts it */
+    /* Set by lw_growth_finish (-1 / 0 before it): the bytes released after
+     * the last step (or in the last intervals) when the run ended within a
+     * release, and whether the verdict was decided at the end, on all data. */
+    int64_t released_bytes;
+    int decided_at_exit;
 } lw_growth_state;
 
 /* A consistent copy of the detector's state and, if bins is not NULL, of the

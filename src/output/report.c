@@ -552,6 +552,14 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     if (!strcmp(g->step_source, "time")) lw_jw_double(w, "interval_seconds", g->interval_s);
     lw_jw_uint(w, "evaluations", g->evaluations);
     lw_jw_uint(w, "leak_verdicts_withdrawn", g->withdrawn);
+    /* The end of the run: memory released after the last step (teardown)
+     * does not erase growth before it; a decided fit is reported decided. */
+    lw_jw_bool(w, "released_at_exit", g->released_bytes >= 0);
+    if (g->released_bytes >= 0)
+        lw_jw_int(w, "released_at_exit_bytes", g->released_bytes);
+    else
+        lw_jw_null(w, "released_at_exit_bytes");
+    lw_jw_bool(w, "decided_at_exit", g->decided_at_exit);
     lw_jw_int(w, "window_bins", l->window);
     lw_jw_uint(w, "steps_per_bin", g->bin_width);
     lw_jw_str(w, "reason", g->reason[0] ? g->reason : "not evaluated yet");

@@ -68,6 +68,13 @@ void lw_report_summary(const char *path) {
     /* What an undecided run still needs, and what a clean one could have
      * seen (only once the detector has evaluated something). */
     const char *unit = strcmp(g.step_source, "time") ? "step" : "interval";
+    if (g.released_bytes > 0) {
+        char rel[32];
+        lw_fmt_bytes((double)g.released_bytes, rel, sizeof rel);
+        lw_log("%s released at exit (%s): the verdict is about the run before it", rel,
+               strcmp(g.step_source, "time") ? "after the last step mark"
+                                             : "in the last intervals");
+    }
     char noise[32], minr[32];
     lw_fmt_bytes(g.last.noise_step, noise, sizeof noise);
     lw_fmt_bytes(g.last.min_rate, minr, sizeof minr);
