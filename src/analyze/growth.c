@@ -364,6 +364,17 @@ static void evaluate_global_only(void) {
     lw_decision_update(&decision, &last, global.points, last_x, (int)lw_opt_int(LW_OPT_CONFIRM));
 }
 
+static int is_low(int64_t floor);
+
+/* A release is under way: the newest points are low, or the memory live now
+ * (this thread may take steps in well after they were made) is back near the
+ * start-up level while the newest point is not. */
+static int releasing(void) {
+    if (release_tail) return 1;
+    lw_counts c = lw_totals_get(-2, LW_KIND_COUNT);
+    return global.points > 1 && is_low(c.live_bytes) && !is_low(prev_floor);
+}
+
 static void evaluate(void) {
     lw_bin bins[GLOBAL_BINS + 1];
     int n = lw_series_get(&global, bins, GLOBAL_BINS + 1);
@@ -375,7 +386,8 @@ static void evaluate(void) {
     /* Sites are judged as soon as the floor grows (not only once a leak is
      * confirmed), and not during a release: what a site kept is known only
      * while it still holds it. */
-    if ((decision.announced == LW_VERDICT_LEAK || last.verdict == LW_VERDICT_LEAK) && !release_tail)
+    if ((decision.announced == LW_VERDICT_LEAK || last.verdict == LW_VERDICT_LEAK) &&
+        !releasing())
         evaluate_sites();
     if (decision.announced == LW_VERDICT_LEAK) {
         /* The warning on stderr waits longer than the verdict: a job's log is
@@ -606,12 +618,12 @@ void lw_growth_finish(void) {
     } else if (global.points != points_at_eval) {
         evaluate();
     } else if (decision.announced == LW_VERDICT_LEAK || last.verdict == LW_VERDICT_LEAK) {
-        evaluate_sites();
+        if (!releasing()) evaluate_sites();
     }
     if (from >= 0) released_bytes = from > tail_floor ? from - tail_floor : 0;
     if (lw_decision_final(&decision, &last, last_x)) {
         decided_at_exit = 1;
-        if (from < 0) evaluate_sites();
+        if (from < 0 && !releasing()) evaluate_sites();
     }
     if (host.seen && host.series.points != host.points_at_eval) host_evaluate();
     lw_decision_final(&host.decision, &host.last, host.last_x);
