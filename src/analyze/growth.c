@@ -94,6 +94,27 @@ static int decided_at_exit;
  * so the report and the summary written after it agree. */
 static int finished;
 
+/* ---- phases without step marks inside a marked job ----
+ * A validation loop makes no optimizer step, so no mark arrives while it
+ * runs, and growth there never reaches the marked series. Once no mark has
+ * come for a while (3 intervals, and 8 times the mean time between marks),
+ * the worker closes time intervals into a series of their own, across all
+ * such phases; its verdict (same rule) decides when the marked series has
+ * no leak, in intervals (growth.step_source "time"). */
+typedef struct {
+    lw_series series;
+    lw_bin bins[GLOBAL_BINS];
+    lw_growth last;
+    lw_decision decision;
+    double last_x;
+    uint64_t next_eval_at, points_at_eval;
+    int active, started;
+    uint32_t since_step; /* the step count when the first such phase began */
+    double first_mark_t, last_mark_t;
+    uint64_t marks;
+} gap_track;
+static gap_track unmarked;
+
 /* ---- PyTorch's own counters: one series per device ----
  * Fed by the Python helper at each step mark (lw_growth_torch_counters). The
  * bytes held by live tensors grow by exactly what a program keeps, even when
@@ -173,13 +194,23 @@ static void count_kept(const lw_alloc *r, void *arg) {
  * freed within the step, nothing for a cache filled before the growth. A
  * site leaks when it keeps at least a tenth of the global growth, from
  * allocations spread over at least a third of that span (not one burst). */
+static void judge_sites(uint32_t since, double span, double slope, int spread);
+
 static void evaluate_sites(void) {
     double onset = isfinite(last.onset_x) ? last.onset_x : 0;
     uint32_t since = (uint32_t)ceil(onset), now = lw_run_clock();
+    judge_sites(since, now > since ? (double)(now - since) : 1, last.slope, 1);
+}
+
+/* The sites that keep memory from allocations made at or after step
+ * `since`, over `span` units of the growth's rate `slope`; spread: the
+ * allocations must also span a third of it (steps only: in a phase without
+ * marks every allocation carries the same step). */
+static void judge_sites(uint32_t since, double span, double slope, int spread) {
     for (lw_site *s = lw_sites_first(); s; s = s->next)
         if (s->track) s->track->kept_bytes = 0, s->track->kept_count = 0;
     lw_live_scan(count_kept, &since);
-    double span = now > since ? (double)(now - since) : 1;
+    if (!(span > 0)) span = 1;
     for (lw_site *s = lw_sites_first(); s; s = s->next) {
         lw_site_track *tr = s->track;
         if (!tr) continue;
@@ -189,8 +220,8 @@ static void evaluate_sites(void) {
         tr->growth.lo = tr->growth.hi = tr->growth.p_value = NAN;
         double rate = (double)tr->kept_bytes / span;
         tr->growth.slope = rate;
-        if (tr->kept_count >= 3 && rate >= 0.1 * last.slope &&
-            tr->kept_last_step - tr->kept_first_step >= span / 3) {
+        if (tr->kept_count >= 3 && rate >= 0.1 * slope &&
+            (!spread || tr->kept_last_step - tr->kept_first_step >= span / 3)) {
             tr->growth.verdict = LW_VERDICT_LEAK;
             tr->growth.onset_x = tr->kept_first_step;
             tr->growth.reason = "keeps memory from allocations made since the growth began";
@@ -386,8 +417,7 @@ static void evaluate(void) {
     /* Sites are judged as soon as the floor grows (not only once a leak is
      * confirmed), and not during a release: what a site kept is known only
      * while it still holds it. */
-    if ((decision.announced == LW_VERDICT_LEAK || last.verdict == LW_VERDICT_LEAK) &&
-        !releasing())
+    if ((decision.announced == LW_VERDICT_LEAK || last.verdict == LW_VERDICT_LEAK) && !releasing())
         evaluate_sites();
     if (decision.announced == LW_VERDICT_LEAK) {
         /* The warning on stderr waits longer than the verdict: a job's log is
@@ -446,6 +476,60 @@ static void add_point(const point *pt) {
     }
 }
 
+static void gap_evaluate(void) {
+    lw_bin bins[GLOBAL_BINS + 1];
+    int n = lw_series_get(&unmarked.series, bins, GLOBAL_BINS + 1);
+    lw_detect_params p = lw_detect_defaults();
+    lw_detect(bins, n, &p, &unmarked.last);
+    evaluations++;
+    unmarked.points_at_eval = unmarked.series.points;
+    lw_decision_update(&unmarked.decision, &unmarked.last, unmarked.series.points, unmarked.last_x,
+                       (int)lw_opt_int(LW_OPT_CONFIRM));
+    if (decision.announced != LW_VERDICT_LEAK && last.verdict != LW_VERDICT_LEAK &&
+        (unmarked.decision.announced == LW_VERDICT_LEAK ||
+         unmarked.last.verdict == LW_VERDICT_LEAK) &&
+        !releasing())
+        judge_sites(unmarked.since_step, (double)unmarked.series.points, unmarked.last.slope, 0);
+    if (unmarked.decision.announced == LW_VERDICT_LEAK && unmarked.series.points >= 64 &&
+        unmarked.series.points >= 2 * unmarked.decision.raw_leak_since)
+        warning_due = 1;
+}
+
+/* The worker's interval ran out in a marked run: a phase without marks? */
+static void gap_interval(void) {
+    double now = now_s(), interval = (double)lw_opt_int(LW_OPT_INTERVAL_MS) / 1000.0;
+    double mean = unmarked.marks > 1 ? (unmarked.last_mark_t - unmarked.first_mark_t) /
+                                           (double)(unmarked.marks - 1)
+                                     : 0;
+    if (!unmarked.marks || now - unmarked.last_mark_t < fmax(3 * interval, 8 * mean)) return;
+    if (!unmarked.active) {
+        unmarked.active = 1;
+        if (!unmarked.started) unmarked.started = 1, unmarked.since_step = lw_step_now();
+    }
+    int64_t floor, peak;
+    lw_totals_take_floor_peak(&floor, &peak);
+    unmarked.last_x += 1;
+    lw_series_add(&unmarked.series, unmarked.last_x, now, (double)floor, (double)peak);
+    sites_point((double)lw_run_clock(), now);
+    if (unmarked.series.points >= unmarked.next_eval_at) {
+        gap_evaluate();
+        uint64_t g = unmarked.series.points / 32;
+        unmarked.next_eval_at = unmarked.series.points + (g ? g : 1);
+    }
+}
+
+static void gap_forget(void) {
+    lw_series_init(&unmarked.series, unmarked.bins, GLOBAL_BINS);
+    memset(&unmarked.last, 0, sizeof unmarked.last);
+    lw_decision_init(&unmarked.decision);
+    unmarked.last_x = 0;
+    unmarked.next_eval_at = unmarked.points_at_eval = 0;
+    unmarked.active = unmarked.started = 0;
+    unmarked.since_step = 0;
+    unmarked.first_mark_t = unmarked.last_mark_t = 0;
+    unmarked.marks = 0;
+}
+
 static void forget_history(void);
 
 /* Moves the queued steps into the series. Called with `lock` held. */
@@ -463,6 +547,10 @@ static void drain_ring(void) {
     }
     torch_drain();
     if (!n) return;
+    if (!unmarked.marks) unmarked.first_mark_t = batch[0].t;
+    unmarked.marks += (uint64_t)n;
+    unmarked.last_mark_t = batch[n - 1].t;
+    unmarked.active = 0;
     for (int i = 0; i < n; i++)
         add_point(&batch[i]);
     sites_point(batch[n - 1].x, batch[n - 1].t);
@@ -492,6 +580,7 @@ static void forget_history(void) {
     released_bytes = -1;
     decided_at_exit = 0;
     finished = 0;
+    gap_forget();
     for (lw_site *s = lw_sites_first(); s; s = s->next)
         if (s->track) lw_series_reset(&s->track->series);
 }
@@ -529,6 +618,7 @@ void lw_growth_update(int close_interval_now) {
     pthread_mutex_lock(&lock);
     drain_ring();
     if (close_interval_now && !marker_mode && !finished) close_interval();
+    if (close_interval_now && marker_mode && !finished) gap_interval();
     pthread_mutex_unlock(&lock);
 }
 
@@ -625,6 +715,14 @@ void lw_growth_finish(void) {
         decided_at_exit = 1;
         if (from < 0 && !releasing()) evaluate_sites();
     }
+    if (unmarked.series.points && unmarked.series.points != unmarked.points_at_eval) gap_evaluate();
+    if (lw_decision_final(&unmarked.decision, &unmarked.last, unmarked.last_x) &&
+        decision.announced != LW_VERDICT_LEAK) {
+        decided_at_exit = 1;
+        if (!releasing())
+            judge_sites(unmarked.since_step, (double)unmarked.series.points, unmarked.last.slope,
+                        0);
+    }
     if (host.seen && host.series.points != host.points_at_eval) host_evaluate();
     lw_decision_final(&host.decision, &host.last, host.last_x);
     for (int d = 0; d < LW_TORCH_MAX_DEVICES; d++) {
@@ -697,6 +795,23 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
     torch_primary(st);
     st->step_source = marker_mode ? "marker" : "time";
     st->steps = marker_mode ? lw_step_now() : lw_intervals_now();
+    st->unmarked_intervals = unmarked.series.points;
+    lw_series *shown = &global;
+    if (marker_mode && st->verdict != LW_VERDICT_LEAK &&
+        unmarked.decision.announced == LW_VERDICT_LEAK) {
+        /* Growth while no step was marked: the verdict is in intervals. */
+        st->verdict = LW_VERDICT_LEAK;
+        st->signal = "live_bytes";
+        st->signal_device = -1;
+        st->last = unmarked.last;
+        st->step_source = "time";
+        st->steps = unmarked.series.points;
+        st->first_leak_step = first_leak_step_of(&unmarked.decision);
+        st->from_unmarked = 1;
+        snprintf(st->reason, sizeof st->reason, "while no step was marked: %.130s",
+                 unmarked.decision.reason);
+        shown = &unmarked.series;
+    }
     st->evaluations = evaluations;
     lw_device_last_mem(&st->device_free, &st->device_total);
     st->available = st->device_free;
@@ -709,8 +824,8 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
             tr->device_free + (tr->reserved > tr->allocated ? tr->reserved - tr->allocated : 0);
     }
     st->interval_s = (double)lw_opt_int(LW_OPT_INTERVAL_MS) / 1000.0;
-    st->bin_width = global.width;
-    if (bins && nbins) *nbins = lw_series_get(&global, bins, max);
+    st->bin_width = shown->width;
+    if (bins && nbins) *nbins = lw_series_get(shown, bins, max);
     pthread_mutex_unlock(&lock);
 }
 

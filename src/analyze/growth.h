@@ -89,6 +89,11 @@ typedef struct {
      * release, and whether the verdict was decided at the end, on all data. */
     int64_t released_bytes;
     int decided_at_exit;
+    /* A marked run's phases without marks (growth.h, gap): the intervals
+     * closed in them, and whether their series gave the verdict (then
+     * step_source is "time", steps and last are theirs). */
+    uint64_t unmarked_intervals;
+    int from_unmarked;
 } lw_growth_state;
 
 /* A consistent copy of the detector's state and, if bins is not NULL, of the

@@ -560,6 +560,10 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     else
         lw_jw_null(w, "released_at_exit_bytes");
     lw_jw_bool(w, "decided_at_exit", g->decided_at_exit);
+    /* A marked run's phases without step marks (a validation loop): their
+     * time intervals, and whether they gave the verdict (in intervals). */
+    lw_jw_uint(w, "unmarked_intervals", g->unmarked_intervals);
+    lw_jw_bool(w, "verdict_from_unmarked_phases", g->from_unmarked);
     lw_jw_int(w, "window_bins", l->window);
     lw_jw_uint(w, "steps_per_bin", g->bin_width);
     lw_jw_str(w, "reason", g->reason[0] ? g->reason : "not evaluated yet");

@@ -38,8 +38,12 @@ static int bool_at(const lw_run *r, const char *path) {
  * run, the summary still names the place and says the memory went back. */
 START_TEST(release_at_teardown_keeps_the_leak_unmarked) {
     lw_run r;
-    const char *args[] = {"run",     "--fail-on-leak", "--", lw_program_path("rt_edges"),
-                          "release", "600",            "4096", "2000", "0", "250", NULL};
+    const char *args[] = {"run",     "--fail-on-leak",
+                          "--",      lw_program_path("rt_edges"),
+                          "release", "600",
+                          "4096",    "2000",
+                          "0",       "250",
+                          NULL};
     const char *env[] = {"LEAKWATCH_INTERVAL_MS=20", NULL};
     /* Time intervals measure growth per second: a machine so loaded that
      * the job stalls can hide the growth itself. One more try rules that
@@ -51,8 +55,8 @@ START_TEST(release_at_teardown_keeps_the_leak_unmarked) {
     }
     ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
     ck_assert_str_eq(str_at(&r, "growth.step_source"), "time");
-    ck_assert_msg(!strcmp(str_at(&r, "verdict"), "leak"), "verdict %s\n%s",
-                  str_at(&r, "verdict"), r.err);
+    ck_assert_msg(!strcmp(str_at(&r, "verdict"), "leak"), "verdict %s\n%s", str_at(&r, "verdict"),
+                  r.err);
     ck_assert_int_eq(r.exit_code, 3);
     ck_assert_int_eq(bool_at(&r, "growth.released_at_exit"), 1);
     ck_assert(num_at(&r, "growth.released_at_exit_bytes") > 0);
@@ -68,8 +72,12 @@ END_TEST
 /* The same with step marks: the release comes after the last mark. */
 START_TEST(release_at_teardown_keeps_the_place_marked) {
     lw_run r;
-    const char *args[] = {"run",     "--fail-on-leak", "--", lw_program_path("rt_edges"),
-                          "release", "300",            "4096", "1000", "1", "250", NULL};
+    const char *args[] = {"run",     "--fail-on-leak",
+                          "--",      lw_program_path("rt_edges"),
+                          "release", "300",
+                          "4096",    "1000",
+                          "1",       "250",
+                          NULL};
     lw_cli_run(&r, args, NULL);
     ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
     ck_assert_str_eq(str_at(&r, "growth.step_source"), "marker");
@@ -110,6 +118,52 @@ START_TEST(decided_fit_is_decided_at_exit) {
     const lw_json *site = lw_rep_site_named(&r, "leak_site");
     ck_assert_ptr_nonnull(site);
     ck_assert_int_eq(lw_json_bool(lw_json_get(site, "leak"), 0), 1);
+    lw_run_free(&r);
+}
+END_TEST
+
+/* A marked job whose last phase makes no step mark (a validation loop: no
+ * optimizer step) and keeps 64 KiB per batch: once no mark has come for a
+ * while, time intervals (20 ms) give the verdict, which says its unit. */
+static void unmarked_phase(const char *leak, lw_run *r) {
+    const char *args[] = {"unmarked", "200", "600", leak, "2000", NULL};
+    const char *env[] = {"LEAKWATCH_INTERVAL_MS=20", NULL};
+    lw_run_prog(r, 1, "rt_edges", args, env);
+    RUN_OK(r);
+    ck_assert_msg(r->report != NULL, "no report; stderr: %s", r->err);
+    ck_assert(num_at(r, "growth.unmarked_intervals") > 0);
+}
+
+START_TEST(unmarked_phase_in_a_marked_job_gets_a_verdict) {
+    lw_run r;
+    /* A machine so loaded that the job stalls for long can hide growth in
+     * time intervals: one more try; a real failure fails twice. */
+    for (int attempt = 0;; attempt++) {
+        unmarked_phase("65536", &r);
+        if (!strcmp(str_at(&r, "verdict"), "leak") || attempt == 1) break;
+        lw_run_free(&r);
+    }
+    ck_assert_msg(!strcmp(str_at(&r, "verdict"), "leak"), "verdict %s: %s\n%s",
+                  str_at(&r, "verdict"), str_at(&r, "growth.reason"), r.err);
+    ck_assert_int_eq(bool_at(&r, "growth.verdict_from_unmarked_phases"), 1);
+    ck_assert_str_eq(str_at(&r, "growth.step_source"), "time");
+    ck_assert(num_at(&r, "growth.bytes_per_step") > 0);
+    ck_assert_msg(strstr(r.err, "leakwatch: LEAK in rt_edges.c:") && strstr(r.err, "/interval"),
+                  "stderr: %s", r.err);
+    const lw_json *site = lw_rep_site_named(&r, "leak_unmarked");
+    ck_assert_ptr_nonnull(site);
+    ck_assert_int_eq(lw_json_bool(lw_json_get(site, "leak"), 0), 1);
+    lw_run_free(&r);
+}
+END_TEST
+
+/* The same phase without a leak: intervals are closed, no leak is called. */
+START_TEST(flat_unmarked_phase_is_no_leak) {
+    lw_run r;
+    unmarked_phase("0", &r);
+    ck_assert_str_ne(str_at(&r, "verdict"), "leak");
+    ck_assert_int_eq(bool_at(&r, "growth.verdict_from_unmarked_phases"), 0);
+    ck_assert_str_eq(str_at(&r, "growth.step_source"), "marker");
     lw_run_free(&r);
 }
 END_TEST
@@ -193,13 +247,12 @@ static void python_signalled(int sig) {
     int st = 0;
     ck_assert_int_eq(lw_wait_pid(pid, 60000, &st), 0);
     char *text = lw_slurp_file(out);
-    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 128 + sig, "status %#x, want exit %d\n%s",
-                  st, 128 + sig, text);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 128 + sig, "status %#x, want exit %d\n%s", st,
+                  128 + sig, text);
     ck_assert_msg(strstr(text, "leakwatch: report: "), "no report line\n%s", text);
     ck_assert_msg(strstr(text, "leakwatch: LEAK in end_ways.py:"), "no answer\n%s", text);
     char *json = lw_slurp_file(rep);
-    ck_assert_msg(json[0] == '{' && strstr(json, "\"verdict\": \"leak\""), "report: %.200s",
-                  json);
+    ck_assert_msg(json[0] == '{' && strstr(json, "\"verdict\": \"leak\""), "report: %.200s", json);
     free(json);
     free(text);
     lw_remove_dir(dir);
@@ -244,6 +297,8 @@ int main(void) {
     tcase_add_test(tc, release_at_teardown_keeps_the_leak_unmarked);
     tcase_add_test(tc, release_at_teardown_keeps_the_place_marked);
     tcase_add_test(tc, decided_fit_is_decided_at_exit);
+    tcase_add_test(tc, unmarked_phase_in_a_marked_job_gets_a_verdict);
+    tcase_add_test(tc, flat_unmarked_phase_is_no_leak);
     tcase_add_test(tc, python_normal_exit_reports);
     tcase_add_test(tc, python_sys_exit_reports);
     tcase_add_test(tc, python_uncaught_exception_reports);
