@@ -173,6 +173,65 @@ START_TEST(flat_unmarked_phase_is_no_leak) {
 }
 END_TEST
 
+static int find_python(char *out, size_t n);
+static int no_python(char *py, size_t n);
+
+/* The line of a marker comment in a script. */
+static int marker_line(const char *file, const char *marker) {
+    FILE *f = fopen(file, "r");
+    ck_assert_ptr_nonnull(f);
+    char buf[512];
+    int line = 0, found = 0;
+    while (!found && fgets(buf, sizeof buf, f)) {
+        line++;
+        if (strstr(buf, marker)) found = line;
+    }
+    fclose(f);
+    ck_assert_int_gt(found, 0);
+    return found;
+}
+
+/* The Python side, on the stand-in torch: training marks steps through the
+ * optimizer hook, then a long validation pass without torch.no_grad() keeps
+ * every batch's graph and makes no optimizer step. Its growth is called, in
+ * intervals, at the validation line; the fixed version is clean. */
+START_TEST(python_validation_without_steps_gets_a_verdict) {
+    char py[PATH_MAX], script[PATH_MAX], fake[PATH_MAX], cudart[PATH_MAX + 64], path[PATH_MAX + 16];
+    if (no_python(py, sizeof py)) return;
+    ck_assert_ptr_nonnull(realpath("tests/python/torch_seed.py", script));
+    ck_assert_ptr_nonnull(realpath("tests/python/faketorch", fake));
+    snprintf(cudart, sizeof cudart, "LW_CUDART=%s/tests/lib/libcudart.so", lw_build_dir());
+    snprintf(path, sizeof path, "PYTHONPATH=%s", fake);
+    const char *env[] = {cudart, path, "LEAKWATCH_INTERVAL_MS=20", "PYTHONDONTWRITEBYTECODE=1",
+                         NULL};
+    lw_run r;
+    for (int attempt = 0;; attempt++) {
+        const char *args[] = {script, "validation_end", NULL};
+        lw_run_exe(&r, 1, py, args, env);
+        RUN_OK(&r);
+        ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
+        if (!strcmp(str_at(&r, "verdict"), "leak") || attempt == 1) break;
+        lw_run_free(&r);
+    }
+    ck_assert_msg(!strcmp(str_at(&r, "verdict"), "leak"), "verdict %s: %s\n%s",
+                  str_at(&r, "verdict"), str_at(&r, "growth.reason"), r.err);
+    ck_assert_int_eq(bool_at(&r, "growth.verdict_from_unmarked_phases"), 1);
+    ck_assert_str_eq(str_at(&r, "growth.step_source"), "time");
+    char want[64];
+    snprintf(want, sizeof want, "torch_seed.py:%d", marker_line(script, "# LEAK-VALIDATION-END"));
+    ck_assert_msg(!strncmp(str_at(&r, "sites[0].where.label"), want, strlen(want)),
+                  "first site %s, want %s", str_at(&r, "sites[0].where.label"), want);
+    lw_run_free(&r);
+    const char *fixed[] = {script, "validation_end", "fixed", NULL};
+    lw_run_exe(&r, 1, py, fixed, env);
+    RUN_OK(&r);
+    ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
+    ck_assert_str_eq(str_at(&r, "verdict"), "no_leak");
+    ck_assert(num_at(&r, "growth.unmarked_intervals") > 0);
+    lw_run_free(&r);
+}
+END_TEST
+
 /* ---- every way a Python job ends ---- */
 
 static int find_python(char *out, size_t n) {
@@ -304,6 +363,7 @@ int main(void) {
     tcase_add_test(tc, decided_fit_is_decided_at_exit);
     tcase_add_test(tc, unmarked_phase_in_a_marked_job_gets_a_verdict);
     tcase_add_test(tc, flat_unmarked_phase_is_no_leak);
+    tcase_add_test(tc, python_validation_without_steps_gets_a_verdict);
     tcase_add_test(tc, python_normal_exit_reports);
     tcase_add_test(tc, python_sys_exit_reports);
     tcase_add_test(tc, python_uncaught_exception_reports);

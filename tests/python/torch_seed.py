@@ -148,6 +148,25 @@ elif LEAK == "validation":
         for inputs, targets in batches(10):
             train_plain(inputs, targets)
         val_history.append(validate_good(batches(5)) if FIXED else validate_bad(batches(5)))
+elif LEAK == "validation_end":
+    # Training, then one long validation pass with no optimizer step in its
+    # loop (so no step mark while it runs): VAL_BATCHES batches, VAL_MS
+    # milliseconds apart.
+    import time
+
+    for inputs, targets in batches(STEPS):
+        train_plain(inputs, targets)
+    pause = float(os.environ.get("VAL_MS", "2")) / 1000
+    val_loss = 0.0
+    model.eval()
+    for inputs, targets in batches(int(os.environ.get("VAL_BATCHES", "400"))):
+        if FIXED:
+            with torch.no_grad():
+                val_loss += criterion(model(inputs.cuda()), targets.cuda()).item()
+        else:
+            outputs = model(inputs.cuda())  # LEAK-VALIDATION-END
+            val_loss += criterion(outputs, targets.cuda())
+        time.sleep(pause)
 elif LEAK == "predictions":
     all_preds = []
     for inputs, targets in batches(STEPS):
