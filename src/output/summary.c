@@ -68,7 +68,9 @@ void lw_report_summary(const char *path) {
     /* What an undecided run still needs, and what a clean one could have
      * seen (only once the detector has evaluated something). */
     const char *unit = strcmp(g.step_source, "time") ? "step" : "interval";
-    if (g.released_bytes > 0) {
+    /* Only a leak needs saying so: a clean job that frees its memory at
+     * exit is the rule. */
+    if (g.released_bytes > 0 && g.verdict == LW_VERDICT_LEAK) {
         char rel[32];
         lw_fmt_bytes((double)g.released_bytes, rel, sizeof rel);
         lw_log("%s released at exit (%s): the verdict is about the run before it", rel,

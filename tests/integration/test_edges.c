@@ -268,7 +268,8 @@ static void python_ends(const char *mode, int want_exit) {
     lw_cli_run(&r, args, env);
     ck_assert_msg(r.exit_code == want_exit, "%s: exit %d, want %d\n%s", mode, r.exit_code,
                   want_exit, r.err);
-    ck_assert_msg(strstr(r.err, "leakwatch: report: "), "%s: no report line\n%s", mode, r.err);
+    ck_assert_msg(lw_count_substr(r.err, "leakwatch: report: ") == 1, "%s: not one report line\n%s",
+                  mode, r.err);
     ck_assert_msg(r.report != NULL, "%s: no report file\n%s", mode, r.err);
     ck_assert_str_eq(str_at(&r, "verdict"), "leak");
     lw_run_free(&r);
@@ -313,7 +314,8 @@ static void python_signalled(int sig) {
     char *text = lw_slurp_file(out);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 128 + sig, "status %#x, want exit %d\n%s", st,
                   128 + sig, text);
-    ck_assert_msg(strstr(text, "leakwatch: report: "), "no report line\n%s", text);
+    ck_assert_msg(lw_count_substr(text, "leakwatch: report: ") == 1, "not one report line\n%s",
+                  text);
     ck_assert_msg(strstr(text, "leakwatch: LEAK in end_ways.py:"), "no answer\n%s", text);
     char *json = lw_slurp_file(rep);
     ck_assert_msg(json[0] == '{' && strstr(json, "\"verdict\": \"leak\""), "report: %.200s", json);
