@@ -438,8 +438,22 @@ static void series_copy(lw_series *dst, lw_bin *dst_bins, const lw_series *src) 
 }
 
 /* Before pt joins the global series: does a release begin, go on, or end? */
+/* The longest drop taken for a teardown: the last quarter of the run (at
+ * least 4 points). Longer, the run goes on at the lower level. */
+static uint64_t tail_max(uint64_t points) {
+    return points / 4 > 4 ? points / 4 : 4;
+}
+
 static void watch_release(const point *pt) {
     int low = is_low(pt->floor);
+    if (release_tail && low && global.points - pre.series.points >= tail_max(global.points)) {
+        /* No teardown: a drop the run stays below (a start-up spike freed,
+         * a phase that ended). Its level is the new start. */
+        release_tail = 0;
+        base_floor = high_floor = (double)pt->floor;
+        prev_floor = pt->floor;
+        return;
+    }
     if (low && !release_tail && global.points > 1 && !is_low(prev_floor)) {
         series_copy(&pre.series, pre.bins, &global);
         pre.last = last;
@@ -690,8 +704,7 @@ void lw_growth_finish(void) {
     sites_point((double)lw_run_clock(), now_s());
     int64_t from = -1;
     uint64_t tail = release_tail ? global.points - pre.series.points : 0;
-    uint64_t tail_max = global.points / 4 > 4 ? global.points / 4 : 4;
-    if (release_tail && tail <= tail_max) {
+    if (release_tail && tail <= tail_max(global.points)) {
         /* The run ended within a release: the verdict is the one from
          * before it, on the data before it. */
         from = pre.floor;
