@@ -78,7 +78,7 @@ INTEG_SRCS := $(wildcard tests/integration/test_*.c)
 INTEGS := $(INTEG_SRCS:tests/integration/%.c=$(B)/tests/integration/%)
 HARNESS_SRCS := $(wildcard tests/integration/harness*.c)
 
-.PHONY: all check check-aarch64 check-gpu-dry check-layers test-deps check-fast check-cuda-abi check-san test-bins demo bench install deps format lint clean fuzz fuzz-smoke
+.PHONY: all check check-real check-aarch64 check-gpu-dry check-layers test-deps check-fast check-cuda-abi check-san test-bins demo bench install deps format lint clean fuzz fuzz-smoke
 TOOL_MAIN := $(wildcard tools/main.c)
 all: $(B)/libleakwatch.so $(if $(TOOL_MAIN),$(B)/leakwatch)
 
@@ -146,9 +146,13 @@ $(B)/doc/leakwatch.bash: $(B)/leakwatch scripts/gen-docs.sh
 
 # ---- CPU stand-ins for the CUDA libraries (tests only) ----
 STUB_CFLAGS := $(BASE_CFLAGS) -O1 -fPIC -pthread
-$(STUB_DIR)/libcuda.so.1: tests/stubs/fake_cuda.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
+# The driver is two sources: fake_cuda.c (the memory and context model the
+# hooks are tested against) and fake_cuda_clients.c (the rest of the API that
+# real clients, numba and PyCUDA, look up or link).
+FAKE_CUDA_SRCS := tests/stubs/fake_cuda.c tests/stubs/fake_cuda_clients.c
+$(STUB_DIR)/libcuda.so.1: $(FAKE_CUDA_SRCS) $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(STUB_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl
+	$(Q)$(CC) $(STUB_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_CUDA_SRCS) -ldl
 	ln -sf libcuda.so.1 $(STUB_DIR)/libcuda.so
 # Versioned symbols, as the real runtime's (cudaMalloc@@libcudart.so.13).
 $(STUB_DIR)/libcudart.so: tests/stubs/fake_cudart.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
@@ -163,6 +167,35 @@ $(STUB_DIR)/libcudart.so.12: tests/stubs/fake_cudart.c $(wildcard tests/stubs/*.
 	$(Q)$(CC) $(STUB_CFLAGS) -DFAKE_CUDART_VERSION=12080 '-DFAKE_CUDART_NAME="libcudart.so.12"' -shared \
 	    -Wl,-soname,libcudart.so.12 -Wl,--version-script,$(B)/obj/stubs/cudart12.map -o $@ $< -ldl -pthread
 STUBS += $(STUB_DIR)/libcudart.so.12
+# The rest of the CUDA 12 stack that Debian's real PyTorch 2.6 loads (make
+# check-real): cuBLAS/cuBLASLt stand-ins, and loader stand-ins for cuDNN 9,
+# cuFFT, cuRAND, cuSPARSE, cuSOLVER, NCCL, nvToolsExt and NVRTC, one weak
+# function per symbol of the committed list tests/stubs/cuda12/<soname>.syms
+# (nm -D --undefined-only of the real clients' ELF files; the build does not
+# need them). Symbols carry the soname as version, as PyTorch's references
+# require (readelf -V), except NCCL's, which PyTorch references unversioned.
+# What an unimplemented function answers: the library's "not supported"
+# status (cuBLAS and nvToolsExt: success, doing nothing).
+CUDA12_LIBS := libcublas.so.12 libcublasLt.so.12 libcudnn.so.9 libcufft.so.11 libcurand.so.10 \
+    libcusparse.so.12 libcusolver.so.11 libnccl.so.2 libnvToolsExt.so.1 libnvrtc.so.12
+CUDA12_STUBS := $(addprefix $(STUB_DIR)/,$(CUDA12_LIBS))
+STUB_RESULT_libcudnn.so.9 := 3000
+STUB_RESULT_libcufft.so.11 := 16
+STUB_RESULT_libcurand.so.10 := 999
+STUB_RESULT_libcusparse.so.12 := 10
+STUB_RESULT_libcusolver.so.11 := 15
+STUB_RESULT_libnccl.so.2 := 5
+STUB_RESULT_libnvrtc.so.12 := 11
+$(CUDA12_STUBS): $(STUB_DIR)/%: tests/stubs/cuda12/%.syms tests/stubs/fake_stub_syms.c tests/stubs/fake_cuda12_libs.c | deps
+	@mkdir -p $(@D) $(B)/obj/stubs
+	@sed 's/^\([A-Za-z_][A-Za-z0-9_]*\)$$/FAKE_STUB(\1)/' $< > $(B)/obj/stubs/$*.inc
+	@printf '%s { global: *; };\n' '$*' > $(B)/obj/stubs/$*.map
+	$(Q)$(CC) $(STUB_CFLAGS) -shared -Wl,-soname,$* \
+	    $(if $(filter libnccl.so.2,$*),,-Wl,--version-script,$(B)/obj/stubs/$*.map) \
+	    -DFAKE_LIB_$(subst .,_,$*) -DFAKE_STUB_RESULT=$(or $(STUB_RESULT_$*),0) \
+	    '-DFAKE_STUB_SYMS="$(abspath $(B)/obj/stubs/$*.inc)"' \
+	    -o $@ tests/stubs/fake_stub_syms.c tests/stubs/fake_cuda12_libs.c
+STUBS += $(CUDA12_STUBS)
 $(STUB_DIR)/libcudart_static.a: tests/stubs/fake_cudart.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
 	@mkdir -p $(B)/obj/stubs $(@D)
 	$(Q)$(CC) $(STUB_CFLAGS) -fvisibility=hidden -DLW_FAKE_CUDART_STATIC -c $< -o $(B)/obj/stubs/fake_cudart_static.o
@@ -170,18 +203,32 @@ $(STUB_DIR)/libcudart_static.a: tests/stubs/fake_cudart.c $(wildcard tests/stubs
 # A driver without cuGetProcAddress*, as before CUDA 11.3: the runtime must fall
 # back to dlsym by versioned name. Used through LD_LIBRARY_PATH=$(B)/tests/lib-legacy.
 LEGACY_STUB_DIR := $(B)/tests/lib-legacy
-$(LEGACY_STUB_DIR)/libcuda.so.1: tests/stubs/fake_cuda.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
+$(LEGACY_STUB_DIR)/libcuda.so.1: $(FAKE_CUDA_SRCS) $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(STUB_CFLAGS) -DLW_FAKE_CUDA_NO_PROC_ADDRESS -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl
+	$(Q)$(CC) $(STUB_CFLAGS) -DLW_FAKE_CUDA_NO_PROC_ADDRESS -shared -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_CUDA_SRCS) -ldl
 STUBS += $(LEGACY_STUB_DIR)/libcuda.so.1
 
 # A driver whose cuGetProcAddress hands out its exported (interposable)
 # functions: LD_LIBRARY_PATH=$(B)/tests/lib-interposable.
 INTERPOSABLE_STUB_DIR := $(B)/tests/lib-interposable
-$(INTERPOSABLE_STUB_DIR)/libcuda.so.1: tests/stubs/fake_cuda.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
+$(INTERPOSABLE_STUB_DIR)/libcuda.so.1: $(FAKE_CUDA_SRCS) $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(STUB_CFLAGS) -DLW_FAKE_CUDA_INTERPOSABLE -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl
+	$(Q)$(CC) $(STUB_CFLAGS) -DLW_FAKE_CUDA_INTERPOSABLE -shared -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_CUDA_SRCS) -ldl
 STUBS += $(INTERPOSABLE_STUB_DIR)/libcuda.so.1
+
+# A CUDA 12.8 driver (LD_LIBRARY_PATH=$(B)/tests/lib-cuda12:$(B)/tests/lib): what
+# real numba 0.61 needs. Its ctypes binding looks every function up by name,
+# the "_v2" one first, and calls cuCtxGetDevice_v2 (CUDA 13's two-argument
+# function) with one argument where a CUDA 13 driver exports it; a CUDA 12
+# driver does not, so it gets the one-argument cuCtxGetDevice.
+CUDA12_STUB_DIR := $(B)/tests/lib-cuda12
+$(CUDA12_STUB_DIR)/libcuda.so.1: $(FAKE_CUDA_SRCS) $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
+	@mkdir -p $(@D)
+	@printf '{ global: *; local: cuCtxGetDevice_v2; };\n' > $(@D)/cuda12.map
+	$(Q)$(CC) $(STUB_CFLAGS) -DFAKE_DRIVER_VERSION=12080 -shared -Wl,-soname,libcuda.so.1 \
+	    -Wl,--version-script,$(@D)/cuda12.map -o $@ $(FAKE_CUDA_SRCS) -ldl
+	ln -sf libcuda.so.1 $(@D)/libcuda.so
+STUBS += $(CUDA12_STUB_DIR)/libcuda.so.1
 
 # Layout modules (tests/modules/mod_layout.c), opened by dl_* programs as
 # Python opens extension modules; and a second interposer.
@@ -266,7 +313,9 @@ STUBS += $(STUB_DIR)/libnextprobe.so
 # The two stand-ins a user may run a program on (leakwatch run --cuda-stand-ins);
 # installed with the command by both routes.
 STAND_INS := $(STUB_DIR)/libcuda.so.1 $(STUB_DIR)/libcudart.so
-stand-ins: $(STAND_INS)
+# With the CUDA 12 runtime and libraries beside them, the same folder hosts
+# Debian's real PyTorch 2.6 (tests/real/torch_smoke.py).
+stand-ins: $(STAND_INS) $(STUB_DIR)/libcudart.so.12 $(CUDA12_STUBS)
 
 # Two builds of one library with other frame sizes at the same offsets
 # (rt_stacks dlclose: unwind rules cached by address must go at dlclose).
@@ -385,6 +434,16 @@ check-gpu-dry: all $(STAND_INS)
 	@tests/gpu/run.sh --dry-run --build $(B) --out $(B)/gpu-dry --budget 240 >$(B)/gpu-dry.log 2>&1 || \
 	    { cat $(B)/gpu-dry.log; echo "check-gpu-dry: FAILED (results in $(B)/gpu-dry)"; exit 1; }
 	@echo "check-gpu-dry: the GPU check ran on the stand-ins ($$(tail -1 $(B)/gpu-dry.log))"
+
+# The real-clients tier (tests/real): Debian trixie's real PyTorch 2.6 (CUDA 12
+# build), numba and PyCUDA under build/leakwatch on the CPU stand-ins, in a
+# root unpacked once into ~/.cache/leakwatch by scripts/setup-real-clients.sh
+# and entered with chroot (scripts/in-real-root.sh: needs root). Fails, with
+# the reason, where the clients cannot be had: a skipped tier is not a pass.
+check-real: all $(STUBS)
+	@root=$$(sh scripts/setup-real-clients.sh) || \
+	    { echo "check-real: FAILED: the real clients cannot be set up here (see above)"; exit 1; }; \
+	    sh scripts/in-real-root.sh "$$root" python3 -m pytest -p no:cacheprovider -q -rfE tests/real
 
 check: test-deps check-layers check-fast check-san check-tsan check-valgrind check-install check-gpu-dry fuzz-smoke check-dist check-spdx lint
 

@@ -18,6 +18,10 @@
 # required package is missing; 4 a download failed. Says why on stderr.
 # LW_DEBIAN_MIRROR overrides the mirror (default http://deb.debian.org/debian);
 # LW_APT_COMPONENTS the archive components (default main).
+# LW_APT_CLOSURE=1 unpacks the packages' whole dependency closure (as apt
+# would install it on an empty system, without recommends), except the
+# packages named in LW_APT_ASSUME_INSTALLED, which apt takes as present
+# (setup-real-clients.sh: NVIDIA's libraries, replaced by stand-ins).
 set -eu
 [ $# -ge 5 ] || {
     echo "usage: apt-unpack.sh SUITE ARCH WORK ROOT PKG..." >&2
@@ -43,6 +47,14 @@ mkdir -p "$apt_dir/etc/sources.list.d" "$apt_dir/etc/preferences.d" "$apt_dir/et
     "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$work/debs" "$root"
 echo "deb [arch=$arch signed-by=$keyring] $mirror $suite $components" >"$apt_dir/etc/sources.list"
 : >"$apt_dir/status"
+# A package taken as installed satisfies any versioned dependency on it
+# (libcuda1 also the virtual libcuda.so.1 that some packages ask for).
+for p in ${LW_APT_ASSUME_INSTALLED:-}; do
+    provides=""
+    [ "$p" = libcuda1 ] && provides="Provides: libcuda.so.1 (= 99999)\n"
+    printf "Package: %s\nStatus: install ok installed\nPriority: optional\nSection: libs\nArchitecture: %s\nVersion: 99999\n${provides}Description: taken as installed\n\n" \
+        "$p" "$arch" >>"$apt_dir/status"
+done
 pkgs="$*"
 # Every path apt reads or writes points into WORK. As root, apt would drop to
 # the _apt user for downloads, which may not be able to write there.
@@ -72,6 +84,14 @@ for p in $pkgs; do
         exit 3
     fi
 done
+if [ "${LW_APT_CLOSURE:-0}" = 1 ]; then
+    # shellcheck disable=SC2086
+    if ! apt-get "$@" -s install --no-install-recommends $want >"$work/closure.log" 2>&1; then
+        echo "apt-unpack: the dependencies of$want cannot be resolved: see $work/closure.log" >&2
+        exit 3
+    fi
+    want=$(awk '/^Inst /{printf " %s", $2}' "$work/closure.log")
+fi
 rm -f "$work/debs"/*.deb
 # shellcheck disable=SC2086
 if ! (cd "$work/debs" && timeout 900 apt-get "$@" download $want) >>"$log" 2>&1; then

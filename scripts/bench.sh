@@ -9,7 +9,7 @@
 #   LW_BENCH_LIB       the shim to measure (default BUILD_DIR/libleakwatch.so)
 #   LW_BENCH_ROUNDS    rounds per comparison (default 7, at least 5 advised)
 #   LW_BENCH_SECTIONS  sections to run, in order (default: all of
-#                      "native threads python heaptrack memory report attach")
+#                      "native threads python heaptrack memory report attach realtorch")
 #   LW_BENCH_PYTHONS   interpreters for the Python rows (default: CPython 3.11
 #                      and 3.12, from PATH or pyenv; python3 if neither)
 #
@@ -27,7 +27,7 @@ B=${1:-build}
 B=$(cd "$B" && pwd) || exit 2
 LIB=${LW_BENCH_LIB:-$B/libleakwatch.so}
 ROUNDS=${LW_BENCH_ROUNDS:-7}
-SECTIONS=${LW_BENCH_SECTIONS:-native threads python heaptrack memory report attach}
+SECTIONS=${LW_BENCH_SECTIONS:-native threads python heaptrack memory report attach realtorch}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 BENCH=$B/bench/rt_bench
 PYBENCH=$HERE/bench/perf/py_bench.py
@@ -281,6 +281,21 @@ section_report() {
         }'
         rm -f "$TMP/report.json"
     done
+}
+
+# Real PyTorch 2.6 (the real-clients root of make check-real): steps per
+# second of a training loop bare and under leakwatch in both PyTorch modes,
+# alternated (bench/perf/real_torch.py). Needs root (chroot); skipped with the
+# reason where the root cannot be had.
+section_realtorch() {
+    local root
+    echo
+    echo "== real PyTorch: a training loop's steps per second, bare and under leakwatch =="
+    if ! root=$(sh "$HERE/scripts/setup-real-clients.sh" 2>"$TMP/realtorch.err"); then
+        echo "skipped: $(tail -1 "$TMP/realtorch.err")"
+        return 0
+    fi
+    sh "$HERE/scripts/in-real-root.sh" "$root" python3 bench/perf/real_torch.py "$ROUNDS"
 }
 
 # leakwatch attach: how long the borrowed thread of a running job is stopped

@@ -62,6 +62,7 @@ catches its own exceptions and turns itself off).
 """
 
 import bisect
+import inspect
 import json
 import os
 import sys
@@ -216,6 +217,20 @@ def _short(f):
 # ---- the diagnosis window ----
 
 
+def _call_accepted(fn, impl, **kw):
+    """Calls fn with the keyword arguments that this PyTorch version's
+    implementation (impl, or fn itself) accepts, the others dropped: the
+    signatures of torch.cuda.memory's private functions change between
+    versions, and an argument a version lacks raises TypeError."""
+    try:
+        params = inspect.signature(impl or fn).parameters
+    except (TypeError, ValueError):
+        params = {}
+    if params and not any(p.kind == p.VAR_KEYWORD for p in params.values()):
+        kw = {k: v for k, v in kw.items() if k in params}
+    return fn(**kw)
+
+
 class _Window:
     def __init__(self, torch, device, steps, max_entries, lib, first_step):
         self.torch, self.device, self.steps, self.max_entries = torch, device, steps, max_entries
@@ -229,17 +244,18 @@ class _Window:
         self.user_recording = bool(enabled()) if enabled is not None else False
         if not self.user_recording:
             # clear_history: the window's events only (the user is not
-            # recording). Frames for allocations only (context="alloc"), and
-            # where PyTorch has skip_actions (2.10+), no events the analysis
-            # does not use: more steps fit in max_entries.
-            kw = dict(enabled="all", context="alloc", stacks="python", max_entries=max_entries,
-                      clear_history=True)
-            try:
-                mem._record_memory_history(
-                    skip_actions=["free_requested", "segment_alloc", "segment_free", "snapshot"],
-                    **kw)
-            except TypeError:
-                mem._record_memory_history(**kw)
+            # recording; older events are also dropped by time in analyse).
+            # Frames for allocations only (context="alloc"), and where
+            # PyTorch has skip_actions (2.10+), no events the analysis does
+            # not use: more steps fit in max_entries. Each argument is passed
+            # only where this version's signature has it (2.6 has neither
+            # clear_history nor skip_actions).
+            _call_accepted(mem._record_memory_history,
+                           getattr(mem, "_record_memory_history_impl", None),
+                           enabled="all", context="alloc", stacks="python",
+                           max_entries=max_entries, clear_history=True,
+                           skip_actions=["free_requested", "segment_alloc", "segment_free",
+                                         "snapshot"])
             self.ours = True
 
 

@@ -810,10 +810,17 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
     st->steps = marker_mode ? lw_step_now() : lw_intervals_now();
     st->unmarked_intervals = unmarked.series.points;
     lw_series *shown = &global;
-    if (marker_mode && st->verdict != LW_VERDICT_LEAK &&
-        unmarked.decision.announced == LW_VERDICT_LEAK) {
-        /* Growth while no step was marked: the verdict is in intervals. */
-        st->verdict = LW_VERDICT_LEAK;
+    /* The unmarked phases give the verdict, in intervals, when they grow
+     * and the marked steps do not, or when they are clean and cover more of
+     * the run than the marked steps, which cannot decide (a few training
+     * steps, then a long validation). */
+    int from_unmarked =
+        marker_mode &&
+        ((st->verdict != LW_VERDICT_LEAK && unmarked.decision.announced == LW_VERDICT_LEAK) ||
+         (st->verdict == LW_VERDICT_INCONCLUSIVE &&
+          unmarked.decision.announced == LW_VERDICT_NO_LEAK && unmarked.series.points > st->steps));
+    if (from_unmarked) {
+        st->verdict = unmarked.decision.announced;
         st->signal = "live_bytes";
         st->signal_device = -1;
         st->last = unmarked.last;

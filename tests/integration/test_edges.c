@@ -194,7 +194,8 @@ static int marker_line(const char *file, const char *marker) {
 /* The Python side, on the stand-in torch: training marks steps through the
  * optimizer hook, then a long validation pass without torch.no_grad() keeps
  * every batch's graph and makes no optimizer step. Its growth is called, in
- * intervals, at the validation line; the fixed version is clean. */
+ * intervals, at the validation line (torch_seed.py validation-only, 400
+ * batches 2 ms apart); the fixed version is clean. */
 START_TEST(python_validation_without_steps_gets_a_verdict) {
     char py[PATH_MAX], script[PATH_MAX], fake[PATH_MAX], cudart[PATH_MAX + 64], path[PATH_MAX + 16];
     if (no_python(py, sizeof py)) return;
@@ -202,11 +203,12 @@ START_TEST(python_validation_without_steps_gets_a_verdict) {
     ck_assert_ptr_nonnull(realpath("tests/python/faketorch", fake));
     snprintf(cudart, sizeof cudart, "LW_CUDART=%s/tests/lib/libcudart.so", lw_build_dir());
     snprintf(path, sizeof path, "PYTHONPATH=%s", fake);
-    const char *env[] = {cudart, path, "LEAKWATCH_INTERVAL_MS=20", "PYTHONDONTWRITEBYTECODE=1",
-                         NULL};
+    const char *env[] = {
+        cudart,       path, "LEAKWATCH_INTERVAL_MS=20", "PYTHONDONTWRITEBYTECODE=1", "STEPS=400",
+        "SLEEP_MS=2", NULL};
     lw_run r;
     for (int attempt = 0;; attempt++) {
-        const char *args[] = {script, "validation_end", NULL};
+        const char *args[] = {script, "validation-only", NULL};
         lw_run_exe(&r, 1, py, args, env);
         RUN_OK(&r);
         ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
@@ -218,11 +220,11 @@ START_TEST(python_validation_without_steps_gets_a_verdict) {
     ck_assert_int_eq(bool_at(&r, "growth.verdict_from_unmarked_phases"), 1);
     ck_assert_str_eq(str_at(&r, "growth.step_source"), "time");
     char want[64];
-    snprintf(want, sizeof want, "torch_seed.py:%d", marker_line(script, "# LEAK-VALIDATION-END"));
+    snprintf(want, sizeof want, "torch_seed.py:%d", marker_line(script, "# LEAK-VALIDATION"));
     ck_assert_msg(!strncmp(str_at(&r, "sites[0].where.label"), want, strlen(want)),
                   "first site %s, want %s", str_at(&r, "sites[0].where.label"), want);
     lw_run_free(&r);
-    const char *fixed[] = {script, "validation_end", "fixed", NULL};
+    const char *fixed[] = {script, "validation-only", "fixed", NULL};
     lw_run_exe(&r, 1, py, fixed, env);
     RUN_OK(&r);
     ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);

@@ -15,15 +15,23 @@ LEAK:
                .detach().cpu()
   gradients    a hook on the outputs keeps each step's gradient (allocated
                in backward, on autograd's thread)
+  validation-only
+               a few training steps, then validate_bad alone over STEPS
+               batches: a long phase with no optimizer step (no step mark)
 fixed: the article's fix (loss.item(), @torch.no_grad() + model.eval(),
 .detach().cpu(); for gradients, a norm as a Python float).
 
 Environment: JOB_ALLOC_CONF (set as PYTORCH_CUDA_ALLOC_CONF before the
 import, as some jobs do), STEPS (default 160 training steps), OPTIMIZERS (2: a second
 optimizer stepping every iteration, as a GAN's), ACCUM (optimizer.step()
-every ACCUM batches), SCALER=1 (steps through torch.amp.GradScaler)."""
+every ACCUM batches), SCALER=1 (steps through torch.amp.GradScaler),
+SLEEP_MS (a pause per batch: slow steps), LOADER=fork|spawn (batches from a
+torch.utils.data.DataLoader with two worker processes started that way; real
+PyTorch only). The last line gives torch.cuda.memory_allocated()'s growth
+per step over the leaking loop ("allocated per step: N")."""
 import os
 import sys
+import time
 
 # A job that sets its own allocator configuration before importing torch
 # (JOB_ALLOC_CONF): PyTorch reads it then, whatever leakwatch prepared.
@@ -39,10 +47,20 @@ STEPS = int(os.environ.get("STEPS", "160"))
 OPTIMIZERS = int(os.environ.get("OPTIMIZERS", "1"))
 ACCUM = int(os.environ.get("ACCUM", "1"))
 SCALER = os.environ.get("SCALER") == "1"
+SLEEP = float(os.environ.get("SLEEP_MS", "0")) / 1000
+LOADER = os.environ.get("LOADER")
 
 
 def batches(n):
+    if LOADER:
+        from torch.utils.data import DataLoader, TensorDataset
+        data = TensorDataset(torch.randn(64 * n, 128), torch.randint(10, (64 * n,)))
+        yield from DataLoader(data, batch_size=64, num_workers=2,
+                              multiprocessing_context=LOADER)
+        return
     for _ in range(n):
+        if SLEEP:
+            time.sleep(SLEEP)
         yield torch.randn(64, 128), torch.randint(10, (64,))
 
 
@@ -140,39 +158,34 @@ def train_plain(inputs, targets, watch=False):
     return outputs, targets
 
 
-if LEAK == "loss":
-    train_bad(batches(STEPS))
-elif LEAK == "validation":
-    val_history = []
-    for epoch in range(STEPS // 10):
-        for inputs, targets in batches(10):
+def main():
+    start = torch.cuda.memory_allocated()
+    steps = STEPS
+    if LEAK == "loss":
+        kept = train_bad(batches(STEPS))  # noqa: F841 (held to the end, as a job would)
+    elif LEAK == "validation":
+        val_history = []
+        for epoch in range(STEPS // 10):
+            for inputs, targets in batches(10):
+                train_plain(inputs, targets)
+            val_history.append(validate_good(batches(5)) if FIXED else validate_bad(batches(5)))
+    elif LEAK == "validation-only":
+        for inputs, targets in batches(20):
             train_plain(inputs, targets)
-        val_history.append(validate_good(batches(5)) if FIXED else validate_bad(batches(5)))
-elif LEAK == "validation_end":
-    # Training, then one long validation pass with no optimizer step in its
-    # loop (so no step mark while it runs): VAL_BATCHES batches, VAL_MS
-    # milliseconds apart.
-    import time
+        start = torch.cuda.memory_allocated()
+        kept = validate_good(batches(STEPS)) if FIXED else validate_bad(batches(STEPS))  # noqa: F841
+    elif LEAK == "predictions":
+        all_preds = []
+        for inputs, targets in batches(STEPS):
+            outputs, targets = train_plain(inputs, targets)
+            all_preds.append(outputs.detach().cpu() if FIXED else outputs)
+    elif LEAK == "gradients":
+        for inputs, targets in batches(STEPS):
+            train_plain(inputs, targets, watch=True)
+    grown = torch.cuda.memory_allocated() - start
+    print(f"trained {STEPS} steps")
+    print(f"allocated per step: {grown / steps:.1f}")
 
-    for inputs, targets in batches(STEPS):
-        train_plain(inputs, targets)
-    pause = float(os.environ.get("VAL_MS", "2")) / 1000
-    val_loss = 0.0
-    model.eval()
-    for inputs, targets in batches(int(os.environ.get("VAL_BATCHES", "400"))):
-        if FIXED:
-            with torch.no_grad():
-                val_loss += criterion(model(inputs.cuda()), targets.cuda()).item()
-        else:
-            outputs = model(inputs.cuda())  # LEAK-VALIDATION-END
-            val_loss += criterion(outputs, targets.cuda())
-        time.sleep(pause)
-elif LEAK == "predictions":
-    all_preds = []
-    for inputs, targets in batches(STEPS):
-        outputs, targets = train_plain(inputs, targets)
-        all_preds.append(outputs.detach().cpu() if FIXED else outputs)
-elif LEAK == "gradients":
-    for inputs, targets in batches(STEPS):
-        train_plain(inputs, targets, watch=True)
-print(f"trained {STEPS} steps")
+
+if __name__ == "__main__":
+    main()

@@ -15,8 +15,11 @@
 #include "../../src/base/arch.h" /* LW_ARCH_GLIBC_BASE */
 #include "leakwatch/cuda_api.h"
 
-/* What cuDriverGetVersion / cudaRuntimeGetVersion report. */
+/* What cuDriverGetVersion / cudaRuntimeGetVersion report. The driver's
+ * version is a build option: build/tests/lib-cuda12 is a CUDA 12.8 driver. */
+#ifndef FAKE_DRIVER_VERSION
 #define FAKE_DRIVER_VERSION 13000
+#endif
 #define FAKE_RUNTIME_VERSION 13000
 
 /* Defaults of the stand-in driver's knobs (environment variables):

@@ -6,9 +6,11 @@
  * name + version + flags the way the real driver does, so that leakwatch's
  * hooks see the same symbols and pointers they will see on a GPU machine.
  *
- * Device memory is not real: addresses come from a reserved, inaccessible
- * range of the address space (as the real driver's UVA range is), so tests can
- * "allocate" many GiB. What is real is the bookkeeping a leak detector depends
+ * Device memory is host memory: addresses come from one reserved range of the
+ * address space (as the real driver's UVA range is; MAP_NORESERVE, so tests can
+ * "allocate" many GiB), whose pages become readable and writable when
+ * allocated, so that a runtime's copies and real clients (PyTorch) work on it.
+ * What is real is also the bookkeeping a leak detector depends
  * on: per-device usage against a limit, out-of-memory errors, address reuse
  * after a free, errors for unknown or double frees, per-thread contexts.
  * Pinned host memory is real memory.
@@ -32,6 +34,7 @@
 #include <uthash.h>
 
 #include "fake_common.h"
+#include "fake_cuda_internal.h"
 
 /* ---- call counters (test hook fake_cuda_calls) ---- */
 
@@ -214,6 +217,7 @@ static CUresult need_ctx(int *dev) {
 struct arena {
     uintptr_t base, next, end;
     bool ready;
+    bool backed; /* base..end is our own reservation: pages can be made accessible */
 };
 
 static struct arena arenas[N_ARENAS];
@@ -238,6 +242,7 @@ static bool arena_ready(int id) {
         if (p != NULL) {
             a->base = a->next = (uintptr_t)p;
             a->end = a->base + V1_SPAN;
+            a->backed = true;
         }
         return a->end > a->base;
     }
@@ -246,11 +251,34 @@ static bool arena_ready(int id) {
     uintptr_t base = no_reserve && *no_reserve == '1'
                          ? 0
                          : (uintptr_t)reserve_span((uintptr_t)0x600000000000, 2 * ARENA_SPAN);
+    bool backed = base != 0;
     if (base == 0) base = (uintptr_t)0x600000000000; /* cannot reserve: plain numbers still work */
-    arenas[ARENA_DEV] = (struct arena){base, base, base + ARENA_SPAN, true};
+    arenas[ARENA_DEV] = (struct arena){base, base, base + ARENA_SPAN, true, backed};
     arenas[ARENA_VA] =
-        (struct arena){base + ARENA_SPAN, base + ARENA_SPAN, base + 2 * ARENA_SPAN, true};
+        (struct arena){base + ARENA_SPAN, base + ARENA_SPAN, base + 2 * ARENA_SPAN, true, backed};
     return true;
+}
+
+/* Device memory is host memory, so that a runtime's cudaMemcpy/cudaMemset
+ * (and real clients such as PyTorch) can read and write it: an allocation's
+ * pages become readable and writable in the reservation (MAP_NORESERVE, so
+ * an 80 GiB device costs nothing until touched). Allocations share pages
+ * (512-byte alignment), so a free gives back only the pages wholly inside it
+ * (zeroed, as fresh memory) and leaves them accessible. */
+static void pages_open(int arena, uintptr_t addr, size_t size) {
+    if (!arenas[arena].backed) return;
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = addr & ~(pg - 1), hi = (addr + size + pg - 1) & ~(pg - 1);
+    (void)mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE);
+}
+
+static void pages_release(int arena, uintptr_t addr, size_t size, bool close) {
+    if (!arenas[arena].backed) return;
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (addr + pg - 1) & ~(pg - 1), hi = (addr + size) & ~(pg - 1);
+    if (hi <= lo) return;
+    (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    if (close) (void)mprotect((void *)lo, hi - lo, PROT_NONE);
 }
 
 /* ---- bookkeeping (all under `lock`) ---- */
@@ -424,6 +452,7 @@ static CUresult dev_alloc(int dev, size_t size, int arena, uintptr_t *out) {
             HASH_ADD(hh, allocs, addr, sizeof rec->addr, rec);
             used[dev] += rounded;
             *out = addr;
+            pages_open(arena, addr, rounded);
         }
     }
     pthread_mutex_unlock(&lock);
@@ -447,6 +476,7 @@ static CUresult dev_free(uintptr_t addr) {
         HASH_DEL(allocs, rec);
         used[rec->dev] -= rec->size;
         forget_export(addr);
+        pages_release(rec->arena, rec->addr, rec->size, false);
         push_free(rec->arena, rec->size, rec->addr);
         free(rec);
     }
@@ -963,6 +993,7 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
                 m->phys = p;
                 p->mapped++;
                 HASH_ADD(hh, mappings, addr, sizeof m->addr, m);
+                pages_open(ARENA_VA, addr, size);
             }
         }
     }
@@ -1021,6 +1052,7 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
             if (!overlaps(m->addr, m->size, addr, size)) continue;
             HASH_DEL(mappings, m);
             m->phys->mapped--;
+            pages_release(ARENA_VA, m->addr, m->size, true);
             phys_maybe_free(m->phys);
             free(m);
         }
@@ -1582,4 +1614,157 @@ size_t fake_cuda_live_allocations(void) {
     size_t n = HASH_COUNT(allocs);
     pthread_mutex_unlock(&lock);
     return n;
+}
+
+/* ---- the hidden interface used by fake_cuda_clients.c (fake_cuda_internal.h) ---- */
+
+CUresult fake_cuda_need_init(void) {
+    return need_init();
+}
+
+CUresult fake_cuda_need_ctx(int *dev) {
+    return need_ctx(dev);
+}
+
+int fake_cuda_device_count(void) {
+    config();
+    return n_devices;
+}
+
+size_t fake_cuda_mem_limit(void) {
+    config();
+    return mem_limit;
+}
+
+CUcontext fake_cuda_primary_ctx(int dev) {
+    return (CUcontext)(CTX_BASE + (uintptr_t)dev);
+}
+
+bool fake_cuda_ctx_device(CUcontext ctx, int *dev) {
+    config();
+    return ctx_device(ctx, dev);
+}
+
+bool fake_cuda_find_range(uintptr_t a, struct fake_range *out) {
+    bool found = false;
+    pthread_mutex_lock(&lock);
+    struct dev_alloc *rec, *rtmp;
+    HASH_ITER(hh, allocs, rec, rtmp) {
+        if (!found && a >= rec->addr && a - rec->addr < rec->size) {
+            *out = (struct fake_range){rec->addr, rec->size, rec->dev, FAKE_RANGE_DEVICE};
+            found = true;
+        }
+    }
+    struct ipc_open *o, *otmp;
+    HASH_ITER(hh, ipc_opens, o, otmp) {
+        if (!found && a >= o->addr && a - o->addr < o->size) {
+            *out = (struct fake_range){o->addr, o->size, o->dev, FAKE_RANGE_DEVICE};
+            found = true;
+        }
+    }
+    struct mapping *m, *mtmp;
+    HASH_ITER(hh, mappings, m, mtmp) {
+        if (!found && a >= m->addr && a - m->addr < m->size) {
+            *out = (struct fake_range){m->addr, m->size, m->phys->dev, FAKE_RANGE_MAPPED};
+            found = true;
+        }
+    }
+    struct host_alloc *h, *htmp;
+    HASH_ITER(hh, host_allocs, h, htmp) {
+        if (!found && a >= (uintptr_t)h->ptr && a - (uintptr_t)h->ptr < h->size) {
+            *out = (struct fake_range){(uintptr_t)h->ptr, h->size, 0, FAKE_RANGE_HOST};
+            found = true;
+        }
+    }
+    HASH_ITER(hh, host_registered, h, htmp) {
+        if (!found && a >= (uintptr_t)h->ptr && a - (uintptr_t)h->ptr < h->size) {
+            *out = (struct fake_range){(uintptr_t)h->ptr, h->size, 0, FAKE_RANGE_REGISTERED};
+            found = true;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
+#define INTERNAL_ALIAS(hidden_name, name)                                                          \
+    extern __typeof__(name) hidden_name __attribute__((alias(#name), visibility("hidden")));
+INTERNAL_ALIAS(fake_cuda_primary_retain, cuDevicePrimaryCtxRetain)
+INTERNAL_ALIAS(fake_cuda_primary_release, cuDevicePrimaryCtxRelease_v2)
+INTERNAL_ALIAS(fake_cuda_ctx_push, cuCtxPushCurrent_v2)
+INTERNAL_ALIAS(fake_cuda_ctx_pop, cuCtxPopCurrent_v2)
+INTERNAL_ALIAS(fake_cuda_ctx_get_current, cuCtxGetCurrent)
+#undef INTERNAL_ALIAS
+
+/* ---- what PyTorch's driver table needs (c10/cuda/driver_api.cpp) ----
+ * PyTorch 2.6 dlsym()s these by name in the loaded libcuda.so.1 and refuses
+ * to start without each (torch.cuda._lazy_init). Weak, so that a fuller
+ * implementation of the same entry points elsewhere in this library (the
+ * driver API for numba and PyCUDA) replaces them at link time. */
+
+#include "fake_device.h"
+
+__attribute__((weak)) CUresult cuGetErrorString(CUresult error, const char **pStr) {
+    if (pStr == NULL) return CUDA_ERROR_INVALID_VALUE;
+    switch (error) {
+    case CUDA_SUCCESS:
+        *pStr = "no error";
+        break;
+    case CUDA_ERROR_INVALID_VALUE:
+        *pStr = "invalid argument";
+        break;
+    case CUDA_ERROR_OUT_OF_MEMORY:
+        *pStr = "out of memory";
+        break;
+    case CUDA_ERROR_NOT_INITIALIZED:
+        *pStr = "initialization error";
+        break;
+    case CUDA_ERROR_NO_DEVICE:
+        *pStr = "no CUDA-capable device is detected";
+        break;
+    case CUDA_ERROR_INVALID_DEVICE:
+        *pStr = "invalid device ordinal";
+        break;
+    case CUDA_ERROR_INVALID_CONTEXT:
+        *pStr = "invalid device context";
+        break;
+    case CUDA_ERROR_NOT_FOUND:
+        *pStr = "named symbol not found";
+        break;
+    case CUDA_ERROR_NOT_SUPPORTED:
+        *pStr = "operation not supported";
+        break;
+    default:
+        *pStr = NULL;
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+__attribute__((weak)) CUresult cuDeviceGetAttribute(int *pi, int attrib, CUdevice dev) {
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    if (pi == NULL) return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+    return fake_device_attribute(attrib, dev, pi) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Kernels and stream operations do nothing on the stand-in, but a memset is
+ * a copy the host can do: device memory is host memory. */
+__attribute__((weak)) CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N,
+                                                CUstream hStream) {
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    unsigned int *p = (unsigned int *)(uintptr_t)dstDevice;
+    for (size_t i = 0; i < N; i++)
+        p[i] = ui;
+    return CUDA_SUCCESS;
+}
+
+__attribute__((weak)) CUresult cuStreamWriteValue32(CUstream stream, CUdeviceptr addr,
+                                                    unsigned int value, unsigned int flags) {
+    CUresult r = need_init();
+    if (r != CUDA_SUCCESS) return r;
+    if (addr == 0) return CUDA_ERROR_INVALID_VALUE;
+    *(volatile unsigned int *)(uintptr_t)addr = value;
+    return CUDA_SUCCESS;
 }

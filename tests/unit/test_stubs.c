@@ -9,9 +9,11 @@
 #include "../test_exec.h"
 #include <check.h>
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -69,6 +71,14 @@ END_TEST
 
 START_TEST(driver_selfcheck) {
     ck_assert_int_eq(run("drv_stubcheck", NULL, NULL, NULL), 0);
+}
+END_TEST
+
+/* The client half (fake_cuda_clients.c): what numba and PyCUDA need, on the
+ * CUDA 13 driver and on its CUDA 12.8 variant (no cuCtxGetDevice_v2). */
+START_TEST(driver_clients) {
+    ck_assert_int_eq(run("drv_clients", NULL, NULL, NULL), 0);
+    ck_assert_int_eq(run("drv_clients", "cuda12", "lib-cuda12", NULL), 0);
 }
 END_TEST
 
@@ -195,6 +205,88 @@ START_TEST(driver_exports) {
 }
 END_TEST
 
+/* ---- the CUDA 12 stack that hosts Debian's real PyTorch 2.6 ----
+ * Every symbol the real clients reference (the committed lists
+ * tests/stubs/cuda12/<soname>.syms) is exported by the stand-in of that
+ * soname, with the soname as symbol version (what PyTorch's references
+ * require), NCCL's unversioned. Lists are read from the source tree: the
+ * test runs from the repository's root, or finds it through $LW_SRC. */
+
+static const char *const cuda12_libs[] = {
+    "libcudart.so.12", "libcublas.so.12",    "libcublasLt.so.12", "libcudnn.so.9",
+    "libcufft.so.11",  "libcurand.so.10",    "libcusparse.so.12", "libcusolver.so.11",
+    "libnccl.so.2",    "libnvToolsExt.so.1", "libnvrtc.so.12"};
+
+static void *open_stand_in(const char *soname) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/tests/lib/%s", build_dir(), soname);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(h != NULL, "%s", dlerror());
+    return h;
+}
+
+START_TEST(cuda12_exports) {
+    const char *src = getenv("LW_SRC");
+    const char *lib = cuda12_libs[_i];
+    char path[PATH_MAX], name[256];
+    snprintf(path, sizeof path, "%s/tests/stubs/cuda12/%s.syms",
+             src != NULL && *src != '\0' ? src : ".", lib);
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot read %s (run from the repository's root or set LW_SRC)", path);
+    void *h = open_stand_in(lib);
+    bool versioned = strcmp(lib, "libnccl.so.2") != 0;
+    int n = 0;
+    while (fscanf(f, "%255s", name) == 1) {
+        void *p = versioned ? dlvsym(h, name, lib) : dlsym(h, name);
+        ck_assert_msg(p != NULL, "%s lacks %s%s%s", lib, name, versioned ? "@" : "",
+                      versioned ? lib : "");
+        n++;
+    }
+    fclose(f);
+    ck_assert_int_gt(n, 0);
+    dlclose(h);
+}
+END_TEST
+
+/* What PyTorch's driver table (c10/cuda/driver_api.cpp) dlsyms in libcuda.so.1:
+ * torch.cuda._lazy_init fails on any one missing. */
+START_TEST(driver_exports_for_pytorch) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/tests/lib/libcuda.so.1", build_dir());
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(h != NULL, "%s", dlerror());
+    const char *names[] = {"cuDeviceGetAttribute",
+                           "cuGetErrorString",
+                           "cuMemAddressFree",
+                           "cuMemAddressReserve",
+                           "cuMemCreate",
+                           "cuMemExportToShareableHandle",
+                           "cuMemImportFromShareableHandle",
+                           "cuMemMap",
+                           "cuMemRelease",
+                           "cuMemSetAccess",
+                           "cuMemUnmap",
+                           "cuMemsetD32Async",
+                           "cuStreamWriteValue32",
+                           "cuMemGetAllocationGranularity"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        ck_assert_msg(dlsym(h, names[i]) != NULL, "libcuda.so.1 lacks %s", names[i]);
+    typedef int (*err_string_fn)(int, const char **);
+    const char *msg = NULL;
+    ck_assert_int_eq(((err_string_fn)dlsym(h, "cuGetErrorString"))(2, &msg), 0);
+    ck_assert_str_eq(msg, "out of memory");
+    dlclose(h);
+}
+END_TEST
+
+/* The runtime on the driver, and cuBLAS/cuBLASLt, as PyTorch uses them: in a
+ * program of their own (tests/programs/dl_cuda12.c), which loads them by
+ * soname from LD_LIBRARY_PATH as a real client does. */
+START_TEST(cuda12_runtime_behaviour) {
+    ck_assert_int_eq(run("dl_cuda12", NULL, "lib", NULL), 0);
+}
+END_TEST
+
 static Suite *stubs_suite(void) {
     Suite *s = suite_create("stubs");
     TCase *tc = tcase_create("stand-ins");
@@ -204,6 +296,7 @@ static Suite *stubs_suite(void) {
     tcase_add_test(tc, driver_exports);
     tcase_add_test(tc, legacy_driver_exports);
     tcase_add_test(tc, driver_selfcheck);
+    tcase_add_test(tc, driver_clients);
     tcase_add_test(tc, ipc_and_shareable_handles);
     tcase_add_test(tc, driver_selfcheck_configured);
     tcase_add_test(tc, runtime_shared);
@@ -214,6 +307,9 @@ static Suite *stubs_suite(void) {
     tcase_add_test(tc, runtime_no_device);
     tcase_add_test(tc, runtime_more_devices);
     tcase_add_test(tc, runtime_without_driver);
+    tcase_add_loop_test(tc, cuda12_exports, 0, (int)(sizeof cuda12_libs / sizeof cuda12_libs[0]));
+    tcase_add_test(tc, driver_exports_for_pytorch);
+    tcase_add_test(tc, cuda12_runtime_behaviour);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,94 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The seed articles' leaks (shared/seeds) on real PyTorch 2.6, in
+leakwatch's default mode (segments: PyTorch's allocator untouched): each
+leak named at the user's own line with the rate PyTorch's own counter
+grows by, each fix clean. The script is tests/python/torch_seed.py, plain
+PyTorch that never calls leakwatch."""
+import pytest
+
+from conftest import SEED, marker_line, summary_rate
+
+
+def assert_named(run, marker):
+    assert run.verdict == "leak", run
+    lead = run.lead()
+    assert lead is not None, run
+    place = lead.get("place_to_look") or {}
+    assert place.get("file", "").endswith("torch_seed.py"), (lead.get("where"), run)
+    assert place.get("line") == marker_line(SEED, marker), (lead.get("where"), run)
+    # The report's answer and the exit summary name the same place.
+    assert run.answer() == ("torch_seed.py", marker_line(SEED, marker)), run
+    assert run.exit_line().startswith(
+        f"leakwatch: LEAK in torch_seed.py:{marker_line(SEED, marker)} "), run
+
+
+def allocated_per_step(run):
+    for line in run.out.splitlines():
+        if line.startswith("allocated per step:"):
+            return float(line.split(":")[1])
+    raise AssertionError(f"no 'allocated per step' line\n{run}")
+
+
+@pytest.mark.parametrize("sleep_ms", ["0", "10"], ids=["fast-steps", "slow-steps"])
+def test_loss_kept_with_its_graph(lw, sleep_ms):
+    steps = "3000" if sleep_ms == "0" else "400"
+    run = lw(SEED, "loss", env={"STEPS": steps, "SLEEP_MS": sleep_ms})
+    assert run.rc == 0, run
+    assert_named(run, "# LEAK-LOSS")
+    # The rate is the growth of torch.cuda.memory_allocated() per step.
+    want = allocated_per_step(run)
+    assert want > 0, run
+    got = run.report["growth"]["bytes_per_step"]
+    assert got == pytest.approx(want, rel=0.05), run
+    assert summary_rate(run.exit_line()) == pytest.approx(want, rel=0.05), run
+
+
+def test_loss_fixed_is_clean(lw):
+    run = lw(SEED, "loss", "fixed", env={"STEPS": "1000"})
+    assert run.rc == 0, run
+    assert run.verdict == "no_leak", run
+
+
+def test_validation_without_no_grad(lw):
+    run = lw(SEED, "validation", env={"STEPS": "300"})
+    assert run.rc == 0, run
+    assert_named(run, "# LEAK-VALIDATION")
+
+
+def test_validation_phase_without_optimizer_steps(lw):
+    # validate_bad alone for 600 batches: no optimizer step, so no step mark
+    # arrives in the phase that leaks; the verdict must still come.
+    run = lw(SEED, "validation-only", env={"STEPS": "600"})
+    assert run.rc == 0, run
+    assert_named(run, "# LEAK-VALIDATION")
+
+
+def test_validation_fixed_is_clean(lw):
+    run = lw(SEED, "validation-only", "fixed", env={"STEPS": "600"})
+    assert run.rc == 0, run
+    assert run.verdict == "no_leak", run
+
+
+def test_predictions_kept_on_the_gpu(lw):
+    run = lw(SEED, "predictions", env={"STEPS": "400"})
+    assert run.rc == 0, run
+    assert_named(run, "# LEAK-PREDICTIONS")
+
+
+def test_predictions_fixed_is_clean(lw):
+    run = lw(SEED, "predictions", "fixed", env={"STEPS": "400"})
+    assert run.rc == 0, run
+    assert run.verdict == "no_leak", run
+
+
+@pytest.mark.parametrize("env", [
+    {"SCALER": "1"},
+    {"ACCUM": "4"},
+    {"OPTIMIZERS": "2"},
+    {"LOADER": "fork"},
+    {"LOADER": "spawn"},
+], ids=["grad-scaler", "grad-accumulation", "two-optimizers", "loader-fork", "loader-spawn"])
+def test_loss_leak_in_common_training_setups(lw, env):
+    run = lw(SEED, "loss", env={"STEPS": "600", **env})
+    assert run.rc == 0, run
+    assert_named(run, "# LEAK-LOSS")
