@@ -817,9 +817,16 @@ void lw_report_site_label(const lw_site *site, char *out, size_t n) {
 int lw_report_lead_site(int leak, const lw_site **site, double *rate) {
     site_views vs;
     views_load(&vs, leak);
+    /* The report's order (by_relevance), so that the summary names the
+     * site the report puts first, also between leaks of the same rate. */
     const site_view *fastest = NULL;
-    for (size_t i = 0; i < vs.n; i++)
-        if (!fastest || vs.v[i].growth.slope > fastest->growth.slope) fastest = &vs.v[i];
+    ranked_site best = {0};
+    for (size_t i = 0; i < vs.n; i++) {
+        const lw_site *s = vs.v[i].site;
+        ranked_site r = {(lw_site *)s, atomic_load(&s->live_bytes), atomic_load(&s->alloc_bytes), 1,
+                         vs.v[i].growth.slope};
+        if (!fastest || by_relevance(&r, &best) < 0) fastest = &vs.v[i], best = r;
+    }
     const lw_site *top = fastest ? fastest->site : NULL;
     for (lw_site *s = lw_sites_first(); s && !fastest; s = s->next)
         if (!top || atomic_load(&s->live_bytes) > atomic_load(&top->live_bytes)) top = s;
