@@ -27,7 +27,7 @@ def test_numba_release_at_teardown_is_still_a_leak(lw):
     growth = run.report["growth"]
     assert growth["step_source"] == "time", run
     assert growth["released_at_exit"] is True, run
-    line = marker_line(HERE / "numba_mylib.py", "LEAK-LINE")
+    line = marker_line(HERE / "numba_mylib.py", "# LEAK-LINE")
     file, at = run.answer()
     assert (file, at) == ("numba_mylib.py", line), run
     assert run.exit_line().startswith(f"leakwatch: LEAK in numba_mylib.py:{line} "), run
