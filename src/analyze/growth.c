@@ -112,8 +112,18 @@ typedef struct {
     uint32_t since_step; /* the step count when the first such phase began */
     double first_mark_t, last_mark_t;
     uint64_t marks;
+    double last_point_t, period; /* the newest point's time; the sampling period */
+    uint64_t events;             /* allocations and frees at the newest point */
+    int idle_tail;               /* the newest points saw none */
 } gap_track;
 static gap_track unmarked;
+/* The unmarked series before its idle tail (gap_interval). */
+static struct {
+    lw_series series;
+    lw_bin bins[GLOBAL_BINS];
+    lw_decision decision;
+    double last_x;
+} unmarked_busy;
 
 /* ---- PyTorch's own counters: one series per device ----
  * Fed by the Python helper at each step mark (lw_growth_torch_counters). The
@@ -509,13 +519,42 @@ static void gap_evaluate(void) {
         warning_due = 1;
 }
 
-/* The worker's interval ran out in a marked run: a phase without marks? */
+/* The sampling period of a phase without marks: half a mean step (the time
+ * between marks; a forward pass takes about a third of a training step),
+ * within [5 ms, LEAKWATCH_INTERVAL_MS], so that a validation pass as long as
+ * a few dozen training steps still gives the detector its points. 0: not a
+ * marked run yet. */
+static double gap_period(void) {
+    if (!marker_mode || unmarked.marks < 2) return 0;
+    double interval = (double)lw_opt_int(LW_OPT_INTERVAL_MS) / 1000.0;
+    double mean = (unmarked.last_mark_t - unmarked.first_mark_t) / (double)(unmarked.marks - 1);
+    return fmin(interval, fmax(0.005, mean / 2));
+}
+
+/* The worker woke without a mark in a marked run: a phase without marks
+ * once none has come for 8 mean steps (and 3 periods); then one point per
+ * period. */
 static void gap_interval(void) {
-    double now = now_s(), interval = (double)lw_opt_int(LW_OPT_INTERVAL_MS) / 1000.0;
-    double mean = unmarked.marks > 1 ? (unmarked.last_mark_t - unmarked.first_mark_t) /
-                                           (double)(unmarked.marks - 1)
-                                     : 0;
-    if (!unmarked.marks || now - unmarked.last_mark_t < fmax(3 * interval, 8 * mean)) return;
+    double now = now_s(), period = gap_period();
+    if (!(period > 0)) return;
+    double mean = (unmarked.last_mark_t - unmarked.first_mark_t) / (double)(unmarked.marks - 1);
+    if (now - unmarked.last_mark_t < fmax(3 * period, 8 * mean)) return;
+    if (unmarked.active && now - unmarked.last_point_t < 0.95 * period) return;
+    /* A period without a CUDA allocation or free: idle on the GPU. When the
+     * run ends idle (a slow interpreter teardown, CPU work), the series from
+     * before that idle stretch is kept aside (lw_growth_finish). */
+    lw_counts c = lw_totals_get(-2, LW_KIND_COUNT);
+    uint64_t events = c.alloc_count + c.free_count;
+    int idle = unmarked.active && events == unmarked.events;
+    unmarked.events = events;
+    if (!idle) {
+        unmarked.idle_tail = 0;
+    } else if (!unmarked.idle_tail) {
+        series_copy(&unmarked_busy.series, unmarked_busy.bins, &unmarked.series);
+        unmarked_busy.decision = unmarked.decision;
+        unmarked_busy.last_x = unmarked.last_x;
+        unmarked.idle_tail = 1;
+    }
     if (!unmarked.active) {
         unmarked.active = 1;
         if (!unmarked.started) unmarked.started = 1, unmarked.since_step = lw_step_now();
@@ -523,6 +562,8 @@ static void gap_interval(void) {
     int64_t floor, peak;
     lw_totals_take_floor_peak(&floor, &peak);
     unmarked.last_x += 1;
+    unmarked.last_point_t = now;
+    unmarked.period = period;
     lw_series_add(&unmarked.series, unmarked.last_x, now, (double)floor, (double)peak);
     sites_point((double)lw_run_clock(), now);
     if (unmarked.series.points >= unmarked.next_eval_at) {
@@ -530,6 +571,19 @@ static void gap_interval(void) {
         uint64_t g = unmarked.series.points / 32;
         unmarked.next_eval_at = unmarked.series.points + (g ? g : 1);
     }
+}
+
+double lw_growth_unmarked_period(void) {
+    pthread_mutex_lock(&lock);
+    double p = finished ? 0 : gap_period();
+    pthread_mutex_unlock(&lock);
+    return p;
+}
+
+void lw_growth_unmarked_tick(void) {
+    pthread_mutex_lock(&lock);
+    if (marker_mode && !finished) gap_interval();
+    pthread_mutex_unlock(&lock);
 }
 
 static void gap_forget(void) {
@@ -542,6 +596,9 @@ static void gap_forget(void) {
     unmarked.since_step = 0;
     unmarked.first_mark_t = unmarked.last_mark_t = 0;
     unmarked.marks = 0;
+    unmarked.last_point_t = unmarked.period = 0;
+    unmarked.events = 0;
+    unmarked.idle_tail = 0;
 }
 
 static void forget_history(void);
@@ -729,7 +786,30 @@ void lw_growth_finish(void) {
         if (from < 0 && !releasing()) evaluate_sites();
     }
     if (unmarked.series.points && unmarked.series.points != unmarked.points_at_eval) gap_evaluate();
-    if (lw_decision_final(&unmarked.decision, &unmarked.last, unmarked.last_x) &&
+    int busy_leak = 0;
+    if (unmarked.idle_tail && unmarked.decision.announced != LW_VERDICT_LEAK &&
+        unmarked.last.verdict != LW_VERDICT_LEAK) {
+        /* The run ended idle on the GPU: the growth of the unmarked phases
+         * before that stands (an idle stretch is no evidence against it). */
+        lw_bin bins[GLOBAL_BINS + 1];
+        int n = lw_series_get(&unmarked_busy.series, bins, GLOBAL_BINS + 1);
+        lw_detect_params p = lw_detect_defaults();
+        lw_growth g;
+        lw_detect(bins, n, &p, &g);
+        lw_decision d = unmarked_busy.decision;
+        lw_decision_update(&d, &g, unmarked_busy.series.points, unmarked_busy.last_x,
+                           (int)lw_opt_int(LW_OPT_CONFIRM));
+        lw_decision_final(&d, &g, unmarked_busy.last_x);
+        if (d.announced == LW_VERDICT_LEAK) {
+            series_copy(&unmarked.series, unmarked.bins, &unmarked_busy.series);
+            unmarked.last = g;
+            unmarked.decision = d;
+            unmarked.last_x = unmarked_busy.last_x;
+            unmarked.points_at_eval = unmarked.series.points;
+            busy_leak = 1;
+        }
+    }
+    if ((lw_decision_final(&unmarked.decision, &unmarked.last, unmarked.last_x) || busy_leak) &&
         decision.announced != LW_VERDICT_LEAK) {
         decided_at_exit = 1;
         if (!releasing())
@@ -828,6 +908,7 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
         st->steps = unmarked.series.points;
         st->first_leak_step = first_leak_step_of(&unmarked.decision);
         st->from_unmarked = 1;
+        st->interval_s = unmarked.period;
         snprintf(st->reason, sizeof st->reason, "while no step was marked: %.130s",
                  unmarked.decision.reason);
         shown = &unmarked.series;
@@ -843,7 +924,7 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
         st->available =
             tr->device_free + (tr->reserved > tr->allocated ? tr->reserved - tr->allocated : 0);
     }
-    st->interval_s = (double)lw_opt_int(LW_OPT_INTERVAL_MS) / 1000.0;
+    if (!st->from_unmarked) st->interval_s = (double)lw_opt_int(LW_OPT_INTERVAL_MS) / 1000.0;
     st->bin_width = shown->width;
     if (bins && nbins) *nbins = lw_series_get(shown, bins, max);
     pthread_mutex_unlock(&lock);

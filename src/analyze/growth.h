@@ -46,6 +46,13 @@ int lw_growth_wait(const struct timespec *deadline);
  * ran out) closes one time interval as a step. */
 void lw_growth_update(int close_interval);
 
+/* A marked run's phases without marks (a validation loop): the worker wakes
+ * every lw_growth_unmarked_period() seconds (0: no need) and calls
+ * lw_growth_unmarked_tick(), which adds a point once no mark has come for a
+ * while. */
+double lw_growth_unmarked_period(void);
+void lw_growth_unmarked_tick(void);
+
 /* Takes in the steps not yet seen and evaluates once more (before a report). */
 void lw_growth_flush(void);
 

@@ -57,10 +57,16 @@ def test_validation_without_no_grad(lw):
 
 def test_validation_phase_without_optimizer_steps(lw):
     # validate_bad alone for 600 batches: no optimizer step, so no step mark
-    # arrives in the phase that leaks; the verdict must still come.
+    # arrives in the phase that leaks; the verdict must still come, from time
+    # intervals (no counters and no diagnosis window without marks: the
+    # place is the segment site's own Python line).
     run = lw(SEED, "validation-only", env={"STEPS": "600"})
     assert run.rc == 0, run
-    assert_named(run, "# LEAK-VALIDATION")
+    assert run.verdict == "leak", run
+    assert run.report["growth"]["verdict_from_unmarked_phases"] is True, run
+    line = marker_line(SEED, "# LEAK-VALIDATION")
+    assert run.answer() == ("torch_seed.py", line), run
+    assert run.exit_line().startswith(f"leakwatch: LEAK in torch_seed.py:{line} "), run
 
 
 def test_validation_fixed_is_clean(lw):
