@@ -97,10 +97,11 @@ static int finished;
 /* ---- phases without step marks inside a marked job ----
  * A validation loop makes no optimizer step, so no mark arrives while it
  * runs, and growth there never reaches the marked series. Once no mark has
- * come for a while (3 intervals, and 8 times the mean time between marks),
- * the worker closes time intervals into a series of their own, across all
- * such phases; its verdict (same rule) decides when the marked series has
- * no leak, in intervals (growth.step_source "time"). */
+ * come for 8 mean steps (the mean time between marks), the worker samples
+ * the floor every half mean step (gap_period) into a series of its own,
+ * across all such phases; its verdict (same rule) decides when the marked
+ * series has no leak (lw_growth_get), in those intervals (growth.step_source
+ * "time"). */
 typedef struct {
     lw_series series;
     lw_bin bins[GLOBAL_BINS];
@@ -447,13 +448,13 @@ static void series_copy(lw_series *dst, lw_bin *dst_bins, const lw_series *src) 
     memcpy(dst_bins, src->bins, sizeof(lw_bin) * (size_t)src->len);
 }
 
-/* Before pt joins the global series: does a release begin, go on, or end? */
 /* The longest drop taken for a teardown: the last quarter of the run (at
  * least 4 points). Longer, the run goes on at the lower level. */
 static uint64_t tail_max(uint64_t points) {
     return points / 4 > 4 ? points / 4 : 4;
 }
 
+/* Before pt joins the global series: does a release begin, go on, or end? */
 static void watch_release(const point *pt) {
     int low = is_low(pt->floor);
     if (release_tail && low && global.points - pre.series.points >= tail_max(global.points)) {
