@@ -9,6 +9,7 @@
 #include "options.h"
 #include "path_template.h"
 #include "report.h"
+#include "symbolize.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -38,6 +39,7 @@ void lw_report_after_fork_child(void) {
     /* The thread that held it, if any, does not exist in the child. */
     pthread_mutex_init(&write_lock, NULL);
     final_written = 0;
+    lw_symtab_after_fork_child();
 }
 
 /* A template without %p names the same file in a parent and in a forked

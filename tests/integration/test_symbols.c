@@ -8,6 +8,7 @@
 #include "harness.h"
 #include "symbolize.h"
 
+#include <dlfcn.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -379,6 +380,67 @@ START_TEST(inlined_frames) {
 }
 END_TEST
 
+/* Reports share one cache of names and keep each module's addr2line: a
+ * second report names a known address from the cache and a new one through
+ * the addr2line the first report started, without starting another. */
+START_TEST(second_report_starts_no_addr2line) {
+    unsigned long before = lw_a2l_started();
+    lw_symtab *t = lw_symtab_new();
+    const lw_symbol *s = lw_symtab_lookup(t, outer_function());
+    ck_assert_msg(s && ends_with(s->file, "/test_symbols.c"), "no source line: %s",
+                  s && s->file ? s->file : "null");
+    lw_symtab_free(t);
+    unsigned long first = lw_a2l_started();
+    ck_assert_uint_eq(first, before + 1);
+    t = lw_symtab_new();
+    ck_assert_ptr_eq(lw_symtab_lookup(t, outer_function()), s);
+    const lw_symbol *n = lw_symtab_lookup(t, return_address());
+    ck_assert_msg(n && ends_with(n->file, "/test_symbols.c") && n->line > 0,
+                  "new address: no source line");
+    ck_assert_msg(n->function && !strncmp(n->function, "second_report_starts_no_addr2line", 33),
+                  "function %s", n->function ? n->function : "null");
+    lw_symtab_free(t);
+    ck_assert_uint_eq(lw_a2l_started(), first);
+}
+END_TEST
+
+/* dlclose renews the cache: a library unloaded and another loaded at the
+ * same address gets its own names; a report that held the old answers
+ * across the unload can still read them. */
+START_TEST(cache_renewed_after_dlclose) {
+    char p1[4200], p2[4200];
+    snprintf(p1, sizeof p1, "%s/tests/lib/libsymvar1.so", lw_build_dir());
+    snprintf(p2, sizeof p2, "%s/tests/lib/libsymvar2.so", lw_build_dir());
+    void *h = dlopen(p1, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(h != NULL, "%s", dlerror());
+    uintptr_t (*probe)(void) = (uintptr_t(*)(void))dlsym(h, "symvar_probe");
+    uintptr_t a1 = probe();
+    lw_symtab *held = lw_symtab_new();
+    const lw_symbol *s1 = lw_symtab_lookup(held, a1);
+    ck_assert_msg(s1 && s1->function && !strcmp(s1->function, "symvar_first_one"), "function %s",
+                  s1 && s1->function ? s1->function : "null");
+    ck_assert(ends_with(s1->module, "/libsymvar1.so"));
+    dlclose(h);
+    h = dlopen(p2, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(h != NULL, "%s", dlerror());
+    probe = (uintptr_t(*)(void))dlsym(h, "symvar_probe");
+    uintptr_t a2 = probe();
+    ck_assert_msg(a2 == a1, "libsymvar2.so loaded at another address (%#lx, not %#lx)",
+                  (unsigned long)a2, (unsigned long)a1);
+    lw_symtab *t = lw_symtab_new();
+    const lw_symbol *s2 = lw_symtab_lookup(t, a2);
+    ck_assert_msg(s2 && s2->function && !strcmp(s2->function, "symvar_other_two"),
+                  "stale name after dlclose: %s", s2 && s2->function ? s2->function : "null");
+    ck_assert(ends_with(s2->module, "/libsymvar2.so"));
+    lw_symtab_free(t);
+    /* The report that started before the unload still reads its answers. */
+    ck_assert_str_eq(s1->function, "symvar_first_one");
+    ck_assert(ends_with(s1->module, "/libsymvar1.so"));
+    lw_symtab_free(held);
+    dlclose(h);
+}
+END_TEST
+
 START_TEST(names_only_table_has_no_lines) {
     lw_symtab *t = lw_symtab_new_names();
     const lw_symbol *s = lw_symtab_lookup(t, outer_function());
@@ -429,6 +491,8 @@ int main(void) {
     tcase_add_test(tc, no_tool_names_only);
     tcase_add_test(tc, inlined_frames);
     tcase_add_test(tc, names_only_table_has_no_lines);
+    tcase_add_test(tc, second_report_starts_no_addr2line);
+    tcase_add_test(tc, cache_renewed_after_dlclose);
     tcase_add_test(tc, cxx_inlined_frame_in_report);
     suite_add_tcase(s, tc);
     int failed = lw_check_run(s);
