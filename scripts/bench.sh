@@ -9,7 +9,7 @@
 #   LW_BENCH_LIB       the shim to measure (default BUILD_DIR/libleakwatch.so)
 #   LW_BENCH_ROUNDS    rounds per comparison (default 7, at least 5 advised)
 #   LW_BENCH_SECTIONS  sections to run, in order (default: all of
-#                      "native threads python heaptrack memory report attach")
+#                      "native floor threads python heaptrack memory report attach")
 #   LW_BENCH_BASE_LIB  report section: another build of the shim (main's, say)
 #                      whose reports are timed in alternation with LW_BENCH_LIB's
 #   LW_BENCH_REPORT_SITES  report section: the site counts (default "200 600 10000")
@@ -30,7 +30,7 @@ B=${1:-build}
 B=$(cd "$B" && pwd) || exit 2
 LIB=${LW_BENCH_LIB:-$B/libleakwatch.so}
 ROUNDS=${LW_BENCH_ROUNDS:-7}
-SECTIONS=${LW_BENCH_SECTIONS:-native threads python heaptrack memory report attach}
+SECTIONS=${LW_BENCH_SECTIONS:-native floor threads python heaptrack memory report attach}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 BENCH=$B/bench/rt_bench
 PYBENCH=$HERE/bench/perf/py_bench.py
@@ -163,6 +163,25 @@ section_native() {
         "$BENCH" -m alternate -a 4 -f 32 -n 300000
     ab "64 call sites in turn (cache worst case)" "" "$BASE" "$SHIM" \
         "$BENCH" -m alternate -a 64 -f 32 -n 300000
+}
+
+# The per-event floor: what the shim adds with stacks off (counters, live
+# table, device lookup, hook layers), against the bare run of the same
+# invocation, on the test stand-ins and on the lock-free runtime (whose own
+# cost is small, so the ratio there is mostly the shim's).
+section_floor() {
+    local lib=$B/bench/lib
+    echo
+    echo "== the floor: counters only (LEAKWATCH_STACKS=0), 32 frames, 1 thread =="
+    header
+    ab "counters only, cudaMalloc/cudaFree" 90 "$BASE" "$SHIM LEAKWATCH_STACKS=0" \
+        "$BENCH" -m malloc -f 32 -n 300000
+    ab "counters only, cudaMallocAsync_ptsz" 90 "$BASE" "$SHIM LEAKWATCH_STACKS=0" \
+        "$BENCH" -m async -f 32 -n 300000
+    if [ -e "$lib/libcudart.so" ]; then
+        LD_LIBRARY_PATH=$lib:$LD_LIBRARY_PATH ab "counters only, lock-free runtime" 90 "$BASE" \
+            "$SHIM LEAKWATCH_STACKS=0" "$BENCH" -m malloc -f 32 -n 300000
+    fi
 }
 
 section_threads() {

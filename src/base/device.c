@@ -31,6 +31,8 @@ static void *_Atomic ctx_key[CTX_SLOTS];
 static _Atomic int ctx_dev[CTX_SLOTS];
 static atomic_flag ctx_adding = ATOMIC_FLAG_INIT;
 static _Atomic int last_device = -1;
+/* Moves on when the table is forgotten: the threads' own caches go too. */
+static _Atomic unsigned ctx_gen;
 
 static int known_device(void *ctx) {
     for (int i = 0; i < CTX_SLOTS; i++) {
@@ -72,6 +74,13 @@ int lw_device_current(void) {
     /* No context on this thread (or a driver that failed to start): the
      * device is unknown, nothing more. */
     if (!get_current || get_current(&ctx) != CUDA_SUCCESS || !ctx) return -1;
+    /* This thread's last context and its device: no table scan and no
+     * shared write for the context a thread keeps using. */
+    static _Thread_local void *my_ctx;
+    static _Thread_local int my_dev;
+    static _Thread_local unsigned my_gen;
+    unsigned gen = atomic_load_explicit(&ctx_gen, memory_order_relaxed);
+    if (ctx == my_ctx && gen == my_gen) return my_dev;
     int dev = known_device(ctx);
     if (dev == -2) {
         lw_pfn_cuCtxGetDevice_v2000 get_device =
@@ -83,6 +92,9 @@ int lw_device_current(void) {
     }
     if (atomic_load_explicit(&last_device, memory_order_relaxed) != dev)
         atomic_store_explicit(&last_device, dev, memory_order_relaxed);
+    my_ctx = ctx;
+    my_dev = dev;
+    my_gen = gen;
     return dev;
 }
 
@@ -150,4 +162,5 @@ void lw_device_forget(void) {
     for (int i = 0; i < CTX_SLOTS; i++)
         atomic_store(&ctx_key[i], NULL);
     atomic_flag_clear(&ctx_adding);
+    atomic_fetch_add(&ctx_gen, 1);
 }
