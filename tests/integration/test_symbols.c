@@ -10,6 +10,8 @@
 
 #include <dlfcn.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -441,6 +443,58 @@ START_TEST(cache_renewed_after_dlclose) {
 }
 END_TEST
 
+/* Reports on several threads share the cache while another thread loads
+ * and unloads a library (each unload renews the cache under them): every
+ * answer stays right and readable until its report ends (the TSan build
+ * checks the sharing). */
+static _Atomic int unloads_stop;
+static const char *unload_lib;
+
+__attribute__((noinline)) static void *sharing_reporter(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 50; i++) {
+        lw_symtab *t = lw_symtab_new();
+        const lw_symbol *s = lw_symtab_lookup(t, return_address());
+        const lw_symbol *o = lw_symtab_lookup(t, outer_function());
+        ck_assert(s && s->function && !strcmp(s->function, "sharing_reporter"));
+        ck_assert(o && o->function && !strncmp(o->function, "outer_function", 14));
+        lw_symtab_free(t);
+    }
+    return NULL;
+}
+
+static void *unloader(void *arg) {
+    (void)arg;
+    while (!atomic_load(&unloads_stop)) {
+        void *h = dlopen(unload_lib, RTLD_NOW | RTLD_LOCAL);
+        if (!h) break;
+        uintptr_t (*probe)(void) = (uintptr_t(*)(void))dlsym(h, "symvar_probe");
+        lw_symtab *t = lw_symtab_new();
+        const lw_symbol *s = lw_symtab_lookup(t, probe());
+        ck_assert(s && s->function && !strcmp(s->function, "symvar_first_one"));
+        dlclose(h);
+        ck_assert_str_eq(s->function, "symvar_first_one"); /* still this report's */
+        lw_symtab_free(t);
+    }
+    return NULL;
+}
+
+START_TEST(reports_share_the_cache_across_threads_and_unloads) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/tests/lib/libsymvar1.so", lw_build_dir());
+    unload_lib = path;
+    lw_symtab_free(lw_symtab_new()); /* options read before the threads, as at start */
+    pthread_t u, r[4];
+    ck_assert_int_eq(pthread_create(&u, NULL, unloader, NULL), 0);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&r[i], NULL, sharing_reporter, NULL), 0);
+    for (int i = 0; i < 4; i++)
+        pthread_join(r[i], NULL);
+    atomic_store(&unloads_stop, 1);
+    pthread_join(u, NULL);
+}
+END_TEST
+
 START_TEST(names_only_table_has_no_lines) {
     lw_symtab *t = lw_symtab_new_names();
     const lw_symbol *s = lw_symtab_lookup(t, outer_function());
@@ -493,6 +547,7 @@ int main(void) {
     tcase_add_test(tc, names_only_table_has_no_lines);
     tcase_add_test(tc, second_report_starts_no_addr2line);
     tcase_add_test(tc, cache_renewed_after_dlclose);
+    tcase_add_test(tc, reports_share_the_cache_across_threads_and_unloads);
     tcase_add_test(tc, cxx_inlined_frame_in_report);
     suite_add_tcase(s, tc);
     int failed = lw_check_run(s);
