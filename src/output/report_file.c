@@ -183,5 +183,8 @@ int lw_report_write(const char *reason, int fallback, char *written, size_t writ
     pthread_mutex_lock(&write_lock);
     int rc = write_locked(reason, fallback, written, writtenlen);
     pthread_mutex_unlock(&write_lock);
+    /* The last report: the symbol cache's addr2line processes, kept for the
+     * reports that follow one another, end now, not with the process. */
+    if (is_final(reason) || !strcmp(reason, "detach")) lw_symtab_release();
     return rc;
 }

@@ -206,6 +206,13 @@ lw_symtab *lw_symtab_new_names(void) {
     return t;
 }
 
+void lw_symtab_release(void) {
+    pthread_mutex_lock(&lock);
+    cache_put(current);
+    current = NULL;
+    pthread_mutex_unlock(&lock);
+}
+
 void lw_symtab_after_fork_child(void) {
     /* The parent's cache is left as it is (another thread may have been
      * changing it): the child starts its own. The parent's addr2line

@@ -44,6 +44,11 @@ lw_symtab *lw_symtab_new_names(void);
 const lw_symbol *lw_symtab_lookup(lw_symtab *t, uintptr_t ret);
 void lw_symtab_free(lw_symtab *t);
 
+/* Lets go of the shared cache: its addr2line processes end (once no report
+ * holds it) and a later report starts again. After the last report (exit,
+ * detach), so that no addr2line and its debug information outlive it. */
+void lw_symtab_release(void);
+
 /* In a forked child (report_file.c's fork handler): the parent's cache and
  * addr2line processes are left to the parent. */
 void lw_symtab_after_fork_child(void);

@@ -495,6 +495,24 @@ START_TEST(reports_share_the_cache_across_threads_and_unloads) {
 }
 END_TEST
 
+/* After the last report the cache is let go (its addr2line processes end):
+ * a report after that names the address again with a new addr2line. */
+START_TEST(release_after_the_last_report) {
+    lw_symtab *t = lw_symtab_new();
+    const lw_symbol *s = lw_symtab_lookup(t, outer_function());
+    ck_assert(s && s->file);
+    lw_symtab_free(t);
+    unsigned long started = lw_a2l_started();
+    lw_symtab_release();
+    t = lw_symtab_new();
+    s = lw_symtab_lookup(t, outer_function());
+    ck_assert(s && ends_with(s->file, "/test_symbols.c"));
+    lw_symtab_free(t);
+    ck_assert_uint_eq(lw_a2l_started(), started + 1);
+    lw_symtab_release();
+}
+END_TEST
+
 START_TEST(names_only_table_has_no_lines) {
     lw_symtab *t = lw_symtab_new_names();
     const lw_symbol *s = lw_symtab_lookup(t, outer_function());
@@ -547,6 +565,7 @@ int main(void) {
     tcase_add_test(tc, names_only_table_has_no_lines);
     tcase_add_test(tc, second_report_starts_no_addr2line);
     tcase_add_test(tc, cache_renewed_after_dlclose);
+    tcase_add_test(tc, release_after_the_last_report);
     tcase_add_test(tc, reports_share_the_cache_across_threads_and_unloads);
     tcase_add_test(tc, cxx_inlined_frame_in_report);
     suite_add_tcase(s, tc);
