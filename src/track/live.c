@@ -19,9 +19,40 @@
 #define SLAB_RECORDS 256
 #define FIRST_BUCKETS 64
 
-typedef pthread_mutex_t lock_t;
-#define LOCK pthread_mutex_lock
-#define UNLOCK pthread_mutex_unlock
+/* A stripe's lock: taken with one locked instruction and given back with a
+ * plain release store (a mutex takes a locked instruction each way, behind
+ * a call). Uncontended almost always (64 stripes, held for a bucket walk);
+ * a waiter spins a little, then yields, so a holder that lost its core (the
+ * record slab's allocation may fault) gets it back. Static zero: unlocked. */
+typedef struct {
+    atomic_int held;
+} lock_t;
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+static inline void LOCK(lock_t *l) {
+    for (int spins = 0;; spins++) {
+        if (!atomic_load_explicit(&l->held, memory_order_relaxed) &&
+            !atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
+            return;
+        if (spins < 64) {
+            cpu_relax();
+        } else {
+            sched_yield();
+            spins = 0;
+        }
+    }
+}
+
+static inline void UNLOCK(lock_t *l) {
+    atomic_store_explicit(&l->held, 0, memory_order_release);
+}
 
 typedef struct stripe {
     lock_t lock;
