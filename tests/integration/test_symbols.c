@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -513,6 +514,37 @@ START_TEST(release_after_the_last_report) {
 }
 END_TEST
 
+/* A forked child starts its own cache and addr2line and lets go of its
+ * copies of the parent's sockets: the parent's addr2line goes on answering
+ * the parent. */
+START_TEST(forked_child_leaves_the_parents_addr2line) {
+    lw_symtab *t = lw_symtab_new();
+    const lw_symbol *s = lw_symtab_lookup(t, outer_function());
+    ck_assert(s && s->file);
+    lw_symtab_free(t);
+    unsigned long started = lw_a2l_started();
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        lw_symtab_after_fork_child(); /* as the shim's fork handler does */
+        lw_symtab *c = lw_symtab_new();
+        const lw_symbol *cs = lw_symtab_lookup(c, outer_function());
+        int ok = cs && ends_with(cs->file, "/test_symbols.c") && lw_a2l_started() == started + 1;
+        lw_symtab_free(c);
+        lw_symtab_release();
+        _exit(ok ? 0 : 1);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %#x", st);
+    t = lw_symtab_new();
+    const lw_symbol *n = lw_symtab_lookup(t, return_address());
+    ck_assert_msg(n && ends_with(n->file, "/test_symbols.c"), "parent lost its addr2line");
+    lw_symtab_free(t);
+    ck_assert_uint_eq(lw_a2l_started(), started);
+}
+END_TEST
+
 START_TEST(names_only_table_has_no_lines) {
     lw_symtab *t = lw_symtab_new_names();
     const lw_symbol *s = lw_symtab_lookup(t, outer_function());
@@ -566,6 +598,7 @@ int main(void) {
     tcase_add_test(tc, second_report_starts_no_addr2line);
     tcase_add_test(tc, cache_renewed_after_dlclose);
     tcase_add_test(tc, release_after_the_last_report);
+    tcase_add_test(tc, forked_child_leaves_the_parents_addr2line);
     tcase_add_test(tc, reports_share_the_cache_across_threads_and_unloads);
     tcase_add_test(tc, cxx_inlined_frame_in_report);
     suite_add_tcase(s, tc);
