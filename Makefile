@@ -341,6 +341,11 @@ $(STUB_DIR)/libstackvar%.so: tests/integration/stackvar_lib.c $(STUB_DIR)/libcud
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(STUB_CFLAGS) -O2 -fomit-frame-pointer -DVARIANT=$* -shared -o $@ $< -L$(STUB_DIR) -lcudart
 STUBS += $(STUB_DIR)/libstackvar1.so $(STUB_DIR)/libstackvar2.so
+# The same again for names (test_symbols: the symbol cache renewed at dlclose).
+$(STUB_DIR)/libsymvar%.so: tests/integration/symvar_lib.c | deps
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(STUB_CFLAGS) -DVARIANT=$* -shared -o $@ $<
+STUBS += $(STUB_DIR)/libsymvar1.so $(STUB_DIR)/libsymvar2.so
 
 # Test programs: the name's prefix says how each reaches CUDA.
 #   rt_*     links the (fake) runtime dynamically      drv_*   links libcuda.so.1 directly
