@@ -247,6 +247,20 @@ $(STUB_DIR)/libinterposer.so: tests/modules/interposer.c $(wildcard tests/stubs/
 	$(Q)$(CC) $(STUB_CFLAGS) -Itests/stubs -shared -o $@ $< -ldl
 LAYOUT_MODS := $(addprefix $(STUB_DIR)/,libmod_rt.so libmod_rt12.so libmod_static.so libmod_drv.so libinterposer.so)
 
+# Tail-call modules (tests/modules/mod_tail.c), optimised as real extension
+# modules are: their wrappers end in `jmp cudaMalloc@PLT` (the test checks),
+# so the runtime's return address lies in their caller. libmod_tailno.so makes
+# ordinary calls, for comparison.
+TAIL_CFLAGS := $(BASE_CFLAGS) -O2 -fPIC -Itests/stubs
+TAIL_DEPS := tests/modules/mod_tail.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h
+$(STUB_DIR)/libmod_tail.so: $(TAIL_DEPS) $(STUB_DIR)/libcudart.so $(STUB_DIR)/libcuda.so.1
+	$(Q)$(CC) $(TAIL_CFLAGS) -shared -o $@ $< -L$(STUB_DIR) -lcudart -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN'
+$(STUB_DIR)/libmod_tail12.so: $(TAIL_DEPS) $(STUB_DIR)/libcudart.so.12 $(STUB_DIR)/libcuda.so.1
+	$(Q)$(CC) $(TAIL_CFLAGS) -shared -o $@ $< $(STUB_DIR)/libcudart.so.12 -L$(STUB_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN'
+$(STUB_DIR)/libmod_tailno.so: $(TAIL_DEPS) $(STUB_DIR)/libcudart.so $(STUB_DIR)/libcuda.so.1
+	$(Q)$(CC) $(TAIL_CFLAGS) -fno-optimize-sibling-calls -shared -o $@ $< -L$(STUB_DIR) -lcudart -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN'
+LAYOUT_MODS += $(addprefix $(STUB_DIR)/,libmod_tail.so libmod_tail12.so libmod_tailno.so)
+
 # For NVIDIA's real runtime 11.8 from Debian (scripts/setup-nvidia-debian.sh):
 # a program and a module linked to the soname libcudart.so.11.0, against a
 # stand-in of that soname kept in obj/ (on no search path; its symbols
@@ -292,6 +306,10 @@ $(B)/tests/programs/realstatic_%: tests/programs/real_%.c $(wildcard tests/progr
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(PROG_CFLAGS) -Itests/stubs -o $@ $< $(CUDA_LIBDIR)/libcudart_static.a -ldl -lrt -pthread
 LAYOUT_MODS += $(STUB_DIR)/libmod_realrt.so $(B)/tests/programs/realstatic_main
+$(STUB_DIR)/libmod_tailreal.so: $(TAIL_DEPS) $(STUB_DIR)/libcuda.so.1 | deps
+	$(Q)$(CC) $(TAIL_CFLAGS) -DMOD_REAL_RT -shared -o $@ $< -L$(CUDA_LIBDIR) -lcudart -L$(STUB_DIR) -l:libcuda.so.1 \
+	    -Wl,-rpath,$(CUDA_LIBDIR)
+LAYOUT_MODS += $(STUB_DIR)/libmod_tailreal.so
 else
 PROGS := $(filter-out $(B)/tests/programs/real_%,$(PROGS))
 endif
@@ -323,6 +341,11 @@ $(STUB_DIR)/libstackvar%.so: tests/integration/stackvar_lib.c $(STUB_DIR)/libcud
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(STUB_CFLAGS) -O2 -fomit-frame-pointer -DVARIANT=$* -shared -o $@ $< -L$(STUB_DIR) -lcudart
 STUBS += $(STUB_DIR)/libstackvar1.so $(STUB_DIR)/libstackvar2.so
+# The same again for names (test_symbols: the symbol cache renewed at dlclose).
+$(STUB_DIR)/libsymvar%.so: tests/integration/symvar_lib.c | deps
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(STUB_CFLAGS) -DVARIANT=$* -shared -o $@ $<
+STUBS += $(STUB_DIR)/libsymvar1.so $(STUB_DIR)/libsymvar2.so
 
 # Test programs: the name's prefix says how each reaches CUDA.
 #   rt_*     links the (fake) runtime dynamically      drv_*   links libcuda.so.1 directly

@@ -6,8 +6,9 @@
 # Installs, under DESTDIR/PREFIX:
 #   bin/leakwatch                                the command
 #   lib/libleakwatch.so                          the library it preloads (../lib)
-#   lib/leakwatch/stand-ins/libcuda.so.1, libcudart.so
-#                                                CPU stand-ins (run --cuda-stand-ins)
+#   lib/leakwatch/stand-ins/libcuda.so.1, libcudart.so, and the CUDA 12 stack
+#   (libcudart.so.12, cuBLAS, cuBLASLt, cuDNN, ...) that PyTorch's CUDA 12
+#   builds load                                  CPU stand-ins (run --cuda-stand-ins)
 #   include/leakwatch.h, include/leakwatch/version.h
 #   share/leakwatch/python/leakwatch/...         the Python package and its
 #                                                auto-start (found from lib/)
@@ -32,6 +33,10 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PYDIR=share/leakwatch/python/leakwatch
 VERSION=$(cat "$ROOT/VERSION")
 
+# The CUDA 12 stand-ins (the Makefile's CUDA12_LIBS and libcudart.so.12).
+CUDA12_STAND_INS="libcudart.so.12 libcublas.so.12 libcublasLt.so.12 libcudnn.so.9 libcufft.so.11
+    libcurand.so.10 libcusparse.so.12 libcusolver.so.11 libnccl.so.2 libnvToolsExt.so.1
+    libnvrtc.so.12"
 # "source destination mode" lines; destinations are relative to PREFIX.
 files() {
     cat <<EOF
@@ -39,6 +44,11 @@ $B/leakwatch bin/leakwatch 0755
 $B/libleakwatch.so lib/libleakwatch.so 0755
 $B/tests/lib/libcuda.so.1 lib/leakwatch/stand-ins/libcuda.so.1 0755
 $B/tests/lib/libcudart.so lib/leakwatch/stand-ins/libcudart.so 0755
+EOF
+    for lib in $CUDA12_STAND_INS; do
+        echo "$B/tests/lib/$lib lib/leakwatch/stand-ins/$lib 0755"
+    done
+    cat <<EOF
 include/leakwatch.h include/leakwatch.h 0644
 $B/include/leakwatch/version.h include/leakwatch/version.h 0644
 python/leakwatch/__init__.py $PYDIR/__init__.py 0644

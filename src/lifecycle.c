@@ -47,6 +47,7 @@
  * --detach): inert, every call passed through, until a new attach. */
 enum { NOT_STARTED = 0, RECORDING = 1, OFF = -1, DETACHED = -2 };
 static atomic_int state;
+/* Lock order: src/hooks/late.c ("the locks of attach and detach"). */
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static int handlers_registered;
 static pid_t owner_pid; /* the process whose report this is */
@@ -261,6 +262,7 @@ int lw_lifecycle_attach(void) {
         rc = 1;
     } else {
         attached = 1;
+        lw_report_set_attached(1);
         if (s == DETACHED || s == OFF) {
             /* A new attach after a detach (or one refused by its settings):
              * a session of its own, with this attach's settings. */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The processor's part of leakwatch attach: reading and writing a stopped
  * thread's registers, and setting them up to call a function of the target
- * that returns to address 0 (where the thread then faults, and the command,
- * tracing it, takes the result). One file per architecture: attach_x86_64.c.
- * AArch64 has none yet (README "attach": not available there), so the
- * command says so instead of attaching. */
+ * that returns to the system call instruction the thread was stopped after
+ * (where the command, tracing its system calls, takes the result). One file per architecture:
+ * attach_x86_64.c. AArch64 has none yet (README "attach": not available there), so the command says
+ * so instead of attaching. */
 #ifndef LW_ATTACH_ARCH_H
 #define LW_ATTACH_ARCH_H
 
@@ -17,12 +17,14 @@
 typedef struct user_regs_struct lw_regs;
 /* Bytes below the stack pointer that the interrupted code may still use. */
 #define LW_ARCH_RED_ZONE 128
+#define LW_ARCH_SYSCALL_LEN 2 /* syscall: 0f 05 */
 #else
 #define LW_ATTACH_ARCH 0
 typedef struct {
     uint64_t unused;
 } lw_regs;
 #define LW_ARCH_RED_ZONE 0
+#define LW_ARCH_SYSCALL_LEN 2
 #endif
 
 int lw_arch_get_regs(pid_t tid, lw_regs *r);
@@ -44,13 +46,18 @@ uint64_t lw_arch_pc(const lw_regs *r);
 long lw_arch_syscall(const lw_regs *r);
 /* r (a copy of the thread's registers) set up to call fn(args[0..n)) with the
  * stack pointer at sp (16-byte aligned, below everything the thread uses),
- * returning to address 0. *ra_slot: where in the target's memory a zero must
- * be written as the return address (0: none, it is in a register). No
+ * *ra_slot: where in the target's memory the return address must be
+ * written (0: none, it is in a register). No
  * system call is restarted when the call starts. */
 void lw_arch_prepare_call(lw_regs *r, uint64_t fn, const uint64_t *args, int n, uint64_t sp,
                           uint64_t *ra_slot);
-/* The call's result, once it returned to address 0. */
-uint64_t lw_arch_result(const lw_regs *r);
+/* The calls return to the system call instruction the thread was stopped
+ * after (LW_ARCH_SYSCALL_LEN bytes before its program counter): stopped at
+ * that system call's entry, the call's result is the system call's number,
+ * and the system call is skipped. */
+int lw_arch_is_syscall(const unsigned char *insn);
+uint64_t lw_arch_syscall_number(const lw_regs *r);
+void lw_arch_skip_syscall(lw_regs *r);
 /* 1 when the system call nr, interrupted, is restarted on resuming as if
  * nothing had happened (the thread then waits in it with no lock of the C
  * library's taken): the threads leakwatch attach may borrow. 2 for plain

@@ -102,6 +102,9 @@ static int is_libc(const char *b) {
 static int is_libdl(const char *b) {
     return !strncmp(b, "libdl.so", 8) || !strncmp(b, "libdl-2.", 8);
 }
+static int is_leakwatch(const char *b) {
+    return !strcmp(b, "libleakwatch.so");
+}
 static int is_ld(const char *b) {
     return !strncmp(b, "ld-linux", 8) || !strncmp(b, "ld64.so", 7) || !strncmp(b, "ld-2.", 5);
 }
@@ -120,6 +123,11 @@ typedef struct {
      * bare clone (a sanitizer's, a language runtime's), whose thread
      * pointer is another thread's and where no C library call is safe. */
     uint64_t pthread_tid_desc;
+    /* The same descriptions of the C library's lists of threads (each
+     * thread's struct pthread, at the top of its stack): where the borrowed
+     * thread's own stack ends below (own_stack_lo). 0 when not described. */
+    uint64_t rtld_global, stack_used_desc, stack_user_desc, list_next_desc, pthread_list_desc,
+        sizeof_pthread;
     int private_dlopen; /* __libc_dlopen_mode (glibc < 2.34 without libdl loaded) */
 } target_fns;
 
@@ -150,6 +158,18 @@ static int find_functions(pid_t pid, target_fns *t, char *err, size_t en) {
     t->dlerror = sym_at(s, &libc, "dlerror");
     t->errno_location = sym_at(s, &libc, "__errno_location");
     t->pthread_tid_desc = sym_at(s, &libc, "_thread_db_pthread_tid");
+    t->stack_used_desc = sym_at(s, &libc, "_thread_db_rtld_global__dl_stack_used");
+    t->stack_user_desc = sym_at(s, &libc, "_thread_db_rtld_global__dl_stack_user");
+    t->list_next_desc = sym_at(s, &libc, "_thread_db_list_t_next");
+    t->pthread_list_desc = sym_at(s, &libc, "_thread_db_pthread_list");
+    t->sizeof_pthread = sym_at(s, &libc, "_thread_db_sizeof_pthread");
+    mapping ldm;
+    if (find_file(pid, is_ld, &ldm) == 0) {
+        target_path(pid, ldm.path, path, sizeof path);
+        lw_elf_syms *l = lw_elf_syms_load_with_data(path);
+        t->rtld_global = l ? sym_at(l, &ldm, "_rtld_global") : 0;
+        lw_elf_syms_free(l);
+    }
     if (!t->dlopen) {
         /* glibc before 2.34: dlopen is libdl's, when the program loaded it. */
         if (find_file(pid, is_libdl, &libdl) == 0) {
@@ -177,16 +197,15 @@ static int find_functions(pid_t pid, target_fns *t, char *err, size_t en) {
 
 /* The executable mappings of the dynamic linker. */
 typedef struct {
-    uint64_t lo[8], hi[8];
+    uint64_t lo[16], hi[16];
     int n;
 } ranges;
 
 static void ld_text(pid_t pid, const char *ld_path, ranges *r) {
     char p[64], line[PATH_MAX + 128];
-    r->n = 0;
     snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
     FILE *f = fopen(p, "re");
-    while (f && r->n < 8 && fgets(line, sizeof line, f)) {
+    while (f && r->n < 16 && fgets(line, sizeof line, f)) {
         unsigned long lo, hi;
         char perms[8];
         int pos = 0;
@@ -260,6 +279,12 @@ typedef struct {
     lw_fpregs fp;
     int have_fp;
     int exited;
+    /* Where the calls return to: the system call instruction the thread
+     * was stopped after (attach_arch.h). */
+    uint64_t ret_to;
+    /* The thread is stopped at the end of our return's system call (not
+     * where the kernel restarts its own: restore() first stops it there). */
+    int at_syscall_stop;
     int nsig;
     siginfo_t *sigs; /* held, in order of arrival */
     int sigcap;
@@ -274,19 +299,63 @@ static int mem_write(const thread_ctx *c, uint64_t addr, const void *buf, size_t
 
 #define STACK_ROOM (256 * 1024) /* what dlopen and the library's start may need */
 
+static int read_u32(const thread_ctx *c, uint64_t addr, uint32_t *v) {
+    return addr && pread(c->memfd, v, sizeof *v, (off_t)addr) == (ssize_t)sizeof *v ? 0 : -1;
+}
+
+/* A libthread_db field description's offset (its third word). */
+static int desc_offset(const thread_ctx *c, uint64_t desc, uint64_t *off) {
+    uint32_t d[3];
+    if (!desc || pread(c->memfd, d, sizeof d, (off_t)desc) != (ssize_t)sizeof d) return -1;
+    *off = d[2];
+    return 0;
+}
+
+/* The lowest address of the held thread's own stack below sp, as far as
+ * can be told: the bottom of its mapping, raised above the top of every
+ * other thread's stack that lies below sp (the C library puts each thread's
+ * struct pthread at the top of its stack, the program's own stacks given
+ * with pthread_attr_setstack included). Stacks placed next to each other
+ * without a guard page are one mapping: without this, the bytes saved and
+ * written back below the stack pointer were a neighbour's live stack. */
+static uint64_t own_stack_lo(const thread_ctx *c, const target_fns *f, uint64_t sp,
+                             uint64_t map_lo) {
+    uint64_t lo = map_lo, off_used, off_user, off_next, off_list;
+    uint32_t size_pd;
+    if (!f->rtld_global || desc_offset(c, f->stack_used_desc, &off_used) != 0 ||
+        desc_offset(c, f->stack_user_desc, &off_user) != 0 ||
+        desc_offset(c, f->list_next_desc, &off_next) != 0 ||
+        desc_offset(c, f->pthread_list_desc, &off_list) != 0 ||
+        read_u32(c, f->sizeof_pthread, &size_pd) != 0 || size_pd > 65536)
+        return lo;
+    uint64_t self = lw_arch_pthread_self(&c->orig);
+    uint64_t heads[2] = {f->rtld_global + off_used, f->rtld_global + off_user};
+    for (int h = 0; h < 2; h++) {
+        uint64_t p = 0;
+        if (mem_read(c, heads[h] + off_next, &p, sizeof p) != 0) continue;
+        for (int n = 0; p && p != heads[h] && n < 100000; n++) {
+            uint64_t pd = p - off_list, top = pd + size_pd;
+            if (pd != self && top <= sp && top > lo) lo = top;
+            if (mem_read(c, p + off_next, &p, sizeof p) != 0) break;
+        }
+    }
+    return lo;
+}
+
 /* Whether the held thread may run our calls: its stack has room for them,
  * and no return address into the dynamic linker is on it (a dlopen or a
  * constructor in progress: its locks may be held by this very thread). 1
- * safe; 0 not. */
-static int stack_is_safe(const thread_ctx *c, const ranges *ld) {
+ * safe; 0 not now; -1 never (its own stack is too small). */
+static int stack_is_safe(const thread_ctx *c, const target_fns *fns, const ranges *ld) {
     uint64_t sp = lw_arch_sp(&c->orig), pc = lw_arch_pc(&c->orig);
     for (int k = 0; k < ld->n; k++)
         if (pc >= ld->lo[k] && pc < ld->hi[k]) return 0;
     mapping m;
     if (find_addr(c->pid, sp - 1, &m) != 0) return 0;
     /* The main thread's stack grows on demand; others' are fixed. */
-    if (strcmp(m.path, "[stack]") != 0 && sp - LW_ARCH_RED_ZONE - m.lo < STACK_ROOM + 4096)
-        return 0;
+    if (strcmp(m.path, "[stack]") != 0 &&
+        sp - LW_ARCH_RED_ZONE - own_stack_lo(c, fns, sp, m.lo) < STACK_ROOM + 4096)
+        return -1;
     uint64_t words[4096];
     uint64_t hi;
     if (find_addr(c->pid, sp, &m) != 0) return 1;
@@ -352,6 +421,34 @@ static int requeue_signals(thread_ctx *c) {
     return n;
 }
 
+/* 1 when the process has a handler of its own for sig (SigCgt). */
+static int sig_caught(pid_t pid, int sig) {
+    char p[64], line[256];
+    snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(p, "re");
+    unsigned long long caught = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "SigCgt:", 7)) caught = strtoull(line + 7, NULL, 16);
+    if (f) fclose(f);
+    return sig >= 1 && sig <= 64 && ((caught >> (sig - 1)) & 1);
+}
+
+/* What to do with a signal the thread is about to take while we hold it:
+ * the signal to deliver now (0: none). A stop signal whose action is the
+ * default one is delivered: the process stops as it would have (our thread
+ * takes part in the group stop and goes on with our call; once let go, the
+ * kernel puts it back in the stop if the process is still stopped, not if
+ * a SIGCONT came meanwhile). A SIGCONT without a handler has done its work
+ * when it was sent: nothing to keep. Others are kept, sent again at the
+ * end: a handler must not run inside our calls. */
+static int signal_now(thread_ctx *c, int sig) {
+    if ((sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) &&
+        (sig == SIGSTOP || !sig_caught(c->pid, sig)))
+        return sig;
+    if (sig == SIGCONT && !sig_caught(c->pid, sig)) return 0;
+    return hold_signal(c, sig) == 0 ? 0 : sig;
+}
+
 /* Waits for the thread's next stop. 0: stopped (*status); -1: it ended. */
 static int wait_thread(thread_ctx *c, int *status) {
     for (;;) {
@@ -369,17 +466,28 @@ static int wait_thread(thread_ctx *c, int *status) {
     }
 }
 
-/* Runs fn(args) on the thread. 0 and *ret; -1 with err. */
+/* Runs fn(args) on the thread. 0 and *ret; -1 with err.
+ *
+ * The call returns to the system call instruction that the thread was
+ * stopped after, which it runs with our stack pointer: traced with
+ * PTRACE_SYSCALL, that is the stop at the entry of a system call at exactly
+ * that address and stack pointer, where the result is the system call's
+ * number; the system call is then skipped. Nothing faults: the job's signal
+ * handlers, dispositions and masks are never touched (a return to address
+ * 0 made the kernel reset a blocked or ignored SIGSEGV to its default). */
 static int call(thread_ctx *c, uint64_t fn, const uint64_t *args, int n, uint64_t sp, uint64_t *ret,
                 const char *what, char *err, size_t en) {
     lw_regs r = c->orig;
-    uint64_t ra_slot = 0, zero = 0;
+    uint64_t ra_slot = 0;
     lw_arch_prepare_call(&r, fn, args, n, sp, &ra_slot);
-    if ((ra_slot && mem_write(c, ra_slot, &zero, sizeof zero) != 0) ||
-        lw_arch_set_regs(c->tid, &r) != 0 || ptrace(PTRACE_CONT, c->tid, 0, 0) != 0) {
+    c->at_syscall_stop = 0;
+    if ((ra_slot && mem_write(c, ra_slot, &c->ret_to, sizeof c->ret_to) != 0) ||
+        lw_arch_set_regs(c->tid, &r) != 0 || ptrace(PTRACE_SYSCALL, c->tid, 0, 0) != 0) {
         snprintf(err, en, "cannot set up the call of %s: %s", what, strerror(errno));
         return -1;
     }
+    uint64_t back_sp = lw_arch_sp(&r) + 8; /* after the return */
+    int returned = 0;
     for (;;) {
         int st;
         if (wait_thread(c, &st) != 0) {
@@ -388,12 +496,8 @@ static int call(thread_ctx *c, uint64_t fn, const uint64_t *args, int n, uint64_
         }
         int sig = WSTOPSIG(st), event = st >> 16;
         if (event) {
-            /* A group stop (SIGSTOP, SIGTSTP) for the whole process: it is
-             * asked for again once the thread is back. */
-            if (event == PTRACE_EVENT_STOP &&
-                (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU))
-                (void)hold_signal(c, sig);
-            ptrace(PTRACE_CONT, c->tid, 0, 0);
+            /* A group stop, or our interrupt: go on with the call. */
+            ptrace(PTRACE_SYSCALL, c->tid, 0, 0);
             continue;
         }
         lw_regs now;
@@ -401,9 +505,24 @@ static int call(thread_ctx *c, uint64_t fn, const uint64_t *args, int n, uint64_
             snprintf(err, en, "cannot read the registers of thread %d", (int)c->tid);
             return -1;
         }
-        if (sig == SIGSEGV && lw_arch_pc(&now) == 0) {
-            *ret = lw_arch_result(&now);
-            return 0;
+        if (sig == (SIGTRAP | 0x80)) {
+            if (returned) {
+                /* The end of the skipped system call: the thread is ours. */
+                c->at_syscall_stop = 1;
+                return 0;
+            }
+            if (lw_arch_pc(&now) == c->ret_to + LW_ARCH_SYSCALL_LEN &&
+                lw_arch_sp(&now) == back_sp) {
+                *ret = lw_arch_syscall_number(&now);
+                lw_arch_skip_syscall(&now);
+                if (lw_arch_set_regs(c->tid, &now) != 0) {
+                    snprintf(err, en, "cannot set the registers of thread %d", (int)c->tid);
+                    return -1;
+                }
+                returned = 1;
+            }
+            ptrace(PTRACE_SYSCALL, c->tid, 0, 0);
+            continue;
         }
         siginfo_t si;
         if ((sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE) &&
@@ -415,7 +534,25 @@ static int call(thread_ctx *c, uint64_t fn, const uint64_t *args, int n, uint64_
             return -1;
         }
         /* Held, not delivered now (its handler would run inside our call). */
-        int deliver = hold_signal(c, sig) == 0 ? 0 : sig;
+        int deliver = signal_now(c, sig);
+        ptrace(PTRACE_SYSCALL, c->tid, 0, (void *)(intptr_t)deliver);
+    }
+}
+
+/* Brings the thread from the end of our return's system call to a stop
+ * where putting its registers back makes the kernel restart its own system
+ * call as if nothing had happened (a ptrace interrupt: the stop it was
+ * seized in). 0, or -1 (it ended). */
+static int to_restart_point(thread_ctx *c) {
+    if (!c->at_syscall_stop) return 0;
+    c->at_syscall_stop = 0;
+    if (ptrace(PTRACE_INTERRUPT, c->tid, 0, 0) != 0 || ptrace(PTRACE_CONT, c->tid, 0, 0) != 0)
+        return -1;
+    for (;;) {
+        int st;
+        if (wait_thread(c, &st) != 0) return -1;
+        if ((st >> 16) == PTRACE_EVENT_STOP) return 0;
+        int deliver = (st >> 16) ? 0 : signal_now(c, WSTOPSIG(st));
         ptrace(PTRACE_CONT, c->tid, 0, (void *)(intptr_t)deliver);
     }
 }
@@ -424,7 +561,7 @@ static int call(thread_ctx *c, uint64_t fn, const uint64_t *args, int n, uint64_
  * from. 1: held (c->orig read); 0: not at a safe point now (let go, nothing
  * changed); -1: error in err. */
 static int seize(thread_ctx *c, char *err, size_t en) {
-    if (ptrace(PTRACE_SEIZE, c->tid, 0, 0) != 0) {
+    if (ptrace(PTRACE_SEIZE, c->tid, 0, (void *)(intptr_t)PTRACE_O_TRACESYSGOOD) != 0) {
         if (errno == ESRCH) return 0; /* the thread ended: pick another */
         snprintf(err, en,
                  "not permitted to trace process %d (ptrace: %s): it may have been made "
@@ -440,8 +577,7 @@ static int seize(thread_ctx *c, char *err, size_t en) {
         int st;
         if (wait_thread(c, &st) != 0) return 0;
         if ((st >> 16) == PTRACE_EVENT_STOP) break;
-        int deliver = 0;
-        if (!(st >> 16) && hold_signal(c, WSTOPSIG(st)) != 0) deliver = WSTOPSIG(st);
+        int deliver = (st >> 16) ? 0 : signal_now(c, WSTOPSIG(st));
         ptrace(PTRACE_CONT, c->tid, 0, (void *)(intptr_t)deliver);
     }
     if (lw_arch_get_regs(c->tid, &c->orig) != 0) {
@@ -458,6 +594,18 @@ static int seize(thread_ctx *c, char *err, size_t en) {
     return 1;
 }
 
+static int cancelled(const lw_inject *q) {
+    return q->cancel && *q->cancel;
+}
+
+/* Between two calls: 1 (err set) when the command was asked to stop. */
+static int stop_here(const lw_inject *q, const char *after, char *err, size_t en) {
+    if (!cancelled(q)) return 0;
+    snprintf(err, en, "interrupted after %s; process %d's thread was put back as it was", after,
+             (int)q->pid);
+    return 1;
+}
+
 int lw_inject_library(lw_inject *q, char *err, size_t en) {
     double t0 = now_us();
     target_fns fns;
@@ -465,6 +613,10 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
     mapping ld;
     ranges ld_ranges = {.n = 0};
     if (find_file(q->pid, is_ld, &ld) == 0) ld_text(q->pid, ld.path, &ld_ranges);
+    /* A thread inside leakwatch's own code (loaded by an earlier attach) may
+     * hold one of its locks, which the attach takes: never borrowed. */
+    mapping own;
+    if (find_file(q->pid, is_leakwatch, &own) == 0) ld_text(q->pid, own.path, &ld_ranges);
 
     thread_ctx *c = calloc(1, sizeof *c);
     if (!c) {
@@ -504,14 +656,24 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
                 if (never.n < 64) never.tid[never.n++] = c->tid;
                 r = 0;
             }
-            if (r > 0 && !stack_is_safe(c, &ld_ranges)) {
+            int safe = r > 0 ? stack_is_safe(c, &fns, &ld_ranges) : 1;
+            if (safe <= 0) {
                 ptrace(PTRACE_DETACH, c->tid, 0, 0);
                 requeue_signals(c);
+                if (safe < 0 && never.n < 64) never.tid[never.n++] = c->tid;
                 r = 0;
             }
             held = r > 0;
         }
         if (!held) {
+            if (cancelled(q)) {
+                snprintf(err, en, "interrupted before a thread of process %d was borrowed",
+                         (int)q->pid);
+                close(c->memfd);
+                free(c->sigs);
+                free(c);
+                return -1;
+            }
             if (kill(q->pid, 0) != 0 && errno == ESRCH) {
                 snprintf(err, en, "process %d ended during the attach", (int)q->pid);
                 close(c->memfd);
@@ -537,6 +699,7 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
     q->tid = c->tid;
 
     /* From here the thread is ours: every path ends in "restore". */
+    c->ret_to = lw_arch_pc(&c->orig) - LW_ARCH_SYSCALL_LEN;
     c->have_fp = lw_arch_get_fpregs(c->tid, &c->fp) == 0;
     int rc = -1;
     unsigned char *saved = NULL;
@@ -555,7 +718,16 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
     uint64_t a_msg = (a_ent - MSG_LEN) & ~(uint64_t)15;
     uint64_t call_sp = (a_msg - 64) & ~(uint64_t)15;
     mapping stack;
-    if (find_addr(q->pid, sp0 - 1, &stack) != 0 || call_sp < stack.lo + 4096) {
+    unsigned char insn[LW_ARCH_SYSCALL_LEN];
+    if (mem_read(c, c->ret_to, insn, sizeof insn) != 0 || !lw_arch_is_syscall(insn)) {
+        snprintf(err, en, "thread %d is not stopped after a system call instruction", (int)c->tid);
+        goto restore;
+    }
+    if (find_addr(q->pid, sp0 - 1, &stack) == 0)
+        stack.lo = own_stack_lo(c, &fns, sp0, stack.lo);
+    else
+        stack.lo = sp0; /* unknown: no room */
+    if (call_sp < stack.lo + 4096) {
         snprintf(err, en, "thread %d's stack has no room for the calls", (int)c->tid);
         goto restore;
     }
@@ -578,11 +750,13 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
     }
 
     uint64_t r = 0;
+    if (stop_here(q, "the thread was stopped", err, en)) goto restore;
     if (call(c, fns.errno_location, NULL, 0, call_sp, &r, "__errno_location", err, en) != 0)
         goto restore;
     errno_addr = r;
     if (mem_read(c, errno_addr, &errno_val, sizeof errno_val) == 0) have_errno = 1;
 
+    if (stop_here(q, "the thread was stopped", err, en)) goto restore;
     uint64_t args[3] = {a_lib, RTLD_NOW_ | (fns.private_dlopen ? RTLD_DLOPEN_ : 0), 0};
     if (call(c, fns.dlopen, args, 2, call_sp, &r, "dlopen", err, en) != 0) goto restore;
     uint64_t handle = r;
@@ -603,6 +777,7 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
                      : "");
         goto restore;
     }
+    if (stop_here(q, "the library was loaded (it stays, inert)", err, en)) goto restore;
     args[0] = handle;
     args[1] = a_ent;
     if (call(c, fns.dlsym, args, 2, call_sp, &r, "dlsym", err, en) != 0) goto restore;
@@ -612,6 +787,7 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
         goto restore;
     }
     uint64_t attach_fn = r;
+    if (stop_here(q, "the library was loaded (it stays, inert)", err, en)) goto restore;
     args[0] = a_set;
     args[1] = a_msg;
     args[2] = MSG_LEN;
@@ -622,6 +798,7 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
     rc = 0;
 
 restore:
+    if (!c->exited && to_restart_point(c) != 0) c->exited = 1;
     if (!c->exited) {
         if (have_errno) mem_write(c, errno_addr, &errno_val, sizeof errno_val);
         if (saved) mem_write(c, save_lo, saved, save_hi - save_lo);

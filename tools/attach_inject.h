@@ -7,6 +7,7 @@
 #ifndef LW_ATTACH_INJECT_H
 #define LW_ATTACH_INJECT_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -15,6 +16,10 @@ typedef struct {
     const char *library;  /* absolute path, as the target sees it */
     const char *settings; /* NAME=VALUE lines for the library */
     int wait_ms;          /* how long to wait for a thread at a safe point */
+    /* Set (by a signal handler) to give up: at once while no thread is
+     * held, else before the next call (a call in progress is finished: the
+     * thread cannot be put back in the middle of the job's dlopen). */
+    volatile sig_atomic_t *cancel;
     /* results */
     pid_t tid;             /* the thread that made the calls */
     double stop_us;        /* how long that thread was stopped */

@@ -67,8 +67,18 @@ void lw_arch_prepare_call(lw_regs *r, uint64_t fn, const uint64_t *args, int n, 
     r->eflags &= ~(1ull << 10); /* the direction flag is clear at a call */
 }
 
-uint64_t lw_arch_result(const lw_regs *r) {
-    return r->rax;
+int lw_arch_is_syscall(const unsigned char *insn) {
+    return insn[0] == 0x0f && insn[1] == 0x05;
+}
+
+/* At a system call's entry the kernel keeps rax (the number) in orig_rax. */
+uint64_t lw_arch_syscall_number(const lw_regs *r) {
+    return r->orig_rax;
+}
+
+void lw_arch_skip_syscall(lw_regs *r) {
+    r->orig_rax = (unsigned long long)-1;
+    r->rax = 0;
 }
 
 int lw_arch_safe_syscall(long nr) {

@@ -32,6 +32,8 @@ const char *lw_mverdict_name(lw_mverdict v) {
         return lw_verdict_name(LW_VERDICT_NO_LEAK);
     case LW_MV_INCONCLUSIVE:
         return lw_verdict_name(LW_VERDICT_INCONCLUSIVE);
+    case LW_MV_NOTHING_SEEN:
+        return lw_verdict_name(LW_VERDICT_NOTHING_SEEN);
     default:
         return "unknown";
     }
@@ -376,12 +378,15 @@ static int load_doc(lw_model *m, const char *name, char *err, size_t errlen) {
             m->verdict = LW_MV_NO_LEAK;
         else if (v == LW_VERDICT_INCONCLUSIVE)
             m->verdict = LW_MV_INCONCLUSIVE;
+        else if (v == LW_VERDICT_NOTHING_SEEN)
+            m->verdict = LW_MV_NOTHING_SEEN;
         else {
             char shown[40];
-            warn(m, "verdict \"%s\" is not one of %s, %s, %s; shown as unknown",
+            warn(m, "verdict \"%s\" is not one of %s, %s, %s, %s; shown as unknown",
                  lw_safe_text(m->verdict_text, shown, sizeof shown),
                  lw_verdict_name(LW_VERDICT_LEAK), lw_verdict_name(LW_VERDICT_NO_LEAK),
-                 lw_verdict_name(LW_VERDICT_INCONCLUSIVE));
+                 lw_verdict_name(LW_VERDICT_INCONCLUSIVE),
+                 lw_verdict_name(LW_VERDICT_NOTHING_SEEN));
         }
     } else {
         warn(m, "no \"verdict\"; shown as unknown");

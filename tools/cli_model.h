@@ -13,7 +13,13 @@
 enum { LW_KINDS = 4 };
 extern const char *const lw_model_kind_names[LW_KINDS]; /* device, managed, pinned_host, physical */
 
-typedef enum { LW_MV_UNKNOWN, LW_MV_LEAK, LW_MV_NO_LEAK, LW_MV_INCONCLUSIVE } lw_mverdict;
+typedef enum {
+    LW_MV_UNKNOWN,
+    LW_MV_LEAK,
+    LW_MV_NO_LEAK,
+    LW_MV_INCONCLUSIVE,
+    LW_MV_NOTHING_SEEN /* an attached session that saw no allocation */
+} lw_mverdict;
 const char *lw_mverdict_name(lw_mverdict v); /* "leak", ..., "unknown" */
 
 typedef struct {

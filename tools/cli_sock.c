@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "control_path.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -60,6 +61,71 @@ void lw_proc_cmdline(long pid, char *out, size_t n) {
     lw_safe_text(buf, out, n);
 }
 
+/* The parent of process pid, from /proc/pid/stat (0 when unknown). */
+static long parent_of(long pid) {
+    char p[64], buf[512];
+    snprintf(p, sizeof p, "/proc/%ld/stat", pid);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t r = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (r <= 0) return 0;
+    buf[r] = '\0';
+    const char *rp = strrchr(buf, ')'); /* the command name may hold spaces and ')' */
+    long ppid = 0;
+    char state;
+    if (rp == NULL || sscanf(rp + 1, " %c %ld", &state, &ppid) != 2) return 0;
+    return ppid;
+}
+
+/* A watched process among pid's descendants: `leakwatch run CMD &` then
+ * `leakwatch top $!` names the command run is, not the job it started (nor
+ * the interpreter a shell wrapper starts). Breadth first, a few generations;
+ * the first found (lowest pid of the nearest generation). */
+static int descendant_socket(long pid, char dirs[][4096], int nd, char *path, size_t n,
+                             long *found) {
+    long gen[64], next[64];
+    int ng = 1;
+    gen[0] = pid;
+    for (int depth = 0; depth < 4 && ng > 0; depth++) {
+        int nn = 0;
+        DIR *d = opendir("/proc");
+        if (d == NULL) return -1;
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL && nn < 64) {
+            char *end;
+            long c = strtol(e->d_name, &end, 10);
+            if (*end != '\0' || c <= 0) continue;
+            long pp = parent_of(c);
+            for (int i = 0; i < ng; i++)
+                if (pp == gen[i]) next[nn++] = c;
+        }
+        closedir(d);
+        long best = 0;
+        for (int k = 0; k < nn; k++)
+            for (int i = 0; i < nd; i++) {
+                struct stat st;
+                if ((best == 0 || next[k] < best) &&
+                    snprintf(path, n, "%s/%ld.sock", dirs[i], next[k]) < (int)n &&
+                    lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+                    best = next[k];
+            }
+        if (best != 0) {
+            for (int i = 0; i < nd; i++) {
+                struct stat st;
+                if (snprintf(path, n, "%s/%ld.sock", dirs[i], best) < (int)n &&
+                    lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+                    break;
+            }
+            *found = best;
+            return 0;
+        }
+        memcpy(gen, next, sizeof next[0] * (size_t)nn);
+        ng = nn;
+    }
+    return -1;
+}
+
 int lw_sock_for_args(const char *cmd, int argc, char **argv, int optind_, long *pid, char *path,
                      size_t n) {
     if (optind_ != argc - 1) return lw_cli_usage_error(cmd, "expected one PID");
@@ -67,6 +133,17 @@ int lw_sock_for_args(const char *cmd, int argc, char **argv, int optind_, long *
         return lw_cli_usage_error(cmd, "'%s' is not a process id", argv[optind_]);
     char err[1200];
     int st = lw_sock_find(*pid, path, n, err, sizeof err);
+    if (st != 0 && kill((pid_t)*pid, 0) == 0) {
+        char dirs[2][4096], why[600];
+        int nd = lw_sock_dirs(dirs, why, sizeof why);
+        long child = 0;
+        if (descendant_socket(*pid, dirs, nd, path, n, &child) == 0) {
+            fprintf(stderr, "leakwatch: process %ld is not watched itself; its child %ld is\n",
+                    *pid, child);
+            *pid = child;
+            return 0;
+        }
+    }
     if (st != 0) lw_cli_error("%s", err);
     return st;
 }

@@ -420,23 +420,38 @@ int lw_cmd_attach(int argc, char **argv) {
     q.library = lib;
     q.settings = with_defaults;
     q.wait_ms = (int)wait_ms;
-    /* No Ctrl-C between stopping a thread of the job and putting it back. */
+    /* Ctrl-C, timeout's SIGTERM, a hang-up: the attach stops at once while
+     * no thread of the job is held, else once the thread is back from the
+     * call it is in (the job is left as it was: a finished attach is
+     * detached again). Handled, never blocked, so that nothing waits
+     * longer than the injection itself. Ctrl-Z is held back meanwhile: a
+     * stopped command would keep the job's thread stopped. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal; /* no SA_RESTART: waits end with EINTR */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGQUIT, &sa, NULL);
     sigset_t block, old;
     sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    sigaddset(&block, SIGQUIT);
     sigaddset(&block, SIGTSTP);
     sigprocmask(SIG_BLOCK, &block, &old);
+    q.cancel = &got_signal;
     int rc = lw_inject_library(&q, err, sizeof err);
+    sigprocmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
-        sigprocmask(SIG_SETMASK, &old, NULL);
         lw_cli_error("cannot attach to process %ld: %s", pid, err);
         return LW_EXIT_ERROR;
     }
+    if (got_signal && q.library_rc == 0) {
+        /* Asked to stop while the job was being attached: undone. */
+        int d = do_detach(pid, 1);
+        lw_cli_error("interrupted: process %ld was attached meanwhile, and %s", pid,
+                     d == LW_EXIT_OK ? "is detached again" : "could not be detached again");
+        return LW_EXIT_ERROR;
+    }
     if (q.library_rc != 0) {
-        sigprocmask(SIG_SETMASK, &old, NULL);
         if (q.library_rc > 0)
             lw_cli_error("process %ld: %s: see it with 'leakwatch top %ld'", pid, q.library_msg,
                          pid);
@@ -456,7 +471,6 @@ int lw_cmd_attach(int argc, char **argv) {
                     q.signals_requeued);
     }
     if (background) {
-        sigprocmask(SIG_SETMASK, &old, NULL);
         if (!quiet)
             fprintf(stderr,
                     "leakwatch: watching; 'leakwatch top %ld' to see it, 'leakwatch attach "
@@ -465,13 +479,6 @@ int lw_cmd_attach(int argc, char **argv) {
         return LW_EXIT_OK;
     }
     if (!quiet) fprintf(stderr, "leakwatch: watching; Ctrl-C detaches and writes the report\n");
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    sigprocmask(SIG_SETMASK, &old, NULL);
     char sock[4200];
     for (;;) {
         if (got_signal) {

@@ -7,6 +7,7 @@
 #include "cli_render.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,11 +34,14 @@ static const char usage[] =
     "                     ':' or ',' (default: LEAKWATCH_USER_CODE)\n"
     "      --details      several reports: each one in full after the merged view\n"
     "      --rank N       several reports: rank N in full after the merged view\n"
-    "      --fail-on-leak exit with status 3 when any report's verdict is leak\n"
+    "      --fail-on-leak exit with status 3 when any report's verdict is leak, 1\n"
+    "                     when one saw nothing (nothing_seen: an attach that saw\n"
+    "                     no allocation)\n"
     "  -h, --help         this help\n"
     "\n"
-    "exit status: 0 done, 1 a file is missing or not a valid report,\n"
-    "2 bad option, 3 leak found (with --fail-on-leak).\n";
+    "exit status: 0 done, 1 a file is missing or not a valid report (or, with\n"
+    "--fail-on-leak, a report saw nothing), 2 bad option, 3 leak found (with\n"
+    "--fail-on-leak).\n";
 
 int lw_cmd_report(int argc, char **argv) {
     static const struct option longs[] = {{"format", required_argument, NULL, 'f'},
@@ -166,12 +170,21 @@ int lw_cmd_report(int argc, char **argv) {
         }
         free(body);
     }
-    int leak = 0;
+    int leak = 0, blind = 0;
     for (int i = 0; i < loaded; i++) {
         leak |= ms[i].verdict == LW_MV_LEAK;
+        if (ms[i].verdict == LW_MV_NOTHING_SEEN && fail_on_leak && !blind++) {
+            char shown[PATH_MAX];
+            lw_cli_error("%s saw no allocation (verdict nothing_seen): it cannot tell a leak "
+                         "from none; exiting with status %d (--fail-on-leak)",
+                         lw_safe_text(ms[i].path ? ms[i].path : "a report", shown, sizeof shown),
+                         LW_EXIT_ERROR);
+        }
         lw_model_free(&ms[i]);
     }
     free(ms);
     if (status == LW_EXIT_OK && fail_on_leak && leak) return LW_EXIT_LEAK;
+    /* No answer is not a pass: a gate must not go green on it. */
+    if (status == LW_EXIT_OK && fail_on_leak && blind) return LW_EXIT_ERROR;
     return status;
 }

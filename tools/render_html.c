@@ -501,6 +501,7 @@ static void answer_header(FILE *o, const lw_model *m) {
             m->verdict == LW_MV_LEAK           ? "Leak: the floor of GPU memory grows"
             : m->verdict == LW_MV_NO_LEAK      ? "No leak"
             : m->verdict == LW_MV_INCONCLUSIVE ? "Inconclusive"
+            : m->verdict == LW_MV_NOTHING_SEEN ? "Nothing seen since the attach"
                                                : "Verdict unknown");
     fputs("<h1>", o);
     esc(o, a.where ? a.where : "no call site named");

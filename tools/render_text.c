@@ -18,6 +18,8 @@ const char *lw_mverdict_label(lw_mverdict v) {
         return "no leak";
     case LW_MV_INCONCLUSIVE:
         return "inconclusive";
+    case LW_MV_NOTHING_SEEN:
+        return "nothing seen";
     default:
         return "unknown";
     }
@@ -31,6 +33,11 @@ static const char *verdict_explained(const lw_model *m) {
         return "the floor of live memory is flat";
     case LW_MV_INCONCLUSIVE:
         return "not enough steps or too much noise to decide";
+    case LW_MV_NOTHING_SEEN:
+        return "no CUDA allocation was seen since the attach: the job allocated nothing "
+               "since, or calls the allocation functions through pointers it looked up "
+               "before the attach (ctypes, a cached cudaMalloc), which an attach cannot see; "
+               "start the job under 'leakwatch run' to see every allocation";
     default:
         return "the report does not say";
     }

@@ -59,7 +59,12 @@ NATIVE = [
     ("libleakwatch.so", "_bin/libleakwatch.so", 0o755),
     ("tests/lib/libcuda.so.1", "_bin/stand-ins/libcuda.so.1", 0o755),
     ("tests/lib/libcudart.so", "_bin/stand-ins/libcudart.so", 0o755),
-]
+] + [("tests/lib/" + lib, "_bin/stand-ins/" + lib, 0o755) for lib in (
+    # The CUDA 12 stack that PyTorch's CUDA 12 builds load (scripts/install.sh
+    # installs the same list).
+    "libcudart.so.12", "libcublas.so.12", "libcublasLt.so.12", "libcudnn.so.9", "libcufft.so.11",
+    "libcurand.so.10", "libcusparse.so.12", "libcusolver.so.11", "libnccl.so.2",
+    "libnvToolsExt.so.1", "libnvrtc.so.12")]
 # Built files -> the environment's data folder (the venv, conda env or prefix).
 DATA = [
     ("doc/leakwatch.1", "share/man/man1/leakwatch.1"),

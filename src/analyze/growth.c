@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #define GLOBAL_BINS 256
@@ -670,6 +671,13 @@ void lw_growth_init(void) {
     marker_requested = 0;
     pthread_mutex_unlock(&ring_lock);
     pthread_mutex_unlock(&lock);
+    /* Once per process: the sampler of a session that was just detached may
+     * still wait on it when an attach starts the next one (initializing a
+     * condition variable with a waiter hung both). A forked child makes its
+     * own: the parent's waiters are not in it. */
+    static pid_t wake_pid;
+    if (wake_pid == getpid()) return;
+    wake_pid = getpid();
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -117,3 +117,67 @@ int lw_dyn_required_version(const lw_dyn *d, const char *name, const char **vers
     }
     return -1;
 }
+
+/* One definition of name at index i that an unversioned reference binds. */
+static int binds(const lw_dyn *d, size_t i, const char *name) {
+    const ElfW(Sym) *s = &d->symtab[i];
+    if (s->st_shndx == SHN_UNDEF || s->st_value == 0) return 0;
+    unsigned type = ELF64_ST_TYPE(s->st_info), bind = ELF64_ST_BIND(s->st_info);
+    if (type != STT_FUNC || (bind != STB_GLOBAL && bind != STB_WEAK)) return 0;
+    if (ELF64_ST_VISIBILITY(s->st_other) != STV_DEFAULT) return 0;
+    if (d->versym && (d->versym[i] & 0x8000)) return 0; /* a hidden (non-default) version */
+    const char *sn = lw_dyn_symbol_name(d, i);
+    return sn && strcmp(sn, name) == 0;
+}
+
+static uint32_t gnu_hash_of(const char *s) {
+    uint32_t h = 5381;
+    for (const unsigned char *u = (const unsigned char *)s; *u; u++)
+        h = h * 33 + *u;
+    return h;
+}
+
+static uint32_t sysv_hash_of(const char *s) {
+    uint32_t h = 0;
+    for (const unsigned char *u = (const unsigned char *)s; *u; u++) {
+        h = (h << 4) + *u;
+        uint32_t g = h & 0xf0000000u;
+        if (g) h ^= g >> 24;
+        h &= ~g;
+    }
+    return h;
+}
+
+void *lw_dyn_defined(const lw_dyn *d, const char *name) {
+    if (d->gnu_hash) {
+        const uint32_t *h = d->gnu_hash;
+        uint32_t nbuckets = h[0], symoffset = h[1], bloom_size = h[2], shift = h[3];
+        if (!nbuckets || !bloom_size) return NULL;
+        const ElfW(Addr) *bloom = (const ElfW(Addr) *)(h + 4);
+        const uint32_t *buckets = (const uint32_t *)(bloom + bloom_size);
+        const uint32_t *chain = buckets + nbuckets;
+        uint32_t hash = gnu_hash_of(name);
+        const unsigned bits = sizeof(ElfW(Addr)) * 8;
+        ElfW(Addr) word = bloom[(hash / bits) % bloom_size];
+        ElfW(Addr) mask =
+            ((ElfW(Addr))1 << (hash % bits)) | ((ElfW(Addr))1 << ((hash >> shift) % bits));
+        if ((word & mask) != mask) return NULL;
+        uint32_t i = buckets[hash % nbuckets];
+        if (i < symoffset) return NULL;
+        for (;; i++) {
+            uint32_t h2 = chain[i - symoffset];
+            if ((h2 | 1) == (hash | 1) && binds(d, i, name))
+                return (void *)(d->base + d->symtab[i].st_value);
+            if (h2 & 1) return NULL;
+        }
+    }
+    if (d->hash) {
+        uint32_t nbucket = d->hash[0];
+        const uint32_t *bucket = d->hash + 2, *chain = bucket + nbucket;
+        if (!nbucket) return NULL;
+        uint32_t nchain = d->hash[1];
+        for (uint32_t i = bucket[sysv_hash_of(name) % nbucket]; i && i < nchain; i = chain[i])
+            if (binds(d, i, name)) return (void *)(d->base + d->symtab[i].st_value);
+    }
+    return NULL;
+}

@@ -37,6 +37,13 @@ size_t lw_dyn_symbol_count(const lw_dyn *d);
 /* The name of symbol index i, or NULL. */
 const char *lw_dyn_symbol_name(const lw_dyn *d, size_t i);
 
+/* The object's own definition of the function name (never one it imports),
+ * as the dynamic linker would bind an unversioned reference to it: global or
+ * weak, default visibility, of its default version when it has several
+ * (a hidden version never answers). NULL when it has none; an indirect
+ * function (whose address is its resolver's) counts as none. */
+void *lw_dyn_defined(const lw_dyn *d, const char *name);
+
 /* How the object refers to the undefined symbol name: 1 with *version set
  * (cudaMalloc@libcudart.so.13: only a definition of that version satisfies
  * it), 0 without a version (the first definition in scope order does), -1

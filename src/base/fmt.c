@@ -150,9 +150,12 @@ char *lw_answer_line(const lw_answer *a, char *out, size_t n) {
     } else {
         const char *v = verdict == LW_VERDICT_NO_LEAK        ? "no leak"
                         : verdict == LW_VERDICT_INCONCLUSIVE ? "inconclusive"
+                        : verdict == LW_VERDICT_NOTHING_SEEN ? "nothing seen"
                                                              : "unknown verdict";
         add(out, n, &o, "%s", v);
-        if (verdict == LW_VERDICT_NO_LEAK)
+        if (verdict == LW_VERDICT_NOTHING_SEEN)
+            add(out, n, &o, ": no CUDA allocation was seen since the attach");
+        else if (verdict == LW_VERDICT_NO_LEAK)
             add(out, n, &o, ": the floor of live memory is flat");
         else if (verdict == LW_VERDICT_INCONCLUSIVE)
             add(out, n, &o, ": not enough %ss or too much noise to decide", unit);

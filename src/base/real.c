@@ -9,6 +9,7 @@
 #include <elf.h>
 #include <link.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 typedef void *(*dlsym_fn)(void *, const char *);
@@ -200,7 +201,9 @@ typedef struct {
     uintptr_t base;   /* load bias and dynamic section: the versions it asks for */
     const ElfW(Dyn) * ld;
     void *_Atomic fn[LW_CALLER_FUNCS];
+    atomic_uint guessed; /* bit i: fn[i] is a guess (see guess below) */
 } caller_obj;
+_Static_assert(LW_CALLER_FUNCS <= 32, "one bit per function in caller_obj.guessed");
 
 #define CALLERS_MAX 64
 static caller_obj callers[CALLERS_MAX];
@@ -208,6 +211,9 @@ static atomic_int callers_ready[CALLERS_MAX];
 static atomic_int callers_claimed;
 /* Calls from code in no object (generated code) or past a full table. */
 static void *_Atomic anonymous_fn[LW_CALLER_FUNCS];
+static atomic_uint anonymous_guessed;
+/* Calls whose target was guessed (tracker.guessed_target_calls). */
+static atomic_ullong guessed_calls;
 
 struct find_obj {
     uintptr_t addr, lo, hi, base;
@@ -245,7 +251,8 @@ static caller_obj *add_caller(uintptr_t ra) {
         atomic_store(&callers_claimed, CALLERS_MAX);
         lw_log_once(callers_full,
                     "more than %d libraries call the CUDA runtime; calls from the others go to "
-                    "the runtime in the global scope",
+                    "the runtime in the global scope (else to a guessed one, counted in "
+                    "tracker.guessed_target_calls)",
                     CALLERS_MAX);
         return NULL;
     }
@@ -308,6 +315,82 @@ static void *resolve(const caller_obj *c, const char *name) {
     return p;
 }
 
+/* ---- when the caller's own scope has no definition ----
+ * The return address names the caller only when the call was a call. A tail
+ * call (`jmp cudaMalloc@PLT`, what -O2 makes of `return cudaMalloc(p, n);`)
+ * leaves the address of the module's caller; libffi (ctypes, cffi), generated
+ * code and trampolines call from code that never referred to the function at
+ * all. When that code's scope holds no definition, the job did not make a
+ * call that fails: the function exists somewhere, and an error of ours would
+ * fail the job's allocation. So the target is guessed: the global scope's
+ * definition (resolve tried it), else the one object loaded that defines the
+ * name, else the first of them in load order. Each call that reaches a
+ * guessed target is counted (tracker.guessed_target_calls). */
+struct find_def {
+    const char *name;
+    uintptr_t skip_lo, skip_hi; /* the caller itself */
+    int seen_own, late, count;
+    void *first;
+    char first_name[256];
+};
+
+static int find_definition(struct dl_phdr_info *info, size_t size, void *data) {
+    struct find_def *f = data;
+    uintptr_t lo, hi;
+    object_span(info, &lo, &hi);
+    if (lo >= hi) return 0;
+    if (lw_is_own_address(lo)) {
+        f->seen_own = 1;
+        return 0;
+    }
+    /* Preloaded, what comes before us in the global scope (the program, and
+     * interposers preloaded before us, which forward to the next definition:
+     * ours) is never a target. Nor is the caller's own definition: an
+     * interposer that forwards to us would be called again. */
+    if (!f->seen_own && !f->late) return 0;
+    if (f->skip_hi && lo < f->skip_hi && hi > f->skip_lo) return 0;
+    const ElfW(Dyn) *ld = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            ld = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    lw_dyn d;
+    if (!ld || lw_dyn_read(info->dlpi_addr, ld, &d) != 0) return 0;
+    void *p = lw_dyn_defined(&d, f->name);
+    if (!p || lw_is_own_address((uintptr_t)p)) return 0;
+    if (!f->first) {
+        f->first = p;
+        snprintf(f->first_name, sizeof f->first_name, "%s",
+                 info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "the program");
+    }
+    f->count++;
+    return 0;
+}
+
+/* Once per process, whichever guess comes first. */
+static void say_guess(const char *name, const char *target, const char *how) {
+    lw_log_once(guessed_once,
+                "a call of %s came from code whose own libraries hold no CUDA runtime (a tail "
+                "call, a call through libffi/ctypes, generated code): passed to %s, %s; the "
+                "report's tracker.guessed_target_calls counts such calls",
+                name, target, how);
+}
+
+static void *guess(const caller_obj *c, const char *name) {
+    (void)lw_is_own_address(0); /* our span known before the walk */
+    struct find_def f = {.name = name, .late = lw_real_is_late()};
+    if (c) {
+        f.skip_lo = c->lo;
+        f.skip_hi = c->hi;
+    }
+    dl_iterate_phdr(find_definition, &f);
+    if (!f.first) return NULL;
+    lw_keep_loaded(f.first);
+    say_guess(name, f.first_name,
+              f.count == 1 ? "the only library that defines it"
+                           : "the first of the libraries that define it");
+    return f.first;
+}
+
 static caller_obj *caller_of(uintptr_t a) {
     int n = atomic_load_explicit(&callers_claimed, memory_order_acquire);
     if (n > CALLERS_MAX) n = CALLERS_MAX;
@@ -322,15 +405,48 @@ static caller_obj *caller_of(uintptr_t a) {
     return c ? c : add_caller(a);
 }
 
-void *lw_real_for_caller(const void *ra, int index, const char *name) {
+static void *for_caller(const void *ra, int index, const char *name, int count) {
     if (index < 0 || index >= LW_CALLER_FUNCS) return NULL;
     caller_obj *c = caller_of((uintptr_t)ra);
     void *_Atomic *slot = c ? &c->fn[index] : &anonymous_fn[index];
+    atomic_uint *guessed = c ? &c->guessed : &anonymous_guessed;
     void *p = atomic_load_explicit(slot, memory_order_acquire);
-    if (p) return p;
-    p = resolve(c, name);
-    if (p) atomic_store_explicit(slot, p, memory_order_release);
+    if (!p) {
+        p = resolve(c, name);
+        /* Code in no object (or past a full table): the global scope's
+         * definition is a guess too. */
+        int g = !c;
+        if (p && !c) {
+            Dl_info info;
+            say_guess(name,
+                      dladdr(p, &info) && info.dli_fname && info.dli_fname[0] ? info.dli_fname
+                                                                              : "the program",
+                      "the global scope's definition");
+        }
+        if (!p) {
+            p = guess(c, name);
+            g = 1;
+        }
+        if (!p) return NULL;
+        /* The mark before the pointer: who sees the one sees the other. */
+        if (g) atomic_fetch_or_explicit(guessed, 1u << index, memory_order_relaxed);
+        atomic_store_explicit(slot, p, memory_order_release);
+    }
+    if (count && (atomic_load_explicit(guessed, memory_order_relaxed) >> index & 1u))
+        atomic_fetch_add_explicit(&guessed_calls, 1, memory_order_relaxed);
     return p;
+}
+
+void *lw_real_for_caller(const void *ra, int index, const char *name) {
+    return for_caller(ra, index, name, 1);
+}
+
+void *lw_real_for_caller_nocount(const void *ra, int index, const char *name) {
+    return for_caller(ra, index, name, 0);
+}
+
+uint64_t lw_real_guessed_calls(void) {
+    return atomic_load_explicit(&guessed_calls, memory_order_relaxed);
 }
 
 void *lw_default_for_caller(const void *ra, const char *name) {

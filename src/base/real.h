@@ -38,10 +38,25 @@ void *(*lw_real_dlsym_function(void))(void *, const char *);
  * whose symbol version matches, else to one in the caller's own dependency
  * tree (a module opened RTLD_LOCAL). Resolved once per calling object and
  * function (index < LW_CALLER_FUNCS, one per exported name), cached, and the
- * calling object is kept loaded from then on. NULL when no real definition
- * exists. */
+ * calling object is kept loaded from then on. When the caller's scope has no
+ * definition (the return address need not lie in the calling object: see
+ * lw_real_guessed_calls), one loaded elsewhere is taken. NULL only when no
+ * real definition exists anywhere in the process. */
 #define LW_CALLER_FUNCS 24
 void *lw_real_for_caller(const void *ra, int index, const char *name);
+
+/* The same for a lookup that makes no call of the job's (dlsym's answer, a
+ * version query of ours): not counted in lw_real_guessed_calls. */
+void *lw_real_for_caller_nocount(const void *ra, int index, const char *name);
+
+/* The calls whose target had to be guessed (tracker.guessed_target_calls):
+ * the caller's return address lay in code in no loaded object, or in one whose
+ * scope defines no such function (a tail call from a module opened
+ * RTLD_LOCAL, a call through libffi, generated code). Such a call goes to the
+ * global scope's definition, else to the only object loaded that defines the
+ * name, else to the first in load order; never to an error of leakwatch's own
+ * while a definition exists. */
+uint64_t lw_real_guessed_calls(void);
 
 /* What dlsym(RTLD_DEFAULT, name) called from return address ra would return
  * without leakwatch, given that with it our export came first: the next

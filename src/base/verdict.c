@@ -7,6 +7,7 @@ static const char *const names[LW_VERDICT_COUNT] = {
     [LW_VERDICT_INCONCLUSIVE] = "inconclusive",
     [LW_VERDICT_LEAK] = "leak",
     [LW_VERDICT_NO_LEAK] = "no_leak",
+    [LW_VERDICT_NOTHING_SEEN] = "nothing_seen",
 };
 
 const char *lw_verdict_name(int v) {

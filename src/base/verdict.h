@@ -8,11 +8,17 @@
 typedef enum {
     LW_VERDICT_INCONCLUSIVE = 0,
     LW_VERDICT_LEAK = 1,
-    LW_VERDICT_NO_LEAK = 2
+    LW_VERDICT_NO_LEAK = 2,
+    /* An attached session that saw no allocation since the attach: nothing
+     * to judge (the job allocated nothing since, or through function
+     * pointers it looked up before the attach, which an attach cannot see).
+     * Never "no leak". */
+    LW_VERDICT_NOTHING_SEEN = 3
 } lw_verdict;
-#define LW_VERDICT_COUNT 3
+#define LW_VERDICT_COUNT 4
 
-/* "inconclusive", "leak", "no_leak"; "unknown" for any other value. */
+/* "inconclusive", "leak", "no_leak", "nothing_seen"; "unknown" for any
+ * other value. */
 const char *lw_verdict_name(int v);
 /* The verdict named s, or -1 when s is NULL or names none. */
 int lw_verdict_parse(const char *s);

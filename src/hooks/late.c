@@ -337,27 +337,41 @@ late_dlopen(const char *file, int mode) {
  * the documented way (PyGILState_Ensure: any thread the interpreter did not
  * create), never from the borrowed thread, which may be waiting for the GIL
  * itself. The code runs in a dictionary of its own: the job's __main__ is not
- * touched. The package comes from the job's own sys.path, else from this
- * installation (then taken off sys.path again). Python without torch: no
- * hook fires; steps are time intervals. */
+ * touched. The package is this installation's, loaded by its absolute path:
+ * nothing is looked up on the job's sys.path (where the script's folder and
+ * the working directory come first, and another user's leakwatch/ would run
+ * with the job's rights). A leakwatch package the job imported itself is
+ * used when it is this one; another is left alone (no step marks from the
+ * optimizer then). Python without torch: no hook fires; steps are time
+ * intervals. */
 typedef int (*py_initialized_fn)(void);
 typedef int (*py_ensure_fn)(void);
 typedef void (*py_release_fn)(int);
 typedef int (*py_run_fn)(const char *, void *);
 
-static const char py_install[] = "import sys\n"
-                                 "d = DIR\n"
-                                 "added = bool(d) and d not in sys.path\n"
-                                 "if added:\n"
-                                 "    sys.path.append(d)\n"
-                                 "try:\n"
-                                 "    import leakwatch._torch\n"
-                                 "    leakwatch._torch.install()\n"
-                                 "except Exception:\n"
-                                 "    pass\n"
-                                 "finally:\n"
-                                 "    if added and d in sys.path:\n"
-                                 "        sys.path.remove(d)\n";
+static const char py_install[] =
+    "import sys, os, importlib.util\n"
+    "d = DIR\n"
+    "here = os.path.join(d, 'leakwatch') if d else ''\n"
+    "def ours(m):\n"
+    "    f = getattr(m, '__file__', None) or ''\n"
+    "    return bool(here) and os.path.realpath(os.path.dirname(f)) == os.path.realpath(here)\n"
+    "added = False\n"
+    "try:\n"
+    "    pkg = sys.modules.get('leakwatch')\n"
+    "    if pkg is None and here:\n"
+    "        spec = importlib.util.spec_from_file_location('leakwatch', os.path.join(here, "
+    "'__init__.py'), submodule_search_locations=[here])\n"
+    "        pkg = importlib.util.module_from_spec(spec)\n"
+    "        sys.modules['leakwatch'] = pkg\n"
+    "        added = True\n"
+    "        spec.loader.exec_module(pkg)\n"
+    "    if pkg is not None and ours(pkg):\n"
+    "        import leakwatch._torch\n"
+    "        leakwatch._torch.install()\n"
+    "except Exception:\n"
+    "    if added and sys.modules.get('leakwatch') is pkg:\n"
+    "        del sys.modules['leakwatch']\n";
 static const char py_uninstall[] = "import sys\n"
                                    "t = sys.modules.get('leakwatch._torch')\n"
                                    "if t is not None and hasattr(t, 'uninstall'):\n"
@@ -407,6 +421,23 @@ static void *python_install_thread(void *arg) {
     return NULL;
 }
 
+/* ---- the locks of attach and detach, in one order ----
+ *
+ *   attach_lock  (here: one attach or detach at a time)
+ *     -> start_lock  (lifecycle.c: lw_lifecycle_attach/detach, and the fork
+ *                     handlers' before_fork)
+ *       -> patch_lock  (here: the rewritten entries; a leaf: nothing is
+ *                       taken while it is held)
+ *
+ * The fork handlers take start_lock, then patch_lock: ours are registered
+ * before lifecycle.c's (attach_now registers them before its first
+ * lw_lifecycle_attach), and prepare handlers run in the reverse order of
+ * registration. So attach and detach never hold patch_lock while they take
+ * start_lock (that inversion hung a job forking during an attach for good),
+ * and attach_lock, which no fork handler takes, is made new in a child
+ * (the attach or detach that held it runs in the parent only). */
+static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* A fork while another thread holds patch_lock must not leave the child
  * with it locked (its dlopen hook takes it). */
 static void fork_prepare(void) {
@@ -417,13 +448,16 @@ static void fork_parent(void) {
 }
 static void fork_child(void) {
     pthread_mutex_init(&patch_lock, NULL);
+    pthread_mutex_init(&attach_lock, NULL);
 }
 
 /* ---- attach and detach ---- */
 static int detach(char *msg, size_t n) {
+    pthread_mutex_lock(&attach_lock);
     pthread_mutex_lock(&patch_lock);
     if (!atomic_load(&installed)) {
         pthread_mutex_unlock(&patch_lock);
+        pthread_mutex_unlock(&attach_lock);
         snprintf(msg, n, "leakwatch is not attached to this process");
         return -1;
     }
@@ -436,12 +470,13 @@ static int detach(char *msg, size_t n) {
         snprintf(msg, n, "(no report written: LEAKWATCH_REPORT is none, or see the job's stderr)");
     else
         snprintf(msg, n, "%s", path);
+    pthread_mutex_unlock(&attach_lock);
     return 0;
 }
 
 static int attach_now(const char *settings, char *msg, size_t n) {
     int rc = -1;
-    pthread_mutex_lock(&patch_lock);
+    pthread_mutex_lock(&attach_lock);
     if (atomic_load(&installed)) {
         snprintf(msg, n, "leakwatch is already attached");
         rc = 1;
@@ -482,13 +517,15 @@ static int attach_now(const char *settings, char *msg, size_t n) {
                  "so it could not be detached: not attached");
         goto out;
     }
+    pthread_mutex_lock(&patch_lock);
     atomic_store(&installed, 1);
     patch_all_locked();
     snprintf(msg, n, "%zu", npatches);
+    pthread_mutex_unlock(&patch_lock);
     if (lw_real_dlsym(RTLD_DEFAULT, "Py_IsInitialized")) lw_thread_start(python_install_thread);
     rc = 0;
 out:
-    pthread_mutex_unlock(&patch_lock);
+    pthread_mutex_unlock(&attach_lock);
     return rc;
 }
 

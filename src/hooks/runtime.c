@@ -22,8 +22,11 @@
 #include <errno.h>
 #include <string.h>
 
-/* Returned when no real runtime function exists (a program that found our
- * export by name without loading libcudart): nothing to pass the call to. */
+/* Returned only when no real runtime function exists anywhere in the process
+ * (a program that found our export by name without loading libcudart):
+ * nothing to pass the call to. A caller whose own scope has none (a tail call
+ * from a module, libffi, generated code) is passed to a guessed one instead
+ * (lw_real_for_caller). */
 #define NO_RUNTIME cudaErrorInitializationError
 
 /* One index per exported name, for the per-caller cache. */
@@ -81,7 +84,7 @@ static const char *const names[F_COUNT] = {
 
 int lw_export_reaches(const void *ra, const char *name, void *real) {
     for (int i = 0; i < F_COUNT; i++)
-        if (strcmp(name, names[i]) == 0) return lw_real_for_caller(ra, i, name) == real;
+        if (strcmp(name, names[i]) == 0) return lw_real_for_caller_nocount(ra, i, name) == real;
     return 1; /* a driver export: one driver per process */
 }
 
@@ -204,7 +207,8 @@ LW_EXPORT cudaError_t cudaIpcCloseMemHandle(void *ptr) {
  * exports, which an interposable driver hands out, to the driver's own). */
 /* The version of the runtime the caller at ra uses. */
 static int runtime_version(const void *ra) {
-    lw_rt_cudaRuntimeGetVersion fn = REAL(cudaRuntimeGetVersion, lw_rt_cudaRuntimeGetVersion, ra);
+    lw_rt_cudaRuntimeGetVersion fn = (lw_rt_cudaRuntimeGetVersion)lw_real_for_caller_nocount(
+        ra, F_cudaRuntimeGetVersion, "cudaRuntimeGetVersion");
     int v = 0;
     if (!fn || fn(&v) != cudaSuccess) return 0;
     return v;

@@ -22,11 +22,13 @@
 #include "totals.h"
 #include "where.h"
 #include "rank.h"
+#include "real.h"
 #include "device.h"
 
 #include <leakwatch.h>
 
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -35,6 +37,7 @@
 #include <unistd.h>
 
 #define TORCH_BINS 300
+#define REPORT_WRITE_BUF 16384
 
 static void emit_counts(lw_jw *w, lw_counts c) {
     lw_jw_uint(w, "alloc_count", c.alloc_count);
@@ -401,7 +404,7 @@ static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const site_vi
 
 /* Writes the sites, most relevant first; returns the first one (the site the
  * answer names), or NULL. */
-static const lw_site *emit_sites(FILE *f, lw_jw *w, lw_symtab *syms, int global_leak) {
+static const lw_site *emit_sites(lw_jw *w, lw_symtab *syms, int global_leak) {
     site_views vs;
     views_load(&vs, global_leak);
     size_t n = 0, cap = lw_sites_count() + 1;
@@ -430,9 +433,9 @@ static const lw_site *emit_sites(FILE *f, lw_jw *w, lw_symtab *syms, int global_
     /* Whatever the shim writes, the command must read: the sites stop once
      * they fill LW_REPORT_SITES_BYTES (the most relevant come first), far
      * below what the command accepts. sites_reported says how many. */
-    off_t start = ftello(f);
+    long long start = lw_jw_tell(w);
     for (size_t i = 0; i < n && i < limit; i++) {
-        off_t at = ftello(f);
+        long long at = lw_jw_tell(w);
         if (start >= 0 && at >= 0 && at - start >= LW_REPORT_SITES_BYTES) break;
         emit_site(w, syms, all[i].site, view_of(&vs, all[i].site), all[i].leak ? (int)i + 1 : 0);
         written++;
@@ -734,9 +737,24 @@ void lw_report_set_end_signal(const char *name) {
     end_signal = name;
 }
 
+static _Atomic int attached_session;
+
+void lw_report_set_attached(int attached) {
+    attached_session = attached;
+}
+
+/* growth.reason of a "nothing_seen" report: why, and what to do. */
+#define NOTHING_SEEN_REASON                                                                        \
+    "no CUDA allocation seen since the attach (calls through pointers looked up before it "        \
+    "are not seen): start the job under 'leakwatch run'"
+
 int lw_report_emit(FILE *f, const char *reason) {
     lw_jw w;
     lw_jw_init(&w, f, 1);
+    /* Gathered and written in large pieces: the report's stream is
+     * unbuffered (atomic_file.c says why). */
+    char *wbuf = malloc(REPORT_WRITE_BUF);
+    lw_jw_buffer(&w, wbuf, wbuf ? REPORT_WRITE_BUF : 0);
     lw_symtab *syms = lw_symtab_new();
     char host[256] = "";
     gethostname(host, sizeof host - 1);
@@ -760,12 +778,18 @@ int lw_report_emit(FILE *f, const char *reason) {
     int nbins = 0;
     lw_growth_state g;
     lw_growth_get(&g, bins, bins ? 300 : 0, &nbins);
+    lw_counts seen = lw_totals_get(-2, LW_KIND_COUNT);
+    if (atomic_load(&attached_session) && !seen.alloc_count && !seen.failed_count) {
+        /* Nothing to judge: a flat floor of nothing is not "no leak". */
+        g.verdict = LW_VERDICT_NOTHING_SEEN;
+        snprintf(g.reason, sizeof g.reason, "%s", NOTHING_SEEN_REASON);
+    }
     lw_jw_str(&w, "verdict", lw_verdict_name(g.verdict));
     emit_totals(&w);
     emit_growth(&w, &g);
     emit_series(&w, bins, nbins);
     emit_torch(&w);
-    const lw_site *top = emit_sites(f, &w, syms, g.verdict == LW_VERDICT_LEAK);
+    const lw_site *top = emit_sites(&w, syms, g.verdict == LW_VERDICT_LEAK);
     /* The site the answer names, and its place to look (the same as that
      * site's own "where"): under PyTorch's signal, the first site found in
      * its allocation history, as the helper described it. */
@@ -795,12 +819,16 @@ int lw_report_emit(FILE *f, const char *reason) {
     lw_jw_uint(&w, "stacks_by_fallback_unwinder", ss.fallback);
     lw_jw_uint(&w, "stacks_verified", ss.verified);
     lw_jw_uint(&w, "stack_mismatches", ss.mismatches);
+    lw_jw_uint(&w, "guessed_target_calls", lw_real_guessed_calls());
     lw_jw_end(&w);
     lw_jw_end(&w);
+    lw_jw_flush(&w);
     fputc('\n', f);
     free(bins);
     lw_symtab_free(syms);
-    return lw_jw_failed(&w) ? -1 : 0;
+    int failed = lw_jw_failed(&w);
+    free(wbuf);
+    return failed ? -1 : 0;
 }
 
 void lw_report_site_label(const lw_site *site, char *out, size_t n) {

@@ -24,6 +24,10 @@ int lw_report_emit(FILE *f, const char *reason);
  * report whose reason is "signal". */
 void lw_report_set_end_signal(const char *name);
 
+/* This process's session was started by leakwatch attach: a report that saw
+ * no allocation since says "nothing_seen", never a verdict on growth. */
+void lw_report_set_attached(int attached);
+
 struct lw_site;
 /* The site's place to look (where.h), as every output names it:
  * "train.py:27 in train"; "site N" when it has no frame. Symbolises the

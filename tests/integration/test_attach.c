@@ -218,6 +218,15 @@ START_TEST(module_loaded_after_the_attach_is_hooked) {
 }
 END_TEST
 
+/* The module's wrappers end in a tail call (-O2): the runtime's return
+ * address lies in the program, whose scope has no runtime. Every step's
+ * allocations still succeed (the done line is the unattached job's) and
+ * are counted. */
+START_TEST(tail_calling_module_attached_diagnosed_detached) {
+    attach_diagnose_detach("dl_attach", "leak_tail_attach", "tail", 0);
+}
+END_TEST
+
 /* The runtime linked in statically, attached before its first call: it finds
  * the driver through the hooked dlsym. */
 START_TEST(static_runtime_attached_before_its_start) {
@@ -459,7 +468,14 @@ END_TEST
 /* A Python job: the attach's helper marks steps from the (stand-in) torch
  * optimizer; a job that imported the leakwatch package before the attach
  * gets its leakwatch.step() calls; without either, time intervals. */
+static void python_job_in(const char *mode, int want_steps, int planted);
 static void python_job(const char *mode, int want_steps) {
+    python_job_in(mode, want_steps, 0);
+}
+
+/* planted: the script runs from a folder that holds a package named
+ * leakwatch (another user's, say), which records that it ran. */
+static void python_job_in(const char *mode, int want_steps, int planted) {
     if (!can_attach()) return;
     const char *rt = getenv("LW_ASAN_RT");
     if (rt && strstr(rt, "tsan")) {
@@ -484,6 +500,23 @@ static void python_job(const char *mode, int want_steps) {
     snprintf(j.out, sizeof j.out, "%s/out.txt", j.dir);
     snprintf(j.go, sizeof j.go, "%s/go", j.dir);
     snprintf(j.report, sizeof j.report, "%s/report.json", j.dir);
+    char marker[PATH_MAX];
+    snprintf(marker, sizeof marker, "%s/planted-ran", j.dir);
+    if (planted) {
+        char copy[PATH_MAX], pk[PATH_MAX], f[PATH_MAX + 32], code[PATH_MAX + 128];
+        snprintf(copy, sizeof copy, "%s/attach_job.py", j.dir);
+        char *text = lw_slurp_file(script);
+        lw_write_text(copy, text);
+        free(text);
+        snprintf(script, sizeof script, "%s", copy);
+        snprintf(pk, sizeof pk, "%s/leakwatch", j.dir);
+        ck_assert_int_eq(mkdir(pk, 0755), 0);
+        snprintf(code, sizeof code, "open('%s', 'w').write('ran')\n", marker);
+        snprintf(f, sizeof f, "%s/__init__.py", pk);
+        lw_write_text(f, code);
+        snprintf(f, sizeof f, "%s/_torch.py", pk);
+        lw_write_text(f, code);
+    }
     const char *args[] = {script, mode, "250", j.go, NULL};
     const char *env[] = {cudart, pypath, NULL};
     j.pid = lw_spawn("/usr/bin/python3", args, env, 0, j.out);
@@ -516,6 +549,7 @@ static void python_job(const char *mode, int want_steps) {
     ck_assert_str_eq(lw_json_string(lw_json_get(rep.report, "verdict")), "leak");
     ck_assert_msg(lw_rep_site_named(&rep, "leak_attach_py") != NULL, "no Python site");
     lw_json_free(rep.report);
+    ck_assert_msg(access(marker, F_OK) != 0, "the leakwatch package in the job's folder ran");
     lw_remove_dir(j.dir);
 }
 
@@ -526,6 +560,13 @@ END_TEST
 
 START_TEST(python_package_job_gets_step_marks) {
     python_job("package", 1);
+}
+END_TEST
+
+/* The attach's helper is this installation's, loaded by its path: a
+ * leakwatch package in the job's folder (first on its sys.path) never runs. */
+START_TEST(python_package_in_the_jobs_folder_is_not_imported) {
+    python_job_in("torch", 1, 1);
 }
 END_TEST
 
@@ -595,6 +636,295 @@ START_TEST(ptrace_scope_messages_say_what_to_change) {
 }
 END_TEST
 
+/* ---- an attach that can never hurt the job (issue 32) ---- */
+
+/* Starts tests/programs/PROG ARGS... (its output in j->out, in j->dir, which
+ * the caller made with lw_temp_dir) and waits for its "ready". */
+static void start_prog(job *j, const char *prog, const char *const *args) {
+    snprintf(j->out, sizeof j->out, "%s/out.txt", j->dir);
+    snprintf(j->go, sizeof j->go, "%s/go", j->dir);
+    snprintf(j->report, sizeof j->report, "%s/report.json", j->dir);
+    char exe[PATH_MAX];
+    snprintf(exe, sizeof exe, "%s/tests/programs/%s", lw_build_dir(), prog);
+    j->pid = lw_spawn(exe, args, NULL, 0, j->out);
+    ck_assert_msg(lw_wait_for_text(j->out, "ready", 20000), "%s never started: %s", prog,
+                  lw_slurp_file(j->out));
+}
+
+/* A job that forks all the time, attached and detached 50 times: the attach
+ * took the library's locks in one order (patch_lock, then start_lock) and
+ * the fork handlers in the other, so a fork during an attach hung both the
+ * job and the command for good. */
+START_TEST(fork_heavy_job_survives_attach_detach_cycles) {
+    if (!can_attach()) return;
+    job j;
+    char stop[160];
+    lw_temp_dir(j.dir, sizeof j.dir);
+    snprintf(stop, sizeof stop, "%s/stop", j.dir);
+    const char *args[] = {stop, NULL};
+    start_prog(&j, "rt_attach_fork", args);
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    for (int i = 0; i < 50; i++) {
+        lw_run r;
+        attach_cli(&r, "--background", "-q", "-o", j.report, pid, NULL);
+        ck_assert_msg(r.exit_code == 0, "cycle %d: attach exit %d signal %d: %s", i, r.exit_code,
+                      r.signal, r.err);
+        lw_run_free(&r);
+        attach_cli(&r, "--detach", "-q", pid, NULL, NULL, NULL);
+        ck_assert_msg(r.exit_code == 0, "cycle %d: detach exit %d signal %d: %s", i, r.exit_code,
+                      r.signal, r.err);
+        lw_run_free(&r);
+    }
+    lw_write_text(stop, "stop");
+    char *out = finish_job(&j);
+    ck_assert_msg(strstr(out, "done, ") && !strstr(out, "done, 0 forks"), "%s", out);
+    free(out);
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
+/* A line of /proc/PID[/task/TID]/status ("SigCgt:" ...), malloc'd. */
+static char *status_line(pid_t pid, pid_t tid, const char *key) {
+    char p[96];
+    if (tid)
+        snprintf(p, sizeof p, "/proc/%ld/task/%ld/status", (long)pid, (long)tid);
+    else
+        snprintf(p, sizeof p, "/proc/%ld/status", (long)pid);
+    char *text = lw_slurp_file(p);
+    const char *at = strstr(text, key);
+    char *line = strndup(at ? at : "", at ? strcspn(at, "\n") : 0);
+    free(text);
+    return line;
+}
+
+/* The job's SIGSEGV disposition, and the borrowed thread's mask, are as
+ * before the attach: the injected calls returned by faulting at address 0,
+ * and the kernel resets a blocked or ignored SIGSEGV that faults to its
+ * default (and unblocks it). */
+static void sigsegv_state_kept(const char *mode) {
+    if (!can_attach()) return;
+    job j;
+    char stop[160];
+    lw_temp_dir(j.dir, sizeof j.dir);
+    snprintf(stop, sizeof stop, "%s/stop", j.dir);
+    const char *args[] = {mode, stop, NULL};
+    start_prog(&j, "rt_attach_sigstate", args);
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    const char *keys[] = {"SigCgt:", "SigIgn:", "SigBlk:"};
+    char *before[3], *after[3];
+    for (int k = 0; k < 3; k++)
+        before[k] = status_line(j.pid, k == 2 ? j.pid : 0, keys[k]);
+    lw_run r;
+    attach_cli(&r, "--background", "-q", "-o", j.report, pid, NULL);
+    ck_assert_msg(r.exit_code == 0, "attach: %d: %s", r.exit_code, r.err);
+    lw_run_free(&r);
+    attach_cli(&r, "--detach", "-q", pid, NULL, NULL, NULL);
+    ck_assert_msg(r.exit_code == 0, "detach: %d: %s", r.exit_code, r.err);
+    lw_run_free(&r);
+    for (int k = 0; k < 3; k++) {
+        after[k] = status_line(j.pid, k == 2 ? j.pid : 0, keys[k]);
+        ck_assert_msg(before[k][0] && !strcmp(before[k], after[k]), "%s: before '%s', after '%s'",
+                      mode, before[k], after[k]);
+        free(before[k]);
+        free(after[k]);
+    }
+    lw_write_text(stop, "stop");
+    char *out = finish_job(&j);
+    ck_assert_msg(strstr(out, "done"), "%s", out);
+    free(out);
+    lw_remove_dir(j.dir);
+}
+
+START_TEST(sigsegv_handler_blocked_in_the_borrowed_thread_is_kept) {
+    sigsegv_state_kept("handler");
+}
+END_TEST
+
+START_TEST(ignored_sigsegv_is_kept) {
+    sigsegv_state_kept("ignore");
+}
+END_TEST
+
+START_TEST(sigsegv_blocked_in_the_borrowed_thread_stays_blocked) {
+    sigsegv_state_kept("blocked");
+}
+END_TEST
+
+/* SIGTERM (as timeout sends it) stops an attach that waits for a thread it
+ * can borrow: the command used to block it for as long as it waited. The
+ * job is left as it was. */
+START_TEST(sigterm_stops_a_waiting_attach) {
+    if (!can_attach()) return;
+    job j;
+    lw_temp_dir(j.dir, sizeof j.dir);
+    snprintf(j.out, sizeof j.out, "%s/out.txt", j.dir);
+    char exe[PATH_MAX], pid[32], out[160];
+    snprintf(exe, sizeof exe, "%s/tests/programs/rt_attach_busy", lw_build_dir());
+    const char *args[] = {"4000", NULL};
+    j.pid = lw_spawn(exe, args, NULL, 0, j.out);
+    ck_assert_msg(lw_wait_for_text(j.out, "ready", 20000), "%s", lw_slurp_file(j.out));
+    pid_text(j.pid, pid, sizeof pid);
+    snprintf(out, sizeof out, "%s/attach.txt", j.dir);
+    const char *a_args[] = {"attach", "--wait-ms", "600000", pid, NULL};
+    pid_t a = lw_spawn(lw_cli_exe(), a_args, NULL, 0, out);
+    usleep(500 * 1000); /* it waits for a thread that never comes */
+    kill(a, SIGTERM);
+    int st = 0;
+    if (lw_wait_pid(a, 30000, &st) != 0) {
+        kill(a, SIGKILL);
+        waitpid(a, &st, 0);
+        ck_abort_msg("SIGTERM did not stop leakwatch attach: %s", lw_slurp_file(out));
+    }
+    char *text = lw_slurp_file(out);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(text, "interrupted"),
+                  "status 0x%x: %s", st, text);
+    free(text);
+    ck_assert(!maps_have(j.pid, "libleakwatch"));
+    char *jo = finish_job(&j);
+    ck_assert_msg(strstr(jo, "interrupted 0 times"), "%s", jo);
+    free(jo);
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
+/* Stacks the program placed next to each other without a guard page: the
+ * bytes the attach saves below the borrowed thread's stack pointer and
+ * writes back at the end stay within that thread's own stack (256 KiB were
+ * written back whatever lay there: the neighbour's live stack). */
+START_TEST(adjacent_stacks_of_other_threads_are_not_written_back) {
+    if (!can_attach()) return;
+    job j;
+    char stop[160];
+    lw_temp_dir(j.dir, sizeof j.dir);
+    snprintf(stop, sizeof stop, "%s/stop", j.dir);
+    const char *args[] = {stop, NULL};
+    start_prog(&j, "rt_attach_adjstack", args);
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    for (int i = 0; i < 20; i++) {
+        lw_run r;
+        attach_cli(&r, "--background", "-q", "-o", j.report, pid, NULL);
+        ck_assert_msg(r.exit_code == 0, "cycle %d: attach %d: %s", i, r.exit_code, r.err);
+        lw_run_free(&r);
+        attach_cli(&r, "--detach", "-q", pid, NULL, NULL, NULL);
+        ck_assert_msg(r.exit_code == 0, "cycle %d: detach %d: %s", i, r.exit_code, r.err);
+        lw_run_free(&r);
+    }
+    lw_write_text(stop, "stop");
+    char *out = finish_job(&j);
+    ck_assert_msg(strstr(out, "reverted 0 times"), "%s", out);
+    free(out);
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
+/* An attach that saw no allocation says so: "nothing_seen", with the
+ * reason and what to do, never "no_leak" (a flat floor of nothing); and a
+ * gate with --fail-on-leak does not pass it (issue 26, item 3). */
+START_TEST(an_attach_that_saw_nothing_says_nothing_seen) {
+    if (!can_attach()) return;
+    job j;
+    start_job(&j, "rt_attach", "20", NULL, 0, 0); /* waits for go: allocates nothing */
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    lw_run r;
+    attach_cli(&r, "--background", "--set", "interval_ms=20", "-o", j.report, pid);
+    ck_assert_msg(r.exit_code == 0, "attach: %d: %s", r.exit_code, r.err);
+    lw_run_free(&r);
+    usleep(1000 * 1000); /* some intervals, all of nothing */
+    attach_cli(&r, "--detach", pid, NULL, NULL, NULL, NULL);
+    ck_assert_msg(r.exit_code == 0, "detach: %d: %s", r.exit_code, r.err);
+    ck_assert_msg(strstr(r.out, "nothing seen") && !strstr(r.out, "no leak"), "detach: %s", r.out);
+    lw_run_free(&r);
+    go(&j);
+    free(finish_job(&j));
+
+    lw_run rep;
+    load_report(&rep, j.report);
+    ck_assert_str_eq(lw_json_string(lw_json_get(rep.report, "verdict")), "nothing_seen");
+    const char *greason = lw_json_string(lw_json_path(rep.report, "growth.reason"));
+    ck_assert_msg(greason && strstr(greason, "since the attach") &&
+                      strstr(greason, "leakwatch run"),
+                  "growth.reason %s", greason ? greason : "(none)");
+    lw_json_free(rep.report);
+
+    const char *plain[] = {"report", j.report, NULL};
+    lw_cli_run(&r, plain, NULL);
+    ck_assert_msg(r.exit_code == 0 && strstr(r.out, "nothing seen") && !strstr(r.out, "no leak"),
+                  "report: %d: %s%s", r.exit_code, r.out, r.err);
+    lw_run_free(&r);
+    const char *gate[] = {"report", "--fail-on-leak", j.report, NULL};
+    lw_cli_run(&r, gate, NULL);
+    ck_assert_msg(r.exit_code == 1 && strstr(r.err, "saw no allocation"),
+                  "report --fail-on-leak: %d: %s", r.exit_code, r.err);
+    lw_run_free(&r);
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
+/* The state letter of /proc/PID/stat. */
+static char proc_state(pid_t pid) {
+    char p[64];
+    snprintf(p, sizeof p, "/proc/%ld/stat", (long)pid);
+    char *text = lw_slurp_file(p);
+    const char *rp = strrchr(text, ')');
+    char c = rp && rp[1] == ' ' ? rp[2] : '?';
+    free(text);
+    return c;
+}
+
+/* SIGSTOP and SIGCONT pairs all through attaches: the job is never left
+ * stopped (a stop held back during the attach was sent again after the
+ * SIGCONT that had ended it). */
+START_TEST(stop_and_cont_during_an_attach_leave_the_job_running) {
+    if (!can_attach()) return;
+    job j;
+    start_job(&j, "rt_attach", "100000", NULL, 1, 0);
+    char pid[32], out[160];
+    pid_text(j.pid, pid, sizeof pid);
+    snprintf(out, sizeof out, "%s/attach.txt", j.dir);
+    int stopped = 0, attached = 0;
+    for (int i = 0; i < 20 && !stopped; i++) {
+        const char *args[] = {"attach", "--background", "-q", "-o", j.report, pid, NULL};
+        pid_t a = lw_spawn(lw_cli_exe(), args, NULL, 0, out);
+        int st = 0;
+        while (waitpid(a, &st, WNOHANG) == 0) {
+            kill(j.pid, SIGSTOP);
+            usleep(100);
+            kill(j.pid, SIGCONT);
+            usleep(100);
+        }
+        /* The last signal was a SIGCONT: the job runs, unless the attach
+         * stops it again afterwards. */
+        for (int k = 0; k < 50 && !stopped; k++) {
+            stopped = proc_state(j.pid) == 'T';
+            usleep(2000);
+        }
+        kill(j.pid, SIGCONT);
+        ck_assert_msg(!stopped, "cycle %d: the attach left the job stopped", i);
+        /* An attach may also give up (no thread at a safe point while the
+         * job was stopped): the job is left as it was either way. */
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            char *text = lw_slurp_file(out);
+            printf("test_attach: stop/cont cycle %d: attach status 0x%x: %s", i, st, text);
+            free(text);
+            continue;
+        }
+        attached++;
+        lw_run r;
+        attach_cli(&r, "--detach", "-q", pid, NULL, NULL, NULL);
+        ck_assert_msg(r.exit_code == 0, "cycle %d: detach %d: %s", i, r.exit_code, r.err);
+        lw_run_free(&r);
+    }
+    ck_assert_msg(attached > 0, "no attach succeeded");
+    kill(j.pid, SIGKILL);
+    waitpid(j.pid, NULL, 0);
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
 int main(void) {
     snprintf(xdg, sizeof xdg, "/tmp/lwxdg.XXXXXX");
     if (!mkdtemp(xdg)) return 1;
@@ -607,6 +937,7 @@ int main(void) {
     tcase_add_test(tc, driver_job_attached_diagnosed_detached);
     tcase_add_test(tc, rtld_local_module_attached_diagnosed_detached);
     tcase_add_test(tc, module_loaded_after_the_attach_is_hooked);
+    tcase_add_test(tc, tail_calling_module_attached_diagnosed_detached);
     tcase_add_test(tc, static_runtime_attached_before_its_start);
     tcase_add_test(tc, earlier_allocations_and_a_second_session);
     tcase_add_test(tc, ctrl_c_of_a_foreground_attach_detaches);
@@ -618,6 +949,22 @@ int main(void) {
     tcase_add_test(tc, python_package_job_gets_step_marks);
     tcase_add_test(tc, python_job_without_torch_uses_intervals);
     suite_add_tcase(s, tc);
+    /* CK_RUN_CASE=safety runs these alone. */
+    TCase *safety = tcase_create("safety");
+    tcase_set_timeout(safety, 600);
+    tcase_add_test(safety, fork_heavy_job_survives_attach_detach_cycles);
+    tcase_add_test(safety, sigsegv_handler_blocked_in_the_borrowed_thread_is_kept);
+    tcase_add_test(safety, ignored_sigsegv_is_kept);
+    tcase_add_test(safety, sigsegv_blocked_in_the_borrowed_thread_stays_blocked);
+    tcase_add_test(safety, sigterm_stops_a_waiting_attach);
+    tcase_add_test(safety, python_package_in_the_jobs_folder_is_not_imported);
+    tcase_add_test(safety, adjacent_stacks_of_other_threads_are_not_written_back);
+    tcase_add_test(safety, an_attach_that_saw_nothing_says_nothing_seen);
+    suite_add_tcase(s, safety);
+    safety = tcase_create("stopcont"); /* CK_RUN_CASE=stopcont */
+    tcase_set_timeout(safety, 600);
+    tcase_add_test(safety, stop_and_cont_during_an_attach_leave_the_job_running);
+    suite_add_tcase(s, safety);
     int failed = lw_check_run(s);
     lw_remove_dir(xdg);
     return failed ? 1 : 0;

@@ -945,6 +945,46 @@ START_TEST(watch_a_real_workload) {
 }
 END_TEST
 
+/* `leakwatch run CMD &` then `leakwatch top $!`: $! is the command run, not
+ * the job; top and snapshot follow it to the watched child (before: "not
+ * watched by leakwatch"). */
+START_TEST(top_follows_run_to_its_job) {
+    char dir[64], out[128], prog[PATH_MAX], cli[PATH_MAX], rep[160];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(rep, sizeof rep, "%s/r.json", dir);
+    snprintf(prog, sizeof prog, "%s/tests/programs/rt_sleeper", lw_build_dir());
+    snprintf(cli, sizeof cli, "%s/leakwatch", lw_build_dir());
+    const char *args[] = {"run", "--cuda-stand-ins", "-r",    rep, "--", prog,
+                          "3",   "1048576",          "sleep", NULL};
+    pid_t run = lw_spawn(cli, args, NULL, 0, out);
+    ck_assert(lw_wait_for_text(out, "ready", 20000));
+    char pidtxt[32];
+    snprintf(pidtxt, sizeof pidtxt, "%ld", (long)run);
+    lw_run r;
+    int ok = 0;
+    /* The job's socket appears once it has allocated: a few tries. */
+    for (int i = 0; i < 100 && !ok; i++) {
+        const char *top[] = {"top", "--once", pidtxt, NULL};
+        lw_cli_run(&r, top, NULL);
+        ok = r.exit_code == 0;
+        if (ok) {
+            ck_assert_msg(strstr(r.out, "3.00 MiB") && strstr(r.err, "its child"), "%s\n%s", r.out,
+                          r.err);
+        } else {
+            ck_assert_msg(strstr(r.err, "not watched"), "%s", r.err);
+            usleep(20000);
+        }
+        lw_run_free(&r);
+    }
+    ck_assert_msg(ok, "top never followed leakwatch run %s to its job", pidtxt);
+    kill(run, SIGTERM);
+    int st;
+    if (lw_wait_pid(run, 20000, &st) != 0) kill(run, SIGKILL), waitpid(run, &st, 0);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 /* ---- Prometheus ---- */
 
 /* A strict reader of the text exposition format (version 0.0.4): comments
@@ -1155,6 +1195,7 @@ int main(void) {
     tcase_add_test(tc, unwatched_and_bad_pids);
     tcase_add_test(tc, unsafe_socket_folder_is_refused);
     tcase_add_test(tc, watch_a_real_workload);
+    tcase_add_test(tc, top_follows_run_to_its_job);
     tcase_add_test(tc, prometheus_textfile_is_valid);
     tcase_add_test(tc, html_renders_in_chromium);
     suite_add_tcase(s, tc);

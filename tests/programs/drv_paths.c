@@ -271,6 +271,13 @@ NOINLINE static void import_ipc(void) {
         xfer_all(sock, &h[i], sizeof h[i], 0);
     for (long i = 0; i < count; i++)
         CHECK(cuIpcOpenMemHandle_v2(&d[i], h[i], CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    /* Opened memory can be written (device memory is host memory on the
+     * stand-ins, unless its addresses are plain numbers). */
+    const char *no_reserve = getenv("FAKE_CUDA_NO_RESERVE");
+    if (no_reserve == NULL || strcmp(no_reserve, "1") != 0) {
+        for (long i = 0; i < count; i++)
+            memset((void *)(uintptr_t)d[i], 0x5a, (size_t)size);
+    }
     void *lib = dlopen("libcuda.so.1", RTLD_NOW);
     lw_pfn_cuGetProcAddress_v12000 gpa =
         lib ? (lw_pfn_cuGetProcAddress_v12000)dlsym(lib, "cuGetProcAddress_v2") : NULL;

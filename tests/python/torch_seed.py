@@ -51,6 +51,18 @@ SLEEP = float(os.environ.get("SLEEP_MS", "0")) / 1000
 LOADER = os.environ.get("LOADER")
 
 
+_seen = {}
+
+
+def note(i):
+    """Samples torch.cuda.memory_allocated() at batch 10 (past the first
+    steps' optimizer state and caches) and at the last batch of the leaking
+    loop, for the closing "allocated per step" line."""
+    if i == 10 or "first" not in _seen:
+        _seen["first"] = (i, torch.cuda.memory_allocated())
+    _seen["last"] = (i, torch.cuda.memory_allocated())
+
+
 def batches(n):
     if LOADER:
         from torch.utils.data import DataLoader, TensorDataset
@@ -87,6 +99,12 @@ def step_all():
         scaler.update()
 
 
+def scaled(loss):
+    """The loss to call backward() on: through the GradScaler when there is
+    one (real PyTorch refuses scaler.step() without scaler.scale(loss))."""
+    return scaler.scale(loss) if scaler is not None else loss
+
+
 def zero_all():
     for opt in optimizers:
         opt.zero_grad()
@@ -100,9 +118,9 @@ def train_bad(dataloader):
         inputs, targets = inputs.cuda(), targets.cuda()
         outputs = model(inputs)
         loss = criterion(outputs, targets)  # LEAK-LOSS
-        loss.backward()
+        scaled(loss).backward()
         if other is not None:
-            criterion(other(inputs), targets).backward()
+            scaled(criterion(other(inputs), targets)).backward()
         if (i + 1) % ACCUM == 0:
             step_all()
             zero_all()
@@ -113,16 +131,18 @@ def train_bad(dataloader):
         else:
             total_loss += loss
             loss_history.append(loss)
+        note(i)
     return total_loss, loss_history
 
 
 def validate_bad(dataloader):
     val_loss = 0.0
-    for inputs, targets in dataloader:
+    for i, (inputs, targets) in enumerate(dataloader):
         inputs, targets = inputs.cuda(), targets.cuda()
         outputs = model(inputs)  # LEAK-VALIDATION
         loss = criterion(outputs, targets)
         val_loss += loss
+        note(i)
     return val_loss
 
 
@@ -152,15 +172,13 @@ def train_plain(inputs, targets, watch=False):
     loss = criterion(outputs, targets)
     if watch:
         outputs.register_hook(keep_gradient)
-    loss.backward()  # LEAK-BACKWARD
+    scaled(loss).backward()  # LEAK-BACKWARD
     step_all()
     zero_all()
     return outputs, targets
 
 
 def main():
-    start = torch.cuda.memory_allocated()
-    steps = STEPS
     if LEAK == "loss":
         kept = train_bad(batches(STEPS))  # noqa: F841 (held to the end, as a job would)
     elif LEAK == "validation":
@@ -172,19 +190,21 @@ def main():
     elif LEAK == "validation-only":
         for inputs, targets in batches(20):
             train_plain(inputs, targets)
-        start = torch.cuda.memory_allocated()
+        _seen.clear()
         kept = validate_good(batches(STEPS)) if FIXED else validate_bad(batches(STEPS))  # noqa: F841
     elif LEAK == "predictions":
         all_preds = []
-        for inputs, targets in batches(STEPS):
+        for i, (inputs, targets) in enumerate(batches(STEPS)):
             outputs, targets = train_plain(inputs, targets)
             all_preds.append(outputs.detach().cpu() if FIXED else outputs)
+            note(i)
     elif LEAK == "gradients":
         for inputs, targets in batches(STEPS):
             train_plain(inputs, targets, watch=True)
-    grown = torch.cuda.memory_allocated() - start
     print(f"trained {STEPS} steps")
-    print(f"allocated per step: {grown / steps:.1f}")
+    if "last" in _seen and _seen["last"][0] > _seen["first"][0]:
+        (i0, a0), (i1, a1) = _seen["first"], _seen["last"]
+        print(f"allocated per step: {(a1 - a0) / (i1 - i0):.1f}")
 
 
 if __name__ == "__main__":

@@ -110,8 +110,8 @@ def stand_ins():
 
 
 def summary_rate(text):
-    """Bytes per step in the exit summary's LEAK line (KiB/MiB/B)."""
-    m = re.search(r"LEAK: \+([\d.,]+) (B|KiB|MiB|GiB)/step", text)
+    """Bytes per step in a LEAK line of the summary (B/KiB/MiB/GiB)."""
+    m = re.search(r"LEAK\b.*?: \+([\d.,]+) (B|KiB|MiB|GiB)/step", text)
     if not m:
         return None
     scale = {"B": 1, "KiB": 1024, "MiB": 1 << 20, "GiB": 1 << 30}[m.group(2)]

@@ -98,3 +98,15 @@ def test_loss_leak_in_common_training_setups(lw, env):
     run = lw(SEED, "loss", env={"STEPS": "600", **env})
     assert run.rc == 0, run
     assert_named(run, "# LEAK-LOSS")
+
+
+def test_gradients_kept_by_a_hook_named_at_backward(lw):
+    # Each step's gradient is allocated on autograd's own thread (no Python
+    # frame of the job): named at the backward() call that waited for it,
+    # not at leakwatch's own wrapper of backward.
+    run = lw(SEED, "gradients", env={"STEPS": "400"})
+    assert run.rc == 0, run
+    assert_named(run, "# LEAK-BACKWARD")
+    line = marker_line(SEED, "# LEAK-BACKWARD")
+    assert f"in backward, called from torch_seed.py:{line}" in run.exit_line(), run
+    assert "_torch.py" not in run.exit_line(), run

@@ -16,6 +16,7 @@ GradScaler and the allocator's history. Exits 0 when all hold.
 import os
 import sys
 import time
+import warnings
 
 import torch
 import torch.nn as nn
@@ -120,6 +121,25 @@ def amp_steps(model, crit):
     print(f"AMP: 5 GradScaler steps, scale {scaler.get_scale()}")
 
 
+def graph_capture(model):
+    """A CUDA graph of a forward pass: captured (not empty) and replayed."""
+    static_x = torch.zeros(32, 64, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        model(static_x)  # warm-up outside the capture, as PyTorch asks
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with torch.cuda.graph(graph):
+            static_y = model(static_x)
+    empty = [w for w in caught if "Graph is empty" in str(w.message)]
+    check(not empty, "the captured graph has nodes")
+    graph.replay()
+    print(f"CUDA graph: captured and replayed, output {tuple(static_y.shape)}")
+
+
 def history():
     if torch.cuda.memory.get_allocator_backend() != "native":
         print("snapshot: skipped (the cudaMallocAsync backend records no history)")
@@ -152,6 +172,7 @@ def main():
     _outs = validate_without_no_grad(model, crit)
     dataloader_epoch(model, crit)
     amp_steps(model, crit)
+    graph_capture(model)
     history()
     print(f"memory_allocated {torch.cuda.memory_allocated()}, "
           f"memory_reserved {torch.cuda.memory_reserved()}, "

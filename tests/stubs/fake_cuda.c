@@ -1204,6 +1204,9 @@ static CUresult ipc_open(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int
             found->dev = d.dev;
             found->refs = 1;
             HASH_ADD(hh, ipc_opens, addr, sizeof found->addr, found);
+            /* Another process's memory cannot be shared here: the importer
+             * gets fresh pages at the address, so its copies still work. */
+            pages_open(ARENA_DEV, addr, d.size);
             *pdptr = (CUdeviceptr)addr;
         }
     }

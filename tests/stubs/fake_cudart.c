@@ -697,6 +697,10 @@ RT_API unsigned long fake_cudart_mallocs(void) {
 
 typedef struct fake_rt_event *cudaEvent_t;
 typedef struct fake_rt_graph *cudaGraph_t;
+struct fake_rt_graph {
+    unsigned magic;
+    size_t nodes; /* operations captured */
+};
 typedef struct fake_rt_graph_exec *cudaGraphExec_t;
 typedef struct fake_rt_graph_node *cudaGraphNode_t;
 typedef void (*cudaHostFn_t)(void *userData);
@@ -705,6 +709,10 @@ struct dim3 {
     unsigned int x, y, z;
 };
 typedef struct dim3 dim3;
+
+/* Work issued to a stream that is being captured is recorded in the graph
+ * (counted: the graph's nodes), not run (defined with the streams below). */
+static bool captured(cudaStream_t stream);
 
 /* CUDA 12.x's cudaDeviceProp (driver_types.h); CUDA 13 removed fields after
  * maxGridSize, so its header gives other offsets. */
@@ -1057,6 +1065,7 @@ RT_API cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, int kind
 
 RT_API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, int kind,
                                    cudaStream_t stream) {
+    if (captured(stream)) return cudaSuccess;
     return cudaMemcpy(dst, src, count, kind);
 }
 
@@ -1077,6 +1086,7 @@ RT_API cudaError_t cudaMemset(void *devPtr, int value, size_t count) {
 }
 
 RT_API cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream) {
+    if (captured(stream)) return cudaSuccess;
     return cudaMemset(devPtr, value, count);
 }
 
@@ -1227,11 +1237,24 @@ RT_API cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDi
     if (gridDim.x == 0 || gridDim.y == 0 || gridDim.z == 0 || blockDim.x == 0 || blockDim.y == 0 ||
         blockDim.z == 0 || (unsigned long long)blockDim.x * blockDim.y * blockDim.z > 1024)
         return ret(cudaErrorInvalidConfiguration);
+    (void)captured(stream);
     return cudaSuccess;
 }
 
-RT_API cudaError_t cudaLaunchKernelExC(const void *config, const void *func, void **args) {
+/* cudaLaunchConfig_t */
+struct launch_config {
+    dim3 gridDim, blockDim;
+    size_t dynamicSmemBytes;
+    cudaStream_t stream;
+    void *attrs;
+    unsigned int numAttrs;
+};
+
+RT_API cudaError_t cudaLaunchKernelExC(const struct launch_config *config, const void *func,
+                                       void **args) {
     READY();
+    if (config == NULL) return ret(cudaErrorInvalidValue);
+    (void)captured(config->stream);
     return cudaSuccess;
 }
 
@@ -1287,6 +1310,14 @@ static struct fake_rt_stream *stream_obj(cudaStream_t s) {
     struct fake_rt_stream *o = (struct fake_rt_stream *)s;
     if ((uintptr_t)s <= 2 || o->magic != STREAM_MAGIC) return NULL;
     return o;
+}
+
+/* True when stream is being captured: the operation becomes one more node. */
+static bool captured(cudaStream_t stream) {
+    struct fake_rt_stream *s = stream_obj(stream);
+    if (s == NULL || s->capture == NULL) return false;
+    s->capture->nodes++;
+    return true;
 }
 
 RT_API cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags,
@@ -1439,9 +1470,6 @@ RT_API cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHandle
 /* ---- graphs and stream capture: a captured graph has no nodes ---- */
 
 #define GRAPH_MAGIC 0x47524150U /* "GRAP" */
-struct fake_rt_graph {
-    unsigned magic;
-};
 struct fake_rt_graph_exec {
     unsigned magic;
 };
@@ -1522,7 +1550,17 @@ RT_API cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
 RT_API cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes) {
     READY();
     if (graph == NULL || numNodes == NULL) return ret(cudaErrorInvalidValue);
-    *numNodes = 0;
+    if (nodes != NULL) {
+        /* Node handles: nothing can be done with them here but count. */
+        size_t n = *numNodes < graph->nodes ? *numNodes : graph->nodes;
+        for (size_t i = 0; i < n; i++)
+            nodes[i] = (cudaGraphNode_t)(void *)((char *)graph + 1 + i);
+        for (size_t i = n; i < *numNodes; i++)
+            nodes[i] = NULL;
+        *numNodes = n;
+    } else {
+        *numNodes = graph->nodes;
+    }
     return cudaSuccess;
 }
 

@@ -2,7 +2,9 @@
 /* Unit tests for the base layer's utilities (src/base): the JSON writer read
  * back by the command's reader, output path templates, byte formatting, the
  * control-socket folder checks and the verdicts' names. */
+#include "atomic_file.h"
 #include "control_path.h"
+#include "dynamic.h"
 #include "fmt.h"
 #include "json_doc.h"
 #include "json_write.h"
@@ -12,11 +14,15 @@
 #include "../check_run.h"
 
 #include <check.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 START_TEST(json_write_reads_back) {
@@ -68,6 +74,105 @@ START_TEST(json_write_reads_back) {
                       "raw control byte %#x at %zu", buf[k], k);
     lw_json_free(r);
     free(buf);
+}
+END_TEST
+
+/* A document with every kind of value, long strings included. */
+static void some_doc(lw_jw *w, long long *tells, int *ntells) {
+    lw_jw_object(w, NULL);
+    tells[(*ntells)++] = lw_jw_tell(w);
+    lw_jw_str(w, "controls", "a\"b\\c\n\x1b[31m\x7f caf\xc3\xa9 caf\xe9 \xf0\x9f\x98\x80");
+    char long_s[5000];
+    for (size_t i = 0; i < sizeof long_s - 1; i++)
+        long_s[i] = (char)('a' + i % 26);
+    long_s[sizeof long_s - 1] = '\0';
+    lw_jw_str(w, "long", long_s);
+    tells[(*ntells)++] = lw_jw_tell(w);
+    lw_jw_array(w, "list");
+    for (int i = 0; i < 100; i++) {
+        lw_jw_object(w, NULL);
+        lw_jw_int(w, "i", -i);
+        lw_jw_uint(w, "u", (uint64_t)i * 1000003u);
+        lw_jw_double(w, "d", i / 7.0);
+        lw_jw_bool(w, "b", i & 1);
+        lw_jw_null(w, "n");
+        lw_jw_raw(w, "r", "[1,2]", 5);
+        lw_jw_end(w);
+        tells[(*ntells)++] = lw_jw_tell(w);
+    }
+    lw_jw_end(w);
+    lw_jw_end(w);
+}
+
+/* The writer's own buffer (the report's) changes nothing in the output, at
+ * any buffer size, and lw_jw_tell counts what is still in it. */
+START_TEST(json_write_buffered_same_bytes) {
+    char *want = NULL, *got = NULL;
+    size_t wlen = 0, glen = 0;
+    long long wt[128], gt[128];
+    int nw = 0, ng = 0;
+    FILE *f = open_memstream(&want, &wlen);
+    lw_jw w;
+    lw_jw_init(&w, f, 1);
+    some_doc(&w, wt, &nw);
+    ck_assert_int_eq(lw_jw_failed(&w), 0);
+    fclose(f);
+    static const size_t sizes[] = {1, 2, 7, 64, 4096, 16384};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        char *buf = malloc(sizes[k]);
+        ng = 0;
+        f = open_memstream(&got, &glen);
+        lw_jw_init(&w, f, 1);
+        lw_jw_buffer(&w, buf, sizes[k]);
+        some_doc(&w, gt, &ng);
+        ck_assert_int_eq(lw_jw_failed(&w), 0);
+        fclose(f);
+        ck_assert_uint_eq(glen, wlen);
+        ck_assert_msg(memcmp(got, want, wlen) == 0, "buffer of %zu bytes: output differs",
+                      sizes[k]);
+        ck_assert_int_eq(ng, nw);
+        for (int i = 0; i < nw; i++)
+            ck_assert_int_eq(gt[i], wt[i]);
+        free(got);
+        free(buf);
+    }
+    free(want);
+}
+END_TEST
+
+/* A child forked while a report is written holds a copy of the writer's
+ * buffer: what it writes, even enough to fill the buffer, never reaches the
+ * file (the pid is checked where bytes go out). */
+static int forking_emit(FILE *f, void *arg) {
+    fputs("{\"a\": 1", f);
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (int i = 0; i < 200000; i++)
+            fputc('x', f);
+        fflush(f);
+        _exit(0);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    fputs("}\n", f);
+    return 0;
+}
+
+START_TEST(atomic_write_drops_forked_child_bytes) {
+    char dir[] = "/tmp/lw-test-af.XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/r.json", dir);
+    ck_assert_int_eq(lw_atomic_write(path, forking_emit, NULL, NULL, 0), LW_AF_WRITTEN);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char got[64] = "";
+    size_t n = fread(got, 1, sizeof got - 1, f);
+    fclose(f);
+    got[n] = '\0';
+    ck_assert_str_eq(got, "{\"a\": 1}\n");
+    unlink(path);
+    rmdir(dir);
 }
 END_TEST
 
@@ -161,14 +266,56 @@ START_TEST(verdict_names_read_back) {
 }
 END_TEST
 
+/* The C library's dynamic section, as loaded in this process. */
+static int find_libc(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    if (!info->dlpi_name || !strstr(info->dlpi_name, "libc.so.6")) return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) {
+            const ElfW(Dyn) *ld = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+            return lw_dyn_read(info->dlpi_addr, ld, data) == 0;
+        }
+    return 0;
+}
+
+/* lw_dyn_defined finds an object's own definition by its hash table, as the
+ * dynamic linker binds an unversioned reference (the default version), and
+ * never an indirect function's resolver. */
+START_TEST(dynamic_definitions) {
+    lw_dyn d;
+    ck_assert_int_eq(dl_iterate_phdr(find_libc, &d), 1);
+    void *h = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+    ck_assert_ptr_nonnull(h);
+    static const char *const names[] = {"fopen", "dlopen", "pthread_create", "qsort"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        ck_assert_msg(lw_dyn_defined(&d, names[i]) == dlsym(h, names[i]), "%s", names[i]);
+    ck_assert_ptr_null(lw_dyn_defined(&d, "no_such_function_in_libc"));
+    ck_assert_ptr_null(lw_dyn_defined(&d, "cudaMalloc"));
+    /* An indirect function (the string functions, chosen per CPU). */
+    size_t n = lw_dyn_symbol_count(&d), ifuncs = 0;
+    for (size_t i = 1; i < n; i++) {
+        const ElfW(Sym) *sym = &d.symtab[i];
+        if (ELF64_ST_TYPE(sym->st_info) != STT_GNU_IFUNC || sym->st_shndx == SHN_UNDEF) continue;
+        const char *name = lw_dyn_symbol_name(&d, i);
+        ck_assert_msg(lw_dyn_defined(&d, name) == NULL, "%s", name);
+        ifuncs++;
+    }
+    ck_assert_uint_gt(ifuncs, 0);
+    dlclose(h);
+}
+END_TEST
+
 static Suite *base_suite(void) {
     Suite *s = suite_create("base");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, json_write_reads_back);
+    tcase_add_test(tc, json_write_buffered_same_bytes);
+    tcase_add_test(tc, atomic_write_drops_forked_child_bytes);
     tcase_add_test(tc, path_templates);
     tcase_add_test(tc, byte_formats);
     tcase_add_test(tc, control_dir_checks);
     tcase_add_test(tc, verdict_names_read_back);
+    tcase_add_test(tc, dynamic_definitions);
     suite_add_tcase(s, tc);
     return s;
 }
