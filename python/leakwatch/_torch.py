@@ -292,7 +292,7 @@ class _OwnerSearch:
         self.out_of_budget = None
         self.roots = roots
         self.seen = set()
-        self.seen_nodes = set()
+        self.seen_nodes = {}
         self.counted_blocks = set()
         self.saved_attrs = {}
 
@@ -440,13 +440,15 @@ class _OwnerSearch:
         AccumulateGrad), and its saved tensors: alive (never backpropagated)
         and in a leaking block, or freed."""
         stack = [fn]
-        nodes, into = 0, {}
+        nodes, into, keep = 0, {}, []
         names = {}
         while stack and self.budget_left():
             node = stack.pop()
             if id(node) in self.seen_nodes:
                 continue
-            self.seen_nodes.add(id(node))
+            # PyTorch makes a new Python object for a node each time
+            # next_functions is read: held, so that no id is reused.
+            self.seen_nodes[id(node)] = node
             self.nodes += 1
             nodes += 1
             name = _node_name(node)
@@ -479,8 +481,16 @@ class _OwnerSearch:
                 n = pair[0] if isinstance(pair, tuple) else pair
                 if n is None:
                     continue
-                if _node_name(n) == "AccumulateGrad":
-                    into[id(n)] = into.get(id(n), 0) + 1
+                if _node_name(n).endswith("AccumulateGrad"):  # torch::autograd::AccumulateGrad
+                    # Keyed by the parameter: the node's Python object is
+                    # new at each read.
+                    try:
+                        key = n.variable
+                    except Exception:
+                        key = n
+                    k = id(key)
+                    into[k] = into.get(k, 0) + 1
+                    keep.append(key)
                 stack.append(n)
         passes = max(into.values()) if into else 0
         root.graph_nodes += nodes
