@@ -19,7 +19,7 @@ def test_loss_kept_by_list_and_accumulator_graph(lw):
     owner, all_ = owners(run)
     assert owner["name"] == "loss_history" and owner["kind"] == "list", (owner, run)
     assert owner["scope"] == "local of `train_bad`", owner
-    assert owner["line"] == marker_line(SEED, "loss_history.append(loss)"), owner
+    assert owner["line"] == marker_line(SEED, "  loss_history.append(loss)"), owner
     assert owner["count"] >= 3 and owner["bytes"] >= 512 * owner["count"], owner
     assert owner["shape"] == "item" and ".item()" in owner["hint"], owner
     graph = [o for o in all_ if o["name"] == "total_loss"]
