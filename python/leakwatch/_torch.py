@@ -650,7 +650,8 @@ def find_owners(torch, sites, site_blocks, steps, budget_s, max_objects=300000,
                 "file": r.file, "line": line, "code": code, "count": h["tensors"],
                 "bytes": h["bytes"], "window_count": h["window_tensors"], "window_bytes": b,
                 "via_graph": h["graph"], "graph_nodes": r.graph_nodes,
-                "passes": r.passes or None, "shape": shape,
+                "passes": r.passes or None, "graph_top": None, "graph_top_count": None,
+                "shape": shape,
                 "hint": _hint(kind, shape, place.get("function")),
             })
         # A tensor the user named whose own graph spans many forward passes
@@ -844,7 +845,7 @@ class _Window:
                 owners = find_owners(self.torch, sites[:3], blocks[:3], len(self.marks),
                                      self.owner_ms / 1000.0)
             except Exception as e:
-                owners = {"error": f"{type(e).__name__}: {e}"}
+                owners = {"stopped": f"error: {type(e).__name__}: {e}"}
         summary = {
             "device": self.device,
             "first_step": self.first_step,
@@ -1029,10 +1030,7 @@ class _Helper:
                 # under the place (src/output/torch_info.c).
                 label += "\n" + owner["text"].replace("\n", " ")
             self.lib.tell("sites", sites, label)
-            answer = {"site": top["id"], "where": top["where"]}
-            if owner:
-                answer["owner"] = owner
-            self.lib.tell("answer", answer)
+            self.lib.tell("answer", {"site": top["id"], "where": top["where"]})
             self.sites_told = len(sites)
 
     def _close_window_quietly(self):
