@@ -18,6 +18,7 @@
 #include "../check_run.h"
 #include "../pythons.h"
 #include "harness.h"
+#include "harness_cli.h"
 
 #include <glob.h>
 #include <limits.h>
@@ -754,6 +755,17 @@ START_TEST(seed_leaks_name_their_owner) {
         }
         if (!strcmp(leaks[i].leak, "validation"))
             ck_assert_int_gt(lw_rep_int(&r, "sites[0].owner.via_graph"), 0);
+        /* leakwatch report, text and HTML, says it too. */
+        for (int html = 0; html < 2; html++) {
+            const char *args[] = {"report", html ? "--format" : r.report_path, html ? "html" : NULL,
+                                  r.report_path, NULL};
+            lw_run c;
+            lw_cli_run(&c, args, NULL);
+            ck_assert_msg(c.exit_code == 0 && strstr(c.out, leaks[i].said),
+                          "%s: leakwatch report%s\n%s", leaks[i].leak, html ? " --format html" : "",
+                          c.out);
+            lw_run_free(&c);
+        }
         lw_run_free(&r);
         run_torch(&r, "torch_seed.py", leaks[i].leak, "fixed", loud);
         ck_assert_msg(r.exit_code == 0 && r.report, "%s fixed: exit %d", leaks[i].leak,
