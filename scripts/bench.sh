@@ -9,7 +9,7 @@
 #   LW_BENCH_LIB       the shim to measure (default BUILD_DIR/libleakwatch.so)
 #   LW_BENCH_ROUNDS    rounds per comparison (default 7, at least 5 advised)
 #   LW_BENCH_SECTIONS  sections to run, in order (default: all of
-#                      "native threads python heaptrack memory report attach")
+#                      "native threads python heaptrack memory report attach owner")
 #   LW_BENCH_PYTHONS   interpreters for the Python rows (default: CPython 3.11
 #                      and 3.12, from PATH or pyenv; python3 if neither)
 #
@@ -27,7 +27,7 @@ B=${1:-build}
 B=$(cd "$B" && pwd) || exit 2
 LIB=${LW_BENCH_LIB:-$B/libleakwatch.so}
 ROUNDS=${LW_BENCH_ROUNDS:-7}
-SECTIONS=${LW_BENCH_SECTIONS:-native threads python heaptrack memory report attach}
+SECTIONS=${LW_BENCH_SECTIONS:-native threads python heaptrack memory report attach owner}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 BENCH=$B/bench/rt_bench
 PYBENCH=$HERE/bench/perf/py_bench.py
@@ -280,6 +280,23 @@ section_report() {
             printf "leakwatch_dump(), %6d sites written: %8.1f ms (%.1f ms CPU), report %.1f MiB\n", sites, v["dump_ms"], v["dump_cpu_ms"], size / 1048576
         }'
         rm -f "$TMP/report.json"
+    done
+}
+
+# The owner search of the PyTorch helper's diagnosis window (what keeps a
+# leak alive): once per run, at the window's close, on the job's thread; its
+# cost against the number of kept tensors and autograd nodes, under the
+# default budget (bench/perf/owner_bench.py, on the stand-in torch).
+section_owner() {
+    local py=${PYTHONS%% *} args
+    echo
+    echo "== owner search (PyTorch helper, once per run at the diagnosis window's close) =="
+    echo "   kept tensors in a list, an accumulator's graph, other objects; budget 1000 ms"
+    for args in "1000 0 0" "10000 10000 0" "30000 30000 30000"; do
+        set -- $args
+        printf "%7s kept, %6s graph nodes, %6s other objects: " "$1" "$2" "$3"
+        LW_CUDART=$STANDINS/libcudart.so "$py" "$HERE/bench/perf/owner_bench.py" "$1" "$2" "$3" ||
+            { echo "bench: owner_bench.py failed" >&2; return 1; }
     done
 }
 

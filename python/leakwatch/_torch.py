@@ -224,6 +224,7 @@ def _short(f):
 _SKIP_TYPES = (str, bytes, bytearray, int, float, complex, bool, type(None), type,
                types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
                types.CodeType, types.FrameType, range, memoryview)
+_SCALARS = frozenset((str, bytes, int, float, complex, bool, type(None)))
 _GROWS = r"\b{name}\s*(\.\s*(append|extend|add|insert|appendleft)\s*\(|\+=|\[[^\]]*\]\s*=)"
 
 
@@ -324,7 +325,7 @@ class _OwnerSearch:
             self.out_of_budget = "objects"
         elif self.nodes >= self.max_nodes:
             self.out_of_budget = "graph_nodes"
-        elif (self.objects + self.nodes) % 256 == 0 and time.monotonic() > self.deadline:
+        elif time.monotonic() > self.deadline:
             self.out_of_budget = "time"
         return not self.out_of_budget
 
@@ -362,56 +363,64 @@ class _OwnerSearch:
         return self.out_of_budget
 
     def walk(self, root):
+        """Depth first from root.value. Each stack entry: the object, its
+        depth, its path (spelt only down to depth 3: the holder named is the
+        innermost container the user can spell) and the holder's path and
+        kind for a tensor in it."""
+        Tensor, seen, scalar = self.Tensor, self.seen, _SCALARS
         stack = [(root.value, 0, root.name, "name", root.name)]
-        while stack and self.budget_left():
-            obj, depth, path, kind, holder = stack.pop()
+        pop, push = stack.pop, stack.append
+        while stack:
+            if self.objects & 255 == 0 and not self.budget_left():
+                break
+            obj, depth, path, kind, holder = pop()
             oid = id(obj)
-            if oid in self.seen:
+            if oid in seen:
                 continue
-            self.seen.add(oid)
+            seen.add(oid)
             self.objects += 1
-            if isinstance(obj, self.Tensor):
+            if self.objects >= self.max_objects:
+                self.out_of_budget = "objects"
+            if isinstance(obj, Tensor):
                 self.tensor(root, obj, holder, kind, depth == 0)
                 continue
             if depth >= self.MAX_DEPTH or isinstance(obj, _SKIP_TYPES):
                 continue
             t = type(obj)
-            children = None
             if isinstance(obj, (list, tuple, collections.deque)):
                 # The base type's own storage: no __iter__ of a subclass runs.
                 items = list.copy(obj) if isinstance(obj, list) else \
                     tuple.__getitem__(obj, slice(0, self.MAX_ITEMS)) if isinstance(obj, tuple) \
                     else list(itertools.islice(collections.deque.__iter__(obj), self.MAX_ITEMS))
-                children = [(v, f"{path}[{i}]") for i, v in enumerate(items[:self.MAX_ITEMS])]
-                here = "list" if isinstance(obj, list) else \
-                    "tuple" if isinstance(obj, tuple) else "deque"
+                keyed = enumerate(items[:self.MAX_ITEMS])
+                here, fmt = ("list" if isinstance(obj, list) else
+                             "tuple" if isinstance(obj, tuple) else "deque"), "{}[{}]"
             elif isinstance(obj, dict):
-                children = [(v, f"{path}[{k!r}]") for k, v in
-                            itertools.islice(dict.items(obj), self.MAX_ITEMS)]
-                here = "dict"
+                keyed = itertools.islice(dict.items(obj), self.MAX_ITEMS)
+                here, fmt = "dict", "{}[{!r}]"
             elif t in (set, frozenset):
-                children = [(v, path) for v in itertools.islice(obj, self.MAX_ITEMS)]
-                here = t.__name__
+                keyed = ((None, v) for v in itertools.islice(obj, self.MAX_ITEMS))
+                here, fmt = t.__name__, None
             else:
                 try:
                     d = object.__getattribute__(obj, "__dict__")
                 except Exception:
-                    d = None
-                if isinstance(d, dict):
-                    children = [(v, f"{path}.{k}") for k, v in
-                                itertools.islice(dict.items(d), self.MAX_ITEMS)]
-                here = "object"
-            if not children:
-                continue
-            # The holder named is the innermost container the user can spell
-            # (a path of a few steps at most).
-            for v, p in reversed(children):
-                if isinstance(v, self.Tensor):
-                    stack.append((v, depth + 1, p, here, path))
-                elif depth < 3:
-                    stack.append((v, depth + 1, p, here, p))
+                    continue
+                if not isinstance(d, dict):
+                    continue
+                keyed = itertools.islice(dict.items(d), self.MAX_ITEMS)
+                here, fmt = "object", "{}.{}"
+            spell = depth < 3
+            for k, v in keyed:
+                if type(v) in scalar:
+                    continue
+                if isinstance(v, Tensor):
+                    push((v, depth + 1, None, here, path))
+                elif spell:
+                    p = fmt.format(path, k) if fmt else path
+                    push((v, depth + 1, p, here, p))
                 else:
-                    stack.append((v, depth + 1, p, here, holder))
+                    push((v, depth + 1, None, here, holder))
 
     def tensor(self, root, t, holder, kind, is_root):
         try:
@@ -439,10 +448,14 @@ class _OwnerSearch:
         the forward passes it spans (edges into one parameter's
         AccumulateGrad), and its saved tensors: alive (never backpropagated)
         and in a leaking block, or freed."""
+        if id(fn) in self.seen_nodes:
+            return 0, 0, (0, None)
         stack = [fn]
         nodes, into, keep = 0, {}, []
         names = {}
-        while stack and self.budget_left():
+        while stack:
+            if self.nodes & 255 == 0 and not self.budget_left():
+                break
             node = stack.pop()
             if id(node) in self.seen_nodes:
                 continue
@@ -451,6 +464,8 @@ class _OwnerSearch:
             self.seen_nodes[id(node)] = node
             self.nodes += 1
             nodes += 1
+            if self.nodes >= self.max_nodes:
+                self.out_of_budget = "graph_nodes"
             name = _node_name(node)
             names[name] = names.get(name, 0) + 1
             attrs = self.saved_attrs.get(type(node))
