@@ -225,7 +225,8 @@ _SKIP_TYPES = (str, bytes, bytearray, int, float, complex, bool, type(None), typ
                types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
                types.CodeType, types.FrameType, range, memoryview)
 _SCALARS = frozenset((str, bytes, int, float, complex, bool, type(None)))
-_GROWS = r"\b{name}\s*(\.\s*(append|extend|add|insert|appendleft)\s*\(|\+=|\[[^\]]*\]\s*=)"
+_GROWS = (r"\b{name}(\s*\[[^\]]*\])*\s*(\.\s*(append|extend|add|insert|appendleft|update|"
+          r"setdefault)\s*\(|\+=|\[[^\]]*\]\s*=)")
 
 
 def _fmt_bytes(n):
@@ -294,6 +295,7 @@ class _OwnerSearch:
         self.roots = roots
         self.seen = set()
         self.seen_nodes = {}
+        self.via = {}  # holder path -> how it is reached when not by the root's own name
         self.counted_blocks = set()
         self.saved_attrs = {}
 
@@ -384,9 +386,32 @@ class _OwnerSearch:
             if isinstance(obj, Tensor):
                 self.tensor(root, obj, holder, kind, depth == 0)
                 continue
-            if depth >= self.MAX_DEPTH or isinstance(obj, _SKIP_TYPES):
+            if depth >= self.MAX_DEPTH:
                 continue
             t = type(obj)
+            if t is types.FunctionType and depth < 3:
+                # A closure's variables (keep = make_keeper(): its list
+                # lives in a cell): named as the code that wrote them.
+                try:
+                    cells = obj.__closure__ or ()
+                    names = obj.__code__.co_freevars
+                    fname = obj.__code__.co_qualname if hasattr(obj.__code__, "co_qualname") \
+                        else obj.__code__.co_name
+                except Exception:
+                    continue
+                for name, cell in zip(names, cells):
+                    try:
+                        v = cell.cell_contents
+                    except ValueError:
+                        continue
+                    if type(v) in scalar:
+                        continue
+                    self.via[(id(root), name)] = (f"closure of `{fname}`, held by `{path}`", obj.__code__,
+                                      type(v).__name__)
+                    push((v, depth + 1, name, "closure", name))
+                continue
+            if isinstance(obj, _SKIP_TYPES):
+                continue
             if isinstance(obj, (list, tuple, collections.deque)):
                 # The base type's own storage: no __iter__ of a subclass runs.
                 items = list.copy(obj) if isinstance(obj, list) else \
@@ -561,20 +586,21 @@ def _user_roots(roots_of_files, tensor_type):
     return out
 
 
-def _grown_at(root, holder):
+def _grown_at(root, holder, code_object=None):
     """The line of the root's function (or module) that grows the holder:
     NAME.append( / .extend( / += / NAME[...] =; else the function's first
     line."""
-    file = root.file
+    code_object = code_object or root.code
+    file = code_object.co_filename if code_object is not None else root.file
     if not file:
         return None, None
     lines = linecache.getlines(file)
-    if root.code is not None:
+    if code_object is not None:
         try:
-            nums = sorted({ln for _, _, ln in root.code.co_lines() if ln})
+            nums = sorted({ln for _, _, ln in code_object.co_lines() if ln})
             lo, hi = nums[0], nums[-1]
         except Exception:
-            lo, hi = root.code.co_firstlineno, root.code.co_firstlineno + 400
+            lo, hi = code_object.co_firstlineno, code_object.co_firstlineno + 400
     else:
         lo, hi = 1, len(lines)
     base = holder.split("[")[0]
@@ -590,7 +616,9 @@ def _grown_at(root, holder):
                                                                   text[m.end():]))
             if best is None or score > best[0]:
                 best = (score, n, lines[n - 1].strip())
-    return (best[1], best[2]) if best else (root.line, None)
+    if best:
+        return best[1], best[2]
+    return (code_object.co_firstlineno if code_object is not None else root.line), None
 
 
 def _hint(kind, shape, function=None):
@@ -624,6 +652,49 @@ def _describe(owner):
     return f"{what}; {owner['hint']}"
 
 
+def _unnamed_holder(torch, blocks, search, deadline):
+    """When no name leads to a site's blocks: the tensors in them among all
+    the objects the collector tracks (gc.get_objects, within the time left),
+    and the container that holds most of them (gc.get_referrers), said
+    without a name. Returns a sentence, or None."""
+    import gc
+
+    Tensor = torch.Tensor
+    starts = sorted((a, int(sz)) for a, sz in blocks if isinstance(a, int) and sz)
+    keys = [a for a, _ in starts]
+    found = []
+    objs = gc.get_objects()
+    try:
+        for i, o in enumerate(objs):
+            if i & 4095 == 0 and time.monotonic() > deadline:
+                break
+            if isinstance(o, Tensor):
+                st = search.storage(o)
+                if st is None:
+                    continue
+                k = bisect.bisect_right(keys, st[0]) - 1
+                if k >= 0 and starts[k][0] <= st[0] < starts[k][0] + starts[k][1]:
+                    found.append(o)
+                    if len(found) >= 4096:
+                        break
+    finally:
+        del objs
+    if not found:
+        return None
+    ids = {id(t) for t in found}
+    best = None
+    for ref in gc.get_referrers(*found[:64]):
+        if isinstance(ref, (list, tuple, dict, set, collections.deque)) and ref is not found:
+            vals = ref.values() if isinstance(ref, dict) else ref
+            n = sum(1 for v in vals if id(v) in ids)
+            if best is None or n > best[0]:
+                best = (n, type(ref).__name__, len(ref))
+    what = f"{len(found):,} tensor{'s' if len(found) != 1 else ''} in its blocks"
+    if best:
+        what += f", {best[0]:,} of them held by a {best[1]} of {best[2]:,} elements"
+    return what + " that no local of your frames or global of your modules leads to"
+
+
 def find_owners(torch, sites, site_blocks, steps, budget_s, max_objects=300000,
                 max_nodes=200000):
     """Adds sites[i]["owner"] (and "owners") for the sites whose blocks are
@@ -643,7 +714,7 @@ def find_owners(torch, sites, site_blocks, steps, budget_s, max_objects=300000,
         owners = []
         place = site.get("place_to_look") or {}
         for b, r, path, h in cands[:3]:
-            if owners and h["window_tensors"] < 3:
+            if h["window_tensors"] < 3:
                 continue  # one step's tensor (the current loss), not a keeper
             graph = h["graph"] > 0 and r.saved_alive > 0
             if graph:
@@ -660,9 +731,17 @@ def find_owners(torch, sites, site_blocks, steps, budget_s, max_objects=300000,
             if path == r.name and isinstance(r.value, torch.Tensor):
                 kind = "tensor"
             line, code = _grown_at(r, path)
+            scope, file = r.scope, r.file
+            via = search.via.get((id(r), path))
+            if via is not None:
+                scope = f"{via[0]} ({r.scope})"
+                if h["kind"] == "closure":
+                    kind = via[2]
+                file = via[1].co_filename
+                line, code = _grown_at(r, path, via[1])
             owners.append({
-                "kind": kind, "name": path, "scope": r.scope, "function": r.function,
-                "file": r.file, "line": line, "code": code, "count": h["tensors"],
+                "kind": kind, "name": path, "scope": scope, "function": r.function,
+                "file": file, "line": line, "code": code, "count": h["tensors"],
                 "bytes": h["bytes"], "window_count": h["window_tensors"], "window_bytes": b,
                 "via_graph": h["graph"], "graph_nodes": r.graph_nodes,
                 "passes": r.passes or None, "graph_top": None, "graph_top_count": None,
@@ -688,10 +767,16 @@ def find_owners(torch, sites, site_blocks, steps, budget_s, max_objects=300000,
                 })
         for o in owners:
             o["text"] = _describe(o)
+        unnamed = None
+        if not owners and i == 0 and not stopped:
+            try:
+                unnamed = _unnamed_holder(torch, site_blocks[i], search, search.deadline)
+            except Exception:
+                unnamed = None
         site["owner"] = owners[0] if owners else {
-            "kind": None, "name": None, "text": "owner not found: no name in the job's frames "
-            "or modules leads to these blocks" + (f" (search stopped: {stopped} budget)"
-                                                 if stopped else "")}
+            "kind": None, "name": None, "text": "owner not found: " + (
+                unnamed or "no name in the job's frames or modules leads to these blocks") +
+            (f" (search stopped: {stopped} budget)" if stopped else "")}
         site["owners"] = owners
     return {"roots": len(roots), "objects": search.objects, "graph_nodes": search.nodes,
             "stopped": stopped, "seconds": round(time.monotonic() - t0, 4)}

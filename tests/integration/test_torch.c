@@ -775,6 +775,39 @@ START_TEST(seed_leaks_name_their_owner) {
         ck_assert_ptr_null(lw_json_path(r.report, "sites[0].owner"));
         lw_run_free(&r);
     }
+    /* Other shapes: an attribute's dict entry, a closure's cell, and a list
+     * no name leads to (a default argument), said honestly. */
+    const char *shapes = script("torch_owner_shapes.py");
+    static const struct {
+        const char *shape, *name, *scope, *marker;
+    } more[] = {
+        {"attr", "self.history['loss']", "local of `Trainer.fit`", "# OWNER-ATTR"},
+        {"closure", "hidden",
+         "closure of `make_keeper.<locals>.keep`, held by `keep` (local of `Trainer.fit`)",
+         "# OWNER-CLOSURE"},
+    };
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
+        lw_run r;
+        run_torch(&r, "torch_owner_shapes.py", more[i].shape, NULL, loud);
+        ck_assert_msg(r.exit_code == 0 && r.report, "%s: exit %d\n%s", more[i].shape, r.exit_code,
+                      r.err);
+        ck_assert_str_eq(verdict(&r), "leak");
+        ck_assert_msg(!strcmp(rep_str(&r, "sites[0].owner.name"), more[i].name), "%s: owner %s",
+                      more[i].shape, rep_str(&r, "sites[0].owner.text"));
+        ck_assert_str_eq(rep_str(&r, "sites[0].owner.scope"), more[i].scope);
+        ck_assert_int_eq(lw_rep_int(&r, "sites[0].owner.line"),
+                         marker_line(shapes, more[i].marker));
+        lw_run_free(&r);
+    }
+    lw_run hidden;
+    run_torch(&hidden, "torch_owner_shapes.py", "hidden", NULL, loud);
+    ck_assert_str_eq(verdict(&hidden), "leak");
+    ck_assert_ptr_null(lw_json_string(lw_json_path(hidden.report, "sites[0].owner.name")));
+    const char *text = rep_str(&hidden, "sites[0].owner.text");
+    ck_assert_msg(!strncmp(text, "owner not found: ", 17) && strstr(text, "held by a list"),
+                  "hidden: %s", text);
+    ck_assert_msg(strstr(hidden.err, "owner not found: "), "hidden: exit summary\n%s", hidden.err);
+    lw_run_free(&hidden);
     const char *const off[] = {"LEAKWATCH_QUIET=0", "LEAKWATCH_TORCH_OWNER_MS=0", NULL};
     lw_run r;
     run_torch(&r, "torch_seed.py", "loss", NULL, off);
