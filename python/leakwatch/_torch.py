@@ -683,8 +683,12 @@ def _unnamed_holder(torch, blocks, search, deadline):
         return None
     ids = {id(t) for t in found}
     best = None
-    for ref in gc.get_referrers(*found[:64]):
-        if isinstance(ref, (list, tuple, dict, set, collections.deque)) and ref is not found:
+    probe = tuple(found[:64])  # passed as the call's own argument tuple
+    for ref in gc.get_referrers(*probe):
+        if ref is found or ref is probe or type(ref) is tuple and len(ref) == len(probe) and \
+                all(a is b for a, b in zip(ref, probe)):
+            continue
+        if isinstance(ref, (list, tuple, dict, set, collections.deque)):
             vals = ref.values() if isinstance(ref, dict) else ref
             n = sum(1 for v in vals if id(v) in ids)
             if best is None or n > best[0]:

@@ -63,3 +63,30 @@ def test_owner_search_off_with_a_setting(lw):
     owner, _ = owners(run)
     assert owner is None, owner
     assert "kept by" not in run.err, run
+
+
+SHAPES = SEED.parent / "torch_owner_shapes.py"
+
+
+def test_attribute_and_closure_owners(lw):
+    run = lw(SHAPES, "attr")
+    assert run.rc == 0 and run.verdict == "leak", run
+    owner, _ = owners(run)
+    assert owner["name"] == "self.history['loss']", (owner, run)
+    assert owner["line"] == marker_line(SHAPES, "# OWNER-ATTR"), owner
+    run = lw(SHAPES, "closure")
+    assert run.rc == 0 and run.verdict == "leak", run
+    owner, _ = owners(run)
+    assert owner["name"] == "hidden", (owner, run)
+    assert owner["scope"].startswith("closure of `make_keeper.<locals>.keep`"), owner
+    assert owner["line"] == marker_line(SHAPES, "# OWNER-CLOSURE"), owner
+
+
+def test_owner_not_found_said_honestly(lw):
+    run = lw(SHAPES, "hidden")
+    assert run.rc == 0 and run.verdict == "leak", run
+    owner, all_ = owners(run)
+    assert owner["name"] is None and not all_, (owner, run)
+    assert owner["text"].startswith("owner not found: "), owner
+    assert "held by a list" in owner["text"], owner
+    assert "owner not found: " in run.err, run
