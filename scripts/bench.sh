@@ -10,7 +10,7 @@
 #   LW_BENCH_ROUNDS    rounds per comparison (default 7, at least 5 advised)
 #   LW_BENCH_SECTIONS  sections to run, in order (default: all of
 #                      "native floor threads python heaptrack memory report attach
-#                      realtorch")
+#                      owner realtorch")
 #   LW_BENCH_BASE_LIB  report section: another build of the shim (main's, say)
 #                      whose reports are timed in alternation with LW_BENCH_LIB's
 #   LW_BENCH_REPORT_SITES  report section: the site counts (default "200 600 10000")
@@ -31,7 +31,7 @@ B=${1:-build}
 B=$(cd "$B" && pwd) || exit 2
 LIB=${LW_BENCH_LIB:-$B/libleakwatch.so}
 ROUNDS=${LW_BENCH_ROUNDS:-7}
-SECTIONS=${LW_BENCH_SECTIONS:-native floor threads python heaptrack memory report attach realtorch}
+SECTIONS=${LW_BENCH_SECTIONS:-native floor threads python heaptrack memory report attach owner realtorch}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 BENCH=$B/bench/rt_bench
 PYBENCH=$HERE/bench/perf/py_bench.py
@@ -372,6 +372,23 @@ section_realtorch() {
         return 0
     fi
     sh "$HERE/scripts/in-real-root.sh" "$root" python3 bench/perf/real_torch.py "$ROUNDS"
+}
+
+# The owner search of the PyTorch helper's diagnosis window (what keeps a
+# leak alive): once per run, at the window's close, on the job's thread; its
+# cost against the number of kept tensors and autograd nodes, under the
+# default budget (bench/perf/owner_bench.py, on the stand-in torch).
+section_owner() {
+    local py=${PYTHONS%% *} args
+    echo
+    echo "== owner search (PyTorch helper, once per run at the diagnosis window's close) =="
+    echo "   kept tensors in a list, an accumulator's graph, other objects; budget 1000 ms"
+    for args in "1000 0 0" "10000 10000 0" "30000 30000 30000"; do
+        set -- $args
+        printf "%7s kept, %6s graph nodes, %6s other objects: " "$1" "$2" "$3"
+        LW_CUDART=$STANDINS/libcudart.so "$py" "$HERE/bench/perf/owner_bench.py" "$1" "$2" "$3" ||
+            { echo "bench: owner_bench.py failed" >&2; return 1; }
+    done
 }
 
 # leakwatch attach: how long the borrowed thread of a running job is stopped

@@ -37,6 +37,7 @@ typedef struct {
     int leak, pooled;        /* 0/1; -1 unknown */
     double where_frame;      /* index into frames of the place to look (NAN: not given) */
     const char *where_label; /* as the report names it */
+    const char *owner_text;  /* what keeps it alive (PyTorch's sites: owner.text), or NULL */
     lw_m_frame *frames;
     size_t nframes;
     double *series_x, *series_floor;

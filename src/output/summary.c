@@ -57,14 +57,18 @@ void lw_report_summary(const char *path) {
     /* Under PyTorch's signal the site to name is the first one found in its
      * allocation history (segment sites do not name tensors). */
     double torch_rate = 0;
+    char owner[512];
+    const char *kept = NULL;
     if (g.verdict == LW_VERDICT_LEAK && g.signal_device >= 0 && lw_torch_info_sites(&torch_rate) &&
         lw_torch_info_label(label, sizeof label)) {
         a.where = label;
         a.where_rate = torch_rate;
         a.where_live = NAN;
+        kept = lw_torch_info_owner(owner, sizeof owner);
     }
     char line[1024];
     lw_log("%s", lw_answer_line(&a, line, sizeof line));
+    if (kept) lw_log("  %s", kept);
     /* What an undecided run still needs, and what a clean one could have
      * seen (only once the detector has evaluated something). */
     const char *unit = strcmp(g.step_source, "time") ? "step" : "interval";
