@@ -538,9 +538,10 @@ $(B)/.test-deps-ok: scripts/install-deps.sh | $(B)/.deps-ok
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
+# A missing tool fails the check (scripts/install-deps.sh test installs both).
 lint:
-	@if ! command -v clang-format >/dev/null || ! command -v cppcheck >/dev/null; then \
-	    echo "lint: clang-format or cppcheck missing: skipped"; exit 0; fi; \
+	@for t in clang-format cppcheck; do command -v $$t >/dev/null 2>&1 || \
+	    { echo "lint: FAILED: $$t is not installed (Debian package $$t; scripts/install-deps.sh test installs it)"; exit 1; }; done; \
 	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h') && \
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance --inline-suppr \
 	    --suppress=missingIncludeSystem -D_GNU_SOURCE -Iinclude $(INC_ALL) src tools && \

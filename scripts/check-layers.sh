@@ -7,7 +7,8 @@
 # The command (tools/) may use the base layer only.
 #   check-layers.sh BUILD_DIR
 B="${1:-build}"
-command -v nm >/dev/null 2>&1 || { echo "check-layers: nm missing (binutils): skipped"; exit 0; }
+command -v nm >/dev/null 2>&1 ||
+    { echo "check-layers: FAILED: nm is not installed (Debian package binutils; scripts/install-deps.sh test installs it)" >&2; exit 1; }
 objs=$(find "$B/obj" -name '*.o' | sort)
 [ -n "$objs" ] || { echo "check-layers: no objects under $B/obj: run make first" >&2; exit 1; }
 rank() {
