@@ -78,7 +78,7 @@ INTEG_SRCS := $(wildcard tests/integration/test_*.c)
 INTEGS := $(INTEG_SRCS:tests/integration/%.c=$(B)/tests/integration/%)
 HARNESS_SRCS := $(wildcard tests/integration/harness*.c)
 
-.PHONY: all check check-real check-aarch64 check-gpu-dry check-layers test-deps check-fast check-cuda-abi check-san test-bins demo bench install deps format lint clean fuzz fuzz-smoke
+.PHONY: all check check-real check-aarch64 check-gpu-dry check-layers check-scripts test-deps check-fast check-cuda-abi check-san test-bins demo bench install deps format lint clean fuzz fuzz-smoke
 TOOL_MAIN := $(wildcard tools/main.c)
 all: $(B)/libleakwatch.so $(if $(TOOL_MAIN),$(B)/leakwatch)
 
@@ -445,6 +445,10 @@ check-aarch64:
 check-layers: all
 	@scripts/check-layers.sh $(B)
 
+# The test scripts' own tests (tests/scripts: scripts/run-tests.sh's tally).
+check-scripts:
+	@for t in tests/scripts/test-*.sh; do $$t || exit 1; done
+
 # The GPU check (tests/gpu/check.py) end to end on the CPU stand-ins and the
 # stand-in torch (tests/python/faketorch): everything but the GPU. ~20 s.
 check-gpu-dry: all $(STAND_INS)
@@ -463,7 +467,7 @@ check-real: all $(STUBS)
 	    { echo "check-real: FAILED: the real clients cannot be set up here (see above)"; exit 1; }; \
 	    sh scripts/in-real-root.sh "$$root" python3 -m pytest -p no:cacheprovider -q -rfE tests/real
 
-check: test-deps check-layers check-fast check-san check-tsan check-valgrind check-install check-gpu-dry fuzz-smoke check-dist check-spdx lint
+check: test-deps check-scripts check-layers check-fast check-san check-tsan check-valgrind check-install check-gpu-dry fuzz-smoke check-dist check-spdx lint
 
 demo: all $(STAND_INS) $(B)/examples/train_loop
 	@scripts/demo.sh $(B)
