@@ -78,7 +78,12 @@ INTEG_SRCS := $(wildcard tests/integration/test_*.c)
 INTEGS := $(INTEG_SRCS:tests/integration/%.c=$(B)/tests/integration/%)
 HARNESS_SRCS := $(wildcard tests/integration/harness*.c)
 
-.PHONY: all check check-real check-aarch64 check-gpu-dry check-layers test-deps check-fast check-cuda-abi check-san test-bins demo bench install deps format lint clean fuzz fuzz-smoke
+# Every goal that names no file, in one list (add new ones here).
+.PHONY: all deps test-deps test-bins stand-ins docs format lint clean \
+    check check-fast check-san check-tsan check-valgrind check-layers check-scripts check-cuda-abi \
+    check-gpu-dry check-install check-real check-aarch64 check-dist check-spdx \
+    fuzz fuzz-inputs fuzz-smoke fuzz-smoke-inputs demo bench bench-accuracy ablate \
+    install uninstall wheel dist distcheck
 TOOL_MAIN := $(wildcard tools/main.c)
 all: $(B)/libleakwatch.so $(if $(TOOL_MAIN),$(B)/leakwatch)
 
@@ -341,6 +346,11 @@ $(STUB_DIR)/libstackvar%.so: tests/integration/stackvar_lib.c $(STUB_DIR)/libcud
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(STUB_CFLAGS) -O2 -fomit-frame-pointer -DVARIANT=$* -shared -o $@ $< -L$(STUB_DIR) -lcudart
 STUBS += $(STUB_DIR)/libstackvar1.so $(STUB_DIR)/libstackvar2.so
+# The same again for names (test_symbols: the symbol cache renewed at dlclose).
+$(STUB_DIR)/libsymvar%.so: tests/integration/symvar_lib.c | deps
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(STUB_CFLAGS) -DVARIANT=$* -shared -o $@ $<
+STUBS += $(STUB_DIR)/libsymvar1.so $(STUB_DIR)/libsymvar2.so
 
 # Test programs: the name's prefix says how each reaches CUDA.
 #   rt_*     links the (fake) runtime dynamically      drv_*   links libcuda.so.1 directly
@@ -445,6 +455,10 @@ check-aarch64:
 check-layers: all
 	@scripts/check-layers.sh $(B)
 
+# The test scripts' own tests (tests/scripts: scripts/run-tests.sh's tally).
+check-scripts:
+	@for t in tests/scripts/test-*.sh; do $$t || exit 1; done
+
 # The GPU check (tests/gpu/check.py) end to end on the CPU stand-ins and the
 # stand-in torch (tests/python/faketorch): everything but the GPU. ~20 s.
 check-gpu-dry: all $(STAND_INS)
@@ -463,7 +477,7 @@ check-real: all $(STUBS)
 	    { echo "check-real: FAILED: the real clients cannot be set up here (see above)"; exit 1; }; \
 	    sh scripts/in-real-root.sh "$$root" python3 -m pytest -p no:cacheprovider -q -rfE tests/real
 
-check: test-deps check-layers check-fast check-san check-tsan check-valgrind check-install check-gpu-dry fuzz-smoke check-dist check-spdx lint
+check: test-deps check-scripts check-layers check-fast check-san check-tsan check-valgrind check-install check-gpu-dry fuzz-smoke check-dist check-spdx lint
 
 demo: all $(STAND_INS) $(B)/examples/train_loop
 	@scripts/demo.sh $(B)
@@ -520,7 +534,6 @@ fuzz-smoke-inputs: $(FUZZ_INPUT_TARGETS:%=$(B)/fuzz/fuzz_%)
 	    >$(B)/fuzz/$$t.log 2>&1 || { tail -40 $(B)/fuzz/$$t.log; exit 1; }; \
 	    echo "fuzz: $$t ran $(FUZZ_INPUT_SMOKE_SECONDS) s clean"; done
 FUZZ_INPUT_SMOKE_SECONDS ?= 5
-.PHONY: fuzz-inputs fuzz-smoke-inputs check-tsan check-valgrind stand-ins docs uninstall wheel check-install
 
 # Build dependencies: apt-get runs only for make deps, demo and check (root or
 # sudo; else one message). Any other goal only checks: when something is
@@ -538,9 +551,10 @@ $(B)/.test-deps-ok: scripts/install-deps.sh | $(B)/.deps-ok
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
+# A missing tool fails the check (scripts/install-deps.sh test installs both).
 lint:
-	@if ! command -v clang-format >/dev/null || ! command -v cppcheck >/dev/null; then \
-	    echo "lint: clang-format or cppcheck missing: skipped"; exit 0; fi; \
+	@for t in clang-format cppcheck; do command -v $$t >/dev/null 2>&1 || \
+	    { echo "lint: FAILED: $$t is not installed (Debian package $$t; scripts/install-deps.sh test installs it)"; exit 1; }; done; \
 	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h') && \
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance --inline-suppr \
 	    --suppress=missingIncludeSystem -D_GNU_SOURCE -Iinclude $(INC_ALL) src tools && \
@@ -554,7 +568,6 @@ clean:
 # make distcheck: unpacks it on its own and runs its whole make check.
 # check-dist (in make check): reproducible, the tracked files, and the
 # unpacked tree builds and passes its unit tests.
-.PHONY: dist distcheck check-dist check-spdx
 dist:
 	@scripts/dist.sh $(B)
 distcheck:
@@ -586,7 +599,6 @@ bench: $(B)/bench/rt_bench $(B)/bench/lib/libcudart.so $(B)/bench/py_ext.so
 #   bench/perf/compare.sh build build/libleakwatch.so build/ablate-NAME/libleakwatch.so
 # NAME: unwind (a fixed 36-frame stack instead of unwinding), python (no
 # Python frames), site (one site for every stack, found without a lookup).
-.PHONY: ablate
 ablate:
 	@case "$(ABLATE)" in unwind|python|site) ;; \
 	  *) echo "make ablate ABLATE=unwind|python|site"; exit 2 ;; esac
@@ -604,7 +616,6 @@ test-bins: $(B)/examples/train_loop
 # rate errors and the steps to a verdict. Options: ACCURACY_ARGS="--only NAME -v".
 # Then the noise sweep (bench/accuracy/sweep.c): synthetic noisy floors fed
 # straight into the series and detector code, no shim (SWEEP_ARGS="--seeds 20").
-.PHONY: bench-accuracy
 $(B)/bench/sweep: bench/accuracy/sweep.c src/analyze/detector.c src/analyze/series.c src/analyze/stats.c \
                   $(wildcard src/analyze/*.h)
 	@mkdir -p $(@D)

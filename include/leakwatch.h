@@ -63,6 +63,14 @@ void leakwatch_torch_backward(int entering);
  * is not JSON of that shape (arrays for sites, objects otherwise; at most 1 MiB). */
 int leakwatch_torch_info(const char *field, const char *json, const char *message);
 
+/* For the Python package (imported, with the GIL held): registers, once per
+ * process, a Py_AtExit callback that writes the final report and summary at
+ * the end of CPython's finalisation. It runs on every ending that finalises,
+ * including an uncaught KeyboardInterrupt, after which CPython kills itself
+ * with SIGINT instead of calling exit(). Returns 0, or -1 when the process has
+ * no CPython. Nothing is written in a process that made no CUDA call. */
+int leakwatch_python_exit_hook(void);
+
 #ifdef __cplusplus
 }
 #endif

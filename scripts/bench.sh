@@ -9,7 +9,11 @@
 #   LW_BENCH_LIB       the shim to measure (default BUILD_DIR/libleakwatch.so)
 #   LW_BENCH_ROUNDS    rounds per comparison (default 7, at least 5 advised)
 #   LW_BENCH_SECTIONS  sections to run, in order (default: all of
-#                      "native threads python heaptrack memory report attach realtorch")
+#                      "native floor threads python heaptrack memory report attach
+#                      owner realtorch")
+#   LW_BENCH_BASE_LIB  report section: another build of the shim (main's, say)
+#                      whose reports are timed in alternation with LW_BENCH_LIB's
+#   LW_BENCH_REPORT_SITES  report section: the site counts (default "200 600 10000")
 #   LW_BENCH_PYTHONS   interpreters for the Python rows (default: CPython 3.11
 #                      and 3.12, from PATH or pyenv; python3 if neither)
 #
@@ -27,7 +31,7 @@ B=${1:-build}
 B=$(cd "$B" && pwd) || exit 2
 LIB=${LW_BENCH_LIB:-$B/libleakwatch.so}
 ROUNDS=${LW_BENCH_ROUNDS:-7}
-SECTIONS=${LW_BENCH_SECTIONS:-native threads python heaptrack memory report attach realtorch}
+SECTIONS=${LW_BENCH_SECTIONS:-native floor threads python heaptrack memory report attach owner realtorch}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 BENCH=$B/bench/rt_bench
 PYBENCH=$HERE/bench/perf/py_bench.py
@@ -162,6 +166,25 @@ section_native() {
         "$BENCH" -m alternate -a 64 -f 32 -n 300000
 }
 
+# The per-event floor: what the shim adds with stacks off (counters, live
+# table, device lookup, hook layers), against the bare run of the same
+# invocation, on the test stand-ins and on the lock-free runtime (whose own
+# cost is small, so the ratio there is mostly the shim's).
+section_floor() {
+    local lib=$B/bench/lib
+    echo
+    echo "== the floor: counters only (LEAKWATCH_STACKS=0), 32 frames, 1 thread =="
+    header
+    ab "counters only, cudaMalloc/cudaFree" 90 "$BASE" "$SHIM LEAKWATCH_STACKS=0" \
+        "$BENCH" -m malloc -f 32 -n 300000
+    ab "counters only, cudaMallocAsync_ptsz" 90 "$BASE" "$SHIM LEAKWATCH_STACKS=0" \
+        "$BENCH" -m async -f 32 -n 300000
+    if [ -e "$lib/libcudart.so" ]; then
+        LD_LIBRARY_PATH=$lib:$LD_LIBRARY_PATH ab "counters only, lock-free runtime" 90 "$BASE" \
+            "$SHIM LEAKWATCH_STACKS=0" "$BENCH" -m malloc -f 32 -n 300000
+    fi
+}
+
 section_threads() {
     local t lib=$B/bench/lib
     local SHOW_PAR=1
@@ -266,21 +289,74 @@ section_memory() {
     }'
 }
 
+# summary of numbers on stdin, one per line: "median [min..max]".
+spread() {
+    sort -g | awk '{ v[++n] = $1 } END {
+        if (!n) { printf "%s", "-"; exit }
+        m = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+        printf "%8.1f [%.1f..%.1f]", m, v[1], v[n] }'
+}
+
+# Report writing: leakwatch_dump() with N live call sites, every one written
+# (LEAKWATCH_REPORT_SITES=N), REPORTS dumps per run: the first (which starts
+# each module's addr2line and names every address) and the later ones (their
+# median within the run); ROUNDS runs. The baseline, in the same run: the
+# same bytes written by the program itself (stdio, fsync), the I/O floor. With
+# LW_BENCH_BASE_LIB (another build of the shim, e.g. main's), its runs
+# alternate with this one's and the ratio of the later reports is printed.
+# Then concurrent dumps: 4 threads x 150 leakwatch_dump() at once at 600
+# sites while a reader reads the file again and again (each read must be a
+# whole JSON document), against 600 sequential later reports of the same run.
 section_report() {
-    local n=100000 r size
+    local n r lib libs first later io label conc
+    local base=${LW_BENCH_BASE_LIB:-}
+    libs="$LIB"
+    [ -n "$base" ] && libs="$base $LIB"
     echo
-    echo "== report writing: $n call sites (LEAKWATCH_MAX_SITES=200000) =="
-    for sites in 200 $n; do
-        r=$(run $SHIM LEAKWATCH_MAX_SITES=200000 LEAKWATCH_REPORT_SITES=$sites \
-            "$BENCH" -m sites -f 8 -n $n) || return 1
-        size=$(stat -c %s "$TMP/report.json" 2>/dev/null || echo 0)
-        awk -v r="$r" -v sites=$sites -v size="$size" -v made="$(json_get "$TMP/report.json" sites_total)" 'BEGIN {
-            split(r, kv, " "); for (i in kv) { split(kv[i], p, "="); v[p[1]] = p[2] }
-            if (sites == 200) printf "sites made: %d, %.0f ns each (new stack: unwind, intern, one allocation), %d frames\n", made, v["ns_per_new_site"], v["frames"]
-            printf "leakwatch_dump(), %6d sites written: %8.1f ms (%.1f ms CPU), report %.1f MiB\n", sites, v["dump_ms"], v["dump_cpu_ms"], size / 1048576
-        }'
-        rm -f "$TMP/report.json"
+    echo "== report writing: leakwatch_dump() with N call sites, all written; $ROUNDS runs of 4 dumps =="
+    printf '%-34s %-22s %-22s %-22s %s\n' "case" "first dump ms" "later dumps ms" \
+        "I/O floor ms" "later/floor"
+    printf '%-34s %-22s %-22s %-22s %s\n' "" "median [min..max]" "median [min..max]" \
+        "median [min..max]" "(median)"
+    for n in ${LW_BENCH_REPORT_SITES:-200 600 10000}; do
+        : >"$TMP/rep.base"
+        : >"$TMP/rep.lib"
+        for ((r = 0; r < ROUNDS; r++)); do
+            for lib in $libs; do
+                out=$(run env LD_PRELOAD=$lib LEAKWATCH_QUIET=1 LEAKWATCH_REPORT=$TMP/report.json \
+                    LEAKWATCH_MAX_SITES=200000 LEAKWATCH_REPORT_SITES=$n \
+                    "$BENCH" -m sites -f 8 -n $n -r 4) || return 1
+                echo "$(field dump_ms "$out") $(field later_ms "$out") $(field io_ms "$out")" \
+                    >>"$TMP/rep.$([ "$lib" = "$LIB" ] && echo lib || echo base)"
+                rm -f "$TMP/report.json"
+            done
+        done
+        for lib in $libs; do
+            f=$TMP/rep.$([ "$lib" = "$LIB" ] && echo lib || echo base)
+            label="$n sites$([ "$lib" != "$LIB" ] && echo ", LW_BENCH_BASE_LIB")"
+            first=$(cut -d' ' -f1 "$f" | spread)
+            later=$(cut -d' ' -f2 "$f" | spread)
+            io=$(cut -d' ' -f3 "$f" | spread)
+            printf '%-34s %-22s %-22s %-22s %s\n' "$label" "$first" "$later" "$io" \
+                "$(awk '$3 > 0 { print $2 / $3 }' "$f" | spread | awk '{ printf "%.1fx", $1 }')"
+        done
+        if [ -n "$base" ]; then
+            paste -d' ' "$TMP/rep.base" "$TMP/rep.lib" | awk '$5 > 0 { print $2 / $5 }' | spread |
+                awk -v n=$n '{ printf "%-34s %.1fx faster (median of runs; %s)\n", n " sites, later: base/this", $1, $2 }'
+        fi
+        [ "$n" = 600 ] && cut -d' ' -f2 "$TMP/rep.lib" | spread | awk '{ print $1 }' >"$TMP/later600"
     done
+    echo "   concurrent: 4 threads x 150 leakwatch_dump() at 600 sites, a reader checking every read"
+    out=$(run env LD_PRELOAD=$LIB LEAKWATCH_QUIET=1 LEAKWATCH_REPORT=$TMP/report.json \
+        LEAKWATCH_REPORT_SITES=600 "$BENCH" -m sites -f 8 -n 600 -r 150 -D 4) || return 1
+    conc=$(field concurrent_s "$out")
+    awk -v s="$conc" -v per="$(field ms_per_dump "$out")" -v reads="$(field reads "$out")" \
+        -v bad="$(field bad_reads "$out")" -v seq="$(cat "$TMP/later600")" 'BEGIN {
+        printf "%-34s %.1f s (%.1f ms a dump), %d reads, %d not whole JSON (goal: < 60 s, 0: %s)\n",
+            "4 x 150 dumps, 600 sites", s, per, reads, bad, s < 60 && bad == 0 ? "met" : "NOT met"
+        if (seq > 0) printf "%-34s %.2fx 600 sequential later dumps (%.1f ms each, above)\n",
+            "  against sequential", s * 1000 / (600 * seq), seq }'
+    rm -f "$TMP/report.json"
 }
 
 # Real PyTorch 2.6 (the real-clients root of make check-real): steps per
@@ -296,6 +372,23 @@ section_realtorch() {
         return 0
     fi
     sh "$HERE/scripts/in-real-root.sh" "$root" python3 bench/perf/real_torch.py "$ROUNDS"
+}
+
+# The owner search of the PyTorch helper's diagnosis window (what keeps a
+# leak alive): once per run, at the window's close, on the job's thread; its
+# cost against the number of kept tensors and autograd nodes, under the
+# default budget (bench/perf/owner_bench.py, on the stand-in torch).
+section_owner() {
+    local py=${PYTHONS%% *} args
+    echo
+    echo "== owner search (PyTorch helper, once per run at the diagnosis window's close) =="
+    echo "   kept tensors in a list, an accumulator's graph, other objects; budget 1000 ms"
+    for args in "1000 0 0" "10000 10000 0" "30000 30000 30000"; do
+        set -- $args
+        printf "%7s kept, %6s graph nodes, %6s other objects: " "$1" "$2" "$3"
+        LW_CUDART=$STANDINS/libcudart.so "$py" "$HERE/bench/perf/owner_bench.py" "$1" "$2" "$3" ||
+            { echo "bench: owner_bench.py failed" >&2; return 1; }
+    done
 }
 
 # leakwatch attach: how long the borrowed thread of a running job is stopped

@@ -17,6 +17,7 @@
 #include "summary.h"
 #include "report_file.h"
 #include "growth.h"
+#include "real.h"
 #include "runstate.h"
 #include "warning.h"
 #include "worker.h"
@@ -29,6 +30,7 @@
 
 #include <leakwatch.h>
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -122,7 +124,12 @@ static int recording_here(void) {
 }
 
 static void write_report(const char *reason, int fallback) {
-    lw_growth_flush();
+    /* The report at the end of the run decides on all its evidence; a dump
+     * is a look at a run that goes on. */
+    if (strcmp(reason, "dump"))
+        lw_growth_finish();
+    else
+        lw_growth_flush();
     if (lw_growth_take_warning()) lw_warning_leak();
     char path[PATH_MAX];
     int rc = lw_report_write(reason, fallback, path, sizeof path);
@@ -136,13 +143,42 @@ static void write_report(const char *reason, int fallback) {
     }
 }
 
+/* The process whose final report is written: at most one per process
+ * (CPython's finalisation and then exit() may both call for it). */
+static pid_t final_written_by;
+
 static void at_exit(void) {
     /* A forked child that never used CUDA itself has nothing to say, and must
      * not overwrite its parent's report. */
-    if (!recording_here()) return;
+    if (!recording_here() || final_written_by == getpid()) return;
+    final_written_by = getpid();
     lw_hook_depth++; /* CUDA calls from here on are the runtime's teardown */
     lw_worker_quiesce();
     write_report("exit", 1);
+}
+
+/* ---- CPython: every way a Python job ends writes the final report ----
+ * After an uncaught KeyboardInterrupt (Ctrl-C), CPython finalises and then
+ * kills itself with SIGINT at its default action (Modules/main.c,
+ * exit_sigint), so exit() and its handlers never run. Py_AtExit callbacks
+ * run at the very end of Py_FinalizeEx, after the interpreter's teardown
+ * (arrays freed at exit are seen) and before that kill, for every ending
+ * that finalises: a normal exit, sys.exit, an uncaught exception and
+ * KeyboardInterrupt. The leakwatch package registers it at import (with the
+ * GIL held: ctypes.PyDLL), so it needs no lock of CPython's. os._exit (a
+ * forked worker's end) runs no handler at all. */
+static void python_finalized(void) {
+    at_exit();
+}
+
+LW_EXPORT int leakwatch_python_exit_hook(void) {
+    static pid_t registered_in;
+    if (registered_in) return 0; /* inherited across fork: CPython's list is too */
+    int (*py_at_exit)(void (*)(void)) =
+        (int (*)(void (*)(void)))lw_real_dlsym(RTLD_DEFAULT, "Py_AtExit");
+    if (!py_at_exit || py_at_exit(python_finalized) != 0) return -1;
+    registered_in = getpid();
+    return 0;
 }
 
 /* Fork: no lock of ours may be held by another thread at the moment of the

@@ -72,6 +72,21 @@ static void periodic_outputs(void) {
     pthread_mutex_unlock(&outputs_lock);
 }
 
+/* Moves *until to now + ns when that comes first; 1 when it did. */
+static int sooner(struct timespec *until, long ns) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    now.tv_sec += ns / 1000000000L;
+    now.tv_nsec += ns % 1000000000L;
+    if (now.tv_nsec >= 1000000000L) now.tv_sec++, now.tv_nsec -= 1000000000L;
+    if (now.tv_sec < until->tv_sec ||
+        (now.tv_sec == until->tv_sec && now.tv_nsec < until->tv_nsec)) {
+        *until = now;
+        return 1;
+    }
+    return 0;
+}
+
 static void *run(void *arg) {
     unsigned gen = (unsigned)(uintptr_t)arg;
     long interval_ms = lw_opt_int(LW_OPT_INTERVAL_MS);
@@ -90,22 +105,20 @@ static void *run(void *arg) {
          * interval clock is not affected. */
         int timed_out;
         for (;;) {
-            struct timespec until = deadline, now;
+            struct timespec until = deadline;
             int early = 0;
             if (first_polls < 150 && !lw_device_have_reading()) {
                 first_polls++;
-                clock_gettime(CLOCK_MONOTONIC, &now);
-                now.tv_nsec += 20 * 1000000L;
-                if (now.tv_nsec >= 1000000000L) now.tv_sec++, now.tv_nsec -= 1000000000L;
-                if (now.tv_sec < deadline.tv_sec ||
-                    (now.tv_sec == deadline.tv_sec && now.tv_nsec < deadline.tv_nsec)) {
-                    until = now;
-                    early = 1;
-                }
+                early |= sooner(&until, 20 * 1000000L);
             }
+            /* A marked run between marks: a phase without them (a
+             * validation loop) is sampled at about one step's time. */
+            double period = lw_growth_unmarked_period();
+            if (period > 0) early |= sooner(&until, (long)(period * 1e9));
             timed_out = lw_growth_wait(&until);
             if (atomic_load(&generation) != gen) return NULL;
             lw_device_sample();
+            if (timed_out && early) lw_growth_unmarked_tick();
             if (!timed_out || !early) break;
         }
         lw_growth_update(timed_out);

@@ -242,6 +242,12 @@ static void read_sites(lw_model *m, const lw_json *root) {
             s->where_label = str(m, where, "label", ww);
             s->where_distinct = num(m, where, "distinct_frame", ww);
         }
+        const lw_json *owner = typed(m, so, "owner", LW_JSON_OBJECT, w);
+        if (owner) {
+            char ow[200];
+            snprintf(ow, sizeof ow, "sites[%zu].owner.", i);
+            s->owner_text = str(m, owner, "text", ow);
+        }
         char fw[200];
         snprintf(fw, sizeof fw, "sites[%zu].frames", i);
         read_frames(m, s, typed(m, so, "frames", LW_JSON_ARRAY, w), fw);

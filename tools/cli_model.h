@@ -39,6 +39,7 @@ typedef struct {
     const char *where_label; /* as the report names it */
     double where_distinct;   /* index into frames of the frame that tells the site apart
                                 from others sharing its place (NAN: none) */
+    const char *owner_text;  /* what keeps it alive (PyTorch's sites: owner.text), or NULL */
     lw_m_frame *frames;
     size_t nframes;
     double *series_x, *series_floor;

@@ -201,6 +201,10 @@ static void screen(FILE *out, const lw_model *m, long pid, size_t max_sites, int
     lw_answer ans;
     lw_model_answer(m, &ans, where, sizeof where);
     fprintf(out, "%s\n", lw_answer_line(&ans, line, sizeof line));
+    /* What keeps the named site alive (PyTorch's sites), as the exit line. */
+    const lw_m_site *named = m->verdict == LW_MV_LEAK ? lw_model_top_site(m) : NULL;
+    if (named && named->owner_text)
+        fprintf(out, "  %s\n", lw_safe_text(named->owner_text, line, sizeof line));
     time_t now = time(NULL);
     struct tm tm;
     char clock[16] = "";
@@ -250,6 +254,7 @@ static void screen(FILE *out, const lw_model *m, long pid, size_t max_sites, int
         lw_render_opts ro;
         lw_render_opts_default(&ro);
         ro.short_paths = 1;
+        if (s->owner_text) fprintf(out, "%s\n", lw_safe_text(s->owner_text, line, sizeof line));
         lw_stack_lines(s, &ro, stack_line, out);
         fprintf(out, "\nEnter or Esc: back to the sites   q: quit\n");
         free(order);

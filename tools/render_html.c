@@ -396,7 +396,14 @@ static void sites(FILE *o, const lw_model *m, const lw_render_opts *ro) {
         lw_model_where(s, where, sizeof where);
         fprintf(o, "<tr><td>%zu</td><td class=\"mono\">", k + 1);
         esc(o, where);
-        fprintf(o, "%s</td>", s->leak == 1 ? " <span class=\"badge leak\">leak</span>" : "");
+        fprintf(o, "%s", s->leak == 1 ? " <span class=\"badge leak\">leak</span>" : "");
+        if (s->owner_text) {
+            /* What keeps it alive (PyTorch's sites): the owner and the fix. */
+            fputs("<br><span class=\"owner\">", o);
+            esc(o, s->owner_text);
+            fputs("</span>", o);
+        }
+        fputs("</td>", o);
         cell_bytes(o, s->live_bytes);
         cell_count(o, s->live_count);
         fprintf(o, "<td class=\"n\">%s</td>",

@@ -56,6 +56,12 @@ static void print_answer(FILE *out, const lw_model *m) {
     char where[512], line[1200];
     lw_model_answer(m, &a, where, sizeof where);
     fprintf(out, "%s\n", lw_answer_line(&a, line, sizeof line));
+    /* Under it, as the exit summary: what keeps the named site alive. */
+    const lw_m_site *top = m->verdict == LW_MV_LEAK ? lw_model_top_site(m) : NULL;
+    if (top && top->owner_text) {
+        char shown[1200];
+        fprintf(out, "  %s\n", lw_safe_text(top->owner_text, shown, sizeof shown));
+    }
 }
 
 static void print_header(FILE *out, const lw_model *m) {
@@ -171,6 +177,10 @@ static void print_sites(FILE *out, const lw_model *m, const lw_render_opts *o) {
         if (isfinite(s->failed_alloc_count) && s->failed_alloc_count > 0)
             fprintf(out, ", %s failed", lw_fmt_count(s->failed_alloc_count, c, sizeof c));
         fputc('\n', out);
+        if (s->owner_text) {
+            char shown[1200];
+            fprintf(out, "        %s\n", lw_safe_text(s->owner_text, shown, sizeof shown));
+        }
         if (s->nframes == 0)
             fprintf(out, "        (no stack: LEAKWATCH_STACKS=0, or the report has none)\n");
         lw_stack_lines(s, o, text_stack_line, out);

@@ -4,7 +4,7 @@
  * prints one line starting with "RESULT" (key=value pairs).
  *
  *   rt_bench -m MODE [-t THREADS] [-f FRAMES] [-n PAIRS] [-w WARMUP] [-s SIZE] [-k THINK]
- *            [-a SITES]
+ *            [-a SITES] [-r REPORTS] [-D DUMPERS]
  *
  * MODE
  *   malloc  cudaMalloc / cudaFree pairs
@@ -15,7 +15,10 @@
  *   live    PAIRS cudaMalloc allocations kept live: prints the resident
  *           memory they added (VmRSS), then asks the shim for a report
  *   sites   PAIRS allocations from PAIRS distinct call stacks, kept live,
- *           then times leakwatch_dump() (found with dlsym)
+ *           then times leakwatch_dump() (found with dlsym): REPORTS (-r)
+ *           of them, the first apart from the later ones; with -D DUMPERS,
+ *           that many threads dump REPORTS times each at once while a
+ *           reader checks every read of the file is whole JSON
  *   alternate  cudaMalloc / cudaFree pairs from SITES (-a, default 64)
  *           distinct call stacks in turn, all at the same stack depth: the
  *           worst case for a cache of recently seen stacks
@@ -40,6 +43,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,6 +223,103 @@ static long to_l1(long code) {
     return l1_fns[code / (WAYS * WAYS) % WAYS](code);
 }
 
+/* sites -r REPORTS: that many leakwatch_dump() calls in a row, the first
+ * timed apart from the later ones (their median); then the same bytes
+ * written to a file of our own (write, fsync, rename: what the I/O alone
+ * costs). sites -D DUMPERS: that many threads call leakwatch_dump() REPORTS
+ * times each at once, while another thread reads the report file over and
+ * over and checks that every read is a whole JSON document. */
+static long reports = 1, dumpers = 0;
+static void (*dump_fn)(void);
+static _Atomic int dumping_done;
+static long reads, bad_reads;
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A whole JSON document: one value, brackets balanced outside strings. */
+static int whole_json(const char *s, size_t n) {
+    int depth = 0, in_str = 0, seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = 0;
+            continue;
+        }
+        if (c == '"')
+            in_str = 1;
+        else if (c == '{' || c == '[')
+            depth++, seen = 1;
+        else if (c == '}' || c == ']') {
+            if (--depth < 0) return 0;
+        } else if (c != ' ' && c != '\n' && c != '\t' && depth == 0)
+            return 0;
+    }
+    return seen && depth == 0 && !in_str;
+}
+
+static char *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    size_t cap = 1 << 20, len = 0;
+    char *b = malloc(cap);
+    size_t r;
+    while (b && (r = fread(b + len, 1, cap - len, f)) > 0) {
+        len += r;
+        if (len == cap) b = realloc(b, cap *= 2);
+    }
+    fclose(f);
+    *n = len;
+    return b;
+}
+
+static void *reader_main(void *arg) {
+    const char *path = arg;
+    while (!atomic_load(&dumping_done)) {
+        size_t n = 0;
+        char *b = slurp(path, &n);
+        if (b) {
+            reads++;
+            if (!whole_json(b, n)) bad_reads++;
+            free(b);
+        }
+    }
+    return NULL;
+}
+
+static void *dumper_main(void *arg) {
+    for (long i = 0; i < reports; i++)
+        dump_fn();
+    return NULL;
+}
+
+/* The report's bytes written again by plain stdio: the I/O floor. */
+static double io_ms(const char *path) {
+    size_t n = 0;
+    char *b = path ? slurp(path, &n) : NULL;
+    if (!b) return 0;
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.io-floor", path);
+    double t0 = now_ns(CLOCK_MONOTONIC);
+    FILE *f = fopen(tmp, "w");
+    if (f) {
+        fwrite(b, 1, n, f);
+        fflush(f);
+        fsync(fileno(f));
+        fclose(f);
+        rename(tmp, tmp); /* the atomic writer's rename, in kind */
+    }
+    double t1 = now_ns(CLOCK_MONOTONIC);
+    unlink(tmp);
+    free(b);
+    return (t1 - t0) / 1e6;
+}
+
 NOINLINE static void sites_loop(job *j) {
     j->measured = stack_depth() + 4; /* l1_a, l2_b, l3_c, site_alloc */
     if (pairs > (long)WAYS * WAYS * WAYS) pairs = (long)WAYS * WAYS * WAYS;
@@ -226,14 +327,47 @@ NOINLINE static void sites_loop(job *j) {
     for (long i = 0; i < pairs; i++)
         to_l1(i);
     double t1 = now_ns(CLOCK_MONOTONIC);
-    void (*dump)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "leakwatch_dump");
-    double d0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
-    if (dump) dump();
-    double d1 = now_ns(CLOCK_MONOTONIC), c1 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+    dump_fn = (void (*)(void))dlsym(RTLD_DEFAULT, "leakwatch_dump");
+    const char *path = getenv("LEAKWATCH_REPORT");
+    if (dumpers > 0) {
+        if (!dump_fn || !path) die("leakwatch_dump and LEAKWATCH_REPORT (for -D)", 0);
+        pthread_t rd, *th = calloc((size_t)dumpers, sizeof *th);
+        dump_fn(); /* the file exists before the reader starts */
+        double c0 = now_ns(CLOCK_MONOTONIC);
+        CHECK(pthread_create(&rd, NULL, reader_main, (void *)path));
+        for (long i = 0; i < dumpers; i++)
+            CHECK(pthread_create(&th[i], NULL, dumper_main, NULL));
+        for (long i = 0; i < dumpers; i++)
+            CHECK(pthread_join(th[i], NULL));
+        double c1 = now_ns(CLOCK_MONOTONIC);
+        atomic_store(&dumping_done, 1);
+        CHECK(pthread_join(rd, NULL));
+        printf("RESULT mode=sites stacks=%ld dumpers=%ld reports=%ld concurrent_s=%.3f "
+               "ms_per_dump=%.2f reads=%ld bad_reads=%ld\n",
+               pairs, dumpers, reports, (c1 - c0) / 1e9,
+               (c1 - c0) / 1e6 / (double)(dumpers * reports), reads, bad_reads);
+        fflush(stdout);
+        _exit(0);
+    }
+    double first = 0, first_cpu = 0, *later = calloc((size_t)reports, sizeof *later),
+           *later_cpu = calloc((size_t)reports, sizeof *later_cpu);
+    for (long r = 0; r < reports && dump_fn; r++) {
+        double d0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+        dump_fn();
+        double d1 = now_ns(CLOCK_MONOTONIC), c1 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+        if (r == 0)
+            first = (d1 - d0) / 1e6, first_cpu = (c1 - c0) / 1e6;
+        else
+            later[r - 1] = (d1 - d0) / 1e6, later_cpu[r - 1] = (c1 - c0) / 1e6;
+    }
+    long nl = reports - 1;
+    qsort(later, (size_t)nl, sizeof *later, cmp_double);
+    qsort(later_cpu, (size_t)nl, sizeof *later_cpu, cmp_double);
     printf("RESULT mode=sites stacks=%ld frames=%d ns_per_new_site=%.1f dump_ms=%.2f "
-           "dump_cpu_ms=%.2f shim=%d\n",
-           pairs, j->measured, (t1 - t0) / (double)pairs, (d1 - d0) / 1e6, (c1 - c0) / 1e6,
-           dump != NULL);
+           "dump_cpu_ms=%.2f later_ms=%.2f later_cpu_ms=%.2f io_ms=%.2f shim=%d\n",
+           pairs, j->measured, (t1 - t0) / (double)pairs, first, first_cpu,
+           nl > 0 ? later[nl / 2] : 0, nl > 0 ? later_cpu[nl / 2] : 0, dump_fn ? io_ms(path) : 0,
+           dump_fn != NULL);
     fflush(stdout);
     _exit(0); /* no second report from the exit handler */
 }
@@ -303,13 +437,14 @@ static void *thread_main(void *arg) {
 
 static void usage(void) {
     fprintf(stderr, "usage: rt_bench -m malloc|async|host|live|sites|alternate [-t THREADS] "
-                    "[-f FRAMES] [-n PAIRS] [-w WARMUP] [-s SIZE] [-k THINK] [-a SITES]\n");
+                    "[-f FRAMES] [-n PAIRS] [-w WARMUP] [-s SIZE] [-k THINK] [-a SITES] "
+                    "[-r REPORTS] [-D DUMPERS]\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
     int opt;
-    while ((opt = getopt(argc, argv, "m:t:f:n:w:s:k:a:")) != -1) {
+    while ((opt = getopt(argc, argv, "m:t:f:n:w:s:k:a:r:D:")) != -1) {
         switch (opt) {
         case 'm': {
             int found = 0;
@@ -339,12 +474,18 @@ int main(int argc, char **argv) {
         case 'a':
             alt_sites = atol(optarg);
             break;
+        case 'r':
+            reports = atol(optarg);
+            break;
+        case 'D':
+            dumpers = atol(optarg);
+            break;
         default:
             usage();
         }
     }
     if (nthreads < 1 || pairs < 1 || warmup < 0 || size < 1 || think < 0 || alt_sites < 1 ||
-        alt_sites > WAYS * WAYS * WAYS)
+        alt_sites > WAYS * WAYS * WAYS || reports < 1 || dumpers < 0)
         usage();
     if (mode == M_LIVE || mode == M_SITES) nthreads = 1;
     if (mode != M_HOST) CHECK(cudaFree(NULL)); /* start the runtime outside the timing */

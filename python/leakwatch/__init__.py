@@ -100,6 +100,22 @@ def _lookup(name, restype):
     return fn
 
 
+def _register_exit_hook():
+    """The final report on every ending that finalises CPython. After an
+    uncaught KeyboardInterrupt CPython kills itself with SIGINT instead of
+    calling exit(), past the library's exit handler: the library writes the
+    report from a Py_AtExit callback instead (registered with the GIL held,
+    hence PyDLL). os._exit runs no handler at all."""
+    try:
+        fn = getattr(ctypes.PyDLL(None), "leakwatch_python_exit_hook")
+        fn.restype = ctypes.c_int
+        fn.argtypes = []
+        fn()
+    except Exception:
+        pass
+
+
+_register_exit_hook()
 _step = _lookup("leakwatch_step", None)
 _dump = _lookup("leakwatch_dump", None)
 _enabled = _lookup("leakwatch_enabled", ctypes.c_int)

@@ -62,14 +62,19 @@ catches its own exceptions and turns itself off).
 """
 
 import bisect
+import collections
 import inspect
+import itertools
 import json
+import linecache
 import os
+import re
 import sys
 import sysconfig
 import threading
 import time
 import traceback
+import types
 
 import leakwatch
 
@@ -214,6 +219,573 @@ def _short(f):
     return f"{os.path.basename(f.get('filename') or '?')}:{f.get('line')}"
 
 
+# ---- who keeps the leak alive ----
+
+_SKIP_TYPES = (str, bytes, bytearray, int, float, complex, bool, type(None), type,
+               types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+               types.CodeType, types.FrameType, range, memoryview)
+_SCALARS = frozenset((str, bytes, int, float, complex, bool, type(None)))
+_GROWS = (r"\b{name}(\s*\[[^\]]*\])*\s*(\.\s*(append|extend|add|insert|appendleft|update|"
+          r"setdefault)\s*\(|\+=|\[[^\]]*\]\s*=)")
+
+
+def _fmt_bytes(n):
+    """As the library prints sizes (src/base/fmt.c): B, KiB, MiB, GiB."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            v = n / scale
+            return f"{v:,.1f} {unit}" if v < 100 else f"{v:,.0f} {unit}"
+    return f"{int(n)} B"
+
+
+def _node_name(node):
+    n = getattr(node, "name", None)
+    try:
+        return n() if callable(n) else str(n or type(node).__name__)
+    except Exception:
+        return type(node).__name__
+
+
+class _Root:
+    """One name the user wrote: a local of a frame or a global of a module."""
+
+    __slots__ = ("name", "scope", "function", "file", "line", "code", "value", "holders",
+                 "tensors", "bytes", "blocks", "saved_alive", "saved_freed", "graph_nodes",
+                 "node_names", "passes", "scalars", "with_graph", "graph_root", "tensor_names")
+
+    def __init__(self, name, scope, function, file, line, code, value):
+        self.name, self.scope, self.function = name, scope, function
+        self.file, self.line, self.code, self.value = file, line, code, value
+        self.holders = {}  # path -> [tensors, bytes, kind]
+        self.tensors = self.bytes = self.saved_alive = self.saved_freed = 0
+        self.graph_nodes = self.passes = self.scalars = self.with_graph = 0
+        self.blocks = {}  # site index -> bytes
+        self.node_names = {}
+        self.graph_root = None  # (nodes, passes, top node name) of the root tensor's own graph
+        self.tensor_names = ()  # the frame's locals bound to tensors
+
+
+class _OwnerSearch:
+    """Finds, from the names the user wrote (the locals of the user's frames
+    on every thread, the globals of the user's modules), the objects that
+    keep the leaking sites' live blocks alive: tensors whose storage lies in
+    a block, directly or through containers and object attributes, and
+    autograd graphs whose saved tensors do. Bounded by an object count, a
+    graph node count and a time budget; the walk calls no user code (only
+    builtin containers and instance __dict__ are entered)."""
+
+    MAX_DEPTH = 6
+    MAX_ITEMS = 100000  # elements taken from one container
+
+    def __init__(self, torch, site_blocks, budget_s, max_objects, max_nodes, roots):
+        self.torch = torch
+        self.Tensor = torch.Tensor
+        starts = []
+        for i, blocks in enumerate(site_blocks):
+            for addr, size in blocks:
+                if isinstance(addr, int) and size:
+                    starts.append((addr, int(size), i))
+        starts.sort()
+        self.starts = starts
+        self.keys = [s[0] for s in starts]
+        self.deadline = time.monotonic() + budget_s
+        self.max_objects, self.max_nodes = max_objects, max_nodes
+        self.objects = self.nodes = 0
+        self.out_of_budget = None
+        self.roots = roots
+        self.seen = set()
+        self.seen_nodes = {}
+        self.via = {}  # holder path -> how it is reached when not by the root's own name
+        self.counted_blocks = set()
+        self.saved_attrs = {}
+
+    def block_of(self, ptr):
+        k = bisect.bisect_right(self.keys, ptr) - 1
+        if k >= 0:
+            addr, size, site = self.starts[k]
+            if addr <= ptr < addr + size:
+                return addr, size, site
+        return None
+
+    def storage(self, t):
+        """(address, bytes) of a CUDA tensor's storage, or None."""
+        try:
+            if not t.is_cuda:
+                return None
+            st = t.untyped_storage()
+            ptr = st.data_ptr()
+            nb = st.nbytes
+            nb = nb() if callable(nb) else nb
+            return (ptr, int(nb)) if isinstance(ptr, int) and ptr else None
+        except Exception:
+            return None
+
+    def budget_left(self):
+        if self.out_of_budget:
+            return False
+        if self.objects >= self.max_objects:
+            self.out_of_budget = "objects"
+        elif self.nodes >= self.max_nodes:
+            self.out_of_budget = "graph_nodes"
+        elif time.monotonic() > self.deadline:
+            self.out_of_budget = "time"
+        return not self.out_of_budget
+
+    def count(self, root, path, kind, t, via_graph):
+        """Counts t's storage (once) for the holder path of root; returns
+        the leaking block it lies in, if any."""
+        st = self.storage(t)
+        if st is None or st[0] in self.counted_blocks:
+            return None
+        ptr, nbytes = st
+        # As the native caching allocator holds it: whole 512-byte blocks
+        # (kMinBlockSize; the diagnosis window runs only on that backend).
+        nbytes = max(512, (nbytes + 511) // 512 * 512)
+        self.counted_blocks.add(ptr)
+        h = root.holders.get(path)
+        if h is None:
+            h = root.holders[path] = {"tensors": 0, "bytes": 0, "kind": kind, "graph": 0,
+                                      "window_tensors": 0, "sites": {}}
+        h["tensors"] += 1
+        h["bytes"] += nbytes
+        block = self.block_of(ptr)
+        if block is not None:
+            addr, size, site = block
+            h["graph"] += via_graph
+            h["window_tensors"] += 1
+            h["sites"][site] = h["sites"].get(site, 0) + size
+            root.tensors += 1
+        return block
+
+    def run(self):
+        for root in self.roots:
+            if not self.budget_left():
+                break
+            self.walk(root)
+        return self.out_of_budget
+
+    def walk(self, root):
+        """Depth first from root.value. Each stack entry: the object, its
+        depth, its path (spelt only down to depth 3: the holder named is the
+        innermost container the user can spell) and the holder's path and
+        kind for a tensor in it."""
+        Tensor, seen, scalar = self.Tensor, self.seen, _SCALARS
+        stack = [(root.value, 0, root.name, "name", root.name)]
+        pop, push = stack.pop, stack.append
+        while stack:
+            if self.objects & 255 == 0 and not self.budget_left():
+                break
+            obj, depth, path, kind, holder = pop()
+            oid = id(obj)
+            if oid in seen:
+                continue
+            seen.add(oid)
+            self.objects += 1
+            if self.objects >= self.max_objects:
+                self.out_of_budget = "objects"
+            if isinstance(obj, Tensor):
+                self.tensor(root, obj, holder, kind, depth == 0)
+                continue
+            if depth >= self.MAX_DEPTH:
+                continue
+            t = type(obj)
+            if t is types.FunctionType and depth < 3:
+                # A closure's variables (keep = make_keeper(): its list
+                # lives in a cell): named as the code that wrote them.
+                try:
+                    cells = obj.__closure__ or ()
+                    names = obj.__code__.co_freevars
+                    fname = obj.__code__.co_qualname if hasattr(obj.__code__, "co_qualname") \
+                        else obj.__code__.co_name
+                except Exception:
+                    continue
+                for name, cell in zip(names, cells):
+                    try:
+                        v = cell.cell_contents
+                    except ValueError:
+                        continue
+                    if type(v) in scalar:
+                        continue
+                    self.via[(id(root), name)] = (f"closure of `{fname}`, held by `{path}`", obj.__code__,
+                                      type(v).__name__)
+                    push((v, depth + 1, name, "closure", name))
+                continue
+            if isinstance(obj, _SKIP_TYPES):
+                continue
+            if isinstance(obj, (list, tuple, collections.deque)):
+                # The base type's own storage: no __iter__ of a subclass runs.
+                items = list.copy(obj) if isinstance(obj, list) else \
+                    tuple.__getitem__(obj, slice(0, self.MAX_ITEMS)) if isinstance(obj, tuple) \
+                    else list(itertools.islice(collections.deque.__iter__(obj), self.MAX_ITEMS))
+                keyed = enumerate(items[:self.MAX_ITEMS])
+                here, fmt = ("list" if isinstance(obj, list) else
+                             "tuple" if isinstance(obj, tuple) else "deque"), "{}[{}]"
+            elif isinstance(obj, dict):
+                keyed = itertools.islice(dict.items(obj), self.MAX_ITEMS)
+                here, fmt = "dict", "{}[{!r}]"
+            elif t in (set, frozenset):
+                keyed = ((None, v) for v in itertools.islice(obj, self.MAX_ITEMS))
+                here, fmt = t.__name__, None
+            else:
+                try:
+                    d = object.__getattribute__(obj, "__dict__")
+                except Exception:
+                    continue
+                if not isinstance(d, dict):
+                    continue
+                keyed = itertools.islice(dict.items(d), self.MAX_ITEMS)
+                here, fmt = "object", "{}.{}"
+            spell = depth < 3
+            for k, v in keyed:
+                if type(v) in scalar:
+                    continue
+                if isinstance(v, Tensor):
+                    push((v, depth + 1, None, here, path))
+                elif spell:
+                    p = fmt.format(path, k) if fmt else path
+                    push((v, depth + 1, p, here, p))
+                else:
+                    push((v, depth + 1, None, here, holder))
+
+    def tensor(self, root, t, holder, kind, is_root):
+        try:
+            fn = t.grad_fn
+            if fn is None and t.requires_grad:
+                return  # a leaf that requires grad: a parameter, not a leak's memory
+        except Exception:
+            return
+        block = self.count(root, holder, "tensor" if is_root else kind, t, 0)
+        if block is not None:
+            try:
+                if t.numel() == 1:
+                    root.scalars += 1
+            except Exception:
+                pass
+            if fn is not None:
+                root.with_graph += 1
+        if fn is not None:
+            nodes, passes, top = self.graph(root, fn, holder, kind if not is_root else "tensor")
+            if is_root:
+                root.graph_root = (nodes, passes, top)
+
+    def graph(self, root, fn, holder, kind):
+        """Walks fn's graph (next_functions), counting its nodes by type,
+        the forward passes it spans (edges into one parameter's
+        AccumulateGrad), and its saved tensors: alive (never backpropagated)
+        and in a leaking block, or freed."""
+        if id(fn) in self.seen_nodes:
+            return 0, 0, (0, None)
+        stack = [fn]
+        nodes, into, keep = 0, {}, []
+        names = {}
+        while stack:
+            if self.nodes & 255 == 0 and not self.budget_left():
+                break
+            node = stack.pop()
+            if id(node) in self.seen_nodes:
+                continue
+            # PyTorch makes a new Python object for a node each time
+            # next_functions is read: held, so that no id is reused.
+            self.seen_nodes[id(node)] = node
+            self.nodes += 1
+            nodes += 1
+            if self.nodes >= self.max_nodes:
+                self.out_of_budget = "graph_nodes"
+            name = _node_name(node)
+            names[name] = names.get(name, 0) + 1
+            attrs = self.saved_attrs.get(type(node))
+            if attrs is None or name not in attrs:
+                if attrs is None:
+                    attrs = self.saved_attrs[type(node)] = {}
+                try:
+                    attrs[name] = [a for a in dir(node) if a.startswith("_saved_")]
+                except Exception:
+                    attrs[name] = []
+            for a in attrs[name]:
+                try:
+                    v = getattr(node, a)
+                except RuntimeError:
+                    root.saved_freed += 1
+                    continue
+                except Exception:
+                    continue
+                for s in (v if isinstance(v, (list, tuple)) else (v,)):
+                    if isinstance(s, self.Tensor) and not (s.grad_fn is None and s.requires_grad):
+                        if self.count(root, holder, kind, s, 1) is not None:
+                            root.saved_alive += 1
+            try:
+                nexts = node.next_functions
+            except Exception:
+                nexts = ()
+            for pair in nexts or ():
+                n = pair[0] if isinstance(pair, tuple) else pair
+                if n is None:
+                    continue
+                if _node_name(n).endswith("AccumulateGrad"):  # torch::autograd::AccumulateGrad
+                    # Keyed by the parameter: the node's Python object is
+                    # new at each read.
+                    try:
+                        key = n.variable
+                    except Exception:
+                        key = n
+                    k = id(key)
+                    into[k] = into.get(k, 0) + 1
+                    keep.append(key)
+                stack.append(n)
+        passes = max(into.values()) if into else 0
+        root.graph_nodes += nodes
+        root.passes += passes
+        for k, v in names.items():
+            root.node_names[k] = root.node_names.get(k, 0) + v
+        first = _node_name(fn)
+        return nodes, passes, (names.get(first, 0), first)
+
+
+def _user_roots(roots_of_files, tensor_type):
+    """The names the user wrote: the locals of user frames (every thread, the
+    innermost first) and the globals of user modules (__main__ included)."""
+    out = []
+    try:
+        frames = sys._current_frames()
+    except Exception:
+        frames = {}
+    me = threading.get_ident()
+    order = [me] + [k for k in frames if k != me]
+    seen_code = set()
+    for tid in order:
+        f = sys._getframe(1) if tid == me else frames.get(tid)
+        while f is not None:
+            code = f.f_code
+            if _is_user_file(code.co_filename, roots_of_files) and id(f) not in seen_code:
+                seen_code.add(id(f))
+                fn = getattr(code, "co_qualname", code.co_name)
+                try:
+                    local = dict(f.f_locals) if code.co_name != "<module>" else {}
+                except Exception:
+                    local = {}
+                tensors = frozenset(k for k, v in local.items() if isinstance(v, tensor_type))
+                for k, v in local.items():
+                    r = _Root(k, f"local of `{fn}`", fn, code.co_filename, code.co_firstlineno,
+                              code, v)
+                    r.tensor_names = tensors
+                    out.append(r)
+            f = f.f_back
+    for mod in list(sys.modules.values()):
+        name = getattr(mod, "__name__", None)
+        path = getattr(mod, "__file__", None)
+        if name != "__main__" and not (path and _is_user_file(path, roots_of_files)):
+            continue
+        try:
+            items = list(vars(mod).items())
+        except Exception:
+            continue
+        for k, v in items:
+            if k.startswith("__") or isinstance(v, (types.ModuleType, types.FunctionType, type)):
+                continue
+            out.append(_Root(k, f"global of `{name}`", None, path, None, None, v))
+    return out
+
+
+def _grown_at(root, holder, code_object=None):
+    """The line of the root's function (or module) that grows the holder:
+    NAME.append( / .extend( / += / NAME[...] =; else the function's first
+    line."""
+    code_object = code_object or root.code
+    file = code_object.co_filename if code_object is not None else root.file
+    if not file:
+        return None, None
+    lines = linecache.getlines(file)
+    if code_object is not None:
+        try:
+            nums = sorted({ln for _, _, ln in code_object.co_lines() if ln})
+            lo, hi = nums[0], nums[-1]
+        except Exception:
+            lo, hi = code_object.co_firstlineno, code_object.co_firstlineno + 400
+    else:
+        lo, hi = 1, len(lines)
+    base = holder.split("[")[0]
+    pat = re.compile(_GROWS.replace("{name}", re.escape(base)))
+    best = None
+    for n in range(max(lo, 1), min(hi, len(lines)) + 1):
+        text = lines[n - 1].split("#")[0]
+        m = pat.search(text)
+        if m:
+            # Of several such lines (a fixed and an unfixed branch), the one
+            # whose operands are tensors in the frame now.
+            score = sum(w in root.tensor_names for w in re.findall(r"[A-Za-z_]\w*",
+                                                                  text[m.end():]))
+            if best is None or score > best[0]:
+                best = (score, n, lines[n - 1].strip())
+    if best:
+        return best[1], best[2]
+    return (code_object.co_firstlineno if code_object is not None else root.line), None
+
+
+def _hint(kind, shape, function=None):
+    loop = f"the loop in `{function}`" if function else "the loop"
+    return {
+        "no_grad": f"wrap {loop} in torch.no_grad() (or torch.inference_mode()): its graphs "
+                   "are never backpropagated",
+        "item": "keep loss.item() (a Python float), not the tensor",
+        "detach_cpu": "keep .detach().cpu() of it, not the GPU tensor with its graph",
+        "cpu": "keep .cpu() of it (or drop the reference)",
+        "graph_item": "accumulate loss.item(), not the tensor: each += adds the step's graph",
+    }[shape]
+
+
+def _describe(owner):
+    """The sentence for the exit line and the text report."""
+    where = f"{owner['scope']}"
+    if owner.get("file") and owner.get("line"):
+        where += f", {os.path.basename(owner['file'])}:{owner['line']}"
+    name = f"`{owner['name']}`"
+    if owner["shape"] == "graph_item":
+        return (f"{name} ({where}) is a tensor holding an autograd graph of "
+                f"{owner['graph_nodes']:,} nodes ({owner['graph_top_count']:,} "
+                f"{owner['graph_top']}, {owner['passes']:,} forward passes): {owner['hint']}")
+    what = f"kept by {owner['kind']} {name} ({where}): {owner['count']:,} tensor" \
+        f"{'s' if owner['count'] != 1 else ''}, {_fmt_bytes(owner['bytes'])}"
+    if owner["shape"] == "no_grad":
+        what += (f" in the saved tensors of autograd graphs of {owner['graph_nodes']:,} nodes"
+                 + (f" ({owner['passes']:,} forward passes)" if owner.get("passes") else "")
+                 + " (grad mode on, no backward)")
+    return f"{what}; {owner['hint']}"
+
+
+def _unnamed_holder(torch, blocks, search, deadline):
+    """When no name leads to a site's blocks: the tensors in them among all
+    the objects the collector tracks (gc.get_objects, within the time left),
+    and the container that holds most of them (gc.get_referrers), said
+    without a name. Returns a sentence, or None."""
+    import gc
+
+    Tensor = torch.Tensor
+    starts = sorted((a, int(sz)) for a, sz in blocks if isinstance(a, int) and sz)
+    keys = [a for a, _ in starts]
+    found = []
+    objs = gc.get_objects()
+    try:
+        for i, o in enumerate(objs):
+            if i & 4095 == 0 and time.monotonic() > deadline:
+                break
+            if isinstance(o, Tensor):
+                st = search.storage(o)
+                if st is None:
+                    continue
+                k = bisect.bisect_right(keys, st[0]) - 1
+                if k >= 0 and starts[k][0] <= st[0] < starts[k][0] + starts[k][1]:
+                    found.append(o)
+                    if len(found) >= 4096:
+                        break
+    finally:
+        del objs
+    if not found:
+        return None
+    ids = {id(t) for t in found}
+    best = None
+    probe = tuple(found[:64])  # passed as the call's own argument tuple
+    for ref in gc.get_referrers(*probe):
+        if ref is found or ref is probe or type(ref) is tuple and len(ref) == len(probe) and \
+                all(a is b for a, b in zip(ref, probe)):
+            continue
+        if isinstance(ref, (list, tuple, dict, set, collections.deque)):
+            vals = ref.values() if isinstance(ref, dict) else ref
+            n = sum(1 for v in vals if id(v) in ids)
+            if best is None or n > best[0]:
+                best = (n, type(ref).__name__, len(ref))
+    what = f"{len(found):,} tensor{'s' if len(found) != 1 else ''} in its blocks"
+    if best:
+        what += f", {best[0]:,} of them held by a {best[1]} of {best[2]:,} elements"
+    return what + " that no local of your frames or global of your modules leads to"
+
+
+def find_owners(torch, sites, site_blocks, steps, budget_s, max_objects=300000,
+                max_nodes=200000):
+    """Adds sites[i]["owner"] (and "owners") for the sites whose blocks are
+    given; returns a summary of the search for the diagnosis."""
+    t0 = time.monotonic()
+    roots = _user_roots(_library_roots(), torch.Tensor)
+    search = _OwnerSearch(torch, site_blocks, budget_s, max_objects, max_nodes, roots)
+    stopped = search.run()
+    for i, site in enumerate(sites):
+        cands = []
+        for r in roots:
+            for path, h in r.holders.items():
+                b = h["sites"].get(i, 0)
+                if b:
+                    cands.append((b, r, path, h))
+        cands.sort(key=lambda c: -c[0])
+        owners = []
+        place = site.get("place_to_look") or {}
+        for b, r, path, h in cands[:3]:
+            if h["window_tensors"] < 3:
+                continue  # one step's tensor (the current loss), not a keeper
+            graph = h["graph"] > 0 and r.saved_alive > 0
+            if graph:
+                shape = "no_grad"
+            elif r.scalars and r.scalars * 2 >= r.tensors and r.with_graph:
+                shape = "item"
+            elif r.with_graph:
+                shape = "detach_cpu"
+            else:
+                shape = "cpu"
+            kind = h["kind"] if h["kind"] not in ("name", "object") else \
+                ("attribute" if "." in path else type(r.value).__name__.lower()
+                 if isinstance(r.value, (list, dict, tuple, set)) else "variable")
+            if path == r.name and isinstance(r.value, torch.Tensor):
+                kind = "tensor"
+            line, code = _grown_at(r, path)
+            scope, file = r.scope, r.file
+            via = search.via.get((id(r), path))
+            if via is not None:
+                scope = f"{via[0]} ({r.scope})"
+                if h["kind"] == "closure":
+                    kind = via[2]
+                file = via[1].co_filename
+                line, code = _grown_at(r, path, via[1])
+            owners.append({
+                "kind": kind, "name": path, "scope": scope, "function": r.function,
+                "file": file, "line": line, "code": code, "count": h["tensors"],
+                "bytes": h["bytes"], "window_count": h["window_tensors"], "window_bytes": b,
+                "via_graph": h["graph"], "graph_nodes": r.graph_nodes,
+                "passes": r.passes or None, "graph_top": None, "graph_top_count": None,
+                "shape": shape,
+                "hint": _hint(kind, shape, place.get("function")),
+            })
+        # A tensor the user named whose own graph spans many forward passes
+        # (total_loss += loss): a graph that grows with the steps, whatever
+        # the memory it holds.
+        if i == 0:
+            for r in roots:
+                g = r.graph_root
+                if not g or g[1] < max(3, steps // 2) or any(o["name"] == r.name
+                                                             for o in owners):
+                    continue
+                line, code = _grown_at(r, r.name)
+                owners.append({
+                    "kind": "tensor", "name": r.name, "scope": r.scope, "function": r.function,
+                    "file": r.file, "line": line, "code": code, "count": 0, "bytes": 0,
+                    "window_count": 0, "window_bytes": 0, "via_graph": 0, "graph_nodes": g[0], "graph_top": g[2][1],
+                    "graph_top_count": g[2][0], "passes": g[1], "shape": "graph_item",
+                    "hint": _hint("tensor", "graph_item"),
+                })
+        for o in owners:
+            o["text"] = _describe(o)
+        unnamed = None
+        if not owners and i == 0 and not stopped:
+            try:
+                unnamed = _unnamed_holder(torch, site_blocks[i], search, search.deadline)
+            except Exception:
+                unnamed = None
+        site["owner"] = owners[0] if owners else {
+            "kind": None, "name": None, "text": "owner not found: " + (
+                unnamed or "no name in the job's frames or modules leads to these blocks") +
+            (f" (search stopped: {stopped} budget)" if stopped else "")}
+        site["owners"] = owners
+    return {"roots": len(roots), "objects": search.objects, "graph_nodes": search.nodes,
+            "stopped": stopped, "seconds": round(time.monotonic() - t0, 4)}
+
+
 # ---- the diagnosis window ----
 
 
@@ -232,8 +804,9 @@ def _call_accepted(fn, impl, **kw):
 
 
 class _Window:
-    def __init__(self, torch, device, steps, max_entries, lib, first_step):
+    def __init__(self, torch, device, steps, max_entries, lib, first_step, owner_ms=1000):
         self.torch, self.device, self.steps, self.max_entries = torch, device, steps, max_entries
+        self.owner_ms = owner_ms
         self.lib, self.first_step = lib, first_step
         self.marks = []  # time (us) at each step mark in the window
         self.backward_calls = []  # (start_us, end_us, caller frames innermost first)
@@ -323,8 +896,9 @@ class _Window:
             g = groups.get(key)
             if g is None:
                 g = groups[key] = {"frames": frames, "note": note, "bytes": 0, "count": 0,
-                                   "steps": set()}
+                                   "steps": set(), "blocks": []}
             g["bytes"] += int(e.get("size") or 0)
+            g["blocks"].append((e.get("addr"), int(e.get("size") or 0)))
             g["count"] += 1
             g["steps"].add(bisect.bisect_left(marks, t) if marks else 0)
         n = max(len(marks) if marks else len(self.marks), 1)
@@ -359,12 +933,23 @@ class _Window:
                 "where": _where(g["frames"], look),
                 "note": g["note"],
                 "frames": [_frame_json(f) for f in g["frames"]],
+                "_blocks": g["blocks"],
             })
         sites.sort(key=lambda s: -s["bytes_per_step"])
         sites = sites[:MAX_SITES]
+        blocks = [s.pop("_blocks") for s in sites]
         for i, s in enumerate(sites):
             s["id"] = SITE_ID_BASE + i
             s["rank"] = i + 1
+        owners = None
+        if sites and self.owner_ms > 0:
+            # Who keeps the leak alive: once, here, at a step boundary on the
+            # job's thread, within its budget; never breaks the window.
+            try:
+                owners = find_owners(self.torch, sites[:3], blocks[:3], len(self.marks),
+                                     self.owner_ms / 1000.0)
+            except Exception as e:
+                owners = {"stopped": f"error: {type(e).__name__}: {e}"}
         summary = {
             "device": self.device,
             "first_step": self.first_step,
@@ -379,6 +964,8 @@ class _Window:
             "sites": len(sites),
             "backward_calls": len(self.backward_calls),
         }
+        if owners is not None:
+            summary["owner_search"] = owners
         return summary, sites
 
 
@@ -388,6 +975,7 @@ class _Helper:
         self.mode = _steps_mode() or "iteration"
         self.window_steps = _env_int("LEAKWATCH_TORCH_WINDOW", 32, 0, 100000)
         self.max_entries = _env_int("LEAKWATCH_TORCH_MAX_ENTRIES", 100000, 1000, 100000000)
+        self.owner_ms = _env_int("LEAKWATCH_TORCH_OWNER_MS", 1000, 0, 600000)
         self.lock = threading.Lock()
         self.mark_lock = threading.Lock()
         self.seen = []  # optimizers (ids) stepped in the current iteration
@@ -513,7 +1101,7 @@ class _Helper:
     def open_window(self, torch, device):
         try:
             self.window = _Window(torch, device, self.window_steps, self.max_entries, self.lib,
-                                  self.steps)
+                                  self.steps, self.owner_ms)
         except RuntimeError as e:
             # e.g. "cudaMallocAsync does not yet support recordHistory": no window.
             self.windows_left = 0
@@ -540,6 +1128,11 @@ class _Helper:
             top = sites[0]
             where = top["where"]["label"] if top["where"] else "?"
             label = f"{where}{' (' + top['note'] + ')' if top['note'] else ''}"
+            owner = top.get("owner")
+            if owner and owner.get("text"):
+                # The library shows what follows the newline on its own line
+                # under the place (src/output/torch_info.c).
+                label += "\n" + owner["text"].replace("\n", " ")
             self.lib.tell("sites", sites, label)
             self.lib.tell("answer", {"site": top["id"], "where": top["where"]})
             self.sites_told = len(sites)

@@ -560,3 +560,12 @@ lw_verdict lw_decision_update(lw_decision *d, const lw_growth *g, uint64_t point
     }
     return d->announced;
 }
+
+int lw_decision_final(lw_decision *d, const lw_growth *g, double x) {
+    if (d->announced == LW_VERDICT_LEAK || g->verdict != LW_VERDICT_LEAK) return 0;
+    d->announced = LW_VERDICT_LEAK;
+    d->first_leak_x = x;
+    snprintf(d->reason, sizeof d->reason,
+             "the floor grows steadily (decided at the end of the run, on all its data)");
+    return 1;
+}

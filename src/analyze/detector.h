@@ -93,5 +93,10 @@ void lw_decision_init(lw_decision *d);
  * announced verdict. */
 lw_verdict lw_decision_update(lw_decision *d, const lw_growth *g, uint64_t points, double x,
                               int confirm);
+/* At the end of the run, on all its data: the confirmation rule exists to
+ * keep a running verdict from flipping early, and there is no later to wait
+ * for. A leak that the last evaluation g decides (on the whole series, every
+ * guard passed) is announced. Returns 1 when that changed the verdict. */
+int lw_decision_final(lw_decision *d, const lw_growth *g, double x);
 
 #endif

@@ -63,6 +63,70 @@ static int marker_mode;
 static int tracked;
 static int warning_due;
 
+/* ---- a release at the end of the run ----
+ * Memory a job frees at teardown (interpreter exit, a final cleanup) after
+ * its last step mark, or in the last intervals of a run without marks, says
+ * nothing about its steady state: growth established before it stands. A
+ * point is low when its floor is back near the start-up level: within a
+ * quarter of the way from the lowest floor seen (the first point, which may
+ * predate the first allocation, left out) to the highest. When the newest
+ * points are low after a high one (release_tail), the series and verdict
+ * from before that drop are kept aside (pre); lw_growth_finish uses them
+ * when the run ends within that drop. */
+#define RELEASE_MIN_BYTES 4096.0
+typedef struct {
+    lw_series series;
+    lw_bin bins[GLOBAL_BINS];
+    lw_growth last;
+    lw_decision decision;
+    double last_x;
+    uint64_t next_eval_at, points_at_eval;
+    int64_t floor; /* the floor of the last point before the drop */
+} pre_release;
+static pre_release pre;
+static int release_tail; /* the newest points are low, after a high one */
+static double base_floor, high_floor;
+static int have_base;
+static int64_t prev_floor;
+static int64_t released_bytes = -1; /* set by lw_growth_finish: released at exit */
+static int decided_at_exit;
+/* Set by lw_growth_finish: the final verdict is made; the worker's later
+ * intervals (it runs until the process ends) and marks no longer change it,
+ * so the report and the summary written after it agree. */
+static int finished;
+
+/* ---- phases without step marks inside a marked job ----
+ * A validation loop makes no optimizer step, so no mark arrives while it
+ * runs, and growth there never reaches the marked series. Once no mark has
+ * come for 8 mean steps (the mean time between marks), the worker samples
+ * the floor every half mean step (gap_period) into a series of its own,
+ * across all such phases; its verdict (same rule) decides when the marked
+ * series has no leak (lw_growth_get), in those intervals (growth.step_source
+ * "time"). */
+typedef struct {
+    lw_series series;
+    lw_bin bins[GLOBAL_BINS];
+    lw_growth last;
+    lw_decision decision;
+    double last_x;
+    uint64_t next_eval_at, points_at_eval;
+    int active, started;
+    uint32_t since_step; /* the step count when the first such phase began */
+    double first_mark_t, last_mark_t;
+    uint64_t marks;
+    double last_point_t, period; /* the newest point's time; the sampling period */
+    uint64_t events;             /* allocations and frees at the newest point */
+    int idle_tail;               /* the newest points saw none */
+} gap_track;
+static gap_track unmarked;
+/* The unmarked series before its idle tail (gap_interval). */
+static struct {
+    lw_series series;
+    lw_bin bins[GLOBAL_BINS];
+    lw_decision decision;
+    double last_x;
+} unmarked_busy;
+
 /* ---- PyTorch's own counters: one series per device ----
  * Fed by the Python helper at each step mark (lw_growth_torch_counters). The
  * bytes held by live tensors grow by exactly what a program keeps, even when
@@ -142,13 +206,23 @@ static void count_kept(const lw_alloc *r, void *arg) {
  * freed within the step, nothing for a cache filled before the growth. A
  * site leaks when it keeps at least a tenth of the global growth, from
  * allocations spread over at least a third of that span (not one burst). */
+static void judge_sites(uint32_t since, double span, double slope, int spread);
+
 static void evaluate_sites(void) {
     double onset = isfinite(last.onset_x) ? last.onset_x : 0;
     uint32_t since = (uint32_t)ceil(onset), now = lw_run_clock();
+    judge_sites(since, now > since ? (double)(now - since) : 1, last.slope, 1);
+}
+
+/* The sites that keep memory from allocations made at or after step
+ * `since`, over `span` units of the growth's rate `slope`; spread: the
+ * allocations must also span a third of it (steps only: in a phase without
+ * marks every allocation carries the same step). */
+static void judge_sites(uint32_t since, double span, double slope, int spread) {
     for (lw_site *s = lw_sites_first(); s; s = s->next)
         if (s->track) s->track->kept_bytes = 0, s->track->kept_count = 0;
     lw_live_scan(count_kept, &since);
-    double span = now > since ? (double)(now - since) : 1;
+    if (!(span > 0)) span = 1;
     for (lw_site *s = lw_sites_first(); s; s = s->next) {
         lw_site_track *tr = s->track;
         if (!tr) continue;
@@ -158,8 +232,8 @@ static void evaluate_sites(void) {
         tr->growth.lo = tr->growth.hi = tr->growth.p_value = NAN;
         double rate = (double)tr->kept_bytes / span;
         tr->growth.slope = rate;
-        if (tr->kept_count >= 3 && rate >= 0.1 * last.slope &&
-            tr->kept_last_step - tr->kept_first_step >= span / 3) {
+        if (tr->kept_count >= 3 && rate >= 0.1 * slope &&
+            (!spread || tr->kept_last_step - tr->kept_first_step >= span / 3)) {
             tr->growth.verdict = LW_VERDICT_LEAK;
             tr->growth.onset_x = tr->kept_first_step;
             tr->growth.reason = "keeps memory from allocations made since the growth began";
@@ -322,6 +396,28 @@ int lw_growth_torch_get(lw_torch_device_state *out, int max_devices, lw_bin *bin
 
 /* ---- the verdict ---- */
 
+/* The detector and decision on the global series, without judging sites. */
+static void evaluate_global_only(void) {
+    lw_bin bins[GLOBAL_BINS + 1];
+    int n = lw_series_get(&global, bins, GLOBAL_BINS + 1);
+    lw_detect_params p = lw_detect_defaults();
+    lw_detect(bins, n, &p, &last);
+    evaluations++;
+    points_at_eval = global.points;
+    lw_decision_update(&decision, &last, global.points, last_x, (int)lw_opt_int(LW_OPT_CONFIRM));
+}
+
+static int is_low(int64_t floor);
+
+/* A release is under way: the newest points are low, or the memory live now
+ * (this thread may take steps in well after they were made) is back near the
+ * start-up level while the newest point is not. */
+static int releasing(void) {
+    if (release_tail) return 1;
+    lw_counts c = lw_totals_get(-2, LW_KIND_COUNT);
+    return global.points > 1 && is_low(c.live_bytes) && !is_low(prev_floor);
+}
+
 static void evaluate(void) {
     lw_bin bins[GLOBAL_BINS + 1];
     int n = lw_series_get(&global, bins, GLOBAL_BINS + 1);
@@ -330,12 +426,65 @@ static void evaluate(void) {
     evaluations++;
     points_at_eval = global.points;
     lw_decision_update(&decision, &last, global.points, last_x, (int)lw_opt_int(LW_OPT_CONFIRM));
-    if (decision.announced == LW_VERDICT_LEAK) {
+    /* Sites are judged as soon as the floor grows (not only once a leak is
+     * confirmed), and not during a release: what a site kept is known only
+     * while it still holds it. */
+    if ((decision.announced == LW_VERDICT_LEAK || last.verdict == LW_VERDICT_LEAK) && !releasing())
         evaluate_sites();
+    if (decision.announced == LW_VERDICT_LEAK) {
         /* The warning on stderr waits longer than the verdict: a job's log is
          * no place for a warm-up mistaken for a leak. */
         if (global.points >= 64 && global.points >= 2 * decision.raw_leak_since) warning_due = 1;
     }
+}
+
+static int is_low(int64_t floor) {
+    return have_base && high_floor - base_floor >= RELEASE_MIN_BYTES &&
+           (double)floor <= base_floor + 0.25 * (high_floor - base_floor);
+}
+
+static void series_copy(lw_series *dst, lw_bin *dst_bins, const lw_series *src) {
+    *dst = *src;
+    dst->bins = dst_bins;
+    memcpy(dst_bins, src->bins, sizeof(lw_bin) * (size_t)src->len);
+}
+
+/* The longest drop taken for a teardown: the last quarter of the run (at
+ * least 4 points). Longer, the run goes on at the lower level. */
+static uint64_t tail_max(uint64_t points) {
+    return points / 4 > 4 ? points / 4 : 4;
+}
+
+/* Before pt joins the global series: does a release begin, go on, or end? */
+static void watch_release(const point *pt) {
+    int low = is_low(pt->floor);
+    if (release_tail && low && global.points - pre.series.points >= tail_max(global.points)) {
+        /* No teardown: a drop the run stays below (a start-up spike freed,
+         * a phase that ended). Its level is the new start. */
+        release_tail = 0;
+        base_floor = high_floor = (double)pt->floor;
+        prev_floor = pt->floor;
+        return;
+    }
+    if (low && !release_tail && global.points > 1 && !is_low(prev_floor)) {
+        series_copy(&pre.series, pre.bins, &global);
+        pre.last = last;
+        pre.decision = decision;
+        pre.last_x = last_x;
+        pre.next_eval_at = next_eval_at;
+        pre.points_at_eval = points_at_eval;
+        pre.floor = prev_floor;
+        release_tail = 1;
+    } else if (!low) {
+        release_tail = 0;
+        if (global.points >= 1) {
+            double f = (double)pt->floor;
+            if (!have_base || f < base_floor) base_floor = f;
+            if (!have_base || f > high_floor) high_floor = f;
+            have_base = 1;
+        }
+    }
+    prev_floor = pt->floor;
 }
 
 /* Evaluations follow the data, not the clock: at every point early on, then
@@ -343,6 +492,7 @@ static void evaluate(void) {
  * promptly this thread was scheduled. */
 static void add_point(const point *pt) {
     host_add(pt);
+    watch_release(pt);
     lw_series_add(&global, pt->x, pt->t, (double)pt->floor, (double)pt->peak);
     last_x = pt->x;
     if (global.points >= next_eval_at) {
@@ -352,10 +502,112 @@ static void add_point(const point *pt) {
     }
 }
 
+static void gap_evaluate(void) {
+    lw_bin bins[GLOBAL_BINS + 1];
+    int n = lw_series_get(&unmarked.series, bins, GLOBAL_BINS + 1);
+    lw_detect_params p = lw_detect_defaults();
+    lw_detect(bins, n, &p, &unmarked.last);
+    evaluations++;
+    unmarked.points_at_eval = unmarked.series.points;
+    lw_decision_update(&unmarked.decision, &unmarked.last, unmarked.series.points, unmarked.last_x,
+                       (int)lw_opt_int(LW_OPT_CONFIRM));
+    if (decision.announced != LW_VERDICT_LEAK && last.verdict != LW_VERDICT_LEAK &&
+        (unmarked.decision.announced == LW_VERDICT_LEAK ||
+         unmarked.last.verdict == LW_VERDICT_LEAK) &&
+        !releasing())
+        judge_sites(unmarked.since_step, (double)unmarked.series.points, unmarked.last.slope, 0);
+    if (unmarked.decision.announced == LW_VERDICT_LEAK && unmarked.series.points >= 64 &&
+        unmarked.series.points >= 2 * unmarked.decision.raw_leak_since)
+        warning_due = 1;
+}
+
+/* The sampling period of a phase without marks: half a mean step (the time
+ * between marks; a forward pass takes about a third of a training step),
+ * within [5 ms, LEAKWATCH_INTERVAL_MS], so that a validation pass as long as
+ * a few dozen training steps still gives the detector its points. 0: not a
+ * marked run yet. */
+static double gap_period(void) {
+    if (!marker_mode || unmarked.marks < 2) return 0;
+    double interval = (double)lw_opt_int(LW_OPT_INTERVAL_MS) / 1000.0;
+    double mean = (unmarked.last_mark_t - unmarked.first_mark_t) / (double)(unmarked.marks - 1);
+    return fmin(interval, fmax(0.005, mean / 2));
+}
+
+/* The worker woke without a mark in a marked run: a phase without marks
+ * once none has come for 8 mean steps (and 3 periods); then one point per
+ * period. */
+static void gap_interval(void) {
+    double now = now_s(), period = gap_period();
+    if (!(period > 0)) return;
+    double mean = (unmarked.last_mark_t - unmarked.first_mark_t) / (double)(unmarked.marks - 1);
+    if (now - unmarked.last_mark_t < fmax(3 * period, 8 * mean)) return;
+    if (unmarked.active && now - unmarked.last_point_t < 0.95 * period) return;
+    /* A period without a CUDA allocation or free: idle on the GPU. When the
+     * run ends idle (a slow interpreter teardown, CPU work), the series from
+     * before that idle stretch is kept aside (lw_growth_finish). */
+    lw_counts c = lw_totals_get(-2, LW_KIND_COUNT);
+    uint64_t events = c.alloc_count + c.free_count;
+    int idle = unmarked.active && events == unmarked.events;
+    unmarked.events = events;
+    if (!idle) {
+        unmarked.idle_tail = 0;
+    } else if (!unmarked.idle_tail) {
+        series_copy(&unmarked_busy.series, unmarked_busy.bins, &unmarked.series);
+        unmarked_busy.decision = unmarked.decision;
+        unmarked_busy.last_x = unmarked.last_x;
+        unmarked.idle_tail = 1;
+    }
+    if (!unmarked.active) {
+        unmarked.active = 1;
+        if (!unmarked.started) unmarked.started = 1, unmarked.since_step = lw_step_now();
+    }
+    int64_t floor, peak;
+    lw_totals_take_floor_peak(&floor, &peak);
+    unmarked.last_x += 1;
+    unmarked.last_point_t = now;
+    unmarked.period = period;
+    lw_series_add(&unmarked.series, unmarked.last_x, now, (double)floor, (double)peak);
+    sites_point((double)lw_run_clock(), now);
+    if (unmarked.series.points >= unmarked.next_eval_at) {
+        gap_evaluate();
+        uint64_t g = unmarked.series.points / 32;
+        unmarked.next_eval_at = unmarked.series.points + (g ? g : 1);
+    }
+}
+
+double lw_growth_unmarked_period(void) {
+    pthread_mutex_lock(&lock);
+    double p = finished ? 0 : gap_period();
+    pthread_mutex_unlock(&lock);
+    return p;
+}
+
+void lw_growth_unmarked_tick(void) {
+    pthread_mutex_lock(&lock);
+    if (marker_mode && !finished) gap_interval();
+    pthread_mutex_unlock(&lock);
+}
+
+static void gap_forget(void) {
+    lw_series_init(&unmarked.series, unmarked.bins, GLOBAL_BINS);
+    memset(&unmarked.last, 0, sizeof unmarked.last);
+    lw_decision_init(&unmarked.decision);
+    unmarked.last_x = 0;
+    unmarked.next_eval_at = unmarked.points_at_eval = 0;
+    unmarked.active = unmarked.started = 0;
+    unmarked.since_step = 0;
+    unmarked.first_mark_t = unmarked.last_mark_t = 0;
+    unmarked.marks = 0;
+    unmarked.last_point_t = unmarked.period = 0;
+    unmarked.events = 0;
+    unmarked.idle_tail = 0;
+}
+
 static void forget_history(void);
 
 /* Moves the queued steps into the series. Called with `lock` held. */
 static void drain_ring(void) {
+    if (finished) return;
     pthread_mutex_lock(&ring_lock);
     int n = ring_len, switch_to_markers = marker_requested && !marker_mode;
     memcpy(batch, ring, (size_t)n * sizeof *batch);
@@ -368,6 +620,10 @@ static void drain_ring(void) {
     }
     torch_drain();
     if (!n) return;
+    if (!unmarked.marks) unmarked.first_mark_t = batch[0].t;
+    unmarked.marks += (uint64_t)n;
+    unmarked.last_mark_t = batch[n - 1].t;
+    unmarked.active = 0;
     for (int i = 0; i < n; i++)
         add_point(&batch[i]);
     sites_point(batch[n - 1].x, batch[n - 1].t);
@@ -391,6 +647,13 @@ static void forget_history(void) {
     memset(&last, 0, sizeof last);
     last_x = 0;
     next_eval_at = 0;
+    release_tail = have_base = 0;
+    base_floor = high_floor = 0;
+    prev_floor = 0;
+    released_bytes = -1;
+    decided_at_exit = 0;
+    finished = 0;
+    gap_forget();
     for (lw_site *s = lw_sites_first(); s; s = s->next)
         if (s->track) lw_series_reset(&s->track->series);
 }
@@ -434,7 +697,8 @@ int lw_growth_wait(const struct timespec *deadline) {
 void lw_growth_update(int close_interval_now) {
     pthread_mutex_lock(&lock);
     drain_ring();
-    if (close_interval_now && !marker_mode) close_interval();
+    if (close_interval_now && !marker_mode && !finished) close_interval();
+    if (close_interval_now && marker_mode && !finished) gap_interval();
     pthread_mutex_unlock(&lock);
 }
 
@@ -479,7 +743,7 @@ void lw_growth_flush(void) {
     pthread_mutex_lock(&lock);
     drain_ring();
     /* One more point for each site: the state now. */
-    sites_point((double)lw_run_clock(), now_s());
+    if (!finished) sites_point((double)lw_run_clock(), now_s());
     if (global.points != points_at_eval)
         evaluate();
     else if (decision.announced == LW_VERDICT_LEAK)
@@ -488,6 +752,87 @@ void lw_growth_flush(void) {
     for (int d = 0; d < LW_TORCH_MAX_DEVICES; d++)
         if (ttracks[d] && ttracks[d]->series.points != ttracks[d]->points_at_eval)
             torch_evaluate(d, ttracks[d]);
+    pthread_mutex_unlock(&lock);
+}
+
+void lw_growth_finish(void) {
+    pthread_mutex_lock(&lock);
+    if (finished) {
+        pthread_mutex_unlock(&lock);
+        return;
+    }
+    drain_ring();
+    finished = 1;
+    /* What the job did after its last mark (or interval): a release there
+     * shows only in the floor since then. */
+    int64_t tail_floor, tail_peak;
+    lw_totals_take_floor_peak(&tail_floor, &tail_peak);
+    sites_point((double)lw_run_clock(), now_s());
+    int64_t from = -1;
+    uint64_t tail = release_tail ? global.points - pre.series.points : 0;
+    if (release_tail && tail <= tail_max(global.points)) {
+        /* The run ended within a release: the verdict is the one from
+         * before it, on the data before it. */
+        from = pre.floor;
+        series_copy(&global, global_bins, &pre.series);
+        last = pre.last;
+        decision = pre.decision;
+        last_x = pre.last_x;
+        next_eval_at = pre.next_eval_at;
+        points_at_eval = pre.points_at_eval;
+        if (global.points != points_at_eval) evaluate_global_only();
+    } else if (!release_tail && global.points > 1 && is_low(tail_floor) && !is_low(prev_floor)) {
+        from = prev_floor;
+        if (global.points != points_at_eval) evaluate_global_only();
+    } else if (global.points != points_at_eval) {
+        evaluate();
+    } else if (decision.announced == LW_VERDICT_LEAK || last.verdict == LW_VERDICT_LEAK) {
+        if (!releasing()) evaluate_sites();
+    }
+    if (from >= 0) released_bytes = from > tail_floor ? from - tail_floor : 0;
+    if (lw_decision_final(&decision, &last, last_x)) {
+        decided_at_exit = 1;
+        if (from < 0 && !releasing()) evaluate_sites();
+    }
+    if (unmarked.series.points && unmarked.series.points != unmarked.points_at_eval) gap_evaluate();
+    int busy_leak = 0;
+    if (unmarked.idle_tail && unmarked.decision.announced != LW_VERDICT_LEAK &&
+        unmarked.last.verdict != LW_VERDICT_LEAK) {
+        /* The run ended idle on the GPU: the growth of the unmarked phases
+         * before that stands (an idle stretch is no evidence against it). */
+        lw_bin bins[GLOBAL_BINS + 1];
+        int n = lw_series_get(&unmarked_busy.series, bins, GLOBAL_BINS + 1);
+        lw_detect_params p = lw_detect_defaults();
+        lw_growth g;
+        lw_detect(bins, n, &p, &g);
+        lw_decision d = unmarked_busy.decision;
+        lw_decision_update(&d, &g, unmarked_busy.series.points, unmarked_busy.last_x,
+                           (int)lw_opt_int(LW_OPT_CONFIRM));
+        lw_decision_final(&d, &g, unmarked_busy.last_x);
+        if (d.announced == LW_VERDICT_LEAK) {
+            series_copy(&unmarked.series, unmarked.bins, &unmarked_busy.series);
+            unmarked.last = g;
+            unmarked.decision = d;
+            unmarked.last_x = unmarked_busy.last_x;
+            unmarked.points_at_eval = unmarked.series.points;
+            busy_leak = 1;
+        }
+    }
+    if ((lw_decision_final(&unmarked.decision, &unmarked.last, unmarked.last_x) || busy_leak) &&
+        decision.announced != LW_VERDICT_LEAK) {
+        decided_at_exit = 1;
+        if (!releasing())
+            judge_sites(unmarked.since_step, (double)unmarked.series.points, unmarked.last.slope,
+                        0);
+    }
+    if (host.seen && host.series.points != host.points_at_eval) host_evaluate();
+    lw_decision_final(&host.decision, &host.last, host.last_x);
+    for (int d = 0; d < LW_TORCH_MAX_DEVICES; d++) {
+        torch_track *tr = ttracks[d];
+        if (!tr) continue;
+        if (tr->series.points != tr->points_at_eval) torch_evaluate(d, tr);
+        lw_decision_final(&tr->decision, &tr->last, tr->last_x);
+    }
     pthread_mutex_unlock(&lock);
 }
 
@@ -545,11 +890,38 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
     st->signal_device = -1;
     st->first_leak_step = first_leak_step_of(&decision);
     st->withdrawn = decision.withdrawn;
+    st->released_bytes = released_bytes;
+    st->decided_at_exit = decided_at_exit;
     for (int d = 0; d < LW_TORCH_MAX_DEVICES; d++)
         if (ttracks[d]) st->withdrawn += ttracks[d]->decision.withdrawn;
     torch_primary(st);
     st->step_source = marker_mode ? "marker" : "time";
     st->steps = marker_mode ? lw_step_now() : lw_intervals_now();
+    st->unmarked_intervals = unmarked.series.points;
+    lw_series *shown = &global;
+    /* The unmarked phases give the verdict, in intervals, when they grow
+     * and the marked steps do not, or when they are clean and cover more of
+     * the run than the marked steps, which cannot decide (a few training
+     * steps, then a long validation). */
+    int from_unmarked =
+        marker_mode &&
+        ((st->verdict != LW_VERDICT_LEAK && unmarked.decision.announced == LW_VERDICT_LEAK) ||
+         (st->verdict == LW_VERDICT_INCONCLUSIVE &&
+          unmarked.decision.announced == LW_VERDICT_NO_LEAK && unmarked.series.points > st->steps));
+    if (from_unmarked) {
+        st->verdict = unmarked.decision.announced;
+        st->signal = "live_bytes";
+        st->signal_device = -1;
+        st->last = unmarked.last;
+        st->step_source = "time";
+        st->steps = unmarked.series.points;
+        st->first_leak_step = first_leak_step_of(&unmarked.decision);
+        st->from_unmarked = 1;
+        st->interval_s = unmarked.period;
+        snprintf(st->reason, sizeof st->reason, "while no step was marked: %.130s",
+                 unmarked.decision.reason);
+        shown = &unmarked.series;
+    }
     st->evaluations = evaluations;
     lw_device_last_mem(&st->device_free, &st->device_total);
     st->available = st->device_free;
@@ -561,9 +933,9 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
         st->available =
             tr->device_free + (tr->reserved > tr->allocated ? tr->reserved - tr->allocated : 0);
     }
-    st->interval_s = (double)lw_opt_int(LW_OPT_INTERVAL_MS) / 1000.0;
-    st->bin_width = global.width;
-    if (bins && nbins) *nbins = lw_series_get(&global, bins, max);
+    if (!st->from_unmarked) st->interval_s = (double)lw_opt_int(LW_OPT_INTERVAL_MS) / 1000.0;
+    st->bin_width = shown->width;
+    if (bins && nbins) *nbins = lw_series_get(shown, bins, max);
     pthread_mutex_unlock(&lock);
 }
 

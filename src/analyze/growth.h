@@ -46,8 +46,24 @@ int lw_growth_wait(const struct timespec *deadline);
  * ran out) closes one time interval as a step. */
 void lw_growth_update(int close_interval);
 
+/* A marked run's phases without marks (a validation loop): the worker wakes
+ * every lw_growth_unmarked_period() seconds (0: no need) and calls
+ * lw_growth_unmarked_tick(), which adds a point once no mark has come for a
+ * while. */
+double lw_growth_unmarked_period(void);
+void lw_growth_unmarked_tick(void);
+
 /* Takes in the steps not yet seen and evaluates once more (before a report). */
 void lw_growth_flush(void);
+
+/* The end of the run (the exit or end-signal report): takes in the steps
+ * not yet seen and decides on all the evidence. A release after the last
+ * step mark (or in the last intervals of a run without marks) down to about
+ * the start-up level does not erase growth established before it: the
+ * verdict and sites from before the release are kept, and the release is
+ * reported (released_bytes). A leak the last evaluation decides is announced
+ * even without LEAKWATCH_CONFIRM evaluations in a row (lw_decision_final). */
+void lw_growth_finish(void);
 
 /* 1 once each time a confirmed leak has run long enough to be announced on
  * stderr (output/warning.c says it, with its own rate limit). */
@@ -75,6 +91,16 @@ typedef struct {
     double interval_s; /* time mode: seconds per interval */
     uint32_t bin_width;
     char reason[160]; /* why `verdict`: never contradicts it */
+    /* Set by lw_growth_finish (-1 / 0 before it): the bytes released after
+     * the last step (or in the last intervals) when the run ended within a
+     * release, and whether the verdict was decided at the end, on all data. */
+    int64_t released_bytes;
+    int decided_at_exit;
+    /* A marked run's phases without marks (growth.h, gap): the intervals
+     * closed in them, and whether their series gave the verdict (then
+     * step_source is "time", steps and last are theirs). */
+    uint64_t unmarked_intervals;
+    int from_unmarked;
 } lw_growth_state;
 
 /* A consistent copy of the detector's state and, if bins is not NULL, of the

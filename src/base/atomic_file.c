@@ -95,15 +95,23 @@ static int write_all(int fd, const char *p, size_t n) {
     return 0;
 }
 
+/* Bytes reach the file only here, so this is where the process is checked:
+ * once per buffer written (64 KiB), not per write (a report makes millions
+ * of small writes; a getpid each was most of its time). A forked child's
+ * copy of the buffer is dropped. */
+static int sink_out(sink *k, const char *p, size_t n) {
+    if (getpid() != k->pid) return 0;
+    return write_all(k->fd, p, n);
+}
+
 static int sink_flush(sink *k) {
-    if (k->used && !k->failed) k->failed = write_all(k->fd, k->buf, k->used);
+    if (k->used && !k->failed) k->failed = sink_out(k, k->buf, k->used);
     k->used = 0;
     return k->failed;
 }
 
 static ssize_t sink_write(void *cookie, const char *buf, size_t n) {
     sink *k = cookie;
-    if (getpid() != k->pid) return (ssize_t)n; /* a forked child's copy: dropped */
     if (k->failed) {
         errno = k->failed;
         return -1;
@@ -112,7 +120,7 @@ static ssize_t sink_write(void *cookie, const char *buf, size_t n) {
         memcpy(k->buf + k->used, buf, n);
         k->used += n;
     } else {
-        if (sink_flush(k) || (k->failed = write_all(k->fd, buf, n)) != 0) {
+        if (sink_flush(k) || (k->failed = sink_out(k, buf, n)) != 0) {
             errno = k->failed;
             return -1;
         }

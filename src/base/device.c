@@ -31,6 +31,17 @@ static void *_Atomic ctx_key[CTX_SLOTS];
 static _Atomic int ctx_dev[CTX_SLOTS];
 static atomic_flag ctx_adding = ATOMIC_FLAG_INIT;
 static _Atomic int last_device = -1;
+/* Moves on when the table is forgotten: the threads' own caches go too. */
+static _Atomic unsigned ctx_gen;
+/* This thread's last context and its device. Initial-exec: one load off
+ * the thread pointer, where the default model would cost a __tls_get_addr
+ * call per lookup, more than the table scan it saves (16 bytes of the
+ * static TLS surplus when the library is loaded by attach, as stack.c's). */
+static __thread struct {
+    void *ctx;
+    int dev;
+    unsigned gen;
+} mine __attribute__((tls_model("initial-exec")));
 
 static int known_device(void *ctx) {
     for (int i = 0; i < CTX_SLOTS; i++) {
@@ -72,6 +83,10 @@ int lw_device_current(void) {
     /* No context on this thread (or a driver that failed to start): the
      * device is unknown, nothing more. */
     if (!get_current || get_current(&ctx) != CUDA_SUCCESS || !ctx) return -1;
+    /* The context this thread keeps using: no table scan and no shared
+     * write. */
+    unsigned gen = atomic_load_explicit(&ctx_gen, memory_order_relaxed);
+    if (ctx == mine.ctx && gen == mine.gen) return mine.dev;
     int dev = known_device(ctx);
     if (dev == -2) {
         lw_pfn_cuCtxGetDevice_v2000 get_device =
@@ -83,6 +98,9 @@ int lw_device_current(void) {
     }
     if (atomic_load_explicit(&last_device, memory_order_relaxed) != dev)
         atomic_store_explicit(&last_device, dev, memory_order_relaxed);
+    mine.ctx = ctx;
+    mine.dev = dev;
+    mine.gen = gen;
     return dev;
 }
 
@@ -150,4 +168,5 @@ void lw_device_forget(void) {
     for (int i = 0; i < CTX_SLOTS; i++)
         atomic_store(&ctx_key[i], NULL);
     atomic_flag_clear(&ctx_adding);
+    atomic_fetch_add(&ctx_gen, 1);
 }

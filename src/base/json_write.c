@@ -3,6 +3,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <string.h>
 
 void lw_jw_init(lw_jw *w, FILE *f, int pretty) {
@@ -11,15 +12,62 @@ void lw_jw_init(lw_jw *w, FILE *f, int pretty) {
     w->pretty = pretty;
 }
 
-int lw_jw_failed(const lw_jw *w) {
+void lw_jw_buffer(lw_jw *w, char *buf, size_t cap) {
+    lw_jw_flush(w);
+    w->buf = cap ? buf : NULL;
+    w->cap = buf ? cap : 0;
+    w->used = 0;
+}
+
+void lw_jw_flush(lw_jw *w) {
+    if (w->used && fwrite(w->buf, 1, w->used, w->f) != w->used) w->failed = 1;
+    w->used = 0;
+}
+
+long long lw_jw_tell(lw_jw *w) {
+    off_t at = ftello(w->f);
+    return at < 0 ? -1 : (long long)at + (long long)w->used;
+}
+
+int lw_jw_failed(lw_jw *w) {
+    lw_jw_flush(w);
     return w->failed || ferror(w->f);
+}
+
+static void put(lw_jw *w, const char *s, size_t n) {
+    if (!w->buf) {
+        fwrite(s, 1, n, w->f);
+        return;
+    }
+    if (n > w->cap - w->used) {
+        lw_jw_flush(w);
+        if (n > w->cap) {
+            if (fwrite(s, 1, n, w->f) != n) w->failed = 1;
+            return;
+        }
+    }
+    memcpy(w->buf + w->used, s, n);
+    w->used += n;
+}
+
+static void putch(lw_jw *w, char c) {
+    if (w->buf && w->used < w->cap)
+        w->buf[w->used++] = c;
+    else if (w->buf)
+        put(w, &c, 1);
+    else
+        fputc(c, w->f);
+}
+
+static void puts_(lw_jw *w, const char *s) {
+    put(w, s, strlen(s));
 }
 
 static void newline(lw_jw *w) {
     if (!w->pretty) return;
-    fputc('\n', w->f);
+    putch(w, '\n');
     for (int i = 0; i < w->depth; i++)
-        fputs("  ", w->f);
+        put(w, "  ", 2);
 }
 
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
@@ -46,62 +94,76 @@ static size_t utf8_len(const unsigned char *s, size_t avail) {
     return n;
 }
 
-void lw_json_escape(FILE *f, const char *str, size_t len) {
+/* The body of a JSON string: runs of plain characters go out in one piece. */
+static void escape(lw_jw *w, const char *str, size_t len) {
     const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0;
+    size_t i = 0, run = 0;
     while (i < len) {
         unsigned char c = s[i];
+        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+            i++;
+            continue;
+        }
+        if (i > run) put(w, str + run, i - run);
         if (c == '"' || c == '\\') {
-            fputc('\\', f);
-            fputc(c, f);
+            char e[2] = {'\\', (char)c};
+            put(w, e, 2);
             i++;
         } else if (c < 0x20) {
             switch (c) {
             case '\n':
-                fputs("\\n", f);
+                put(w, "\\n", 2);
                 break;
             case '\t':
-                fputs("\\t", f);
+                put(w, "\\t", 2);
                 break;
             case '\r':
-                fputs("\\r", f);
+                put(w, "\\r", 2);
                 break;
-            default:
-                fprintf(f, "\\u%04x", c);
+            default: {
+                char u[8];
+                snprintf(u, sizeof u, "\\u%04x", c);
+                put(w, u, 6);
             }
-            i++;
-        } else if (c < 0x80) {
-            fputc(c, f);
+            }
             i++;
         } else {
             size_t n = utf8_len(s + i, len - i);
             if (n == 0) {
-                fputs("\\ufffd", f);
+                put(w, "\\ufffd", 6);
                 i++;
             } else {
-                fwrite(s + i, 1, n, f);
+                put(w, str + i, n);
                 i += n;
             }
         }
+        run = i;
     }
+    if (i > run) put(w, str + run, i - run);
+}
+
+void lw_json_escape(FILE *f, const char *str, size_t len) {
+    lw_jw w;
+    lw_jw_init(&w, f, 0);
+    escape(&w, str, len);
 }
 
 static void begin_value(lw_jw *w, const char *key) {
     if (w->depth > 0) {
-        if (w->has_items[w->depth]) fputc(',', w->f);
+        if (w->has_items[w->depth]) putch(w, ',');
         w->has_items[w->depth] = 1;
         newline(w);
     }
     if (key) {
-        fputc('"', w->f);
-        lw_json_escape(w->f, key, strlen(key));
-        fputs(w->pretty ? "\": " : "\":", w->f);
+        putch(w, '"');
+        escape(w, key, strlen(key));
+        puts_(w, w->pretty ? "\": " : "\":");
     }
 }
 
 static void open(lw_jw *w, const char *key, char c) {
     begin_value(w, key);
-    fputc(c, w->f);
+    putch(w, c);
     if (w->depth + 1 >= LW_JW_MAX_DEPTH) {
         w->failed = 1;
         return;
@@ -127,53 +189,63 @@ void lw_jw_end(lw_jw *w) {
     char c = w->closer[w->depth];
     w->depth--;
     if (had) newline(w);
-    fputc(c, w->f);
+    putch(w, c);
 }
 
 void lw_jw_strn(lw_jw *w, const char *key, const char *value, size_t len) {
     begin_value(w, key);
     if (!value) {
-        fputs("null", w->f);
+        put(w, "null", 4);
         return;
     }
-    fputc('"', w->f);
-    lw_json_escape(w->f, value, len);
-    fputc('"', w->f);
+    putch(w, '"');
+    escape(w, value, len);
+    putch(w, '"');
 }
 
 void lw_jw_raw(lw_jw *w, const char *key, const char *json, size_t len) {
     begin_value(w, key);
-    fwrite(json, 1, len, w->f);
+    put(w, json, len);
 }
 
 void lw_jw_str(lw_jw *w, const char *key, const char *value) {
     lw_jw_strn(w, key, value, value ? strlen(value) : 0);
 }
 
+static void putf(lw_jw *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void putf(lw_jw *w, const char *fmt, ...) {
+    char b[64];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    if (n > 0) put(w, b, (size_t)n < sizeof b ? (size_t)n : sizeof b - 1);
+}
+
 void lw_jw_int(lw_jw *w, const char *key, int64_t v) {
     begin_value(w, key);
-    fprintf(w->f, "%" PRId64, v);
+    putf(w, "%" PRId64, v);
 }
 
 void lw_jw_uint(lw_jw *w, const char *key, uint64_t v) {
     begin_value(w, key);
-    fprintf(w->f, "%" PRIu64, v);
+    putf(w, "%" PRIu64, v);
 }
 
 void lw_jw_double(lw_jw *w, const char *key, double v) {
     begin_value(w, key);
     if (!isfinite(v))
-        fputs("null", w->f);
+        put(w, "null", 4);
     else
-        fprintf(w->f, "%.17g", v);
+        putf(w, "%.17g", v);
 }
 
 void lw_jw_bool(lw_jw *w, const char *key, int v) {
     begin_value(w, key);
-    fputs(v ? "true" : "false", w->f);
+    puts_(w, v ? "true" : "false");
 }
 
 void lw_jw_null(lw_jw *w, const char *key) {
     begin_value(w, key);
-    fputs("null", w->f);
+    put(w, "null", 4);
 }

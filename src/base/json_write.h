@@ -12,6 +12,12 @@
 
 typedef struct {
     FILE *f;
+    /* Optional (lw_jw_buffer): bytes gathered here and handed to f in large
+     * writes. Without it every character is one call into f, which for an
+     * unbuffered stream (the report's, atomic_file.c) is a trip through
+     * stdio and the stream's write function per byte. */
+    char *buf;
+    size_t cap, used;
     int depth;
     int pretty;
     int failed;
@@ -20,7 +26,15 @@ typedef struct {
 } lw_jw;
 
 void lw_jw_init(lw_jw *w, FILE *f, int pretty);
-int lw_jw_failed(const lw_jw *w);
+/* Gathers the output in buf (cap bytes, the caller's) until it is full or
+ * lw_jw_flush. Whoever writes to f directly, or asks where it is, flushes
+ * first (or uses lw_jw_tell). */
+void lw_jw_buffer(lw_jw *w, char *buf, size_t cap);
+void lw_jw_flush(lw_jw *w);
+/* Where the output stands: ftello(f) plus what is gathered; -1 if unknown. */
+long long lw_jw_tell(lw_jw *w);
+/* Flushes, then says whether anything failed. */
+int lw_jw_failed(lw_jw *w);
 
 /* key is NULL inside arrays and at the top level. */
 void lw_jw_object(lw_jw *w, const char *key);

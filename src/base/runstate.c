@@ -3,7 +3,7 @@
 
 #include <stdatomic.h>
 
-_Thread_local int lw_hook_depth;
+__thread int lw_hook_depth __attribute__((tls_model("initial-exec")));
 
 static _Atomic uint32_t steps;
 static _Atomic uint64_t intervals;

@@ -9,8 +9,10 @@
 #include <stdint.h>
 
 /* Depth of leakwatch hooks on this thread (hooks/guard.h): only the
- * outermost hook records. */
-extern _Thread_local int lw_hook_depth;
+ * outermost hook records. Initial-exec: every hook reads and writes it twice,
+ * which in the default model is a __tls_get_addr call each (4 bytes of the
+ * static TLS surplus when the library is loaded by attach). */
+extern __thread int lw_hook_depth __attribute__((tls_model("initial-exec")));
 
 /* Steps marked with leakwatch_step() (or the PyTorch helper). */
 uint32_t lw_step_now(void);

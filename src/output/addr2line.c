@@ -68,6 +68,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -98,9 +99,56 @@ struct lw_a2l {
     dev_t pdev;    /* numbers back for its own files, which we must then */
     ino_t pino;    /* never write to or close */
     int timed_out; /* it was stopped for not answering in time */
+    int slot;      /* in the fork registry, or -1 */
     char *buf;     /* bytes read, not yet consumed: buf[start, len) */
     size_t cap, len, start;
 };
+
+static _Atomic unsigned long started;
+
+/* The descriptors of every running process, for lw_a2l_forget_after_fork:
+ * slots taken and given back with atomic stores only, so that a fork at any
+ * moment finds them readable. A process beyond the last slot is simply not
+ * let go of in a child. */
+#define SLOTS 64
+static _Atomic int slot_fd[SLOTS], slot_pidfd[SLOTS];
+static _Atomic int slot_used[SLOTS];
+
+static int slot_take(int fd, int pidfd) {
+    for (int i = 0; i < SLOTS; i++) {
+        int z = 0;
+        if (atomic_compare_exchange_strong(&slot_used[i], &z, 1)) {
+            atomic_store(&slot_fd[i], fd);
+            atomic_store(&slot_pidfd[i], pidfd);
+            atomic_store(&slot_used[i], 2);
+            return i;
+        }
+    }
+    return -1;
+}
+
+static void slot_give(int i) {
+    if (i < 0) return;
+    atomic_store(&slot_used[i], 0);
+}
+
+void lw_a2l_forget_after_fork(void) {
+    for (int i = 0; i < SLOTS; i++) {
+        if (atomic_load(&slot_used[i]) != 2) continue;
+        int fd = atomic_load(&slot_fd[i]), pidfd = atomic_load(&slot_pidfd[i]);
+        if (fd >= 0) close(fd);
+        if (pidfd >= 0) close(pidfd);
+        atomic_store(&slot_used[i], 0);
+    }
+}
+
+unsigned long lw_a2l_started(void) {
+    return atomic_load(&started);
+}
+
+int lw_a2l_alive(const lw_a2l *a) {
+    return a && a->fd >= 0;
+}
 
 const char *lw_a2l_tool(char **cache) {
     if (*cache) return **cache ? *cache : NULL;
@@ -260,6 +308,7 @@ lw_a2l *lw_a2l_open(const char *tool, const char *module) {
         free(a);
         return NULL;
     }
+    atomic_fetch_add(&started, 1);
     a->pid = pid;
     a->fd = sv[0];
     struct stat st;
@@ -271,6 +320,7 @@ lw_a2l *lw_a2l_open(const char *tool, const char *module) {
 #else
     a->pidfd = -1;
 #endif
+    a->slot = slot_take(a->fd, a->pidfd);
     return a;
 }
 
@@ -386,6 +436,8 @@ void lw_a2l_frames_free(lw_a2l_frame *f, int n) {
  * may be another process's by now). Its parent, not us, reaps it. */
 static void stop(lw_a2l *a, uint64_t grace_ns) {
     if (a->fd < 0) return;
+    slot_give(a->slot);
+    a->slot = -1;
     if (is_ours(a->fd, a->dev, a->ino)) close(a->fd);
     a->fd = -1;
     if (a->pidfd >= 0 && !is_ours(a->pidfd, a->pdev, a->pino)) a->pidfd = -1;

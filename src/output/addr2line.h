@@ -40,4 +40,17 @@ void lw_a2l_frames_free(lw_a2l_frame *f, int n);
 /* Stops the process and reaps it. */
 void lw_a2l_close(lw_a2l *a);
 
+/* Whether a is still answering (not stopped after a failure or timeout). */
+int lw_a2l_alive(const lw_a2l *a);
+
+/* How many addr2line processes this process has started (tests: a report
+ * reuses the ones an earlier report started). */
+unsigned long lw_a2l_started(void);
+
+/* In a forked child: closes the child's copies of the sockets and pidfds of
+ * the processes the parent runs, without stopping them (they are the
+ * parent's; it ends them when it closes its own). The lw_a2l objects
+ * themselves are forgotten, never used or freed in the child. */
+void lw_a2l_forget_after_fork(void);
+
 #endif

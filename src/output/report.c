@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #define TORCH_BINS 300
+#define REPORT_WRITE_BUF 16384
 
 static void emit_counts(lw_jw *w, lw_counts c) {
     lw_jw_uint(w, "alloc_count", c.alloc_count);
@@ -579,8 +580,7 @@ static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const site_vi
 
 /* Writes the sites, most relevant first; returns the first one (the site the
  * answer names), or NULL, and its distinguishing frame in *top_distinct. */
-static const lw_site *emit_sites(FILE *f, lw_jw *w, lw_symtab *syms, int global_leak,
-                                 int *top_distinct) {
+static const lw_site *emit_sites(lw_jw *w, lw_symtab *syms, int global_leak, int *top_distinct) {
     site_views vs;
     views_load(&vs, global_leak);
     size_t n = 0;
@@ -599,9 +599,9 @@ static const lw_site *emit_sites(FILE *f, lw_jw *w, lw_symtab *syms, int global_
     /* Whatever the shim writes, the command must read: the sites stop once
      * they fill LW_REPORT_SITES_BYTES (the most relevant come first), far
      * below what the command accepts. sites_reported says how many. */
-    off_t start = ftello(f);
+    long long start = lw_jw_tell(w);
     for (size_t i = 0; i < n && i < limit; i++) {
-        off_t at = ftello(f);
+        long long at = lw_jw_tell(w);
         if (start >= 0 && at >= 0 && at - start >= LW_REPORT_SITES_BYTES) break;
         emit_site(w, syms, all[i].site, view_of(&vs, all[i].site), all[i].leak ? (int)i + 1 : 0,
                   distinct_of(&ps, all[i].site));
@@ -724,6 +724,18 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     if (!strcmp(g->step_source, "time")) lw_jw_double(w, "interval_seconds", g->interval_s);
     lw_jw_uint(w, "evaluations", g->evaluations);
     lw_jw_uint(w, "leak_verdicts_withdrawn", g->withdrawn);
+    /* The end of the run: memory released after the last step (teardown)
+     * does not erase growth before it; a decided fit is reported decided. */
+    lw_jw_bool(w, "released_at_exit", g->released_bytes >= 0);
+    if (g->released_bytes >= 0)
+        lw_jw_int(w, "released_at_exit_bytes", g->released_bytes);
+    else
+        lw_jw_null(w, "released_at_exit_bytes");
+    lw_jw_bool(w, "decided_at_exit", g->decided_at_exit);
+    /* A marked run's phases without step marks (a validation loop): their
+     * time intervals, and whether they gave the verdict (in intervals). */
+    lw_jw_uint(w, "unmarked_intervals", g->unmarked_intervals);
+    lw_jw_bool(w, "verdict_from_unmarked_phases", g->from_unmarked);
     lw_jw_int(w, "window_bins", l->window);
     lw_jw_uint(w, "steps_per_bin", g->bin_width);
     lw_jw_str(w, "reason", g->reason[0] ? g->reason : "not evaluated yet");
@@ -908,6 +920,10 @@ void lw_report_set_attached(int attached) {
 int lw_report_emit(FILE *f, const char *reason) {
     lw_jw w;
     lw_jw_init(&w, f, 1);
+    /* Gathered and written in large pieces: the report's stream is
+     * unbuffered (atomic_file.c says why). */
+    char *wbuf = malloc(REPORT_WRITE_BUF);
+    lw_jw_buffer(&w, wbuf, wbuf ? REPORT_WRITE_BUF : 0);
     lw_symtab *syms = lw_symtab_new();
     char host[256] = "";
     gethostname(host, sizeof host - 1);
@@ -943,7 +959,7 @@ int lw_report_emit(FILE *f, const char *reason) {
     emit_series(&w, bins, nbins);
     emit_torch(&w);
     int top_distinct = -1;
-    const lw_site *top = emit_sites(f, &w, syms, g.verdict == LW_VERDICT_LEAK, &top_distinct);
+    const lw_site *top = emit_sites(&w, syms, g.verdict == LW_VERDICT_LEAK, &top_distinct);
     /* The site the answer names, and its place to look (the same as that
      * site's own "where"): under PyTorch's signal, the first site found in
      * its allocation history, as the helper described it. */
@@ -976,10 +992,13 @@ int lw_report_emit(FILE *f, const char *reason) {
     lw_jw_uint(&w, "guessed_target_calls", lw_real_guessed_calls());
     lw_jw_end(&w);
     lw_jw_end(&w);
+    lw_jw_flush(&w);
     fputc('\n', f);
     free(bins);
     lw_symtab_free(syms);
-    return lw_jw_failed(&w) ? -1 : 0;
+    int failed = lw_jw_failed(&w);
+    free(wbuf);
+    return failed ? -1 : 0;
 }
 
 void lw_report_site_label(const lw_site *site, char *out, size_t n) {
@@ -1009,9 +1028,16 @@ void lw_report_site_label(const lw_site *site, char *out, size_t n) {
 int lw_report_lead_site(int leak, const lw_site **site, double *rate) {
     site_views vs;
     views_load(&vs, leak);
+    /* The report's order (by_relevance), so that the summary names the
+     * site the report puts first, also between leaks of the same rate. */
     const site_view *fastest = NULL;
-    for (size_t i = 0; i < vs.n; i++)
-        if (!fastest || vs.v[i].growth.slope > fastest->growth.slope) fastest = &vs.v[i];
+    ranked_site best = {0};
+    for (size_t i = 0; i < vs.n; i++) {
+        const lw_site *s = vs.v[i].site;
+        ranked_site r = {(lw_site *)s, atomic_load(&s->live_bytes), atomic_load(&s->alloc_bytes), 1,
+                         vs.v[i].growth.slope};
+        if (!fastest || by_relevance(&r, &best) < 0) fastest = &vs.v[i], best = r;
+    }
     const lw_site *top = fastest ? fastest->site : NULL;
     for (lw_site *s = lw_sites_first(); s && !fastest; s = s->next)
         if (!top || atomic_load(&s->live_bytes) > atomic_load(&top->live_bytes)) top = s;

@@ -9,6 +9,7 @@
 #include "options.h"
 #include "path_template.h"
 #include "report.h"
+#include "symbolize.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -38,6 +39,7 @@ void lw_report_after_fork_child(void) {
     /* The thread that held it, if any, does not exist in the child. */
     pthread_mutex_init(&write_lock, NULL);
     final_written = 0;
+    lw_symtab_after_fork_child();
 }
 
 /* A template without %p names the same file in a parent and in a forked
@@ -181,5 +183,8 @@ int lw_report_write(const char *reason, int fallback, char *written, size_t writ
     pthread_mutex_lock(&write_lock);
     int rc = write_locked(reason, fallback, written, writtenlen);
     pthread_mutex_unlock(&write_lock);
+    /* The last report: the symbol cache's addr2line processes, kept for the
+     * reports that follow one another, end now, not with the process. */
+    if (is_final(reason) || !strcmp(reason, "detach")) lw_symtab_release();
     return rc;
 }

@@ -57,17 +57,30 @@ void lw_report_summary(const char *path) {
     /* Under PyTorch's signal the site to name is the first one found in its
      * allocation history (segment sites do not name tensors). */
     double torch_rate = 0;
+    char owner[512];
+    const char *kept = NULL;
     if (g.verdict == LW_VERDICT_LEAK && g.signal_device >= 0 && lw_torch_info_sites(&torch_rate) &&
         lw_torch_info_label(label, sizeof label)) {
         a.where = label;
         a.where_rate = torch_rate;
         a.where_live = NAN;
+        kept = lw_torch_info_owner(owner, sizeof owner);
     }
     char line[1024];
     lw_log("%s", lw_answer_line(&a, line, sizeof line));
+    if (kept) lw_log("  %s", kept);
     /* What an undecided run still needs, and what a clean one could have
      * seen (only once the detector has evaluated something). */
     const char *unit = strcmp(g.step_source, "time") ? "step" : "interval";
+    /* Only a leak needs saying so: a clean job that frees its memory at
+     * exit is the rule. */
+    if (g.released_bytes > 0 && g.verdict == LW_VERDICT_LEAK) {
+        char rel[32];
+        lw_fmt_bytes((double)g.released_bytes, rel, sizeof rel);
+        lw_log("%s released at exit (%s): the verdict is about the run before it", rel,
+               strcmp(g.step_source, "time") ? "after the last step mark"
+                                             : "in the last intervals");
+    }
     char noise[32], minr[32];
     lw_fmt_bytes(g.last.noise_step, noise, sizeof noise);
     lw_fmt_bytes(g.last.min_rate, minr, sizeof minr);

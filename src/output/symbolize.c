@@ -8,6 +8,7 @@
 
 #include "addr2line.h"
 #include "clock.h"
+#include "code_epoch.h"
 #include "elf_symbols.h"
 #include "lw_uthash.h"
 #include "options.h"
@@ -16,6 +17,9 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,16 +27,23 @@
 typedef struct entry {
     uintptr_t addr;
     lw_symbol sym;
+    /* Source lines were wanted and the module has them, but none were got
+     * (out of this report's time, addr2line failed): a later report tries
+     * again, with a new entry (this one stays valid while a report may hold
+     * it). */
+    int lines_missing;
+    struct entry *retired; /* next on the cache's list of replaced entries */
     UT_hash_handle hh;
 } entry;
 
-/* One per module met: its symbol table, read once per report, and its
- * addr2line process, started at its first address that needs one. */
+/* One per module met: its symbol table, read once, and its addr2line
+ * process, started at its first address that needs one and kept for the
+ * following reports. */
 typedef struct module {
     char *path;
     lw_elf_syms *syms; /* NULL when unreadable */
     lw_a2l *a2l;
-    int a2l_tried;
+    unsigned a2l_report; /* the report that last started (or tried) it */
     UT_hash_handle hh;
 } module;
 
@@ -45,17 +56,37 @@ typedef struct module {
 
 typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
 
-struct lw_symtab {
+/* The names of the process's code, shared by every report, snapshot and
+ * label for as long as no module is unloaded: each address is named once
+ * for the life of the process, and each module's addr2line runs from its
+ * first report to the next unload (or the end of the process). An unload
+ * (dlclose: the loader's count of removed objects moves) starts a new
+ * cache; the old one is freed when the last report holding it ends. */
+typedef struct cache {
     entry *table;
     module *modules;
-    demangle_fn demangle;
-    int demangle_tried;
-    char *exe_path;
-    uintptr_t exe_base;
-    int source_lines;  /* LEAKWATCH_SOURCE_LINES */
-    char *tool;        /* lw_a2l_tool's cache */
+    entry *retired;
+    unsigned long long subs; /* the loader's unload count when made */
+    int source_lines;
+    int refs; /* reports holding it, plus one while it is the current one */
+} cache;
+
+struct lw_symtab {
+    cache *c;
+    int shared;        /* c is the shared cache: lookups under the lock */
+    unsigned report;   /* this table's number (addr2line restarts once per report) */
     uint64_t deadline; /* of this report's source lines; 0 before the first */
+    int demangle_tried;
 };
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static cache *current;
+static unsigned reports;
+static char *tool; /* lw_a2l_tool's cache */
+static _Atomic(demangle_fn) demangle;
+static pthread_once_t exe_once = PTHREAD_ONCE_INIT;
+static char *exe_path;
+static uintptr_t exe_base;
 
 static int find_exe(struct dl_phdr_info *info, size_t size, void *data) {
     /* The first object dl_iterate_phdr reports is the main program. */
@@ -63,31 +94,138 @@ static int find_exe(struct dl_phdr_info *info, size_t size, void *data) {
     return 1;
 }
 
-static lw_symtab *symtab_new(int source_lines) {
-    lw_symtab *t = calloc(1, sizeof *t);
-    if (!t) return NULL;
-    t->source_lines = source_lines;
+static void exe_init(void) {
     char buf[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
     if (n > 0) {
         buf[n] = '\0';
-        t->exe_path = strdup(buf);
+        exe_path = strdup(buf);
     }
-    dl_iterate_phdr(find_exe, &t->exe_base);
-    return t;
+    dl_iterate_phdr(find_exe, &exe_base);
+}
+
+static int get_subs(struct dl_phdr_info *info, size_t size, void *data) {
+    unsigned long long *subs = data;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+        *subs = info->dlpi_subs;
+    return 1;
+}
+
+/* What says that no code went away: the loader's count of unloaded objects
+ * (it moves only when a dlclose really unmaps one, whoever calls it), or, on
+ * a loader without it, leakwatch's own count of dlclose calls. */
+static unsigned long long unload_count(void) {
+    unsigned long long subs = ~0ull;
+    dl_iterate_phdr(get_subs, &subs);
+    return subs != ~0ull ? subs : (1ull << 63) | lw_code_epoch();
+}
+
+static void entry_free(entry *e) {
+    free((char *)e->sym.function);
+    free((char *)e->sym.module);
+    free((char *)e->sym.file);
+    for (int i = 0; i < e->sym.ninlined; i++) {
+        free((char *)e->sym.inlined[i].function);
+        free((char *)e->sym.inlined[i].file);
+    }
+    free((void *)e->sym.inlined);
+    free(e);
+}
+
+static void cache_free(cache *c) {
+    if (!c) return;
+    entry *e, *tmp;
+    HASH_ITER(hh, c->table, e, tmp) {
+        HASH_DEL(c->table, e);
+        entry_free(e);
+    }
+    while (c->retired) {
+        e = c->retired;
+        c->retired = e->retired;
+        entry_free(e);
+    }
+    module *m, *mtmp;
+    HASH_ITER(hh, c->modules, m, mtmp) {
+        HASH_DEL(c->modules, m);
+        lw_a2l_close(m->a2l);
+        lw_elf_syms_free(m->syms);
+        free(m->path);
+        free(m);
+    }
+    free(c);
+}
+
+static cache *cache_new(int source_lines, unsigned long long subs) {
+    cache *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->source_lines = source_lines;
+    c->subs = subs;
+    return c;
+}
+
+/* Drops one hold on c (the lock held); the last one frees it. */
+static void cache_put(cache *c) {
+    if (c && --c->refs == 0) cache_free(c);
 }
 
 lw_symtab *lw_symtab_new(void) {
-    return symtab_new(lw_opt_int(LW_OPT_SOURCE_LINES) != 0);
+    pthread_once(&exe_once, exe_init);
+    lw_symtab *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    int source_lines = lw_opt_int(LW_OPT_SOURCE_LINES) != 0;
+    unsigned long long subs = unload_count();
+    pthread_mutex_lock(&lock);
+    if (current && (current->subs != subs || current->source_lines != source_lines)) {
+        cache_put(current);
+        current = NULL;
+    }
+    if (!current && (current = cache_new(source_lines, subs)) != NULL) current->refs = 1;
+    if (current) {
+        current->refs++;
+        t->c = current;
+        t->shared = 1;
+    }
+    t->report = ++reports;
+    pthread_mutex_unlock(&lock);
+    if (!t->c) {
+        free(t);
+        return NULL;
+    }
+    return t;
 }
 
+/* Names only, in a table of its own (the shared one holds source lines). */
 lw_symtab *lw_symtab_new_names(void) {
-    return symtab_new(0);
+    pthread_once(&exe_once, exe_init);
+    lw_symtab *t = calloc(1, sizeof *t);
+    if (t && !(t->c = cache_new(0, 0))) {
+        free(t);
+        return NULL;
+    }
+    if (t) t->c->refs = 1;
+    return t;
 }
 
-static module *module_of(lw_symtab *t, const char *path) {
+void lw_symtab_release(void) {
+    pthread_mutex_lock(&lock);
+    cache_put(current);
+    current = NULL;
+    pthread_mutex_unlock(&lock);
+}
+
+void lw_symtab_after_fork_child(void) {
+    /* The parent's cache is left as it is (another thread may have been
+     * changing it): the child starts its own. The parent's addr2line
+     * processes are the parent's: the child only lets go of its copies of
+     * their sockets, so that they still end when the parent closes them. */
+    pthread_mutex_init(&lock, NULL);
+    current = NULL;
+    lw_a2l_forget_after_fork();
+}
+
+static module *module_of(cache *c, const char *path) {
     module *m = NULL;
-    HASH_FIND_STR(t->modules, path, m);
+    HASH_FIND_STR(c->modules, path, m);
     if (m) return m;
     m = calloc(1, sizeof *m);
     if (!m || !(m->path = strdup(path))) {
@@ -96,7 +234,7 @@ static module *module_of(lw_symtab *t, const char *path) {
     }
     m->syms = lw_elf_syms_load(path);
     lw_uthash_oom = 0;
-    HASH_ADD_KEYPTR(hh, t->modules, m->path, strlen(m->path), m);
+    HASH_ADD_KEYPTR(hh, c->modules, m->path, strlen(m->path), m);
     if (lw_uthash_oom) {
         lw_elf_syms_free(m->syms);
         free(m->path);
@@ -107,38 +245,50 @@ static module *module_of(lw_symtab *t, const char *path) {
 }
 
 /* C++ names, readable: the C++ runtime's demangler, if the process has one.
- * Found at report time only, never loaded into a process that lacks it.
+ * Found at report time only, never loaded into a process that lacks it
+ * (looked for again by each report until found: it may be loaded later).
  * NULL when name is mangled and cannot be demangled here. */
 static char *demangled(lw_symtab *t, const char *name) {
     if (strncmp(name, "_Z", 2) != 0) return strdup(name);
-    if (!t->demangle_tried) {
+    demangle_fn fn = atomic_load_explicit(&demangle, memory_order_acquire);
+    if (!fn && !t->demangle_tried) {
         t->demangle_tried = 1;
-        t->demangle = (demangle_fn)lw_real_dlsym(RTLD_DEFAULT, "__cxa_demangle");
+        fn = (demangle_fn)lw_real_dlsym(RTLD_DEFAULT, "__cxa_demangle");
+        if (fn) atomic_store_explicit(&demangle, fn, memory_order_release);
     }
     int status = -1;
-    char *d = t->demangle ? t->demangle(name, NULL, NULL, &status) : NULL;
+    char *d = fn ? fn(name, NULL, NULL, &status) : NULL;
     if (d && status == 0) return d;
     free(d);
     return NULL;
 }
 
-/* The frames addr2line gives for vaddr in m; 0 when none (no debug
- * information, no addr2line, out of time). */
-static int source_frames(lw_symtab *t, module *m, uint64_t vaddr, lw_a2l_frame **out) {
+/* The frames addr2line gives for vaddr in m; 0 when none. *missing is set
+ * when the module has source lines that were not got this time (no
+ * addr2line running, out of time): a later report asks again. */
+static int source_frames(lw_symtab *t, module *m, uint64_t vaddr, lw_a2l_frame **out,
+                         int *missing) {
     *out = NULL;
-    if (!t->source_lines || !m || !lw_elf_syms_has_debug(m->syms)) return 0;
+    *missing = 0;
+    if (!t->c->source_lines || !m || !lw_elf_syms_has_debug(m->syms) || !lw_a2l_tool(&tool))
+        return 0;
     uint64_t now = lw_now_ns();
-    if (!m->a2l_tried) {
-        m->a2l_tried = 1;
-        if (!t->deadline) t->deadline = now + REPORT_NS;
-        if (now < t->deadline) m->a2l = lw_a2l_open(lw_a2l_tool(&t->tool), m->path);
+    if (!t->deadline) t->deadline = now + REPORT_NS;
+    /* Started at the module's first address, kept for the reports after;
+     * one that died or was stopped is started again once per report. */
+    if ((!m->a2l || !lw_a2l_alive(m->a2l)) && m->a2l_report != t->report && now < t->deadline) {
+        m->a2l_report = t->report;
+        lw_a2l_close(m->a2l);
+        m->a2l = lw_a2l_open(lw_a2l_tool(&tool), m->path);
     }
+    *missing = 1;
     if (!m->a2l || now >= t->deadline) return 0;
     uint64_t deadline = now + ANSWER_NS < t->deadline ? now + ANSWER_NS : t->deadline;
     int n = lw_a2l_query(m->a2l, vaddr, deadline, out);
     /* A tool that kept us waiting once is not waited on again in this report:
      * a hung one delays the report by one answer's time, not one per module. */
     if (n == -2) t->deadline = now;
+    if (n >= 0) *missing = 0;
     return n > 0 ? n : 0;
 }
 
@@ -176,11 +326,9 @@ static void fill(lw_symtab *t, entry *e, const char *name, lw_a2l_frame *fr, int
     lw_a2l_frames_free(fr, n);
 }
 
-const lw_symbol *lw_symtab_lookup(lw_symtab *t, uintptr_t ret) {
-    entry *e = NULL;
-    HASH_FIND(hh, t->table, &ret, sizeof ret, e);
-    if (e) return &e->sym;
-    e = calloc(1, sizeof *e);
+/* A new entry for ret. */
+static entry *resolve(lw_symtab *t, uintptr_t ret) {
+    entry *e = calloc(1, sizeof *e);
     if (!e) return NULL;
     e->addr = ret;
     Dl_info info;
@@ -192,10 +340,10 @@ const lw_symbol *lw_symtab_lookup(lw_symtab *t, uintptr_t ret) {
         uintptr_t base = (uintptr_t)info.dli_fbase;
         e->sym.offset = pc - base;
         const char *path = lm->l_name && lm->l_name[0] ? lm->l_name : NULL;
-        if (!path && base == t->exe_base) path = t->exe_path;
+        if (!path && base == exe_base) path = exe_path;
         if (path) {
             e->sym.module = strdup(path);
-            module *m = module_of(t, path);
+            module *m = module_of(t->c, path);
             const char *name = lw_elf_syms_find(m ? m->syms : NULL, pc - lm->l_addr);
             if (!name && info.dli_sname && info.dli_saddr) {
                 /* No symbol table on disk (deleted file, or none): dladdr's
@@ -207,43 +355,60 @@ const lw_symbol *lw_symtab_lookup(lw_symtab *t, uintptr_t ret) {
                     name = i2.dli_sname;
             }
             lw_a2l_frame *fr = NULL;
-            int n = source_frames(t, m, pc - lm->l_addr, &fr);
+            int n = source_frames(t, m, pc - lm->l_addr, &fr, &e->lines_missing);
             fill(t, e, name, fr, n);
         }
     }
-    lw_uthash_oom = 0;
-    HASH_ADD(hh, t->table, addr, sizeof e->addr, e);
-    if (lw_uthash_oom) {
-        /* Still answer; the entry is simply not cached. Leak-free: keep it
-         * reachable by freeing on the next miss is not worth it here. */
+    return e;
+}
+
+static const lw_symbol *lookup_locked(lw_symtab *t, uintptr_t ret) {
+    cache *c = t->c;
+    entry *e = NULL;
+    HASH_FIND(hh, c->table, &ret, sizeof ret, e);
+    /* Lines missing: asked again while this report has time for them. The
+     * old entry stays (another report may be writing it) until the cache
+     * goes. */
+    if (e && (!e->lines_missing || (t->deadline && lw_now_ns() >= t->deadline))) return &e->sym;
+    entry *n = resolve(t, ret);
+    if (!n) return e ? &e->sym : NULL;
+    if (e) {
+        if (n->lines_missing) {
+            entry_free(n); /* no better than what is there */
+            return &e->sym;
+        }
+        HASH_DEL(c->table, e);
+        e->retired = c->retired;
+        c->retired = e;
     }
-    return &e->sym;
+    lw_uthash_oom = 0;
+    HASH_ADD(hh, c->table, addr, sizeof n->addr, n);
+    if (lw_uthash_oom) {
+        /* Not in the table: kept on the retired list, freed with the
+         * cache, so the answer stays valid for this report. */
+        n->retired = c->retired;
+        c->retired = n;
+    }
+    return &n->sym;
+}
+
+const lw_symbol *lw_symtab_lookup(lw_symtab *t, uintptr_t ret) {
+    if (!t) return NULL;
+    if (!t->shared) return lookup_locked(t, ret);
+    pthread_mutex_lock(&lock);
+    const lw_symbol *s = lookup_locked(t, ret);
+    pthread_mutex_unlock(&lock);
+    return s;
 }
 
 void lw_symtab_free(lw_symtab *t) {
     if (!t) return;
-    entry *e, *tmp;
-    HASH_ITER(hh, t->table, e, tmp) {
-        HASH_DEL(t->table, e);
-        free((char *)e->sym.function);
-        free((char *)e->sym.module);
-        free((char *)e->sym.file);
-        for (int i = 0; i < e->sym.ninlined; i++) {
-            free((char *)e->sym.inlined[i].function);
-            free((char *)e->sym.inlined[i].file);
-        }
-        free((void *)e->sym.inlined);
-        free(e);
+    if (t->shared) {
+        pthread_mutex_lock(&lock);
+        cache_put(t->c);
+        pthread_mutex_unlock(&lock);
+    } else {
+        cache_free(t->c);
     }
-    module *m, *mtmp;
-    HASH_ITER(hh, t->modules, m, mtmp) {
-        HASH_DEL(t->modules, m);
-        lw_a2l_close(m->a2l);
-        lw_elf_syms_free(m->syms);
-        free(m->path);
-        free(m);
-    }
-    lw_a2l_tool_free(t->tool);
-    free(t->exe_path);
     free(t);
 }

@@ -15,6 +15,7 @@ static const char *const names[F_COUNT] = {"sites", "diagnosis", "backend", "ste
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char *texts[F_COUNT];
 static char *label;
+static char *owner; /* what keeps the leak alive: the label's text after a newline */
 static int said[F_COUNT];
 
 /* ---- a strict JSON checker (RFC 8259), depth-limited ---- */
@@ -141,13 +142,25 @@ int lw_torch_info_set(const char *field, const char *json, const char *message) 
     if (!lw_json_valid(json, f == F_SITES ? '[' : '{')) return -1;
     char *copy = strdup(json);
     char *lab = f == F_SITES && message ? strdup(message) : NULL;
-    if (!copy) return -1;
+    char *own = NULL;
+    char *nl = lab ? strchr(lab, '\n') : NULL;
+    if (nl) {
+        *nl = '\0';
+        own = nl[1] ? strdup(nl + 1) : NULL;
+    }
+    if (!copy) {
+        free(lab);
+        free(own);
+        return -1;
+    }
     pthread_mutex_lock(&lock);
     free(texts[f]);
     texts[f] = copy;
     if (f == F_SITES) {
         free(label);
         label = lab;
+        free(owner);
+        owner = own;
     }
     int say = f != F_SITES && message && *message && !said[f];
     if (say) said[f] = 1;
@@ -234,6 +247,17 @@ const char *lw_torch_info_label(char *out, size_t n) {
     return r;
 }
 
+const char *lw_torch_info_owner(char *out, size_t n) {
+    pthread_mutex_lock(&lock);
+    const char *r = NULL;
+    if (owner && n) {
+        snprintf(out, n, "%s", owner);
+        r = out;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
 void lw_torch_info_forget(void) {
     for (int f = 0; f < F_COUNT; f++) {
         free(texts[f]);
@@ -242,4 +266,6 @@ void lw_torch_info_forget(void) {
     }
     free(label);
     label = NULL;
+    free(owner);
+    owner = NULL;
 }

@@ -32,6 +32,9 @@ void lw_torch_info_emit_fields(lw_jw *w);
 int lw_torch_info_answer(lw_jw *w);
 /* The top site's label, or NULL. Copies into out. */
 const char *lw_torch_info_label(char *out, size_t n);
+/* What keeps the top site's blocks alive (the helper's owner sentence: the
+ * label's text after its first newline), or NULL. Copies into out. */
+const char *lw_torch_info_owner(char *out, size_t n);
 
 /* Pure: 1 when text is one JSON value of the given type ('[' array, '{'
  * object), nothing else around it but white space. */

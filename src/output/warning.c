@@ -101,6 +101,10 @@ void lw_warning_leak(void) {
     if (!lw_opt_int(LW_OPT_WARN)) return;
     char line[1024];
     lw_log("%s", lw_answer_line(&a, line, sizeof line));
+    /* Under PyTorch's signal, what keeps the named line's tensors alive. */
+    char owner[512];
+    if (a.where == label && g.signal_device >= 0 && lw_torch_info_owner(owner, sizeof owner))
+        lw_log("  %s", owner);
 }
 
 void lw_warning_final_place(void) {

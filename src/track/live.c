@@ -19,16 +19,47 @@
 #define SLAB_RECORDS 256
 #define FIRST_BUCKETS 64
 
-typedef pthread_mutex_t lock_t;
-#define LOCK pthread_mutex_lock
-#define UNLOCK pthread_mutex_unlock
+/* A stripe's lock: taken with one locked instruction and given back with a
+ * plain release store (a mutex takes a locked instruction each way, behind
+ * a call). Uncontended almost always (64 stripes, held for a bucket walk);
+ * a waiter spins a little, then yields, so a holder that lost its core (the
+ * record slab's allocation may fault) gets it back. Static zero: unlocked. */
+typedef struct {
+    atomic_int held;
+} lock_t;
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+static inline void LOCK(lock_t *l) {
+    for (int spins = 0;; spins++) {
+        if (!atomic_load_explicit(&l->held, memory_order_relaxed) &&
+            !atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
+            return;
+        if (spins < 64) {
+            cpu_relax();
+        } else {
+            sched_yield();
+            spins = 0;
+        }
+    }
+}
+
+static inline void UNLOCK(lock_t *l) {
+    atomic_store_explicit(&l->held, 0, memory_order_release);
+}
 
 typedef struct stripe {
     lock_t lock;
     lw_alloc **buckets;
-    size_t mask; /* buckets - 1; 0 while there is no array */
-    size_t count;
-    lw_alloc *free_list; /* recycled records, linked through .next */
+    size_t mask;          /* buckets - 1; 0 while there is no array */
+    _Atomic size_t count; /* written under the lock; read without it (lw_live_records) */
+    lw_alloc *free_list;  /* recycled records, linked through .next */
 } stripe;
 
 typedef union {
@@ -38,7 +69,6 @@ typedef union {
 
 /* Zero bytes are an unlocked lock (glibc's PTHREAD_MUTEX_INITIALIZER too). */
 static padded_stripe stripes[STRIPES];
-static atomic_uint_fast64_t nrecords;
 static atomic_uint_fast64_t table_bytes;
 
 static inline uint64_t hash_key(lw_key_class cls, uint64_t key) {
@@ -122,8 +152,11 @@ int lw_live_insert(const lw_alloc *rec, lw_alloc *replaced) {
     *r = *rec;
     r->next = *head;
     *head = r;
-    if (++st->count > 2 * (st->mask + 1)) grow(st);
-    atomic_fetch_add_explicit(&nrecords, 1, memory_order_relaxed);
+    /* A plain increment (the lock is held): the record count is the sum of
+     * the stripes', so no shared counter is touched per event. */
+    size_t count = atomic_load_explicit(&st->count, memory_order_relaxed) + 1;
+    atomic_store_explicit(&st->count, count, memory_order_relaxed);
+    if (count > 2 * (st->mask + 1)) grow(st);
 out:
     UNLOCK(&st->lock);
     return result;
@@ -141,14 +174,15 @@ int lw_live_remove(lw_key_class cls, uint64_t key, lw_alloc *out) {
                 *out = *r;
                 *pp = r->next;
                 give_record(st, r);
-                st->count--;
+                atomic_store_explicit(&st->count,
+                                      atomic_load_explicit(&st->count, memory_order_relaxed) - 1,
+                                      memory_order_relaxed);
                 found = 1;
                 break;
             }
         }
     }
     UNLOCK(&st->lock);
-    if (found) atomic_fetch_sub_explicit(&nrecords, 1, memory_order_relaxed);
     return found;
 }
 
@@ -164,7 +198,10 @@ void lw_live_scan(void (*fn)(const lw_alloc *r, void *arg), void *arg) {
 }
 
 uint64_t lw_live_records(void) {
-    return atomic_load(&nrecords);
+    uint64_t n = 0;
+    for (int i = 0; i < STRIPES; i++)
+        n += atomic_load_explicit(&stripes[i].s.count, memory_order_relaxed);
+    return n;
 }
 
 uint64_t lw_live_overhead_bytes(void) {
@@ -196,8 +233,7 @@ void lw_live_forget_all(void) {
             }
             st->buckets[b] = NULL;
         }
-        st->count = 0;
+        atomic_store(&st->count, 0);
         UNLOCK(&st->lock);
     }
-    atomic_store(&nrecords, 0);
 }

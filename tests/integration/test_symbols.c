@@ -8,12 +8,16 @@
 #include "harness.h"
 #include "symbolize.h"
 
+#include <dlfcn.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -379,6 +383,168 @@ START_TEST(inlined_frames) {
 }
 END_TEST
 
+/* Reports share one cache of names and keep each module's addr2line: a
+ * second report names a known address from the cache and a new one through
+ * the addr2line the first report started, without starting another. */
+START_TEST(second_report_starts_no_addr2line) {
+    unsigned long before = lw_a2l_started();
+    lw_symtab *t = lw_symtab_new();
+    const lw_symbol *s = lw_symtab_lookup(t, outer_function());
+    ck_assert_msg(s && ends_with(s->file, "/test_symbols.c"), "no source line: %s",
+                  s && s->file ? s->file : "null");
+    lw_symtab_free(t);
+    unsigned long first = lw_a2l_started();
+    ck_assert_uint_eq(first, before + 1);
+    t = lw_symtab_new();
+    ck_assert_ptr_eq(lw_symtab_lookup(t, outer_function()), s);
+    const lw_symbol *n = lw_symtab_lookup(t, return_address());
+    ck_assert_msg(n && ends_with(n->file, "/test_symbols.c") && n->line > 0,
+                  "new address: no source line");
+    ck_assert_msg(n->function && !strncmp(n->function, "second_report_starts_no_addr2line", 33),
+                  "function %s", n->function ? n->function : "null");
+    lw_symtab_free(t);
+    ck_assert_uint_eq(lw_a2l_started(), first);
+}
+END_TEST
+
+/* dlclose renews the cache: a library unloaded and another loaded at the
+ * same address gets its own names; a report that held the old answers
+ * across the unload can still read them. */
+START_TEST(cache_renewed_after_dlclose) {
+    char p1[4200], p2[4200];
+    snprintf(p1, sizeof p1, "%s/tests/lib/libsymvar1.so", lw_build_dir());
+    snprintf(p2, sizeof p2, "%s/tests/lib/libsymvar2.so", lw_build_dir());
+    void *h = dlopen(p1, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(h != NULL, "%s", dlerror());
+    uintptr_t (*probe)(void) = (uintptr_t(*)(void))dlsym(h, "symvar_probe");
+    uintptr_t a1 = probe();
+    lw_symtab *held = lw_symtab_new();
+    const lw_symbol *s1 = lw_symtab_lookup(held, a1);
+    ck_assert_msg(s1 && s1->function && !strcmp(s1->function, "symvar_first_one"), "function %s",
+                  s1 && s1->function ? s1->function : "null");
+    ck_assert(ends_with(s1->module, "/libsymvar1.so"));
+    dlclose(h);
+    h = dlopen(p2, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(h != NULL, "%s", dlerror());
+    probe = (uintptr_t(*)(void))dlsym(h, "symvar_probe");
+    uintptr_t a2 = probe();
+    ck_assert_msg(a2 == a1, "libsymvar2.so loaded at another address (%#lx, not %#lx)",
+                  (unsigned long)a2, (unsigned long)a1);
+    lw_symtab *t = lw_symtab_new();
+    const lw_symbol *s2 = lw_symtab_lookup(t, a2);
+    ck_assert_msg(s2 && s2->function && !strcmp(s2->function, "symvar_other_two"),
+                  "stale name after dlclose: %s", s2 && s2->function ? s2->function : "null");
+    ck_assert(ends_with(s2->module, "/libsymvar2.so"));
+    lw_symtab_free(t);
+    /* The report that started before the unload still reads its answers. */
+    ck_assert_str_eq(s1->function, "symvar_first_one");
+    ck_assert(ends_with(s1->module, "/libsymvar1.so"));
+    lw_symtab_free(held);
+    dlclose(h);
+}
+END_TEST
+
+/* Reports on several threads share the cache while another thread loads
+ * and unloads a library (each unload renews the cache under them): every
+ * answer stays right and readable until its report ends (the TSan build
+ * checks the sharing). */
+static _Atomic int unloads_stop;
+static const char *unload_lib;
+
+__attribute__((noinline)) static void *sharing_reporter(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 50; i++) {
+        lw_symtab *t = lw_symtab_new();
+        const lw_symbol *s = lw_symtab_lookup(t, return_address());
+        const lw_symbol *o = lw_symtab_lookup(t, outer_function());
+        ck_assert(s && s->function && !strcmp(s->function, "sharing_reporter"));
+        ck_assert(o && o->function && !strncmp(o->function, "outer_function", 14));
+        lw_symtab_free(t);
+    }
+    return NULL;
+}
+
+static void *unloader(void *arg) {
+    (void)arg;
+    while (!atomic_load(&unloads_stop)) {
+        void *h = dlopen(unload_lib, RTLD_NOW | RTLD_LOCAL);
+        if (!h) break;
+        uintptr_t (*probe)(void) = (uintptr_t(*)(void))dlsym(h, "symvar_probe");
+        lw_symtab *t = lw_symtab_new();
+        const lw_symbol *s = lw_symtab_lookup(t, probe());
+        ck_assert(s && s->function && !strcmp(s->function, "symvar_first_one"));
+        dlclose(h);
+        ck_assert_str_eq(s->function, "symvar_first_one"); /* still this report's */
+        lw_symtab_free(t);
+    }
+    return NULL;
+}
+
+START_TEST(reports_share_the_cache_across_threads_and_unloads) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/tests/lib/libsymvar1.so", lw_build_dir());
+    unload_lib = path;
+    lw_symtab_free(lw_symtab_new()); /* options read before the threads, as at start */
+    pthread_t u, r[4];
+    ck_assert_int_eq(pthread_create(&u, NULL, unloader, NULL), 0);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&r[i], NULL, sharing_reporter, NULL), 0);
+    for (int i = 0; i < 4; i++)
+        pthread_join(r[i], NULL);
+    atomic_store(&unloads_stop, 1);
+    pthread_join(u, NULL);
+}
+END_TEST
+
+/* After the last report the cache is let go (its addr2line processes end):
+ * a report after that names the address again with a new addr2line. */
+START_TEST(release_after_the_last_report) {
+    lw_symtab *t = lw_symtab_new();
+    const lw_symbol *s = lw_symtab_lookup(t, outer_function());
+    ck_assert(s && s->file);
+    lw_symtab_free(t);
+    unsigned long started = lw_a2l_started();
+    lw_symtab_release();
+    t = lw_symtab_new();
+    s = lw_symtab_lookup(t, outer_function());
+    ck_assert(s && ends_with(s->file, "/test_symbols.c"));
+    lw_symtab_free(t);
+    ck_assert_uint_eq(lw_a2l_started(), started + 1);
+    lw_symtab_release();
+}
+END_TEST
+
+/* A forked child starts its own cache and addr2line and lets go of its
+ * copies of the parent's sockets: the parent's addr2line goes on answering
+ * the parent. */
+START_TEST(forked_child_leaves_the_parents_addr2line) {
+    lw_symtab *t = lw_symtab_new();
+    const lw_symbol *s = lw_symtab_lookup(t, outer_function());
+    ck_assert(s && s->file);
+    lw_symtab_free(t);
+    unsigned long started = lw_a2l_started();
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        lw_symtab_after_fork_child(); /* as the shim's fork handler does */
+        lw_symtab *c = lw_symtab_new();
+        const lw_symbol *cs = lw_symtab_lookup(c, outer_function());
+        int ok = cs && ends_with(cs->file, "/test_symbols.c") && lw_a2l_started() == started + 1;
+        lw_symtab_free(c);
+        lw_symtab_release();
+        _exit(ok ? 0 : 1);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %#x", st);
+    t = lw_symtab_new();
+    const lw_symbol *n = lw_symtab_lookup(t, return_address());
+    ck_assert_msg(n && ends_with(n->file, "/test_symbols.c"), "parent lost its addr2line");
+    lw_symtab_free(t);
+    ck_assert_uint_eq(lw_a2l_started(), started);
+}
+END_TEST
+
 START_TEST(names_only_table_has_no_lines) {
     lw_symtab *t = lw_symtab_new_names();
     const lw_symbol *s = lw_symtab_lookup(t, outer_function());
@@ -429,6 +595,11 @@ int main(void) {
     tcase_add_test(tc, no_tool_names_only);
     tcase_add_test(tc, inlined_frames);
     tcase_add_test(tc, names_only_table_has_no_lines);
+    tcase_add_test(tc, second_report_starts_no_addr2line);
+    tcase_add_test(tc, cache_renewed_after_dlclose);
+    tcase_add_test(tc, release_after_the_last_report);
+    tcase_add_test(tc, forked_child_leaves_the_parents_addr2line);
+    tcase_add_test(tc, reports_share_the_cache_across_threads_and_unloads);
     tcase_add_test(tc, cxx_inlined_frame_in_report);
     suite_add_tcase(s, tc);
     int failed = lw_check_run(s);

@@ -15,6 +15,9 @@ LEAK:
                .detach().cpu()
   gradients    a hook on the outputs keeps each step's gradient (allocated
                in backward, on autograd's thread)
+  epoch        train_epoch: loss_history local to each epoch's function
+               (released at the epoch's end): memory grows within each
+               epoch of EPOCH_STEPS steps and falls back at its end
   validation-only
                a few training steps, then validate_bad alone over STEPS
                batches: a long phase with no optimizer step (no step mark)
@@ -159,6 +162,17 @@ def validate_good(dataloader):
     return val_loss
 
 
+def train_epoch(dataloader):
+    """One epoch; its list of losses (with their graphs) lives until the
+    epoch ends."""
+    loss_history = []
+    for i, (inputs, targets) in enumerate(dataloader):
+        outputs, targets = train_plain(inputs, targets)
+        loss = criterion(outputs, targets)  # LEAK-EPOCH
+        loss_history.append(loss.item() if FIXED else loss)
+    return len(loss_history)
+
+
 grad_history = []
 
 
@@ -187,6 +201,10 @@ def main():
             for inputs, targets in batches(10):
                 train_plain(inputs, targets)
             val_history.append(validate_good(batches(5)) if FIXED else validate_bad(batches(5)))
+    elif LEAK == "epoch":
+        per_epoch = int(os.environ.get("EPOCH_STEPS", "100"))
+        for epoch in range(max(STEPS // per_epoch, 1)):
+            train_epoch(batches(per_epoch))
     elif LEAK == "validation-only":
         for inputs, targets in batches(20):
             train_plain(inputs, targets)

@@ -2,6 +2,7 @@
 """A numba.cuda loop that leaks device arrays through a helper module.
 
     python3 tests/real/numba_leak.py [--steps 300] [--n 4096] [--fixed]
+                                     [--unmarked] [--release-then SECONDS]
 
 Each step uploads a host array and reads it back (temporary device memory,
 freed), then calls numba_mylib.stash(), which keeps a new device array of n
@@ -14,6 +15,7 @@ build/tests/lib-cuda12, see the Makefile). Device arrays only: no @cuda.jit
 import argparse
 import os
 import sys
+import time
 
 import numpy as np
 from numba import cuda
@@ -36,7 +38,13 @@ def main():
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--fixed", action="store_true", help="keep nothing")
+    ap.add_argument("--unmarked", action="store_true",
+                    help="no leakwatch.step(): leakwatch follows time intervals")
+    ap.add_argument("--release-then", type=float, default=0, metavar="SECONDS",
+                    help="at the end, free what was kept (a teardown), then go on "
+                         "with temporary arrays for SECONDS")
     args = ap.parse_args()
+    mark = (lambda: None) if args.unmarked else step
 
     dev = cuda.get_current_device()
     free0, total = cuda.current_context().get_memory_info()
@@ -47,13 +55,21 @@ def main():
         assert back[0] == i and back[-1] == i, (i, back[:4])
         if not args.fixed:
             numba_mylib.stash(args.n)  # CALL-LINE
-        step()
+        mark()
     free1, _ = cuda.current_context().get_memory_info()
     print(
         f"steps {args.steps}, kept {numba_mylib.kept_bytes()} B, "
         f"device memory in use grew {free0 - free1} B",
         flush=True,
     )
+    if args.release_then:
+        # A teardown: everything kept goes back, then the job works on.
+        numba_mylib.release()
+        end = time.monotonic() + args.release_then
+        while time.monotonic() < end:
+            numba_mylib.roundtrip(np.zeros(args.n, dtype=np.float32))
+            time.sleep(0.002)
+        print("released", flush=True)
 
 
 if __name__ == "__main__":

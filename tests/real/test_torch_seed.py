@@ -57,10 +57,16 @@ def test_validation_without_no_grad(lw):
 
 def test_validation_phase_without_optimizer_steps(lw):
     # validate_bad alone for 600 batches: no optimizer step, so no step mark
-    # arrives in the phase that leaks; the verdict must still come.
+    # arrives in the phase that leaks; the verdict must still come, from time
+    # intervals (no counters and no diagnosis window without marks: the
+    # place is the segment site's own Python line).
     run = lw(SEED, "validation-only", env={"STEPS": "600"})
     assert run.rc == 0, run
-    assert_named(run, "# LEAK-VALIDATION")
+    assert run.verdict == "leak", run
+    assert run.report["growth"]["verdict_from_unmarked_phases"] is True, run
+    line = marker_line(SEED, "# LEAK-VALIDATION")
+    assert run.answer() == ("torch_seed.py", line), run
+    assert run.exit_line().startswith(f"leakwatch: LEAK in torch_seed.py:{line} "), run
 
 
 def test_validation_fixed_is_clean(lw):
@@ -104,3 +110,12 @@ def test_gradients_kept_by_a_hook_named_at_backward(lw):
     line = marker_line(SEED, "# LEAK-BACKWARD")
     assert f"in backward, called from torch_seed.py:{line}" in run.exit_line(), run
     assert "_torch.py" not in run.exit_line(), run
+
+
+def test_growth_released_at_each_epoch_end_is_not_a_leak(lw):
+    # loss_history local to each epoch's function: +512 B/step within an
+    # epoch of 100 steps, all of it released when the epoch returns. Across
+    # the run nothing accumulates, so the verdict is no leak.
+    run = lw(SEED, "epoch", env={"STEPS": "1000", "EPOCH_STEPS": "100"})
+    assert run.rc == 0, run
+    assert run.verdict == "no_leak", run

@@ -2,6 +2,7 @@
 /* Unit tests for the base layer's utilities (src/base): the JSON writer read
  * back by the command's reader, output path templates, byte formatting, the
  * control-socket folder checks and the verdicts' names. */
+#include "atomic_file.h"
 #include "control_path.h"
 #include "dynamic.h"
 #include "fmt.h"
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 START_TEST(json_write_reads_back) {
@@ -72,6 +74,105 @@ START_TEST(json_write_reads_back) {
                       "raw control byte %#x at %zu", buf[k], k);
     lw_json_free(r);
     free(buf);
+}
+END_TEST
+
+/* A document with every kind of value, long strings included. */
+static void some_doc(lw_jw *w, long long *tells, int *ntells) {
+    lw_jw_object(w, NULL);
+    tells[(*ntells)++] = lw_jw_tell(w);
+    lw_jw_str(w, "controls", "a\"b\\c\n\x1b[31m\x7f caf\xc3\xa9 caf\xe9 \xf0\x9f\x98\x80");
+    char long_s[5000];
+    for (size_t i = 0; i < sizeof long_s - 1; i++)
+        long_s[i] = (char)('a' + i % 26);
+    long_s[sizeof long_s - 1] = '\0';
+    lw_jw_str(w, "long", long_s);
+    tells[(*ntells)++] = lw_jw_tell(w);
+    lw_jw_array(w, "list");
+    for (int i = 0; i < 100; i++) {
+        lw_jw_object(w, NULL);
+        lw_jw_int(w, "i", -i);
+        lw_jw_uint(w, "u", (uint64_t)i * 1000003u);
+        lw_jw_double(w, "d", i / 7.0);
+        lw_jw_bool(w, "b", i & 1);
+        lw_jw_null(w, "n");
+        lw_jw_raw(w, "r", "[1,2]", 5);
+        lw_jw_end(w);
+        tells[(*ntells)++] = lw_jw_tell(w);
+    }
+    lw_jw_end(w);
+    lw_jw_end(w);
+}
+
+/* The writer's own buffer (the report's) changes nothing in the output, at
+ * any buffer size, and lw_jw_tell counts what is still in it. */
+START_TEST(json_write_buffered_same_bytes) {
+    char *want = NULL, *got = NULL;
+    size_t wlen = 0, glen = 0;
+    long long wt[128], gt[128];
+    int nw = 0, ng = 0;
+    FILE *f = open_memstream(&want, &wlen);
+    lw_jw w;
+    lw_jw_init(&w, f, 1);
+    some_doc(&w, wt, &nw);
+    ck_assert_int_eq(lw_jw_failed(&w), 0);
+    fclose(f);
+    static const size_t sizes[] = {1, 2, 7, 64, 4096, 16384};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        char *buf = malloc(sizes[k]);
+        ng = 0;
+        f = open_memstream(&got, &glen);
+        lw_jw_init(&w, f, 1);
+        lw_jw_buffer(&w, buf, sizes[k]);
+        some_doc(&w, gt, &ng);
+        ck_assert_int_eq(lw_jw_failed(&w), 0);
+        fclose(f);
+        ck_assert_uint_eq(glen, wlen);
+        ck_assert_msg(memcmp(got, want, wlen) == 0, "buffer of %zu bytes: output differs",
+                      sizes[k]);
+        ck_assert_int_eq(ng, nw);
+        for (int i = 0; i < nw; i++)
+            ck_assert_int_eq(gt[i], wt[i]);
+        free(got);
+        free(buf);
+    }
+    free(want);
+}
+END_TEST
+
+/* A child forked while a report is written holds a copy of the writer's
+ * buffer: what it writes, even enough to fill the buffer, never reaches the
+ * file (the pid is checked where bytes go out). */
+static int forking_emit(FILE *f, void *arg) {
+    fputs("{\"a\": 1", f);
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (int i = 0; i < 200000; i++)
+            fputc('x', f);
+        fflush(f);
+        _exit(0);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    fputs("}\n", f);
+    return 0;
+}
+
+START_TEST(atomic_write_drops_forked_child_bytes) {
+    char dir[] = "/tmp/lw-test-af.XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/r.json", dir);
+    ck_assert_int_eq(lw_atomic_write(path, forking_emit, NULL, NULL, 0), LW_AF_WRITTEN);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char got[64] = "";
+    size_t n = fread(got, 1, sizeof got - 1, f);
+    fclose(f);
+    got[n] = '\0';
+    ck_assert_str_eq(got, "{\"a\": 1}\n");
+    unlink(path);
+    rmdir(dir);
 }
 END_TEST
 
@@ -208,6 +309,8 @@ static Suite *base_suite(void) {
     Suite *s = suite_create("base");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, json_write_reads_back);
+    tcase_add_test(tc, json_write_buffered_same_bytes);
+    tcase_add_test(tc, atomic_write_drops_forked_child_bytes);
     tcase_add_test(tc, path_templates);
     tcase_add_test(tc, byte_formats);
     tcase_add_test(tc, control_dir_checks);

@@ -281,6 +281,32 @@ static void run_decision(double leak, double warm, double tau, uint64_t seed, in
  * "leak 1/4096", seed 3). The former decision announced it at step 2733 and
  * withdrew it at 3185 (the recorded series above). Once called, a steady
  * leak stays called. */
+/* At the end of the run a decided evaluation is announced without the
+ * confirmations in a row; an undecided one, or an announced leak, is left
+ * as it is. */
+START_TEST(final_decision_announces_a_decided_leak) {
+    lw_decision d;
+    lw_decision_init(&d);
+    lw_growth g;
+    memset(&g, 0, sizeof g);
+    g.verdict = LW_VERDICT_LEAK;
+    g.reason = "the floor grows steadily";
+    ck_assert_int_eq(lw_decision_update(&d, &g, 100, 100, 3), LW_VERDICT_INCONCLUSIVE);
+    ck_assert_int_eq(lw_decision_final(&d, &g, 100), 1);
+    ck_assert_int_eq(d.announced, LW_VERDICT_LEAK);
+    ck_assert_double_eq(d.first_leak_x, 100);
+    ck_assert_ptr_nonnull(strstr(d.reason, "grows steadily"));
+    ck_assert_int_eq(lw_decision_final(&d, &g, 120), 0);
+    ck_assert_double_eq(d.first_leak_x, 100);
+    lw_decision_init(&d);
+    g.verdict = LW_VERDICT_INCONCLUSIVE;
+    g.reason = "too few steps yet";
+    lw_decision_update(&d, &g, 10, 10, 3);
+    ck_assert_int_eq(lw_decision_final(&d, &g, 10), 0);
+    ck_assert_int_eq(d.announced, LW_VERDICT_INCONCLUSIVE);
+}
+END_TEST
+
 START_TEST(noisy_steady_leak_is_called_once_and_never_withdrawn) {
     run_log log;
     uint64_t seed = 0x1234567ull * 4 + 3 * 0x9e3779b97ull;
@@ -324,6 +350,7 @@ int main(void) {
     tcase_add_test(tc, recorded_leak_that_used_to_flip_is_a_leak);
     tcase_add_test(tc, recorded_warmup_that_ended_in_the_noise_is_no_leak);
     tcase_add_test(tc, recorded_sawtooth_under_noise_is_no_leak);
+    tcase_add_test(tc, final_decision_announces_a_decided_leak);
     tcase_add_test(tc, noisy_steady_leak_is_called_once_and_never_withdrawn);
     tcase_add_test(tc, noisy_clean_floor_and_ended_warmup_are_no_leak);
     suite_add_tcase(s, tc);

@@ -60,19 +60,62 @@ class _Storage:
                 pass
 
 
-class Node:
-    """A grad_fn: what backward needs (saved tensors) and where to go next."""
+_FREED = ("Trying to backward through the graph a second time (or directly access saved "
+          "tensors after they have already been freed). Saved intermediate values of the graph "
+          "are freed when you call .backward() or autograd.grad().")
 
-    def __init__(self, name, saved, inputs):
-        self.name = name
+
+class Node:
+    """A grad_fn: what backward needs (saved tensors) and where to go next.
+    As torch/csrc/autograd's Python nodes: name() gives the type name,
+    next_functions is a tuple of (node, input_nr) pairs whose leaves are
+    AccumulateGrad nodes (one per leaf tensor, holding it as .variable), and
+    the saved tensors are attributes _saved_NAME, which raise RuntimeError
+    once backward has freed them."""
+
+    def __init__(self, name, saved, inputs, saved_names=None):
+        self._name = name
         self.saved = [t for t in saved if t is not None]
-        self.next_functions = [i.grad_fn for i in inputs if i.grad_fn is not None]
+        self.saved_names = tuple(f"_saved_{n}" for n in (saved_names or
+                                                          range(len(self.saved))))
+        self.next_functions = tuple((i.grad_fn or _accumulate(i), 0) for i in inputs
+                                    if i.grad_fn is not None or i.requires_grad)
         self.leaves = [i for i in inputs if i.grad_fn is None and i.requires_grad]
         self.hooks = []
         self.out = None  # (shape, itemsize, device) of the gradient hooks receive
 
+    def name(self):
+        return self._name
+
+    def __getattr__(self, attr):
+        names = self.__dict__.get("saved_names", ())
+        if attr in names:
+            saved = self.__dict__.get("saved")
+            if not saved:
+                raise RuntimeError(_FREED)
+            return saved[names.index(attr)]
+        raise AttributeError(attr)
+
+    def __dir__(self):
+        return list(super().__dir__()) + list(self.saved_names)
+
     def __repr__(self):
-        return f"<{self.name}>"
+        return f"<{self._name}>"
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf that requires grad, made once per leaf."""
+
+    def __init__(self, variable):
+        super().__init__("AccumulateGrad", [], [])
+        self.variable = variable
+
+
+def _accumulate(leaf):
+    node = leaf.__dict__.get("_accumulate")
+    if node is None:
+        node = leaf._accumulate = AccumulateGrad(leaf)
+    return node
 
 
 class device:
@@ -248,11 +291,11 @@ class Tensor:
         autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 
-def _track(out, name, saved, inputs):
+def _track(out, name, saved, inputs, saved_names=None):
     """Gives out a grad_fn when autograd records this operation."""
     if is_grad_enabled() and any(i.requires_grad for i in inputs):
         out.requires_grad = True
-        out.grad_fn = Node(name, saved, inputs)
+        out.grad_fn = Node(name, saved, inputs, saved_names)
     return out
 
 

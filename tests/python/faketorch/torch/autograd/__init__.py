@@ -27,7 +27,7 @@ def _run_engine(roots, retain_graph, errors):
                                                device=leaf._storage.device)
             if not retain_graph:
                 node.saved = []  # SavedVariable released after use
-            stack.extend(node.next_functions)
+            stack.extend(n for n, _ in node.next_functions)
     except BaseException as e:  # handed back to the waiting thread
         errors.append(e)
 

@@ -66,14 +66,14 @@ class Linear(Module):
 
     def forward(self, x):
         out = Tensor(x.shape[:-1] + (self.out_features,), 4, device=x._storage.device)
-        return _track(out, "AddmmBackward0", [x], [x, self.weight, self.bias])
+        return _track(out, "AddmmBackward0", [x], [x, self.weight, self.bias], ["mat1"])
 
 
 class ReLU(Module):
     def forward(self, x):
         out = Tensor(x.shape, 4, device=x._storage.device)
         # The result is saved (an alias of the same storage, no cycle).
-        return _track(out, "ReluBackward0", [out.detach()], [x])
+        return _track(out, "ReluBackward0", [out.detach()], [x], ["result"])
 
 
 class Dropout(Module):
@@ -86,7 +86,7 @@ class Dropout(Module):
             return x
         mask = Tensor(x.shape, 1, device=x._storage.device)
         out = Tensor(x.shape, 4, device=x._storage.device)
-        return _track(out, "NativeDropoutBackward0", [mask], [x])
+        return _track(out, "NativeDropoutBackward0", [mask], [x], ["mask"])
 
 
 class Sequential(Module):
@@ -104,4 +104,4 @@ class CrossEntropyLoss(Module):
     def forward(self, logits, target):
         log_probs = Tensor(logits.shape, 4, device=logits._storage.device)
         loss = Tensor((), 4, device=logits._storage.device, value=1.0)
-        return _track(loss, "NllLossBackward0", [log_probs, target], [logits])
+        return _track(loss, "NllLossBackward0", [log_probs, target], [logits], ["self", "target"])

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* One library built twice (VARIANT 1 and 2, libsymvar1.so and
+ * libsymvar2.so): the same code at the same offsets under other names, so
+ * that one loaded where the other was unloaded puts another function's name
+ * at the same address. test_symbols checks that the shared symbol cache is
+ * renewed at dlclose (symbolize.c). */
+#include <stdint.h>
+
+#if VARIANT == 1
+#define NAME symvar_first_one
+#else
+#define NAME symvar_other_two
+#endif
+
+__attribute__((noinline, visibility("default"))) int NAME(int x) {
+    __asm__ volatile("" : "+r"(x));
+    return x * 3 + 1;
+}
+
+/* An address inside NAME, as a return address would be (one past). */
+__attribute__((visibility("default"))) uintptr_t symvar_probe(void) {
+    return (uintptr_t)&NAME + 1;
+}

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The edges of a run, for the end-of-run verdict (tests/integration/test_edges.c).
+ *
+ *   rt_edges release STEPS LEAK STEP_US MARKS TAIL_MS
+ *       STEPS steps of STEP_US microseconds, each leaking LEAK bytes from
+ *       leak_kept() (a step mark at each step's end when MARKS is 1); then
+ *       everything is freed (the leak, the weights: a teardown) and the job
+ *       works TAIL_MS milliseconds more (transients only, no marks).
+ *   rt_edges unmarked STEPS PHASE_STEPS LEAK STEP_US
+ *       STEPS marked steps without a leak, then PHASE_STEPS steps that make
+ *       no step mark (a validation loop: no optimizer step) and keep LEAK
+ *       bytes each from leak_unmarked(), STEP_US microseconds apart. */
+#include "paths.h"
+
+#include <dlfcn.h>
+#include <time.h>
+
+cudaError_t cudaMalloc(void **p, size_t s);
+cudaError_t cudaFree(void *p);
+
+#define MiB (1024u * 1024u)
+
+static void mark_step(void) {
+    static void (*step)(void);
+    static int looked;
+    if (!looked) {
+        step = (void (*)(void))dlsym(RTLD_DEFAULT, "leakwatch_step");
+        looked = 1;
+    }
+    if (step) step();
+}
+
+static void wait_until(struct timespec *next, long us) {
+    next->tv_nsec += us * 1000;
+    while (next->tv_nsec >= 1000000000L)
+        next->tv_sec++, next->tv_nsec -= 1000000000L;
+    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, next, NULL);
+}
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+NOINLINE static void transients(void) {
+    void *act[4];
+    for (int i = 0; i < 4; i++)
+        CHECK(cudaMalloc(&act[i], MiB));
+    for (int i = 3; i >= 0; i--)
+        CHECK(cudaFree(act[i]));
+}
+
+NOINLINE static void leak_kept(void **kept, long i, size_t bytes) {
+    CHECK(cudaMalloc(&kept[i], bytes));
+}
+
+NOINLINE static void leak_unmarked(void **kept, long i, size_t bytes) {
+    if (bytes) CHECK(cudaMalloc(&kept[i], bytes));
+}
+
+static int release(int argc, char **argv) {
+    long steps = arg_long(argc, argv, 2, 300), leak = arg_long(argc, argv, 3, 4096),
+         step_us = arg_long(argc, argv, 4, 2000), marks = arg_long(argc, argv, 5, 0),
+         tail_ms = arg_long(argc, argv, 6, 250);
+    void *weights;
+    CHECK(cudaMalloc(&weights, 8 * MiB));
+    void **kept = calloc((size_t)steps, sizeof *kept);
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    for (long i = 0; i < steps; i++) {
+        transients();
+        leak_kept(kept, i, (size_t)leak);
+        if (marks) mark_step();
+        wait_until(&next, step_us);
+    }
+    /* The teardown: everything goes back. */
+    for (long i = 0; i < steps; i++)
+        CHECK(cudaFree(kept[i]));
+    CHECK(cudaFree(weights));
+    free(kept);
+    double end = now_ms() + (double)tail_ms;
+    while (now_ms() < end) {
+        transients();
+        wait_until(&next, step_us);
+    }
+    printf("released after %ld steps\n", steps);
+    return 0;
+}
+
+static int unmarked(int argc, char **argv) {
+    long steps = arg_long(argc, argv, 2, 200), phase = arg_long(argc, argv, 3, 600),
+         leak = arg_long(argc, argv, 4, 65536), step_us = arg_long(argc, argv, 5, 2000);
+    void *weights;
+    CHECK(cudaMalloc(&weights, 8 * MiB));
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    for (long i = 0; i < steps; i++) {
+        transients();
+        mark_step();
+        wait_until(&next, step_us);
+    }
+    void **kept = calloc((size_t)phase, sizeof *kept);
+    for (long i = 0; i < phase; i++) {
+        transients();
+        leak_unmarked(kept, i, (size_t)leak);
+        wait_until(&next, step_us);
+    }
+    printf("validated %ld batches without a step mark\n", phase);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "release")) return release(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "unmarked")) return unmarked(argc, argv);
+    fprintf(stderr, "usage: rt_edges release|unmarked ... (see the comment at the top)\n");
+    return 2;
+}

@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The end of a run on a real client (issue 26): real numba's device arrays
+freed at the end (as its teardown frees them), with the job going on a
+little after, do not turn a leak into "no leak"; the exit summary still
+names the place and says the memory was released."""
+from conftest import HERE, REPO, marker_line
+
+LIB = REPO / "build" / "tests" / "lib"
+# numba 0.61 runs on the CUDA 12.8 variant of the stand-in driver (see
+# test_numba_pycuda.py).
+NUMBA_LIBS = [REPO / "build" / "tests" / "lib-cuda12", LIB]
+
+
+def test_numba_release_at_teardown_is_still_a_leak(lw):
+    # Without step marks (time intervals of 50 ms), as a numba job has none.
+    for attempt in range(2):
+        run = lw(HERE / "numba_leak.py", "--steps", "6000", "--unmarked", "--release-then", "0.1",
+                 env={"LEAKWATCH_INTERVAL_MS": "50"}, options=["--fail-on-leak"],
+                 libs=NUMBA_LIBS)
+        # Time intervals measure growth per second: a loaded machine that
+        # starves the sampler leaves fewer of them; a real failure fails twice.
+        if run.verdict == "leak":
+            break
+    assert "released" in run.out, run
+    assert run.verdict == "leak", run
+    assert run.rc == 3, run
+    growth = run.report["growth"]
+    assert growth["step_source"] == "time", run
+    assert growth["released_at_exit"] is True, run
+    line = marker_line(HERE / "numba_mylib.py", "# LEAK-LINE")
+    file, at = run.answer()
+    assert (file, at) == ("numba_mylib.py", line), run
+    assert run.exit_line().startswith(f"leakwatch: LEAK in numba_mylib.py:{line} "), run
+    assert "released at exit" in run.err, run

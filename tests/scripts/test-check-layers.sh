@@ -1,0 +1,84 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# scripts/check-layers.sh on small objects compiled into a build folder of
+# its own: a downward call passes; an upward call fails, also when a weak or
+# duplicate definition in a lower layer hides it (the linker may pick the
+# higher one); a folder the script does not know fails.
+#   tests/scripts/test-check-layers.sh      (make check-scripts)
+set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
+CC="${CC:-cc}"
+T=$(mktemp -d "${TMPDIR:-/tmp}/lw-check-layers.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+failed=0
+
+# obj CASE PATH SOURCE: compiles SOURCE into $T/CASE/obj/PATH.o
+obj() {
+    mkdir -p "$(dirname "$T/$1/obj/$2")"
+    printf '%s\n' "$3" >"$T/src.c"
+    "$CC" -std=c11 -O1 -fPIC -c -o "$T/$1/obj/$2.o" "$T/src.c" || { echo "test-check-layers: cannot compile $2" >&2; exit 1; }
+}
+# expect CASE STATUS [TEXT]: check-layers on CASE exits STATUS (0 or 1) and,
+# when given, says TEXT.
+expect() {
+    "$root/scripts/check-layers.sh" "$T/$1" >"$T/out" 2>&1
+    got=$?
+    if [ "$got" != "$2" ]; then
+        failed=$((failed + 1))
+        echo "test-check-layers: FAIL: $1: status $got, expected $2" >&2
+        sed 's/^/    /' "$T/out" >&2
+    elif [ -n "${3:-}" ] && ! grep -qF -- "$3" "$T/out"; then
+        failed=$((failed + 1))
+        echo "test-check-layers: FAIL: $1: no '$3' in:" >&2
+        sed 's/^/    /' "$T/out" >&2
+    fi
+}
+
+# A downward call, and the command calling the base layer: clean.
+obj down base/util 'int lw_util(void) { return 1; }'
+obj down track/live 'int lw_util(void); int lw_live(void) { return lw_util(); }'
+obj down tools/cmd 'int lw_util(void); int lw_cmd(void) { return lw_util(); }'
+obj down stubs/fake 'int lw_hook_alloc(void) { return 0; }'
+expect down 0 "no upward call"
+
+# A plain upward call: base calls the hooks.
+obj up base/util 'int lw_hook_alloc(void); int lw_util(void) { return lw_hook_alloc(); }'
+obj up hooks/driver 'int lw_hook_alloc(void) { return 2; }'
+expect up 1 "base/util.o (base) calls lw_hook_alloc in hooks/driver.o (hooks)"
+
+# A weak default in base, the real one in the hooks: track calls it. The
+# first definition in symbol order is base's, which hid the call before.
+obj weak base/dflt '__attribute__((weak)) int lw_hook_alloc(void) { return 0; }'
+obj weak hooks/driver 'int lw_hook_alloc(void) { return 2; }'
+obj weak track/live 'int lw_hook_alloc(void); int lw_live(void) { return lw_hook_alloc(); }'
+expect weak 1 "track/live.o (track) calls lw_hook_alloc in hooks/driver.o (hooks)"
+
+# The weak default called only from its own object: no undefined symbol in
+# any object, the two definitions alone show the call.
+obj weakself base/dflt '__attribute__((weak)) int lw_hook_alloc(void) { return 0; }
+int lw_util(void) { return lw_hook_alloc(); }'
+obj weakself hooks/driver 'int lw_hook_alloc(void) { return 2; }'
+expect weakself 1 "lw_hook_alloc is defined in two layers"
+
+# A duplicate (strong) definition in output and the hooks: the command links
+# the archives, where the first member found wins.
+obj dup output/report 'int lw_answer(void) { return 0; }'
+obj dup hooks/late 'int lw_answer(void) { return 1; }'
+obj dup analyze/growth 'int lw_answer(void); int lw_growth(void) { return lw_answer(); }'
+expect dup 1 "analyze/growth.o (analyze) calls lw_answer in output/report.o (output)"
+
+# The command may use the base layer only, also when base has a copy.
+obj toolsdup base/util '__attribute__((weak)) int lw_rank(void) { return 0; }'
+obj toolsdup track/sites 'int lw_rank(void) { return 1; }'
+obj toolsdup tools/cmd 'int lw_rank(void); int lw_cmd(void) { return lw_rank(); }'
+expect toolsdup 1 "tools/cmd.o (tools) calls lw_rank in track/sites.o (track)"
+
+# A folder that is no layer would go unchecked: it fails.
+obj unknown attach/late 'int lw_attach(void) { return 0; }'
+expect unknown 1 "folder attach is no known layer"
+
+if [ $failed -ne 0 ]; then
+    echo "test-check-layers: $failed failed"
+    exit 1
+fi
+echo "test-check-layers: scripts/check-layers.sh fails on upward calls, weak or duplicate definitions included"

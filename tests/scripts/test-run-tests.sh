@@ -1,0 +1,79 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# scripts/run-tests.sh on stand-in test binaries (small shell scripts that
+# print what a Check binary prints): its closing tally counts Check's tests
+# and the skip lines, lists the skips, ends with the line CI reads, and under
+# CI=true fails on a skip of something CI is supposed to have.
+#   tests/scripts/test-run-tests.sh      (make check-scripts)
+set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
+T=$(mktemp -d "${TMPDIR:-/tmp}/lw-run-tests.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+failed=0
+fail() {
+    failed=$((failed + 1))
+    echo "test-run-tests: FAIL: $*" >&2
+    sed 's/^/    /' "$T/out" >&2
+}
+
+bin() { # bin NAME BODY: a stand-in test binary
+    printf '#!/bin/sh\n%s\n' "$2" >"$T/$1"
+    chmod +x "$T/$1"
+}
+bin test_ok 'echo "Running suite(s): ok"
+echo "test_ok: top_keys skipped: tmux is not installed"
+echo "test_ok: top_keys skipped: tmux is not installed"
+echo "100%: Checks: 5, Failures: 0, Errors: 0"'
+bin test_nvidia 'echo "test_nvidia: Debian'"'"'s libcuda1 and libcudart11.0 are not unpacked: the layouts on NVIDIA'"'"'s real driver are skipped" >&2
+echo "100%: Checks: 3, Failures: 0, Errors: 0"'
+bin test_bad 'echo "60%: Checks: 5, Failures: 1, Errors: 1"; exit 2'
+bin test_crash 'echo starting; kill -SEGV $$'
+
+# run EXPECTED_STATUS [VAR=VALUE...] BINARIES...
+run() {
+    want=$1
+    shift
+    env "$@" >"$T/out" 2>&1
+    got=$?
+    [ "$got" = "$want" ] || fail "status $got, expected $want: $*"
+}
+last() { # last LINE: the output's last line is LINE
+    [ "$(tail -1 "$T/out")" = "$1" ] || fail "last line is not '$1'"
+}
+has() {
+    grep -qF -- "$1" "$T/out" || fail "no line with '$1'"
+}
+
+R="$root/scripts/run-tests.sh"
+# Passing binaries with skips: each distinct skip line once, counted.
+run 0 CI= "$R" build "$T/test_ok" "$T/test_nvidia"
+last "8 passed, 0 failed, 2 skipped"
+has "tests: 2 binaries: 2 passed, 0 failed; 8 checks; 2 skips:"
+has "  test_ok: top_keys skipped: tmux is not installed"
+has "  test_nvidia: Debian's libcuda1"
+[ "$(grep -c 'tmux is not installed' "$T/out")" = 3 ] || fail "the repeated skip line is not listed once"
+
+# Failures: Check's failed tests, and a binary that died before its summary.
+run 1 CI= "$R" build "$T/test_ok" "$T/test_bad" "$T/test_crash"
+last "8 passed, 3 failed, 1 skipped"
+has "tests: 3 binaries: 1 passed, 2 failed (test_bad test_crash); 11 checks; 1 skips:"
+
+# Under CI a skip of a required component (NVIDIA's Debian libraries) fails
+# the run; one CI cannot have (tmux is not installed by install-deps) does not.
+run 1 CI=true "$R" build "$T/test_ok" "$T/test_nvidia"
+last "8 passed, 0 failed, 2 skipped"
+has "FAILED under CI: CI is supposed to have NVIDIA's Debian libraries"
+run 0 CI=true "$R" build "$T/test_ok"
+last "5 passed, 0 failed, 1 skipped"
+
+# No skips: the tally says so.
+bin test_clean 'echo "100%: Checks: 2, Failures: 0, Errors: 0"'
+run 0 CI=true "$R" build "$T/test_clean"
+last "2 passed, 0 failed, 0 skipped"
+has "tests: 1 binaries: 1 passed, 0 failed; 2 checks; 0 skips"
+
+if [ $failed -ne 0 ]; then
+    echo "test-run-tests: $failed failed"
+    exit 1
+fi
+echo "test-run-tests: scripts/run-tests.sh counts tests and skips, and fails a CI run on a required skip"
