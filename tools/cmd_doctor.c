@@ -437,7 +437,7 @@ static int check_torch(const char *python, const char *shim, const char *cuda_li
         item(1, "Python frames: the tensor's Python function is named in its call site");
     else {
         item(0, "Python frames: the tensor's call site has no Python frames");
-        todo("this Python's frames are not read: see README \"Limits\" for the versions "
+        todo("this Python's frames are not read: see docs/limits.md for the versions "
              "supported");
     }
     lw_json_free(rep);
