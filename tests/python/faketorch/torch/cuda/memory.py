@@ -387,7 +387,7 @@ class AsyncAllocator:
     def __init__(self, device):
         self.device = device
         self.pool = (0, 0)  # graph capture is accepted (beginAllocateToPool); the check is not
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # reentrant for __del__ during a collection (see _alloc_lock)
         self.sizes = {}
         self.used = _Stat()
 
@@ -443,7 +443,10 @@ class AsyncAllocator:
 
 
 _allocators = {}
-_alloc_lock = threading.Lock()
+# Reentrant: a tensor's __del__, run by the garbage collector while this
+# thread holds the lock (a collection can start at any allocation), frees
+# through allocator() again. A plain Lock deadlocked there (CPython 3.13).
+_alloc_lock = threading.RLock()
 initialized = False
 
 
