@@ -769,7 +769,18 @@ START_TEST(sigterm_stops_a_waiting_attach) {
     snprintf(out, sizeof out, "%s/attach.txt", j.dir);
     const char *a_args[] = {"attach", "--wait-ms", "600000", pid, NULL};
     pid_t a = lw_spawn(lw_cli_exe(), a_args, NULL, 0, out);
-    usleep(500 * 1000); /* it waits for a thread that never comes */
+    /* It waits for a thread that never comes. SIGTERM once the command
+     * catches it (a fixed pause raced the command's start on a loaded
+     * machine: the signal's default action killed it). */
+    for (int i = 0; i < 2000; i++) {
+        char *cgt = status_line(a, 0, "SigCgt:");
+        const char *hex = strchr(cgt, ':');
+        unsigned long long mask = hex ? strtoull(hex + 1, NULL, 16) : 0;
+        free(cgt);
+        if (mask & (1ull << (SIGTERM - 1))) break;
+        usleep(10 * 1000);
+    }
+    usleep(200 * 1000);
     kill(a, SIGTERM);
     int st = 0;
     if (lw_wait_pid(a, 30000, &st) != 0) {
