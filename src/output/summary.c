@@ -35,8 +35,7 @@ void lw_report_answer(lw_answer *a, const lw_growth_state *g) {
  * and how high it peaks (the memory the job needs at a cycle's end). */
 static void cycles_line(const lw_growth_state *g) {
     lw_cycles_summary c;
-    if (g->verdict != LW_VERDICT_NO_LEAK || !g->cycles_signal ||
-        !lw_cycles_get(&g->cycles_raw, &c))
+    if (g->verdict != LW_VERDICT_NO_LEAK || !g->cycles_signal || !lw_cycles_get(&g->cycles_raw, &c))
         return;
     const char *unit = strcmp(g->step_source, "time") ? "step" : "interval";
     char rise[32], peak[32], floor[32];

@@ -170,7 +170,13 @@ def train_epoch(dataloader):
         outputs, targets = train_plain(inputs, targets)
         loss = criterion(outputs, targets)  # LEAK-EPOCH
         loss_history.append(loss.item() if FIXED else loss)
+        if epoch_count[0] == 1:
+            note(i)
+    epoch_count[0] += 1
     return len(loss_history)
+
+
+epoch_count = [0]
 
 
 grad_history = []

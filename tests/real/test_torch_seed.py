@@ -116,6 +116,23 @@ def test_growth_released_at_each_epoch_end_is_not_a_leak(lw):
     # loss_history local to each epoch's function: +512 B/step within an
     # epoch of 100 steps, all of it released when the epoch returns. Across
     # the run nothing accumulates, so the verdict is no leak.
+    # It is reported as such (growth.cycles and a summary line), with the
+    # peak it reaches at the end of an epoch: what PyTorch's counter rose by
+    # per step within an epoch, times the epoch's length.
     run = lw(SEED, "epoch", env={"STEPS": "1000", "EPOCH_STEPS": "100"})
     assert run.rc == 0, run
     assert run.verdict == "no_leak", run
+    cycles = run.report["growth"]["cycles"]
+    assert cycles is not None, run
+    assert cycles["signal"] == "torch_allocated", cycles
+    # Epochs 2..9 run from one release to the next (the first holds the
+    # warm-up, the last ends after the last step).
+    assert cycles["count"] == 8, cycles
+    assert cycles["period_steps"] == pytest.approx(100, abs=1), cycles
+    per_step = allocated_per_step(run)
+    assert per_step > 0, run
+    assert cycles["rise_bytes_per_step"] == pytest.approx(per_step, rel=0.05), (cycles, per_step)
+    assert cycles["peak_bytes"] == pytest.approx(99 * per_step, rel=0.05), (cycles, per_step)
+    line = [l for l in run.err.splitlines() if "no leak across cycles" in l]
+    assert line and "tensor memory grows by +" in line[0] and "cycle of ~100 steps" in line[0], run
+    assert "it peaks at " in line[0] and "above the floor" in line[0], run
