@@ -495,54 +495,11 @@ static void expect_named(const lw_run *r, const char *file, int line, const char
                   "%s: no rate", who);
 }
 
-/* The seed's leaks under default settings: the allocator untouched, the
- * verdict from PyTorch's own counters (a 512 B-per-step leak never needs a
- * new segment), the line named through its allocation history; the fixed
- * versions are clean. */
-START_TEST(seed_leaks_are_found_in_default_mode) {
-    NEED_PYTHON();
-    const char *seed = script("torch_seed.py");
-    static const struct {
-        const char *leak, *marker, *note;
-        long long rate;
-    } leaks[] = {
-        {"loss", "# LEAK-LOSS", NULL, 512},
-        {"validation", "# LEAK-VALIDATION", NULL, 0},
-        {"predictions", "# LEAK-PREDICTIONS", NULL, 2560},
-        {"gradients", "# LEAK-BACKWARD", "in backward, called from torch_seed.py:", 2560},
-    };
-    for (size_t i = 0; i < sizeof leaks / sizeof leaks[0]; i++) {
-        lw_run r;
-        run_torch(&r, "torch_seed.py", leaks[i].leak, NULL, NULL);
-        ck_assert_msg(r.exit_code == 0 && r.report, "%s: exit %d\n%s", leaks[i].leak, r.exit_code,
-                      r.err);
-        ck_assert_msg(!strcmp(verdict(&r), "leak"), "%s: verdict %s", leaks[i].leak, verdict(&r));
-        ck_assert_str_eq(rep_str(&r, "growth.signal"), "torch_allocated");
-        ck_assert_str_eq(rep_str(&r, "torch.mode"), "segments");
-        ck_assert_str_eq(rep_str(&r, "torch.backend.in_effect"), "native");
-        ck_assert_int_eq(lw_rep_int(&r, "growth.steps"), 160);
-        if (leaks[i].rate)
-            ck_assert_int_eq(lw_rep_int(&r, "torch.devices[0].bytes_per_step"), leaks[i].rate);
-        expect_named(&r, seed, marker_line(seed, leaks[i].marker), leaks[i].leak);
-        if (leaks[i].note)
-            ck_assert_msg(
-                !strncmp(rep_str(&r, "sites[0].note"), leaks[i].note, strlen(leaks[i].note)),
-                "%s: note %s", leaks[i].leak, rep_str(&r, "sites[0].note"));
-        /* The segment series is kept beside it. */
-        ck_assert_ptr_nonnull(lw_json_path(r.report, "series.floor"));
-        ck_assert_str_eq(rep_str(&r, "torch.diagnosis.state"), "done");
-        ck_assert_str_eq(rep_str(&r, "torch.diagnosis.recorded_by"), "leakwatch");
-        lw_run_free(&r);
-        run_torch(&r, "torch_seed.py", leaks[i].leak, "fixed", NULL);
-        ck_assert_msg(r.exit_code == 0 && r.report, "%s fixed: exit %d\n%s", leaks[i].leak,
-                      r.exit_code, r.err);
-        ck_assert_msg(!strcmp(verdict(&r), "no_leak"), "%s fixed: verdict %s", leaks[i].leak,
-                      verdict(&r));
-        ck_assert_str_eq(rep_str(&r, "growth.signal"), "torch_allocated");
-        lw_run_free(&r);
-    }
-}
-END_TEST
+/* The seed's leaks under default settings (each named at its line from
+ * PyTorch's allocation history, the verdict from its own counters, the fixed
+ * loops clean) are checked on real PyTorch 2.6: tests/real/test_torch_seed.py
+ * (make check-real). What the stand-in torch still checks here is what the
+ * real one cannot show on this CPU, or under other Pythons. */
 
 /* The helper under every CPython found (frame layouts, relative paths). */
 START_TEST(seed_leak_named_with_every_python) {
@@ -844,7 +801,6 @@ int main(void) {
     suite_add_tcase(s, steps);
     TCase *dflt = tcase_create("default");
     tcase_set_timeout(dflt, 600);
-    tcase_add_test(dflt, seed_leaks_are_found_in_default_mode);
     tcase_add_test(dflt, seed_leak_named_with_every_python);
     tcase_add_test(dflt, refused_features_work_in_default_mode);
     tcase_add_test(dflt, steps_are_iterations);

@@ -9,10 +9,24 @@ import pytest
 from conftest import SEED, marker_line, summary_rate
 
 
-def assert_named(run, marker):
+def assert_named(run, marker, steps=None):
     assert run.verdict == "leak", run
+    # Default mode: PyTorch's allocator untouched, the verdict from its own
+    # counters (a small leak per step never needs a new segment), the site
+    # from its allocation history (the diagnosis window, opened and closed
+    # by leakwatch); leakwatch's segment series kept beside it.
+    growth, torch = run.report["growth"], run.report["torch"]
+    assert growth["signal"] == "torch_allocated", run
+    assert torch["mode"] == "segments" and torch["backend"]["in_effect"] == "native", torch
+    assert torch["diagnosis"]["state"] == "done", torch["diagnosis"]
+    assert torch["diagnosis"]["recorded_by"] == "leakwatch", torch["diagnosis"]
+    assert run.report["series"]["floor"], run
+    if steps is not None:
+        assert growth["steps"] == steps, run
     lead = run.lead()
     assert lead is not None, run
+    assert lead["source"] == "pytorch_history" and lead["kind"] == "pytorch_allocator", lead
+    assert lead["bytes_per_step"] > 0, lead
     place = lead.get("place_to_look") or {}
     assert place.get("file", "").endswith("torch_seed.py"), (lead.get("where"), run)
     assert place.get("line") == marker_line(SEED, marker), (lead.get("where"), run)
@@ -34,7 +48,7 @@ def test_loss_kept_with_its_graph(lw, sleep_ms):
     steps = "3000" if sleep_ms == "0" else "400"
     run = lw(SEED, "loss", env={"STEPS": steps, "SLEEP_MS": sleep_ms})
     assert run.rc == 0, run
-    assert_named(run, "# LEAK-LOSS")
+    assert_named(run, "# LEAK-LOSS", steps=int(steps))
     # The rate is the growth of torch.cuda.memory_allocated() per step.
     want = allocated_per_step(run)
     assert want > 0, run
@@ -47,12 +61,20 @@ def test_loss_fixed_is_clean(lw):
     run = lw(SEED, "loss", "fixed", env={"STEPS": "1000"})
     assert run.rc == 0, run
     assert run.verdict == "no_leak", run
+    assert run.report["growth"]["signal"] == "torch_allocated", run
 
 
 def test_validation_without_no_grad(lw):
     run = lw(SEED, "validation", env={"STEPS": "300"})
     assert run.rc == 0, run
-    assert_named(run, "# LEAK-VALIDATION")
+    assert_named(run, "# LEAK-VALIDATION", steps=300)
+
+
+def test_validation_fixed_with_no_grad_is_clean(lw):
+    run = lw(SEED, "validation", "fixed", env={"STEPS": "300"})
+    assert run.rc == 0, run
+    assert run.verdict == "no_leak", run
+    assert run.report["growth"]["signal"] == "torch_allocated", run
 
 
 def test_validation_phase_without_optimizer_steps(lw):
@@ -78,13 +100,17 @@ def test_validation_fixed_is_clean(lw):
 def test_predictions_kept_on_the_gpu(lw):
     run = lw(SEED, "predictions", env={"STEPS": "400"})
     assert run.rc == 0, run
-    assert_named(run, "# LEAK-PREDICTIONS")
+    assert_named(run, "# LEAK-PREDICTIONS", steps=400)
+    # The rate is the growth of torch.cuda.memory_allocated() per step.
+    want = allocated_per_step(run)
+    assert run.report["growth"]["bytes_per_step"] == pytest.approx(want, rel=0.05), run
 
 
 def test_predictions_fixed_is_clean(lw):
     run = lw(SEED, "predictions", "fixed", env={"STEPS": "400"})
     assert run.rc == 0, run
     assert run.verdict == "no_leak", run
+    assert run.report["growth"]["signal"] == "torch_allocated", run
 
 
 @pytest.mark.parametrize("env", [
@@ -97,7 +123,13 @@ def test_predictions_fixed_is_clean(lw):
 def test_loss_leak_in_common_training_setups(lw, env):
     run = lw(SEED, "loss", env={"STEPS": "600", **env})
     assert run.rc == 0, run
-    assert_named(run, "# LEAK-LOSS")
+    # One step per training iteration, whatever the number of optimizers or
+    # the accumulation.
+    iterations = 600 // int(env.get("ACCUM", "1"))
+    assert_named(run, "# LEAK-LOSS", steps=iterations)
+    steps = run.report["torch"]["steps"]
+    assert steps["marks"] == iterations, steps
+    assert steps["optimizer_calls"] == iterations * int(env.get("OPTIMIZERS", "1")), steps
 
 
 def test_gradients_kept_by_a_hook_named_at_backward(lw):
@@ -106,10 +138,19 @@ def test_gradients_kept_by_a_hook_named_at_backward(lw):
     # not at leakwatch's own wrapper of backward.
     run = lw(SEED, "gradients", env={"STEPS": "400"})
     assert run.rc == 0, run
-    assert_named(run, "# LEAK-BACKWARD")
+    assert_named(run, "# LEAK-BACKWARD", steps=400)
+    want = allocated_per_step(run)
+    assert run.report["growth"]["bytes_per_step"] == pytest.approx(want, rel=0.05), run
     line = marker_line(SEED, "# LEAK-BACKWARD")
     assert f"in backward, called from torch_seed.py:{line}" in run.exit_line(), run
     assert "_torch.py" not in run.exit_line(), run
+
+
+def test_gradients_fixed_is_clean(lw):
+    run = lw(SEED, "gradients", "fixed", env={"STEPS": "400"})
+    assert run.rc == 0, run
+    assert run.verdict == "no_leak", run
+    assert run.report["growth"]["signal"] == "torch_allocated", run
 
 
 def test_growth_released_at_each_epoch_end_is_not_a_leak(lw):
