@@ -61,7 +61,9 @@ def test_fixed_trainer_is_clean(lw):
 @pytest.mark.xfail(strict=True, reason="known bug: the spawned producer, under leakwatch with its "
                    "exit summary on (LEAKWATCH_QUIET=0), dies of SIGSEGV in libtorch_cuda's exit "
                    "handler (c10::cuda::ExchangeDevice -> CUDAKernelLaunchRegistry::has_failed) "
-                   "after leakwatch's report; bare, or with LEAKWATCH_QUIET=1, it exits 0")
+                   "after leakwatch's report; bare, or with LEAKWATCH_QUIET=1, it exits 0. "
+                   "Bisected to the exit summary's lw_report_site_label -> collect_frames "
+                   "(native symbolization of the producer's site) in src/output/report.c")
 def test_producer_process_is_not_hurt(lw):
     run = lw(MP, "fixed", env={"STEPS": "100"})
     assert run.rc == 0, run
