@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "growth.h"
 
+#include "cycles.h"
+
 #include "fmt.h"
 
 #include "clock.h"
@@ -57,6 +59,7 @@ typedef struct {
 static host_track host;
 static lw_growth last;
 static lw_decision decision; /* the announced verdict, from the evaluations */
+static lw_cycles cycles;     /* growth released at each cycle's end, raw points */
 static double last_x;        /* the newest point's step (or interval) */
 static uint64_t evaluations, next_eval_at, points_at_eval;
 static int marker_mode;
@@ -152,6 +155,7 @@ typedef struct {
     double last_x;
     uint64_t next_eval_at, points_at_eval;
     int64_t allocated, reserved, device_free;
+    lw_cycles cycles; /* growth released at each cycle's end */
 } torch_track;
 
 static torch_track *ttracks[LW_TORCH_MAX_DEVICES]; /* under lock; NULL: no point yet */
@@ -315,6 +319,7 @@ static torch_track *torch_track_of(int d) {
         if (!tr) return NULL;
         lw_series_init(&tr->series, tr->bins, GLOBAL_BINS);
         lw_decision_init(&tr->decision);
+        lw_cycles_init(&tr->cycles);
         tr->device_free = -1;
         ttracks[d] = tr;
     }
@@ -327,6 +332,7 @@ static void torch_add(const torch_point *pt) {
     torch_track *tr = torch_track_of(pt->device);
     if (!tr) return;
     lw_series_add(&tr->series, pt->x, pt->t, (double)pt->allocated, (double)pt->reserved);
+    lw_cycles_add(&tr->cycles, pt->x, (double)pt->allocated);
     tr->last_x = pt->x;
     tr->allocated = pt->allocated;
     tr->reserved = pt->reserved;
@@ -494,6 +500,7 @@ static void add_point(const point *pt) {
     host_add(pt);
     watch_release(pt);
     lw_series_add(&global, pt->x, pt->t, (double)pt->floor, (double)pt->peak);
+    lw_cycles_add(&cycles, pt->x, (double)pt->floor);
     last_x = pt->x;
     if (global.points >= next_eval_at) {
         evaluate();
@@ -644,6 +651,7 @@ static void forget_history(void) {
     host_forget();
     lw_series_reset(&global);
     lw_decision_init(&decision);
+    lw_cycles_init(&cycles);
     memset(&last, 0, sizeof last);
     last_x = 0;
     next_eval_at = 0;
@@ -880,6 +888,23 @@ static void torch_primary(lw_growth_state *st) {
                  "tensor memory: no leak on device %d, other devices not decided yet", pick);
 }
 
+/* The cycles of the series the verdict comes from (PyTorch's counters on
+ * the device that decided, else leakwatch's own floor); none for a verdict
+ * from the phases without marks. Called with `lock` held. */
+static void growth_cycles(lw_growth_state *st) {
+    lw_cycles_init(&st->cycles_raw);
+    st->cycles_signal = NULL;
+    if (st->from_unmarked) return;
+    const lw_cycles *c = &cycles;
+    const char *signal = "live_bytes";
+    if (st->signal_device >= 0 && ttracks[st->signal_device]) {
+        c = &ttracks[st->signal_device]->cycles;
+        signal = "torch_allocated";
+    }
+    st->cycles_raw = *c;
+    st->cycles_signal = signal;
+}
+
 void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
     pthread_mutex_lock(&lock);
     memset(st, 0, sizeof *st);
@@ -933,6 +958,7 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
         st->available =
             tr->device_free + (tr->reserved > tr->allocated ? tr->reserved - tr->allocated : 0);
     }
+    growth_cycles(st);
     if (!st->from_unmarked) st->interval_s = (double)lw_opt_int(LW_OPT_INTERVAL_MS) / 1000.0;
     st->bin_width = shown->width;
     if (bins && nbins) *nbins = lw_series_get(shown, bins, max);

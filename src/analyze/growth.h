@@ -10,6 +10,7 @@
 #ifndef LW_GROWTH_H
 #define LW_GROWTH_H
 
+#include "cycles.h"
 #include "detector.h"
 #include "series.h"
 
@@ -101,6 +102,11 @@ typedef struct {
      * step_source is "time", steps and last are theirs). */
     uint64_t unmarked_intervals;
     int from_unmarked;
+    /* Growth released at each cycle's end (cycles.h) in the series the
+     * verdict comes from (cycles_signal, NULL: none); lw_cycles_get reads
+     * it. */
+    lw_cycles cycles_raw;
+    const char *cycles_signal;
 } lw_growth_state;
 
 /* A consistent copy of the detector's state and, if bins is not NULL, of the

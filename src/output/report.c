@@ -701,6 +701,25 @@ static void emit_fit(lw_jw *w, const lw_growth *l) {
     lw_jw_double(w, "p_value", l->p_value);
 }
 
+/* Growth released at each cycle's end (cycles.h): null unless two cycles or
+ * more were seen in the series the verdict comes from. */
+static void emit_cycles(lw_jw *w, const lw_growth_state *g) {
+    lw_cycles_summary c;
+    if (!g->cycles_signal || !lw_cycles_get(&g->cycles_raw, &c)) {
+        lw_jw_null(w, "cycles");
+        return;
+    }
+    lw_jw_object(w, "cycles");
+    lw_jw_uint(w, "count", c.count);
+    lw_jw_double(w, "period_steps", c.period);
+    lw_jw_double(w, "rise_bytes_per_step", c.rise_per_step);
+    lw_jw_double(w, "peak_bytes", c.peak);
+    lw_jw_double(w, "floor_bytes", c.floor);
+    lw_jw_double(w, "last_release_step", c.last_release);
+    lw_jw_str(w, "signal", g->cycles_signal);
+    lw_jw_end(w);
+}
+
 static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     const lw_growth *l = &g->last;
     int leak = g->verdict == LW_VERDICT_LEAK;
@@ -756,6 +775,7 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
         lw_jw_null(w, "overruled_by");
         lw_jw_null(w, "overrule_p_value");
     }
+    emit_cycles(w, g);
     emit_pinned_host(w);
     lw_jw_end(w);
 }

@@ -31,6 +31,23 @@ void lw_report_answer(lw_answer *a, const lw_growth_state *g) {
     lw_growth_oom(g, &a->oom_seconds, &a->oom_steps);
 }
 
+/* Growth released at each cycle's end, under a clean verdict: what it is,
+ * and how high it peaks (the memory the job needs at a cycle's end). */
+static void cycles_line(const lw_growth_state *g) {
+    lw_cycles_summary c;
+    if (g->verdict != LW_VERDICT_NO_LEAK || !g->cycles_signal || !lw_cycles_get(&g->cycles_raw, &c))
+        return;
+    const char *unit = strcmp(g->step_source, "time") ? "step" : "interval";
+    char rise[32], peak[32], floor[32];
+    lw_fmt_bytes(c.rise_per_step, rise, sizeof rise);
+    lw_fmt_bytes(c.peak, peak, sizeof peak);
+    lw_fmt_bytes(c.floor, floor, sizeof floor);
+    lw_log("no leak across cycles: %s grows by +%s/%s within each cycle of ~%.0f %ss and is "
+           "released at its end (%llu cycles); it peaks at %s above the floor (%s)",
+           strcmp(g->cycles_signal, "torch_allocated") ? "memory" : "tensor memory", rise, unit,
+           c.period, unit, (unsigned long long)c.count, peak, floor);
+}
+
 void lw_report_summary(const char *path) {
     if (lw_log_quiet) return;
     lw_counts c = lw_totals_get(-2, LW_KIND_COUNT);
@@ -69,6 +86,7 @@ void lw_report_summary(const char *path) {
     char line[1024];
     lw_log("%s", lw_answer_line(&a, line, sizeof line));
     if (kept) lw_log("  %s", kept);
+    cycles_line(&g);
     /* What an undecided run still needs, and what a clean one could have
      * seen (only once the detector has evaluated something). */
     const char *unit = strcmp(g.step_source, "time") ? "step" : "interval";

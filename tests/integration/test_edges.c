@@ -127,6 +127,39 @@ START_TEST(decided_fit_is_decided_at_exit) {
 }
 END_TEST
 
+/* A cache that grows by 4 KiB per step and is emptied every 100 steps (an
+ * epoch's local list of losses): no leak, and the summary and report say
+ * what it is, with the peak it reaches at a cycle's end. */
+START_TEST(growth_released_at_each_cycle_end_is_described) {
+    lw_run r;
+    const char *args[] = {"--steps", "1000", "--base", "64M", "--sawtooth", "400K:period100", NULL};
+    lw_run_prog(&r, 1, "rt_workload", args, NULL);
+    RUN_OK(&r);
+    ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
+    ck_assert_str_eq(str_at(&r, "verdict"), "no_leak");
+    ck_assert_int_eq(lw_rep_int(&r, "growth.cycles.count"), 8);
+    ck_assert_double_eq_tol(num_at(&r, "growth.cycles.period_steps"), 100, 1e-9);
+    ck_assert_double_eq_tol(num_at(&r, "growth.cycles.rise_bytes_per_step"), 4096, 1e-9);
+    ck_assert_double_eq_tol(num_at(&r, "growth.cycles.peak_bytes"), 99 * 4096, 1e-9);
+    ck_assert_double_eq_tol(num_at(&r, "growth.cycles.last_release_step"), 901, 1e-9);
+    ck_assert(num_at(&r, "growth.cycles.floor_bytes") >= 64 << 20);
+    ck_assert_str_eq(str_at(&r, "growth.cycles.signal"), "live_bytes");
+    ck_assert_msg(strstr(r.err, "leakwatch: no leak across cycles: memory grows by +4.00 KiB/step "
+                                "within each cycle of ~100 steps and is released at its end (8 "
+                                "cycles); it peaks at 396.0 KiB above the floor"),
+                  "stderr: %s", r.err);
+    lw_run_free(&r);
+    /* A steady leak has no cycles, and a flat run none either. */
+    const char *leak_args[] = {"--steps", "1000", "--base", "64M", "--leak", "4096", NULL};
+    lw_run_prog(&r, 1, "rt_workload", leak_args, NULL);
+    RUN_OK(&r);
+    ck_assert_str_eq(str_at(&r, "verdict"), "leak");
+    ck_assert_int_eq(lw_json_type_of(lw_json_path(r.report, "growth.cycles")), LW_JSON_NULL);
+    ck_assert_ptr_null(strstr(r.err, "across cycles"));
+    lw_run_free(&r);
+}
+END_TEST
+
 /* A marked job whose last phase makes no step mark (a validation loop: no
  * optimizer step) and keeps 64 KiB per batch: once no mark has come for a
  * while, time intervals (20 ms) give the verdict, which says its unit. */
@@ -365,6 +398,7 @@ int main(void) {
     tcase_add_test(tc, release_at_teardown_keeps_the_leak_unmarked);
     tcase_add_test(tc, release_at_teardown_keeps_the_place_marked);
     tcase_add_test(tc, decided_fit_is_decided_at_exit);
+    tcase_add_test(tc, growth_released_at_each_cycle_end_is_described);
     tcase_add_test(tc, unmarked_phase_in_a_marked_job_gets_a_verdict);
     tcase_add_test(tc, flat_unmarked_phase_is_no_leak);
     tcase_add_test(tc, python_validation_without_steps_gets_a_verdict);

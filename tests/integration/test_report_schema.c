@@ -255,6 +255,11 @@ START_TEST(reports_hold_the_listed_fields) {
     lw_run_exe(&r, 1, exe, time_args, time_env);
     RUN_OK(&r);
     check_report("train_loop --no-marks", &r);
+    /* Growth released at each cycle's end: growth.cycles. */
+    const char *saw_args[] = {"--steps", "600", "--sawtooth", "400K:period100", NULL};
+    lw_run_prog(&r, 1, "rt_workload", saw_args, NULL);
+    RUN_OK(&r);
+    check_report("rt_workload --sawtooth", &r);
     /* A failed allocation. */
     const char *oom_env[] = {"FAKE_CUDA_MEM_BYTES=1073741824", NULL};
     const char *oom_args[] = {"oom", "1", "4294967296", NULL};

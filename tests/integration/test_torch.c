@@ -18,7 +18,6 @@
 #include "../check_run.h"
 #include "../pythons.h"
 #include "harness.h"
-#include "harness_cli.h"
 
 #include <glob.h>
 #include <limits.h>
@@ -495,54 +494,11 @@ static void expect_named(const lw_run *r, const char *file, int line, const char
                   "%s: no rate", who);
 }
 
-/* The seed's leaks under default settings: the allocator untouched, the
- * verdict from PyTorch's own counters (a 512 B-per-step leak never needs a
- * new segment), the line named through its allocation history; the fixed
- * versions are clean. */
-START_TEST(seed_leaks_are_found_in_default_mode) {
-    NEED_PYTHON();
-    const char *seed = script("torch_seed.py");
-    static const struct {
-        const char *leak, *marker, *note;
-        long long rate;
-    } leaks[] = {
-        {"loss", "# LEAK-LOSS", NULL, 512},
-        {"validation", "# LEAK-VALIDATION", NULL, 0},
-        {"predictions", "# LEAK-PREDICTIONS", NULL, 2560},
-        {"gradients", "# LEAK-BACKWARD", "in backward, called from torch_seed.py:", 2560},
-    };
-    for (size_t i = 0; i < sizeof leaks / sizeof leaks[0]; i++) {
-        lw_run r;
-        run_torch(&r, "torch_seed.py", leaks[i].leak, NULL, NULL);
-        ck_assert_msg(r.exit_code == 0 && r.report, "%s: exit %d\n%s", leaks[i].leak, r.exit_code,
-                      r.err);
-        ck_assert_msg(!strcmp(verdict(&r), "leak"), "%s: verdict %s", leaks[i].leak, verdict(&r));
-        ck_assert_str_eq(rep_str(&r, "growth.signal"), "torch_allocated");
-        ck_assert_str_eq(rep_str(&r, "torch.mode"), "segments");
-        ck_assert_str_eq(rep_str(&r, "torch.backend.in_effect"), "native");
-        ck_assert_int_eq(lw_rep_int(&r, "growth.steps"), 160);
-        if (leaks[i].rate)
-            ck_assert_int_eq(lw_rep_int(&r, "torch.devices[0].bytes_per_step"), leaks[i].rate);
-        expect_named(&r, seed, marker_line(seed, leaks[i].marker), leaks[i].leak);
-        if (leaks[i].note)
-            ck_assert_msg(
-                !strncmp(rep_str(&r, "sites[0].note"), leaks[i].note, strlen(leaks[i].note)),
-                "%s: note %s", leaks[i].leak, rep_str(&r, "sites[0].note"));
-        /* The segment series is kept beside it. */
-        ck_assert_ptr_nonnull(lw_json_path(r.report, "series.floor"));
-        ck_assert_str_eq(rep_str(&r, "torch.diagnosis.state"), "done");
-        ck_assert_str_eq(rep_str(&r, "torch.diagnosis.recorded_by"), "leakwatch");
-        lw_run_free(&r);
-        run_torch(&r, "torch_seed.py", leaks[i].leak, "fixed", NULL);
-        ck_assert_msg(r.exit_code == 0 && r.report, "%s fixed: exit %d\n%s", leaks[i].leak,
-                      r.exit_code, r.err);
-        ck_assert_msg(!strcmp(verdict(&r), "no_leak"), "%s fixed: verdict %s", leaks[i].leak,
-                      verdict(&r));
-        ck_assert_str_eq(rep_str(&r, "growth.signal"), "torch_allocated");
-        lw_run_free(&r);
-    }
-}
-END_TEST
+/* The seed's leaks under default settings (each named at its line from
+ * PyTorch's allocation history, the verdict from its own counters, the fixed
+ * loops clean) are checked on real PyTorch 2.6: tests/real/test_torch_seed.py
+ * (make check-real). What the stand-in torch still checks here is what the
+ * real one cannot show on this CPU, or under other Pythons. */
 
 /* The helper under every CPython found (frame layouts, relative paths). */
 START_TEST(seed_leak_named_with_every_python) {
@@ -709,115 +665,10 @@ START_TEST(pinned_host_has_its_own_verdict) {
 }
 END_TEST
 
-/* What keeps each seed leak alive (issue 31): the list, its scope and the
- * line that grows it, the fix hint from its shape; the accumulator whose
- * autograd graph grows; "owner not found" never for these; nothing for the
- * fixed loops; off with LEAKWATCH_TORCH_OWNER_MS=0. Fails before the owner
- * search (no sites[].owner). */
-START_TEST(seed_leaks_name_their_owner) {
-    NEED_PYTHON();
-    const char *seed = script("torch_seed.py");
-    static const struct {
-        const char *leak, *name, *scope, *grows, *shape, *said;
-    } leaks[] = {
-        {"loss", "loss_history", "local of `train_bad`", "  loss_history.append(loss)", "item",
-         "kept by list `loss_history` (local of `train_bad`, torch_seed.py:"},
-        {"validation", "val_history", "local of `main`", "val_history.append(", "no_grad",
-         "kept by list `val_history` (local of `main`, torch_seed.py:"},
-        {"predictions", "all_preds", "local of `main`", "all_preds.append(", "detach_cpu",
-         "kept by list `all_preds` (local of `main`, torch_seed.py:"},
-    };
-    const char *const loud[] = {"LEAKWATCH_QUIET=0", NULL};
-    for (size_t i = 0; i < sizeof leaks / sizeof leaks[0]; i++) {
-        lw_run r;
-        run_torch(&r, "torch_seed.py", leaks[i].leak, NULL, loud);
-        ck_assert_msg(r.exit_code == 0 && r.report, "%s: exit %d\n%s", leaks[i].leak, r.exit_code,
-                      r.err);
-        ck_assert_str_eq(verdict(&r), "leak");
-        ck_assert_str_eq(rep_str(&r, "sites[0].source"), "pytorch_history");
-        ck_assert_msg(!strcmp(rep_str(&r, "sites[0].owner.name"), leaks[i].name),
-                      "%s: owner %s (%s)\n%s", leaks[i].leak, rep_str(&r, "sites[0].owner.name"),
-                      rep_str(&r, "sites[0].owner.text"), r.err);
-        ck_assert_str_eq(rep_str(&r, "sites[0].owner.kind"), "list");
-        ck_assert_str_eq(rep_str(&r, "sites[0].owner.scope"), leaks[i].scope);
-        ck_assert_str_eq(rep_str(&r, "sites[0].owner.shape"), leaks[i].shape);
-        ck_assert_int_eq(lw_rep_int(&r, "sites[0].owner.line"), marker_line(seed, leaks[i].grows));
-        ck_assert_int_ge(lw_rep_int(&r, "sites[0].owner.count"), 3);
-        ck_assert_int_ge(lw_rep_int(&r, "sites[0].owner.window_count"), 3);
-        ck_assert_msg(strstr(r.err, leaks[i].said), "%s: exit summary\n%s", leaks[i].leak, r.err);
-        if (!strcmp(leaks[i].leak, "loss")) {
-            /* total_loss += loss: a tensor whose graph grows by an
-             * AddBackward0 per step. */
-            ck_assert_str_eq(rep_str(&r, "sites[0].owners[1].name"), "total_loss");
-            ck_assert_str_eq(rep_str(&r, "sites[0].owners[1].shape"), "graph_item");
-            ck_assert_str_eq(rep_str(&r, "sites[0].owners[1].graph_top"), "AddBackward0");
-            ck_assert_int_ge(lw_rep_int(&r, "sites[0].owners[1].passes"), 16);
-        }
-        if (!strcmp(leaks[i].leak, "validation"))
-            ck_assert_int_gt(lw_rep_int(&r, "sites[0].owner.via_graph"), 0);
-        /* leakwatch report, text and HTML, says it too. */
-        for (int html = 0; html < 2; html++) {
-            const char *args[] = {"report", html ? "--format" : r.report_path, html ? "html" : NULL,
-                                  r.report_path, NULL};
-            lw_run c;
-            lw_cli_run(&c, args, NULL);
-            ck_assert_msg(c.exit_code == 0 && strstr(c.out, leaks[i].said),
-                          "%s: leakwatch report%s\n%s", leaks[i].leak, html ? " --format html" : "",
-                          c.out);
-            lw_run_free(&c);
-        }
-        lw_run_free(&r);
-        run_torch(&r, "torch_seed.py", leaks[i].leak, "fixed", loud);
-        ck_assert_msg(r.exit_code == 0 && r.report, "%s fixed: exit %d", leaks[i].leak,
-                      r.exit_code);
-        ck_assert_str_eq(verdict(&r), "no_leak");
-        ck_assert_ptr_null(strstr(r.err, "kept by"));
-        ck_assert_ptr_null(lw_json_path(r.report, "sites[0].owner"));
-        lw_run_free(&r);
-    }
-    /* Other shapes: an attribute's dict entry, a closure's cell, and a list
-     * no name leads to (a default argument), said honestly. */
-    const char *shapes = script("torch_owner_shapes.py");
-    static const struct {
-        const char *shape, *name, *scope, *marker;
-    } more[] = {
-        {"attr", "self.history['loss']", "local of `Trainer.fit`", "# OWNER-ATTR"},
-        {"closure", "hidden",
-         "closure of `make_keeper.<locals>.keep`, held by `keep` (local of `Trainer.fit`)",
-         "# OWNER-CLOSURE"},
-    };
-    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
-        lw_run r;
-        run_torch(&r, "torch_owner_shapes.py", more[i].shape, NULL, loud);
-        ck_assert_msg(r.exit_code == 0 && r.report, "%s: exit %d\n%s", more[i].shape, r.exit_code,
-                      r.err);
-        ck_assert_str_eq(verdict(&r), "leak");
-        ck_assert_msg(!strcmp(rep_str(&r, "sites[0].owner.name"), more[i].name), "%s: owner %s",
-                      more[i].shape, rep_str(&r, "sites[0].owner.text"));
-        ck_assert_str_eq(rep_str(&r, "sites[0].owner.scope"), more[i].scope);
-        ck_assert_int_eq(lw_rep_int(&r, "sites[0].owner.line"),
-                         marker_line(shapes, more[i].marker));
-        lw_run_free(&r);
-    }
-    lw_run hidden;
-    run_torch(&hidden, "torch_owner_shapes.py", "hidden", NULL, loud);
-    ck_assert_str_eq(verdict(&hidden), "leak");
-    ck_assert_ptr_null(lw_json_string(lw_json_path(hidden.report, "sites[0].owner.name")));
-    const char *text = rep_str(&hidden, "sites[0].owner.text");
-    ck_assert_msg(!strncmp(text, "owner not found: ", 17) && strstr(text, "held by a list"),
-                  "hidden: %s", text);
-    ck_assert_msg(strstr(hidden.err, "owner not found: "), "hidden: exit summary\n%s", hidden.err);
-    lw_run_free(&hidden);
-    const char *const off[] = {"LEAKWATCH_QUIET=0", "LEAKWATCH_TORCH_OWNER_MS=0", NULL};
-    lw_run r;
-    run_torch(&r, "torch_seed.py", "loss", NULL, off);
-    ck_assert_str_eq(verdict(&r), "leak");
-    ck_assert_str_eq(rep_str(&r, "sites[0].source"), "pytorch_history");
-    ck_assert_ptr_null(lw_json_path(r.report, "sites[0].owner"));
-    ck_assert_ptr_null(strstr(r.err, "kept by"));
-    lw_run_free(&r);
-}
-END_TEST
+/* What keeps each seed leak alive (issue 31: the owner, its scope, shape and
+ * line, the fix hint, the summary and leakwatch report; the attribute,
+ * closure and not-found shapes; off with LEAKWATCH_TORCH_OWNER_MS=0) is
+ * checked on real PyTorch 2.6: tests/real/test_torch_owner.py. */
 
 int main(void) {
     /* The runs inherit this environment: start them from a known one. */
@@ -844,7 +695,6 @@ int main(void) {
     suite_add_tcase(s, steps);
     TCase *dflt = tcase_create("default");
     tcase_set_timeout(dflt, 600);
-    tcase_add_test(dflt, seed_leaks_are_found_in_default_mode);
     tcase_add_test(dflt, seed_leak_named_with_every_python);
     tcase_add_test(dflt, refused_features_work_in_default_mode);
     tcase_add_test(dflt, steps_are_iterations);
@@ -852,10 +702,6 @@ int main(void) {
     tcase_add_test(dflt, pinned_host_has_its_own_verdict);
     tcase_add_test(dflt, backward_allocations_name_the_caller);
     suite_add_tcase(s, dflt);
-    TCase *owner = tcase_create("owner");
-    tcase_set_timeout(owner, 600);
-    tcase_add_test(owner, seed_leaks_name_their_owner);
-    suite_add_tcase(s, owner);
     int failed = lw_check_run(s);
     return failed ? 1 : 0;
 }

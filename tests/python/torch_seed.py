@@ -170,14 +170,20 @@ def train_epoch(dataloader):
         outputs, targets = train_plain(inputs, targets)
         loss = criterion(outputs, targets)  # LEAK-EPOCH
         loss_history.append(loss.item() if FIXED else loss)
+        if epoch_count[0] == 1:
+            note(i)
+    epoch_count[0] += 1
     return len(loss_history)
+
+
+epoch_count = [0]
 
 
 grad_history = []
 
 
 def keep_gradient(grad):
-    grad_history.append(grad.item() if FIXED else grad)
+    grad_history.append(grad.norm().item() if FIXED else grad)
 
 
 def train_plain(inputs, targets, watch=False):
@@ -217,8 +223,9 @@ def main():
             all_preds.append(outputs.detach().cpu() if FIXED else outputs)
             note(i)
     elif LEAK == "gradients":
-        for inputs, targets in batches(STEPS):
+        for i, (inputs, targets) in enumerate(batches(STEPS)):
             train_plain(inputs, targets, watch=True)
+            note(i)
     print(f"trained {STEPS} steps")
     if "last" in _seen and _seen["last"][0] > _seen["first"][0]:
         (i0, a0), (i1, a1) = _seen["first"], _seen["last"]

@@ -3,7 +3,18 @@
 diagnosis window names the owner of the leaking tensors -- the variable, the
 container, the autograd graph -- with a fix hint, in the report and in the
 exit summary under the line; the fixed loops name none."""
-from conftest import SEED, marker_line
+import subprocess
+
+from conftest import LEAKWATCH, SEED, marker_line
+
+
+def report_says(run, text):
+    """`leakwatch report`, as text and as a web page, says TEXT."""
+    path = run.report["report_path"]
+    for fmt in ("text", "html"):
+        out = subprocess.run([str(LEAKWATCH), "report", "--format", fmt, path],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0 and text in out.stdout, (fmt, out.stderr, out.stdout[-3000:])
 
 
 def owners(run):
@@ -26,8 +37,11 @@ def test_loss_kept_by_list_and_accumulator_graph(lw):
     assert graph, all_
     assert graph[0]["shape"] == "graph_item" and graph[0]["graph_top"] == "AddBackward0", graph
     assert graph[0]["graph_top_count"] >= 3 and graph[0]["passes"] >= 3, graph
-    # The exit summary says it under the line.
-    assert "kept by list `loss_history` (local of `train_bad`" in run.err, run
+    assert owner["window_count"] >= 3, owner
+    # The exit summary says it under the line, and so does leakwatch report.
+    said = "kept by list `loss_history` (local of `train_bad`, torch_seed.py:"
+    assert said in run.err, run
+    report_says(run, said)
 
 
 def test_validation_graphs_kept_with_grad_mode_on(lw):
@@ -37,7 +51,11 @@ def test_validation_graphs_kept_with_grad_mode_on(lw):
     assert owner["name"] == "val_history" and owner["scope"] == "local of `main`", (owner, run)
     assert owner["shape"] == "no_grad" and "torch.no_grad()" in owner["hint"], owner
     assert owner["via_graph"] > 0 and owner["passes"] >= 3, owner
-    assert "kept by list `val_history`" in run.err, run
+    assert owner["kind"] == "list" and owner["line"] == marker_line(SEED, "val_history.append("), owner
+    assert owner["count"] >= 3 and owner["window_count"] >= 3, owner
+    said = "kept by list `val_history` (local of `main`, torch_seed.py:"
+    assert said in run.err, run
+    report_says(run, said)
 
 
 def test_predictions_kept_on_the_gpu(lw):
@@ -46,7 +64,12 @@ def test_predictions_kept_on_the_gpu(lw):
     owner, _ = owners(run)
     assert owner["name"] == "all_preds" and owner["kind"] == "list", (owner, run)
     assert owner["shape"] == "detach_cpu" and ".detach().cpu()" in owner["hint"], owner
-    assert "kept by list `all_preds`" in run.err, run
+    assert owner["scope"] == "local of `main`", owner
+    assert owner["line"] == marker_line(SEED, "all_preds.append("), owner
+    assert owner["count"] >= 3 and owner["window_count"] >= 3, owner
+    said = "kept by list `all_preds` (local of `main`, torch_seed.py:"
+    assert said in run.err, run
+    report_says(run, said)
 
 
 def test_fixed_loops_name_no_owner(lw):
@@ -73,12 +96,14 @@ def test_attribute_and_closure_owners(lw):
     assert run.rc == 0 and run.verdict == "leak", run
     owner, _ = owners(run)
     assert owner["name"] == "self.history['loss']", (owner, run)
+    assert owner["scope"] == "local of `Trainer.fit`", owner
     assert owner["line"] == marker_line(SHAPES, "# OWNER-ATTR"), owner
     run = lw(SHAPES, "closure")
     assert run.rc == 0 and run.verdict == "leak", run
     owner, _ = owners(run)
     assert owner["name"] == "hidden", (owner, run)
-    assert owner["scope"].startswith("closure of `make_keeper.<locals>.keep`"), owner
+    assert owner["scope"] == ("closure of `make_keeper.<locals>.keep`, held by `keep` "
+                              "(local of `Trainer.fit`)"), owner
     assert owner["line"] == marker_line(SHAPES, "# OWNER-CLOSURE"), owner
 
 

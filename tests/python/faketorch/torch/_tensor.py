@@ -202,6 +202,9 @@ class Tensor:
         return t
 
     def item(self):
+        # As PyTorch: only a one-element tensor converts to a Python number.
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
         return float(self.value)
 
     def __float__(self):
@@ -274,6 +277,10 @@ class Tensor:
     def sum(self):
         out = Tensor((), self.itemsize, device=self._storage.device, value=self.value)
         return _track(out, "SumBackward0", [], [self])
+
+    def norm(self):
+        out = Tensor((), self.itemsize, device=self._storage.device, value=self.value)
+        return _track(out, "NormBackward1", [], [self])
 
     def register_hook(self, hook):
         """hook(grad) runs in backward, on the engine's thread, with the
