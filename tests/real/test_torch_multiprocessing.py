@@ -58,12 +58,16 @@ def test_fixed_trainer_is_clean(lw):
     assert "leakwatch: LEAK" not in run.err, run
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: the spawned producer, under leakwatch with its "
-                   "exit summary on (LEAKWATCH_QUIET=0), dies of SIGSEGV in libtorch_cuda's exit "
-                   "handler (c10::cuda::ExchangeDevice -> CUDAKernelLaunchRegistry::has_failed) "
-                   "after leakwatch's report; bare, or with LEAKWATCH_QUIET=1, it exits 0. "
-                   "Bisected to the exit summary's lw_report_site_label -> collect_frames "
-                   "(native symbolization of the producer's site) in src/output/report.c")
+# Known bug, open: depending on the library's memory layout (the same source
+# built in another folder), the spawned producer dies of SIGSEGV in exit():
+# libtorch_cuda's exit handler calls cudaGetDevice, which then fails, and
+# PyTorch's error check reads its kernel-launch registry, already destroyed.
+# Seen only with the exit summary on (LEAKWATCH_QUIET=0); bisected to the
+# summary's site label (collect_frames). Not strict: on this tree's layout it
+# passes, and a strict xfail would fail then. Next: find what makes
+# cudaGetDevice fail at exit after leakwatch's summary.
+@pytest.mark.xfail(strict=False, reason="known, layout-dependent crash of the spawned producer "
+                   "at exit under leakwatch (cudaGetDevice fails in libtorch_cuda's exit handler)")
 def test_producer_process_is_not_hurt(lw):
     run = lw(MP, "fixed", env={"STEPS": "100"})
     assert run.rc == 0, run
