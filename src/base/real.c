@@ -450,10 +450,10 @@ int lw_real_object_slot(const void *addr) {
  * global scope's definition, counted as a guess. */
 static void *for_slot(int k, int index, const char *name, int count) {
     if (index < 0 || index >= LW_CALLER_FUNCS) return NULL;
-    caller_obj *c = k >= 0 && k < CALLERS_MAX &&
-                            atomic_load_explicit(&callers_ready[k], memory_order_acquire)
-                        ? &callers[k]
-                        : NULL;
+    caller_obj *c =
+        k >= 0 && k < CALLERS_MAX && atomic_load_explicit(&callers_ready[k], memory_order_acquire)
+            ? &callers[k]
+            : NULL;
     return for_object(c, index, name, count);
 }
 

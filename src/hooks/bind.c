@@ -29,7 +29,7 @@ static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct {
     uintptr_t lo, hi;
-    int slot;         /* the object's caller slot; -2: not claimed yet */
+    int slot;          /* the object's caller slot; -2: not claimed yet */
     int *regions_read; /* per scan */
 } object;
 
@@ -163,7 +163,7 @@ bind_dlopen(const char *file, int mode) {
     const char *f = file;
     __asm__("" : "+r"(f));
     if (!f || !strchr(f, '/') || strchr(f, '$') || (mode & RTLD_NOLOAD)) LW_MUSTTAIL
-        return real(file, mode);
+    return real(file, mode);
     void *h = real(file, mode);
     if (h) lw_bind_poll();
     return h;

@@ -97,8 +97,8 @@ static void walk_relocs(const struct dl_phdr_info *info, const ElfW(Rela) * r, s
         const char *name = lw_dyn_symbol_name(d, sym);
         if (!name) continue;
         void **slot = (void **)(info->dlpi_addr + r[i].r_offset);
-        visit(info, name, slot, __atomic_load_n(slot, __ATOMIC_ACQUIRE), type == LW_ARCH_R_JUMP_SLOT,
-              arg);
+        visit(info, name, slot, __atomic_load_n(slot, __ATOMIC_ACQUIRE),
+              type == LW_ARCH_R_JUMP_SLOT, arg);
     }
 }
 

@@ -180,8 +180,8 @@ ALLOC_WRAPPER(cudaHostAlloc, cudaHostAlloc, LW_KIND_PINNED_HOST, LW_CLASS_HOST, 
               size_t size, unsigned int flags)
 ALLOC_WRAPPER(cudaMallocPitch, cudaMallocPitch, LW_KIND_DEVICE, LW_CLASS_DPTR, 0,
               (r == cudaSuccess && pitch ? *pitch * height : width * height),
-              (void **ptr, size_t *pitch, size_t width, size_t height),
-              (ptr, pitch, width, height), void **ptr, size_t *pitch, size_t width, size_t height)
+              (void **ptr, size_t *pitch, size_t width, size_t height), (ptr, pitch, width, height),
+              void **ptr, size_t *pitch, size_t width, size_t height)
 
 /* Host memory the program allocated, page-locked (PyTorch's
  * pinned_use_cuda_host_register): pinned host memory until unregistered. */
@@ -226,8 +226,7 @@ FREE_WRAPPER(cudaHostUnregister, cudaHostUnregister, LW_CLASS_HOST, (void *ptr),
 
 /* Another process's memory, opened here: counted as imported (imports.h),
  * never as this process's device memory. */
-BODY(cudaIpcOpenMemHandle,
-     (caller c, void **ptr, cudaIpcMemHandle_t handle, unsigned int flags)) {
+BODY(cudaIpcOpenMemHandle, (caller c, void **ptr, cudaIpcMemHandle_t handle, unsigned int flags)) {
     lw_rt_cudaIpcOpenMemHandle real =
         (lw_rt_cudaIpcOpenMemHandle)real_for(c, F_cudaIpcOpenMemHandle);
     if (!real) return NO_RUNTIME;
@@ -261,12 +260,12 @@ ENTRIES(cudaIpcCloseMemHandle, (void *ptr), (ptr))
 /* The version of the runtime the caller uses. */
 static int runtime_version(caller c) {
     lw_rt_cudaRuntimeGetVersion fn =
-        (lw_rt_cudaRuntimeGetVersion)(c.k >= 0 ? lw_real_for_object_nocount(
-                                                     c.k, F_cudaRuntimeGetVersion,
-                                                     "cudaRuntimeGetVersion")
-                                               : lw_real_for_caller_nocount(
-                                                     c.ra, F_cudaRuntimeGetVersion,
-                                                     "cudaRuntimeGetVersion"));
+        (lw_rt_cudaRuntimeGetVersion)(c.k >= 0
+                                          ? lw_real_for_object_nocount(c.k, F_cudaRuntimeGetVersion,
+                                                                       "cudaRuntimeGetVersion")
+                                          : lw_real_for_caller_nocount(c.ra,
+                                                                       F_cudaRuntimeGetVersion,
+                                                                       "cudaRuntimeGetVersion"));
     int v = 0;
     if (!fn || fn(&v) != cudaSuccess) return 0;
     return v;
