@@ -10,6 +10,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* 1 once the constructor found our exports first in the global scope
  * (preloaded); never set when loaded late. */
@@ -29,12 +31,31 @@ static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct {
     uintptr_t lo, hi;
-    int slot;          /* the object's caller slot; -2: not claimed yet */
-    int *regions_read; /* per scan */
+    uintptr_t relro_lo, relro_hi; /* the pages the loader makes read-only */
+    int slot;                     /* the object's caller slot; -2: not claimed yet */
+    int pending;                  /* still being loaded by another thread: not done */
+    int *regions_read;            /* per scan */
 } object;
 
-static void bind_dlopen_entry(const struct dl_phdr_info *info, void **slot, void *cur,
-                              int jump_slot, uintptr_t lo, uintptr_t hi, int *regions_read);
+/* An object another thread is still loading has its read-only-after-
+ * relocation pages (PT_GNU_RELRO) writable: the loader may make them
+ * read-only between our look and our store, which would fault. Such an
+ * object is left for a later look. */
+static int still_loading(object *o) {
+    if (!*o->regions_read) {
+        lw_got_read_regions();
+        *o->regions_read = 1;
+    }
+    if (o->relro_lo >= o->relro_hi) return 0;
+    int prot = lw_got_prot_of(o->relro_lo);
+    if (prot < 0 || (prot & PROT_WRITE)) {
+        o->pending = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static void bind_dlopen_entry(void **slot, void *cur, int jump_slot, object *o);
 
 static int is_our_export(const void *p, const char *name) {
     const char *own = p ? lw_own_export_name(p) : NULL;
@@ -46,7 +67,7 @@ static void bind_entry(const struct dl_phdr_info *info, const char *name, void *
     (void)info;
     object *o = arg;
     if (name[0] == 'd' && !strcmp(name, "dlopen")) {
-        bind_dlopen_entry(info, slot, cur, jump_slot, o->lo, o->hi, o->regions_read);
+        bind_dlopen_entry(slot, cur, jump_slot, o);
         return;
     }
     int f = lw_runtime_index(name);
@@ -64,17 +85,14 @@ static void bind_entry(const struct dl_phdr_info *info, const char *name, void *
     if (o->slot == -2) o->slot = lw_real_object_slot((const void *)o->lo);
     if (o->slot < 0) return; /* the table is full: the export decides */
     void *e = lw_runtime_entry(f, o->slot);
-    if (!e) return;
-    if (!*o->regions_read) {
-        lw_got_read_regions();
-        *o->regions_read = 1;
-    }
+    if (!e || still_loading(o)) return;
     lw_got_write_slot(slot, e);
 }
 
 typedef struct {
     unsigned long long adds, subs;
     int regions_read;
+    int pending; /* an object was left for a later look */
 } scan;
 
 static int is_done(uintptr_t lo) {
@@ -91,7 +109,20 @@ static int bind_object(struct dl_phdr_info *info, size_t size, void *data) {
     object o = {.slot = -2, .regions_read = &s->regions_read};
     lw_got_object_span(info, &o.lo, &o.hi);
     if (o.lo >= o.hi || is_done(o.lo)) return 0;
+    /* The pages glibc's _dl_protect_relro makes read-only (none when the
+     * segment does not span a page boundary). */
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_GNU_RELRO) {
+            uintptr_t a = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+            o.relro_lo = a & ~(page - 1);
+            o.relro_hi = (a + info->dlpi_phdr[i].p_memsz) & ~(page - 1);
+        }
     lw_got_walk_object(info, bind_entry, &o);
+    if (o.pending) {
+        s->pending = 1;
+        return 0;
+    }
     if (ndone == done_cap) {
         size_t nc = done_cap ? done_cap * 2 : 256;
         uintptr_t *d = realloc(done, nc * sizeof *d);
@@ -124,7 +155,7 @@ static void bind_all(void) {
     dl_iterate_phdr(bind_object, &s);
     /* The count from before the walk: what was added during it is looked at
      * again next time (the list makes that cheap). */
-    atomic_store_explicit(&seen_adds, c[0], memory_order_release);
+    atomic_store_explicit(&seen_adds, s.pending ? 0 : c[0], memory_order_release);
     errno = saved;
     pthread_mutex_unlock(&bind_lock);
 }
@@ -169,19 +200,14 @@ bind_dlopen(const char *file, int mode) {
     return h;
 }
 
-static void bind_dlopen_entry(const struct dl_phdr_info *info, void **slot, void *cur,
-                              int jump_slot, uintptr_t lo, uintptr_t hi, int *regions_read) {
-    (void)info;
+static void bind_dlopen_entry(void **slot, void *cur, int jump_slot, object *o) {
     dlopen_fn real = atomic_load_explicit(&real_dlopen, memory_order_relaxed);
     if (!real || cur == (void *)bind_dlopen) return;
     if (cur != (void *)real) {
-        if (!jump_slot || (uintptr_t)cur < lo || (uintptr_t)cur >= hi) return;
+        if (!jump_slot || (uintptr_t)cur < o->lo || (uintptr_t)cur >= o->hi) return;
         if (lw_real_dlsym(RTLD_DEFAULT, "dlopen") != (void *)real) return;
     }
-    if (!*regions_read) {
-        lw_got_read_regions();
-        *regions_read = 1;
-    }
+    if (still_loading(o)) return;
     lw_got_write_slot(slot, (void *)bind_dlopen);
 }
 
