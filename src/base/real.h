@@ -62,9 +62,10 @@ void *lw_real_for_object(int k, int index, const char *name);
 void *lw_real_for_object_nocount(int k, int index, const char *name);
 
 /* The calls whose target had to be guessed (tracker.guessed_target_calls):
- * the caller's return address lay in code in no loaded object, or in one whose
- * scope defines no such function (a tail call from a module opened
- * RTLD_LOCAL, a call through libffi, generated code). Such a call goes to the
+ * a call that reached the export without a bound reference of its caller's
+ * (hooks/bind.c), whose return address lay in code in no loaded object, or in
+ * one whose scope defines no such function (libffi or generated code calling
+ * the runtime function itself, a bare-name module's first call). Such a call goes to the
  * global scope's definition, else to the only object loaded that defines the
  * name, else to the first in load order; never to an error of leakwatch's own
  * while a definition exists. */

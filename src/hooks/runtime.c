@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* CUDA runtime wrappers, for programs that link libcudart.so dynamically
  * (PyTorch's pip wheels do). Each forwards to the function its caller would
- * have reached without leakwatch (lw_real_for_caller): the global scope's
- * runtime, or the caller's own when it was loaded RTLD_LOCAL with its own
- * libcudart (Python extension modules), so that two runtimes in one process
- * each get their own callers' calls.
+ * have reached without leakwatch: the global scope's runtime, or the caller's
+ * own when it was loaded RTLD_LOCAL with its own libcudart (Python extension
+ * modules), so that two runtimes in one process each get their own callers'
+ * calls. The caller is known by the entry it called: each wrapper has its
+ * export (the caller found by return address, lw_real_for_caller) and 64
+ * hidden per-object entries NAME__k (object slot k, lw_real_for_object),
+ * which bind.c writes into each object's own global offset table entries;
+ * all of them run NAME_body.
  *
  * The runtime reaches the driver through our driver wrappers too; the guard
  * (guard.h) makes the runtime call, the outermost, the one that records. A
