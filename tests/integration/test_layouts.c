@@ -339,6 +339,19 @@ START_TEST(tail_calls_from_a_local_module) {
     lw_run_free(&without);
     lw_run_free(&with);
 
+    /* Opened by a bare name, which dlopen must resolve with the program's own
+     * RUNPATH: the module is bound at the first call that reaches the export,
+     * its own first tail call, which is therefore the one guess (said once). */
+    const char *args4[] = {"3", "1048576", "libmod_tail.so:bare", NULL};
+    run_pair(&without, &with, "dl_tailcall", args4, NULL, NULL, NULL);
+    RUN_OK(&with);
+    ck_assert_str_eq(with.out, without.out);
+    check_tail_modules(&with, 1, 3, MiB);
+    ck_assert_int_eq(lw_rep_int(&with, "tracker.guessed_target_calls"), 1);
+    ck_assert_int_eq(lw_count_substr(with.err, "tracker.guessed_target_calls"), 1);
+    lw_run_free(&without);
+    lw_run_free(&with);
+
     /* The module opened RTLD_GLOBAL: its runtime is the global scope's. */
     const char *args3[] = {"3", "1048576", "libmod_tail.so:global", NULL};
     run_pair(&without, &with, "dl_tailcall", args3, NULL, NULL, NULL);
