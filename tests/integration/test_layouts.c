@@ -585,6 +585,20 @@ START_TEST(real_runtime_under_every_layout) {
         ck_assert_msg(strstr(with.out, "jump=1 "), "%s", with.out);
         lw_run_free(&without);
         lw_run_free(&with);
+        /* Beside a tail-calling module on the stand-in runtime 12, either
+         * order: each module's calls reach its own runtime, as without
+         * leakwatch (by return address both looked like the program's). */
+        const char *args4[] = {"2", "4096", "libmod_tailreal.so", "libmod_tail12.so", NULL};
+        const char *args5[] = {"2", "4096", "libmod_tail12.so", "libmod_tailreal.so", NULL};
+        const char *const *orders[] = {args4, args5};
+        for (int o = 0; o < 2; o++) {
+            run_pair(&without, &with, "dl_tailcall", orders[o], env, NULL, NULL);
+            RUN_OK(&with);
+            ck_assert_str_eq(with.out, without.out);
+            ck_assert_int_eq(lw_rep_int(&with, "tracker.guessed_target_calls"), 0);
+            lw_run_free(&without);
+            lw_run_free(&with);
+        }
     }
 }
 END_TEST
