@@ -29,70 +29,39 @@ static size_t ndone, done_cap;
  * loader for a reference). */
 static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
 
-typedef struct {
-    uintptr_t lo, hi;
-    uintptr_t relro_lo, relro_hi; /* the pages the loader makes read-only */
-    int slot;                     /* the object's caller slot; -2: not claimed yet */
-    int pending;                  /* still being loaded by another thread: not done */
-    int *regions_read;            /* per scan */
-} object;
-
-/* An object another thread is still loading has its read-only-after-
- * relocation pages (PT_GNU_RELRO) writable: the loader may make them
- * read-only between our look and our store, which would fault. Such an
- * object is left for a later look. */
-static int still_loading(object *o) {
-    if (!*o->regions_read) {
-        lw_got_read_regions();
-        *o->regions_read = 1;
-    }
-    if (o->relro_lo >= o->relro_hi) return 0;
-    int prot = lw_got_prot_of(o->relro_lo);
-    if (prot < 0 || (prot & PROT_WRITE)) {
-        o->pending = 1;
-        return 1;
-    }
-    return 0;
-}
-
-static void bind_dlopen_entry(void **slot, void *cur, int jump_slot, object *o);
-
-static int is_our_export(const void *p, const char *name) {
-    const char *own = p ? lw_own_export_name(p) : NULL;
-    return own && strcmp(own, name) == 0;
-}
-
-static void bind_entry(const struct dl_phdr_info *info, const char *name, void **slot, void *cur,
-                       int jump_slot, void *arg) {
-    (void)info;
-    object *o = arg;
-    if (name[0] == 'd' && !strcmp(name, "dlopen")) {
-        bind_dlopen_entry(slot, cur, jump_slot, o);
-        return;
-    }
-    int f = lw_runtime_index(name);
-    if (f < 0) return;
-    if (lw_is_own_address((uintptr_t)cur)) {
-        /* Our export: bind it. Already one of our entries: done. */
-        if (!is_our_export(cur, name)) return;
-    } else {
-        /* Not bound yet (lazy binding: the entry leads to the object's own
-         * PLT), and binding it would reach our export. Anything else leads
-         * to someone else's definition: left alone. */
-        if (!jump_slot || (uintptr_t)cur < o->lo || (uintptr_t)cur >= o->hi) return;
-        if (!is_our_export(lw_real_dlsym(RTLD_DEFAULT, name), name)) return;
-    }
-    if (o->slot == -2) o->slot = lw_real_object_slot((const void *)o->lo);
-    if (o->slot < 0) return; /* the table is full: the export decides */
-    void *e = lw_runtime_entry(f, o->slot);
-    if (!e || still_loading(o)) return;
-    lw_got_write_slot(slot, e);
-}
+/* What the entries are compared with, found before the walk: the walk runs
+ * under the loader's list lock (dl_iterate_phdr), where nothing may ask the
+ * loader anything (dladdr, dlsym and dlopen take its load lock, which a
+ * dlopen in another thread holds while it waits for the list lock). */
+#define MAX_F 32
+static void *exports[MAX_F]; /* our export of each wrapped runtime name */
+static int nexports;
+typedef void *(*dlopen_fn)(const char *, int);
+static _Atomic(dlopen_fn) real_dlopen;
+static void *bind_dlopen(const char *file, int mode);
 
 typedef struct {
-    unsigned long long adds, subs;
-    int regions_read;
-    int pending; /* an object was left for a later look */
+    void **slot;
+    void *cur;
+    int f; /* the runtime name's index; -1: dlopen */
+} want;
+
+/* One object with entries to write, as the walk found it. */
+typedef struct {
+    char *name; /* NULL: the program */
+    uintptr_t addr, lo, hi, relro_lo, relro_hi;
+    const void *ld;
+    want *w;
+    size_t nw, cap;
+} found;
+
+typedef struct {
+    int global_ours[MAX_F]; /* RTLD_DEFAULT's NAME is our export */
+    int global_dlopen;      /* RTLD_DEFAULT's dlopen is the C library's */
+    found *objs;
+    size_t nobjs, cap;
+    found *cur; /* the object being walked */
+    int index, failed;
 } scan;
 
 static int is_done(uintptr_t lo) {
@@ -101,37 +70,145 @@ static int is_done(uintptr_t lo) {
     return 0;
 }
 
-static int bind_object(struct dl_phdr_info *info, size_t size, void *data) {
-    (void)size;
-    scan *s = data;
-    s->adds = info->dlpi_adds;
-    s->subs = info->dlpi_subs;
-    object o = {.slot = -2, .regions_read = &s->regions_read};
-    lw_got_object_span(info, &o.lo, &o.hi);
-    if (o.lo >= o.hi || is_done(o.lo)) return 0;
-    /* The pages glibc's _dl_protect_relro makes read-only (none when the
-     * segment does not span a page boundary). */
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_GNU_RELRO) {
-            uintptr_t a = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
-            o.relro_lo = a & ~(page - 1);
-            o.relro_hi = (a + info->dlpi_phdr[i].p_memsz) & ~(page - 1);
-        }
-    lw_got_walk_object(info, bind_entry, &o);
-    if (o.pending) {
-        s->pending = 1;
-        return 0;
-    }
+static void mark_done(uintptr_t lo) {
     if (ndone == done_cap) {
         size_t nc = done_cap ? done_cap * 2 : 256;
         uintptr_t *d = realloc(done, nc * sizeof *d);
-        if (!d) return 0; /* walked again next time: no harm */
+        if (!d) return; /* walked again next time: no harm */
         done = d;
         done_cap = nc;
     }
-    done[ndone++] = o.lo;
+    done[ndone++] = lo;
+}
+
+static void add_want(scan *s, void **slot, void *cur, int f) {
+    found *o = s->cur;
+    if (o->nw == o->cap) {
+        size_t nc = o->cap ? o->cap * 2 : 16;
+        want *w = realloc(o->w, nc * sizeof *w);
+        if (!w) {
+            s->failed = 1;
+            return;
+        }
+        o->w = w;
+        o->cap = nc;
+    }
+    o->w[o->nw++] = (want){slot, cur, f};
+}
+
+/* Under the list lock: decides from the tables only. */
+static void visit_entry(const struct dl_phdr_info *info, const char *name, void **slot, void *cur,
+                        int jump_slot, void *arg) {
+    (void)info;
+    scan *s = arg;
+    found *o = s->cur;
+    /* Not bound yet (lazy binding: the entry leads to the object's own
+     * PLT): bound when binding it would reach what we replace. */
+    int lazy = jump_slot && (uintptr_t)cur >= o->lo && (uintptr_t)cur < o->hi;
+    if (name[0] == 'd' && !strcmp(name, "dlopen")) {
+        dlopen_fn real = atomic_load_explicit(&real_dlopen, memory_order_relaxed);
+        if (real && cur != (void *)bind_dlopen &&
+            (cur == (void *)real || (lazy && s->global_dlopen)))
+            add_want(s, slot, cur, -1);
+        return;
+    }
+    int f = lw_runtime_index(name);
+    if (f < 0 || f >= nexports || !exports[f]) return;
+    /* Our export: bind it. One of our entries already, or another
+     * interposer's definition: left alone. */
+    if (cur == exports[f] || (lazy && s->global_ours[f])) add_want(s, slot, cur, f);
+}
+
+static int walk_object(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    scan *s = data;
+    int index = s->index++;
+    found o = {.addr = info->dlpi_addr};
+    lw_got_object_span(info, &o.lo, &o.hi);
+    if (o.lo >= o.hi || is_done(o.lo)) return 0;
+    if (index != 0 && !(info->dlpi_name && info->dlpi_name[0])) return 0;
+    /* The pages glibc's _dl_protect_relro makes read-only (none when the
+     * segment does not span a page boundary). */
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_GNU_RELRO) {
+            uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+            o.relro_lo = a & ~(page - 1);
+            o.relro_hi = (a + ph->p_memsz) & ~(page - 1);
+        }
+        if (ph->p_type == PT_DYNAMIC) o.ld = (const void *)(info->dlpi_addr + ph->p_vaddr);
+    }
+    s->cur = &o;
+    lw_got_walk_object(info, visit_entry, s);
+    s->cur = NULL;
+    if (!o.nw) {
+        mark_done(o.lo);
+        return 0;
+    }
+    if (index != 0) o.name = strdup(info->dlpi_name);
+    if (s->nobjs == s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 16;
+        found *f = realloc(s->objs, nc * sizeof *f);
+        if (!f)
+            nc = 0;
+        else
+            s->objs = f;
+        if (nc) s->cap = nc;
+    }
+    if ((index != 0 && !o.name) || s->nobjs == s->cap) {
+        free(o.name);
+        free(o.w);
+        s->failed = 1;
+        return 0;
+    }
+    s->objs[s->nobjs++] = o;
     return 0;
+}
+
+/* Outside the list lock: the object is held (a reference of ours) and is
+ * the one walked (same load address and dynamic section) before any entry
+ * of it is written. 1: done; 0: left for a later look. */
+static int write_object(found *o, int *regions_read) {
+    void *h = NULL;
+    if (o->name) {
+        h = dlopen(o->name, RTLD_LAZY | RTLD_NOLOAD);
+        if (!h) return 0;
+        struct link_map *lm = NULL;
+        if (dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || !lm || lm->l_addr != o->addr ||
+            (const void *)lm->l_ld != o->ld) {
+            dlclose(h);
+            return 0;
+        }
+    }
+    if (!*regions_read) {
+        lw_got_read_regions();
+        *regions_read = 1;
+    }
+    /* Another thread still loading it has its RELRO pages writable: the
+     * loader may make them read-only between our look and our store, which
+     * would fault. */
+    int ok = 1;
+    if (o->relro_lo < o->relro_hi) {
+        int prot = lw_got_prot_of(o->relro_lo);
+        if (prot < 0 || (prot & PROT_WRITE)) ok = 0;
+    }
+    int k = -2;
+    for (size_t i = 0; ok && i < o->nw; i++) {
+        want *w = &o->w[i];
+        if (__atomic_load_n(w->slot, __ATOMIC_ACQUIRE) != w->cur) continue;
+        void *value = NULL;
+        if (w->f < 0) {
+            value = (void *)bind_dlopen;
+        } else {
+            if (k == -2) k = lw_real_object_slot((const void *)o->lo);
+            if (k < 0) continue; /* the table is full: the export decides */
+            value = lw_runtime_entry(w->f, k);
+        }
+        if (value) lw_got_write_slot(w->slot, value);
+    }
+    if (h) dlclose(h);
+    return ok;
 }
 
 static int counts_of(struct dl_phdr_info *info, size_t size, void *data) {
@@ -152,10 +229,26 @@ static void bind_all(void) {
         seen_subs = c[1];
     }
     scan s = {0};
-    dl_iterate_phdr(bind_object, &s);
+    for (int f = 0; f < nexports; f++)
+        s.global_ours[f] =
+            exports[f] && lw_real_dlsym(RTLD_DEFAULT, lw_runtime_name(f)) == exports[f];
+    dlopen_fn real = atomic_load_explicit(&real_dlopen, memory_order_relaxed);
+    s.global_dlopen = real && lw_real_dlsym(RTLD_DEFAULT, "dlopen") == (void *)real;
+    dl_iterate_phdr(walk_object, &s);
+    int pending = s.failed, regions_read = 0;
+    for (size_t i = 0; i < s.nobjs; i++) {
+        if (write_object(&s.objs[i], &regions_read))
+            mark_done(s.objs[i].lo);
+        else
+            pending = 1;
+        free(s.objs[i].name);
+        free(s.objs[i].w);
+    }
+    free(s.objs);
     /* The count from before the walk: what was added during it is looked at
-     * again next time (the list makes that cheap). */
-    atomic_store_explicit(&seen_adds, s.pending ? 0 : c[0], memory_order_release);
+     * again next time (the list makes that cheap); so is everything while
+     * an object was left for later. */
+    atomic_store_explicit(&seen_adds, pending ? 0 : c[0], memory_order_release);
     errno = saved;
     pthread_mutex_unlock(&bind_lock);
 }
@@ -176,9 +269,6 @@ void lw_bind_poll(void) {
  * caller's RUNPATH and $ORIGIN from its return address: a bare name, or one
  * with '$', must reach it as a tail call (our caller's identity), and its
  * objects are bound at the next look (lw_bind_poll). */
-typedef void *(*dlopen_fn)(const char *, int);
-static _Atomic(dlopen_fn) real_dlopen;
-
 #if defined(__has_attribute)
 #if __has_attribute(musttail)
 #define LW_MUSTTAIL __attribute__((musttail))
@@ -200,17 +290,6 @@ bind_dlopen(const char *file, int mode) {
     return h;
 }
 
-static void bind_dlopen_entry(void **slot, void *cur, int jump_slot, object *o) {
-    dlopen_fn real = atomic_load_explicit(&real_dlopen, memory_order_relaxed);
-    if (!real || cur == (void *)bind_dlopen) return;
-    if (cur != (void *)real) {
-        if (!jump_slot || (uintptr_t)cur < o->lo || (uintptr_t)cur >= o->hi) return;
-        if (lw_real_dlsym(RTLD_DEFAULT, "dlopen") != (void *)real) return;
-    }
-    if (still_loading(o)) return;
-    lw_got_write_slot(slot, (void *)bind_dlopen);
-}
-
 static void fork_child(void) {
     pthread_mutex_init(&bind_lock, NULL);
     ndone = 0;
@@ -222,7 +301,12 @@ __attribute__((constructor)) static void bind_init(void) {
     int saved = errno;
     void *main = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
     void *p = main ? lw_real_dlsym(main, "cudaMalloc") : NULL;
-    if (is_our_export(p, "cudaMalloc") && !lw_real_is_late()) {
+    if (p && p == lw_own_symbol("cudaMalloc") && !lw_real_is_late()) {
+        (void)lw_is_own_address(0); /* our span known before any walk */
+        for (int f = 0; f < MAX_F && lw_runtime_name(f); f++) {
+            exports[f] = lw_own_symbol(lw_runtime_name(f));
+            nexports = f + 1;
+        }
         atomic_store(&real_dlopen, (dlopen_fn)lw_real_dlsym(RTLD_NEXT, "dlopen"));
         pthread_atfork(NULL, NULL, fork_child);
         atomic_store(&enabled, 1);

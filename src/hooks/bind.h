@@ -20,6 +20,7 @@ void lw_bind_poll(void);
 /* runtime.c: the index of a wrapped runtime name (-1: not one), and the
  * entry of object slot k for index f (NULL: none). */
 int lw_runtime_index(const char *name);
+const char *lw_runtime_name(int f);
 void *lw_runtime_entry(int f, int k);
 
 #endif

@@ -101,6 +101,10 @@ int lw_runtime_index(const char *name) {
     return -1;
 }
 
+const char *lw_runtime_name(int f) {
+    return f >= 0 && f < F_COUNT ? names[f] : NULL;
+}
+
 /* Who called: k >= 0, the object whose own entry was called (bind.c);
  * else the return address of the call of our export. */
 typedef struct {
