@@ -205,7 +205,7 @@ typedef struct {
 } caller_obj;
 _Static_assert(LW_CALLER_FUNCS <= 32, "one bit per function in caller_obj.guessed");
 
-#define CALLERS_MAX 64
+#define CALLERS_MAX LW_CALLER_OBJECTS
 static caller_obj callers[CALLERS_MAX];
 static atomic_int callers_ready[CALLERS_MAX];
 static atomic_int callers_claimed;
@@ -405,9 +405,7 @@ static caller_obj *caller_of(uintptr_t a) {
     return c ? c : add_caller(a);
 }
 
-static void *for_caller(const void *ra, int index, const char *name, int count) {
-    if (index < 0 || index >= LW_CALLER_FUNCS) return NULL;
-    caller_obj *c = caller_of((uintptr_t)ra);
+static void *for_object(caller_obj *c, int index, const char *name, int count) {
     void *_Atomic *slot = c ? &c->fn[index] : &anonymous_fn[index];
     atomic_uint *guessed = c ? &c->guessed : &anonymous_guessed;
     void *p = atomic_load_explicit(slot, memory_order_acquire);
@@ -435,6 +433,36 @@ static void *for_caller(const void *ra, int index, const char *name, int count) 
     if (count && (atomic_load_explicit(guessed, memory_order_relaxed) >> index & 1u))
         atomic_fetch_add_explicit(&guessed_calls, 1, memory_order_relaxed);
     return p;
+}
+
+static void *for_caller(const void *ra, int index, const char *name, int count) {
+    if (index < 0 || index >= LW_CALLER_FUNCS) return NULL;
+    return for_object(caller_of((uintptr_t)ra), index, name, count);
+}
+
+int lw_real_object_slot(const void *addr) {
+    caller_obj *c = caller_of((uintptr_t)addr);
+    return c ? (int)(c - callers) : -1;
+}
+
+/* Slot k was claimed (and made ready) before any entry of it was bound: a
+ * slot not ready is only possible for a bad k, which falls back to the
+ * global scope's definition, counted as a guess. */
+static void *for_slot(int k, int index, const char *name, int count) {
+    if (index < 0 || index >= LW_CALLER_FUNCS) return NULL;
+    caller_obj *c =
+        k >= 0 && k < CALLERS_MAX && atomic_load_explicit(&callers_ready[k], memory_order_acquire)
+            ? &callers[k]
+            : NULL;
+    return for_object(c, index, name, count);
+}
+
+void *lw_real_for_object(int k, int index, const char *name) {
+    return for_slot(k, index, name, 1);
+}
+
+void *lw_real_for_object_nocount(int k, int index, const char *name) {
+    return for_slot(k, index, name, 0);
 }
 
 void *lw_real_for_caller(const void *ra, int index, const char *name) {

@@ -49,10 +49,23 @@ void *lw_real_for_caller(const void *ra, int index, const char *name);
  * version query of ours): not counted in lw_real_guessed_calls. */
 void *lw_real_for_caller_nocount(const void *ra, int index, const char *name);
 
+/* Per-object binding (hooks/bind.c): the caller slot of the object whose
+ * mapped span holds addr, claimed on first use (0 <= slot <
+ * LW_CALLER_OBJECTS); -1 when addr lies in no object or the table is full. */
+#define LW_CALLER_OBJECTS 64
+int lw_real_object_slot(const void *addr);
+
+/* lw_real_for_caller for a call known to come from the object in slot k
+ * (its own entry, bound in its global offset table): the same answer as for a
+ * call from inside that object, whatever the return address. */
+void *lw_real_for_object(int k, int index, const char *name);
+void *lw_real_for_object_nocount(int k, int index, const char *name);
+
 /* The calls whose target had to be guessed (tracker.guessed_target_calls):
- * the caller's return address lay in code in no loaded object, or in one whose
- * scope defines no such function (a tail call from a module opened
- * RTLD_LOCAL, a call through libffi, generated code). Such a call goes to the
+ * a call that reached the export without a bound reference of its caller's
+ * (hooks/bind.c), whose return address lay in code in no loaded object, or in
+ * one whose scope defines no such function (libffi or generated code calling
+ * the runtime function itself, a bare-name module's first call). Such a call goes to the
  * global scope's definition, else to the only object loaded that defines the
  * name, else to the first in load order; never to an error of leakwatch's own
  * while a definition exists. */

@@ -18,6 +18,7 @@
 #include "control.h"
 #include "dynamic.h"
 #include "export.h"
+#include "got.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "options.h"
@@ -119,65 +120,6 @@ static void *hook_for(const char *name) {
     return NULL;
 }
 
-/* ---- memory protections, from /proc/self/maps ---- */
-typedef struct {
-    uintptr_t lo, hi;
-    int prot;
-} region;
-static region *regions;
-static size_t nregions;
-
-static void read_regions(void) {
-    free(regions);
-    regions = NULL;
-    nregions = 0;
-    FILE *f = fopen("/proc/self/maps", "re");
-    if (!f) return;
-    size_t cap = 0;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        char perms[8];
-        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3) continue;
-        if (nregions == cap) {
-            size_t nc = cap ? cap * 2 : 256;
-            region *r = realloc(regions, nc * sizeof *r);
-            if (!r) break;
-            regions = r;
-            cap = nc;
-        }
-        int prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
-                   (perms[2] == 'x' ? PROT_EXEC : 0);
-        regions[nregions++] = (region){lo, hi, prot};
-    }
-    fclose(f);
-}
-
-/* The protection of the page holding addr; -1 when it is not mapped. */
-static int prot_of(uintptr_t addr) {
-    for (size_t i = 0; i < nregions; i++)
-        if (addr >= regions[i].lo && addr < regions[i].hi) return regions[i].prot;
-    return -1;
-}
-
-/* Writes one entry: made writable for the store when it is read-only (RELRO),
- * then given its protection back. 0, or -1 (left as it was). */
-static int write_slot(void **slot, void *value) {
-    uintptr_t a = (uintptr_t)slot;
-    int prot = prot_of(a);
-    if (prot < 0 || !(prot & PROT_READ)) return -1;
-    if (prot & PROT_WRITE) {
-        __atomic_store_n(slot, value, __ATOMIC_RELEASE);
-        return 0;
-    }
-    uintptr_t page = a & ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1);
-    size_t len = (size_t)sysconf(_SC_PAGESIZE);
-    if (mprotect((void *)page, len, prot | PROT_WRITE) != 0) return -1;
-    __atomic_store_n(slot, value, __ATOMIC_RELEASE);
-    mprotect((void *)page, len, prot);
-    return 0;
-}
-
 /* ---- the rewritten entries ---- */
 typedef struct {
     void **slot;
@@ -190,60 +132,38 @@ static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int installed;
 static unsigned long long seen_adds;
 
-static int is_dynamic_linker(const char *name) {
-    const char *base = strrchr(name, '/');
-    base = base ? base + 1 : name;
-    return !strncmp(base, "ld-linux", 8) || !strncmp(base, "ld64.so", 7) ||
-           !strncmp(base, "linux-vdso", 10) || !strncmp(base, "linux-gate", 10);
-}
-
-static void patch_relocs(uintptr_t base, const ElfW(Rela) * r, size_t bytes, const lw_dyn *d) {
-    for (size_t i = 0; r && i < bytes / sizeof *r; i++) {
-        unsigned type = (unsigned)ELF64_R_TYPE(r[i].r_info);
-        if (type != LW_ARCH_R_JUMP_SLOT && type != LW_ARCH_R_GLOB_DAT) continue;
-        size_t sym = ELF64_R_SYM(r[i].r_info);
-        if (!sym) continue;
-        const char *name = lw_dyn_symbol_name(d, sym);
-        void *hook = name ? hook_for(name) : NULL;
-        if (!hook) continue;
-        void **slot = (void **)(base + r[i].r_offset);
-        void *cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-        if (cur == hook || lw_is_own_address((uintptr_t)cur)) continue;
-        if (npatches == patches_cap) {
-            size_t nc = patches_cap ? patches_cap * 2 : 64;
-            patch *p = realloc(patches, nc * sizeof *p);
-            if (!p) return; /* fewer hooks, never a broken entry */
-            patches = p;
-            patches_cap = nc;
-        }
-        if (write_slot(slot, hook) == 0) patches[npatches++] = (patch){slot, cur, hook};
+/* One entry: rewritten to the hook of its name, when there is one and the
+ * entry does not already lead into leakwatch. */
+static void patch_entry(const struct dl_phdr_info *info, const char *name, void **slot, void *cur,
+                        int jump_slot, void *arg) {
+    (void)info;
+    (void)jump_slot;
+    (void)arg;
+    void *hook = hook_for(name);
+    if (!hook) return;
+    if (cur == hook || lw_is_own_address((uintptr_t)cur)) return;
+    if (npatches == patches_cap) {
+        size_t nc = patches_cap ? patches_cap * 2 : 64;
+        patch *p = realloc(patches, nc * sizeof *p);
+        if (!p) return; /* fewer hooks, never a broken entry */
+        patches = p;
+        patches_cap = nc;
     }
+    if (lw_got_write_slot(slot, hook) == 0) patches[npatches++] = (patch){slot, cur, hook};
 }
 
 static int patch_object(struct dl_phdr_info *info, size_t size, void *data) {
     (void)size;
     unsigned long long *adds = data;
     *adds = info->dlpi_adds;
-    if (is_dynamic_linker(info->dlpi_name ? info->dlpi_name : "")) return 0;
-    const ElfW(Dyn) *dyn = NULL;
-    uintptr_t first = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
-        if (ph->p_type == PT_LOAD && !first) first = info->dlpi_addr + ph->p_vaddr;
-    }
-    if (!dyn || lw_is_own_address(first)) return 0;
-    lw_dyn d;
-    if (lw_dyn_read(info->dlpi_addr, dyn, &d) != 0) return 0;
-    patch_relocs(info->dlpi_addr, d.jmprel, d.pltrelsz, &d);
-    patch_relocs(info->dlpi_addr, d.rela, d.relasz, &d);
+    lw_got_walk_object(info, patch_entry, NULL);
     return 0;
 }
 
 /* Every loaded object's entries that do not point at a hook yet. Under
  * patch_lock. */
 static void patch_all_locked(void) {
-    read_regions();
+    lw_got_read_regions();
     unsigned long long adds = 0;
     dl_iterate_phdr(patch_object, &adds);
     seen_adds = adds;
@@ -290,16 +210,16 @@ static int in_object(struct dl_phdr_info *info, size_t size, void *data) {
 }
 
 static size_t unpatch_all_locked(void) {
-    read_regions();
+    lw_got_read_regions();
     size_t restored = 0;
     for (size_t i = npatches; i-- > 0;) {
         patch *p = &patches[i];
         find_addr f = {(uintptr_t)p->slot, 0};
         dl_iterate_phdr(in_object, &f);
-        if (!f.found || prot_of(f.addr) < 0) continue;
+        if (!f.found || lw_got_prot_of(f.addr) < 0) continue;
         /* The dynamic linker may have bound a lazy entry since: leave it. */
         if (__atomic_load_n(p->slot, __ATOMIC_ACQUIRE) != p->hook) continue;
-        if (write_slot(p->slot, p->orig) == 0) restored++;
+        if (lw_got_write_slot(p->slot, p->orig) == 0) restored++;
     }
     npatches = 0;
     return restored;

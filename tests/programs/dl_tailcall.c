@@ -143,12 +143,18 @@ int main(int argc, char **argv) {
         char name[256], path[4400];
         snprintf(name, sizeof name, "%s", argv[i]);
         char *colon = strchr(name, ':');
-        int mode = RTLD_NOW | RTLD_LOCAL;
+        int mode = RTLD_NOW | RTLD_LOCAL, bare = 0;
         if (colon) {
             *colon = '\0';
             if (!strcmp(colon + 1, "global")) mode = RTLD_NOW | RTLD_GLOBAL;
+            /* By bare name (found on LD_LIBRARY_PATH): leakwatch binds such a
+             * module at its next look, not at the dlopen. */
+            bare = !strcmp(colon + 1, "bare");
         }
-        snprintf(path, sizeof path, "%s/%s", dir, name);
+        if (bare)
+            snprintf(path, sizeof path, "%s", name);
+        else
+            snprintf(path, sizeof path, "%s/%s", dir, name);
         handles[count] = dlopen(path, mode);
         if (!handles[count]) {
             fprintf(stderr, "dl_tailcall: %s\n", dlerror());
