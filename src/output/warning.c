@@ -77,9 +77,12 @@ void lw_warning_check(void) {
     /* The LEAK line printed earlier no longer holds (a warm-up that
      * levelled off): said once, when it happens; a new leak warns again. */
     char s[48];
+    const char *why = g.reason;
+    static const char prefix[] = "leak verdict withdrawn: ";
+    if (!strncmp(why, prefix, sizeof prefix - 1)) why += sizeof prefix - 1;
     lw_log("leak verdict withdrawn at %s %s: %s",
            strcmp(g.step_source, "time") ? "step" : "interval",
-           lw_fmt_count((double)g.steps, s, sizeof s), g.reason);
+           lw_fmt_count((double)g.steps, s, sizeof s), why);
     announced = 0;
     warned = 0;
     last_warn_ns = 0;

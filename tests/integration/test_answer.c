@@ -189,6 +189,53 @@ START_TEST(python_demo_names_the_users_line_everywhere) {
 }
 END_TEST
 
+/* The exit summary is rendered from the report written at the same exit: its
+ * answer line is the first line of `leakwatch report` on that report, even
+ * while another thread of the job goes on marking steps and moving the free
+ * memory during the exit (the summary read the state again, later). */
+START_TEST(exit_summary_is_the_reports_answer) {
+    lw_run r;
+    const char *args[] = {"busyexit", "400", "4096", NULL};
+    lw_run_prog(&r, 1, "rt_edges", args, NULL);
+    RUN_OK(&r);
+    ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
+    lw_run t;
+    const char *text[] = {"report", r.report_path, NULL};
+    lw_cli_run(&t, text, NULL);
+    RUN_OK(&t);
+    char first[2048], want[2100];
+    first_line(t.out, NULL, first, sizeof first);
+    snprintf(want, sizeof want, "leakwatch: %s\n", first);
+    ck_assert_msg(strstr(r.err, want),
+                  "exit summary differs from the report's answer:\n%s\nstderr:\n%s", first, r.err);
+    lw_run_free(&t);
+    lw_run_free(&r);
+}
+END_TEST
+
+/* A warm-up ramp called a leak while it rises, then flat: the LEAK line
+ * printed on stderr is withdrawn there, once, when it happens (before the
+ * exit summary). */
+START_TEST(withdrawn_leak_is_withdrawn_on_stderr) {
+    lw_run r;
+    const char *args[] = {"--steps", "3000", "--warmup", "16M:1000", "--step-ms", "1", NULL};
+    const char *env[] = {"LEAKWATCH_WARN=1", NULL};
+    lw_run_prog(&r, 1, "rt_workload", args, env);
+    RUN_OK(&r);
+    ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
+    ck_assert_str_eq(lw_json_string(lw_json_path(r.report, "verdict")), "no_leak");
+    ck_assert_int_ge(lw_rep_int(&r, "growth.leak_verdicts_withdrawn"), 1);
+    const char *leak = strstr(r.err, "leakwatch: LEAK in ");
+    ck_assert_msg(leak != NULL, "no live LEAK line:\n%s", r.err);
+    ck_assert_int_eq(lw_count_substr(r.err, "leakwatch: leak verdict withdrawn at step "), 1);
+    const char *gone = strstr(r.err, "leakwatch: leak verdict withdrawn at step ");
+    const char *final = strstr(r.err, "leakwatch: no leak: ");
+    ck_assert_msg(final && leak < gone && gone < final, "order on stderr:\n%s", r.err);
+    ck_assert_int_eq(lw_count_substr(r.err, "withdrawn: leak verdict withdrawn"), 0);
+    lw_run_free(&r);
+}
+END_TEST
+
 START_TEST(two_ranks_are_labelled_and_merged) {
     char exe[PATH_MAX], want[160];
     snprintf(exe, sizeof exe, "%s/examples/train_loop", lw_build_dir());
@@ -544,6 +591,8 @@ int main(void) {
     tcase_add_test(tc, c_demo_names_the_users_line_everywhere);
     tcase_add_test(tc, python_demo_names_the_users_line_everywhere);
     tcase_add_test(tc, two_ranks_are_labelled_and_merged);
+    tcase_add_test(tc, exit_summary_is_the_reports_answer);
+    tcase_add_test(tc, withdrawn_leak_is_withdrawn_on_stderr);
     tcase_add_test(tc, html_header_and_floor_in_a_browser);
     tcase_add_test(tc, html_on_a_terminal_goes_to_a_file);
     tcase_add_test(tc, top_keys_and_job_exit_in_tmux);

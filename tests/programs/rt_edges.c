@@ -9,10 +9,16 @@
  *   rt_edges unmarked STEPS PHASE_STEPS LEAK STEP_US
  *       STEPS marked steps without a leak, then PHASE_STEPS steps that make
  *       no step mark (a validation loop: no optimizer step) and keep LEAK
- *       bytes each from leak_unmarked(), STEP_US microseconds apart. */
+ *       bytes each from leak_unmarked(), STEP_US microseconds apart.
+ *   rt_edges busyexit STEPS LEAK
+ *       STEPS marked steps, each leaking LEAK bytes from leak_kept(); then a
+ *       thread that goes on marking steps and taking and giving back 64 MiB
+ *       (free memory moves) while main returns: the exit report and the exit
+ *       summary are written while the job still steps. */
 #include "paths.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <time.h>
 
 cudaError_t cudaMalloc(void **p, size_t s);
@@ -110,9 +116,36 @@ static int unmarked(int argc, char **argv) {
     return 0;
 }
 
+static void *keep_stepping(void *arg) {
+    (void)arg;
+    for (;;) {
+        void *p;
+        CHECK(cudaMalloc(&p, 64 * MiB));
+        mark_step();
+        CHECK(cudaFree(p));
+    }
+    return NULL;
+}
+
+static int busyexit(int argc, char **argv) {
+    long steps = arg_long(argc, argv, 2, 400), leak = arg_long(argc, argv, 3, 4096);
+    void **kept = calloc((size_t)steps, sizeof *kept);
+    for (long i = 0; i < steps; i++) {
+        transients();
+        leak_kept(kept, i, (size_t)leak);
+        mark_step();
+    }
+    pthread_t t;
+    if (pthread_create(&t, NULL, keep_stepping, NULL) != 0) return 1;
+    printf("exiting after %ld steps, still stepping\n", steps);
+    fflush(stdout);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "release")) return release(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "unmarked")) return unmarked(argc, argv);
-    fprintf(stderr, "usage: rt_edges release|unmarked ... (see the comment at the top)\n");
+    if (argc > 1 && !strcmp(argv[1], "busyexit")) return busyexit(argc, argv);
+    fprintf(stderr, "usage: rt_edges release|unmarked|busyexit ... (see the comment at the top)\n");
     return 2;
 }
