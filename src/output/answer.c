@@ -24,6 +24,8 @@ void lw_report_answer(lw_answer *a, const lw_growth_state *g) {
     a->hi = g->last.hi;
     a->per_second = g->last.bytes_per_second;
     a->onset = g->last.onset_x;
+    if (isfinite(g->last.onset_hi) && g->last.onset_hi > g->last.onset_lo)
+        a->onset_hi = g->last.onset_hi;
     lw_growth_oom(g, &a->oom_seconds, &a->oom_steps);
 }
 

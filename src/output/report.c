@@ -716,6 +716,15 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
         lw_jw_double(w, "onset_step", l->onset_x);
     else
         lw_jw_null(w, "onset_step");
+    /* The steps the onset's bin covers (the onset is known to a bin). */
+    if (leak && isfinite(l->onset_lo) && isfinite(l->onset_hi) && l->onset_hi >= l->onset_lo) {
+        lw_jw_array(w, "onset_range");
+        lw_jw_double(w, NULL, l->onset_lo);
+        lw_jw_double(w, NULL, l->onset_hi);
+        lw_jw_end(w);
+    } else {
+        lw_jw_null(w, "onset_range");
+    }
     emit_opt_int(w, "first_leak_step", g->first_leak_step);
     double eta_s, eta_steps;
     lw_growth_oom(g, &eta_s, &eta_steps);

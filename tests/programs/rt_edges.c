@@ -10,6 +10,14 @@
  *       STEPS marked steps without a leak, then PHASE_STEPS steps that make
  *       no step mark (a validation loop: no optimizer step) and keep LEAK
  *       bytes each from leak_unmarked(), STEP_US microseconds apart.
+ *   rt_edges idletail STEPS LEAK STEP_US TAIL_MS
+ *       STEPS marked steps of STEP_US microseconds, each leaking LEAK bytes
+ *       from leak_kept(); then TAIL_MS milliseconds of work without marks
+ *       (saving a checkpoint), nothing freed.
+ *   rt_edges slowstart STEPS LEAK STEP_US SLOW_STEPS SLOW_US
+ *       STEPS marked steps, each leaking LEAK bytes from leak_kept(); the
+ *       first SLOW_STEPS take SLOW_US microseconds (start-up: compiling,
+ *       caches), the others STEP_US.
  *   rt_edges busyexit STEPS LEAK
  *       STEPS marked steps, each leaking LEAK bytes from leak_kept(); then a
  *       thread that goes on marking steps and taking and giving back 64 MiB
@@ -116,6 +124,44 @@ static int unmarked(int argc, char **argv) {
     return 0;
 }
 
+static int idletail(int argc, char **argv) {
+    long steps = arg_long(argc, argv, 2, 600), leak = arg_long(argc, argv, 3, 4096),
+         step_us = arg_long(argc, argv, 4, 2000), tail_ms = arg_long(argc, argv, 5, 1000);
+    void **kept = calloc((size_t)steps, sizeof *kept);
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    for (long i = 0; i < steps; i++) {
+        transients();
+        leak_kept(kept, i, (size_t)leak);
+        mark_step();
+        wait_until(&next, step_us);
+    }
+    double end = now_ms() + (double)tail_ms;
+    while (now_ms() < end) {
+        transients();
+        wait_until(&next, step_us);
+    }
+    printf("idle for %ld ms after %ld steps\n", tail_ms, steps);
+    return 0;
+}
+
+static int slowstart(int argc, char **argv) {
+    long steps = arg_long(argc, argv, 2, 1500), leak = arg_long(argc, argv, 3, 4096),
+         step_us = arg_long(argc, argv, 4, 2000), slow = arg_long(argc, argv, 5, 20),
+         slow_us = arg_long(argc, argv, 6, 50000);
+    void **kept = calloc((size_t)steps, sizeof *kept);
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    for (long i = 0; i < steps; i++) {
+        transients();
+        leak_kept(kept, i, (size_t)leak);
+        mark_step();
+        wait_until(&next, i < slow ? slow_us : step_us);
+    }
+    printf("%ld steps, the first %ld slow\n", steps, slow);
+    return 0;
+}
+
 static void *keep_stepping(void *arg) {
     (void)arg;
     for (;;) {
@@ -145,7 +191,10 @@ static int busyexit(int argc, char **argv) {
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "release")) return release(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "unmarked")) return unmarked(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "idletail")) return idletail(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "slowstart")) return slowstart(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "busyexit")) return busyexit(argc, argv);
-    fprintf(stderr, "usage: rt_edges release|unmarked|busyexit ... (see the comment at the top)\n");
+    fprintf(stderr, "usage: rt_edges release|unmarked|idletail|slowstart|busyexit ... (see the "
+                    "comment at the top)\n");
     return 2;
 }
