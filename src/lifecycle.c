@@ -144,7 +144,7 @@ static void write_report(const char *reason, int fallback) {
     const char *prom = lw_opt_str(LW_OPT_PROMETHEUS);
     if (prom) {
         lw_warning_final_place();
-        lw_prometheus_write(prom);
+        lw_prometheus_write_answer(prom, &ans);
     }
 }
 
