@@ -18,6 +18,10 @@
  *       STEPS marked steps, each leaking LEAK bytes from leak_kept(); the
  *       first SLOW_STEPS take SLOW_US microseconds (start-up: compiling,
  *       caches), the others STEP_US.
+ *   rt_edges tie
+ *       two sites holding 1 MiB each at exit, no growth: hold_churned() made
+ *       eleven allocations (ten freed), then hold_first() one; a tie in live
+ *       bytes that the bytes allocated break.
  *   rt_edges busyexit STEPS LEAK
  *       STEPS marked steps, each leaking LEAK bytes from leak_kept(); then a
  *       thread that goes on marking steps and taking and giving back 64 MiB
@@ -162,6 +166,31 @@ static int slowstart(int argc, char **argv) {
     return 0;
 }
 
+NOINLINE static void *hold_first(void) {
+    void *p;
+    CHECK(cudaMalloc(&p, MiB));
+    return p;
+}
+
+NOINLINE static void *hold_churned(void) {
+    void *p;
+    CHECK(cudaMalloc(&p, MiB));
+    return p;
+}
+
+static int tie(void) {
+    void *b = NULL;
+    for (int i = 0; i < 11; i++) {
+        if (b) CHECK(cudaFree(b));
+        b = hold_churned();
+        mark_step();
+    }
+    void *a = hold_first();
+    mark_step();
+    printf("holding %p and %p\n", a, b);
+    return 0;
+}
+
 static void *keep_stepping(void *arg) {
     (void)arg;
     for (;;) {
@@ -193,8 +222,9 @@ int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "unmarked")) return unmarked(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "idletail")) return idletail(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "slowstart")) return slowstart(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "tie")) return tie();
     if (argc > 1 && !strcmp(argv[1], "busyexit")) return busyexit(argc, argv);
-    fprintf(stderr, "usage: rt_edges release|unmarked|idletail|slowstart|busyexit ... (see the "
+    fprintf(stderr, "usage: rt_edges release|unmarked|idletail|slowstart|tie|busyexit ... (see the "
                     "comment at the top)\n");
     return 2;
 }
