@@ -46,7 +46,7 @@ static void answer_now(lw_run_answer *r) {
     lw_run_answer_now(r);
     /* It says which step, as it may be read much later. */
     r->a.computed_at = (double)r->g.steps;
-    if (r->a.where) set_place(r->where);
+    if (r->a.where && r->g.verdict == LW_VERDICT_LEAK) set_place(r->where);
 }
 
 /* A LEAK line was printed and not withdrawn since. */
@@ -57,10 +57,13 @@ void lw_warning_leak(void) {
     if (!lw_opt_int(LW_OPT_WARN) && !lw_opt_str(LW_OPT_PROMETHEUS)) return;
     uint64_t now = lw_now_ns();
     if (warned && now - last_warn_ns < WARN_AGAIN_NS) return;
-    warned = 1;
-    last_warn_ns = now;
     lw_run_answer r;
     answer_now(&r);
+    /* The verdict may have moved since the warning fell due (a withdrawal,
+     * the end of the run): the live line says only a leak. */
+    if (r.g.verdict != LW_VERDICT_LEAK) return;
+    warned = 1;
+    last_warn_ns = now;
     if (!lw_opt_int(LW_OPT_WARN)) return;
     char line[1024];
     lw_log("%s", lw_answer_line(&r.a, line, sizeof line));
