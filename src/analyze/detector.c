@@ -29,7 +29,7 @@ lw_detect_params lw_detect_defaults(void) {
  * in a row do). A leak that starts late after a warm-up gets its own start,
  * not the warm-up's. Returns that bin's index. */
 static int find_onset(const double *x, const double *y, int n, int w, double slope,
-                      double intercept) {
+                      double intercept, double slope_err) {
     double *r = malloc(sizeof(double) * (size_t)w);
     if (!r) return n - w;
     for (int i = 0; i < w; i++)
@@ -42,7 +42,11 @@ static int find_onset(const double *x, const double *y, int n, int w, double slo
     if (tol < slope * dx) tol = slope * dx;
     int onset = n - w, misses = 0;
     for (int i = n - w; i >= 0; i--) {
-        if (fabs(y[i] - (intercept + slope * x[i])) > tol) {
+        /* The line is known to its slope's interval: further back from the
+         * window, it is known less well (a pace that varied between time
+         * intervals bends the older part of a leak's line). */
+        double far = x[n - w] - x[i];
+        if (fabs(y[i] - (intercept + slope * x[i])) > tol + slope_err * far) {
             if (++misses >= 2) break;
             continue;
         }
@@ -532,7 +536,9 @@ int lw_detect(const lw_bin *bins, int n, const lw_detect_params *p, lw_growth *o
         /* The onset is the start of the bin where growth began, with the
          * steps that bin covers: with coarse bins, "within steps 1-32",
          * the same start as the bins widen. */
-        int k = find_onset(x, y, n, w, ts.slope, ts.intercept);
+        double err =
+            isfinite(ts.lo) && isfinite(ts.hi) ? fmax(ts.slope - ts.lo, ts.hi - ts.slope) : 0;
+        int k = find_onset(x, y, n, w, ts.slope, ts.intercept, err > 0 ? err : 0);
         bin_range(&bins[k], &out->onset_lo, &out->onset_hi);
         out->onset_x = out->onset_lo;
     }
