@@ -316,6 +316,11 @@ typedef struct {
 } ranked_site;
 
 /* Leaking sites first, fastest growth first; then by what they hold. */
+/* The site the answer names, and the live bytes its entry in "sites" was
+ * written with (per thread: reports may be written from two at once). */
+static __thread const lw_site *answer_site;
+static __thread int64_t answer_live = -1;
+
 static int by_relevance(const void *a, const void *b) {
     const ranked_site *x = a, *y = b;
     if (x->leak != y->leak) return x->leak ? -1 : 1;
@@ -548,7 +553,9 @@ static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const site_vi
                       int distinct) {
     lw_jw_object(w, NULL);
     lw_jw_uint(w, "id", s->id);
-    lw_jw_int(w, "live_bytes", atomic_load(&s->live_bytes));
+    int64_t live = atomic_load(&s->live_bytes);
+    if (s == answer_site) answer_live = live; /* the answer says what the site says */
+    lw_jw_int(w, "live_bytes", live);
     /* Derived: keeping a live count would cost the hot path an atomic. */
     lw_jw_int(w, "live_count",
               (int64_t)(atomic_load(&s->alloc_count) - atomic_load(&s->free_count)));
@@ -971,14 +978,20 @@ int lw_report_emit(FILE *f, const char *reason) {
     emit_growth(&w, &g);
     emit_series(&w, bins, nbins);
     emit_torch(&w);
+    /* The answer (answer.c) is chosen before the sites are written, so that
+     * its numbers are those of the named site's entry. */
+    lw_run_answer ans;
+    lw_run_answer_from(&ans, &g);
+    answer_site = ans.site;
+    answer_live = -1;
     int top_distinct = -1;
     const lw_site *top = emit_sites(&w, syms, g.verdict == LW_VERDICT_LEAK, &top_distinct);
+    if (answer_live >= 0 && isfinite(ans.a.where_live)) ans.a.where_live = (double)answer_live;
+    answer_site = NULL;
     /* The site the answer names (answer.c, the one rule every output
      * follows), and its place to look (the same as that site's own "where"):
      * under PyTorch's signal, the first site found in its allocation history,
      * as the helper described it. The exit summary renders this answer. */
-    lw_run_answer ans;
-    lw_run_answer_from(&ans, &g);
     lw_run_answer_keep(&ans);
     if (ans.torch && lw_torch_info_answer(&w)) {
     } else if (ans.site || top) {

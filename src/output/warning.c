@@ -52,9 +52,12 @@ static void answer_now(lw_run_answer *r) {
 /* A LEAK line was printed and not withdrawn since. */
 static int announced;
 
-void lw_warning_leak(void) {
-    /* Without the line on stderr, the place is still named for Prometheus. */
-    if (!lw_opt_int(LW_OPT_WARN) && !lw_opt_str(LW_OPT_PROMETHEUS)) return;
+/* The worker's tick and the exit's report may both find a warning due: one
+ * of them says it (the answer takes a while to compute); the other does not
+ * wait (a try: never a deadlock, also in a child forked meanwhile). */
+static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void warn_locked(void) {
     uint64_t now = lw_now_ns();
     if (warned && now - last_warn_ns < WARN_AGAIN_NS) return;
     lw_run_answer r;
@@ -67,13 +70,30 @@ void lw_warning_leak(void) {
     if (!lw_opt_int(LW_OPT_WARN)) return;
     char line[1024];
     lw_log("%s", lw_answer_line(&r.a, line, sizeof line));
-    announced = r.g.verdict == LW_VERDICT_LEAK;
+    announced = 1;
     /* Under PyTorch's signal, what keeps the named line's tensors alive. */
     if (r.owner[0]) lw_log("  %s", r.owner);
 }
 
+void lw_warning_leak(void) {
+    /* Without the line on stderr, the place is still named for Prometheus. */
+    if (!lw_opt_int(LW_OPT_WARN) && !lw_opt_str(LW_OPT_PROMETHEUS)) return;
+    if (pthread_mutex_trylock(&warn_lock) != 0) return;
+    warn_locked();
+    pthread_mutex_unlock(&warn_lock);
+}
+
+static void check_locked(void);
+
 void lw_warning_check(void) {
     if (!announced || !lw_opt_int(LW_OPT_WARN)) return;
+    if (pthread_mutex_trylock(&warn_lock) != 0) return;
+    check_locked();
+    pthread_mutex_unlock(&warn_lock);
+}
+
+static void check_locked(void) {
+    if (!announced) return;
     lw_growth_state g;
     lw_growth_get(&g, NULL, 0, NULL);
     if (g.verdict == LW_VERDICT_LEAK) return;

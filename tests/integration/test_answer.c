@@ -323,6 +323,21 @@ START_TEST(live_and_exit_lines_agree) {
                   "exit onset: %s", last);
     ck_assert_int_eq(lw_rep_int(&r, "growth.onset_step"), 1);
     ck_assert_int_eq(lw_json_number(lw_json_path(r.report, "growth.onset_range[0]"), -1), 1);
+    /* `leakwatch report` says the same onset, as a range when the bins are
+     * coarse, in its answer line and its growth line. */
+    lw_run t;
+    const char *text[] = {"report", r.report_path, NULL};
+    lw_cli_run(&t, text, NULL);
+    RUN_OK(&t);
+    char first[2048];
+    first_line(t.out, NULL, first, sizeof first);
+    ck_assert_msg(!strcmp(first, last + strlen("leakwatch: ")), "report: %s\nexit: %s", first,
+                  last);
+    if (strstr(last, "within steps 1-"))
+        ck_assert_msg(strstr(t.out, "growth began within steps 1-"), "%s", t.out);
+    else
+        ck_assert_msg(strstr(t.out, "growth began near step 1\n"), "%s", t.out);
+    lw_run_free(&t);
     lw_run_free(&r);
 }
 END_TEST
