@@ -132,14 +132,19 @@ static void write_report(const char *reason, int fallback) {
         lw_growth_flush();
     if (lw_growth_take_warning()) lw_warning_leak();
     char path[PATH_MAX];
+    /* The summary renders the answer of the report written here (answer.c),
+     * or the state now when no report was emitted. */
+    lw_run_answer_forget();
     int rc = lw_report_write(reason, fallback, path, sizeof path);
-    lw_report_summary(rc == 0 ? path : NULL);
+    lw_run_answer ans;
+    if (!lw_run_answer_kept(&ans)) lw_run_answer_now(&ans);
+    lw_report_summary(&ans, rc == 0 ? path : NULL);
     /* The metrics end on the state the report gives, not on the worker's last
      * tick (which may predate the final verdict). */
     const char *prom = lw_opt_str(LW_OPT_PROMETHEUS);
     if (prom) {
         lw_warning_final_place();
-        lw_prometheus_write(prom);
+        lw_prometheus_write_answer(prom, &ans);
     }
 }
 

@@ -123,6 +123,7 @@ static void *run(void *arg) {
         }
         lw_growth_update(timed_out);
         if (lw_growth_take_warning()) lw_warning_leak();
+        lw_warning_check();
         periodic_outputs();
         tick_fn hook = atomic_load(&tick_hook);
         if (hook) hook();

@@ -321,6 +321,12 @@ static void read_growth(lw_model *m, const lw_json *root) {
     o->device_free_bytes = num(m, g, "device_free_bytes", "growth.");
     o->device_total_bytes = num(m, g, "device_total_bytes", "growth.");
     o->step_source = str(m, g, "step_source", "growth.");
+    o->onset_lo = o->onset_hi = NAN;
+    const lw_json *range = g ? lw_json_get(g, "onset_range") : NULL;
+    if (range && lw_json_type_of(range) == LW_JSON_ARRAY && lw_json_len(range) == 2) {
+        o->onset_lo = lw_json_number(lw_json_at(range, 0), NAN);
+        o->onset_hi = lw_json_number(lw_json_at(range, 1), NAN);
+    }
     o->ci_lo = o->ci_hi = NAN;
     const lw_json *ci = typed(m, g, "slope_ci", LW_JSON_ARRAY, "growth.");
     if (ci) {
@@ -731,6 +737,7 @@ void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn) {
         a->hi = g->ci_hi;
         a->per_second = g->bytes_per_second;
         a->onset = g->onset_step;
+        if (isfinite(g->onset_hi) && g->onset_hi > g->onset_step) a->onset_hi = g->onset_hi;
         a->oom_seconds = g->oom_eta_seconds;
         a->oom_steps = g->oom_eta_steps;
     }

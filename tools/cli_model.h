@@ -60,6 +60,7 @@ typedef struct {
     double bytes_per_step, bytes_per_second, steps, p_value, ci_lo, ci_hi, onset_step;
     double oom_eta_seconds, oom_eta_steps, device_free_bytes, device_total_bytes;
     const char *step_source;
+    double onset_lo, onset_hi; /* growth.onset_range; NAN when absent (older reports) */
 } lw_m_growth;
 
 typedef struct {

@@ -523,7 +523,14 @@ static void answer_header(FILE *o, const lw_model *m) {
                      lw_fmt_bytes(g->ci_lo, c, sizeof c), lw_fmt_bytes(g->ci_hi, d, sizeof d));
         }
         fact(o, "rate", b);
-        if (isfinite(g->onset_step)) {
+        if (isfinite(g->onset_step) && isfinite(g->onset_hi) && g->onset_hi > g->onset_step) {
+            /* Coarse bins: the onset is known to the steps of one bin. */
+            size_t len = (size_t)snprintf(b, sizeof b, "%ss %s", a.unit,
+                                          lw_fmt_count(g->onset_step, c, sizeof c));
+            if (len < sizeof b)
+                snprintf(b + len, sizeof b - len, "-%s", lw_fmt_count(g->onset_hi, c, sizeof c));
+            fact(o, "growth began within", b);
+        } else if (isfinite(g->onset_step)) {
             snprintf(b, sizeof b, "%s %s", a.unit, lw_fmt_count(g->onset_step, c, sizeof c));
             fact(o, "growth began near", b);
         }

@@ -118,6 +118,14 @@ static void one(lw_jw *w, const lw_model *m) {
         lw_jw_null(w, "slope_ci");
     }
     num(w, "onset_step", g->onset_step);
+    if (isfinite(g->onset_lo) && isfinite(g->onset_hi)) {
+        lw_jw_array(w, "onset_range");
+        num(w, NULL, g->onset_lo);
+        num(w, NULL, g->onset_hi);
+        lw_jw_end(w);
+    } else {
+        lw_jw_null(w, "onset_range");
+    }
     num(w, "oom_eta_seconds", g->oom_eta_seconds);
     num(w, "oom_eta_steps", g->oom_eta_steps);
     num(w, "device_free_bytes", g->device_free_bytes);

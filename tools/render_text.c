@@ -113,7 +113,10 @@ static void print_growth(FILE *out, const lw_model *m) {
                     : !strcmp(g->step_source, "time")
                         ? "time intervals: no step marker seen"
                         : lw_safe_text(g->step_source, src, sizeof src));
-        if (isfinite(g->onset_step)) fprintf(out, "; growth began near step %.0f", g->onset_step);
+        if (isfinite(g->onset_step) && isfinite(g->onset_hi) && g->onset_hi > g->onset_step)
+            fprintf(out, "; growth began within steps %.0f-%.0f", g->onset_step, g->onset_hi);
+        else if (isfinite(g->onset_step))
+            fprintf(out, "; growth began near step %.0f", g->onset_step);
         fputc('\n', out);
     }
     if (isfinite(g->oom_eta_seconds) || isfinite(g->oom_eta_steps)) {

@@ -24,13 +24,14 @@ lw_detect_params lw_detect_defaults(void) {
 }
 
 /* Where growth began: walking back from the window over older bins, the
- * earliest from which every bin still lies on the window's line (within the
- * noise of the window's residuals). A leak that starts late after a warm-up
- * gets its own start, not the warm-up's. */
-static double find_onset(const double *x, const double *y, int n, int w, double slope,
-                         double intercept) {
+ * earliest from which the bins still lie on the window's line (within the
+ * noise of the window's residuals; one stray bin does not end the walk, two
+ * in a row do). A leak that starts late after a warm-up gets its own start,
+ * not the warm-up's. Returns that bin's index. */
+static int find_onset(const double *x, const double *y, int n, int w, double slope,
+                      double intercept, double slope_err) {
     double *r = malloc(sizeof(double) * (size_t)w);
-    if (!r) return x[n - w];
+    if (!r) return n - w;
     for (int i = 0; i < w; i++)
         r[i] = fabs(y[n - w + i] - (intercept + slope * x[n - w + i]));
     double mad = lw_median(r, w);
@@ -39,12 +40,28 @@ static double find_onset(const double *x, const double *y, int n, int w, double 
     double dx = (x[n - 1] - x[n - w]) / (w > 1 ? w - 1 : 1);
     double tol = 4 * 1.4826 * mad;
     if (tol < slope * dx) tol = slope * dx;
-    double onset = x[n - w];
+    int onset = n - w, misses = 0;
     for (int i = n - w; i >= 0; i--) {
-        if (fabs(y[i] - (intercept + slope * x[i])) > tol) break;
-        onset = x[i];
+        /* The line is known to its slope's interval: further back from the
+         * window, it is known less well (a pace that varied between time
+         * intervals bends the older part of a leak's line). */
+        double far = x[n - w] - x[i];
+        if (fabs(y[i] - (intercept + slope * x[i])) > tol + slope_err * far) {
+            if (++misses >= 2) break;
+            continue;
+        }
+        misses = 0;
+        onset = i;
     }
     return onset;
+}
+
+/* The steps a bin covers: its points are consecutive steps (or intervals)
+ * around their mean x. */
+static void bin_range(const lw_bin *b, double *lo, double *hi) {
+    double half = b->n > 1 ? (double)(b->n - 1) / 2 : 0;
+    *lo = b->x - half;
+    *hi = b->x + half;
 }
 
 /* The standard deviation of one bin's floor around any smooth curve, from
@@ -313,6 +330,7 @@ int lw_detect(const lw_bin *bins, int n, const lw_detect_params *p, lw_growth *o
     out->verdict = LW_VERDICT_INCONCLUSIVE;
     out->p_value = out->p_recent = out->guard_p = NAN;
     out->slope = out->lo = out->hi = out->onset_x = out->bytes_per_second = NAN;
+    out->onset_lo = out->onset_hi = NAN;
     out->noise_bin = out->noise_step = out->min_rate = out->more_steps = NAN;
     if (n < p->min_points) {
         out->reason = "too few steps yet";
@@ -406,7 +424,14 @@ int lw_detect(const lw_bin *bins, int n, const lw_detect_params *p, lw_growth *o
     out->lo = ts.lo;
     out->hi = ts.hi;
     out->p_value = mk.p_increasing;
-    const lw_bin *b0 = &bins[n - w], *b1 = &bins[n - 1];
+    /* Per second at the job's current pace: the steps per second of the
+     * newest quarter of the window (two bins at least), not of the whole
+     * window, whose oldest bins hold the start-up's slow first steps; so the
+     * live line and the exit line project the same time to out-of-memory
+     * for a job that keeps its pace. */
+    int recent = w / 4 >= 2 ? w / 4 : (w >= 2 ? 2 : 1);
+    const lw_bin *b0 = &bins[n - recent], *b1 = &bins[n - 1];
+    if (recent < 2) b0 = &bins[n - w];
     if (b1->t > b0->t && b1->x > b0->x)
         out->bytes_per_second = ts.slope * (b1->x - b0->x) / (b1->t - b0->t);
 
@@ -507,8 +532,16 @@ int lw_detect(const lw_bin *bins, int n, const lw_detect_params *p, lw_growth *o
         out->reason = "the floor grows steadily";
         out->more_steps = 0;
     }
-    if (out->verdict == LW_VERDICT_LEAK || out->supports_leak)
-        out->onset_x = find_onset(x, y, n, w, ts.slope, ts.intercept);
+    if (out->verdict == LW_VERDICT_LEAK || out->supports_leak) {
+        /* The onset is the start of the bin where growth began, with the
+         * steps that bin covers: with coarse bins, "within steps 1-32",
+         * the same start as the bins widen. */
+        double err =
+            isfinite(ts.lo) && isfinite(ts.hi) ? fmax(ts.slope - ts.lo, ts.hi - ts.slope) : 0;
+        int k = find_onset(x, y, n, w, ts.slope, ts.intercept, err > 0 ? err : 0);
+        bin_range(&bins[k], &out->onset_lo, &out->onset_hi);
+        out->onset_x = out->onset_lo;
+    }
     free(x);
     return 0;
 }

@@ -63,15 +63,17 @@ typedef struct {
     int window;         /* bins tested */
     const char *reason; /* one phrase: why this verdict */
     /* Added with the noise-aware decision (all zero/NULL in a zeroed struct). */
-    int supports_leak;        /* 1: an already announced leak still stands */
-    const char *overruled_by; /* the guard that overruled a significant trend, or NULL */
-    const char *guard_why;    /* what that guard saw */
-    double guard_p;           /* its test's p-value */
-    double p_recent;          /* Mann–Kendall over the newest half of the window */
-    double noise_bin;         /* robust sd of one bin's floor, bytes */
-    double noise_step;        /* the same for one step's floor (noise_bin * sqrt(width)) */
-    double min_rate;          /* the smallest rate this run can call now, bytes per x unit */
-    double more_steps;        /* x units still needed at the current rate; NAN: unknown */
+    int supports_leak;         /* 1: an already announced leak still stands */
+    const char *overruled_by;  /* the guard that overruled a significant trend, or NULL */
+    const char *guard_why;     /* what that guard saw */
+    double guard_p;            /* its test's p-value */
+    double p_recent;           /* Mann–Kendall over the newest half of the window */
+    double onset_lo, onset_hi; /* the steps the onset's bin covers (onset_x = onset_lo);
+                                  0, 0 in a zeroed struct: unknown */
+    double noise_bin;          /* robust sd of one bin's floor, bytes */
+    double noise_step;         /* the same for one step's floor (noise_bin * sqrt(width)) */
+    double min_rate;           /* the smallest rate this run can call now, bytes per x unit */
+    double more_steps;         /* x units still needed at the current rate; NAN: unknown */
 } lw_growth;
 
 /* Evaluates bins[0..n). Returns 0; out is always filled. */

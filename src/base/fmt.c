@@ -91,7 +91,7 @@ void lw_answer_init(lw_answer *a) {
     a->unit = "step";
     a->rate = a->lo = a->hi = a->per_second = a->onset = a->steps = NAN;
     a->free_bytes = a->total_bytes = a->oom_seconds = a->oom_steps = NAN;
-    a->computed_at = a->where_rate = a->where_live = NAN;
+    a->computed_at = a->where_rate = a->where_live = a->onset_hi = NAN;
 }
 
 void lw_answer_oom(double free_bytes, double per_second, double per_step, double *seconds,
@@ -128,8 +128,13 @@ char *lw_answer_line(const lw_answer *a, char *out, size_t n) {
         if (isfinite(a->lo) && isfinite(a->hi))
             add(out, n, &o, " (95%% CI %s .. %s)", lw_fmt_bytes(a->lo, lo, sizeof lo),
                 lw_fmt_bytes(a->hi, hi, sizeof hi));
-        if (isfinite(a->onset))
+        if (isfinite(a->onset) && isfinite(a->onset_hi) && a->onset_hi > a->onset) {
+            /* Coarse bins: the onset is known to a bin's steps. */
+            add(out, n, &o, " starting within %ss %s", unit, lw_fmt_count(a->onset, s, sizeof s));
+            add(out, n, &o, "-%s", lw_fmt_count(a->onset_hi, s, sizeof s));
+        } else if (isfinite(a->onset)) {
             add(out, n, &o, " since %s %s", unit, lw_fmt_count(a->onset, s, sizeof s));
+        }
         if (isfinite(a->oom_seconds) || isfinite(a->oom_steps)) {
             add(out, n, &o, "; out of memory in ");
             if (isfinite(a->oom_seconds))

@@ -37,6 +37,8 @@ typedef struct {
                            than the state it is shown with (the live warning); NAN: now */
     double where_rate;  /* growth per unit of the named site (NAN: not a leaking site) */
     double where_live;  /* bytes the named site holds (shown when there is no leak) */
+    double onset_hi;    /* the last unit of the onset's bin: the onset is a range
+                           "within steps onset-onset_hi" when above onset; NAN: a point */
 } lw_answer;
 
 /* An answer with every number unknown. */

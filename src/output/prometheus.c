@@ -3,6 +3,8 @@
  * the same getters (totals.h, growth.h), so the two never disagree. */
 #include "prometheus.h"
 
+#include "answer.h"
+
 #include "atomic_file.h"
 #include "growth.h"
 #include "imports.h"
@@ -49,7 +51,7 @@ static void header(FILE *f, const char *name, const char *type, const char *help
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static int emit(FILE *f) {
+static int emit(FILE *f, const lw_run_answer *given) {
     uint64_t seen = lw_totals_devices_seen();
     for (int m = 0; m < M_COUNT; m++) {
         header(f, metrics[m].name, metrics[m].type, metrics[m].help);
@@ -73,8 +75,17 @@ static int emit(FILE *f) {
                "Imports open now (an IPC handle opened twice counts twice).");
         fprintf(f, "leakwatch_imported_open %lld\n", (long long)imp.live_count);
     }
+    /* The run's answer (answer.c) when one is given (the exit's, the same as
+     * its report), else the state now with the live warning's place. */
     lw_growth_state g;
-    lw_growth_get(&g, NULL, 0, NULL);
+    char place[512];
+    if (given) {
+        g = given->g;
+        snprintf(place, sizeof place, "%s", given->a.where ? given->where : "");
+    } else {
+        lw_growth_get(&g, NULL, 0, NULL);
+        lw_warning_place(place, sizeof place);
+    }
     if (g.evaluations) {
         double oom_s, oom_steps;
         lw_growth_oom(&g, &oom_s, &oom_steps);
@@ -85,8 +96,6 @@ static int emit(FILE *f) {
         }
         header(f, "leakwatch_leak", "gauge", "1 when the detector's verdict is leak, else 0.");
         fprintf(f, "leakwatch_leak %d\n", g.verdict == LW_VERDICT_LEAK);
-        char place[512];
-        lw_warning_place(place, sizeof place);
         if (g.verdict == LW_VERDICT_LEAK && place[0]) {
             header(f, "leakwatch_leak_place_info", "gauge",
                    "The place to look of the leak (the live warning's), as the label where.");
@@ -111,11 +120,14 @@ static int emit(FILE *f) {
 }
 
 static int emit_to(FILE *f, void *arg) {
-    (void)arg;
-    return emit(f);
+    return emit(f, arg);
 }
 
 int lw_prometheus_write(const char *tpl) {
+    return lw_prometheus_write_answer(tpl, NULL);
+}
+
+int lw_prometheus_write_answer(const char *tpl, const lw_run_answer *r) {
     char path[PATH_MAX];
     if (lw_path_expand(tpl, path, sizeof path) != 0) {
         errno = ENAMETOOLONG;
@@ -123,6 +135,6 @@ int lw_prometheus_write(const char *tpl) {
     }
     /* ".NAME.PID.SEQ.tmp": node exporter reads only *.prom, so never this.
      * Mode 0600 like every output; node exporter runs as root or as us. */
-    int rc = lw_atomic_write(path, emit_to, NULL, NULL, 0);
+    int rc = lw_atomic_write(path, emit_to, (void *)r, NULL, 0);
     return rc == LW_AF_FAILED ? -1 : 0;
 }

@@ -11,4 +11,9 @@
  * (the caller decides how often to complain). */
 int lw_prometheus_write(const char *path);
 
+/* The same with the growth metrics, verdict and place from r (answer.h: the
+ * exit's answer, the one its report and summary give); r NULL: the state now. */
+#include "answer.h"
+int lw_prometheus_write_answer(const char *path, const lw_run_answer *r);
+
 #endif

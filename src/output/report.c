@@ -6,6 +6,8 @@
 
 #include "report_file.h"
 
+#include "answer.h"
+
 #include "clock.h"
 #include "json_write.h"
 #include "runstate.h"
@@ -314,6 +316,11 @@ typedef struct {
 } ranked_site;
 
 /* Leaking sites first, fastest growth first; then by what they hold. */
+/* The site the answer names, and the live bytes its entry in "sites" was
+ * written with (per thread: reports may be written from two at once). */
+static __thread const lw_site *answer_site;
+static __thread int64_t answer_live = -1;
+
 static int by_relevance(const void *a, const void *b) {
     const ranked_site *x = a, *y = b;
     if (x->leak != y->leak) return x->leak ? -1 : 1;
@@ -546,7 +553,9 @@ static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const site_vi
                       int distinct) {
     lw_jw_object(w, NULL);
     lw_jw_uint(w, "id", s->id);
-    lw_jw_int(w, "live_bytes", atomic_load(&s->live_bytes));
+    int64_t live = atomic_load(&s->live_bytes);
+    if (s == answer_site) answer_live = live; /* the answer says what the site says */
+    lw_jw_int(w, "live_bytes", live);
     /* Derived: keeping a live count would cost the hot path an atomic. */
     lw_jw_int(w, "live_count",
               (int64_t)(atomic_load(&s->alloc_count) - atomic_load(&s->free_count)));
@@ -733,6 +742,15 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
         lw_jw_double(w, "onset_step", l->onset_x);
     else
         lw_jw_null(w, "onset_step");
+    /* The steps the onset's bin covers (the onset is known to a bin). */
+    if (leak && isfinite(l->onset_lo) && isfinite(l->onset_hi) && l->onset_hi >= l->onset_lo) {
+        lw_jw_array(w, "onset_range");
+        lw_jw_double(w, NULL, l->onset_lo);
+        lw_jw_double(w, NULL, l->onset_hi);
+        lw_jw_end(w);
+    } else {
+        lw_jw_null(w, "onset_range");
+    }
     emit_opt_int(w, "first_leak_step", g->first_leak_step);
     double eta_s, eta_steps;
     lw_growth_oom(g, &eta_s, &eta_steps);
@@ -937,6 +955,8 @@ void lw_report_set_attached(int attached) {
     "no CUDA allocation seen since the attach (calls through pointers looked up before it "        \
     "are not seen): start the job under 'leakwatch run'"
 
+static int distinct_for(lw_symtab *syms, const lw_growth_state *g, const lw_site *site);
+
 int lw_report_emit(FILE *f, const char *reason) {
     lw_jw w;
     lw_jw_init(&w, f, 1);
@@ -978,18 +998,29 @@ int lw_report_emit(FILE *f, const char *reason) {
     emit_growth(&w, &g);
     emit_series(&w, bins, nbins);
     emit_torch(&w);
+    /* The answer (answer.c) is chosen before the sites are written, so that
+     * its numbers are those of the named site's entry. */
+    lw_run_answer ans;
+    lw_run_answer_from(&ans, &g);
+    answer_site = ans.site;
+    answer_live = -1;
     int top_distinct = -1;
     const lw_site *top = emit_sites(&w, syms, g.verdict == LW_VERDICT_LEAK, &top_distinct);
-    /* The site the answer names, and its place to look (the same as that
-     * site's own "where"): under PyTorch's signal, the first site found in
-     * its allocation history, as the helper described it. */
-    if (g.verdict == LW_VERDICT_LEAK && g.signal_device >= 0 && lw_torch_info_answer(&w)) {
-    } else if (top) {
+    if (answer_live >= 0 && isfinite(ans.a.where_live)) ans.a.where_live = (double)answer_live;
+    answer_site = NULL;
+    /* The site the answer names (answer.c, the one rule every output
+     * follows), and its place to look (the same as that site's own "where"):
+     * under PyTorch's signal, the first site found in its allocation history,
+     * as the helper described it. The exit summary renders this answer. */
+    lw_run_answer_keep(&ans);
+    if (ans.torch && lw_torch_info_answer(&w)) {
+    } else if (ans.site || top) {
+        const lw_site *named = ans.site ? ans.site : top;
         frame_list l;
-        collect_frames(&l, syms, top);
+        collect_frames(&l, syms, named);
         lw_jw_object(&w, "answer");
-        lw_jw_uint(&w, "site", top->id);
-        emit_where(&w, &l, top_distinct);
+        lw_jw_uint(&w, "site", named->id);
+        emit_where(&w, &l, named == top ? top_distinct : distinct_for(syms, &g, named));
         lw_jw_end(&w);
         free(l.f);
     } else {
@@ -1021,6 +1052,22 @@ int lw_report_emit(FILE *f, const char *reason) {
     return failed ? -1 : 0;
 }
 
+/* The distinguishing frame of site among the sites shown (-1: none), as the
+ * report for state g names it. */
+static int distinct_for(lw_symtab *syms, const lw_growth_state *g, const lw_site *site) {
+    site_views vs;
+    views_load(&vs, g->verdict == LW_VERDICT_LEAK);
+    size_t nall = 0;
+    ranked_site *all = rank_sites(&vs, &nall);
+    site_places ps;
+    places_load(&ps, syms, &vs, all, nall < sites_shown() ? nall : sites_shown());
+    free(all);
+    int d = distinct_of(&ps, site);
+    places_free(&ps);
+    views_free(&vs);
+    return d;
+}
+
 void lw_report_site_label(const lw_site *site, char *out, size_t n) {
     snprintf(out, n, "site %u", site->id);
     lw_symtab *syms = lw_symtab_new();
@@ -1028,42 +1075,27 @@ void lw_report_site_label(const lw_site *site, char *out, size_t n) {
      * frame that tells this one apart when its place is shared. */
     lw_growth_state g;
     lw_growth_get(&g, NULL, 0, NULL);
-    site_views vs;
-    views_load(&vs, g.verdict == LW_VERDICT_LEAK);
-    size_t nall = 0;
-    ranked_site *all = rank_sites(&vs, &nall);
-    site_places ps;
-    places_load(&ps, syms, &vs, all, nall < sites_shown() ? nall : sites_shown());
-    free(all);
+    int distinct = distinct_for(syms, &g, site);
     frame_list l;
     collect_frames(&l, syms, site);
     int k = pick_where(&l, NULL);
-    if (k >= 0) where_text(&l, k, distinct_of(&ps, site), out, n);
+    if (k >= 0) where_text(&l, k, distinct, out, n);
     free(l.f);
-    places_free(&ps);
-    views_free(&vs);
     lw_symtab_free(syms);
 }
 
 int lw_report_lead_site(int leak, const lw_site **site, double *rate) {
+    /* The report's first site (rank_sites, by_relevance), so that every
+     * output names the site the report puts first, also at ties. */
     site_views vs;
     views_load(&vs, leak);
-    /* The report's order (by_relevance), so that the summary names the
-     * site the report puts first, also between leaks of the same rate. */
-    const site_view *fastest = NULL;
-    ranked_site best = {0};
-    for (size_t i = 0; i < vs.n; i++) {
-        const lw_site *s = vs.v[i].site;
-        ranked_site r = {(lw_site *)s, atomic_load(&s->live_bytes), atomic_load(&s->alloc_bytes), 1,
-                         vs.v[i].growth.slope};
-        if (!fastest || by_relevance(&r, &best) < 0) fastest = &vs.v[i], best = r;
-    }
-    const lw_site *top = fastest ? fastest->site : NULL;
-    for (lw_site *s = lw_sites_first(); s && !fastest; s = s->next)
-        if (!top || atomic_load(&s->live_bytes) > atomic_load(&top->live_bytes)) top = s;
-    int rc = fastest ? 1 : top && atomic_load(&top->live_bytes) > 0 ? 0 : -1;
-    if (fastest) *rate = fastest->growth.slope;
+    size_t n = 0;
+    ranked_site *all = rank_sites(&vs, &n);
+    const lw_site *top = n && all ? all[0].site : NULL;
+    int rc = !top ? -1 : all[0].leak ? 1 : atomic_load(&top->live_bytes) > 0 ? 0 : -1;
+    if (rc == 1) *rate = all[0].slope;
     *site = rc >= 0 ? top : NULL;
+    free(all);
     views_free(&vs);
     return rc;
 }

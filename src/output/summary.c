@@ -3,33 +3,17 @@
  * undecided run still needs, the counts, and where the report is. */
 #include "summary.h"
 
+#include "answer.h"
+
 #include "growth.h"
 #include "imports.h"
 #include "log.h"
-#include "report.h"
 #include "sites.h"
-#include "torch_info.h"
 #include "totals.h"
 
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
-
-void lw_report_answer(lw_answer *a, const lw_growth_state *g) {
-    lw_answer_init(a);
-    a->verdict = lw_verdict_name(g->verdict);
-    a->unit = strcmp(g->step_source, "time") ? "step" : "interval";
-    a->steps = (double)g->steps;
-    if (g->device_free >= 0) a->free_bytes = (double)g->device_free;
-    if (g->device_total >= 0) a->total_bytes = (double)g->device_total;
-    if (g->verdict != LW_VERDICT_LEAK) return;
-    a->rate = g->last.slope;
-    a->lo = g->last.lo;
-    a->hi = g->last.hi;
-    a->per_second = g->last.bytes_per_second;
-    a->onset = g->last.onset_x;
-    lw_growth_oom(g, &a->oom_seconds, &a->oom_steps);
-}
 
 /* Growth released at each cycle's end, under a clean verdict: what it is,
  * and how high it peaks (the memory the job needs at a cycle's end). */
@@ -48,41 +32,17 @@ static void cycles_line(const lw_growth_state *g) {
            c.period, unit, (unsigned long long)c.count, peak, floor);
 }
 
-void lw_report_summary(const char *path) {
+void lw_report_summary(const lw_run_answer *r, const char *path) {
     if (lw_log_quiet) return;
     lw_counts c = lw_totals_get(-2, LW_KIND_COUNT);
     char live[32], peak[32];
     lw_fmt_bytes((double)c.live_bytes, live, sizeof live);
     lw_fmt_bytes((double)c.peak_live_bytes, peak, sizeof peak);
-    lw_growth_state g;
-    lw_growth_get(&g, NULL, 0, NULL);
-    lw_answer a;
-    lw_report_answer(&a, &g);
-    /* The site the report names first. */
-    const lw_site *top = NULL;
-    double rate = NAN;
-    int leaking = lw_report_lead_site(g.verdict == LW_VERDICT_LEAK, &top, &rate);
-    char label[512];
-    if (leaking >= 0) {
-        lw_report_site_label(top, label, sizeof label);
-        a.where = label;
-        if (leaking)
-            a.where_rate = rate;
-        else
-            a.where_live = (double)atomic_load(&top->live_bytes);
-    }
-    /* Under PyTorch's signal the site to name is the first one found in its
-     * allocation history (segment sites do not name tensors). */
-    double torch_rate = 0;
-    char owner[512];
-    const char *kept = NULL;
-    if (g.verdict == LW_VERDICT_LEAK && g.signal_device >= 0 && lw_torch_info_sites(&torch_rate) &&
-        lw_torch_info_label(label, sizeof label)) {
-        a.where = label;
-        a.where_rate = torch_rate;
-        a.where_live = NAN;
-        kept = lw_torch_info_owner(owner, sizeof owner);
-    }
+    /* The answer of the report written at this exit (answer.c): the same
+     * site, rate, free memory and steps. */
+    const lw_growth_state g = r->g;
+    const lw_answer a = r->a;
+    const char *kept = r->owner[0] ? r->owner : NULL;
     char line[1024];
     lw_log("%s", lw_answer_line(&a, line, sizeof line));
     if (kept) lw_log("  %s", kept);

@@ -4,14 +4,10 @@
 #ifndef LW_SUMMARY_H
 #define LW_SUMMARY_H
 
-#include "fmt.h"
-#include "growth.h"
+#include "answer.h"
 
-/* The run's answer (verdict, rate, onset, out-of-memory projection) from the
- * detector's state, without a place to look (the caller names the site). */
-void lw_report_answer(lw_answer *a, const lw_growth_state *g);
-
-/* Prints the few-line summary on stderr. */
-void lw_report_summary(const char *path_written);
+/* Prints the few-line summary on stderr, rendered from r (the answer of the
+ * report written at exit, else the state now). */
+void lw_report_summary(const lw_run_answer *r, const char *path_written);
 
 #endif

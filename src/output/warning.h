@@ -6,6 +6,9 @@
 /* Says the current leak verdict in one line (LEAKWATCH_WARN), at most once in
  * 30 minutes. */
 void lw_warning_leak(void);
+/* On the worker's tick: when a LEAK line was printed and the verdict is no
+ * longer a leak, says so in one line, once. */
+void lw_warning_check(void);
 /* The place to look the latest warning named ("" before one), for the
  * Prometheus textfile's label. */
 #include <stddef.h>

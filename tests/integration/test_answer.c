@@ -9,6 +9,7 @@
 
 #include <check.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +186,158 @@ START_TEST(python_demo_names_the_users_line_everywhere) {
     ck_assert_msg(strstr(first, want), "first line on stderr: %s\n%s", first, r.err);
     ck_assert_str_eq(lw_json_string(lw_json_path(r.report, "sites[0].where.label")), want);
     check_outputs(r.report_path, want);
+    lw_run_free(&r);
+}
+END_TEST
+
+/* The exit summary is rendered from the report written at the same exit: its
+ * answer line is the first line of `leakwatch report` on that report, even
+ * while another thread of the job goes on marking steps and moving the free
+ * memory during the exit (the summary read the state again, later). */
+/* The live line says only a leak (never "no leak ... [as of step N]", a
+ * warning that fell due before the verdict moved). */
+static void live_lines_are_leaks(const char *err) {
+    for (const char *p = err; (p = strstr(p, "[as of "));) {
+        const char *bol = p;
+        while (bol > err && bol[-1] != '\n')
+            bol--;
+        ck_assert_msg(!strncmp(bol, "leakwatch: LEAK in ", 19), "live line: %.200s", bol);
+        p++;
+    }
+}
+
+static void summary_is_the_reports_answer(const char *const *args) {
+    lw_run r;
+    lw_run_prog(&r, 1, "rt_edges", args, NULL);
+    RUN_OK(&r);
+    ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
+    lw_run t;
+    const char *text[] = {"report", r.report_path, NULL};
+    lw_cli_run(&t, text, NULL);
+    RUN_OK(&t);
+    char first[2048], want[2100];
+    first_line(t.out, NULL, first, sizeof first);
+    snprintf(want, sizeof want, "leakwatch: %s\n", first);
+    live_lines_are_leaks(r.err);
+    ck_assert_msg(strstr(r.err, want),
+                  "exit summary differs from the report's answer:\n%s\nstderr:\n%s", first, r.err);
+    lw_run_free(&t);
+    lw_run_free(&r);
+}
+
+START_TEST(exit_summary_is_the_reports_answer) {
+    const char *args[] = {"busyexit", "400", "4096", NULL};
+    summary_is_the_reports_answer(args);
+}
+END_TEST
+
+/* Two sites hold 1 MiB each on a clean run: the summary names the one the
+ * report puts first (ties in live bytes broken by the bytes allocated), not
+ * the newer one. */
+START_TEST(a_tie_is_named_as_the_report_names_it) {
+    const char *args[] = {"tie", NULL};
+    summary_is_the_reports_answer(args);
+}
+END_TEST
+
+/* A warm-up ramp called a leak while it rises, then flat: the LEAK line
+ * printed on stderr is withdrawn there, once, when it happens (before the
+ * exit summary). */
+START_TEST(withdrawn_leak_is_withdrawn_on_stderr) {
+    lw_run r;
+    const char *args[] = {"--steps", "3000", "--warmup", "16M:1000", "--step-ms", "1", NULL};
+    const char *env[] = {"LEAKWATCH_WARN=1", NULL};
+    lw_run_prog(&r, 1, "rt_workload", args, env);
+    RUN_OK(&r);
+    ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
+    ck_assert_str_eq(lw_json_string(lw_json_path(r.report, "verdict")), "no_leak");
+    ck_assert_int_ge(lw_rep_int(&r, "growth.leak_verdicts_withdrawn"), 1);
+    const char *leak = strstr(r.err, "leakwatch: LEAK in ");
+    ck_assert_msg(leak != NULL, "no live LEAK line:\n%s", r.err);
+    ck_assert_int_eq(lw_count_substr(r.err, "leakwatch: leak verdict withdrawn at step "), 1);
+    const char *gone = strstr(r.err, "leakwatch: leak verdict withdrawn at step ");
+    const char *final = strstr(r.err, "leakwatch: no leak: ");
+    ck_assert_msg(final && leak < gone && gone < final, "order on stderr:\n%s", r.err);
+    ck_assert_int_eq(lw_count_substr(r.err, "withdrawn: leak verdict withdrawn"), 0);
+    live_lines_are_leaks(r.err);
+    lw_run_free(&r);
+}
+END_TEST
+
+/* Seconds of a duration as lw_fmt_duration writes it ("4 d 4 h",
+ * "11 h 38 min", "5 min 22 s"), after "out of memory in " in line; NAN when
+ * absent. */
+static double oom_seconds_in(const char *line) {
+    const char *p = strstr(line, "out of memory in ");
+    if (!p) return NAN;
+    p += strlen("out of memory in ");
+    double total = 0;
+    int parts = 0;
+    for (;;) {
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p || *end != ' ') break;
+        p = end + 1;
+        double unit = !strncmp(p, "d", 1) && (p[1] == ' ' || p[1] == '(') ? 86400
+                      : !strncmp(p, "h ", 2) || !strncmp(p, "h (", 3)     ? 3600
+                      : !strncmp(p, "min", 3)                             ? 60
+                      : !strncmp(p, "s ", 2) || !strncmp(p, "s (", 3)     ? 1
+                      : !strncmp(p, "ms", 2)                              ? 1e-3
+                                                                          : NAN;
+        if (isnan(unit)) break;
+        total += v * unit;
+        parts++;
+        while (*p && *p != ' ')
+            p++;
+        if (*p == ' ') p++;
+    }
+    return parts ? total : NAN;
+}
+
+/* A leak from the first step, behind 20 slow start-up steps (50 ms, then
+ * 2 ms): the live line and the exit line project the same time to
+ * out-of-memory (the pace now, not the start-up's), and both give the onset
+ * as step 1 (or a range from it), not a bin's middle that drifts as the bins
+ * widen. */
+START_TEST(live_and_exit_lines_agree) {
+    lw_run r;
+    const char *args[] = {"slowstart", "1500", "4096", "2000", "20", "50000", NULL};
+    const char *env[] = {"LEAKWATCH_WARN=1", NULL};
+    lw_run_prog(&r, 1, "rt_edges", args, env);
+    RUN_OK(&r);
+    ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
+    char live[2048], last[2048] = "";
+    first_line(r.err, "leakwatch: LEAK in ", live, sizeof live);
+    ck_assert_msg(strstr(live, "[as of step"), "no live line:\n%s", r.err);
+    for (const char *p = r.err; (p = strstr(p, "leakwatch: LEAK in "));) {
+        first_line(p, NULL, last, sizeof last);
+        p += 10;
+    }
+    ck_assert_msg(!strstr(last, "[as of"), "no exit line:\n%s", r.err);
+    double a = oom_seconds_in(live), b = oom_seconds_in(last);
+    ck_assert_msg(isfinite(a) && isfinite(b) && a < 2 * b && b < 2 * a,
+                  "time to out-of-memory: live %s\nexit %s", live, last);
+    ck_assert_msg(strstr(live, "since step 1;") || strstr(live, "within steps 1-"),
+                  "live onset: %s", live);
+    ck_assert_msg(strstr(last, "since step 1;") || strstr(last, "within steps 1-"),
+                  "exit onset: %s", last);
+    ck_assert_int_eq(lw_rep_int(&r, "growth.onset_step"), 1);
+    ck_assert_int_eq(lw_json_number(lw_json_path(r.report, "growth.onset_range[0]"), -1), 1);
+    /* `leakwatch report` says the same onset, as a range when the bins are
+     * coarse, in its answer line and its growth line. */
+    lw_run t;
+    const char *text[] = {"report", r.report_path, NULL};
+    lw_cli_run(&t, text, NULL);
+    RUN_OK(&t);
+    char first[2048];
+    first_line(t.out, NULL, first, sizeof first);
+    ck_assert_msg(!strcmp(first, last + strlen("leakwatch: ")), "report: %s\nexit: %s", first,
+                  last);
+    if (strstr(last, "within steps 1-"))
+        ck_assert_msg(strstr(t.out, "growth began within steps 1-"), "%s", t.out);
+    else
+        ck_assert_msg(strstr(t.out, "growth began near step 1\n"), "%s", t.out);
+    lw_run_free(&t);
     lw_run_free(&r);
 }
 END_TEST
@@ -544,6 +697,10 @@ int main(void) {
     tcase_add_test(tc, c_demo_names_the_users_line_everywhere);
     tcase_add_test(tc, python_demo_names_the_users_line_everywhere);
     tcase_add_test(tc, two_ranks_are_labelled_and_merged);
+    tcase_add_test(tc, exit_summary_is_the_reports_answer);
+    tcase_add_test(tc, a_tie_is_named_as_the_report_names_it);
+    tcase_add_test(tc, live_and_exit_lines_agree);
+    tcase_add_test(tc, withdrawn_leak_is_withdrawn_on_stderr);
     tcase_add_test(tc, html_header_and_floor_in_a_browser);
     tcase_add_test(tc, html_on_a_terminal_goes_to_a_file);
     tcase_add_test(tc, top_keys_and_job_exit_in_tmux);

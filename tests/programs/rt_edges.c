@@ -9,10 +9,28 @@
  *   rt_edges unmarked STEPS PHASE_STEPS LEAK STEP_US
  *       STEPS marked steps without a leak, then PHASE_STEPS steps that make
  *       no step mark (a validation loop: no optimizer step) and keep LEAK
- *       bytes each from leak_unmarked(), STEP_US microseconds apart. */
+ *       bytes each from leak_unmarked(), STEP_US microseconds apart.
+ *   rt_edges idletail STEPS LEAK STEP_US TAIL_MS
+ *       STEPS marked steps of STEP_US microseconds, each leaking LEAK bytes
+ *       from leak_kept(); then TAIL_MS milliseconds of work without marks
+ *       (saving a checkpoint), nothing freed.
+ *   rt_edges slowstart STEPS LEAK STEP_US SLOW_STEPS SLOW_US
+ *       STEPS marked steps, each leaking LEAK bytes from leak_kept(); the
+ *       first SLOW_STEPS take SLOW_US microseconds (start-up: compiling,
+ *       caches), the others STEP_US.
+ *   rt_edges tie
+ *       two sites holding 1 MiB each at exit, no growth: hold_churned() made
+ *       eleven allocations (ten freed), then hold_first() one; a tie in live
+ *       bytes that the bytes allocated break.
+ *   rt_edges busyexit STEPS LEAK
+ *       STEPS marked steps, each leaking LEAK bytes from leak_kept(); then a
+ *       thread that goes on marking steps and taking and giving back 64 MiB
+ *       (free memory moves) while main returns: the exit report and the exit
+ *       summary are written while the job still steps. */
 #include "paths.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <time.h>
 
 cudaError_t cudaMalloc(void **p, size_t s);
@@ -110,9 +128,103 @@ static int unmarked(int argc, char **argv) {
     return 0;
 }
 
+static int idletail(int argc, char **argv) {
+    long steps = arg_long(argc, argv, 2, 600), leak = arg_long(argc, argv, 3, 4096),
+         step_us = arg_long(argc, argv, 4, 2000), tail_ms = arg_long(argc, argv, 5, 1000);
+    void **kept = calloc((size_t)steps, sizeof *kept);
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    for (long i = 0; i < steps; i++) {
+        transients();
+        leak_kept(kept, i, (size_t)leak);
+        mark_step();
+        wait_until(&next, step_us);
+    }
+    double end = now_ms() + (double)tail_ms;
+    while (now_ms() < end) {
+        transients();
+        wait_until(&next, step_us);
+    }
+    printf("idle for %ld ms after %ld steps\n", tail_ms, steps);
+    return 0;
+}
+
+static int slowstart(int argc, char **argv) {
+    long steps = arg_long(argc, argv, 2, 1500), leak = arg_long(argc, argv, 3, 4096),
+         step_us = arg_long(argc, argv, 4, 2000), slow = arg_long(argc, argv, 5, 20),
+         slow_us = arg_long(argc, argv, 6, 50000);
+    void **kept = calloc((size_t)steps, sizeof *kept);
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    for (long i = 0; i < steps; i++) {
+        transients();
+        leak_kept(kept, i, (size_t)leak);
+        mark_step();
+        wait_until(&next, i < slow ? slow_us : step_us);
+    }
+    printf("%ld steps, the first %ld slow\n", steps, slow);
+    return 0;
+}
+
+NOINLINE static void *hold_first(void) {
+    void *p;
+    CHECK(cudaMalloc(&p, MiB));
+    return p;
+}
+
+NOINLINE static void *hold_churned(void) {
+    void *p;
+    CHECK(cudaMalloc(&p, MiB));
+    return p;
+}
+
+static int tie(void) {
+    void *b = NULL;
+    for (int i = 0; i < 11; i++) {
+        if (b) CHECK(cudaFree(b));
+        b = hold_churned();
+        mark_step();
+    }
+    void *a = hold_first();
+    mark_step();
+    printf("holding %p and %p\n", a, b);
+    return 0;
+}
+
+static void *keep_stepping(void *arg) {
+    (void)arg;
+    for (;;) {
+        void *p;
+        CHECK(cudaMalloc(&p, 64 * MiB));
+        mark_step();
+        CHECK(cudaFree(p));
+    }
+    return NULL;
+}
+
+static int busyexit(int argc, char **argv) {
+    long steps = arg_long(argc, argv, 2, 400), leak = arg_long(argc, argv, 3, 4096);
+    void **kept = calloc((size_t)steps, sizeof *kept);
+    for (long i = 0; i < steps; i++) {
+        transients();
+        leak_kept(kept, i, (size_t)leak);
+        mark_step();
+    }
+    pthread_t t;
+    if (pthread_create(&t, NULL, keep_stepping, NULL) != 0) return 1;
+    printf("exiting after %ld steps, still stepping\n", steps);
+    fflush(stdout);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "release")) return release(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "unmarked")) return unmarked(argc, argv);
-    fprintf(stderr, "usage: rt_edges release|unmarked ... (see the comment at the top)\n");
+    if (argc > 1 && !strcmp(argv[1], "idletail")) return idletail(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "slowstart")) return slowstart(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "tie")) return tie();
+    if (argc > 1 && !strcmp(argv[1], "busyexit")) return busyexit(argc, argv);
+    fprintf(stderr, "usage: rt_edges release|unmarked|idletail|slowstart|tie|busyexit ... (see the "
+                    "comment at the top)\n");
     return 2;
 }

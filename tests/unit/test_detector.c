@@ -12,6 +12,7 @@
 #include <string.h>
 
 #define GiB (1024.0 * 1024.0 * 1024.0)
+#define KiB 1024.0
 #define MiB (1024.0 * 1024.0)
 
 /* Deterministic normal noise (Box–Muller over a fixed LCG). */
@@ -162,6 +163,21 @@ START_TEST(late_leak_onset_is_found) {
     ck_assert_int_eq(g.verdict, LW_VERDICT_LEAK);
     ck_assert_double_eq_tol(g.slope, 1 * MiB, 1);
     ck_assert_msg(fabs(g.onset_x - 500) <= 16, "onset %f", g.onset_x);
+}
+END_TEST
+
+/* A leak from the first step: the onset is that step at every length, not
+ * the middle of the first bin, which drifts as bins widen; the range is the
+ * first bin's steps. */
+START_TEST(onset_from_the_start_is_stable) {
+    static const int lengths[] = {200, 1000, 4000, 16000};
+    for (size_t k = 0; k < sizeof lengths / sizeof *lengths; k++) {
+        lw_growth g = run_series(leak512, lengths[k], 0);
+        ck_assert_int_eq(g.verdict, LW_VERDICT_LEAK);
+        ck_assert_msg(g.onset_x == 0, "%d steps: onset %f", lengths[k], g.onset_x);
+        ck_assert_msg(g.onset_lo == 0 && g.onset_hi >= 0 && g.onset_hi < lengths[k] / 64.0 + 1,
+                      "%d steps: range %f-%f", lengths[k], g.onset_lo, g.onset_hi);
+    }
 }
 END_TEST
 
@@ -346,6 +362,7 @@ int main(void) {
     tcase_add_test(tc, long_sawtooth_after_first_release_is_no_leak);
     tcase_add_test(tc, growth_that_stopped_is_no_leak);
     tcase_add_test(tc, late_leak_onset_is_found);
+    tcase_add_test(tc, onset_from_the_start_is_stable);
     tcase_add_test(tc, leak_every_k_steps_has_the_mean_rate);
     tcase_add_test(tc, recorded_leak_that_used_to_flip_is_a_leak);
     tcase_add_test(tc, recorded_warmup_that_ended_in_the_noise_is_no_leak);

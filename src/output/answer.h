@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The run's answer, chosen once: verdict, the site to name and its place to
+ * look, rate with its interval, onset, time to out-of-memory, free memory and
+ * steps, all from one snapshot of the detector's state. Every output renders
+ * it: the live warning, the report's "answer", the exit summary (from the
+ * report it wrote), Prometheus. */
+#ifndef LW_ANSWER_H
+#define LW_ANSWER_H
+
+#include "fmt.h"
+#include "growth.h"
+
+struct lw_site;
+
+typedef struct {
+    lw_growth_state g;          /* the snapshot everything here comes from */
+    lw_answer a;                /* a.where points into where (lw_run_answer_copy) */
+    const struct lw_site *site; /* the site named; NULL: none, or PyTorch's history */
+    int torch;                  /* named from PyTorch's allocation history */
+    char where[512];
+    char owner[512]; /* under PyTorch: what keeps the named tensors alive; "" */
+} lw_run_answer;
+
+/* The numbers of the answer from g, without a place to look. */
+void lw_report_answer(lw_answer *a, const lw_growth_state *g);
+
+/* The one rule for which site to name, for the state g:
+ *  - a leak under PyTorch's signal: the first site of its allocation history
+ *    (segment sites do not name tensors), with its owner sentence;
+ *  - a leak: the site the report puts first (by_relevance: the fastest
+ *    leaking site; ties by live bytes, bytes allocated, site id); when no
+ *    site has a leak verdict of its own yet (fast steps), the one whose floor
+ *    rose most (ties: lowest id);
+ *  - no leak: the site holding most live memory (the report's first site);
+ *    none on a run with nothing live. */
+void lw_run_answer_from(lw_run_answer *r, const lw_growth_state *g);
+
+/* The same from the state now. */
+void lw_run_answer_now(lw_run_answer *r);
+
+/* *dst = *src with its where pointer into dst. */
+void lw_run_answer_copy(lw_run_answer *dst, const lw_run_answer *src);
+
+/* The answer of the latest final report written (report.c keeps it), so that
+ * the exit summary says what the report says. 1 when there is one. */
+void lw_run_answer_keep(const lw_run_answer *r);
+int lw_run_answer_kept(lw_run_answer *r);
+void lw_run_answer_forget(void);
+
+#endif
