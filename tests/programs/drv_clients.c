@@ -18,25 +18,7 @@
 
 #include "../stubs/fake_common.h"
 
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define EQ(a, b)                                                                                   \
-    do {                                                                                           \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
-        if (a_ != b_) {                                                                            \
-            fprintf(stderr, "%s:%d: check failed: %s == %s (%lld != %lld)\n", __FILE__, __LINE__,  \
-                    #a, #b, a_, b_);                                                               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "checks.h"
 
 /* Looked up, not linked: a missing one is a failed check, not a link error. */
 #define FN(name, type) ((type)sym(#name))
