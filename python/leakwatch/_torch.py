@@ -422,7 +422,7 @@ class _OwnerSearch:
                              "tuple" if isinstance(obj, tuple) else "deque"), "{}[{}]"
             elif isinstance(obj, dict):
                 keyed = itertools.islice(dict.items(obj), self.MAX_ITEMS)
-                here, fmt = "dict", "{}[{!r}]"
+                here, fmt = "dict", "{}[{}]"
             elif t in (set, frozenset):
                 keyed = ((None, v) for v in itertools.islice(obj, self.MAX_ITEMS))
                 here, fmt = t.__name__, None
@@ -442,7 +442,8 @@ class _OwnerSearch:
                 if isinstance(v, Tensor):
                     push((v, depth + 1, None, here, path))
                 elif spell:
-                    p = fmt.format(path, k) if fmt else path
+                    key = k if here == "object" and type(k) is str else _key_text(k)
+                    p = fmt.format(path, key) if fmt else path
                     push((v, depth + 1, p, here, p))
                 else:
                     push((v, depth + 1, None, here, holder))
@@ -539,6 +540,16 @@ class _OwnerSearch:
             root.node_names[k] = root.node_names.get(k, 0) + v
         first = _node_name(fn)
         return nodes, passes, (names.get(first, 0), first)
+
+
+def _key_text(k):
+    """A container key as the user would spell it, without calling any of
+    its methods: repr() of a str, number, bool or None only; other keys (an
+    optimizer's state is keyed by Parameters, whose repr formats the whole
+    tensor: gigabytes, device copies and user code) by their type's name."""
+    if k is None or type(k) in (str, int, float, bool):
+        return repr(k)
+    return "<" + type(k).__name__ + ">"
 
 
 def _user_roots(roots_of_files, tensor_type):
