@@ -454,6 +454,7 @@ check-aarch64:
 # No lower layer calls a higher one (scripts/check-layers.sh reads the objects).
 check-layers: all
 	@scripts/check-layers.sh $(B)
+	@scripts/check-static-tls.sh $(B)/libleakwatch.so
 
 # The test scripts' own tests (tests/scripts: scripts/run-tests.sh's tally).
 check-scripts:

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void lw_report_answer(lw_answer *a, const lw_growth_state *g) {
@@ -92,18 +93,23 @@ void lw_run_answer_copy(lw_run_answer *dst, const lw_run_answer *src) {
 }
 
 /* Per thread: the exit summary renders the report its own thread wrote, not
- * a snapshot written meanwhile by another. */
-static __thread lw_run_answer kept;
+ * a snapshot written meanwhile by another. A pointer per thread, the answer
+ * on the heap (taken once by each thread that writes a report, kept for the
+ * thread's life): the library's thread-local block must stay small, since
+ * an attach loads it into static TLS space a running process has little of. */
+static __thread lw_run_answer *kept;
 static __thread int have_kept;
 
 void lw_run_answer_keep(const lw_run_answer *r) {
-    lw_run_answer_copy(&kept, r);
+    if (!kept) kept = malloc(sizeof *kept);
+    if (!kept) return;
+    lw_run_answer_copy(kept, r);
     have_kept = 1;
 }
 
 int lw_run_answer_kept(lw_run_answer *r) {
-    if (have_kept) lw_run_answer_copy(r, &kept);
-    return have_kept;
+    if (have_kept && kept) lw_run_answer_copy(r, kept);
+    return have_kept && kept;
 }
 
 void lw_run_answer_forget(void) {
