@@ -428,8 +428,16 @@ START_TEST(cache_renewed_after_dlclose) {
     ck_assert_msg(h != NULL, "%s", dlerror());
     probe = (uintptr_t(*)(void))dlsym(h, "symvar_probe");
     uintptr_t a2 = probe();
-    ck_assert_msg(a2 == a1, "libsymvar2.so loaded at another address (%#lx, not %#lx)",
-                  (unsigned long)a2, (unsigned long)a1);
+    if (a2 != a1) {
+        /* The case needs the second library where the first was (the
+         * loader reuses the range on x86-64; qemu-user's may not). */
+        printf("test_symbols: cache_renewed_after_dlclose skipped: libsymvar2.so loaded at "
+               "another address (%#lx, not %#lx)\n",
+               (unsigned long)a2, (unsigned long)a1);
+        dlclose(h);
+        lw_symtab_free(held);
+        return;
+    }
     lw_symtab *t = lw_symtab_new();
     const lw_symbol *s2 = lw_symtab_lookup(t, a2);
     ck_assert_msg(s2 && s2->function && !strcmp(s2->function, "symvar_other_two"),
@@ -484,6 +492,9 @@ START_TEST(reports_share_the_cache_across_threads_and_unloads) {
     char path[4200];
     snprintf(path, sizeof path, "%s/tests/lib/libsymvar1.so", lw_build_dir());
     unload_lib = path;
+    /* Names only (the .symtab): no addr2line per renewed cache, which took
+     * minutes under qemu-user (check-aarch64). */
+    setenv("LEAKWATCH_SOURCE_LINES", "0", 1);
     lw_symtab_free(lw_symtab_new()); /* options read before the threads, as at start */
     pthread_t u, r[4];
     ck_assert_int_eq(pthread_create(&u, NULL, unloader, NULL), 0);

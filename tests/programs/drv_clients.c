@@ -587,7 +587,14 @@ int main(int argc, char **argv) {
     CUcontext ctx = NULL;
     EQ(cuDevicePrimaryCtxRetain(&ctx, 0), CUDA_SUCCESS);
     EQ(cuCtxSetCurrent(ctx), CUDA_SUCCESS);
-    check_memory();
+    const char *no_reserve = getenv("FAKE_CUDA_NO_RESERVE");
+    if (no_reserve != NULL && strcmp(no_reserve, "1") == 0)
+        /* Device addresses are plain numbers then (make check-aarch64): no
+         * copy can reach them. */
+        printf("drv_clients: copies skipped (FAKE_CUDA_NO_RESERVE=1: device memory is not host "
+               "memory)\n");
+    else
+        check_memory();
     check_streams_and_events();
     check_contexts_modules_and_the_rest();
     if (failures != 0) fprintf(stderr, "drv_clients: %d check(s) failed\n", failures);
