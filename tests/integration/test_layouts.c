@@ -117,6 +117,19 @@ static const char *lib_path(int slot, const char *dir) {
 
 /* ---- failure 1: callers loaded RTLD_LOCAL ---- */
 
+/* The calls leakwatch had to guess the target of (tracker.guessed_target_calls)
+ * for a module bound at its dlopen: none. Under the sanitizer builds their
+ * runtime, preloaded first, interposes dlopen itself; leakwatch leaves a
+ * dlopen entry that leads to another interposer alone, so such a module is
+ * bound at its first runtime call instead, and that one call is guessed. */
+static void expect_no_guess(const lw_run *with) {
+    const char *rt = getenv("LW_ASAN_RT");
+    long most = rt && *rt ? 1 : 0;
+    long got = lw_rep_int(with, "tracker.guessed_target_calls");
+    ck_assert_msg(got <= most, "tracker.guessed_target_calls %ld, at most %ld", got, most);
+    ck_assert_int_le(lw_count_substr(with->err, "tracker.guessed_target_calls"), most);
+}
+
 START_TEST(rtld_local_runtime_and_driver) {
     lw_run without, with;
     const char *args[] = {"3", "1048576", "plt", "libmod_rt.so", "libmod_drv.so", NULL};
@@ -324,8 +337,7 @@ START_TEST(tail_calls_from_a_local_module) {
                   "%s", with.out);
     ck_assert_str_eq(with.out, without.out);
     check_tail_modules(&with, 2, 3, MiB);
-    ck_assert_int_eq(lw_rep_int(&with, "tracker.guessed_target_calls"), 0);
-    ck_assert_int_eq(lw_count_substr(with.err, "tracker.guessed_target_calls"), 0);
+    expect_no_guess(&with);
     lw_run_free(&without);
     lw_run_free(&with);
 
@@ -334,8 +346,7 @@ START_TEST(tail_calls_from_a_local_module) {
     run_pair(&without, &with, "dl_tailcall", args2, NULL, NULL, NULL);
     RUN_OK(&with);
     check_tail_modules(&with, 1, 3, MiB);
-    ck_assert_int_eq(lw_rep_int(&with, "tracker.guessed_target_calls"), 0);
-    ck_assert_int_eq(lw_count_substr(with.err, "tracker.guessed_target_calls"), 0);
+    expect_no_guess(&with);
     lw_run_free(&without);
     lw_run_free(&with);
 
@@ -359,7 +370,7 @@ START_TEST(tail_calls_from_a_local_module) {
     ck_assert_msg(strstr(with.out, "jump=1 tail=0 host=0 dlsym=0 driver=0 jit=0 "), "%s", with.out);
     ck_assert_str_eq(with.out, without.out);
     check_tail_modules(&with, 1, 3, MiB);
-    ck_assert_int_eq(lw_rep_int(&with, "tracker.guessed_target_calls"), 0);
+    expect_no_guess(&with);
     lw_run_free(&without);
     lw_run_free(&with);
 }
@@ -381,7 +392,7 @@ START_TEST(tail_calls_with_two_runtimes) {
                                    "runtime=libcudart.so.12 calls=12\n"),
                   "%s", with.out);
     check_tail_modules(&with, 2, 2, 65536);
-    ck_assert_int_eq(lw_rep_int(&with, "tracker.guessed_target_calls"), 0);
+    expect_no_guess(&with);
     lw_run_free(&without);
     lw_run_free(&with);
 }
@@ -403,7 +414,7 @@ START_TEST(tail_calls_past_a_global_runtime) {
                                    "runtime=libcudart.so.13 calls=12\n"),
                   "%s", with.out);
     check_tail_modules(&with, 2, 2, 65536);
-    ck_assert_int_eq(lw_rep_int(&with, "tracker.guessed_target_calls"), 0);
+    expect_no_guess(&with);
     lw_run_free(&without);
     lw_run_free(&with);
 }
@@ -460,7 +471,7 @@ START_TEST(ctypes_calls_runtime_and_tail_calling_module) {
     ck_assert_int_eq(lw_rep_int(&with, "totals.failed_alloc_count"), 0);
     /* The module (opened by path) is bound at its dlopen: its tail calls
      * are not guessed. */
-    ck_assert_int_eq(lw_rep_int(&with, "tracker.guessed_target_calls"), 0);
+    expect_no_guess(&with);
     lw_run_free(&without);
     lw_run_free(&with);
 }
@@ -595,7 +606,7 @@ START_TEST(real_runtime_under_every_layout) {
             run_pair(&without, &with, "dl_tailcall", orders[o], env, NULL, NULL);
             RUN_OK(&with);
             ck_assert_str_eq(with.out, without.out);
-            ck_assert_int_eq(lw_rep_int(&with, "tracker.guessed_target_calls"), 0);
+            expect_no_guess(&with);
             lw_run_free(&without);
             lw_run_free(&with);
         }
