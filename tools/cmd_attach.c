@@ -295,17 +295,6 @@ static int do_detach(long pid, int quiet) {
         return LW_EXIT_ERROR;
     }
     body[strcspn(body, "\n")] = '\0';
-    /* The library answers before its control socket is gone: wait (bounded)
-     * until it is, so that the detach is over when this returns (an attach
-     * right after it found the old socket and said "already watched"). */
-    for (int i = 0; i < 500; i++) {
-        char gone[4200], e2[1200];
-        if ((kill((pid_t)pid, 0) != 0 && errno == ESRCH) ||
-            lw_sock_find(pid, gone, sizeof gone, e2, sizeof e2) != 0)
-            break;
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
     if (!quiet) {
         /* The diagnosis, as 'leakwatch report' gives it. */
         lw_model m;
