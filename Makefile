@@ -483,7 +483,7 @@ check-real: all $(STUBS)
 check-docs:
 	@python3 scripts/check-doc-links.py
 
-check: test-deps check-docs check-scripts check-layers check-fast check-san check-tsan check-valgrind check-install check-gpu-dry fuzz-smoke check-dist check-spdx lint
+check: test-deps check-docs check-scripts check-layers check-fast check-san check-valgrind check-install check-gpu-dry fuzz-smoke check-dist check-spdx lint
 
 demo: all $(STAND_INS) $(B)/examples/train_loop
 	@scripts/demo.sh $(B)

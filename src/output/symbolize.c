@@ -394,7 +394,8 @@ static const lw_symbol *lookup_locked(lw_symtab *t, uintptr_t ret) {
 
 const lw_symbol *lw_symtab_lookup(lw_symtab *t, uintptr_t ret) {
     if (!t) return NULL;
-    if (!t->shared) return lookup_locked(t, ret);
+    /* A names-only table can be read by two report writers at once (the
+     * worker's and the exit's): every lookup under the lock. */
     pthread_mutex_lock(&lock);
     const lw_symbol *s = lookup_locked(t, ret);
     pthread_mutex_unlock(&lock);
