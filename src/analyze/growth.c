@@ -425,13 +425,7 @@ static int releasing(void) {
 }
 
 static void evaluate(void) {
-    lw_bin bins[GLOBAL_BINS + 1];
-    int n = lw_series_get(&global, bins, GLOBAL_BINS + 1);
-    lw_detect_params p = lw_detect_defaults();
-    lw_detect(bins, n, &p, &last);
-    evaluations++;
-    points_at_eval = global.points;
-    lw_decision_update(&decision, &last, global.points, last_x, (int)lw_opt_int(LW_OPT_CONFIRM));
+    evaluate_global_only();
     /* Sites are judged as soon as the floor grows (not only once a leak is
      * confirmed), and not during a release: what a site kept is known only
      * while it still holds it. */
