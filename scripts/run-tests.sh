@@ -37,6 +37,7 @@ case "${CI:-}" in "" | 0 | false | no) in_ci=0 ;; *) in_ci=1 ;; esac
 
 nbin=0 nfail=0 failed="" passed_checks=0 failed_checks=0
 : >"$tmp/skips"
+: >"$tmp/failures"
 for t in "$@"; do
     nbin=$((nbin + 1))
     name=${t##*/}
@@ -58,6 +59,14 @@ EOF_SUMMARY
         # A binary that died before its summary, or failed after it (a
         # sanitizer at exit), is one failed test more.
         [ $((f + e)) -gt 0 ] || failed_checks=$((failed_checks + 1))
+        # Kept for the end, where a CI log's tail shows them: Check's
+        # failure lines, or the binary's last lines when it has none.
+        {
+            echo "--- $name:"
+            grep -E ':[FE]:|ERROR: AddressSanitizer|runtime error:|ThreadSanitizer' "$tmp/out" |
+                head -20 >"$tmp/flines"
+            if [ -s "$tmp/flines" ]; then cat "$tmp/flines"; else tail -15 "$tmp/out"; fi
+        } >>"$tmp/failures"
     fi
     grep -i 'skipped' "$tmp/out" | grep -v '^[0-9]*%: Checks:' | awk '!seen[$0]++' |
         sed "s|^|$name	|" >>"$tmp/skips"
@@ -83,6 +92,10 @@ while IFS='	' read -r bin line; do
     fi
 done <"$tmp/skips"
 if [ -n "$missing" ]; then echo "tests: FAILED under CI: skipped for want of${missing#;}" >&2; fi
-if [ $nfail -ne 0 ]; then echo "FAILED:$failed" >&2; fi
+if [ $nfail -ne 0 ]; then
+    echo "what failed:"
+    cut -c1-600 "$tmp/failures"
+    echo "FAILED:$failed" >&2
+fi
 echo "$passed_checks passed, $failed_checks failed, $nskip skipped"
 exit $status

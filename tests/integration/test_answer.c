@@ -569,12 +569,13 @@ static void tmux(const char *sock, const char *args, char *out, size_t n) {
     pclose(p);
 }
 
-/* The pane's text, wrapped lines joined (-J), once it holds want (up to 10 s). */
+/* The pane's text, wrapped lines joined (-J), once it holds want (up to 60 s:
+ * top under a sanitizer on a loaded machine draws its first screen late). */
 static void pane_until(const char *sock, const char *target, const char *want, char *out,
                        size_t n) {
     char args[128];
     snprintf(args, sizeof args, "capture-pane -p -J -t %s", target);
-    for (int i = 0; i < 100; i++) {
+    for (int i = 0; i < 600; i++) {
         tmux(sock, args, out, n);
         if (strstr(out, want)) return;
         usleep(100000);

@@ -26,7 +26,8 @@ echo "test_ok: top_keys skipped: tmux is not installed"
 echo "100%: Checks: 5, Failures: 0, Errors: 0"'
 bin test_nvidia 'echo "test_nvidia: Debian'"'"'s libcuda1 and libcudart11.0 are not unpacked: the layouts on NVIDIA'"'"'s real driver are skipped" >&2
 echo "100%: Checks: 3, Failures: 0, Errors: 0"'
-bin test_bad 'echo "60%: Checks: 5, Failures: 1, Errors: 1"; exit 2'
+bin test_bad 'echo "t.c:12:F:case:a_case:0: the pane never showed X"
+echo "60%: Checks: 5, Failures: 1, Errors: 1"; exit 2'
 bin test_crash 'echo starting; kill -SEGV $$'
 
 # run EXPECTED_STATUS [VAR=VALUE...] BINARIES...
@@ -57,6 +58,11 @@ has "  test_nvidia: Debian's libcuda1"
 run 1 CI= "$R" build "$T/test_ok" "$T/test_bad" "$T/test_crash"
 last "8 passed, 3 failed, 1 skipped"
 has "tests: 3 binaries: 1 passed, 2 failed (test_bad test_crash); 11 checks; 1 skips:"
+# Repeated at the end, where a CI log's tail shows them: the failure lines,
+# or the last lines of a binary that has none.
+sed -n '/^what failed:$/,$p' "$T/out" >"$T/tail"
+grep -qF "t.c:12:F:case:a_case:0: the pane never showed X" "$T/tail" || fail "failure line not repeated"
+grep -qx "starting" "$T/tail" || fail "a crashed binary's last lines not repeated"
 
 # Under CI a skip of a required component (NVIDIA's Debian libraries) fails
 # the run; one CI cannot have (tmux is not installed by install-deps) does not.
