@@ -130,9 +130,12 @@ static char *demo_with_prometheus(lw_run *r, const char *steps, const char *step
 START_TEST(c_demo_names_the_users_line_everywhere) {
     char want[128], label[200];
     lw_run r;
-    /* Steps of 0.5 ms, so that the textfile is written while it runs. */
+    /* Steps of 2 ms and an evaluation every 50 ms: the textfile is written
+     * and the live warning falls due while it runs (about 24 evaluations),
+     * however fast the machine (0.5 ms steps left 6, too few under a
+     * sanitizer's timing for the confirmations a live warning waits for). */
     char *text =
-        demo_with_prometheus(&r, "600", "500", "LEAKWATCH_INTERVAL_MS=50", want, sizeof want);
+        demo_with_prometheus(&r, "600", "2000", "LEAKWATCH_INTERVAL_MS=50", want, sizeof want);
     /* Prometheus names the same place, as a label. */
     snprintf(label, sizeof label, "leakwatch_leak_place_info{where=\"%s\"} 1", want);
     ck_assert_msg(strstr(text, label), "no '%s' in:\n%s", label, text);
