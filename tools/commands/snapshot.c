@@ -3,8 +3,9 @@
  * written by this command (so the file lands where the user is, with the
  * user's permissions, even when the process runs in another mount namespace). */
 #include "cli.h"
-#include "cli_model.h"
-#include "cli_sock.h"
+#include "commands.h"
+#include "model.h"
+#include "control_client.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* x86-64 part of leakwatch attach (attach_arch.h). */
-#include "attach_arch.h"
+/* x86-64 part of leakwatch attach (inject_arch.h). */
+#include "inject_arch.h"
 
 #if defined(__x86_64__)
 #include <elf.h>

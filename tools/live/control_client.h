@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The client side of the control socket (see src/output/control.h). */
-#ifndef LW_CLI_SOCK_H
-#define LW_CLI_SOCK_H
+#ifndef LW_CONTROL_CLIENT_H
+#define LW_CONTROL_CLIENT_H
 
 #include <stddef.h>
 

@@ -8,9 +8,10 @@
  * fits the terminal's width. When the job exits, the last screen stays and
  * the path of the final report is printed. */
 #include "cli.h"
-#include "cli_model.h"
-#include "cli_render.h"
-#include "cli_sock.h"
+#include "commands.h"
+#include "model.h"
+#include "render.h"
+#include "control_client.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -3,7 +3,7 @@
  * Every known field is present (null when unknown), unknown fields are
  * dropped, numbers are plain. Scripts can rely on this shape for any report
  * version, which they cannot do with the raw file. */
-#include "cli_render.h"
+#include "render.h"
 
 #include "json_write.h"
 

@@ -11,7 +11,8 @@
  * time (dlopen), so the command never depends on them, and writes what it
  * found to FILE; the shim writes its report beside it. */
 #include "cli.h"
-#include "cli_run.h"
+#include "commands.h"
+#include "run_decisions.h"
 #include "json_doc.h"
 
 #include <leakwatch/cuda_api.h>

@@ -7,7 +7,7 @@
  * libc's start-up, leakwatch and the CUDA libraries' internals, long runs of
  * one library without source lines) is folded into "... N frames in libfoo";
  * --full-stacks shows everything. */
-#include "cli_render.h"
+#include "render.h"
 
 #include "cli.h"
 #include "where.h"

@@ -3,7 +3,8 @@
  * whether there is a leak and where to look, in the order they ask it:
  * verdict, how fast, when it runs out, which code, then the details. */
 #include "cli.h"
-#include "cli_render.h"
+#include "merge.h"
+#include "render.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
 /* Several reports of one job (one per rank) read as one: the verdict per rank,
  * leaking ranks first, and the places that leak grouped across ranks, so that
  * eight ranks leaking at the same line read as one line, not eight reports. */
-#include "cli_render.h"
+#include "merge.h"
 
 #include "cli.h"
 

@@ -4,9 +4,10 @@
  * it can be attached to a ticket or opened from a CI artifact anywhere. Its
  * header is the answer (verdict, the place to look, rate, onset, out-of-memory
  * time, device memory); the plot below shows the floor on its own scale. The
- * CSS and fixed markup are files in tools/templates/, built in. */
+ * CSS and fixed markup are files in tools/render/templates/, built in. */
 #include "cli.h"
-#include "cli_render.h"
+#include "merge.h"
+#include "render.h"
 #include "lw_templates.h"
 #include "verdict.h"
 

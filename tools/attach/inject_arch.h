@@ -3,10 +3,10 @@
  * thread's registers, and setting them up to call a function of the target
  * that returns to the system call instruction the thread was stopped after
  * (where the command, tracing its system calls, takes the result). One file per architecture:
- * attach_x86_64.c. AArch64 has none yet (README "attach": not available there), so the command says
+ * inject_x86_64.c. AArch64 has none yet (README "attach": not available there), so the command says
  * so instead of attaching. */
-#ifndef LW_ATTACH_ARCH_H
-#define LW_ATTACH_ARCH_H
+#ifndef LW_INJECT_ARCH_H
+#define LW_INJECT_ARCH_H
 
 #include <stdint.h>
 #include <sys/types.h>

@@ -4,8 +4,8 @@
  * target's own dlopen and then leakwatch__attach (src/hooks/late.c); then
  * every register and byte it touched is put back and it goes on with its
  * system call. */
-#ifndef LW_ATTACH_INJECT_H
-#define LW_ATTACH_INJECT_H
+#ifndef LW_INJECT_H
+#define LW_INJECT_H
 
 #include <signal.h>
 #include <stddef.h>

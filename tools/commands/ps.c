@@ -2,7 +2,8 @@
 /* leakwatch ps: the processes leakwatch watches, with a line of numbers each;
  * sockets left by processes that died without cleaning up are removed. */
 #include "cli.h"
-#include "cli_sock.h"
+#include "commands.h"
+#include "control_client.h"
 
 #include "json_doc.h"
 

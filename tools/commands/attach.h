@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The decisions of 'leakwatch attach' that tests call directly. */
-#ifndef LW_CLI_ATTACH_H
-#define LW_CLI_ATTACH_H
+#ifndef LW_COMMANDS_ATTACH_H
+#define LW_COMMANDS_ATTACH_H
 
 #include <stddef.h>
 

@@ -2,10 +2,10 @@
 /* The decisions of 'leakwatch run', apart from process handling so tests can
  * call them directly: which settings exist and what values they accept, where
  * the library is, how LD_PRELOAD is composed, what status to exit with. */
-#ifndef LW_CLI_RUN_H
-#define LW_CLI_RUN_H
+#ifndef LW_RUN_DECISIONS_H
+#define LW_RUN_DECISIONS_H
 
-#include "cli_model.h"
+#include "model.h"
 
 #include <stddef.h>
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What 'leakwatch run' decides, separated from the process handling in
- * cmd_run.c so the tests can check each decision directly. */
-#include "cli_run.h"
+ * run.c so the tests can check each decision directly. */
+#include "run_decisions.h"
 
 #include "arch.h"
 #include "cli.h"

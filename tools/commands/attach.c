@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* leakwatch attach PID: watch a job that was started without leakwatch.
  * The checks come first and change nothing; then the library is loaded into
- * the job (attach_inject.c) and the command waits, in the foreground, for
+ * the job (attach/inject.c) and the command waits, in the foreground, for
  * Ctrl-C (or the job's end); leakwatch attach --detach PID ends the watch
  * from elsewhere. The detach itself is asked of the library through its
  * control socket: it needs no ptrace. */
 #include "cli.h"
-#include "cli_attach.h"
-#include "cli_model.h"
-#include "cli_render.h"
-#include "cli_run.h"
-#include "cli_sock.h"
+#include "commands.h"
+#include "attach.h"
+#include "model.h"
+#include "render.h"
+#include "run_decisions.h"
+#include "control_client.h"
 
-#include "attach_inject.h"
+#include "inject.h"
 #include "elf_symbols.h"
 #include "options.h"
 

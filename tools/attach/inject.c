@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* leakwatch attach: the injection (attach_inject.h). The order of things is
+/* leakwatch attach: the injection (inject.h). The order of things is
  * chosen so that any failure leaves the target as it was: everything that can
  * be checked is checked before the thread is stopped; a thread is borrowed
  * only while it waits in a system call that the kernel restarts as if
@@ -7,9 +7,9 @@
  * its stack pointer are saved first and put back at the end, whatever
  * happened in between; signals that arrive for it meanwhile are held back
  * and sent again once it runs. */
-#include "attach_inject.h"
+#include "inject.h"
 
-#include "attach_arch.h"
+#include "inject_arch.h"
 #include "elf_symbols.h"
 
 #include <dirent.h>
@@ -280,7 +280,7 @@ typedef struct {
     int have_fp;
     int exited;
     /* Where the calls return to: the system call instruction the thread
-     * was stopped after (attach_arch.h). */
+     * was stopped after (inject_arch.h). */
     uint64_t ret_to;
     /* The thread is stopped at the end of our return's system call (not
      * where the kernel restarts its own: restore() first stops it there). */
@@ -816,7 +816,7 @@ restore:
     return rc;
 }
 #else
-/* No processor part yet (attach_arch.h): the command says so. */
+/* No processor part yet (inject_arch.h): the command says so. */
 long lw_thread_syscall(pid_t pid, pid_t tid) {
     (void)pid;
     (void)tid;

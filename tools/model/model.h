@@ -3,8 +3,8 @@
  * that the renderers (text, JSON, HTML, top) never touch raw JSON and a
  * hostile or older file can only ever produce "unknown" values and warnings.
  * Numbers are doubles; an absent, null, mistyped or non-finite value is NAN. */
-#ifndef LW_CLI_MODEL_H
-#define LW_CLI_MODEL_H
+#ifndef LW_MODEL_H
+#define LW_MODEL_H
 
 #include "json_doc.h"
 

@@ -4,8 +4,9 @@
  * turned into the library's LEAKWATCH_* variables; forwards signals; exits
  * with CMD's status. */
 #include "cli.h"
-#include "cli_model.h"
-#include "cli_run.h"
+#include "commands.h"
+#include "model.h"
+#include "run_decisions.h"
 
 #include "options.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Talking to a watched process: finding its socket, one request, one answer.
  * Every failure becomes a sentence a person can act on. */
-#include "cli_sock.h"
+#include "control_client.h"
 
 #include "cli.h"
 #include "control_path.h"

@@ -3,8 +3,9 @@
  * Reads one report per process (one per rank of a distributed job) and shows
  * them together. */
 #include "cli.h"
-#include "cli_model.h"
-#include "cli_render.h"
+#include "commands.h"
+#include "model.h"
+#include "render.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -3,7 +3,7 @@
  * type, and anything else becomes NAN/NULL plus a warning. The report format
  * grows (fields are added, never renamed), so absent optional fields are
  * silent; only fields every report has had since 0.1 are warned about. */
-#include "cli_model.h"
+#include "model.h"
 
 #include "cli.h"
 #include "verdict.h"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the leakwatch command's subcommands: exit statuses, messages,
- * human formatting, number parsing. Every subcommand is one cmd_*.c file. */
+ * human formatting, number parsing. The subcommands themselves are in
+ * tools/commands/, one file each (commands.h). */
 #ifndef LW_CLI_H
 #define LW_CLI_H
 
@@ -20,14 +21,6 @@ enum {
     LW_EXIT_CANNOT_EXEC = 126,
     LW_EXIT_NOT_FOUND = 127,
 };
-
-int lw_cmd_run(int argc, char **argv);
-int lw_cmd_report(int argc, char **argv);
-int lw_cmd_ps(int argc, char **argv);
-int lw_cmd_top(int argc, char **argv);
-int lw_cmd_snapshot(int argc, char **argv);
-int lw_cmd_attach(int argc, char **argv);
-int lw_cmd_doctor(int argc, char **argv);
 
 /* "leakwatch: " + message + newline on stderr. */
 void lw_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
