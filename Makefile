@@ -22,13 +22,17 @@ BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -g $(WARN) -I$(B)/include -Iinclude $(LW_E
 # Header dependencies, written by the compiler next to each object.
 DEPFLAGS := -MMD -MP
 
-# The library's layers (README "Layout"), lowest first. Each folder compiles
+# The library's layers (docs/layout.md), lowest first. Each folder compiles
 # with only its own and the lower layers' headers on the include path, so a
 # lower layer cannot even name a higher one; make check-layers checks the
-# calls from the objects' symbols.
-LAYERS := base track analyze output top hooks
+# calls from the objects' symbols. base: utilities; vocab: the report's
+# words, shared with the command; loader: the real functions, the driver and
+# the code epoch.
+LAYERS := base vocab loader track analyze output top hooks
 INC_base := -Isrc/base
-INC_track := $(INC_base) -Isrc/track
+INC_vocab := $(INC_base) -Isrc/vocab
+INC_loader := $(INC_vocab) -Isrc/loader
+INC_track := $(INC_loader) -Isrc/track
 INC_analyze := $(INC_track) -Isrc/analyze
 INC_output := $(INC_analyze) -Isrc/output
 INC_top := $(INC_output) -Isrc
@@ -115,11 +119,11 @@ $(B)/obj/%.o: src/%.c | deps
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS_LIB) $(DEPFLAGS) $(INC_$(call layer_of,$<)) -c $< -o $@
 
-# The command links the base layer only (lw_core is the whole library for the
-# tests; the linker takes from it what the command names).
+# The command links the base and vocab layers only (lw_core is the whole
+# library for the tests; the linker takes from it what the command names).
 $(B)/obj/tools/%.o: tools/%.c | deps
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS_LIB) $(DEPFLAGS) $(INC_base) $(TOOL_INC) -I$(B)/gen -c $< -o $@
+	$(Q)$(CC) $(CFLAGS_LIB) $(DEPFLAGS) $(INC_vocab) $(TOOL_INC) -I$(B)/gen -c $< -o $@
 
 # The HTML page's CSS and markup, kept as files in tools/render/templates/ and
 # built into the command.
@@ -147,7 +151,7 @@ $(B)/liblw_tools.a: $(TOOL_OBJS) $(B)/obj/empty.o
 $(LIB_OBJS) $(TOOL_OBJS): $(VERSION_H)
 
 $(B)/leakwatch: tools/main.c $(B)/liblw_tools.a $(B)/liblw_core.a $(VERSION_H)
-	$(Q)$(CC) $(CFLAGS_LIB) $(INC_base) $(TOOL_INC) -o $@ $< $(B)/liblw_tools.a $(B)/liblw_core.a $(SAN_LDFLAGS) $(JSON_LIBS) $(LIB_LIBS) \
+	$(Q)$(CC) $(CFLAGS_LIB) $(INC_vocab) $(TOOL_INC) -o $@ $< $(B)/liblw_tools.a $(B)/liblw_core.a $(SAN_LDFLAGS) $(JSON_LIBS) $(LIB_LIBS) \
 	    -Wl,-rpath,'$$ORIGIN'
 
 # The man page and the bash completion, generated from the command's own
@@ -405,7 +409,7 @@ test-bins: all $(STUBS) $(PROGS) $(UNITS) $(INTEGS)
 
 # Python frame probe: loaded with ctypes by tests/python/check_pyframes.py,
 # which tests/unit/test_pyframes runs under every CPython >= 3.8 found.
-$(B)/tests/python/pyprobe.so: tests/python/pyprobe.c src/track/pyframes.c $(wildcard src/track/*.h src/base/*.h) | deps
+$(B)/tests/python/pyprobe.so: tests/python/pyprobe.c src/track/pyframes.c $(wildcard src/track/*.h src/loader/*.h src/vocab/*.h src/base/*.h) | deps
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(INC_track) $(OPT) -fPIC -shared -pthread -o $@ tests/python/pyprobe.c \
 	    src/track/pyframes.c $(SAN_LDFLAGS) -ldl

@@ -3,8 +3,6 @@
 
 #include <stdatomic.h>
 
-__thread int lw_hook_depth __attribute__((tls_model("initial-exec")));
-
 static _Atomic uint32_t steps;
 static _Atomic uint64_t intervals;
 static uint64_t start_ns;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* dlclose is interposed only to count: the call is glibc's, unchanged, and
- * the epoch moves on after it (code_epoch.h). It lives in the base layer so
- * that every layer's own dlclose calls count too. */
+ * the epoch moves on after it (code_epoch.h). It lives in the loader layer,
+ * below every layer that may call dlclose, so that their own calls count too
+ * (make check-layers fails if a base file calls it). */
 #include "code_epoch.h"
 
 #include "real.h"

@@ -1,18 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The run's shared clock and counters: the step count, the time intervals
- * closed by the worker, the start time and the hook depth. A leaf module, so
+ * closed by the worker and the start time. A leaf module, so
  * that the allocation path can stamp records without reaching the layers that
  * advance the clock. */
 #ifndef LW_RUNSTATE_H
 #define LW_RUNSTATE_H
 
 #include <stdint.h>
-
-/* Depth of leakwatch hooks on this thread (hooks/guard.h): only the
- * outermost hook records. Initial-exec: every hook reads and writes it twice,
- * which in the default model is a __tls_get_addr call each (4 bytes of the
- * static TLS surplus when the library is loaded by attach). */
-extern __thread int lw_hook_depth __attribute__((tls_model("initial-exec")));
 
 /* Steps marked with leakwatch_step() (or the PyTorch helper). */
 uint32_t lw_step_now(void);
