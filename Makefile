@@ -22,13 +22,17 @@ BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -g $(WARN) -I$(B)/include -Iinclude $(LW_E
 # Header dependencies, written by the compiler next to each object.
 DEPFLAGS := -MMD -MP
 
-# The library's layers (README "Layout"), lowest first. Each folder compiles
+# The library's layers (docs/layout.md), lowest first. Each folder compiles
 # with only its own and the lower layers' headers on the include path, so a
 # lower layer cannot even name a higher one; make check-layers checks the
-# calls from the objects' symbols.
-LAYERS := base track analyze output top hooks
+# calls from the objects' symbols. base: utilities; vocab: the report's
+# words, shared with the command; loader: the real functions, the driver and
+# the code epoch.
+LAYERS := base vocab loader track analyze output top hooks
 INC_base := -Isrc/base
-INC_track := $(INC_base) -Isrc/track
+INC_vocab := $(INC_base) -Isrc/vocab
+INC_loader := $(INC_vocab) -Isrc/loader
+INC_track := $(INC_loader) -Isrc/track
 INC_analyze := $(INC_track) -Isrc/analyze
 INC_output := $(INC_analyze) -Isrc/output
 INC_top := $(INC_output) -Isrc
@@ -65,8 +69,20 @@ JSON_LIBS := $(if $(JANSSON_A),$(JANSSON_A),-ljansson)
 
 LIB_SRCS := $(wildcard src/*.c src/*/*.c)
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(B)/obj/%.o)
-TOOL_SRCS := $(filter-out tools/main.c,$(wildcard tools/*.c))
+# The command, in folders by role (docs/layout.md): base (its utilities),
+# model (a report read back), render (text, JSON, HTML), live (the control
+# socket's client), attach (the ptrace injection), commands (one file per
+# subcommand); main.c dispatches. Headers are included by name, as the
+# library's are, so every folder is on the include path.
+TOOL_DIRS := base model render live attach commands
+TOOL_INC := $(addprefix -Itools/,$(TOOL_DIRS))
+TOOL_SRCS := $(filter-out tools/main.c,$(wildcard tools/*.c $(TOOL_DIRS:%=tools/%/*.c)))
 TOOL_OBJS := $(TOOL_SRCS:tools/%.c=$(B)/obj/tools/%.o)
+# ar keeps an archive's members by file name: two sources of one name in
+# different folders would replace each other in liblw_core.a or liblw_tools.a.
+same_names = $(strip $(foreach n,$(sort $(notdir $(1))),$(if $(word 2,$(filter %/$(n),$(1))),$(n))))
+$(if $(call same_names,$(LIB_OBJS)),$(error two library sources share a name: $(call same_names,$(LIB_OBJS))))
+$(if $(call same_names,$(TOOL_OBJS)),$(error two command sources share a name: $(call same_names,$(TOOL_OBJS))))
 
 STUB_DIR := $(B)/tests/lib
 STUBS := $(STUB_DIR)/libcuda.so.1 $(STUB_DIR)/libcudart.so $(STUB_DIR)/libcudart_static.a
@@ -103,22 +119,22 @@ $(B)/obj/%.o: src/%.c | deps
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS_LIB) $(DEPFLAGS) $(INC_$(call layer_of,$<)) -c $< -o $@
 
-# The command links the base layer only (lw_core is the whole library for the
-# tests; the linker takes from it what the command names).
+# The command links the base and vocab layers only (lw_core is the whole
+# library for the tests; the linker takes from it what the command names).
 $(B)/obj/tools/%.o: tools/%.c | deps
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS_LIB) $(DEPFLAGS) $(INC_base) -Itools -I$(B)/gen -c $< -o $@
+	$(Q)$(CC) $(CFLAGS_LIB) $(DEPFLAGS) $(INC_vocab) $(TOOL_INC) -I$(B)/gen -c $< -o $@
 
-# The HTML page's CSS and markup, kept as files in tools/templates/ and built
-# into the command.
-TEMPLATES := $(wildcard tools/templates/*)
+# The HTML page's CSS and markup, kept as files in tools/render/templates/ and
+# built into the command.
+TEMPLATES := $(wildcard tools/render/templates/*)
 $(B)/gen/lw_templates.h: $(TEMPLATES) scripts/embed.sh
 	@mkdir -p $(@D)
-	$(Q)scripts/embed.sh $@ report_css=tools/templates/report.css \
-	    page_head=tools/templates/page_head.html page_foot=tools/templates/page_foot.html
-$(B)/obj/tools/render_html.o: $(B)/gen/lw_templates.h
+	$(Q)scripts/embed.sh $@ report_css=tools/render/templates/report.css \
+	    page_head=tools/render/templates/page_head.html page_foot=tools/render/templates/page_foot.html
+$(B)/obj/tools/render/render_html.o: $(B)/gen/lw_templates.h
 
--include $(wildcard $(B)/obj/*.d $(B)/obj/*/*.d)
+-include $(wildcard $(B)/obj/*.d $(B)/obj/*/*.d $(B)/obj/*/*/*.d)
 
 $(B)/libleakwatch.so: $(LIB_OBJS)
 	$(Q)$(CC) -shared -Wl,-soname,libleakwatch.so -Wl,-z,nodelete $(SAN_LDFLAGS) -o $@ $^ $(LIB_LIBS)
@@ -135,7 +151,7 @@ $(B)/liblw_tools.a: $(TOOL_OBJS) $(B)/obj/empty.o
 $(LIB_OBJS) $(TOOL_OBJS): $(VERSION_H)
 
 $(B)/leakwatch: tools/main.c $(B)/liblw_tools.a $(B)/liblw_core.a $(VERSION_H)
-	$(Q)$(CC) $(CFLAGS_LIB) $(INC_base) -Itools -o $@ $< $(B)/liblw_tools.a $(B)/liblw_core.a $(SAN_LDFLAGS) $(JSON_LIBS) $(LIB_LIBS) \
+	$(Q)$(CC) $(CFLAGS_LIB) $(INC_vocab) $(TOOL_INC) -o $@ $< $(B)/liblw_tools.a $(B)/liblw_core.a $(SAN_LDFLAGS) $(JSON_LIBS) $(LIB_LIBS) \
 	    -Wl,-rpath,'$$ORIGIN'
 
 # The man page and the bash completion, generated from the command's own
@@ -382,18 +398,18 @@ $(B)/tests/programs/cxx_%: tests/programs/cxx_%.cpp $(STUBS)
 # ---- tests (Check) ----
 $(B)/tests/unit/%: tests/unit/%.c $(B)/liblw_tools.a $(B)/liblw_core.a
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) $(INC_ALL) $(OPT) -pthread $(CHECK_CFLAGS) -Itools -o $@ $< $(B)/liblw_tools.a $(B)/liblw_core.a \
+	$(Q)$(CC) $(BASE_CFLAGS) $(INC_ALL) $(OPT) -pthread $(CHECK_CFLAGS) $(TOOL_INC) -o $@ $< $(B)/liblw_tools.a $(B)/liblw_core.a \
 	    $(SAN_LDFLAGS) $(CHECK_LIBS) $(JSON_LIBS) $(LIB_LIBS)
 $(B)/tests/integration/%: tests/integration/%.c $(HARNESS_SRCS) $(wildcard tests/integration/*.h) $(B)/liblw_tools.a $(B)/liblw_core.a
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) $(INC_ALL) $(OPT) -pthread $(CHECK_CFLAGS) -Itools -Itests/integration -o $@ $< $(HARNESS_SRCS) \
+	$(Q)$(CC) $(BASE_CFLAGS) $(INC_ALL) $(OPT) -pthread $(CHECK_CFLAGS) $(TOOL_INC) -Itests/integration -o $@ $< $(HARNESS_SRCS) \
 	    $(B)/liblw_tools.a $(B)/liblw_core.a $(SAN_LDFLAGS) $(CHECK_LIBS) $(JSON_LIBS) $(LIB_LIBS)
 
 test-bins: all $(STUBS) $(PROGS) $(UNITS) $(INTEGS)
 
 # Python frame probe: loaded with ctypes by tests/python/check_pyframes.py,
 # which tests/unit/test_pyframes runs under every CPython >= 3.8 found.
-$(B)/tests/python/pyprobe.so: tests/python/pyprobe.c src/track/pyframes.c $(wildcard src/track/*.h src/base/*.h) | deps
+$(B)/tests/python/pyprobe.so: tests/python/pyprobe.c src/track/pyframes.c $(wildcard src/track/*.h src/loader/*.h src/vocab/*.h src/base/*.h) | deps
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(INC_track) $(OPT) -fPIC -shared -pthread -o $@ tests/python/pyprobe.c \
 	    src/track/pyframes.c $(SAN_LDFLAGS) -ldl
@@ -452,7 +468,13 @@ check-aarch64:
 	@scripts/check-aarch64.sh
 
 # No lower layer calls a higher one (scripts/check-layers.sh reads the objects).
+# It reads every object under $(B)/obj: the objects of sources that have moved
+# or gone (a file renamed, a layer split) are removed first, else an old copy
+# would count as a second definition in another layer.
+OBJ_DIRS := $(B)/obj $(addprefix $(B)/obj/,$(filter-out top,$(LAYERS)) tools $(TOOL_DIRS:%=tools/%))
+STALE_OBJS = $(filter-out $(LIB_OBJS) $(TOOL_OBJS) $(B)/obj/empty.o,$(wildcard $(OBJ_DIRS:%=%/*.o)))
 check-layers: all
+	$(if $(STALE_OBJS),@rm -f $(STALE_OBJS) $(STALE_OBJS:.o=.d))
 	@scripts/check-layers.sh $(B)
 	@scripts/check-static-tls.sh $(B)/libleakwatch.so
 
@@ -563,7 +585,7 @@ lint:
 	    { echo "lint: FAILED: $$t is not installed (Debian package $$t; scripts/install-deps.sh test installs it)"; exit 1; }; done; \
 	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h') && \
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance --inline-suppr \
-	    --suppress=missingIncludeSystem -D_GNU_SOURCE -Iinclude $(INC_ALL) src tools && \
+	    --suppress=missingIncludeSystem -D_GNU_SOURCE -Iinclude $(INC_ALL) $(TOOL_INC) src tools && \
 	echo "lint: clang-format and cppcheck clean"
 
 clean:

@@ -18,6 +18,7 @@
 #include "report_file.h"
 #include "growth.h"
 #include "real.h"
+#include "hook_depth.h"
 #include "runstate.h"
 #include "warning.h"
 #include "worker.h"

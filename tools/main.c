@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* leakwatch: the command line. One subcommand per tools/cmd_*.c file. The
+/* leakwatch: the command line. One subcommand per file in tools/commands/. The
  * help texts printed here and by each subcommand's --help are also the source
  * of the man page and the bash completion (scripts/gen-docs.sh). */
 #include "cli.h"
-#include "cli_run.h"
+#include "commands.h"
+#include "run_decisions.h"
 
 #include "options.h"
 

@@ -155,7 +155,7 @@ def _library_roots():
 
 
 def _user_code():
-    """LEAKWATCH_USER_CODE (as src/base/where.h reads it): path prefixes (with
+    """LEAKWATCH_USER_CODE (as src/vocab/where.h reads it): path prefixes (with
     a '/') or package names, separated by ':' or ','."""
     value = os.environ.get("LEAKWATCH_USER_CODE", "")
     return [e for e in value.replace(",", ":").split(":") if e]
@@ -194,7 +194,7 @@ def _frame_json(f):
 
 
 def _label(f):
-    """As the library labels a frame (src/base/where.c): "train.py:27 in train"."""
+    """As the library labels a frame (src/vocab/where.c): "train.py:27 in train"."""
     return f"{os.path.basename(f.get('filename') or '?')}:{f.get('line')} in {f.get('name')}"
 
 
@@ -230,7 +230,7 @@ _GROWS = (r"\b{name}(\s*\[[^\]]*\])*\s*(\.\s*(append|extend|add|insert|appendlef
 
 
 def _fmt_bytes(n):
-    """As the library prints sizes (src/base/fmt.c): B, KiB, MiB, GiB."""
+    """As the library prints sizes (src/vocab/fmt.c): B, KiB, MiB, GiB."""
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale:
             v = n / scale

@@ -5,7 +5,7 @@
 #ifndef LW_GUARD_H
 #define LW_GUARD_H
 
-#include "runstate.h"
+#include "hook_depth.h"
 
 /* Returns 1 when this is the outermost hook on this thread. */
 static inline int lw_hook_enter(void) {

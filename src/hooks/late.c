@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Hooks installed late: leakwatch loaded into a running process by
- * `leakwatch attach` (tools/cmd_attach.c), which calls the target's own dlopen
+ * `leakwatch attach` (tools/commands/attach.c), which calls the target's own dlopen
  * (RTLD_LOCAL) and then leakwatch__attach below.
  *
  * Loaded that way, the library interposes nothing: every object already bound

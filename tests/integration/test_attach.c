@@ -6,7 +6,7 @@
 #include "harness_cli.h"
 
 #include "../check_run.h"
-#include "cli_attach.h"
+#include "attach.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -7,8 +7,8 @@
 #include "harness_cli.h"
 
 #include "arch.h"
-#include "cli_model.h"
-#include "cli_run.h"
+#include "model.h"
+#include "run_decisions.h"
 #include "control.h"
 #include "options.h"
 #include <leakwatch.h>

@@ -7,7 +7,7 @@
 #include "harness.h"
 #include "harness_cli.h"
 
-#include "cli_sock.h"
+#include "control_client.h"
 #include "control_path.h"
 
 #include <dirent.h>

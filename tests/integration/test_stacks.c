@@ -83,7 +83,7 @@ START_TEST(verification_catches_a_blind_cache) {
     } cases[] = {{"trust-cache", "samedepth"}, {"trust-cache", "longjmp"}, {"ra-only", "alloca"}};
     /* No keep-rules control on the dlclose scenario: its libraries call CUDA
      * through leakwatch, and the hooks keep every calling module loaded
-     * (src/base/real.c), so its code never changes under a kept rule. The
+     * (src/loader/real.c), so its code never changes under a kept rule. The
      * dlclose scenario above still runs with verification. */
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         char mode[64];

@@ -67,11 +67,36 @@ obj dup hooks/late 'int lw_answer(void) { return 1; }'
 obj dup analyze/growth 'int lw_answer(void); int lw_growth(void) { return lw_answer(); }'
 expect dup 1 "analyze/growth.o (analyze) calls lw_answer in output/report.o (output)"
 
-# The command may use the base layer only, also when base has a copy.
+# The command may use the base and vocab layers only, also when base has a copy.
 obj toolsdup base/util '__attribute__((weak)) int lw_rank(void) { return 0; }'
 obj toolsdup track/sites 'int lw_rank(void) { return 1; }'
 obj toolsdup tools/cmd 'int lw_rank(void); int lw_cmd(void) { return lw_rank(); }'
 expect toolsdup 1 "tools/cmd.o (tools) calls lw_rank in track/sites.o (track)"
+
+# The layers between base and track: vocab (the report's words, which the
+# command may use too) and loader (the real functions, dlclose), in that order.
+obj mid base/util 'int lw_util(void) { return 1; }'
+obj mid vocab/verdict 'int lw_util(void); int lw_verdict(void) { return lw_util(); }'
+obj mid loader/real 'int lw_util(void); int lw_verdict(void); int lw_real(void) { return lw_util() + lw_verdict(); }'
+obj mid track/stack 'int lw_real(void); int lw_verdict(void); int lw_stack(void) { return lw_real() + lw_verdict(); }'
+obj mid tools/cmd 'int lw_util(void); int lw_verdict(void); int lw_cmd(void) { return lw_util() + lw_verdict(); }'
+expect mid 0 "no upward call"
+
+obj toolsloader loader/real 'int lw_real(void) { return 1; }'
+obj toolsloader tools/cmd 'int lw_real(void); int lw_cmd(void) { return lw_real(); }'
+expect toolsloader 1 "tools/cmd.o (tools) calls lw_real in loader/real.o (loader)"
+
+obj loaderup loader/real 'int lw_stack(void); int lw_real(void) { return lw_stack(); }'
+obj loaderup track/stack 'int lw_stack(void) { return 1; }'
+expect loaderup 1 "loader/real.o (loader) calls lw_stack in track/stack.o (track)"
+
+obj vocabup vocab/fmt 'int lw_real(void); int lw_fmt(void) { return lw_real(); }'
+obj vocabup loader/real 'int lw_real(void) { return 1; }'
+expect vocabup 1 "vocab/fmt.o (vocab) calls lw_real in loader/real.o (loader)"
+
+obj baseup base/log 'int lw_verdict(void); int lw_log(void) { return lw_verdict(); }'
+obj baseup vocab/verdict 'int lw_verdict(void) { return 1; }'
+expect baseup 1 "base/log.o (base) calls lw_verdict in vocab/verdict.o (vocab)"
 
 # A folder that is no layer would go unchecked: it fails.
 obj unknown attach/late 'int lw_attach(void) { return 0; }'

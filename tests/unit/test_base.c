@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the base layer's utilities (src/base): the JSON writer read
- * back by the command's reader, output path templates, byte formatting, the
- * control-socket folder checks and the verdicts' names. */
+ * back by the command's reader, output path templates, the control-socket
+ * folder checks; and of the report's vocabulary (src/vocab): byte formatting
+ * and the verdicts' names. */
 #include "atomic_file.h"
 #include "control_path.h"
 #include "dynamic.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for tools/json_doc.c: what leakwatch adds on top of jansson (limits, the byte
+/* Unit tests for tools/base/json_doc.c: what leakwatch adds on top of jansson (limits, the byte
  * order mark, regular files only, messages with line and column, exact integers, paths). The
  * JSON grammar itself is jansson's. */
 #include "json_doc.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The place to look (src/base/where.c), the answer line and the launcher's
- * rank (src/base/fmt.c, rank.c): the rules every output names a site by. */
+/* The place to look (src/vocab/where.c), the answer line and the launcher's
+ * rank (src/vocab/fmt.c, src/base/rank.c): the rules every output names a site by. */
 #include "../check_run.h"
 #include "fmt.h"
 #include "rank.h"

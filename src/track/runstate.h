@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The run's shared clock and counters: the step count, the time intervals
+ * closed by the worker and the start time. A leaf module, so
+ * that the allocation path can stamp records without reaching the layers that
+ * advance the clock. */
+#ifndef LW_RUNSTATE_H
+#define LW_RUNSTATE_H
+
+#include <stdint.h>
+
+/* Steps marked with leakwatch_step() (or the PyTorch helper). */
+uint32_t lw_step_now(void);
+uint32_t lw_step_mark(void); /* adds one; returns the new count */
+void lw_step_reset(void);
+
+/* Time intervals closed by the worker (time mode, no step marks). */
+uint64_t lw_intervals_now(void);
+uint64_t lw_intervals_close(void); /* adds one; returns the new count */
+void lw_intervals_reset(void);
+
+/* The clock that stamps allocations: the step count once steps are marked,
+ * else the number of time intervals closed. */
+uint32_t lw_run_clock(void);
+
+/* When recording started (lw_now_ns() clock). */
+uint64_t lw_start_time_ns(void);
+void lw_set_start_time_ns(uint64_t t);
+
+#endif

@@ -1,0 +1,498 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* leakwatch attach PID: watch a job that was started without leakwatch.
+ * The checks come first and change nothing; then the library is loaded into
+ * the job (attach/inject.c) and the command waits, in the foreground, for
+ * Ctrl-C (or the job's end); leakwatch attach --detach PID ends the watch
+ * from elsewhere. The detach itself is asked of the library through its
+ * control socket: it needs no ptrace. */
+#include "cli.h"
+#include "commands.h"
+#include "attach.h"
+#include "model.h"
+#include "render.h"
+#include "run_decisions.h"
+#include "control_client.h"
+
+#include "inject.h"
+#include "elf_symbols.h"
+#include "options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char usage[] =
+    "usage: leakwatch attach [options] PID\n"
+    "       leakwatch attach --detach PID\n"
+    "\n"
+    "Loads leakwatch into a running process that was started without it, and\n"
+    "follows its CUDA memory from now on: verdict, growth rate and the call sites\n"
+    "that keep memory. Ctrl-C (or attach --detach PID from elsewhere) detaches:\n"
+    "the hooks are removed, the final report is written and the job goes on as\n"
+    "before. While attached, 'leakwatch top PID' and 'snapshot PID' work as for\n"
+    "a job started under leakwatch. docs/cli.md (\"What an attached session cannot see\")\n"
+    "says what it cannot see.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE  the report (default leakwatch-PID.json in the current\n"
+    "                     folder; %p = pid, %h = host name)\n"
+    "      --set NAME=VALUE  a LEAKWATCH_* setting (leakwatch help env)\n"
+    "      --background   return once attached; detach later with --detach\n"
+    "      --detach       detach from PID: hooks removed, final report written\n"
+    "      --wait-ms N    how long to wait for a thread of PID that can be\n"
+    "                     borrowed (default 5000)\n"
+    "  -q, --quiet        no progress lines\n"
+    "  -h, --help         this help\n"
+    "\n"
+    "exit status: 0 attached (and detached), 1 cannot attach (the process is\n"
+    "left as it was), 2 bad option, 4 PID is not running or not watched.\n";
+
+/* ---- checks (nothing is changed in the target) ---- */
+
+int lw_attach_scope_problem(int scope, int privileged, char *err, size_t n) {
+    switch (scope) {
+    case 0:
+        return 0;
+    case 1:
+        if (privileged) return 0;
+        snprintf(err, n,
+                 "ptrace is limited to a process's own descendants here "
+                 "(/proc/sys/kernel/yama/ptrace_scope is 1): run 'sudo sysctl -w "
+                 "kernel.yama.ptrace_scope=0' (until reboot), or run leakwatch attach as root "
+                 "or with the CAP_SYS_PTRACE capability");
+        return -1;
+    case 2:
+        if (privileged) return 0;
+        snprintf(err, n,
+                 "ptrace is limited to administrators here (/proc/sys/kernel/yama/ptrace_scope "
+                 "is 2): run leakwatch attach as root or with the CAP_SYS_PTRACE capability, "
+                 "or set it to 0 with 'sudo sysctl -w kernel.yama.ptrace_scope=0'");
+        return -1;
+    default:
+        snprintf(err, n,
+                 "ptrace is disabled on this machine (/proc/sys/kernel/yama/ptrace_scope is "
+                 "%d, which only a reboot undoes): leakwatch attach cannot work; start the job "
+                 "with 'leakwatch run' instead",
+                 scope);
+        return -1;
+    }
+}
+
+/* 1 when we may trace any process: root, or CAP_SYS_PTRACE in effect. */
+static int privileged(void) {
+    if (geteuid() == 0) return 1;
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[256];
+    unsigned long long caps = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "CapEff:", 7)) caps = strtoull(line + 7, NULL, 16);
+    if (f) fclose(f);
+    return (int)((caps >> 19) & 1); /* CAP_SYS_PTRACE */
+}
+
+static int read_ids(long pid, const char *key, long ids[4]) {
+    char p[64], line[256];
+    snprintf(p, sizeof p, "/proc/%ld/status", pid);
+    FILE *f = fopen(p, "re");
+    if (!f) return -1;
+    int found = -1;
+    size_t kl = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, kl) &&
+            sscanf(line + kl, "%ld %ld %ld %ld", &ids[0], &ids[1], &ids[2], &ids[3]) == 4)
+            found = 0;
+    fclose(f);
+    return found;
+}
+
+/* 1 when the process's threads run with the user shadow stack (CET): the
+ * injected calls' return to address 0 would not be a plain fault there. */
+static int shadow_stack(long pid) {
+    char p[64], line[256];
+    snprintf(p, sizeof p, "/proc/%ld/status", pid);
+    FILE *f = fopen(p, "re");
+    int yes = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "x86_Thread_features:", 20) && strstr(line, "shstk")) yes = 1;
+    if (f) fclose(f);
+    return yes;
+}
+
+/* What the target has mapped, by base name. */
+typedef struct {
+    int leakwatch, cuda_driver, cuda_runtime;
+    char leakwatch_path[PATH_MAX];
+} target_maps;
+
+static void scan_maps(long pid, target_maps *t) {
+    memset(t, 0, sizeof *t);
+    char p[64], line[PATH_MAX + 128];
+    snprintf(p, sizeof p, "/proc/%ld/maps", pid);
+    FILE *f = fopen(p, "re");
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        const char *path = strchr(line, '/');
+        if (!path) continue;
+        const char *base = strrchr(path, '/') + 1;
+        if (!strcmp(base, "libleakwatch.so")) {
+            t->leakwatch = 1;
+            snprintf(t->leakwatch_path, sizeof t->leakwatch_path, "%s", path);
+        }
+        if (!strncmp(base, "libcuda.so", 10)) t->cuda_driver = 1;
+        if (!strncmp(base, "libcudart", 9)) t->cuda_runtime = 1;
+    }
+    if (f) fclose(f);
+}
+
+/* 1 when the program itself has the CUDA runtime linked in (cudart_static). */
+static int static_runtime(long pid) {
+    char exe[64];
+    snprintf(exe, sizeof exe, "/proc/%ld/exe", pid);
+    lw_elf_syms *s = lw_elf_syms_load(exe);
+    int yes = s && (lw_elf_syms_lookup(s, "cudaMalloc") || lw_elf_syms_lookup(s, "cudaFree"));
+    lw_elf_syms_free(s);
+    return yes;
+}
+
+/* 1 when the process was started with the library in LD_PRELOAD. */
+static int preloaded(long pid) {
+    char p[64];
+    snprintf(p, sizeof p, "/proc/%ld/environ", pid);
+    FILE *f = fopen(p, "re");
+    if (!f) return 0;
+    char buf[8192];
+    int yes = 0;
+    size_t n;
+    while (!yes && (n = fread(buf, 1, sizeof buf - 1, f)) > 0) {
+        buf[n] = '\0';
+        for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+            if (!strncmp(buf + i, "LD_PRELOAD=", 11) && strstr(buf + i, "libleakwatch")) yes = 1;
+    }
+    fclose(f);
+    return yes;
+}
+
+/* 0 when pid may be attached; else the exit status, after one line. */
+static int check_target(long pid, const char *lib) {
+    char err[1024], p[64];
+    struct stat st;
+    snprintf(p, sizeof p, "/proc/%ld", pid);
+    if (pid == (long)getpid() || stat(p, &st) != 0) {
+        lw_cli_error("no process %ld", pid);
+        return LW_EXIT_NO_PROCESS;
+    }
+    long uid[4], gid[4];
+    if (read_ids(pid, "Uid:", uid) != 0 || read_ids(pid, "Gid:", gid) != 0) {
+        lw_cli_error("cannot read /proc/%ld/status", pid);
+        return LW_EXIT_NO_PROCESS;
+    }
+    if (uid[0] != uid[1] || uid[1] != uid[2] || gid[0] != gid[1] || gid[1] != gid[2]) {
+        lw_cli_error("process %ld runs set-user-ID or set-group-ID (real uid %ld, effective "
+                     "uid %ld): leakwatch does not attach to such processes",
+                     pid, uid[0], uid[1]);
+        return LW_EXIT_ERROR;
+    }
+    if (geteuid() != 0 && (uid_t)uid[1] != geteuid()) {
+        struct passwd *pw = getpwuid((uid_t)uid[1]);
+        lw_cli_error("process %ld belongs to another user (%s, uid %ld): attach as that user, "
+                     "or as root",
+                     pid, pw ? pw->pw_name : "?", uid[1]);
+        return LW_EXIT_ERROR;
+    }
+    if (shadow_stack(pid)) {
+        lw_cli_error("process %ld runs with the x86 shadow stack enabled (x86_Thread_features: "
+                     "shstk in /proc/%ld/status): leakwatch attach cannot make calls in it yet; "
+                     "start the job with 'leakwatch run' instead",
+                     pid, pid);
+        return LW_EXIT_ERROR;
+    }
+    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+    int scope = 0;
+    if (f) {
+        if (fscanf(f, "%d", &scope) != 1) scope = 0;
+        fclose(f);
+    }
+    if (lw_attach_scope_problem(scope, privileged(), err, sizeof err) != 0) {
+        lw_cli_error("%s", err);
+        return LW_EXIT_ERROR;
+    }
+    target_maps t;
+    scan_maps(pid, &t);
+    if (t.leakwatch) {
+        char sock[4200];
+        if (lw_sock_find(pid, sock, sizeof sock, err, sizeof err) == 0) {
+            lw_cli_error("process %ld is already watched by leakwatch: see it with "
+                         "'leakwatch top %ld'",
+                         pid, pid);
+            return LW_EXIT_ERROR;
+        }
+        if (preloaded(pid)) {
+            lw_cli_error("process %ld was started under leakwatch, which starts recording at "
+                         "its first CUDA allocation: then 'leakwatch top %ld' shows it",
+                         pid, pid);
+            return LW_EXIT_ERROR;
+        }
+        /* Else: attached before and detached since; the library is there,
+         * inert, and a new attach starts a new session. */
+    }
+    int stat_rt = static_runtime(pid);
+    if (!t.cuda_driver && !t.cuda_runtime && !stat_rt) {
+        lw_cli_error("process %ld has not loaded CUDA (no libcuda.so.1 or libcudart in "
+                     "/proc/%ld/maps): leakwatch has nothing to watch there; attach once it "
+                     "uses the GPU",
+                     pid, pid);
+        return LW_EXIT_ERROR;
+    }
+    if (stat_rt && t.cuda_driver && !t.cuda_runtime) {
+        lw_cli_error("process %ld has the CUDA runtime linked in statically, and it has "
+                     "started: it found the driver's functions before the attach, where "
+                     "leakwatch cannot follow them; start the job with 'leakwatch run' instead",
+                     pid);
+        return LW_EXIT_ERROR;
+    }
+    if (t.leakwatch && strcmp(t.leakwatch_path, lib) != 0) {
+        lw_cli_error("process %ld has another libleakwatch.so loaded (%s); use that "
+                     "installation's leakwatch",
+                     pid, t.leakwatch_path);
+        return LW_EXIT_ERROR;
+    }
+    char in_target[PATH_MAX + 64];
+    snprintf(in_target, sizeof in_target, "/proc/%ld/root%s", pid, lib);
+    if (access(in_target, F_OK) != 0 && errno == ENOENT) {
+        lw_cli_error("process %ld cannot see %s (it runs in another mount namespace, a "
+                     "container?): make the library visible there at the same path",
+                     pid, lib);
+        return LW_EXIT_ERROR;
+    }
+    return 0;
+}
+
+/* ---- settings ---- */
+static int add_setting(char *buf, size_t n, const char *name, const char *value) {
+    size_t used = strlen(buf);
+    int w = snprintf(buf + used, n - used, "%s=%s\n", name, value);
+    return w < 0 || (size_t)w >= n - used ? -1 : 0;
+}
+
+/* ---- detach ---- */
+static int do_detach(long pid, int quiet) {
+    char sock[4200], err[1200];
+    int st = lw_sock_find(pid, sock, sizeof sock, err, sizeof err);
+    if (st != 0) {
+        lw_cli_error("%s", err);
+        return st;
+    }
+    size_t len = 0;
+    char *body = lw_sock_request(sock, "detach", &len, err, sizeof err);
+    if (!body) {
+        lw_cli_error("process %ld: %s", pid, err);
+        return LW_EXIT_ERROR;
+    }
+    body[strcspn(body, "\n")] = '\0';
+    if (!quiet) {
+        /* The diagnosis, as 'leakwatch report' gives it. */
+        lw_model m;
+        if (lw_model_load(&m, body, err, sizeof err) == 0) {
+            lw_render_opts o;
+            lw_render_opts_default(&o);
+            o.top_sites = 3;
+            lw_render_text(stdout, &m, 1, &o);
+            fflush(stdout);
+        }
+        lw_model_free(&m);
+    }
+    char safe[PATH_MAX];
+    if (!quiet)
+        fprintf(stderr, "leakwatch: detached from process %ld; report: %s\n", pid,
+                lw_safe_text(body, safe, sizeof safe));
+    free(body);
+    return LW_EXIT_OK;
+}
+
+static volatile sig_atomic_t got_signal;
+static void on_signal(int sig) {
+    got_signal = sig;
+}
+
+int lw_cmd_attach(int argc, char **argv) {
+    enum { O_SET = 256, O_BACKGROUND, O_DETACH, O_WAIT };
+    static const struct option longs[] = {{"output", required_argument, NULL, 'o'},
+                                          {"set", required_argument, NULL, O_SET},
+                                          {"background", no_argument, NULL, O_BACKGROUND},
+                                          {"detach", no_argument, NULL, O_DETACH},
+                                          {"wait-ms", required_argument, NULL, O_WAIT},
+                                          {"quiet", no_argument, NULL, 'q'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+    const char *output = NULL;
+    int background = 0, detach_only = 0, quiet = 0;
+    long wait_ms = 5000;
+    char settings[8192] = "";
+    char err[1200];
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:qh", longs, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(usage, stdout);
+            return LW_EXIT_OK;
+        } else if (c == 'o') {
+            output = optarg;
+        } else if (c == 'q') {
+            quiet = 1;
+        } else if (c == O_BACKGROUND) {
+            background = 1;
+        } else if (c == O_DETACH) {
+            detach_only = 1;
+        } else if (c == O_WAIT) {
+            if (lw_parse_long(optarg, 1, 600000, &wait_ms) != 0)
+                return lw_cli_usage_error("attach", "--wait-ms needs a number of milliseconds");
+        } else if (c == O_SET) {
+            const char *eq = strchr(optarg, '=');
+            char name[128];
+            if (!eq || (size_t)(eq - optarg) >= sizeof name)
+                return lw_cli_usage_error("attach", "--set needs NAME=VALUE, not '%s'", optarg);
+            memcpy(name, optarg, (size_t)(eq - optarg));
+            name[eq - optarg] = '\0';
+            const char *var = lw_run_setting_name(name);
+            if (!var) {
+                char known[2048];
+                lw_run_known_settings(known, sizeof known);
+                return lw_cli_usage_error("attach", "no setting '%s'; known: %s", name, known);
+            }
+            if (lw_run_check_setting(var, eq + 1, err, sizeof err) != 0)
+                return lw_cli_usage_error("attach", "%s=%s: %s", var, eq + 1, err);
+            if (strchr(eq + 1, '\n') || add_setting(settings, sizeof settings, var, eq + 1) != 0)
+                return lw_cli_usage_error("attach", "--set %s: value too long", var);
+        } else if (c == ':') {
+            return lw_cli_usage_error("attach", "%s needs a value", argv[optind - 1]);
+        } else {
+            return lw_cli_usage_error("attach", "unknown option %s", lw_bad_option(argv));
+        }
+    }
+    if (optind != argc - 1)
+        return lw_cli_usage_error("attach", optind >= argc ? "which PID?" : "one PID only");
+    long pid;
+    if (lw_parse_pid(argv[optind], &pid) != 0)
+        return lw_cli_usage_error("attach", "'%s' is not a process id", argv[optind]);
+    if (detach_only) {
+        return do_detach(pid, quiet);
+    }
+
+    char lib[PATH_MAX];
+    if (lw_run_find_library(NULL, lib, sizeof lib, err, sizeof err) != 0) {
+        lw_cli_error("%s", err);
+        return LW_EXIT_ERROR;
+    }
+    int st = check_target(pid, lib);
+    if (st != 0) return st;
+
+    /* The report lands where the user is, not in the job's folder. */
+    char report[PATH_MAX + 64], cwd[PATH_MAX];
+    const char *rep = output ? output : "leakwatch-%p.json";
+    if (rep[0] != '/' && strcmp(rep, "none") != 0) {
+        if (!getcwd(cwd, sizeof cwd)) {
+            lw_cli_error("cannot read the current folder: %s", strerror(errno));
+            return LW_EXIT_ERROR;
+        }
+        snprintf(report, sizeof report, "%s/%s", cwd, rep);
+    } else {
+        snprintf(report, sizeof report, "%s", rep);
+    }
+    char with_defaults[8192 + PATH_MAX + 256] = "";
+    /* The job's own output stays as it was: no warning or summary printed in
+     * it (this command prints them), unless --set asks. */
+    if (!strstr(settings, "LEAKWATCH_QUIET="))
+        add_setting(with_defaults, sizeof with_defaults, "LEAKWATCH_QUIET", "1");
+    if (!strstr(settings, "LEAKWATCH_WARN="))
+        add_setting(with_defaults, sizeof with_defaults, "LEAKWATCH_WARN", "0");
+    if (!strstr(settings, "LEAKWATCH_REPORT="))
+        add_setting(with_defaults, sizeof with_defaults, "LEAKWATCH_REPORT", report);
+    strncat(with_defaults, settings, sizeof with_defaults - strlen(with_defaults) - 1);
+
+    lw_inject q;
+    memset(&q, 0, sizeof q);
+    q.pid = (pid_t)pid;
+    q.library = lib;
+    q.settings = with_defaults;
+    q.wait_ms = (int)wait_ms;
+    /* Ctrl-C, timeout's SIGTERM, a hang-up: the attach stops at once while
+     * no thread of the job is held, else once the thread is back from the
+     * call it is in (the job is left as it was: a finished attach is
+     * detached again). Handled, never blocked, so that nothing waits
+     * longer than the injection itself. Ctrl-Z is held back meanwhile: a
+     * stopped command would keep the job's thread stopped. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal; /* no SA_RESTART: waits end with EINTR */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGQUIT, &sa, NULL);
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTSTP);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    q.cancel = &got_signal;
+    int rc = lw_inject_library(&q, err, sizeof err);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        lw_cli_error("cannot attach to process %ld: %s", pid, err);
+        return LW_EXIT_ERROR;
+    }
+    if (got_signal && q.library_rc == 0) {
+        /* Asked to stop while the job was being attached: undone. */
+        int d = do_detach(pid, 1);
+        lw_cli_error("interrupted: process %ld was attached meanwhile, and %s", pid,
+                     d == LW_EXIT_OK ? "is detached again" : "could not be detached again");
+        return LW_EXIT_ERROR;
+    }
+    if (q.library_rc != 0) {
+        if (q.library_rc > 0)
+            lw_cli_error("process %ld: %s: see it with 'leakwatch top %ld'", pid, q.library_msg,
+                         pid);
+        else
+            lw_cli_error("process %ld: %s", pid, q.library_msg);
+        return LW_EXIT_ERROR;
+    }
+    if (!quiet) {
+        char cmd[256];
+        lw_proc_cmdline(pid, cmd, sizeof cmd);
+        fprintf(stderr,
+                "leakwatch: attached to process %ld (%s) in %.1f ms; thread %d was stopped for "
+                "%.0f us; %s call entries hooked\n",
+                pid, cmd, q.total_ms, (int)q.tid, q.stop_us, q.library_msg);
+        if (q.signals_requeued)
+            fprintf(stderr, "leakwatch: %d signal(s) that arrived meanwhile were sent again\n",
+                    q.signals_requeued);
+    }
+    if (background) {
+        if (!quiet)
+            fprintf(stderr,
+                    "leakwatch: watching; 'leakwatch top %ld' to see it, 'leakwatch attach "
+                    "--detach %ld' to stop\n",
+                    pid, pid);
+        return LW_EXIT_OK;
+    }
+    if (!quiet) fprintf(stderr, "leakwatch: watching; Ctrl-C detaches and writes the report\n");
+    char sock[4200];
+    for (;;) {
+        if (got_signal) {
+            return do_detach(pid, quiet);
+        }
+        if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) break;
+        if (lw_sock_find(pid, sock, sizeof sock, err, sizeof err) != 0) break;
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (!quiet)
+        fprintf(stderr, "leakwatch: process %ld ended or was detached; its report: %s\n", pid,
+                report);
+    return LW_EXIT_OK;
+}

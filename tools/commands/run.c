@@ -1,0 +1,528 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* leakwatch run [options] -- CMD ARGS...
+ * Runs CMD with this installation's libleakwatch.so preloaded and the options
+ * turned into the library's LEAKWATCH_* variables; forwards signals; exits
+ * with CMD's status. */
+#include "cli.h"
+#include "commands.h"
+#include "model.h"
+#include "run_decisions.h"
+
+#include "options.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char usage[] =
+    "usage: leakwatch run [options] [--] CMD [ARGS...]\n"
+    "\n"
+    "Runs CMD with leakwatch loaded (LD_PRELOAD), so that every CUDA allocation\n"
+    "is recorded; a report is written when the program exits.\n"
+    "\n"
+    "options:\n"
+    "  -r, --report PATH       report file (LEAKWATCH_REPORT); %p = pid, %h = host\n"
+    "      --interval MS       sampling interval in ms (LEAKWATCH_INTERVAL_MS)\n"
+    "      --mode MODE         PyTorch view (LEAKWATCH_TORCH_MODE): segments (default;\n"
+    "                          PyTorch's allocator untouched, tensor growth from its\n"
+    "                          counters, lines from its allocation history) or tensors\n"
+    "                          (switches to backend:cudaMallocAsync, one record per\n"
+    "                          tensor; PyTorch then refuses torch.compile with CUDA\n"
+    "                          graphs (reduce-overhead, max-autotune, cudagraphs),\n"
+    "                          memory history and snapshots, CUDA tensors through\n"
+    "                          torch.multiprocessing, MemPool/use_mem_pool, symmetric\n"
+    "                          memory, attachOutOfMemoryObserver and NCCL's allocator\n"
+    "                          trace hook, and ignores max_split_size_mb,\n"
+    "                          roundup_power2_divisions, garbage_collection_threshold\n"
+    "                          and memory fractions)\n"
+    "      --report-every S    also write the report every S seconds (LEAKWATCH_REPORT_EVERY)\n"
+    "      --prometheus PATH   write Prometheus textfile metrics (LEAKWATCH_PROMETHEUS)\n"
+    "      --no-stacks         count bytes without call stacks (LEAKWATCH_STACKS=0)\n"
+    "      --max-frames N      native frames kept per stack (LEAKWATCH_MAX_FRAMES)\n"
+    "      --max-sites N       distinct call sites tracked (LEAKWATCH_MAX_SITES)\n"
+    "      --report-sites N    call sites written to the report (LEAKWATCH_REPORT_SITES)\n"
+    "      --user-code LIST    more code that counts as yours when naming the place to\n"
+    "                          look: path prefixes or package names, ':' or ','\n"
+    "                          between them (LEAKWATCH_USER_CODE)\n"
+    "  -s, --set NAME=VALUE    any LEAKWATCH_* setting (NAME with or without the\n"
+    "                          prefix, any case); checked like the others\n"
+    "  -q, --quiet             no summary from the library nor from run (LEAKWATCH_QUIET)\n"
+    "      --fail-on-leak      exit with status 3 when the program succeeded but the\n"
+    "                          report's verdict is leak\n"
+    "      --library PATH      preload this libleakwatch.so instead of the one\n"
+    "                          installed with this command\n"
+    "      --cuda-stand-ins    run CMD on leakwatch's CPU stand-ins for libcuda.so.1\n"
+    "                          and libcudart.so (put first on LD_LIBRARY_PATH): try\n"
+    "                          leakwatch without a GPU\n"
+    "  -h, --help              this help\n"
+    "\n"
+    "Signals INT, TERM, HUP, QUIT, USR1 and USR2 sent to leakwatch are passed on to\n"
+    "CMD (Ctrl-C reaches CMD directly, once). Without --report the library writes\n"
+    "leakwatch-PID.json in the current folder; with --fail-on-leak and no --report,\n"
+    "reports go to a private folder under $TMPDIR, printed at the end.\n"
+    "\n"
+    "exit status: CMD's own status, 128+N when CMD was killed by signal N;\n"
+    "3 with --fail-on-leak when CMD exited 0 and the verdict is leak;\n"
+    "125 leakwatch run failed (bad option, library not found or not loadable,\n"
+    "unreadable report; the program is not started when the library cannot be loaded);\n"
+    "126 CMD cannot be executed; 127 CMD not found.\n";
+
+enum { MAX_SETTINGS = 64 };
+
+typedef struct {
+    const char *name; /* LEAKWATCH_... */
+    char *value;
+} setting;
+
+static setting settings[MAX_SETTINGS];
+static int nsettings;
+
+static int add_setting(const char *opt, const char *name, const char *value) {
+    char err[200];
+    if (lw_run_check_setting(name, value, err, sizeof err) != 0) {
+        lw_cli_error("%s%s%s: %s (see 'leakwatch run --help')", opt ? opt : name, opt ? " " : "=",
+                     value, err);
+        return -1;
+    }
+    for (int i = 0; i < nsettings; i++)
+        if (!strcmp(settings[i].name, name)) {
+            free(settings[i].value);
+            settings[i].value = strdup(value);
+            return 0;
+        }
+    if (nsettings == MAX_SETTINGS) {
+        lw_cli_error("too many settings (over %d)", MAX_SETTINGS);
+        return -1;
+    }
+    settings[nsettings].name = name;
+    settings[nsettings++].value = strdup(value);
+    return 0;
+}
+
+static const char *setting_value(const char *name) {
+    for (int i = 0; i < nsettings; i++)
+        if (!strcmp(settings[i].name, name)) return settings[i].value;
+    return NULL;
+}
+
+/* ---- signals ---- */
+
+static volatile sig_atomic_t job_pid;
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+enum { NFORWARDED = sizeof forwarded / sizeof forwarded[0] };
+
+static void forward(int sig, siginfo_t *si, void *uc) {
+    (void)uc;
+    pid_t p = (pid_t)job_pid;
+    if (p <= 0) return;
+    /* A signal from the terminal (Ctrl-C, Ctrl-\) went to the whole foreground
+     * process group, the job included: sending it again would interrupt the
+     * job's own clean-up a second time. */
+    if (si && si->si_code == SI_KERNEL && getpgid(p) == getpgrp()) return;
+    int e = errno;
+    kill(p, sig);
+    errno = e;
+}
+
+static void install_forwarding(sigset_t *blocked) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = forward;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigemptyset(blocked);
+    for (int i = 0; i < NFORWARDED; i++) {
+        sigaction(forwarded[i], &sa, NULL);
+        sigaddset(blocked, forwarded[i]);
+    }
+}
+
+/* ---- the job ---- */
+
+/* Runs argv; returns its wait status, or -1 (then *exec_errno says why the
+ * exec failed, or is 0 when fork itself failed). */
+static int run_job(char **argv, int *exec_errno, pid_t *job) {
+    sigset_t blocked, old;
+    install_forwarding(&blocked);
+    /* Signals that arrive before job_pid is known stay pending, then go on. */
+    sigprocmask(SIG_BLOCK, &blocked, &old);
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        *exec_errno = 0;
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        *exec_errno = 0;
+        close(pipefd[0]);
+        close(pipefd[1]);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        return -1;
+    }
+    if (pid == 0) {
+        for (int i = 0; i < NFORWARDED; i++)
+            signal(forwarded[i], SIG_DFL);
+        signal(SIGPIPE, SIG_DFL);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        close(pipefd[0]);
+        execvp(argv[0], argv);
+        int e = errno;
+        if (write(pipefd[1], &e, sizeof e) < 0) _exit(LW_EXIT_CANNOT_EXEC);
+        _exit(e == ENOENT ? LW_EXIT_NOT_FOUND : LW_EXIT_CANNOT_EXEC);
+    }
+    job_pid = pid;
+    *job = pid;
+    close(pipefd[1]);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    int e = 0;
+    ssize_t got;
+    do
+        got = read(pipefd[0], &e, sizeof e);
+    while (got < 0 && errno == EINTR);
+    close(pipefd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    job_pid = 0;
+    if (got == (ssize_t)sizeof e) {
+        *exec_errno = e;
+        return -1;
+    }
+    return status;
+}
+
+/* ---- the report afterwards ---- */
+
+/* %p, %h and %% as the library expands them, with the job's pid. */
+static void expand(const char *tpl, pid_t pid, char *out, size_t n) {
+    size_t o = 0;
+    char host[256] = "unknown-host", tmp[300];
+    gethostname(host, sizeof host - 1);
+    for (const char *p = tpl; *p && o + 1 < n; p++) {
+        const char *add = NULL;
+        if (p[0] == '%' && p[1] == 'p')
+            snprintf(tmp, sizeof tmp, "%ld", (long)pid), add = tmp, p++;
+        else if (p[0] == '%' && p[1] == 'h')
+            add = host, p++;
+        else if (p[0] == '%' && p[1] == '%')
+            add = "%", p++;
+        if (add) {
+            size_t l = strlen(add);
+            if (o + l >= n) break;
+            memcpy(out + o, add, l), o += l;
+        } else {
+            out[o++] = *p;
+        }
+    }
+    out[o] = '\0';
+}
+
+/* Checks one report; 1 leak, 0 not, -1 unreadable (message printed). */
+static int report_leaks(const char *path, time_t started, int quiet) {
+    struct stat st;
+    if (stat(path, &st) != 0) return -2;
+    if (st.st_mtime < started) return -2; /* left from an earlier run */
+    char err[1024];
+    lw_model m;
+    if (lw_model_load(&m, path, err, sizeof err) != 0) {
+        lw_cli_error("%s", err);
+        lw_model_free(&m);
+        return -1;
+    }
+    int leak = lw_run_decide(&m);
+    if (!quiet || leak)
+        fprintf(stderr, "leakwatch: %s: verdict %s\n", path, lw_mverdict_name(m.verdict));
+    lw_model_free(&m);
+    return leak;
+}
+
+/* 1 if any report of the job says leak, 0 if none, -1 on an unreadable one. */
+static int job_leaks(const char *tpl, const char *private_dir, pid_t pid, time_t started,
+                     int quiet) {
+    if (private_dir) {
+        DIR *d = opendir(private_dir);
+        int leak = 0, found = 0;
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            size_t l = strlen(e->d_name);
+            if (l < 6 || strcmp(e->d_name + l - 5, ".json") != 0 || e->d_name[0] == '.') continue;
+            char p[PATH_MAX + 256];
+            snprintf(p, sizeof p, "%s/%s", private_dir, e->d_name);
+            int r = report_leaks(p, started, quiet);
+            if (r == -2) continue;
+            found++;
+            if (r < 0 || leak < 0)
+                leak = -1;
+            else
+                leak |= r;
+        }
+        if (d) closedir(d);
+        if (!found && !quiet)
+            fprintf(stderr, "leakwatch: no report was written: the program never allocated CUDA "
+                            "memory (leakwatch starts at the first allocation)\n");
+        else if (!quiet)
+            fprintf(stderr, "leakwatch: reports are in %s\n", private_dir);
+        if (!found) rmdir(private_dir);
+        return leak;
+    }
+    char path[PATH_MAX];
+    expand(tpl, pid, path, sizeof path);
+    int r = report_leaks(path, started, quiet);
+    if (r == -2) {
+        if (!quiet)
+            fprintf(stderr,
+                    "leakwatch: no new report at %s: the program never allocated CUDA memory%s\n",
+                    path,
+                    strstr(tpl, "%p") ? ", or a child process wrote its own (%p is each "
+                                        "process's pid)"
+                                      : "");
+        return 0;
+    }
+    return r;
+}
+
+static int finish(int status, int exec_errno, const char *prog, int fail_on_leak, const char *tpl,
+                  const char *private_dir, pid_t pid, time_t started, int quiet);
+
+/* ---- options ---- */
+
+int lw_cmd_run(int argc, char **argv) {
+    enum {
+        O_INTERVAL = 256,
+        O_MODE,
+        O_EVERY,
+        O_PROM,
+        O_NOSTACKS,
+        O_FRAMES,
+        O_SITES,
+        O_RSITES,
+        O_FAIL,
+        O_LIB,
+        O_STANDINS,
+        O_USER_CODE
+    };
+    static const struct option longs[] = {{"report", required_argument, NULL, 'r'},
+                                          {"interval", required_argument, NULL, O_INTERVAL},
+                                          {"mode", required_argument, NULL, O_MODE},
+                                          {"report-every", required_argument, NULL, O_EVERY},
+                                          {"prometheus", required_argument, NULL, O_PROM},
+                                          {"no-stacks", no_argument, NULL, O_NOSTACKS},
+                                          {"max-frames", required_argument, NULL, O_FRAMES},
+                                          {"max-sites", required_argument, NULL, O_SITES},
+                                          {"report-sites", required_argument, NULL, O_RSITES},
+                                          {"set", required_argument, NULL, 's'},
+                                          {"quiet", no_argument, NULL, 'q'},
+                                          {"fail-on-leak", no_argument, NULL, O_FAIL},
+                                          {"library", required_argument, NULL, O_LIB},
+                                          {"cuda-stand-ins", no_argument, NULL, O_STANDINS},
+                                          {"user-code", required_argument, NULL, O_USER_CODE},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+    int c, fail_on_leak = 0, quiet = 0, stand_ins = 0, li = -1;
+    const char *library = NULL;
+    char optname[64];
+    opterr = 0;
+    while ((li = -1, c = getopt_long(argc, argv, "+:r:s:qh", longs, &li)) != -1) {
+        const char *env = NULL, *value = optarg;
+        switch (c) {
+        case 'r':
+            env = "LEAKWATCH_REPORT";
+            break;
+        case O_INTERVAL:
+            env = "LEAKWATCH_INTERVAL_MS";
+            break;
+        case O_MODE:
+            env = "LEAKWATCH_TORCH_MODE";
+            break;
+        case O_EVERY:
+            env = "LEAKWATCH_REPORT_EVERY";
+            break;
+        case O_PROM:
+            env = "LEAKWATCH_PROMETHEUS";
+            break;
+        case O_NOSTACKS:
+            env = "LEAKWATCH_STACKS", value = "0";
+            break;
+        case O_FRAMES:
+            env = "LEAKWATCH_MAX_FRAMES";
+            break;
+        case O_SITES:
+            env = "LEAKWATCH_MAX_SITES";
+            break;
+        case O_RSITES:
+            env = "LEAKWATCH_REPORT_SITES";
+            break;
+        case O_USER_CODE:
+            env = "LEAKWATCH_USER_CODE";
+            break;
+        case 'q':
+            env = "LEAKWATCH_QUIET", value = "1", quiet = 1;
+            break;
+        case 's': {
+            const char *eq = strchr(optarg, '=');
+            char name[128];
+            if (!eq || eq == optarg || (size_t)(eq - optarg) >= sizeof name) {
+                lw_cli_error("--set %s: expected NAME=VALUE (see 'leakwatch run --help')", optarg);
+                return LW_EXIT_RUN_FAILED;
+            }
+            snprintf(name, sizeof name, "%.*s", (int)(eq - optarg), optarg);
+            env = lw_run_setting_name(name);
+            if (!env) {
+                char known[1024];
+                lw_run_known_settings(known, sizeof known);
+                lw_cli_error("--set %s: unknown setting %s; known: %s", optarg, name, known);
+                return LW_EXIT_RUN_FAILED;
+            }
+            value = eq + 1;
+            if (!strcmp(env, "LEAKWATCH_QUIET")) quiet = 1;
+            break;
+        }
+        case O_FAIL:
+            fail_on_leak = 1;
+            break;
+        case O_LIB:
+            library = optarg;
+            break;
+        case O_STANDINS:
+            stand_ins = 1;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return LW_EXIT_OK;
+        case ':':
+            lw_cli_error("%s needs a value (see 'leakwatch run --help')", argv[optind - 1]);
+            return LW_EXIT_RUN_FAILED;
+        default:
+            lw_cli_error("unknown option %s (see 'leakwatch run --help'); to pass options to the "
+                         "program, put them after --",
+                         lw_bad_option(argv));
+            return LW_EXIT_RUN_FAILED;
+        }
+        if (env) {
+            /* The option as the user wrote it, for messages: --name or -c. */
+            if (li >= 0)
+                snprintf(optname, sizeof optname, "--%s", longs[li].name);
+            else
+                snprintf(optname, sizeof optname, "-%c", c);
+            if (add_setting(c == 's' ? NULL : optname, env, value) != 0) return LW_EXIT_RUN_FAILED;
+        }
+    }
+    if (optind >= argc) {
+        lw_cli_error("no program given: leakwatch run [options] -- CMD [ARGS...]");
+        return LW_EXIT_RUN_FAILED;
+    }
+    if (lw_run_quiet_env()) quiet = 1;
+
+    char lib[PATH_MAX];
+    char err[PATH_MAX + 256];
+    if (lw_run_find_library(library, lib, sizeof lib, err, sizeof err) != 0) {
+        lw_cli_error("%s", err);
+        return LW_EXIT_RUN_FAILED;
+    }
+    char *preload = lw_run_preload(lib, getenv("LD_PRELOAD"));
+    if (!preload || setenv("LD_PRELOAD", preload, 1) != 0) {
+        lw_cli_error("cannot set LD_PRELOAD: out of memory");
+        free(preload);
+        return LW_EXIT_RUN_FAILED;
+    }
+    free(preload);
+    if (stand_ins) {
+        char dir[PATH_MAX];
+        if (lw_run_find_stand_ins(dir, sizeof dir, err, sizeof err) != 0) {
+            lw_cli_error("%s", err);
+            return LW_EXIT_RUN_FAILED;
+        }
+        char *path = lw_run_library_path(dir, getenv("LD_LIBRARY_PATH"));
+        if (!path || setenv("LD_LIBRARY_PATH", path, 1) != 0) {
+            lw_cli_error("cannot set LD_LIBRARY_PATH: out of memory");
+            free(path);
+            return LW_EXIT_RUN_FAILED;
+        }
+        free(path);
+    }
+
+    /* The loader would refuse the library: say so and start nothing (the job
+     * would otherwise run unwatched, or fail as if it were not found). */
+    if (lw_run_probe_preload(lib, getenv("LD_PRELOAD"), err, sizeof err) < 0) {
+        lw_cli_error("%s", err);
+        return LW_EXIT_RUN_FAILED;
+    }
+
+    /* --fail-on-leak must find the report afterwards: without a path of the
+     * user's, reports go to a private folder, one file per process. */
+    char private_dir[PATH_MAX] = "";
+    const char *tpl = setting_value("LEAKWATCH_REPORT");
+    if (!tpl) tpl = getenv("LEAKWATCH_REPORT");
+    if (fail_on_leak && !tpl) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(private_dir, sizeof private_dir, "%s/leakwatch-run.XXXXXX",
+                 tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(private_dir)) {
+            lw_cli_error("cannot create a folder for the report under %s: %s; pass --report PATH",
+                         tmp && *tmp ? tmp : "/tmp", strerror(errno));
+            return LW_EXIT_RUN_FAILED;
+        }
+        char p[PATH_MAX + 32];
+        snprintf(p, sizeof p, "%s/report-%%p.json", private_dir);
+        if (add_setting(NULL, "LEAKWATCH_REPORT", p) != 0) return LW_EXIT_RUN_FAILED;
+        tpl = setting_value("LEAKWATCH_REPORT");
+    }
+    if (!tpl) tpl = "leakwatch-%p.json";
+    for (int i = 0; i < nsettings; i++)
+        setenv(settings[i].name, settings[i].value, 1);
+
+    time_t started = time(NULL);
+    int exec_errno = 0;
+    pid_t pid = 0;
+    int status = run_job(argv + optind, &exec_errno, &pid);
+    int rc = finish(status, exec_errno, argv[optind], fail_on_leak, tpl,
+                    private_dir[0] ? private_dir : NULL, pid, started, quiet);
+    for (int i = 0; i < nsettings; i++)
+        free(settings[i].value);
+    return rc;
+}
+
+/* The status to exit with, once the job has ended. */
+static int finish(int status, int exec_errno, const char *prog, int fail_on_leak, const char *tpl,
+                  const char *private_dir, pid_t pid, time_t started, int quiet) {
+    if (status < 0) {
+        char shown[256];
+        if (exec_errno == 0) {
+            lw_cli_error("cannot start %s: %s", lw_safe_text(prog, shown, sizeof shown),
+                         strerror(errno));
+            return LW_EXIT_RUN_FAILED;
+        }
+        size_t pl = strlen(prog);
+        lw_safe_text(prog, shown, sizeof shown);
+        if (pl > 3 && !strcmp(prog + pl - 3, ".py"))
+            lw_cli_error("cannot run %s: %s; run a Python script as 'leakwatch run -- python %s'",
+                         shown, strerror(exec_errno), shown);
+        else
+            lw_cli_error("cannot run %s: %s%s", shown, strerror(exec_errno),
+                         exec_errno == ENOENT ? " (check the name and PATH)" : "");
+        if (private_dir) rmdir(private_dir);
+        return exec_errno == ENOENT ? LW_EXIT_NOT_FOUND : LW_EXIT_CANNOT_EXEC;
+    }
+    int code = lw_run_exit_code(status);
+    if (!fail_on_leak) return code;
+    int leak = job_leaks(tpl, private_dir, pid, started, quiet);
+    if (code != 0) {
+        if (leak > 0) lw_cli_error("the program failed (status %d) and leaks", code);
+        return code;
+    }
+    if (leak < 0) return LW_EXIT_RUN_FAILED;
+    if (leak > 0) {
+        lw_cli_error("leak found: exiting with status %d (--fail-on-leak)", LW_EXIT_LEAK);
+        return LW_EXIT_LEAK;
+    }
+    return LW_EXIT_OK;
+}

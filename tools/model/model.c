@@ -1,0 +1,764 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Reading a report into lw_model: every field is looked up with its expected
+ * type, and anything else becomes NAN/NULL plus a warning. The report format
+ * grows (fields are added, never renamed), so absent optional fields are
+ * silent; only fields every report has had since 0.1 are warned about. */
+#include "model.h"
+
+#include "cli.h"
+#include "verdict.h"
+#include "where.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const lw_model_kind_names[LW_KINDS] = {"device", "managed", "pinned_host", "physical"};
+
+/* Hostile files may hold millions of elements; a report never needs more. */
+#define MAX_SITES 100000
+#define MAX_FRAMES 1024
+#define MAX_SERIES 1000000
+#define MAX_FAILURES 100000
+#define MAX_DEVICES 1024
+#define MAX_WARNINGS 200
+
+const char *lw_mverdict_name(lw_mverdict v) {
+    switch (v) {
+    case LW_MV_LEAK:
+        return lw_verdict_name(LW_VERDICT_LEAK);
+    case LW_MV_NO_LEAK:
+        return lw_verdict_name(LW_VERDICT_NO_LEAK);
+    case LW_MV_INCONCLUSIVE:
+        return lw_verdict_name(LW_VERDICT_INCONCLUSIVE);
+    case LW_MV_NOTHING_SEEN:
+        return lw_verdict_name(LW_VERDICT_NOTHING_SEEN);
+    default:
+        return "unknown";
+    }
+}
+
+static void warn(lw_model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(lw_model *m, const char *fmt, ...) {
+    if (m->nwarnings >= MAX_WARNINGS) {
+        m->nwarnings++; /* counted, not kept */
+        return;
+    }
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char **w = realloc(m->warnings, (m->nwarnings + 1) * sizeof *w);
+    if (!w) return;
+    m->warnings = w;
+    m->warnings[m->nwarnings++] = strdup(buf);
+}
+
+/* A number member: NAN when absent or null; NAN and a warning when of another
+ * type or beyond the double range. */
+static double num(lw_model *m, const lw_json *obj, const char *key, const char *where) {
+    const lw_json *v = lw_json_get(obj, key);
+    if (!v || lw_json_is_null(v)) return NAN;
+    if (lw_json_type_of(v) != LW_JSON_NUMBER) {
+        warn(m, "%s%s is a %s, expected a number; shown as unknown", where, key,
+             lw_json_type_name(lw_json_type_of(v)));
+        return NAN;
+    }
+    double d = lw_json_number(v, NAN);
+    if (!isfinite(d)) {
+        warn(m, "%s%s is out of range; shown as unknown", where, key);
+        return NAN;
+    }
+    return d;
+}
+
+static const char *str(lw_model *m, const lw_json *obj, const char *key, const char *where) {
+    const lw_json *v = lw_json_get(obj, key);
+    if (!v || lw_json_is_null(v)) return NULL;
+    if (lw_json_type_of(v) != LW_JSON_STRING) {
+        warn(m, "%s%s is a %s, expected a string; ignored", where, key,
+             lw_json_type_name(lw_json_type_of(v)));
+        return NULL;
+    }
+    return lw_json_string(v);
+}
+
+static int boolean(lw_model *m, const lw_json *obj, const char *key, const char *where) {
+    const lw_json *v = lw_json_get(obj, key);
+    if (!v || lw_json_is_null(v)) return -1;
+    if (lw_json_type_of(v) != LW_JSON_BOOL) {
+        warn(m, "%s%s is a %s, expected true or false; shown as unknown", where, key,
+             lw_json_type_name(lw_json_type_of(v)));
+        return -1;
+    }
+    return lw_json_bool(v, 0);
+}
+
+/* A member that must be an object/array when present. */
+static const lw_json *typed(lw_model *m, const lw_json *obj, const char *key, lw_json_type t,
+                            const char *where) {
+    const lw_json *v = lw_json_get(obj, key);
+    if (!v || lw_json_is_null(v)) return NULL;
+    if (lw_json_type_of(v) != t) {
+        warn(m, "%s%s is a %s, expected %s %s; ignored", where, key,
+             lw_json_type_name(lw_json_type_of(v)), t == LW_JSON_ARRAY ? "an" : "an",
+             lw_json_type_name(t));
+        return NULL;
+    }
+    return v;
+}
+
+static size_t capped_len(lw_model *m, const lw_json *arr, size_t cap, const char *what) {
+    size_t n = lw_json_len(arr);
+    if (n > cap) {
+        warn(m, "%s has %zu entries; only the first %zu are used", what, n, cap);
+        n = cap;
+    }
+    return n;
+}
+
+static void read_counts(lw_model *m, const lw_json *o, lw_m_counts *c, const char *where) {
+    c->alloc_count = num(m, o, "alloc_count", where);
+    c->free_count = num(m, o, "free_count", where);
+    c->failed_alloc_count = num(m, o, "failed_alloc_count", where);
+    c->live_bytes = num(m, o, "live_bytes", where);
+    c->live_count = num(m, o, "live_count", where);
+    c->peak_live_bytes = num(m, o, "peak_live_bytes", where);
+}
+
+static void read_by_kind(lw_model *m, const lw_json *o, lw_m_counts *bk, const char *where) {
+    const lw_json *byk = typed(m, o, "by_kind", LW_JSON_OBJECT, where);
+    char w[200];
+    for (int k = 0; k < LW_KINDS; k++) {
+        snprintf(w, sizeof w, "%.150sby_kind.%s.", where, lw_model_kind_names[k]);
+        const lw_json *ko = typed(m, byk, lw_model_kind_names[k], LW_JSON_OBJECT, w);
+        read_counts(m, ko, &bk[k], w);
+    }
+}
+
+/* A numeric array of n values; non-numbers and missing entries (the array is
+ * shorter than n) become NAN, with one warning per array for non-numbers. */
+static double *num_array(lw_model *m, const lw_json *arr, size_t n, const char *what) {
+    double *out = calloc(n ? n : 1, sizeof *out);
+    int bad = 0;
+    size_t have = lw_json_len(arr);
+    for (size_t i = 0; out && i < n; i++) {
+        const lw_json *v = i < have ? lw_json_at(arr, i) : NULL;
+        out[i] = lw_json_type_of(v) == LW_JSON_NUMBER ? lw_json_number(v, NAN) : NAN;
+        if (!isfinite(out[i])) out[i] = NAN, bad |= v && !lw_json_is_null(v);
+    }
+    if (bad) warn(m, "%s holds values that are not finite numbers; those points are skipped", what);
+    return out;
+}
+
+/* A series: x and ykey arrays (the shorter length wins), optionally time_s
+ * and peak of the same length (padded with NAN). Returns the point count. */
+static size_t read_series(lw_model *m, const lw_json *s, const char *ykey, double **x, double **y,
+                          double **t, double **y2, const char *where) {
+    char what[200];
+    const lw_json *ax = typed(m, s, "x", LW_JSON_ARRAY, where);
+    const lw_json *ay = typed(m, s, ykey, LW_JSON_ARRAY, where);
+    if (!ax || !ay) return 0;
+    size_t n = lw_json_len(ax) < lw_json_len(ay) ? lw_json_len(ax) : lw_json_len(ay);
+    if (lw_json_len(ax) != lw_json_len(ay))
+        warn(m, "%sx and %s%s differ in length; the first %zu points are used", where, where, ykey,
+             n);
+    snprintf(what, sizeof what, "%.150sx", where);
+    if (n > MAX_SERIES) n = capped_len(m, ax, MAX_SERIES, what);
+    *x = num_array(m, ax, n, what);
+    snprintf(what, sizeof what, "%.150s%s", where, ykey);
+    *y = num_array(m, ay, n, what);
+    if (t) {
+        snprintf(what, sizeof what, "%.150stime_s", where);
+        *t = num_array(m, typed(m, s, "time_s", LW_JSON_ARRAY, where), n, what);
+    }
+    if (y2) {
+        snprintf(what, sizeof what, "%.150speak", where);
+        *y2 = num_array(m, typed(m, s, "peak", LW_JSON_ARRAY, where), n, what);
+    }
+    if (!*x || !*y || (t && !*t) || (y2 && !*y2)) return 0;
+    return n;
+}
+
+static void read_frames(lw_model *m, lw_m_site *s, const lw_json *frames, const char *where) {
+    size_t n = capped_len(m, frames, MAX_FRAMES, where);
+    s->frames = calloc(n ? n : 1, sizeof *s->frames);
+    if (!s->frames) return;
+    char w[200];
+    for (size_t i = 0; i < n; i++) {
+        const lw_json *f = lw_json_at(frames, i);
+        snprintf(w, sizeof w, "%.150s[%zu].", where, i);
+        if (lw_json_type_of(f) != LW_JSON_OBJECT) {
+            warn(m, "%s[%zu] is a %s, expected an object; skipped", where, i,
+                 lw_json_type_name(lw_json_type_of(f)));
+            continue;
+        }
+        lw_m_frame *o = &s->frames[s->nframes++];
+        o->kind = str(m, f, "kind", w);
+        o->function = str(m, f, "function", w);
+        o->file = str(m, f, "file", w);
+        o->module = str(m, f, "module", w);
+        o->address = str(m, f, "address", w);
+        o->offset = str(m, f, "offset", w);
+        o->line = num(m, f, "line", w);
+    }
+}
+
+static void read_sites(lw_model *m, const lw_json *root) {
+    const lw_json *sites = typed(m, root, "sites", LW_JSON_ARRAY, "");
+    size_t n = capped_len(m, sites, MAX_SITES, "sites");
+    m->sites = calloc(n ? n : 1, sizeof *m->sites);
+    if (!m->sites) return;
+    char w[200];
+    for (size_t i = 0; i < n; i++) {
+        const lw_json *so = lw_json_at(sites, i);
+        snprintf(w, sizeof w, "sites[%zu].", i);
+        if (lw_json_type_of(so) != LW_JSON_OBJECT) {
+            warn(m, "sites[%zu] is a %s, expected an object; skipped", i,
+                 lw_json_type_name(lw_json_type_of(so)));
+            continue;
+        }
+        lw_m_site *s = &m->sites[m->nsites++];
+        s->id = num(m, so, "id", w);
+        s->live_bytes = num(m, so, "live_bytes", w);
+        s->live_count = num(m, so, "live_count", w);
+        s->alloc_count = num(m, so, "alloc_count", w);
+        s->alloc_bytes = num(m, so, "alloc_bytes", w);
+        s->free_count = num(m, so, "free_count", w);
+        s->failed_alloc_count = num(m, so, "failed_alloc_count", w);
+        s->bytes_per_step = num(m, so, "bytes_per_step", w);
+        s->rank = num(m, so, "rank", w);
+        s->leak = boolean(m, so, "leak", w);
+        s->pooled = boolean(m, so, "pooled", w);
+        s->where_frame = NAN;
+        s->where_distinct = NAN;
+        const lw_json *where = typed(m, so, "where", LW_JSON_OBJECT, w);
+        if (where) {
+            char ww[200];
+            snprintf(ww, sizeof ww, "sites[%zu].where.", i);
+            s->where_frame = num(m, where, "frame", ww);
+            s->where_label = str(m, where, "label", ww);
+            s->where_distinct = num(m, where, "distinct_frame", ww);
+        }
+        const lw_json *owner = typed(m, so, "owner", LW_JSON_OBJECT, w);
+        if (owner) {
+            char ow[200];
+            snprintf(ow, sizeof ow, "sites[%zu].owner.", i);
+            s->owner_text = str(m, owner, "text", ow);
+        }
+        char fw[200];
+        snprintf(fw, sizeof fw, "sites[%zu].frames", i);
+        read_frames(m, s, typed(m, so, "frames", LW_JSON_ARRAY, w), fw);
+        char sw[200];
+        snprintf(sw, sizeof sw, "sites[%zu].series.", i);
+        const lw_json *ser = typed(m, so, "series", LW_JSON_OBJECT, w);
+        if (ser)
+            s->nseries =
+                read_series(m, ser, "floor", &s->series_x, &s->series_floor, NULL, NULL, sw);
+    }
+}
+
+static void read_failures(lw_model *m, const lw_json *root) {
+    const lw_json *fa = typed(m, root, "failed_allocations", LW_JSON_ARRAY, "");
+    size_t n = capped_len(m, fa, MAX_FAILURES, "failed_allocations");
+    m->failures = calloc(n ? n : 1, sizeof *m->failures);
+    if (!m->failures) return;
+    char w[200];
+    for (size_t i = 0; i < n; i++) {
+        const lw_json *f = lw_json_at(fa, i);
+        snprintf(w, sizeof w, "failed_allocations[%zu].", i);
+        if (lw_json_type_of(f) != LW_JSON_OBJECT) continue;
+        lw_m_failure *o = &m->failures[m->nfailures++];
+        o->size = num(m, f, "size", w);
+        o->kind = str(m, f, "kind", w);
+        o->device = num(m, f, "device", w);
+        o->result = num(m, f, "result", w);
+        o->step = num(m, f, "step", w);
+        o->time_s = num(m, f, "time_s", w);
+        o->site = num(m, f, "site", w);
+    }
+}
+
+static void read_totals(lw_model *m, const lw_json *root) {
+    const lw_json *t = typed(m, root, "totals", LW_JSON_OBJECT, "");
+    m->have_totals = t != NULL;
+    if (!t) warn(m, "no \"totals\" object; totals are shown as unknown");
+    read_counts(m, t, &m->totals, "totals.");
+    m->unknown_free_count = num(m, t, "unknown_free_count", "totals.");
+    m->mapped_bytes = num(m, t, "mapped_bytes", "totals.");
+    read_by_kind(m, t, m->by_kind, "totals.");
+    const lw_json *imp = typed(m, t, "imported", LW_JSON_OBJECT, "totals.");
+    m->have_imported = imp != NULL;
+    read_counts(m, imp, &m->imported, "totals.imported.");
+    m->imported_mapped_bytes = num(m, imp, "mapped_bytes", "totals.imported.");
+    const lw_json *bd = typed(m, t, "by_device", LW_JSON_ARRAY, "totals.");
+    size_t n = capped_len(m, bd, MAX_DEVICES, "totals.by_device");
+    m->devices = calloc(n ? n : 1, sizeof *m->devices);
+    char w[200];
+    for (size_t i = 0; m->devices && i < n; i++) {
+        const lw_json *d = lw_json_at(bd, i);
+        if (lw_json_type_of(d) != LW_JSON_OBJECT) continue;
+        snprintf(w, sizeof w, "totals.by_device[%zu].", i);
+        lw_m_device *o = &m->devices[m->ndevices++];
+        o->device = num(m, d, "device", w);
+        read_counts(m, d, &o->c, w);
+        read_by_kind(m, d, o->by_kind, w);
+    }
+}
+
+static void read_growth(lw_model *m, const lw_json *root) {
+    const lw_json *g = typed(m, root, "growth", LW_JSON_OBJECT, "");
+    lw_m_growth *o = &m->growth;
+    o->bytes_per_step = num(m, g, "bytes_per_step", "growth.");
+    o->bytes_per_second = num(m, g, "bytes_per_second", "growth.");
+    o->steps = num(m, g, "steps", "growth.");
+    o->p_value = num(m, g, "p_value", "growth.");
+    o->onset_step = num(m, g, "onset_step", "growth.");
+    o->oom_eta_seconds = num(m, g, "oom_eta_seconds", "growth.");
+    o->oom_eta_steps = num(m, g, "oom_eta_steps", "growth.");
+    o->device_free_bytes = num(m, g, "device_free_bytes", "growth.");
+    o->device_total_bytes = num(m, g, "device_total_bytes", "growth.");
+    o->step_source = str(m, g, "step_source", "growth.");
+    o->onset_lo = o->onset_hi = NAN;
+    const lw_json *range = g ? lw_json_get(g, "onset_range") : NULL;
+    if (range && lw_json_type_of(range) == LW_JSON_ARRAY && lw_json_len(range) == 2) {
+        o->onset_lo = lw_json_number(lw_json_at(range, 0), NAN);
+        o->onset_hi = lw_json_number(lw_json_at(range, 1), NAN);
+    }
+    o->ci_lo = o->ci_hi = NAN;
+    const lw_json *ci = typed(m, g, "slope_ci", LW_JSON_ARRAY, "growth.");
+    if (ci) {
+        if (lw_json_len(ci) == 2) {
+            o->ci_lo = lw_json_number(lw_json_at(ci, 0), NAN);
+            o->ci_hi = lw_json_number(lw_json_at(ci, 1), NAN);
+            if (!isfinite(o->ci_lo) || !isfinite(o->ci_hi)) o->ci_lo = o->ci_hi = NAN;
+        } else {
+            warn(m, "growth.slope_ci has %zu entries, expected 2 ([low, high]); ignored",
+                 lw_json_len(ci));
+        }
+    }
+}
+
+static void model_apart(lw_model *m);
+
+static int load_doc(lw_model *m, const char *name, char *err, size_t errlen) {
+    const lw_json *r = m->doc;
+    if (lw_json_type_of(r) != LW_JSON_OBJECT) {
+        snprintf(err, errlen,
+                 "%s is not a leakwatch report (it holds a JSON %s, not an object); give the "
+                 "file leakwatch wrote (LEAKWATCH_REPORT, default leakwatch-PID.json)",
+                 name, lw_json_type_name(lw_json_type_of(r)));
+        return -1;
+    }
+    const lw_json *tool = lw_json_get(r, "tool");
+    const char *t = lw_json_string(tool);
+    if (!t || strcmp(t, "leakwatch") != 0) {
+        char shown[64];
+        if (t)
+            snprintf(err, errlen,
+                     "%s is not a leakwatch report (its \"tool\" is \"%s\", expected "
+                     "\"leakwatch\"); give the file leakwatch wrote",
+                     name, lw_safe_text(t, shown, sizeof shown));
+        else
+            snprintf(err, errlen,
+                     "%s is not a leakwatch report (no \"tool\": \"leakwatch\" field); give the "
+                     "file leakwatch wrote (LEAKWATCH_REPORT, default leakwatch-PID.json)",
+                     name);
+        return -1;
+    }
+    m->tool = t;
+    m->version = str(m, r, "version", "");
+    m->command = str(m, r, "command", "");
+    m->host = str(m, r, "host", "");
+    m->reason = str(m, r, "reason", "");
+    m->pid = num(m, r, "pid", "");
+    m->rank = num(m, r, "rank", "");
+    m->local_rank = num(m, r, "local_rank", "");
+    m->world_size = num(m, r, "world_size", "");
+    m->device = num(m, r, "device", "");
+    m->report_path = str(m, r, "report_path", "");
+    m->answer_site = NAN;
+    const lw_json *answer = typed(m, r, "answer", LW_JSON_OBJECT, "");
+    if (answer) m->answer_site = num(m, answer, "site", "answer.");
+    m->written_at = num(m, r, "written_at", "");
+    m->duration_s = num(m, r, "duration_s", "");
+    m->verdict_text = str(m, r, "verdict", "");
+    m->verdict = LW_MV_UNKNOWN;
+    if (m->verdict_text) {
+        int v = lw_verdict_parse(m->verdict_text);
+        if (v == LW_VERDICT_LEAK)
+            m->verdict = LW_MV_LEAK;
+        else if (v == LW_VERDICT_NO_LEAK)
+            m->verdict = LW_MV_NO_LEAK;
+        else if (v == LW_VERDICT_INCONCLUSIVE)
+            m->verdict = LW_MV_INCONCLUSIVE;
+        else if (v == LW_VERDICT_NOTHING_SEEN)
+            m->verdict = LW_MV_NOTHING_SEEN;
+        else {
+            char shown[40];
+            warn(m, "verdict \"%s\" is not one of %s, %s, %s, %s; shown as unknown",
+                 lw_safe_text(m->verdict_text, shown, sizeof shown),
+                 lw_verdict_name(LW_VERDICT_LEAK), lw_verdict_name(LW_VERDICT_NO_LEAK),
+                 lw_verdict_name(LW_VERDICT_INCONCLUSIVE),
+                 lw_verdict_name(LW_VERDICT_NOTHING_SEEN));
+        }
+    } else {
+        warn(m, "no \"verdict\"; shown as unknown");
+    }
+    read_totals(m, r);
+    read_growth(m, r);
+    m->sites_total = num(m, r, "sites_total", "");
+    m->sites_reported = num(m, r, "sites_reported", "");
+    read_sites(m, r);
+    read_failures(m, r);
+    const lw_json *series = typed(m, r, "series", LW_JSON_OBJECT, "");
+    if (series)
+        m->nseries =
+            read_series(m, series, "floor", &m->sx, &m->sfloor, &m->st, &m->speak, "series.");
+    m->tracker = typed(m, r, "tracker", LW_JSON_OBJECT, "");
+    model_apart(m);
+    return 0;
+}
+
+/* The parser's message, plus what to do about it. */
+static void parse_error(const char *name, const char *perr, size_t size, char *err, size_t errlen) {
+    if (size == 0)
+        snprintf(err, errlen,
+                 "%s is empty, not a leakwatch report; a report is written when the watched "
+                 "process exits, or at once with 'leakwatch snapshot PID'",
+                 name);
+    else if (strstr(perr, "truncated") || strstr(perr, "end of input"))
+        snprintf(err, errlen,
+                 "%s is truncated (%s); copy the whole file again, or take a fresh one with "
+                 "'leakwatch snapshot PID'",
+                 name, perr);
+    else
+        snprintf(err, errlen, "%s is not valid JSON (%s); it is corrupt or not a leakwatch report",
+                 name, perr);
+}
+
+int lw_model_load_text(lw_model *m, const char *name, const char *text, size_t len, char *err,
+                       size_t errlen) {
+    memset(m, 0, sizeof *m);
+    m->path = strdup(name);
+    char perr[256];
+    m->doc = lw_json_parse(text, len, NULL, perr, sizeof perr);
+    if (!m->doc) {
+        parse_error(name, perr, len, err, errlen);
+        return -1;
+    }
+    return load_doc(m, name, err, errlen);
+}
+
+int lw_model_load(lw_model *m, const char *path, char *err, size_t errlen) {
+    memset(m, 0, sizeof *m);
+    m->path = strdup(path);
+    /* A FIFO or a device would block the read (or never end): only regular
+     * files are reports. Opened without blocking to look. */
+    char kind[64];
+    if (lw_regular_input(path, kind, sizeof kind) != 0) {
+        snprintf(err, errlen, "%s is %s, not a regular file; give the path of a report file", path,
+                 kind);
+        return -1;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        char perr[256];
+        lw_json_parse_file(path, NULL, perr, sizeof perr); /* same wording as the reader */
+        snprintf(err, errlen, "%s; check the path (a report is written when the process exits)",
+                 perr);
+        return -1;
+    }
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fclose(f);
+    char perr[256];
+    m->doc = lw_json_parse_file(path, NULL, perr, sizeof perr);
+    if (!m->doc) {
+        /* The reader's message starts with the file name: drop it. */
+        size_t pl = strlen(path);
+        const char *msg = !strncmp(perr, path, pl) && perr[pl] == ':' ? perr + pl + 2 : perr;
+        if (size < 0) size = 1;
+        parse_error(path, msg, (size_t)size, err, errlen);
+        return -1;
+    }
+    return load_doc(m, path, err, errlen);
+}
+
+void lw_model_free(lw_model *m) {
+    for (size_t i = 0; i < m->nsites; i++) {
+        free(m->sites[i].frames);
+        free(m->sites[i].series_x);
+        free(m->sites[i].series_floor);
+    }
+    free(m->sites);
+    free(m->failures);
+    free(m->devices);
+    free(m->sx);
+    free(m->st);
+    free(m->sfloor);
+    free(m->speak);
+    size_t kept = m->nwarnings < MAX_WARNINGS ? m->nwarnings : MAX_WARNINGS;
+    for (size_t i = 0; i < kept; i++)
+        free(m->warnings[i]);
+    free(m->warnings);
+    lw_json_free(m->doc);
+    free(m->path);
+    memset(m, 0, sizeof *m);
+}
+
+void lw_model_print_warnings(const lw_model *m, size_t max) {
+    size_t kept = m->nwarnings < MAX_WARNINGS ? m->nwarnings : MAX_WARNINGS;
+    for (size_t i = 0; i < kept && i < max; i++)
+        if (m->warnings[i])
+            fprintf(stderr, "leakwatch: warning: %s: %s\n", m->path, m->warnings[i]);
+    if (m->nwarnings > max)
+        fprintf(stderr, "leakwatch: warning: %s: %zu more problems like these\n", m->path,
+                m->nwarnings - max);
+}
+
+static const lw_model *rank_model; /* qsort has no context argument in C11 */
+
+static double or0(double v) {
+    return isfinite(v) ? v : 0;
+}
+
+static int by_worry(const void *a, const void *b) {
+    const lw_m_site *x = &rank_model->sites[*(const size_t *)a];
+    const lw_m_site *y = &rank_model->sites[*(const size_t *)b];
+    if ((x->leak == 1) != (y->leak == 1)) return x->leak == 1 ? -1 : 1;
+    if (or0(x->bytes_per_step) != or0(y->bytes_per_step))
+        return or0(x->bytes_per_step) > or0(y->bytes_per_step) ? -1 : 1;
+    if (or0(x->live_bytes) != or0(y->live_bytes))
+        return or0(x->live_bytes) > or0(y->live_bytes) ? -1 : 1;
+    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+void lw_model_rank_sites(const lw_model *m, size_t *order) {
+    for (size_t i = 0; i < m->nsites; i++)
+        order[i] = i;
+    rank_model = m;
+    if (m->nsites > 1) qsort(order, m->nsites, sizeof *order, by_worry);
+    rank_model = NULL;
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double lw_model_trend_intercept(const lw_model *m) {
+    double slope = m->growth.bytes_per_step;
+    if (!isfinite(slope) || !m->nseries) return NAN;
+    /* The median offset of the points since the onset: the start-up before
+     * it (weights loaded) is not on the leak's line. */
+    double from = isfinite(m->growth.onset_step) ? m->growth.onset_step : -INFINITY;
+    double *r = malloc(m->nseries * sizeof *r);
+    if (!r) return NAN;
+    size_t n = 0;
+    for (size_t pass = 0; pass < 2 && n == 0; pass++, from = -INFINITY)
+        for (size_t i = 0; i < m->nseries; i++)
+            if (isfinite(m->sx[i]) && isfinite(m->sfloor[i]) && m->sx[i] >= from)
+                r[n++] = m->sfloor[i] - slope * m->sx[i];
+    double v = NAN;
+    if (n) {
+        qsort(r, n, sizeof *r, cmp_dbl);
+        v = n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+    }
+    free(r);
+    return v;
+}
+
+static const char *basename_of(const char *p) {
+    const char *s = p ? strrchr(p, '/') : NULL;
+    return s ? s + 1 : p;
+}
+
+void lw_frame_label(const lw_m_frame *f, char *out, size_t n) {
+    char fn[160], file[200], mod[120];
+    lw_safe_text(f->function ? f->function : "??", fn, sizeof fn);
+    if (f->file) {
+        lw_safe_text(f->file, file, sizeof file);
+        if (isfinite(f->line))
+            snprintf(out, n, "%s:%.0f in %s", file, f->line, fn);
+        else
+            snprintf(out, n, "%s in %s", file, fn);
+    } else if (f->module) {
+        lw_safe_text(basename_of(f->module), mod, sizeof mod);
+        if (f->function)
+            snprintf(out, n, "%s (%s)", fn, mod);
+        else {
+            char off[40];
+            snprintf(out, n, "%s+%s", mod,
+                     lw_safe_text(f->offset ? f->offset : "?", off, sizeof off));
+        }
+    } else {
+        char addr[40];
+        snprintf(out, n, "%s at %s", fn,
+                 lw_safe_text(f->address ? f->address : "?", addr, sizeof addr));
+    }
+}
+
+static const char *user_code;
+
+void lw_model_set_user_code(const char *uc) {
+    user_code = uc && *uc ? uc : NULL;
+}
+
+const char *lw_model_user_code(void) {
+    return user_code;
+}
+
+int lw_site_is_quiet(const lw_m_site *s) {
+    return s->leak != 1 && !(isfinite(s->live_bytes) && s->live_bytes != 0) &&
+           !(isfinite(s->bytes_per_step) && s->bytes_per_step != 0) &&
+           !(isfinite(s->failed_alloc_count) && s->failed_alloc_count > 0);
+}
+
+static lw_frame_ref ref_of(const lw_m_frame *f) {
+    return (lw_frame_ref){f->kind && !strcmp(f->kind, "python"), f->function, f->file, f->module,
+                          isfinite(f->line) && f->line > 0 && f->line < 1e9 ? (int)f->line : 0};
+}
+
+/* Under a LEAKWATCH_USER_CODE of the command's own, the places to look are
+ * its own, and so are the frames that tell apart the leaking and the
+ * non-leaking sites that share one (where.h's rule, as the report applies
+ * it, over the sites the report holds). */
+static void model_apart(lw_model *m) {
+    if (!user_code || !m->nsites) return;
+    size_t n = m->nsites;
+    lw_frame_ref **refs = calloc(n, sizeof *refs);
+    int **told = calloc(n, sizeof *told);
+    size_t *ntold = calloc(n, sizeof *ntold);
+    int *at = calloc(n, sizeof *at);
+    for (size_t i = 0; refs && told && ntold && at && i < n; i++) {
+        const lw_m_site *s = &m->sites[i];
+        refs[i] = s->nframes ? malloc(s->nframes * sizeof **refs) : NULL;
+        told[i] = s->nframes ? malloc(s->nframes * sizeof **told) : NULL;
+        at[i] = -1;
+        if (!refs[i] || !told[i]) continue;
+        for (size_t j = 0; j < s->nframes; j++)
+            refs[i][j] = ref_of(&s->frames[j]);
+        at[i] = lw_where_pick(refs[i], s->nframes, user_code, NULL);
+        if (at[i] >= 0)
+            ntold[i] = lw_where_telling(refs[i], s->nframes, at[i], user_code, told[i], s->nframes);
+    }
+    /* Pairs compared at most, as the library bounds them (sites in the
+     * report's order, the most relevant first). */
+    long budget = 2000000;
+    for (size_t i = 0; refs && told && ntold && at && i < n; i++) {
+        lw_m_site *s = &m->sites[i];
+        s->where_distinct = NAN;
+        int best = -1;
+        for (size_t j = 0; j < n && at[i] >= 0 && budget > 0; j++) {
+            if ((m->sites[j].leak == 1) == (s->leak == 1) || at[j] < 0) continue;
+            int d = lw_where_apart_told(refs[i], at[i], told[i], ntold[i], refs[j], at[j], told[j],
+                                        ntold[j]);
+            if (d > best) best = d;
+            budget--;
+        }
+        if (best >= 0) s->where_distinct = best;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (refs) free(refs[i]);
+        if (told) free(told[i]);
+    }
+    free(refs);
+    free(told);
+    free(ntold);
+    free(at);
+}
+
+int lw_model_where(const lw_m_site *s, char *out, size_t n) {
+    if (isfinite(s->id))
+        snprintf(out, n, "site %.0f", s->id);
+    else
+        snprintf(out, n, "site ?");
+    if (!s->nframes) return -1;
+    int k = -1;
+    if (!user_code && isfinite(s->where_frame) && s->where_frame >= 0 &&
+        s->where_frame < (double)s->nframes) {
+        k = (int)s->where_frame;
+    } else {
+        lw_frame_ref *refs = malloc(s->nframes * sizeof *refs);
+        if (!refs) return -1;
+        for (size_t i = 0; i < s->nframes; i++) {
+            const lw_m_frame *f = &s->frames[i];
+            refs[i] = (lw_frame_ref){
+                f->kind && !strcmp(f->kind, "python"), f->function, f->file, f->module,
+                isfinite(f->line) && f->line > 0 && f->line < 1e9 ? (int)f->line : 0};
+        }
+        k = lw_where_pick(refs, s->nframes, user_code, NULL);
+        free(refs);
+    }
+    if (k < 0) return -1;
+    lw_frame_ref r = ref_of(&s->frames[k]);
+    char label[600];
+    /* The frame that tells this site apart from others sharing its place, as
+     * the report computed it from all the sites (model_apart under the
+     * command's own LEAKWATCH_USER_CODE). */
+    if ((user_code || k == s->where_frame) && isfinite(s->where_distinct) &&
+        s->where_distinct > k && s->where_distinct < (double)s->nframes) {
+        lw_frame_ref d = ref_of(&s->frames[(size_t)s->where_distinct]);
+        lw_where_label_via(&d, &r, label, sizeof label);
+    } else {
+        lw_where_label(&r, label, sizeof label);
+    }
+    lw_safe_text(label, out, n);
+    return k;
+}
+
+const lw_m_site *lw_model_top_site(const lw_model *m) {
+    if (!m->nsites) return NULL;
+    if (isfinite(m->answer_site))
+        for (size_t i = 0; i < m->nsites; i++)
+            if (m->sites[i].id == m->answer_site) return &m->sites[i];
+    size_t *order = malloc(m->nsites * sizeof *order);
+    if (!order) return &m->sites[0];
+    lw_model_rank_sites(m, order);
+    const lw_m_site *s = &m->sites[order[0]];
+    free(order);
+    return s;
+}
+
+void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn) {
+    const lw_m_growth *g = &m->growth;
+    lw_answer_init(a);
+    a->verdict = lw_mverdict_name(m->verdict);
+    a->unit = g->step_source && !strcmp(g->step_source, "time") ? "interval" : "step";
+    a->steps = g->steps;
+    a->free_bytes = g->device_free_bytes;
+    a->total_bytes = g->device_total_bytes;
+    if (m->verdict == LW_MV_LEAK) {
+        a->rate = g->bytes_per_step;
+        a->lo = g->ci_lo;
+        a->hi = g->ci_hi;
+        a->per_second = g->bytes_per_second;
+        a->onset = g->onset_step;
+        if (isfinite(g->onset_hi) && g->onset_hi > g->onset_step) a->onset_hi = g->onset_hi;
+        a->oom_seconds = g->oom_eta_seconds;
+        a->oom_steps = g->oom_eta_steps;
+    }
+    const lw_m_site *top = lw_model_top_site(m);
+    if (top && (m->verdict == LW_MV_LEAK || (isfinite(top->live_bytes) && top->live_bytes > 0))) {
+        lw_model_where(top, where, wn);
+        a->where = where;
+        if (top->leak == 1)
+            a->where_rate = top->bytes_per_step;
+        else
+            a->where_live = top->live_bytes;
+    }
+}
+
+void lw_model_name(const lw_model *m, char *out, size_t n) {
+    if (isfinite(m->rank)) {
+        snprintf(out, n, "rank %.0f", m->rank);
+        return;
+    }
+    const char *b = m->path ? strrchr(m->path, '/') : NULL;
+    char safe[200];
+    lw_safe_text(b ? b + 1 : m->path ? m->path : "?", safe, sizeof safe);
+    snprintf(out, n, "%s", safe);
+}

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A leakwatch report read into plain C values, checked field by field, so
+ * that the renderers (text, JSON, HTML, top) never touch raw JSON and a
+ * hostile or older file can only ever produce "unknown" values and warnings.
+ * Numbers are doubles; an absent, null, mistyped or non-finite value is NAN. */
+#ifndef LW_MODEL_H
+#define LW_MODEL_H
+
+#include "json_doc.h"
+
+#include <stddef.h>
+
+enum { LW_KINDS = 4 };
+extern const char *const lw_model_kind_names[LW_KINDS]; /* device, managed, pinned_host, physical */
+
+typedef enum {
+    LW_MV_UNKNOWN,
+    LW_MV_LEAK,
+    LW_MV_NO_LEAK,
+    LW_MV_INCONCLUSIVE,
+    LW_MV_NOTHING_SEEN /* an attached session that saw no allocation */
+} lw_mverdict;
+const char *lw_mverdict_name(lw_mverdict v); /* "leak", ..., "unknown" */
+
+typedef struct {
+    double alloc_count, free_count, failed_alloc_count, live_bytes, live_count, peak_live_bytes;
+} lw_m_counts;
+
+typedef struct {
+    const char *kind, *function, *file, *module, *address, *offset; /* NULL when absent */
+    double line;
+} lw_m_frame;
+
+typedef struct {
+    double id, live_bytes, live_count, alloc_count, alloc_bytes, free_count, failed_alloc_count;
+    double bytes_per_step, rank;
+    int leak, pooled;        /* 0/1; -1 unknown */
+    double where_frame;      /* index into frames of the place to look (NAN: not given) */
+    const char *where_label; /* as the report names it */
+    double where_distinct;   /* index into frames of the frame that tells the site apart
+                                from others sharing its place (NAN: none) */
+    const char *owner_text;  /* what keeps it alive (PyTorch's sites: owner.text), or NULL */
+    lw_m_frame *frames;
+    size_t nframes;
+    double *series_x, *series_floor;
+    size_t nseries;
+} lw_m_site;
+
+typedef struct {
+    double size, device, result, step, time_s, site;
+    const char *kind;
+} lw_m_failure;
+
+typedef struct {
+    double device;
+    lw_m_counts c, by_kind[LW_KINDS];
+} lw_m_device;
+
+typedef struct {
+    double bytes_per_step, bytes_per_second, steps, p_value, ci_lo, ci_hi, onset_step;
+    double oom_eta_seconds, oom_eta_steps, device_free_bytes, device_total_bytes;
+    const char *step_source;
+    double onset_lo, onset_hi; /* growth.onset_range; NAN when absent (older reports) */
+} lw_m_growth;
+
+typedef struct {
+    char *path; /* as given */
+    lw_json *doc;
+    const char *tool, *version, *command, *host, *reason, *verdict_text;
+    lw_mverdict verdict;
+    double pid, written_at, duration_s, rank;
+    double local_rank, world_size, device; /* NAN when the report does not say */
+    const char *report_path;               /* where the process writes its final report */
+    double answer_site;                    /* id of the site the answer names */
+    lw_m_counts totals, by_kind[LW_KINDS];
+    double unknown_free_count, mapped_bytes;
+    /* totals.imported: other processes' memory opened here (in none of the
+     * counters above); have_imported 0 in reports older than the field. */
+    lw_m_counts imported;
+    double imported_mapped_bytes;
+    int have_totals, have_imported;
+    lw_m_device *devices;
+    size_t ndevices;
+    lw_m_growth growth;
+    double sites_total, sites_reported;
+    lw_m_site *sites;
+    size_t nsites;
+    lw_m_failure *failures;
+    size_t nfailures;
+    double *sx, *st, *sfloor, *speak; /* the live-memory series */
+    size_t nseries;
+    const lw_json *tracker; /* passed through as is */
+    char **warnings;
+    size_t nwarnings;
+} lw_model;
+
+/* Reads and checks a report. Returns 0, or -1 with one line in err that names
+ * the file, the problem and what to do. Warnings (mistyped fields, ...) are
+ * kept in m->warnings. */
+int lw_model_load(lw_model *m, const char *path, char *err, size_t errlen);
+/* Same, from text in memory (name is used in messages). */
+int lw_model_load_text(lw_model *m, const char *name, const char *text, size_t len, char *err,
+                       size_t errlen);
+void lw_model_free(lw_model *m);
+
+/* Prints each warning on stderr, at most max of them, then a count. */
+void lw_model_print_warnings(const lw_model *m, size_t max);
+
+/* Sites ordered most worrying first: flagged leaks, then growth per step,
+ * then live bytes. Fills order[0..nsites). */
+void lw_model_rank_sites(const lw_model *m, size_t *order);
+
+/* Median intercept of the floor series (since the onset) for the report's slope
+ * (growth.bytes_per_step), so the trend line goes through the data. NAN if
+ * there is no series or no slope. */
+double lw_model_trend_intercept(const lw_model *m);
+
+/* What counts as the user's own code beyond the default (where.h's syntax):
+ * --user-code, else LEAKWATCH_USER_CODE. With one set, the place to look is
+ * recomputed from the frames instead of taken from the report. */
+void lw_model_set_user_code(const char *user_code);
+const char *lw_model_user_code(void);
+
+/* The place to look of a site: the index of its frame (-1: none) and its
+ * label in out ("train.py:27 in train"; "site N" without frames). */
+int lw_model_where(const lw_m_site *s, char *out, size_t n);
+
+/* The site the answer names: the report's "answer", else the most worrying
+ * one. NULL when the report has no sites. */
+const lw_m_site *lw_model_top_site(const lw_model *m);
+
+/* The report's answer as every output states it (fmt.h); where is the
+ * buffer for the place to look. */
+#include "fmt.h"
+void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn);
+
+/* A site with nothing live and no growth: shown in one line, no stack. */
+int lw_site_is_quiet(const lw_m_site *s);
+
+/* "rank 3", or the file's base name when the report has no rank. */
+void lw_model_name(const lw_model *m, char *out, size_t n);
+
+/* A short label for a frame: "train.py:42 in step" or "alloc_via (libfoo.so)". */
+void lw_frame_label(const lw_m_frame *f, char *out, size_t n);
+
+#endif
