@@ -211,15 +211,23 @@ const char *lw_elf_syms_find(const lw_elf_syms *s, uint64_t vaddr) {
     return NULL;
 }
 
-uint64_t lw_elf_syms_lookup(const lw_elf_syms *s, const char *name) {
+uint64_t lw_elf_syms_lookup_sized(const lw_elf_syms *s, const char *name, uint64_t *size) {
+    if (size) *size = 0;
     if (!s) return 0;
     size_t len = strlen(name);
     for (size_t i = 0; i < s->n; i++) {
         /* .symtab spells versioned definitions "dlopen@@GLIBC_2.34". */
         const char *n = s->syms[i].name;
-        if (!strncmp(n, name, len) && (n[len] == '\0' || n[len] == '@')) return s->syms[i].addr;
+        if (!strncmp(n, name, len) && (n[len] == '\0' || n[len] == '@')) {
+            if (size) *size = s->syms[i].size;
+            return s->syms[i].addr;
+        }
     }
     return 0;
+}
+
+uint64_t lw_elf_syms_lookup(const lw_elf_syms *s, const char *name) {
+    return lw_elf_syms_lookup_sized(s, name, NULL);
 }
 
 int lw_elf_syms_has_debug(const lw_elf_syms *s) {

@@ -29,6 +29,9 @@ const char *lw_elf_syms_find(const lw_elf_syms *s, uint64_t vaddr);
  * data, the object) named name; 0 when the file has none. */
 uint64_t lw_elf_syms_lookup(const lw_elf_syms *s, const char *name);
 
+/* The same, and the symbol's size in bytes (0 when the table gives none). */
+uint64_t lw_elf_syms_lookup_sized(const lw_elf_syms *s, const char *name, uint64_t *size);
+
 int lw_elf_syms_has_debug(const lw_elf_syms *s);
 
 void lw_elf_syms_free(lw_elf_syms *s);

@@ -129,6 +129,13 @@ typedef struct {
     uint64_t rtld_global, stack_used_desc, stack_user_desc, list_next_desc, pthread_list_desc,
         sizeof_pthread;
     int private_dlopen; /* __libc_dlopen_mode (glibc < 2.34 without libdl loaded) */
+    /* The C library's functions that hold locks the attach needs while they
+     * wait (stack_is_safe): fork, from its prepare handlers to its parent
+     * handlers (the fork handlers' locks, leakwatch's own from an earlier
+     * attach among them; the malloc and stdio locks; the list of handlers),
+     * and __register_atfork (that list). */
+    uint64_t busy_lo[2], busy_hi[2];
+    int nbusy;
 } target_fns;
 
 static uint64_t sym_at(const lw_elf_syms *s, const mapping *m, const char *name) {
@@ -163,6 +170,14 @@ static int find_functions(pid_t pid, target_fns *t, char *err, size_t en) {
     t->list_next_desc = sym_at(s, &libc, "_thread_db_list_t_next");
     t->pthread_list_desc = sym_at(s, &libc, "_thread_db_pthread_list");
     t->sizeof_pthread = sym_at(s, &libc, "_thread_db_sizeof_pthread");
+    static const char *const busy[] = {"fork", "__register_atfork"};
+    for (size_t i = 0; i < sizeof busy / sizeof busy[0]; i++) {
+        uint64_t size = 0, v = lw_elf_syms_lookup_sized(s, busy[i], &size);
+        if (v && size) {
+            t->busy_lo[t->nbusy] = libc.lo + v;
+            t->busy_hi[t->nbusy++] = libc.lo + v + size;
+        }
+    }
     mapping ldm;
     if (find_file(pid, is_ld, &ldm) == 0) {
         target_path(pid, ldm.path, path, sizeof path);
@@ -343,9 +358,11 @@ static uint64_t own_stack_lo(const thread_ctx *c, const target_fns *f, uint64_t 
 }
 
 /* Whether the held thread may run our calls: its stack has room for them,
- * and no return address into the dynamic linker is on it (a dlopen or a
- * constructor in progress: its locks may be held by this very thread). 1
- * safe; 0 not now; -1 never (its own stack is too small). */
+ * and no return address into the dynamic linker, leakwatch or the C
+ * library's fork is on it (ld: a dlopen or a constructor in progress, a
+ * fork between its handlers, leakwatch's own code: locks the calls need may
+ * be held by this very thread). 1 safe; 0 not now; -1 never (its own stack
+ * is too small). */
 static int stack_is_safe(const thread_ctx *c, const target_fns *fns, const ranges *ld) {
     uint64_t sp = lw_arch_sp(&c->orig), pc = lw_arch_pc(&c->orig);
     for (int k = 0; k < ld->n; k++)
@@ -612,6 +629,16 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
     if (find_functions(q->pid, &fns, err, en) != 0) return -1;
     mapping ld;
     ranges ld_ranges = {.n = 0};
+    /* A thread inside fork holds the fork handlers' locks (leakwatch's
+     * start_lock, taken by its prepare handler, and the C library's malloc
+     * and stdio locks) while it waits in a futex for the next one, with no
+     * frame of leakwatch's own on its stack once the handler returned or
+     * tail-called pthread_mutex_lock: borrowed, it waited for the attach,
+     * which waited for start_lock (the fork-heavy attach/detach hang). */
+    for (int i = 0; i < fns.nbusy; i++) {
+        ld_ranges.lo[ld_ranges.n] = fns.busy_lo[i];
+        ld_ranges.hi[ld_ranges.n++] = fns.busy_hi[i];
+    }
     if (find_file(q->pid, is_ld, &ld) == 0) ld_text(q->pid, ld.path, &ld_ranges);
     /* A thread inside leakwatch's own code (loaded by an earlier attach) may
      * hold one of its locks, which the attach takes: never borrowed. */
