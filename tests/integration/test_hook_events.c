@@ -4,6 +4,7 @@
  * record, and that the library exports exactly the functions of the hook
  * lists (src/hooks/hook_list.h), from which every per-name table is made. */
 #include "harness.h"
+#include "hooks.h"
 #include "hook_list.h"
 #include <leakwatch/cuda_api.h>
 #include "imports.h"
@@ -178,6 +179,19 @@ START_TEST(exports_are_the_hook_lists) {
 }
 END_TEST
 
+/* dlsym looks at a name only when it passes the cheap prefix tests of
+ * hooks.h: a hook whose name they turned away would never be handed out. */
+static const char *const driver_listed[] = {LW_DRIVER_HOOKS(DRIVER_NAME, DRIVER_NAME)};
+
+START_TEST(dlsym_prefix_tests_pass_every_listed_name) {
+    for (size_t j = 0; j < NLISTED; j++)
+        if (strncmp(listed[j], "dl", 2) != 0)
+            ck_assert_msg(lw_maybe_cuda_name(listed[j]), "%s", listed[j]);
+    for (size_t j = 0; j < sizeof driver_listed / sizeof driver_listed[0]; j++)
+        ck_assert_msg(lw_maybe_driver_name(driver_listed[j]), "%s", driver_listed[j]);
+}
+END_TEST
+
 static Suite *hook_events_suite(void) {
     Suite *s = suite_create("hook_events");
     TCase *tc = tcase_create("core");
@@ -185,6 +199,7 @@ static Suite *hook_events_suite(void) {
     tcase_add_test(tc, vmm_map_moves_no_counter_when_disabled);
     tcase_add_test(tc, vmm_unmap_moves_no_counter_when_disabled);
     tcase_add_test(tc, exports_are_the_hook_lists);
+    tcase_add_test(tc, dlsym_prefix_tests_pass_every_listed_name);
     suite_add_tcase(s, tc);
     return s;
 }
