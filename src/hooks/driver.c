@@ -12,7 +12,12 @@
  * lookup returned: each wrapped function has a few "slots", each a wrapper
  * with its own real pointer, filled first come first served. So the plain and
  * the per-thread-stream (_ptsz) versions of an async function, which share a
- * signature, each keep their own real function. */
+ * signature, each keep their own real function.
+ *
+ * The wrapped functions are listed once, in hook_list.h: the slots, the
+ * exports and the lookup table below are generated from that list. Each body
+ * is the real call and one event (track/events.h), which decides what is
+ * recorded. */
 #include "hooks.h"
 
 #include "events.h"
