@@ -34,6 +34,9 @@ static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
  * loader anything (dladdr, dlsym and dlopen take its load lock, which a
  * dlopen in another thread holds while it waits for the list lock). */
 #define MAX_F 32
+/* Every runtime name of hook_list.h has an index below LW_CALLER_FUNCS
+ * (runtime.c), so below MAX_F. */
+_Static_assert(LW_CALLER_FUNCS <= MAX_F, "raise MAX_F");
 static void *exports[MAX_F]; /* our export of each wrapped runtime name */
 static int nexports;
 typedef void *(*dlopen_fn)(const char *, int);

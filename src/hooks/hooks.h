@@ -6,7 +6,6 @@
 #define LW_HOOKS_H
 
 #include "export.h"
-#include "imports.h"
 
 #include <leakwatch/cuda_api.h>
 
@@ -26,17 +25,6 @@ void *lw_wrap_by_name(const char *versioned_name, void *fn);
  * real (runtime exports forward per caller; the driver's exports all reach
  * the one driver). */
 int lw_export_reaches(const void *ra, const char *name, void *real);
-
-/* Imports (track/imports.h), for the driver's and the runtime's wrappers:
- * after an open (outer: lw_hook_enter's answer; vmm_handle: key is a VMM
- * handle, else an IPC-opened address), and around an IPC close. */
-void lw_hook_import_opened(int outer, int succeeded, int vmm_handle, uint64_t key);
-typedef struct {
-    int track;
-    lw_import_ticket t;
-} lw_hook_import_close;
-void lw_hook_import_close_begin(int outer, uint64_t dptr, lw_hook_import_close *c);
-void lw_hook_import_close_end(lw_hook_import_close *c, int succeeded);
 
 /* Cheap tests: can name be one that lw_wrap_by_name wraps or notes, or one
  * of the runtime's that leakwatch exports? ("cuIp": cuIpc*, not cuInit.) */

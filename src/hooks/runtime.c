@@ -17,15 +17,12 @@
 #include "hooks.h"
 
 #include "bind.h"
+#include "events.h"
 #include "guard.h"
-#include "lifecycle.h"
-#include "log.h"
+#include "hook_list.h"
 #include "real.h"
-#include "record.h"
 #include "rep64.h"
-#include "device.h"
 
-#include <errno.h>
 #include <string.h>
 
 /* Returned only when no real runtime function exists anywhere in the process
@@ -35,58 +32,17 @@
  * (lw_real_for_caller). */
 #define NO_RUNTIME cudaErrorInitializationError
 
-/* One index per exported name, for the per-caller cache. */
-enum {
-    F_cudaMalloc,
-    F_cudaMallocAsync,
-    F_cudaMallocAsync_ptsz,
-    F_cudaMallocFromPoolAsync,
-    F_cudaMallocFromPoolAsync_ptsz,
-    F_cudaMallocManaged,
-    F_cudaMallocHost,
-    F_cudaHostAlloc,
-    F_cudaMallocPitch,
-    F_cudaFree,
-    F_cudaFreeAsync,
-    F_cudaFreeAsync_ptsz,
-    F_cudaFreeHost,
-    F_cudaHostRegister,
-    F_cudaHostUnregister,
-    F_cudaIpcOpenMemHandle,
-    F_cudaIpcCloseMemHandle,
-    F_cudaRuntimeGetVersion,
-    F_cudaGetDriverEntryPoint,
-    F_cudaGetDriverEntryPoint_ptsz,
-    F_cudaGetDriverEntryPointByVersion,
-    F_cudaGetDriverEntryPointByVersion_ptsz,
-    F_COUNT
-};
+#define LW_UNPAREN(...) __VA_ARGS__
+
+/* One index per runtime name, for the per-caller cache (hook_list.h). */
+#define INDEX(NAME, ...) F_##NAME,
+enum { LW_RUNTIME_HOOKS(INDEX, INDEX) F_COUNT };
+#undef INDEX
 _Static_assert(F_COUNT <= LW_CALLER_FUNCS, "raise LW_CALLER_FUNCS");
 
-static const char *const names[F_COUNT] = {
-    "cudaMalloc",
-    "cudaMallocAsync",
-    "cudaMallocAsync_ptsz",
-    "cudaMallocFromPoolAsync",
-    "cudaMallocFromPoolAsync_ptsz",
-    "cudaMallocManaged",
-    "cudaMallocHost",
-    "cudaHostAlloc",
-    "cudaMallocPitch",
-    "cudaFree",
-    "cudaFreeAsync",
-    "cudaFreeAsync_ptsz",
-    "cudaFreeHost",
-    "cudaHostRegister",
-    "cudaHostUnregister",
-    "cudaIpcOpenMemHandle",
-    "cudaIpcCloseMemHandle",
-    "cudaRuntimeGetVersion",
-    "cudaGetDriverEntryPoint",
-    "cudaGetDriverEntryPoint_ptsz",
-    "cudaGetDriverEntryPointByVersion",
-    "cudaGetDriverEntryPointByVersion_ptsz",
-};
+#define NAME_OF(NAME, ...) #NAME,
+static const char *const names[F_COUNT] = {LW_RUNTIME_HOOKS(NAME_OF, NAME_OF)};
+#undef NAME_OF
 
 int lw_export_reaches(const void *ra, const char *name, void *real) {
     for (int i = 0; i < F_COUNT; i++)
@@ -117,149 +73,103 @@ static void *real_for(caller c, int f) {
     return c.k >= 0 ? lw_real_for_object(c.k, f, names[f]) : lw_real_for_caller(c.ra, f, names[f]);
 }
 
-static void on_alloc(int outer, cudaError_t r, lw_kind kind, lw_key_class cls, const void *p,
-                     uint64_t size, int host) {
-    if (!outer || !lw_started()) return;
-    int saved = errno;
-    int device = host ? -1 : lw_device_current();
-    if (r == cudaSuccess)
-        lw_record_alloc(kind, cls, (uint64_t)(uintptr_t)p, size, device);
-    else
-        lw_record_failure(kind, size, device, r);
-    errno = saved;
-}
-
-#define LW_UNPAREN(...) __VA_ARGS__
-
-/* Object k's own entry for NAME (hidden: only bind.c hands it out). */
-#define ENTRY(NAME, PARAMS, ARGS, k)                                                               \
-    static cudaError_t NAME##__##k PARAMS {                                                        \
-        return NAME##_body((caller){k, NULL}, LW_UNPAREN ARGS);                                    \
-    }
-#define ENTRY_ADDRESS(NAME, PARAMS, ARGS, k) (void *)NAME##__##k,
-
-/* The export (callers found by return address: not bound yet, dlsym's
- * answer, libffi, generated code) and the per-object entries, around
- * NAME_body, which does the work once for all of them. */
-#define ENTRIES(NAME, PARAMS, ARGS)                                                                \
-    LW_EXPORT cudaError_t NAME PARAMS {                                                            \
-        lw_bind_poll();                                                                            \
-        return NAME##_body((caller){-1, __builtin_return_address(0)}, LW_UNPAREN ARGS);            \
-    }                                                                                              \
-    LW_REP64(ENTRY, NAME, PARAMS, ARGS)                                                            \
-    static void *const NAME##_entries[LW_CALLER_OBJECTS] = {                                       \
-        LW_REP64(ENTRY_ADDRESS, NAME, PARAMS, ARGS)};
-
+/* NAME_body: the work, once for the export and all the per-object entries
+ * (generated from hook_list.h at the end). */
 #define BODY(NAME, PARAMS) __attribute__((noinline)) static cudaError_t NAME##_body PARAMS
 
-#define ALLOC_WRAPPER(NAME, REALNAME, KIND, CLS, HOST, SIZE, PARAMS, ARGS, ...)                    \
+/* What an allocation call gave back, read only when it succeeded. */
+static inline uint64_t out(cudaError_t r, void *const *p) {
+    return r == cudaSuccess && p ? (uint64_t)(uintptr_t)*p : 0;
+}
+
+/* The wrappers: the real call, then one event (track/events.h). */
+#define REAL(NAME, REALNAME)                                                                       \
+    lw_rt_##REALNAME real = (lw_rt_##REALNAME)real_for(c, F_##NAME);                               \
+    if (!real) return NO_RUNTIME
+
+#define DEVICE_ALLOC(NAME, REALNAME, KIND, SIZE, ARGS, ...)                                        \
     BODY(NAME, (caller c, __VA_ARGS__)) {                                                          \
-        lw_rt_##REALNAME real = (lw_rt_##REALNAME)real_for(c, F_##NAME);                           \
-        if (!real) return NO_RUNTIME;                                                              \
-        int outer = lw_hook_enter();                                                               \
-        cudaError_t r = real(LW_UNPAREN ARGS);                                                     \
-        on_alloc(outer, r, KIND, CLS, r == cudaSuccess && ptr ? *ptr : NULL, SIZE, HOST);          \
+        REAL(NAME, REALNAME);                                                                      \
+        lw_event_gate gate = lw_hook_enter();                                                      \
+        cudaError_t r = real ARGS;                                                                 \
+        lw_event_alloc(gate, r, KIND, out(r, ptr), SIZE);                                          \
         lw_hook_leave();                                                                           \
         return r;                                                                                  \
-    }                                                                                              \
-    ENTRIES(NAME, PARAMS, ARGS)
+    }
 
-ALLOC_WRAPPER(cudaMalloc, cudaMalloc, LW_KIND_DEVICE, LW_CLASS_DPTR, 0, size,
-              (void **ptr, size_t size), (ptr, size), void **ptr, size_t size)
-ALLOC_WRAPPER(cudaMallocAsync, cudaMallocAsync, LW_KIND_DEVICE, LW_CLASS_DPTR, 0, size,
-              (void **ptr, size_t size, cudaStream_t s), (ptr, size, s), void **ptr, size_t size,
-              cudaStream_t s)
-ALLOC_WRAPPER(cudaMallocAsync_ptsz, cudaMallocAsync, LW_KIND_DEVICE, LW_CLASS_DPTR, 0, size,
-              (void **ptr, size_t size, cudaStream_t s), (ptr, size, s), void **ptr, size_t size,
-              cudaStream_t s)
-ALLOC_WRAPPER(cudaMallocFromPoolAsync, cudaMallocFromPoolAsync, LW_KIND_DEVICE, LW_CLASS_DPTR, 0,
-              size, (void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t s),
-              (ptr, size, pool, s), void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t s)
-ALLOC_WRAPPER(cudaMallocFromPoolAsync_ptsz, cudaMallocFromPoolAsync, LW_KIND_DEVICE, LW_CLASS_DPTR,
-              0, size, (void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t s),
-              (ptr, size, pool, s), void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t s)
-ALLOC_WRAPPER(cudaMallocManaged, cudaMallocManaged, LW_KIND_MANAGED, LW_CLASS_DPTR, 0, size,
-              (void **ptr, size_t size, unsigned int flags), (ptr, size, flags), void **ptr,
-              size_t size, unsigned int flags)
-ALLOC_WRAPPER(cudaMallocHost, cudaMallocHost, LW_KIND_PINNED_HOST, LW_CLASS_HOST, 1, size,
-              (void **ptr, size_t size), (ptr, size), void **ptr, size_t size)
-ALLOC_WRAPPER(cudaHostAlloc, cudaHostAlloc, LW_KIND_PINNED_HOST, LW_CLASS_HOST, 1, size,
-              (void **ptr, size_t size, unsigned int flags), (ptr, size, flags), void **ptr,
-              size_t size, unsigned int flags)
-ALLOC_WRAPPER(cudaMallocPitch, cudaMallocPitch, LW_KIND_DEVICE, LW_CLASS_DPTR, 0,
-              (r == cudaSuccess && pitch ? *pitch * height : width * height),
-              (void **ptr, size_t *pitch, size_t width, size_t height), (ptr, pitch, width, height),
-              void **ptr, size_t *pitch, size_t width, size_t height)
+#define HOST_ALLOC(NAME, ARGS, ...)                                                                \
+    BODY(NAME, (caller c, __VA_ARGS__)) {                                                          \
+        REAL(NAME, NAME);                                                                          \
+        lw_event_gate gate = lw_hook_enter();                                                      \
+        cudaError_t r = real ARGS;                                                                 \
+        lw_event_host_alloc(gate, r, out(r, ptr), size);                                           \
+        lw_hook_leave();                                                                           \
+        return r;                                                                                  \
+    }
+
+DEVICE_ALLOC(cudaMalloc, cudaMalloc, LW_KIND_DEVICE, size, (ptr, size), void **ptr, size_t size)
+DEVICE_ALLOC(cudaMallocAsync, cudaMallocAsync, LW_KIND_DEVICE, size, (ptr, size, s), void **ptr,
+             size_t size, cudaStream_t s)
+DEVICE_ALLOC(cudaMallocAsync_ptsz, cudaMallocAsync, LW_KIND_DEVICE, size, (ptr, size, s),
+             void **ptr, size_t size, cudaStream_t s)
+DEVICE_ALLOC(cudaMallocFromPoolAsync, cudaMallocFromPoolAsync, LW_KIND_DEVICE, size,
+             (ptr, size, pool, s), void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t s)
+DEVICE_ALLOC(cudaMallocFromPoolAsync_ptsz, cudaMallocFromPoolAsync, LW_KIND_DEVICE, size,
+             (ptr, size, pool, s), void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t s)
+DEVICE_ALLOC(cudaMallocManaged, cudaMallocManaged, LW_KIND_MANAGED, size, (ptr, size, flags),
+             void **ptr, size_t size, unsigned int flags)
+DEVICE_ALLOC(cudaMallocPitch, cudaMallocPitch, LW_KIND_DEVICE,
+             (r == cudaSuccess && pitch ? *pitch * height : width * height),
+             (ptr, pitch, width, height), void **ptr, size_t *pitch, size_t width, size_t height)
+HOST_ALLOC(cudaMallocHost, (ptr, size), void **ptr, size_t size)
+HOST_ALLOC(cudaHostAlloc, (ptr, size, flags), void **ptr, size_t size, unsigned int flags)
 
 /* Host memory the program allocated, page-locked (PyTorch's
  * pinned_use_cuda_host_register): pinned host memory until unregistered. */
 BODY(cudaHostRegister, (caller c, void *ptr, size_t size, unsigned int flags)) {
-    lw_rt_cudaHostRegister real = (lw_rt_cudaHostRegister)real_for(c, F_cudaHostRegister);
-    if (!real) return NO_RUNTIME;
-    int outer = lw_hook_enter();
+    REAL(cudaHostRegister, cudaHostRegister);
+    lw_event_gate gate = lw_hook_enter();
     cudaError_t r = real(ptr, size, flags);
-    on_alloc(outer, r, LW_KIND_PINNED_HOST, LW_CLASS_HOST, ptr, size, 1);
+    lw_event_host_alloc(gate, r, (uint64_t)(uintptr_t)ptr, size);
     lw_hook_leave();
     return r;
 }
-ENTRIES(cudaHostRegister, (void *ptr, size_t size, unsigned int flags), (ptr, size, flags))
 
-/* Frees leave the table before the real free (see record.h). */
-#define FREE_WRAPPER(NAME, REALNAME, CLS, PARAMS, ARGS, ...)                                       \
+#define FREE(NAME, REALNAME, BEGIN, ARGS, ...)                                                     \
     BODY(NAME, (caller c, __VA_ARGS__)) {                                                          \
-        lw_rt_##REALNAME real = (lw_rt_##REALNAME)real_for(c, F_##NAME);                           \
-        if (!real) return NO_RUNTIME;                                                              \
-        int outer = lw_hook_enter();                                                               \
-        int track = outer && ptr != NULL && lw_started();                                          \
-        lw_free_ticket t;                                                                          \
-        int saved = errno;                                                                         \
-        if (track) lw_record_free_begin(CLS, (uint64_t)(uintptr_t)ptr, &t);                        \
-        errno = saved;                                                                             \
-        cudaError_t r = real(LW_UNPAREN ARGS);                                                     \
-        saved = errno;                                                                             \
-        if (track) lw_record_free_end(&t, r == cudaSuccess);                                       \
-        errno = saved;                                                                             \
+        REAL(NAME, REALNAME);                                                                      \
+        lw_event_free_ticket t;                                                                    \
+        BEGIN(lw_hook_enter(), (uint64_t)(uintptr_t)ptr, &t);                                      \
+        cudaError_t r = real ARGS;                                                                 \
+        lw_event_free_end(&t, r);                                                                  \
         lw_hook_leave();                                                                           \
         return r;                                                                                  \
-    }                                                                                              \
-    ENTRIES(NAME, PARAMS, ARGS)
+    }
 
-FREE_WRAPPER(cudaFree, cudaFree, LW_CLASS_DPTR, (void *ptr), (ptr), void *ptr)
-FREE_WRAPPER(cudaFreeAsync, cudaFreeAsync, LW_CLASS_DPTR, (void *ptr, cudaStream_t s), (ptr, s),
-             void *ptr, cudaStream_t s)
-FREE_WRAPPER(cudaFreeAsync_ptsz, cudaFreeAsync, LW_CLASS_DPTR, (void *ptr, cudaStream_t s),
-             (ptr, s), void *ptr, cudaStream_t s)
-FREE_WRAPPER(cudaFreeHost, cudaFreeHost, LW_CLASS_HOST, (void *ptr), (ptr), void *ptr)
-FREE_WRAPPER(cudaHostUnregister, cudaHostUnregister, LW_CLASS_HOST, (void *ptr), (ptr), void *ptr)
+FREE(cudaFree, cudaFree, lw_event_free_begin, (ptr), void *ptr)
+FREE(cudaFreeAsync, cudaFreeAsync, lw_event_free_begin, (ptr, s), void *ptr, cudaStream_t s)
+FREE(cudaFreeAsync_ptsz, cudaFreeAsync, lw_event_free_begin, (ptr, s), void *ptr, cudaStream_t s)
+FREE(cudaFreeHost, cudaFreeHost, lw_event_host_free_begin, (ptr), void *ptr)
+FREE(cudaHostUnregister, cudaHostUnregister, lw_event_host_free_begin, (ptr), void *ptr)
 
-/* Another process's memory, opened here: counted as imported (imports.h),
- * never as this process's device memory. */
 BODY(cudaIpcOpenMemHandle, (caller c, void **ptr, cudaIpcMemHandle_t handle, unsigned int flags)) {
-    lw_rt_cudaIpcOpenMemHandle real =
-        (lw_rt_cudaIpcOpenMemHandle)real_for(c, F_cudaIpcOpenMemHandle);
-    if (!real) return NO_RUNTIME;
-    int outer = lw_hook_enter();
+    REAL(cudaIpcOpenMemHandle, cudaIpcOpenMemHandle);
+    lw_event_gate gate = lw_hook_enter();
     cudaError_t r = real(ptr, handle, flags);
-    int ok = r == cudaSuccess && ptr;
-    lw_hook_import_opened(outer, ok, 0, ok ? (uint64_t)(uintptr_t)*ptr : 0);
+    lw_event_ipc_open(gate, r, out(r, ptr));
     lw_hook_leave();
     return r;
 }
-ENTRIES(cudaIpcOpenMemHandle, (void **ptr, cudaIpcMemHandle_t handle, unsigned int flags),
-        (ptr, handle, flags))
 
 BODY(cudaIpcCloseMemHandle, (caller c, void *ptr)) {
-    lw_rt_cudaIpcCloseMemHandle real =
-        (lw_rt_cudaIpcCloseMemHandle)real_for(c, F_cudaIpcCloseMemHandle);
-    if (!real) return NO_RUNTIME;
-    lw_hook_import_close ic;
-    lw_hook_import_close_begin(lw_hook_enter(), (uint64_t)(uintptr_t)ptr, &ic);
+    REAL(cudaIpcCloseMemHandle, cudaIpcCloseMemHandle);
+    lw_event_close_ticket t;
+    lw_event_ipc_close_begin(lw_hook_enter(), (uint64_t)(uintptr_t)ptr, &t);
     cudaError_t r = real(ptr);
-    lw_hook_import_close_end(&ic, r == cudaSuccess);
+    lw_event_ipc_close_end(&t, r);
     lw_hook_leave();
     return r;
 }
-ENTRIES(cudaIpcCloseMemHandle, (void *ptr), (ptr))
 
 /* cudaGetDriverEntryPoint*: the runtime answers through the driver's
  * cuGetProcAddress, which it found through us, so what comes back is usually
@@ -279,73 +189,60 @@ static int runtime_version(caller c) {
     return v;
 }
 
-/* cudaRuntimeGetVersion itself is looked up (runtime_version) but not
- * wrapped: it has no entries. */
-
 #define ENTRY_POINT_WRAPPER(NAME)                                                                  \
     BODY(NAME, (caller c, const char *symbol, void **fp, unsigned long long flags,                 \
                 enum cudaDriverEntryPointQueryResult *status)) {                                   \
-        lw_rt_cudaGetDriverEntryPoint real = (lw_rt_cudaGetDriverEntryPoint)real_for(c, F_##NAME); \
-        if (!real) return NO_RUNTIME;                                                              \
+        REAL(NAME, cudaGetDriverEntryPoint);                                                       \
         cudaError_t r = real(symbol, fp, flags, status);                                           \
         if (r == cudaSuccess && symbol && fp && *fp) {                                             \
             int v = runtime_version(c);                                                            \
             if (v > 0) *fp = lw_wrap_by_base(symbol, v, flags, *fp, NULL);                         \
         }                                                                                          \
         return r;                                                                                  \
-    }                                                                                              \
-    ENTRIES(NAME,                                                                                  \
-            (const char *symbol, void **fp, unsigned long long flags,                              \
-             enum cudaDriverEntryPointQueryResult *status),                                        \
-            (symbol, fp, flags, status))
+    }
 
 #define ENTRY_POINT_BY_VERSION_WRAPPER(NAME)                                                       \
     BODY(NAME, (caller c, const char *symbol, void **fp, unsigned int version,                     \
                 unsigned long long flags, enum cudaDriverEntryPointQueryResult *status)) {         \
-        lw_rt_cudaGetDriverEntryPointByVersion real =                                              \
-            (lw_rt_cudaGetDriverEntryPointByVersion)real_for(c, F_##NAME);                         \
-        if (!real) return NO_RUNTIME;                                                              \
+        REAL(NAME, cudaGetDriverEntryPointByVersion);                                              \
         cudaError_t r = real(symbol, fp, version, flags, status);                                  \
         if (r == cudaSuccess && symbol && fp && *fp)                                               \
             *fp = lw_wrap_by_base(symbol, (int)version, flags, *fp, NULL);                         \
         return r;                                                                                  \
-    }                                                                                              \
-    ENTRIES(NAME,                                                                                  \
-            (const char *symbol, void **fp, unsigned int version, unsigned long long flags,        \
-             enum cudaDriverEntryPointQueryResult *status),                                        \
-            (symbol, fp, version, flags, status))
+    }
 
 ENTRY_POINT_WRAPPER(cudaGetDriverEntryPoint)
 ENTRY_POINT_WRAPPER(cudaGetDriverEntryPoint_ptsz)
 ENTRY_POINT_BY_VERSION_WRAPPER(cudaGetDriverEntryPointByVersion)
 ENTRY_POINT_BY_VERSION_WRAPPER(cudaGetDriverEntryPointByVersion_ptsz)
 
-/* Each wrapped name's entries, by index; cudaRuntimeGetVersion has none. */
-static void *const *const entries[F_COUNT] = {
-#define E(NAME) [F_##NAME] = NAME##_entries
-    E(cudaMalloc),
-    E(cudaMallocAsync),
-    E(cudaMallocAsync_ptsz),
-    E(cudaMallocFromPoolAsync),
-    E(cudaMallocFromPoolAsync_ptsz),
-    E(cudaMallocManaged),
-    E(cudaMallocHost),
-    E(cudaHostAlloc),
-    E(cudaMallocPitch),
-    E(cudaFree),
-    E(cudaFreeAsync),
-    E(cudaFreeAsync_ptsz),
-    E(cudaFreeHost),
-    E(cudaHostRegister),
-    E(cudaHostUnregister),
-    E(cudaIpcOpenMemHandle),
-    E(cudaIpcCloseMemHandle),
-    E(cudaGetDriverEntryPoint),
-    E(cudaGetDriverEntryPoint_ptsz),
-    E(cudaGetDriverEntryPointByVersion),
-    E(cudaGetDriverEntryPointByVersion_ptsz),
-#undef E
-};
+/* ---- the exports and the per-object entries, from hook_list.h ---- */
+
+/* Object k's own entry for NAME (hidden: only bind.c hands it out). */
+#define ENTRY(NAME, PARAMS, ARGS, k)                                                               \
+    static cudaError_t NAME##__##k PARAMS {                                                        \
+        return NAME##_body((caller){k, NULL}, LW_UNPAREN ARGS);                                    \
+    }
+#define ENTRY_ADDRESS(NAME, PARAMS, ARGS, k) (void *)NAME##__##k,
+
+/* The export (callers found by return address: not bound yet, dlsym's
+ * answer, libffi, generated code) and the per-object entries, around
+ * NAME_body, which does the work once for all of them. */
+#define ENTRIES(NAME, PARAMS, ARGS)                                                                \
+    LW_EXPORT cudaError_t NAME PARAMS {                                                            \
+        lw_bind_poll();                                                                            \
+        return NAME##_body((caller){-1, __builtin_return_address(0)}, LW_UNPAREN ARGS);            \
+    }                                                                                              \
+    LW_REP64(ENTRY, NAME, PARAMS, ARGS)                                                            \
+    static void *const NAME##_entries[LW_CALLER_OBJECTS] = {                                       \
+        LW_REP64(ENTRY_ADDRESS, NAME, PARAMS, ARGS)};
+#define NO_ENTRIES(NAME)
+LW_RUNTIME_HOOKS(ENTRIES, NO_ENTRIES)
+
+/* Each wrapped name's entries, by index; the names only looked up have none. */
+#define ENTRIES_OF(NAME, ...) [F_##NAME] = NAME##_entries,
+static void *const *const entries[F_COUNT] = {LW_RUNTIME_HOOKS(ENTRIES_OF, NO_ENTRIES)};
+#undef ENTRIES_OF
 
 void *lw_runtime_entry(int f, int k) {
     if (f < 0 || f >= F_COUNT || k < 0 || k >= LW_CALLER_OBJECTS || !entries[f]) return NULL;

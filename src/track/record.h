@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The record layer: what the hooks call after the real CUDA function returned,
- * once leakwatch has started (lw_started(): the hooks ask).
+/* The record layer: what the events (events.h) call after the real CUDA
+ * function returned, once leakwatch has started (the event asks).
  * One allocation event: capture the stack, find its site (a thread-local cache
  * in front of the site table), insert into the live table, count. No I/O, no
  * symbol lookup. */
