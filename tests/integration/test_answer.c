@@ -342,6 +342,48 @@ START_TEST(live_and_exit_lines_agree) {
 }
 END_TEST
 
+/* The onset an answer line says: "since step 1" or "starting within steps
+ * 5-8", up to the ';' after it ("" when none). */
+static void onset_in(const char *line, char *out, size_t n) {
+    const char *p = strstr(line, " since ");
+    if (!p) p = strstr(line, " starting within ");
+    out[0] = '\0';
+    if (p) snprintf(out, n, "%.*s", (int)strcspn(p, ";"), p);
+}
+
+/* make demo's C loop as it is run there: steps of some 25 us, as fast as the
+ * machine goes. The live line and the exit line, compared with each other
+ * (not with the clock): the same onset, step 1 (the leaking allocation is
+ * made in the first step), and the same time to out-of-memory within well
+ * under a factor of 2 (the pace is the recent steps' own, not the bins', so
+ * neither the start-up nor a few descheduled milliseconds move it). */
+START_TEST(live_and_exit_lines_agree_with_very_fast_steps) {
+    char exe[PATH_MAX];
+    snprintf(exe, sizeof exe, "%s/examples/train_loop", lw_build_dir());
+    lw_run r;
+    const char *args[] = {"--steps", "2000", NULL};
+    const char *env[] = {"LEAKWATCH_WARN=1", NULL};
+    lw_run_exe(&r, 1, exe, args, env);
+    RUN_OK(&r);
+    char live[2048], last[2048] = "", a_on[128], b_on[128];
+    first_line(r.err, "leakwatch: LEAK in ", live, sizeof live);
+    ck_assert_msg(strstr(live, "[as of step"), "no live line:\n%s", r.err);
+    for (const char *p = r.err; (p = strstr(p, "leakwatch: LEAK in "));) {
+        first_line(p, NULL, last, sizeof last);
+        p += 10;
+    }
+    ck_assert_msg(!strstr(last, "[as of"), "no exit line:\n%s", r.err);
+    onset_in(live, a_on, sizeof a_on);
+    onset_in(last, b_on, sizeof b_on);
+    ck_assert_msg(a_on[0] && !strcmp(a_on, b_on), "onsets differ:\nlive %s\nexit %s", live, last);
+    ck_assert_msg(!strcmp(b_on, " since step 1"), "onset: %s", last);
+    double a = oom_seconds_in(live), b = oom_seconds_in(last);
+    ck_assert_msg(isfinite(a) && isfinite(b) && a < 1.5 * b && b < 1.5 * a,
+                  "time to out-of-memory: live %s\nexit %s", live, last);
+    lw_run_free(&r);
+}
+END_TEST
+
 START_TEST(two_ranks_are_labelled_and_merged) {
     char exe[PATH_MAX], want[160];
     snprintf(exe, sizeof exe, "%s/examples/train_loop", lw_build_dir());
@@ -701,6 +743,7 @@ int main(void) {
     tcase_add_test(tc, exit_summary_is_the_reports_answer);
     tcase_add_test(tc, a_tie_is_named_as_the_report_names_it);
     tcase_add_test(tc, live_and_exit_lines_agree);
+    tcase_add_test(tc, live_and_exit_lines_agree_with_very_fast_steps);
     tcase_add_test(tc, withdrawn_leak_is_withdrawn_on_stderr);
     tcase_add_test(tc, html_header_and_floor_in_a_browser);
     tcase_add_test(tc, html_on_a_terminal_goes_to_a_file);
