@@ -142,10 +142,7 @@ static void write_report(const char *reason, int fallback) {
     /* The metrics end on the state the report gives, not on the worker's last
      * tick (which may predate the final verdict). */
     const char *prom = lw_opt_str(LW_OPT_PROMETHEUS);
-    if (prom) {
-        lw_warning_final_place();
-        lw_prometheus_write_answer(prom, &ans);
-    }
+    if (prom) lw_prometheus_write_answer(prom, &ans);
 }
 
 /* The process whose final report is written: at most one per process

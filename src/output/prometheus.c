@@ -10,7 +10,6 @@
 #include "imports.h"
 #include "report.h"
 #include "totals.h"
-#include "warning.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -75,17 +74,18 @@ static int emit(FILE *f, const lw_run_answer *given) {
                "Imports open now (an IPC handle opened twice counts twice).");
         fprintf(f, "leakwatch_imported_open %lld\n", (long long)imp.live_count);
     }
-    /* The run's answer (answer.c) when one is given (the exit's, the same as
-     * its report), else the state now with the live warning's place. */
-    lw_growth_state g;
-    char place[512];
-    if (given) {
-        g = given->g;
-        snprintf(place, sizeof place, "%s", given->a.where ? given->where : "");
-    } else {
-        lw_growth_get(&g, NULL, 0, NULL);
-        lw_warning_place(place, sizeof place);
+    /* The run's answer (answer.c): the one given (the exit's, the same as its
+     * report), else the answer now, by the same rule as every other output
+     * (not the place a live warning named, which may not have come yet, or
+     * may have named another site since). */
+    lw_run_answer now;
+    if (!given) {
+        lw_run_answer_now(&now);
+        given = &now;
     }
+    lw_growth_state g = given->g;
+    char place[512];
+    snprintf(place, sizeof place, "%s", given->a.where ? given->where : "");
     if (g.evaluations) {
         double oom_s, oom_steps;
         lw_growth_oom(&g, &oom_s, &oom_steps);
@@ -98,7 +98,7 @@ static int emit(FILE *f, const lw_run_answer *given) {
         fprintf(f, "leakwatch_leak %d\n", g.verdict == LW_VERDICT_LEAK);
         if (g.verdict == LW_VERDICT_LEAK && place[0]) {
             header(f, "leakwatch_leak_place_info", "gauge",
-                   "The place to look of the leak (the live warning's), as the label where.");
+                   "The place to look of the leak (the run's answer), as the label where.");
             fputs("leakwatch_leak_place_info{where=\"", f);
             for (const char *p = place; *p; p++) {
                 if (*p == '\\' || *p == '"')

@@ -656,6 +656,35 @@ START_TEST(prometheus_ends_on_the_final_verdict) {
 }
 END_TEST
 
+/* The textfile written while the job runs names the run's answer too, by the
+ * same rule (answer.c), not the place of a live warning: here 40 steps, a
+ * leak verdict, and no live warning yet (it waits for 64 steps); the job
+ * copies the first textfile that says leak (rt_edges promwait). */
+START_TEST(prometheus_names_the_answer_while_running) {
+    char dir[64], prom[160], promenv[200], mid[200], label[600];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(prom, sizeof prom, "%s/job.prom", dir);
+    snprintf(promenv, sizeof promenv, "LEAKWATCH_PROMETHEUS=%s", prom);
+    snprintf(mid, sizeof mid, "%s.mid", prom);
+    lw_run r;
+    const char *args[] = {"promwait", "40", "4096", NULL};
+    const char *env[] = {promenv, "LEAKWATCH_INTERVAL_MS=50", NULL};
+    lw_run_prog(&r, 1, "rt_edges", args, env);
+    RUN_OK(&r);
+    ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
+    ck_assert_msg(!strstr(r.err, "[as of step"), "a live warning came:\n%s", r.err);
+    char *text = lw_slurp_file(mid);
+    ck_assert_ptr_nonnull(text);
+    const char *where = lw_json_string(lw_json_path(r.report, "answer.where.label"));
+    ck_assert_ptr_nonnull(where);
+    snprintf(label, sizeof label, "leakwatch_leak_place_info{where=\"%s\"} 1", where);
+    ck_assert_msg(strstr(text, label), "no '%s' in:\n%s", label, text);
+    free(text);
+    lw_remove_dir(dir);
+    lw_run_free(&r);
+}
+END_TEST
+
 START_TEST(top_keys_and_job_exit_in_tmux) {
     if (system("command -v tmux >/dev/null 2>&1") != 0) {
         printf("test_answer: top_keys_and_job_exit_in_tmux skipped: tmux is not installed\n");
@@ -749,6 +778,7 @@ int main(void) {
     tcase_add_test(tc, html_on_a_terminal_goes_to_a_file);
     tcase_add_test(tc, top_keys_and_job_exit_in_tmux);
     tcase_add_test(tc, prometheus_ends_on_the_final_verdict);
+    tcase_add_test(tc, prometheus_names_the_answer_while_running);
     suite_add_tcase(s, tc);
     int failed = lw_check_run(s);
     lw_remove_dir(xdg);
