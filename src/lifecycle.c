@@ -20,6 +20,7 @@
 #include "real.h"
 #include "runstate.h"
 #include "warning.h"
+#include "where.h"
 #include "worker.h"
 #include "sites.h"
 #include "stack.h"
@@ -254,6 +255,15 @@ LW_EXPORT int leakwatch_enabled(void) {
     long off = 0;
     lw_option_env(LW_OPT_DISABLE, &off);
     return !off;
+}
+
+LW_EXPORT int leakwatch_user_code(const char *file) {
+    /* Recording: the settings the run uses (an attach passes its own); before
+     * that, the environment as is (nothing parsed, nothing printed). */
+    const char *uc = atomic_load(&state) == RECORDING ? lw_opt_str(LW_OPT_USER_CODE)
+                                                      : getenv("LEAKWATCH_USER_CODE");
+    lw_frame_ref f = {1, NULL, file, NULL, 0};
+    return file && lw_frame_classify(&f, uc) == LW_FRAME_USER;
 }
 
 int lw_lifecycle_attach(void) {

@@ -107,11 +107,23 @@ static lw_frame_class classify_native(const lw_frame_ref *f, const char *user_co
     return f->function || f->file ? LW_FRAME_USER : LW_FRAME_NATIVE_LIB;
 }
 
+/* A file of leakwatch's own Python package (python/leakwatch: the helper
+ * imported into the job). */
+static int leakwatch_python(const char *p) {
+    static const char *const files[] = {"__init__.py", "__main__.py", "_torch.py", NULL};
+    const char *b = base_name(p);
+    if (b - p < 10 || strncmp(b - 10, "leakwatch/", 10) || (b - 10 > p && b[-11] != '/')) return 0;
+    for (int i = 0; files[i]; i++)
+        if (!strcmp(b, files[i])) return 1;
+    return 0;
+}
+
 lw_frame_class lw_frame_classify(const lw_frame_ref *f, const char *user_code) {
     if (!f->python) return classify_native(f, user_code);
     if (user_listed(f, user_code)) return LW_FRAME_USER;
     const char *p = f->file;
     if (!p) return LW_FRAME_PYLIB;
+    if (leakwatch_python(p)) return LW_FRAME_LEAKWATCH;
     if (starts(p, "<frozen")) return LW_FRAME_PYLIB;
     if (strstr(p, "/site-packages/") || strstr(p, "/dist-packages/") || under_python_lib(p))
         return LW_FRAME_PYLIB;
