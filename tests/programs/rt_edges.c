@@ -247,7 +247,8 @@ static int promwait(int argc, char **argv) {
     const char *text = NULL;
     while (now_ms() < end) {
         text = slurp(prom);
-        if (text && strstr(text, "leakwatch_leak 1")) break;
+        /* The metric's line, not its HELP text ("leakwatch_leak 1 when ..."). */
+        if (text && strstr(text, "\nleakwatch_leak 1\n")) break;
         text = NULL;
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
