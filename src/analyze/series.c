@@ -86,7 +86,9 @@ double lw_pace_rate(const lw_pace *p) {
     int m = p->len - 1;
     if ((uint64_t)m > half) m = (int)half;
     if (m < 2) return NAN;
-    pace_step s[LW_PACE_POINTS];
+    /* On the heap: this may run on the job's own thread at exit. */
+    pace_step *s = malloc(sizeof *s * (size_t)m);
+    if (!s) return NAN;
     int k = 0;
     for (int i = 0; i < m; i++) {
         int b = (p->head - 1 - i + 2 * LW_PACE_POINTS) % LW_PACE_POINTS;
@@ -98,11 +100,15 @@ double lw_pace_rate(const lw_pace *p) {
         s[k].dt = dt;
         k++;
     }
-    if (k < 2) return NAN;
+    if (k < 2) {
+        free(s);
+        return NAN;
+    }
     qsort(s, (size_t)k, sizeof *s, by_per_unit);
     int cut = k / 10;
     double dx = 0, dt = 0;
     for (int i = cut; i < k - cut; i++)
         dx += s[i].dx, dt += s[i].dt;
+    free(s);
     return dt > 0 ? dx / dt : NAN;
 }

@@ -356,7 +356,9 @@ static void onset_in(const char *line, char *out, size_t n) {
  * (not with the clock): the same onset, step 1 (the leaking allocation is
  * made in the first step), and the same time to out-of-memory within well
  * under a factor of 2 (the pace is the recent steps' own, not the bins', so
- * neither the start-up nor a few descheduled milliseconds move it). */
+ * neither the start-up nor a few descheduled milliseconds move it; before,
+ * 2.5 to 3 times apart). The bound leaves room for the job's own speed, which
+ * on a loaded machine of 2 cores moves by up to about 1.5 within its run. */
 START_TEST(live_and_exit_lines_agree_with_very_fast_steps) {
     char exe[PATH_MAX];
     snprintf(exe, sizeof exe, "%s/examples/train_loop", lw_build_dir());
@@ -378,7 +380,7 @@ START_TEST(live_and_exit_lines_agree_with_very_fast_steps) {
     ck_assert_msg(a_on[0] && !strcmp(a_on, b_on), "onsets differ:\nlive %s\nexit %s", live, last);
     ck_assert_msg(!strcmp(b_on, " since step 1"), "onset: %s", last);
     double a = oom_seconds_in(live), b = oom_seconds_in(last);
-    ck_assert_msg(isfinite(a) && isfinite(b) && a < 1.5 * b && b < 1.5 * a,
+    ck_assert_msg(isfinite(a) && isfinite(b) && a < 1.6 * b && b < 1.6 * a,
                   "time to out-of-memory: live %s\nexit %s", live, last);
     lw_run_free(&r);
 }
