@@ -240,10 +240,11 @@ def _c_user_code(path):
     """The library's decision (None: the library is not loaded)."""
     if not _c_rule:
         try:
+            import ctypes
             fn = ctypes.CDLL(None).leakwatch_user_code
             fn.restype = ctypes.c_int
             fn.argtypes = [ctypes.c_char_p]
-        except (OSError, AttributeError, TypeError):
+        except Exception:
             fn = None
         _c_rule.append(fn)
     fn = _c_rule[0]

@@ -127,9 +127,9 @@ static const char *const rule_paths[] = {
 };
 
 /* One LEAKWATCH_USER_CODE value: the helper's copy of the rule (run in
- * python3 on the paths above) against lw_frame_classify, and the library's
- * export (leakwatch_user_code, what the helper asks when the library is
- * loaded) against both. */
+ * python3 on the paths above), the library's export (leakwatch_user_code)
+ * and the helper's own decision with the library loaded (which asks it),
+ * each against lw_frame_classify. */
 static void rule_agrees(const char *user_code) {
     char cmd[1024], in[] = "/tmp/lw-user-code-XXXXXX";
     int fd = mkstemp(in);
@@ -155,12 +155,17 @@ static void rule_agrees(const char *user_code) {
         char *lib = strchr(path, '\t');
         ck_assert_ptr_nonnull(lib);
         *lib++ = '\0';
+        char *helper = strchr(lib, '\t');
+        ck_assert_ptr_nonnull(helper);
+        *helper++ = '\0';
         ck_assert_str_eq(path, rule_paths[n]);
         lw_frame_ref fr = {1, "f", path, NULL, 1};
         int c = lw_frame_classify(&fr, user_code) == LW_FRAME_USER;
         ck_assert_msg(atoi(line) == c, "%s (LEAKWATCH_USER_CODE=%s): python %s, C %d", path,
                       user_code ? user_code : "", line, c);
         ck_assert_msg(atoi(lib) == c, "%s: the library's export says %s, where.c %d", path, lib, c);
+        ck_assert_msg(atoi(helper) == c, "%s: the helper says %s with the library, where.c %d",
+                      path, helper, c);
         n++;
     }
     ck_assert_int_eq(pclose(p), 0);
