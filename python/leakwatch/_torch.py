@@ -222,7 +222,7 @@ def _user_code_rule(path, user_code=None):
             return True
     if not path:
         return False
-    if path.startswith("<frozen"):
+    if path.startswith("<"):
         return False
     if "/site-packages/" in path or "/dist-packages/" in path or _under_python_lib(path):
         return False

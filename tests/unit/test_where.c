@@ -106,6 +106,7 @@ static const char *const rule_paths[] = {
     "/home/me/proj/train.py",
     "train.py",
     "<string>",
+    "<autograd engine>",
     "<frozen runpy>",
     "/usr/lib/python3.13/json/encoder.py",
     "/opt/conda/lib64/python3.11/ctypes/__init__.py",
@@ -187,6 +188,16 @@ START_TEST(python_helper_has_the_same_user_code_rule) {
     lw_frame_ref own[] = {PY("/x/python/leakwatch/_torch.py", "step", 5),
                           PY("/srv/job/run.py", "main", 3)};
     ck_assert_int_eq(lw_where_pick(own, 2, NULL, NULL), 1);
+    /* A site made on autograd's thread (report.c): libtorch's frames, the
+     * frame that stands for the engine, then the caller's: the caller's line
+     * is the place, not "<autograd engine>". */
+    lw_frame_ref engine[] = {
+        NATIVE("/venv/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so", "at_empty", NULL,
+               0),
+        PY("<autograd engine>", "backward", 0),
+        PY("/venv/lib/python3.11/site-packages/torch/_tensor.py", "backward", 298),
+        PY("/home/me/proj/train.py", "train", 31)};
+    ck_assert_int_eq(lw_where_pick(engine, 4, NULL, NULL), 3);
 }
 END_TEST
 
