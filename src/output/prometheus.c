@@ -79,13 +79,21 @@ static int emit(FILE *f, const lw_run_answer *given) {
      * (not the place a live warning named, which may not have come yet, or
      * may have named another site since). */
     lw_run_answer now;
+    lw_growth_state g;
+    char place[512] = "";
     if (!given) {
-        lw_run_answer_now(&now);
-        given = &now;
+        /* The place is said only for a leak: naming a site (symbolizing its
+         * stack) every interval is spared on a clean run. */
+        lw_growth_get(&g, NULL, 0, NULL);
+        if (g.verdict == LW_VERDICT_LEAK) {
+            lw_run_answer_now(&now);
+            given = &now;
+        }
     }
-    lw_growth_state g = given->g;
-    char place[512];
-    snprintf(place, sizeof place, "%s", given->a.where ? given->where : "");
+    if (given) {
+        g = given->g;
+        snprintf(place, sizeof place, "%s", given->a.where ? given->where : "");
+    }
     if (g.evaluations) {
         double oom_s, oom_steps;
         lw_growth_oom(&g, &oom_s, &oom_steps);
