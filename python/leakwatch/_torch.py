@@ -233,12 +233,15 @@ def _user_code_rule(path, user_code=None):
     return True
 
 
-_c_rule = []
+_c_rule = [None, None]  # the library's function; when it was last looked for
 
 
 def _c_user_code(path):
-    """The library's decision (None: the library is not loaded)."""
-    if not _c_rule:
+    """The library's decision (None: the library is not loaded; it is looked
+    for again at most once a second, as leakwatch attach loads it later)."""
+    fn, at = _c_rule
+    now = time.monotonic()
+    if fn is None and (at is None or now - at >= 1.0):
         try:
             import ctypes
             fn = ctypes.CDLL(None).leakwatch_user_code
@@ -246,8 +249,7 @@ def _c_user_code(path):
             fn.argtypes = [ctypes.c_char_p]
         except Exception:
             fn = None
-        _c_rule.append(fn)
-    fn = _c_rule[0]
+        _c_rule[:] = [fn, now]
     if fn is None or path is None:
         return None
     try:
@@ -258,13 +260,15 @@ def _c_user_code(path):
 
 def _is_user_file(path, roots=None, cache={}):
     """Whether a frame in path is the user's own code: the library's rule
-    (where.c), or its copy here. roots: unused (kept for callers)."""
+    (where.c), or its copy here until the library is there. roots: unused
+    (kept for callers)."""
     r = cache.get(path)
     if r is None:
         r = _c_user_code(path)
-        if r is None:
+        if r is not None:
+            cache[path] = r
+        else:
             r = _user_code_rule(path)
-        cache[path] = r
     return r
 
 
