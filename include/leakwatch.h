@@ -71,6 +71,13 @@ int leakwatch_torch_info(const char *field, const char *json, const char *messag
  * no CPython. Nothing is written in a process that made no CUDA call. */
 int leakwatch_python_exit_hook(void);
 
+/* For the Python package: 1 when a Python frame in file (its co_filename) is
+ * the user's own code by the rule the reports use to pick the place to look
+ * (src/base/where.h: not the standard library, installed packages, torch or
+ * leakwatch's own package; LEAKWATCH_USER_CODE adds paths and packages),
+ * else 0. */
+int leakwatch_user_code(const char *file);
+
 #ifdef __cplusplus
 }
 #endif

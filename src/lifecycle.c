@@ -21,6 +21,7 @@
 #include "hook_depth.h"
 #include "runstate.h"
 #include "warning.h"
+#include "where.h"
 #include "worker.h"
 #include "sites.h"
 #include "stack.h"
@@ -143,10 +144,7 @@ static void write_report(const char *reason, int fallback) {
     /* The metrics end on the state the report gives, not on the worker's last
      * tick (which may predate the final verdict). */
     const char *prom = lw_opt_str(LW_OPT_PROMETHEUS);
-    if (prom) {
-        lw_warning_final_place();
-        lw_prometheus_write_answer(prom, &ans);
-    }
+    if (prom) lw_prometheus_write_answer(prom, &ans);
 }
 
 /* The process whose final report is written: at most one per process
@@ -258,6 +256,15 @@ LW_EXPORT int leakwatch_enabled(void) {
     long off = 0;
     lw_option_env(LW_OPT_DISABLE, &off);
     return !off;
+}
+
+LW_EXPORT int leakwatch_user_code(const char *file) {
+    /* Recording: the settings the run uses (an attach passes its own); before
+     * that, the environment as is (nothing parsed, nothing printed). */
+    const char *uc = atomic_load(&state) == RECORDING ? lw_opt_str(LW_OPT_USER_CODE)
+                                                      : getenv("LEAKWATCH_USER_CODE");
+    lw_frame_ref f = {1, NULL, file, NULL, 0};
+    return file && lw_frame_classify(&f, uc) == LW_FRAME_USER;
 }
 
 int lw_lifecycle_attach(void) {

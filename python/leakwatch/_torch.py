@@ -164,19 +164,111 @@ def _user_code():
 _USER_CODE = _user_code()
 
 
-def _is_user_file(path, roots, cache={}):
+# ---- the one rule of "user code" (src/base/where.c, lw_frame_classify) ----
+# The library decides (leakwatch_user_code) whenever it is loaded, so the
+# helper names the frame the reports name. Without it (the helper imported
+# in a process without the library) the copy below, which follows where.c
+# line by line; tests/unit/test_where.c checks that both agree on the same
+# paths (tests/python/user_code_rule.py).
+
+
+def _under_python_lib(p):
+    """"/lib/python3.11/" and the like: the standard library and every
+    package installed under it."""
+    q = p.find("python")
+    while q >= 0:
+        if q >= 5 and p[q - 5:q] in ("/lib/", "lib64") and p[q + 6:q + 7].isdigit():
+            return True
+        q = p.find("python", q + 1)
+    return False
+
+
+def _has_component(p, name):
+    q = p.find(name)
+    while q >= 0:
+        if q == 0 or p[q - 1] == "/":
+            rest = p[q + len(name):]
+            if rest.startswith("/") or rest == ".py":
+                return True
+        q = p.find(name, q + 1)
+    return False
+
+
+def _entry_matches(e, path):
+    if not path or not e:
+        return False
+    if "/" in e:
+        return path.startswith(e)
+    if _has_component(path, e):
+        return True
+    b = os.path.basename(path)
+    if b.startswith(e) and b[len(e):len(e) + 1] in ("", ".", "-"):
+        return True
+    n = len(e) + 3
+    return b.startswith("lib" + e) and b[n:n + 1] in (".", "-", "_") and len(b) > n
+
+
+def _leakwatch_python(p):
+    b = os.path.basename(p)
+    d = p[:len(p) - len(b)]
+    return d.endswith("leakwatch/") and (d == "leakwatch/" or d.endswith("/leakwatch/")) and \
+        b in ("__init__.py", "__main__.py", "_torch.py")
+
+
+def _user_code_rule(path, user_code=None):
+    """1 when a Python frame in path is user code, as where.c decides."""
+    for e in _USER_CODE if user_code is None else user_code:
+        if _entry_matches(e, path):
+            return True
+    if not path:
+        return False
+    if path.startswith("<"):
+        return False
+    if "/site-packages/" in path or "/dist-packages/" in path or _under_python_lib(path):
+        return False
+    if _leakwatch_python(path):
+        return False
+    if _has_component(path, "torch"):
+        return False
+    return True
+
+
+_c_rule = [None, None]  # the library's function; when it was last looked for
+
+
+def _c_user_code(path):
+    """The library's decision (None: the library is not loaded; it is looked
+    for again at most once a second, as leakwatch attach loads it later)."""
+    fn, at = _c_rule
+    now = time.monotonic()
+    if fn is None and (at is None or now - at >= 1.0):
+        try:
+            import ctypes
+            fn = ctypes.CDLL(None).leakwatch_user_code
+            fn.restype = ctypes.c_int
+            fn.argtypes = [ctypes.c_char_p]
+        except Exception:
+            fn = None
+        _c_rule[:] = [fn, now]
+    if fn is None or path is None:
+        return None
+    try:
+        return bool(fn(os.fsencode(path)))
+    except Exception:
+        return None
+
+
+def _is_user_file(path, roots=None, cache={}):
+    """Whether a frame in path is the user's own code: the library's rule
+    (where.c), or its copy here until the library is there. roots: unused
+    (kept for callers)."""
     r = cache.get(path)
     if r is None:
-        if not path or path.startswith("<") or not os.path.isabs(path) and not os.path.exists(path):
-            r = False
+        r = _c_user_code(path)
+        if r is not None:
+            cache[path] = r
         else:
-            real = os.path.realpath(path)
-            r = not any(real == root or real.startswith(root + os.sep) for root in roots)
-            for e in _USER_CODE:
-                if ("/" in e and (path.startswith(e) or real.startswith(e))) or \
-                        ("/" not in e and f"/{e}/" in real):
-                    r = True
-        cache[path] = r
+            r = _user_code_rule(path)
     return r
 
 

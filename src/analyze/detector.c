@@ -424,11 +424,12 @@ int lw_detect(const lw_bin *bins, int n, const lw_detect_params *p, lw_growth *o
     out->lo = ts.lo;
     out->hi = ts.hi;
     out->p_value = mk.p_increasing;
-    /* Per second at the job's current pace: the steps per second of the
-     * newest quarter of the window (two bins at least), not of the whole
-     * window, whose oldest bins hold the start-up's slow first steps; so the
-     * live line and the exit line project the same time to out-of-memory
-     * for a job that keeps its pace. */
+    /* Per second at the pace of the newest quarter of the window (two bins
+     * at least), not of the whole window, whose oldest bins hold the
+     * start-up's slow first steps. The series with step marks replace it
+     * with the job's own pace (growth.c, lw_pace_rate over the marks' own
+     * times), which the bins' width and a few descheduled milliseconds do
+     * not move; this figure stands where no such pace is kept. */
     int recent = w / 4 >= 2 ? w / 4 : (w >= 2 ? 2 : 1);
     const lw_bin *b0 = &bins[n - recent], *b1 = &bins[n - 1];
     if (recent < 2) b0 = &bins[n - w];

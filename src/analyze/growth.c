@@ -60,6 +60,7 @@ static host_track host;
 static lw_growth last;
 static lw_decision decision; /* the announced verdict, from the evaluations */
 static lw_cycles cycles;     /* growth released at each cycle's end, raw points */
+static lw_pace pace;         /* the job's recent steps per second (series.h) */
 static double last_x;        /* the newest point's step (or interval) */
 static uint64_t evaluations, next_eval_at, points_at_eval;
 static int marker_mode;
@@ -156,6 +157,7 @@ typedef struct {
     uint64_t next_eval_at, points_at_eval;
     int64_t allocated, reserved, device_free;
     lw_cycles cycles; /* growth released at each cycle's end */
+    lw_pace pace;     /* its points' steps per second */
 } torch_track;
 
 static torch_track *ttracks[LW_TORCH_MAX_DEVICES]; /* under lock; NULL: no point yet */
@@ -165,6 +167,15 @@ static _Atomic unsigned char tgrowing[LW_TORCH_MAX_DEVICES];
 
 static double now_s(void) {
     return (double)(lw_now_ns() - lw_start_time_ns()) / 1e9;
+}
+
+/* Per second at the job's pace: the slope per step times the steps per
+ * second of the series' own recent points (lw_pace_rate), the same measure
+ * for the live line and the exit line; the detector's own figure (from its
+ * bins) only while too few points give a pace. */
+static void at_pace(lw_growth *g, const lw_pace *p) {
+    double rate = lw_pace_rate(p);
+    if (isfinite(rate) && rate > 0 && isfinite(g->slope)) g->bytes_per_second = g->slope * rate;
 }
 
 /* ---- per-site series ---- */
@@ -192,9 +203,24 @@ static lw_site_track *track_of(lw_site *s) {
     return s->track;
 }
 
+typedef struct {
+    uint32_t since;
+    uint32_t width; /* of the buckets before `since`; 0: none kept */
+} kept_scan;
+
 static void count_kept(const lw_alloc *r, void *arg) {
-    uint32_t since = *(const uint32_t *)arg;
-    if (r->step < since) return;
+    const kept_scan *k = arg;
+    uint32_t since = k->since;
+    if (r->step < since) {
+        lw_site_track *tr = r->site ? r->site->track : NULL;
+        if (!k->width || !tr) return;
+        uint32_t b = r->step / k->width;
+        if (b >= LW_SITE_BEFORE) b = LW_SITE_BEFORE - 1;
+        if (!tr->before_n[b] || r->step < tr->before_min[b]) tr->before_min[b] = r->step;
+        if (!tr->before_n[b] || r->step > tr->before_max[b]) tr->before_max[b] = r->step;
+        tr->before_n[b]++;
+        return;
+    }
     lw_site_track *tr = track_of(r->site);
     if (!tr) return;
     if (!tr->kept_count || r->step < tr->kept_first_step) tr->kept_first_step = r->step;
@@ -212,10 +238,54 @@ static void count_kept(const lw_alloc *r, void *arg) {
  * allocations spread over at least a third of that span (not one burst). */
 static void judge_sites(uint32_t since, double span, double slope, int spread);
 
+/* The step (run clock) where a leaking site's growth demonstrably began:
+ * from its first allocation since the onset, back over its live allocations
+ * made before it for as long as they follow at the site's own cadence (no
+ * gap of more than twice its mean spacing since the onset, none sparser). */
+static double site_start(const lw_site_track *tr, uint32_t width) {
+    double edge = tr->kept_first_step;
+    double spacing = tr->kept_count > 1 ? (double)(tr->kept_last_step - tr->kept_first_step) /
+                                              (double)(tr->kept_count - 1)
+                                        : 1;
+    double gap = fmax(1, 2 * spacing);
+    for (int b = LW_SITE_BEFORE - 1; b >= 0 && width; b--) {
+        if (!tr->before_n[b]) {
+            if (edge - (double)b * width > gap) break;
+            continue;
+        }
+        if (edge - tr->before_max[b] > gap) break;
+        if (tr->before_max[b] - tr->before_min[b] > 2 * spacing * tr->before_n[b] + gap) break;
+        edge = tr->before_min[b];
+    }
+    return edge;
+}
+
+/* The onset as the leaking sites show it (steps, from 1): an allocation
+ * made at run clock c belongs to step c + 1. NAN: no leaking site. */
+static double sites_onset = NAN;
+
 static void evaluate_sites(void) {
     double onset = isfinite(last.onset_x) ? last.onset_x : 0;
     uint32_t since = (uint32_t)ceil(onset), now = lw_run_clock();
     judge_sites(since, now > since ? (double)(now - since) : 1, last.slope, 1);
+    uint32_t width = (since + LW_SITE_BEFORE - 1) / LW_SITE_BEFORE;
+    double start = INFINITY;
+    for (lw_site *s = lw_sites_first(); s; s = s->next)
+        if (s->track && s->track->growth.verdict == LW_VERDICT_LEAK)
+            start = fmin(start, site_start(s->track, width));
+    sites_onset = isfinite(start) ? fmax(1, start + 1) : NAN;
+}
+
+/* The onset said, in every view: never later than where a leaking site's
+ * growth demonstrably began (sites_onset), never before step 1. A bin's
+ * range that holds that step becomes that step. */
+static void cap_onset(lw_growth *g) {
+    if (!isfinite(g->onset_x)) return;
+    double hi = isfinite(g->onset_hi) ? g->onset_hi : g->onset_x;
+    if (isfinite(sites_onset) && sites_onset <= hi)
+        g->onset_x = g->onset_lo = g->onset_hi = sites_onset;
+    if (g->onset_x < 1) g->onset_x = g->onset_lo = 1;
+    if (isfinite(g->onset_hi) && g->onset_hi < g->onset_lo) g->onset_hi = g->onset_lo;
 }
 
 /* The sites that keep memory from allocations made at or after step
@@ -224,8 +294,13 @@ static void evaluate_sites(void) {
  * marks every allocation carries the same step). */
 static void judge_sites(uint32_t since, double span, double slope, int spread) {
     for (lw_site *s = lw_sites_first(); s; s = s->next)
-        if (s->track) s->track->kept_bytes = 0, s->track->kept_count = 0;
-    lw_live_scan(count_kept, &since);
+        if (s->track) {
+            s->track->kept_bytes = 0, s->track->kept_count = 0;
+            memset(s->track->before_n, 0, sizeof s->track->before_n);
+        }
+    /* Only the marked series' onset is capped (evaluate_sites). */
+    kept_scan k = {since, spread ? (since + LW_SITE_BEFORE - 1) / LW_SITE_BEFORE : 0};
+    lw_live_scan(count_kept, &k);
     if (!(span > 0)) span = 1;
     for (lw_site *s = lw_sites_first(); s; s = s->next) {
         lw_site_track *tr = s->track;
@@ -298,6 +373,7 @@ static void torch_evaluate(int d, torch_track *tr) {
     int n = lw_series_get(&tr->series, bins, GLOBAL_BINS + 1);
     lw_detect_params p = lw_detect_defaults();
     lw_detect(bins, n, &p, &tr->last);
+    at_pace(&tr->last, &tr->pace);
     evaluations++;
     tr->points_at_eval = tr->series.points;
     atomic_store_explicit(&tgrowing[d], tr->last.verdict == LW_VERDICT_LEAK, memory_order_relaxed);
@@ -333,6 +409,7 @@ static void torch_add(const torch_point *pt) {
     if (!tr) return;
     lw_series_add(&tr->series, pt->x, pt->t, (double)pt->allocated, (double)pt->reserved);
     lw_cycles_add(&tr->cycles, pt->x, (double)pt->allocated);
+    lw_pace_add(&tr->pace, pt->x, pt->t);
     tr->last_x = pt->x;
     tr->allocated = pt->allocated;
     tr->reserved = pt->reserved;
@@ -408,6 +485,8 @@ static void evaluate_global_only(void) {
     int n = lw_series_get(&global, bins, GLOBAL_BINS + 1);
     lw_detect_params p = lw_detect_defaults();
     lw_detect(bins, n, &p, &last);
+    at_pace(&last, &pace);
+    if (last.verdict != LW_VERDICT_LEAK && decision.announced != LW_VERDICT_LEAK) sites_onset = NAN;
     evaluations++;
     points_at_eval = global.points;
     lw_decision_update(&decision, &last, global.points, last_x, (int)lw_opt_int(LW_OPT_CONFIRM));
@@ -495,6 +574,7 @@ static void add_point(const point *pt) {
     watch_release(pt);
     lw_series_add(&global, pt->x, pt->t, (double)pt->floor, (double)pt->peak);
     lw_cycles_add(&cycles, pt->x, (double)pt->floor);
+    lw_pace_add(&pace, pt->x, pt->t);
     last_x = pt->x;
     if (global.points >= next_eval_at) {
         evaluate();
@@ -646,6 +726,8 @@ static void forget_history(void) {
     lw_series_reset(&global);
     lw_decision_init(&decision);
     lw_cycles_init(&cycles);
+    lw_pace_reset(&pace);
+    sites_onset = NAN;
     memset(&last, 0, sizeof last);
     last_x = 0;
     next_eval_at = 0;
@@ -904,6 +986,7 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
     memset(st, 0, sizeof *st);
     st->verdict = decision.announced;
     st->last = last;
+    cap_onset(&st->last);
     snprintf(st->reason, sizeof st->reason, "%s", decision.reason);
     st->signal = "live_bytes";
     st->signal_device = -1;

@@ -20,6 +20,7 @@ struct lw_site;
 
 /* One per site that has held memory at a step's end: its own floor series. */
 #define LW_SITE_BINS 64
+#define LW_SITE_BEFORE 32
 typedef struct lw_site_track {
     lw_series series;
     lw_bin bins[LW_SITE_BINS];
@@ -30,6 +31,10 @@ typedef struct lw_site_track {
     uint64_t kept_bytes;
     uint32_t kept_count;
     uint32_t kept_first_step, kept_last_step;
+    /* Its live allocations made before the onset, by step in LW_SITE_BEFORE
+     * buckets of equal width over [0, onset): where, walking back from the
+     * onset at the site's own cadence, its growth demonstrably began. */
+    uint32_t before_min[LW_SITE_BEFORE], before_max[LW_SITE_BEFORE], before_n[LW_SITE_BEFORE];
 } lw_site_track;
 
 /* A fresh series and verdict (at start, and in a forked child's start). */

@@ -34,4 +34,26 @@ void lw_series_add(lw_series *s, double x, double t, double floor, double peak);
  * mean); returns how many. */
 int lw_series_get(const lw_series *s, lw_bin *out, int max);
 
+/* The job's pace: the steps (or intervals) per second of its recent points,
+ * from the points' own times (a step mark's time is taken on the marking
+ * thread, so a worker that takes them in late does not move it). Kept apart
+ * from the bins, whose oldest hold the start-up's slow first steps and whose
+ * width changes between the live line and the exit. */
+#define LW_PACE_POINTS 1025
+typedef struct {
+    double x[LW_PACE_POINTS], t[LW_PACE_POINTS];
+    int head, len; /* ring: the newest point at head - 1 */
+    uint64_t points;
+} lw_pace;
+
+void lw_pace_reset(lw_pace *p);
+void lw_pace_add(lw_pace *p, double x, double t);
+/* Units per second over the newest half of the points (at most the newest
+ * 1024 intervals): the start-up is never in it. The longest and the shortest
+ * tenth of those intervals are left out (a thread descheduled for a few
+ * milliseconds in a run of very fast steps, or two marks in a row), then
+ * units over seconds of the rest. NAN with fewer than 2 intervals. The live
+ * line and the exit line of a job that keeps its pace get the same. */
+double lw_pace_rate(const lw_pace *p);
+
 #endif

@@ -10,7 +10,6 @@
 #include "imports.h"
 #include "report.h"
 #include "totals.h"
-#include "warning.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -75,16 +74,25 @@ static int emit(FILE *f, const lw_run_answer *given) {
                "Imports open now (an IPC handle opened twice counts twice).");
         fprintf(f, "leakwatch_imported_open %lld\n", (long long)imp.live_count);
     }
-    /* The run's answer (answer.c) when one is given (the exit's, the same as
-     * its report), else the state now with the live warning's place. */
+    /* The run's answer (answer.c): the one given (the exit's, the same as its
+     * report), else the answer now, by the same rule as every other output
+     * (not the place a live warning named, which may not have come yet, or
+     * may have named another site since). */
+    lw_run_answer now;
     lw_growth_state g;
-    char place[512];
+    char place[512] = "";
+    if (!given) {
+        /* The place is said only for a leak: naming a site (symbolizing its
+         * stack) every interval is spared on a clean run. */
+        lw_growth_get(&g, NULL, 0, NULL);
+        if (g.verdict == LW_VERDICT_LEAK) {
+            lw_run_answer_now(&now);
+            given = &now;
+        }
+    }
     if (given) {
         g = given->g;
         snprintf(place, sizeof place, "%s", given->a.where ? given->where : "");
-    } else {
-        lw_growth_get(&g, NULL, 0, NULL);
-        lw_warning_place(place, sizeof place);
     }
     if (g.evaluations) {
         double oom_s, oom_steps;
@@ -98,7 +106,7 @@ static int emit(FILE *f, const lw_run_answer *given) {
         fprintf(f, "leakwatch_leak %d\n", g.verdict == LW_VERDICT_LEAK);
         if (g.verdict == LW_VERDICT_LEAK && place[0]) {
             header(f, "leakwatch_leak_place_info", "gauge",
-                   "The place to look of the leak (the live warning's), as the label where.");
+                   "The place to look of the leak (the run's answer), as the label where.");
             fputs("leakwatch_leak_place_info{where=\"", f);
             for (const char *p = place; *p; p++) {
                 if (*p == '\\' || *p == '"')

@@ -1092,7 +1092,10 @@ int lw_report_lead_site(int leak, const lw_site **site, double *rate) {
     size_t n = 0;
     ranked_site *all = rank_sites(&vs, &n);
     const lw_site *top = n && all ? all[0].site : NULL;
-    int rc = !top ? -1 : all[0].leak ? 1 : atomic_load(&top->live_bytes) > 0 ? 0 : -1;
+    /* Live as ranked, not as now: a site freed meanwhile (another thread
+     * still allocating at exit) left the answer without a site while the
+     * report, ranked again, named its first one. */
+    int rc = !top ? -1 : all[0].leak ? 1 : all[0].live_bytes > 0 ? 0 : -1;
     if (rc == 1) *rate = all[0].slope;
     *site = rc >= 0 ? top : NULL;
     free(all);

@@ -23,30 +23,12 @@
 static uint64_t last_warn_ns;
 static int warned;
 
-/* The place the latest warning named, for the Prometheus textfile (written
- * by the worker; the warning also runs at exit on another thread). */
-static pthread_mutex_t place_lock = PTHREAD_MUTEX_INITIALIZER;
-static char place[512];
-
-void lw_warning_place(char *out, size_t n) {
-    pthread_mutex_lock(&place_lock);
-    snprintf(out, n, "%s", place);
-    pthread_mutex_unlock(&place_lock);
-}
-
-static void set_place(const char *label) {
-    pthread_mutex_lock(&place_lock);
-    snprintf(place, sizeof place, "%s", label);
-    pthread_mutex_unlock(&place_lock);
-}
-
 /* The answer of this step (answer.c: the same rule and numbers as the exit
- * summary and the report), its place remembered for Prometheus. */
+ * summary, the report and Prometheus). */
 static void answer_now(lw_run_answer *r) {
     lw_run_answer_now(r);
     /* It says which step, as it may be read much later. */
     r->a.computed_at = (double)r->g.steps;
-    if (r->a.where && r->g.verdict == LW_VERDICT_LEAK) set_place(r->where);
 }
 
 /* A LEAK line was printed and not withdrawn since. */
@@ -67,7 +49,6 @@ static void warn_locked(void) {
     if (r.g.verdict != LW_VERDICT_LEAK) return;
     warned = 1;
     last_warn_ns = now;
-    if (!lw_opt_int(LW_OPT_WARN)) return;
     char line[1024];
     lw_log("%s", lw_answer_line(&r.a, line, sizeof line));
     announced = 1;
@@ -76,8 +57,7 @@ static void warn_locked(void) {
 }
 
 void lw_warning_leak(void) {
-    /* Without the line on stderr, the place is still named for Prometheus. */
-    if (!lw_opt_int(LW_OPT_WARN) && !lw_opt_str(LW_OPT_PROMETHEUS)) return;
+    if (!lw_opt_int(LW_OPT_WARN)) return;
     if (pthread_mutex_trylock(&warn_lock) != 0) return;
     warn_locked();
     pthread_mutex_unlock(&warn_lock);
@@ -111,16 +91,7 @@ static void check_locked(void) {
     last_warn_ns = 0;
 }
 
-void lw_warning_final_place(void) {
-    if (!lw_opt_str(LW_OPT_PROMETHEUS)) return;
-    /* The report's answer, written just before on this thread (answer.c). */
-    lw_run_answer r;
-    if (!lw_run_answer_kept(&r)) lw_run_answer_now(&r);
-    if (r.g.verdict == LW_VERDICT_LEAK && r.a.where) set_place(r.where);
-}
-
 void lw_warning_forget(void) {
-    place[0] = '\0';
     warned = 0;
     announced = 0;
     last_warn_ns = 0;

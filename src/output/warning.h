@@ -9,14 +9,6 @@ void lw_warning_leak(void);
 /* On the worker's tick: when a LEAK line was printed and the verdict is no
  * longer a leak, says so in one line, once. */
 void lw_warning_check(void);
-/* The place to look the latest warning named ("" before one), for the
- * Prometheus textfile's label. */
-#include <stddef.h>
-void lw_warning_place(char *out, size_t n);
-/* At a report that ends the run (exit, signal) or a dump: names the place of
- * a leak verdict for Prometheus even when the live warning, which waits
- * longer than the verdict, has not been due. Prints nothing. */
-void lw_warning_final_place(void);
 /* A forked child's own start: its warnings are its own. */
 void lw_warning_forget(void);
 

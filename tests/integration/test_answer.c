@@ -345,6 +345,50 @@ START_TEST(live_and_exit_lines_agree) {
 }
 END_TEST
 
+/* The onset an answer line says: "since step 1" or "starting within steps
+ * 5-8", up to the ';' after it ("" when none). */
+static void onset_in(const char *line, char *out, size_t n) {
+    const char *p = strstr(line, " since ");
+    if (!p) p = strstr(line, " starting within ");
+    out[0] = '\0';
+    if (p) snprintf(out, n, "%.*s", (int)strcspn(p, ";"), p);
+}
+
+/* make demo's C loop as it is run there: steps of some 25 us, as fast as the
+ * machine goes. The live line and the exit line, compared with each other
+ * (not with the clock): the same onset, step 1 (the leaking allocation is
+ * made in the first step), and the same time to out-of-memory within well
+ * under a factor of 2 (the pace is the recent steps' own, not the bins', so
+ * neither the start-up nor a few descheduled milliseconds move it; before,
+ * 2.5 to 3 times apart). The bound leaves room for the job's own speed, which
+ * on a loaded machine of 2 cores moves by up to about 1.5 within its run. */
+START_TEST(live_and_exit_lines_agree_with_very_fast_steps) {
+    char exe[PATH_MAX];
+    snprintf(exe, sizeof exe, "%s/examples/train_loop", lw_build_dir());
+    lw_run r;
+    const char *args[] = {"--steps", "2000", NULL};
+    const char *env[] = {"LEAKWATCH_WARN=1", NULL};
+    lw_run_exe(&r, 1, exe, args, env);
+    RUN_OK(&r);
+    char live[2048], last[2048] = "", a_on[128], b_on[128];
+    first_line(r.err, "leakwatch: LEAK in ", live, sizeof live);
+    ck_assert_msg(strstr(live, "[as of step"), "no live line:\n%s", r.err);
+    for (const char *p = r.err; (p = strstr(p, "leakwatch: LEAK in "));) {
+        first_line(p, NULL, last, sizeof last);
+        p += 10;
+    }
+    ck_assert_msg(!strstr(last, "[as of"), "no exit line:\n%s", r.err);
+    onset_in(live, a_on, sizeof a_on);
+    onset_in(last, b_on, sizeof b_on);
+    ck_assert_msg(a_on[0] && !strcmp(a_on, b_on), "onsets differ:\nlive %s\nexit %s", live, last);
+    ck_assert_msg(!strcmp(b_on, " since step 1"), "onset: %s", last);
+    double a = oom_seconds_in(live), b = oom_seconds_in(last);
+    ck_assert_msg(isfinite(a) && isfinite(b) && a < 1.6 * b && b < 1.6 * a,
+                  "time to out-of-memory: live %s\nexit %s", live, last);
+    lw_run_free(&r);
+}
+END_TEST
+
 START_TEST(two_ranks_are_labelled_and_merged) {
     char exe[PATH_MAX], want[160];
     snprintf(exe, sizeof exe, "%s/examples/train_loop", lw_build_dir());
@@ -617,6 +661,35 @@ START_TEST(prometheus_ends_on_the_final_verdict) {
 }
 END_TEST
 
+/* The textfile written while the job runs names the run's answer too, by the
+ * same rule (answer.c), not the place of a live warning: here 40 steps, a
+ * leak verdict, and no live warning yet (it waits for 64 steps); the job
+ * copies the first textfile that says leak (rt_edges promwait). */
+START_TEST(prometheus_names_the_answer_while_running) {
+    char dir[64], prom[160], promenv[200], mid[200], label[600];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(prom, sizeof prom, "%s/job.prom", dir);
+    snprintf(promenv, sizeof promenv, "LEAKWATCH_PROMETHEUS=%s", prom);
+    snprintf(mid, sizeof mid, "%s.mid", prom);
+    lw_run r;
+    const char *args[] = {"promwait", "40", "4096", NULL};
+    const char *env[] = {promenv, "LEAKWATCH_INTERVAL_MS=50", NULL};
+    lw_run_prog(&r, 1, "rt_edges", args, env);
+    RUN_OK(&r);
+    ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
+    ck_assert_msg(!strstr(r.err, "[as of step"), "a live warning came:\n%s", r.err);
+    char *text = lw_slurp_file(mid);
+    ck_assert_ptr_nonnull(text);
+    const char *where = lw_json_string(lw_json_path(r.report, "answer.where.label"));
+    ck_assert_ptr_nonnull(where);
+    snprintf(label, sizeof label, "leakwatch_leak_place_info{where=\"%s\"} 1", where);
+    ck_assert_msg(strstr(text, label), "no '%s' in:\n%s", label, text);
+    free(text);
+    lw_remove_dir(dir);
+    lw_run_free(&r);
+}
+END_TEST
+
 START_TEST(top_keys_and_job_exit_in_tmux) {
     if (system("command -v tmux >/dev/null 2>&1") != 0) {
         printf("test_answer: top_keys_and_job_exit_in_tmux skipped: tmux is not installed\n");
@@ -704,11 +777,13 @@ int main(void) {
     tcase_add_test(tc, exit_summary_is_the_reports_answer);
     tcase_add_test(tc, a_tie_is_named_as_the_report_names_it);
     tcase_add_test(tc, live_and_exit_lines_agree);
+    tcase_add_test(tc, live_and_exit_lines_agree_with_very_fast_steps);
     tcase_add_test(tc, withdrawn_leak_is_withdrawn_on_stderr);
     tcase_add_test(tc, html_header_and_floor_in_a_browser);
     tcase_add_test(tc, html_on_a_terminal_goes_to_a_file);
     tcase_add_test(tc, top_keys_and_job_exit_in_tmux);
     tcase_add_test(tc, prometheus_ends_on_the_final_verdict);
+    tcase_add_test(tc, prometheus_names_the_answer_while_running);
     suite_add_tcase(s, tc);
     int failed = lw_check_run(s);
     lw_remove_dir(xdg);

@@ -26,7 +26,13 @@
  *       STEPS marked steps, each leaking LEAK bytes from leak_kept(); then a
  *       thread that goes on marking steps and taking and giving back 64 MiB
  *       (free memory moves) while main returns: the exit report and the exit
- *       summary are written while the job still steps. */
+ *       summary are written while the job still steps.
+ *   rt_edges promwait STEPS LEAK
+ *       STEPS marked steps, each leaking LEAK bytes from leak_kept(); then
+ *       waits (60 s at most) until the Prometheus textfile
+ *       (LEAKWATCH_PROMETHEUS) says "leakwatch_leak 1", copies that text to
+ *       the textfile's path + ".mid" and exits: what a scrape sees while
+ *       the job runs, before the live warning is due. */
 #include "paths.h"
 
 #include <dlfcn.h>
@@ -217,6 +223,50 @@ static int busyexit(int argc, char **argv) {
     return 0;
 }
 
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+static int promwait(int argc, char **argv) {
+    long steps = arg_long(argc, argv, 2, 40), leak = arg_long(argc, argv, 3, 4096);
+    const char *prom = getenv("LEAKWATCH_PROMETHEUS");
+    if (!prom) return 2;
+    void **kept = calloc((size_t)steps, sizeof *kept);
+    for (long i = 0; i < steps; i++) {
+        transients();
+        leak_kept(kept, i, (size_t)leak);
+        mark_step();
+    }
+    double end = now_ms() + 60000;
+    const char *text = NULL;
+    while (now_ms() < end) {
+        text = slurp(prom);
+        /* The metric's line, not its HELP text ("leakwatch_leak 1 when ..."). */
+        if (text && strstr(text, "\nleakwatch_leak 1\n")) break;
+        text = NULL;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (!text) {
+        fprintf(stderr, "promwait: no leak verdict in %s\n", prom);
+        return 1;
+    }
+    char mid[4096];
+    snprintf(mid, sizeof mid, "%s.mid", prom);
+    FILE *f = fopen(mid, "w");
+    if (!f) return 1;
+    fputs(text, f);
+    fclose(f);
+    printf("%ld steps; the textfile said leak\n", steps);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "release")) return release(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "unmarked")) return unmarked(argc, argv);
@@ -224,7 +274,10 @@ int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "slowstart")) return slowstart(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "tie")) return tie();
     if (argc > 1 && !strcmp(argv[1], "busyexit")) return busyexit(argc, argv);
-    fprintf(stderr, "usage: rt_edges release|unmarked|idletail|slowstart|tie|busyexit ... (see the "
-                    "comment at the top)\n");
+    if (argc > 1 && !strcmp(argv[1], "promwait")) return promwait(argc, argv);
+    fprintf(
+        stderr,
+        "usage: rt_edges release|unmarked|idletail|slowstart|tie|busyexit|promwait ... (see the "
+        "comment at the top)\n");
     return 2;
 }

@@ -8,6 +8,7 @@
 #include "runstate.h"
 
 #include <check.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -83,12 +84,39 @@ START_TEST(flat_tensor_series_is_no_leak) {
 }
 END_TEST
 
+/* The job's pace (series.h): steps per second of its recent step marks,
+ * from their own times. Slow start-up steps (1 s each) and a thread
+ * descheduled for 20 ms every 50 steps of 1 ms do not move it: early (the
+ * live line) and late (the exit line) it is the steps' own 1,000 per
+ * second; two marks at once (a fold) count their steps. */
+START_TEST(pace_is_the_recent_steps_own) {
+    static lw_pace p;
+    lw_pace_reset(&p);
+    ck_assert(isnan(lw_pace_rate(&p)));
+    double t = 0, x = 0;
+    for (int i = 0; i < 5; i++)
+        lw_pace_add(&p, ++x, t += 1.0);
+    double early = NAN;
+    for (int i = 1; i <= 5000; i++) {
+        t += i % 50 == 0 ? 0.020 : 0.001;
+        x += i % 97 == 0 ? 2 : 1;
+        if (i % 97 == 0) t += 0.001;
+        lw_pace_add(&p, x, t);
+        if (i == 60) early = lw_pace_rate(&p);
+    }
+    double late = lw_pace_rate(&p);
+    ck_assert_msg(fabs(early - 1000) < 1 && fabs(late - 1000) < 1, "pace: early %g, late %g", early,
+                  late);
+}
+END_TEST
+
 static Suite *growth_suite(void) {
     Suite *s = suite_create("growth");
     TCase *tc = tcase_create("torch");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, tensor_series_follows_the_decision_rule);
     tcase_add_test(tc, flat_tensor_series_is_no_leak);
+    tcase_add_test(tc, pace_is_the_recent_steps_own);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -8,8 +8,10 @@
 
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PY(file, fn, line)                                                                         \
     { 1, fn, file, NULL, line }
@@ -93,6 +95,109 @@ START_TEST(native_classes) {
     lw_frame_ref demo[] = {f[6], f[1], f[2], PY("/work/tests/python/leak_ctypes.py", "train", 29),
                            f[4]};
     ck_assert_int_eq(lw_where_pick(demo, 5, NULL, NULL), 3);
+}
+END_TEST
+
+/* Paths of Python frames that the helper and the library must judge alike:
+ * the user's scripts (also relative, and code without a file), the standard
+ * library, installed packages, torch, frozen modules, leakwatch's own
+ * package. */
+static const char *const rule_paths[] = {
+    "/home/me/proj/train.py",
+    "train.py",
+    "<string>",
+    "<autograd engine>",
+    "<frozen runpy>",
+    "/usr/lib/python3.13/json/encoder.py",
+    "/opt/conda/lib64/python3.11/ctypes/__init__.py",
+    "/venv/lib/python3.11/site-packages/torch/nn/functional.py",
+    "/usr/local/lib/python3.11/dist-packages/numba/cuda/api.py",
+    "/home/me/src/torch/utils/data.py",
+    "/home/me/proj/torch.py",
+    "/home/me/proj/torchvision_extra/x.py",
+    "/home/me/proj/python3/lib.py",
+    "/usr/lib/python3/dist-packages/leakwatch/_torch.py",
+    "/work/leakwatch/python/leakwatch/__init__.py",
+    "/work/leakwatch/python/leakwatch/mine.py",
+    "/home/me/notleakwatch/_torch.py",
+    "/venv/lib/python3.11/site-packages/mypkg/model.py",
+    "/venv/lib/python3.11/site-packages/mypkg.py",
+    "/opt/own/stuff/loop.py",
+    "/srv/libmypkg-1.0/x.py",
+    NULL,
+};
+
+/* One LEAKWATCH_USER_CODE value: the helper's copy of the rule (run in
+ * python3 on the paths above), the library's export (leakwatch_user_code)
+ * and the helper's own decision with the library loaded (which asks it),
+ * each against lw_frame_classify. */
+static void rule_agrees(const char *user_code) {
+    char cmd[1024], in[] = "/tmp/lw-user-code-XXXXXX";
+    int fd = mkstemp(in);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    for (int i = 0; rule_paths[i]; i++)
+        fprintf(f, "%s\n", rule_paths[i]);
+    fclose(f);
+    const char *b = getenv("LW_BUILD");
+    snprintf(cmd, sizeof cmd,
+             "LEAKWATCH_USER_CODE='%s' LW_LIB=%s/libleakwatch.so python3 "
+             "tests/python/user_code_rule.py <%s",
+             user_code ? user_code : "", b && *b ? b : "build", in);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    char line[1024];
+    int n = 0;
+    while (fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *path = strchr(line, '\t');
+        ck_assert_ptr_nonnull(path);
+        *path++ = '\0';
+        char *lib = strchr(path, '\t');
+        ck_assert_ptr_nonnull(lib);
+        *lib++ = '\0';
+        char *helper = strchr(lib, '\t');
+        ck_assert_ptr_nonnull(helper);
+        *helper++ = '\0';
+        ck_assert_str_eq(path, rule_paths[n]);
+        lw_frame_ref fr = {1, "f", path, NULL, 1};
+        int c = lw_frame_classify(&fr, user_code) == LW_FRAME_USER;
+        ck_assert_msg(atoi(line) == c, "%s (LEAKWATCH_USER_CODE=%s): python %s, C %d", path,
+                      user_code ? user_code : "", line, c);
+        ck_assert_msg(atoi(lib) == c, "%s: the library's export says %s, where.c %d", path, lib, c);
+        ck_assert_msg(atoi(helper) == c, "%s: the helper says %s with the library, where.c %d",
+                      path, helper, c);
+        n++;
+    }
+    ck_assert_int_eq(pclose(p), 0);
+    unlink(in);
+    int want = 0;
+    while (rule_paths[want])
+        want++;
+    ck_assert_int_eq(n, want);
+}
+
+START_TEST(python_helper_has_the_same_user_code_rule) {
+    if (system("command -v python3 >/dev/null 2>&1") != 0) {
+        printf("test_where: no python3; the helper's rule is not compared\n");
+        return;
+    }
+    rule_agrees(NULL);
+    rule_agrees("mypkg:/opt/own/,numba");
+    /* Leakwatch's own helper is never the place to look; the user's code is. */
+    lw_frame_ref own[] = {PY("/x/python/leakwatch/_torch.py", "step", 5),
+                          PY("/srv/job/run.py", "main", 3)};
+    ck_assert_int_eq(lw_where_pick(own, 2, NULL, NULL), 1);
+    /* A site made on autograd's thread (report.c): libtorch's frames, the
+     * frame that stands for the engine, then the caller's: the caller's line
+     * is the place, not "<autograd engine>". */
+    lw_frame_ref engine[] = {
+        NATIVE("/venv/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so", "at_empty", NULL,
+               0),
+        PY("<autograd engine>", "backward", 0),
+        PY("/venv/lib/python3.11/site-packages/torch/_tensor.py", "backward", 298),
+        PY("/home/me/proj/train.py", "train", 31)};
+    ck_assert_int_eq(lw_where_pick(engine, 4, NULL, NULL), 3);
 }
 END_TEST
 
@@ -236,6 +341,7 @@ int main(void) {
     tcase_add_test(tc, answer_line_is_one_format);
     tcase_add_test(tc, rank_from_launchers);
     tcase_add_test(tc, distinguishing_frame);
+    tcase_add_test(tc, python_helper_has_the_same_user_code_rule);
     suite_add_tcase(s, tc);
     int failed = lw_check_run(s);
     return failed ? 1 : 0;
