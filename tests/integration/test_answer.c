@@ -383,7 +383,10 @@ START_TEST(live_and_exit_lines_agree_with_very_fast_steps) {
     ck_assert_msg(a_on[0] && !strcmp(a_on, b_on), "onsets differ:\nlive %s\nexit %s", live, last);
     ck_assert_msg(!strcmp(b_on, " since step 1"), "onset: %s", last);
     double a = oom_seconds_in(live), b = oom_seconds_in(last);
-    ck_assert_msg(isfinite(a) && isfinite(b) && a < 1.6 * b && b < 1.6 * a,
+    /* Steps that take only CPU time keep their pace only as well as the
+     * machine lets them: 1.49x was seen between the two lines on a machine
+     * loaded 3.5 times over; the old pace gave 2.5-3x unloaded. */
+    ck_assert_msg(isfinite(a) && isfinite(b) && a < 2 * b && b < 2 * a,
                   "time to out-of-memory: live %s\nexit %s", live, last);
     lw_run_free(&r);
 }
