@@ -35,6 +35,13 @@
  *    clones suspend their parent until the child has run execve or exited,
  *    as posix_spawn does: nothing of the job is copied, no atfork handler or
  *    lock of the job runs, and only raw system calls run in the children.
+ *    Both clones are the C library's own clone, looked up in it, never the
+ *    first definition in the process: a preloaded runtime may wrap clone,
+ *    and ThreadSanitizer's wrapper runs its fork bookkeeping in the child
+ *    whatever the flags; with CLONE_VM that child shares the job's memory
+ *    (and the calling thread's TLS), so it rewrote the job's ThreadSanitizer
+ *    state (the thread then ignored its own locks, and every report written
+ *    by it after a first addr2line showed a data race that was not there).
  *    We keep a pidfd of addr2line to wait for it and, on a timeout, kill it
  *    without the risk of signalling a reused pid. (A thread with a private
  *    signal disposition is not possible: dispositions are per process; a
@@ -62,8 +69,11 @@
 #include "addr2line.h"
 
 #include "clock.h"
+#include "real.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <gnu/lib-names.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -205,8 +215,24 @@ static char **child_env(void) {
     return env;
 }
 
+typedef int (*clone_fn)(int (*)(void *), void *, int, void *, ...);
+
+/* The C library's clone (see the top of this file); the one this file would
+ * call otherwise if the C library cannot be asked. */
+static clone_fn libc_clone;
+static pthread_once_t libc_clone_once = PTHREAD_ONCE_INIT;
+
+static void libc_clone_init(void) {
+    /* The reference RTLD_NOLOAD takes is kept: the C library is never
+     * unloaded, and a dlclose here would count as code going away. */
+    void *h = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD);
+    if (h) libc_clone = (clone_fn)lw_real_dlsym(h, "clone");
+    if (!libc_clone) libc_clone = clone;
+}
+
 typedef struct {
-    int sock; /* the child's end of the socketpair */
+    clone_fn clone; /* the C library's */
+    int sock;       /* the child's end of the socketpair */
     const char *tool;
     char **argv, **env;
     char *stack2; /* the grandchild's stack (top) */
@@ -247,7 +273,7 @@ NO_SAN static int intermediate_main(void *p) {
     } dfl = {SIG_DFL, 0, NULL, 0};
     for (int sig = 1; sig < 65; sig++)
         if (sig != SIGKILL && sig != SIGSTOP) syscall(SYS_rt_sigaction, sig, &dfl, NULL, 8);
-    pid_t pid = clone(grandchild_main, a->stack2, CLONE_VM | CLONE_VFORK | SIGCHLD, a);
+    pid_t pid = a->clone(grandchild_main, a->stack2, CLONE_VM | CLONE_VFORK | SIGCHLD, a);
     /* addr2line's pid, as the first bytes its reader gets (through the
      * socket, not memory: under valgrind, this process is a fork). */
     if (pid > 0) syscall(SYS_write, a->sock, &pid, sizeof pid);
@@ -262,18 +288,19 @@ static pid_t spawn(const char *tool, char **argv, char **env, int sock, int read
     char *stack = mmap(NULL, 2 * CHILD_STACK, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     if (stack == MAP_FAILED) return -1;
-    spawn_args a = {sock, tool, argv, env, stack + 2 * CHILD_STACK};
+    pthread_once(&libc_clone_once, libc_clone_init);
+    spawn_args a = {libc_clone, sock, tool, argv, env, stack + 2 * CHILD_STACK};
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int saved = errno; /* the children share it until they exec or exit */
-    pid_t mid = clone(intermediate_main, stack + CHILD_STACK, CLONE_VM | CLONE_VFORK, &a);
+    pid_t mid = a.clone(intermediate_main, stack + CHILD_STACK, CLONE_VM | CLONE_VFORK, &a);
     /* qemu-user (running leakwatch for another architecture) emulates the
      * clone as a fork and refuses any exit signal but SIGCHLD (EINVAL); Linux
      * itself never does. There the intermediate is a fork that sends the job
      * one SIGCHLD as it exits at once, which beats no source lines. */
     if (mid < 0 && errno == EINVAL)
-        mid = clone(intermediate_main, stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+        mid = a.clone(intermediate_main, stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
     pid_t pid = -1;
     if (mid > 0) {
         int st;

@@ -15,6 +15,7 @@
 #include "sites.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,8 +32,10 @@ static void answer_now(lw_run_answer *r) {
     r->a.computed_at = (double)r->g.steps;
 }
 
-/* A LEAK line was printed and not withdrawn since. */
-static int announced;
+/* A LEAK line was printed and not withdrawn since. Changed under warn_lock
+ * (or before the worker starts); read without it by the worker's check, a
+ * cheap no on most ticks, so atomic. */
+static atomic_int announced;
 
 /* The worker's tick and the exit's report may both find a warning due: one
  * of them says it (the answer takes a while to compute); the other does not
@@ -51,7 +54,7 @@ static void warn_locked(void) {
     last_warn_ns = now;
     char line[1024];
     lw_log("%s", lw_answer_line(&r.a, line, sizeof line));
-    announced = 1;
+    atomic_store_explicit(&announced, 1, memory_order_relaxed);
     /* Under PyTorch's signal, what keeps the named line's tensors alive. */
     if (r.owner[0]) lw_log("  %s", r.owner);
 }
@@ -66,14 +69,14 @@ void lw_warning_leak(void) {
 static void check_locked(void);
 
 void lw_warning_check(void) {
-    if (!announced || !lw_opt_int(LW_OPT_WARN)) return;
+    if (!atomic_load_explicit(&announced, memory_order_relaxed) || !lw_opt_int(LW_OPT_WARN)) return;
     if (pthread_mutex_trylock(&warn_lock) != 0) return;
     check_locked();
     pthread_mutex_unlock(&warn_lock);
 }
 
 static void check_locked(void) {
-    if (!announced) return;
+    if (!atomic_load_explicit(&announced, memory_order_relaxed)) return;
     lw_growth_state g;
     lw_growth_get(&g, NULL, 0, NULL);
     if (g.verdict == LW_VERDICT_LEAK) return;
@@ -86,13 +89,13 @@ static void check_locked(void) {
     lw_log("leak verdict withdrawn at %s %s: %s",
            strcmp(g.step_source, "time") ? "step" : "interval",
            lw_fmt_count((double)g.steps, s, sizeof s), why);
-    announced = 0;
+    atomic_store_explicit(&announced, 0, memory_order_relaxed);
     warned = 0;
     last_warn_ns = 0;
 }
 
 void lw_warning_forget(void) {
     warned = 0;
-    announced = 0;
+    atomic_store_explicit(&announced, 0, memory_order_relaxed);
     last_warn_ns = 0;
 }

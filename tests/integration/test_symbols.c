@@ -11,6 +11,8 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -525,6 +527,42 @@ START_TEST(release_after_the_last_report) {
 }
 END_TEST
 
+/* A clone defined ahead of the C library's, as a preloaded runtime's wrapper
+ * is (ThreadSanitizer's runs its fork bookkeeping in a child that, with
+ * CLONE_VM, shares the job's memory and rewrote the job's state: every
+ * report after a first addr2line then showed a false data race). It counts
+ * its calls and hands them on. */
+static atomic_int interposed_clones;
+
+int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...) {
+    atomic_fetch_add(&interposed_clones, 1);
+    va_list ap;
+    va_start(ap, arg);
+    pid_t *parent_tid = va_arg(ap, pid_t *);
+    void *tls = va_arg(ap, void *);
+    pid_t *child_tid = va_arg(ap, pid_t *);
+    va_end(ap);
+    int (*next)(int (*)(void *), void *, int, void *, ...) =
+        (int (*)(int (*)(void *), void *, int, void *, ...))dlsym(RTLD_NEXT, "clone");
+    return next(fn, stack, flags, arg, parent_tid, tls, child_tid);
+}
+
+/* addr2line is started with the C library's own clone, never through a
+ * wrapper of it. */
+START_TEST(addr2line_started_without_a_clone_wrapper) {
+    unsigned long started = lw_a2l_started();
+    lw_symtab *t = lw_symtab_new();
+    const lw_symbol *s = lw_symtab_lookup(t, outer_function());
+    ck_assert_msg(s && ends_with(s->file, "/test_symbols.c"), "no source line: %s",
+                  s && s->file ? s->file : "null");
+    lw_symtab_free(t);
+    ck_assert_uint_eq(lw_a2l_started(), started + 1);
+    int wrapped = atomic_load(&interposed_clones);
+    ck_assert_msg(wrapped == 0, "%d clone calls went through the wrapper", wrapped);
+    lw_symtab_release();
+}
+END_TEST
+
 /* A forked child starts its own cache and addr2line and lets go of its
  * copies of the parent's sockets: the parent's addr2line goes on answering
  * the parent. */
@@ -609,6 +647,7 @@ int main(void) {
     tcase_add_test(tc, second_report_starts_no_addr2line);
     tcase_add_test(tc, cache_renewed_after_dlclose);
     tcase_add_test(tc, release_after_the_last_report);
+    tcase_add_test(tc, addr2line_started_without_a_clone_wrapper);
     tcase_add_test(tc, forked_child_leaves_the_parents_addr2line);
     tcase_add_test(tc, reports_share_the_cache_across_threads_and_unloads);
     tcase_add_test(tc, cxx_inlined_frame_in_report);

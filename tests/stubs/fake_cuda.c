@@ -211,6 +211,10 @@ static CUresult need_ctx(int *dev) {
 #define N_ARENAS 3
 
 #define ARENA_SPAN ((uintptr_t)4 << 40) /* 4 TiB each for device and VA arenas */
+/* The least span each, when the address space has no room for ARENA_SPAN:
+ * room for every device's default memory many times over. */
+#define MIN_ARENA_SPAN ((uintptr_t)256 << 30)
+#define ARENA_HINT ((uintptr_t)0x600000000000)
 #define V1_SPAN ((uintptr_t)512 << 20)
 #define V1_LIMIT ((uintptr_t)1 << 32)
 
@@ -246,16 +250,23 @@ static bool arena_ready(int id) {
         }
         return a->end > a->base;
     }
-    /* Device and VA arenas share one reservation. */
+    /* Device and VA arenas share one reservation: 2 x ARENA_SPAN, else the
+     * largest half, quarter, ... of it down to 2 x MIN_ARENA_SPAN that the
+     * address space has room for. Under ThreadSanitizer only its application
+     * ranges can be mapped (a hint elsewhere is ignored) and the largest
+     * holds about 1 TiB: without the smaller tries the memory was plain
+     * numbers there, and a program that writes device memory faulted. */
     const char *no_reserve = getenv("FAKE_CUDA_NO_RESERVE");
-    uintptr_t base = no_reserve && *no_reserve == '1'
-                         ? 0
-                         : (uintptr_t)reserve_span((uintptr_t)0x600000000000, 2 * ARENA_SPAN);
+    uintptr_t base = 0, span = ARENA_SPAN;
+    for (; !(no_reserve && *no_reserve == '1') && span >= MIN_ARENA_SPAN; span /= 2)
+        if ((base = (uintptr_t)reserve_span(ARENA_HINT, 2 * span)) != 0) break;
     bool backed = base != 0;
-    if (base == 0) base = (uintptr_t)0x600000000000; /* cannot reserve: plain numbers still work */
-    arenas[ARENA_DEV] = (struct arena){base, base, base + ARENA_SPAN, true, backed};
-    arenas[ARENA_VA] =
-        (struct arena){base + ARENA_SPAN, base + ARENA_SPAN, base + 2 * ARENA_SPAN, true, backed};
+    if (base == 0) {
+        base = ARENA_HINT; /* cannot reserve: plain numbers still work */
+        span = ARENA_SPAN;
+    }
+    arenas[ARENA_DEV] = (struct arena){base, base, base + span, true, backed};
+    arenas[ARENA_VA] = (struct arena){base + span, base + span, base + 2 * span, true, backed};
     return true;
 }
 

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,7 +28,8 @@ static const char *build_dir(void) {
  * may be NULL) added; every other FAKE_CUDA_* knob and LD_PRELOAD removed so
  * the result does not depend on the caller's environment. Returns the exit
  * status, or -1 if it did not exit normally. */
-static int run(const char *prog, const char *arg, const char *libdir, const char *env_kv) {
+static int run_in(const char *prog, const char *arg, const char *libdir, const char *env_kv,
+                  rlim_t address_space) {
     char path[PATH_MAX], libpath[PATH_MAX];
     snprintf(path, sizeof path, "%s/tests/programs/%s", build_dir(), prog);
     snprintf(libpath, sizeof libpath, "%s/tests/%s", build_dir(), libdir ? libdir : "");
@@ -43,6 +45,8 @@ static int run(const char *prog, const char *arg, const char *libdir, const char
         else
             unsetenv("LD_LIBRARY_PATH");
         if (env_kv != NULL) putenv((char *)env_kv);
+        struct rlimit as = {address_space, address_space};
+        if (address_space != RLIM_INFINITY && setrlimit(RLIMIT_AS, &as) != 0) _exit(126);
         char *argv[20];
         int ac = lw_test_exec_prefix(path, argv, 16);
         argv[ac++] = (char *)path;
@@ -58,6 +62,10 @@ static int run(const char *prog, const char *arg, const char *libdir, const char
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+static int run(const char *prog, const char *arg, const char *libdir, const char *env_kv) {
+    return run_in(prog, arg, libdir, env_kv, RLIM_INFINITY);
+}
+
 /* The stand-ins' IPC and shareable handles, without the shim: the program
  * checks what the driver answers (a handle of its own refused, a second
  * opening the same address, a closed handle refused) and exits non-zero if
@@ -66,6 +74,23 @@ START_TEST(ipc_and_shareable_handles) {
     ck_assert_int_eq(run("drv_paths", "ipc", "lib", NULL), 0);
     ck_assert_int_eq(run("rt_paths", "ipc", "lib", NULL), 0);
     ck_assert_int_eq(run("drv_paths", "shareable", "lib", NULL), 0);
+}
+END_TEST
+
+/* Device memory is host memory also where the address space has no room for
+ * the stand-in's 8 TiB reservation (ThreadSanitizer's layout holds about
+ * 1 TiB in one piece): drv_paths writes the IPC memory it opened, which
+ * faulted there. The room is taken away here with an address-space limit;
+ * the sanitizer runtimes reserve more than that for their shadow before
+ * main, so their builds run it without one (under ThreadSanitizer, the
+ * layout is the limit). */
+START_TEST(device_memory_with_less_address_space) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    rlim_t as = RLIM_INFINITY;
+#else
+    rlim_t as = (rlim_t)3 << 40;
+#endif
+    ck_assert_int_eq(run_in("drv_paths", "ipc", "lib", NULL, as), 0);
 }
 END_TEST
 
@@ -298,6 +323,7 @@ static Suite *stubs_suite(void) {
     tcase_add_test(tc, driver_selfcheck);
     tcase_add_test(tc, driver_clients);
     tcase_add_test(tc, ipc_and_shareable_handles);
+    tcase_add_test(tc, device_memory_with_less_address_space);
     tcase_add_test(tc, driver_selfcheck_configured);
     tcase_add_test(tc, runtime_shared);
     tcase_add_test(tc, runtime_static);
