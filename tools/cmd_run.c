@@ -149,7 +149,24 @@ static void install_forwarding(sigset_t *blocked) {
 
 /* Runs argv; returns its wait status, or -1 (then *exec_errno says why the
  * exec failed, or is 0 when fork itself failed). */
-static int run_job(char **argv, int *exec_errno, pid_t *job) {
+/* `leakwatch run CMD &` gives the shell the wrapper's pid: the job's own,
+ * once it has started, so that `leakwatch top` can be pointed at it (it
+ * follows the wrapper's too). */
+static void say_pid(char **argv, pid_t pid) {
+    char cmd[160], shown[200];
+    size_t o = 0;
+    cmd[0] = '\0';
+    for (int i = 0; argv[i] && o + 1 < sizeof cmd; i++) {
+        int w = snprintf(cmd + o, sizeof cmd - o, "%s%s", i ? " " : "", argv[i]);
+        if (w < 0) break;
+        o += (size_t)w;
+    }
+    if (o >= sizeof cmd - 1) memcpy(cmd + sizeof cmd - 4, "...", 4);
+    fprintf(stderr, "leakwatch: watching PID %ld (%s); leakwatch top %ld\n", (long)pid,
+            lw_safe_text(cmd, shown, sizeof shown), (long)pid);
+}
+
+static int run_job(char **argv, int *exec_errno, pid_t *job, int quiet) {
     sigset_t blocked, old;
     install_forwarding(&blocked);
     /* Signals that arrive before job_pid is known stay pending, then go on. */
@@ -188,6 +205,7 @@ static int run_job(char **argv, int *exec_errno, pid_t *job) {
         got = read(pipefd[0], &e, sizeof e);
     while (got < 0 && errno == EINTR);
     close(pipefd[0]);
+    if (got != (ssize_t)sizeof e && !quiet) say_pid(argv, pid);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
@@ -482,7 +500,7 @@ int lw_cmd_run(int argc, char **argv) {
     time_t started = time(NULL);
     int exec_errno = 0;
     pid_t pid = 0;
-    int status = run_job(argv + optind, &exec_errno, &pid);
+    int status = run_job(argv + optind, &exec_errno, &pid, quiet);
     int rc = finish(status, exec_errno, argv[optind], fail_on_leak, tpl,
                     private_dir[0] ? private_dir : NULL, pid, started, quiet);
     for (int i = 0; i < nsettings; i++)
