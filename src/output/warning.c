@@ -11,10 +11,12 @@
 #include "log.h"
 #include "options.h"
 #include "report.h"
+#include "runstate.h"
 #include "summary.h"
 #include "sites.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -67,7 +69,8 @@ static void warn_locked(void) {
     if (r.g.verdict != LW_VERDICT_LEAK) return;
     warned = 1;
     last_warn_ns = now;
-    if (!lw_opt_int(LW_OPT_WARN)) return;
+    /* LEAKWATCH_QUIET: errors only; the place is still named for Prometheus. */
+    if (!lw_opt_int(LW_OPT_WARN) || lw_log_quiet) return;
     char line[1024];
     lw_log("%s", lw_answer_line(&r.a, line, sizeof line));
     announced = 1;
@@ -86,7 +89,7 @@ void lw_warning_leak(void) {
 static void check_locked(void);
 
 void lw_warning_check(void) {
-    if (!announced || !lw_opt_int(LW_OPT_WARN)) return;
+    if (!announced || !lw_opt_int(LW_OPT_WARN) || lw_log_quiet) return;
     if (pthread_mutex_trylock(&warn_lock) != 0) return;
     check_locked();
     pthread_mutex_unlock(&warn_lock);
@@ -109,6 +112,28 @@ static void check_locked(void) {
     announced = 0;
     warned = 0;
     last_warn_ns = 0;
+}
+
+void lw_warning_steps_hint(void) {
+    /* Once per process, at the first interval closed without a step mark
+     * (about LEAKWATCH_INTERVAL_MS after the first CUDA allocation): a job of
+     * a few seconds learns how it is being measured. Not where PyTorch's
+     * helper is at work (its optimizer hook marks the steps), nor under
+     * LEAKWATCH_QUIET. */
+    static atomic_flag said = ATOMIC_FLAG_INIT;
+    if (lw_log_quiet || lw_step_now() != 0 || lw_intervals_now() == 0 || lw_torch_info_present())
+        return;
+    if (atomic_flag_test_and_set(&said)) return;
+    long ms = lw_opt_int(LW_OPT_INTERVAL_MS);
+    char every[32];
+    if (ms % 1000 == 0)
+        snprintf(every, sizeof every, "%ld s", ms / 1000);
+    else
+        snprintf(every, sizeof every, "%ld ms", ms);
+    lw_log("no step marks: each %s interval counts as a step (LEAKWATCH_INTERVAL_MS); for a faster "
+           "answer mark steps: leakwatch_step() in C, leakwatch.step() in Python (in PyTorch an "
+           "optimizer marks them)",
+           every);
 }
 
 void lw_warning_final_place(void) {

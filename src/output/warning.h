@@ -17,6 +17,10 @@ void lw_warning_place(char *out, size_t n);
  * a leak verdict for Prometheus even when the live warning, which waits
  * longer than the verdict, has not been due. Prints nothing. */
 void lw_warning_final_place(void);
+/* On the worker's tick after an interval closed: the first time one closes
+ * without any step mark, one line says that steps are time intervals and
+ * how to mark them (not under LEAKWATCH_QUIET, nor with PyTorch's helper). */
+void lw_warning_steps_hint(void);
 /* A forked child's own start: its warnings are its own. */
 void lw_warning_forget(void);
 
