@@ -81,7 +81,7 @@ HARNESS_SRCS := $(wildcard tests/integration/harness*.c)
 # Every goal that names no file, in one list (add new ones here).
 .PHONY: all deps test-deps test-bins stand-ins docs format lint clean \
     check check-fast check-san check-tsan check-valgrind check-layers check-scripts check-cuda-abi \
-    check-gpu-dry check-install check-real check-aarch64 check-dist check-spdx check-docs \
+    check-gpu-dry check-install check-real check-aarch64 check-dist check-spdx check-docs docs-check \
     fuzz fuzz-inputs fuzz-smoke fuzz-smoke-inputs demo bench bench-accuracy ablate \
     install uninstall wheel dist distcheck
 TOOL_MAIN := $(wildcard tools/main.c)
@@ -479,9 +479,16 @@ check-real: all $(STUBS)
 	    sh scripts/in-real-root.sh "$$root" python3 -m pytest -p no:cacheprovider -q -rfE tests/real
 
 # Every relative link and anchor in README.md, CONTRIBUTING.md, examples/ and
-# docs/ points at something that exists.
-check-docs:
+# docs/ points at something that exists; and docs-check.
+check-docs: docs-check
 	@python3 scripts/check-doc-links.py
+
+# The example lines the docs cite (FILE:LINE, "line N") are the examples'
+# leak-line marks, and the outputs they quote (<!-- docs-check: run|shape CMD -->
+# before a block) are what a real run of CMD prints, compared on their stable
+# parts (place, rate, verdict words), not times or counts. A few seconds.
+docs-check: all $(STAND_INS) $(B)/examples/train_loop
+	@python3 scripts/check-doc-drift.py --build $(B)
 
 check: test-deps check-docs check-scripts check-layers check-fast check-san check-valgrind check-install check-gpu-dry fuzz-smoke check-dist check-spdx lint
 

@@ -43,7 +43,7 @@ static void mark_step(void) {
 
 /* The bug: the loss tensor (and what it holds) outlives the step. */
 __attribute__((noinline)) static void keep_loss_history(void **history, int step, size_t bytes) {
-    if (bytes) CHECK(cudaMalloc(&history[step], bytes));
+    if (bytes) CHECK(cudaMalloc(&history[step], bytes)); /* leak-line */
 }
 
 __attribute__((noinline)) static void forward_backward(void) {
