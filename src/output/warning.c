@@ -130,9 +130,9 @@ void lw_warning_steps_hint(void) {
         snprintf(every, sizeof every, "%ld s", ms / 1000);
     else
         snprintf(every, sizeof every, "%ld ms", ms);
-    lw_log("no step marks: each %s interval counts as a step (LEAKWATCH_INTERVAL_MS); for a faster "
-           "answer mark steps: leakwatch_step() in C, leakwatch.step() in Python (in PyTorch an "
-           "optimizer marks them)",
+    lw_log("no step marks yet: each %s interval counts as a step (LEAKWATCH_INTERVAL_MS); for a "
+           "faster answer mark steps: leakwatch_step() in C, leakwatch.step() in Python (in "
+           "PyTorch an optimizer marks them)",
            every);
 }
 

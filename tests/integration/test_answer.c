@@ -267,7 +267,8 @@ END_TEST
  * mark them: once, at the first interval (100 ms here; the job runs about
  * 1 s). Not with marks, nor under LEAKWATCH_QUIET. */
 START_TEST(no_marks_says_how_steps_are_counted) {
-    static const char hint[] = "leakwatch: no step marks: each 100 ms interval counts as a step";
+    static const char hint[] =
+        "leakwatch: no step marks yet: each 100 ms interval counts as a step";
     const char *unmarked[] = {"--steps", "400", "--step-us", "2500", "--no-marks", NULL};
     const char *marked[] = {"--steps", "400", "--step-us", "2500", NULL};
     const char *env[] = {"LEAKWATCH_INTERVAL_MS=100", NULL};
