@@ -243,6 +243,17 @@ static void expand(const char *tpl, pid_t pid, char *out, size_t n) {
     out[o] = '\0';
 }
 
+/* --quiet: errors only, and where the report is (the library's summary, which
+ * names it otherwise, is silent then): its path, when this run wrote it. */
+static void say_report_path(const char *tpl, pid_t pid, time_t started) {
+    if (!strcmp(tpl, "none") || !strcmp(tpl, "/dev/null")) return;
+    char path[PATH_MAX], shown[PATH_MAX];
+    expand(tpl, pid, path, sizeof path);
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_mtime < started) return;
+    fprintf(stderr, "leakwatch: report: %s\n", lw_safe_text(path, shown, sizeof shown));
+}
+
 /* Checks one report; 1 leak, 0 not, -1 unreadable (message printed). */
 static int report_leaks(const char *path, time_t started, int quiet) {
     struct stat st;
@@ -286,7 +297,7 @@ static int job_leaks(const char *tpl, const char *private_dir, pid_t pid, time_t
         if (!found && !quiet)
             fprintf(stderr, "leakwatch: no report was written: the program never allocated CUDA "
                             "memory (leakwatch starts at the first allocation)\n");
-        else if (!quiet)
+        else if (found && (!quiet || leak == 0)) /* quiet: a leaking one was named */
             fprintf(stderr, "leakwatch: reports are in %s\n", private_dir);
         if (!found) rmdir(private_dir);
         return leak;
@@ -294,6 +305,7 @@ static int job_leaks(const char *tpl, const char *private_dir, pid_t pid, time_t
     char path[PATH_MAX];
     expand(tpl, pid, path, sizeof path);
     int r = report_leaks(path, started, quiet);
+    if (r == 0 && quiet) say_report_path(tpl, pid, started);
     if (r == -2) {
         if (!quiet)
             fprintf(stderr,
@@ -530,7 +542,10 @@ static int finish(int status, int exec_errno, const char *prog, int fail_on_leak
         return exec_errno == ENOENT ? LW_EXIT_NOT_FOUND : LW_EXIT_CANNOT_EXEC;
     }
     int code = lw_run_exit_code(status);
-    if (!fail_on_leak) return code;
+    if (!fail_on_leak) {
+        if (quiet) say_report_path(tpl, pid, started);
+        return code;
+    }
     int leak = job_leaks(tpl, private_dir, pid, started, quiet);
     if (code != 0) {
         if (leak > 0) lw_cli_error("the program failed (status %d) and leaks", code);
