@@ -100,7 +100,7 @@ static void start(void) {
         pthread_atfork(before_fork, after_fork_parent, after_fork_child);
         handlers_registered = 1;
     }
-    if (lw_py_init() != 0 && lw_py_unavailable() != NULL && !lw_log_quiet)
+    if (lw_py_init() != 0 && lw_py_unavailable() != NULL)
         lw_log("no Python lines: %s", lw_py_unavailable());
     lw_report_cleanup(); /* temporary files of a writer killed mid-write */
     lw_stack_init();

@@ -15,6 +15,7 @@
 #include "summary.h"
 #include "sites.h"
 
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -114,17 +115,36 @@ static void check_locked(void) {
     last_warn_ns = 0;
 }
 
+static int is_c10_cuda(struct dl_phdr_info *info, size_t size, void *found) {
+    (void)size;
+    if (info->dlpi_name && strstr(info->dlpi_name, "libc10_cuda.so")) *(int *)found = 1;
+    return *(int *)found;
+}
+
+/* PyTorch's CUDA allocator is loaded in this process. */
+static int torch_loaded(void) {
+    int found = 0;
+    dl_iterate_phdr(is_c10_cuda, &found);
+    return found;
+}
+
+/* In a PyTorch process the optimizer marks the steps once training begins,
+ * which can be seconds after the first CUDA allocation (the model and the
+ * data loaded, the first step's kernels chosen): the line waits this long. */
+#define TORCH_HINT_AFTER_MS 10000
+
 void lw_warning_steps_hint(void) {
     /* Once per process, at the first interval closed without a step mark
-     * (about LEAKWATCH_INTERVAL_MS after the first CUDA allocation): a job of
-     * a few seconds learns how it is being measured. Not where PyTorch's
-     * helper is at work (its optimizer hook marks the steps), nor under
+     * (about LEAKWATCH_INTERVAL_MS after the first CUDA allocation; 10 s in
+     * a PyTorch process): a job of a few seconds learns how it is being
+     * measured. Not once PyTorch's helper has reported in, nor under
      * LEAKWATCH_QUIET. */
     static atomic_flag said = ATOMIC_FLAG_INIT;
-    if (lw_log_quiet || lw_step_now() != 0 || lw_intervals_now() == 0 || lw_torch_info_present())
-        return;
-    if (atomic_flag_test_and_set(&said)) return;
+    uint64_t closed = lw_intervals_now();
     long ms = lw_opt_int(LW_OPT_INTERVAL_MS);
+    if (lw_log_quiet || lw_step_now() != 0 || closed == 0 || lw_torch_info_present()) return;
+    if (closed * (uint64_t)ms < TORCH_HINT_AFTER_MS && torch_loaded()) return;
+    if (atomic_flag_test_and_set(&said)) return;
     char every[32];
     if (ms % 1000 == 0)
         snprintf(every, sizeof every, "%ld s", ms / 1000);
