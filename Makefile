@@ -380,11 +380,11 @@ $(B)/tests/programs/cxx_%: tests/programs/cxx_%.cpp $(STUBS)
 	    -L$(STUB_DIR) -lcudart -Wl,-rpath,'$$ORIGIN/../lib'
 
 # ---- tests (Check) ----
-$(B)/tests/unit/%: tests/unit/%.c $(B)/liblw_tools.a $(B)/liblw_core.a
+$(B)/tests/unit/%: tests/unit/%.c $(B)/liblw_tools.a $(B)/liblw_core.a | $(B)/.test-libs-ok
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(INC_ALL) $(OPT) -pthread $(CHECK_CFLAGS) -Itools -o $@ $< $(B)/liblw_tools.a $(B)/liblw_core.a \
 	    $(SAN_LDFLAGS) $(CHECK_LIBS) $(JSON_LIBS) $(LIB_LIBS)
-$(B)/tests/integration/%: tests/integration/%.c $(HARNESS_SRCS) $(wildcard tests/integration/*.h) $(B)/liblw_tools.a $(B)/liblw_core.a
+$(B)/tests/integration/%: tests/integration/%.c $(HARNESS_SRCS) $(wildcard tests/integration/*.h) $(B)/liblw_tools.a $(B)/liblw_core.a | $(B)/.test-libs-ok
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(INC_ALL) $(OPT) -pthread $(CHECK_CFLAGS) -Itools -Itests/integration -o $@ $< $(HARNESS_SRCS) \
 	    $(B)/liblw_tools.a $(B)/liblw_core.a $(SAN_LDFLAGS) $(CHECK_LIBS) $(JSON_LIBS) $(LIB_LIBS)
@@ -561,6 +561,12 @@ test-deps: $(B)/.test-deps-ok
 $(B)/.test-deps-ok: scripts/install-deps.sh | $(B)/.deps-ok
 	@scripts/install-deps.sh test
 	@mkdir -p $(B) && touch $@
+# Check and libunwind, for the test programs and make bench only (a plain
+# build needs neither): checked, with one line naming what is missing (under
+# make check, installed first by test-deps).
+$(B)/.test-libs-ok: scripts/install-deps.sh | $(B)/.deps-ok $(if $(filter build,$(DEPS_MODE)),$(B)/.test-deps-ok)
+	@scripts/install-deps.sh check-test
+	@mkdir -p $(B) && touch $@
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
@@ -596,7 +602,7 @@ check-spdx:
 # rt_* test programs, but optimised as a real caller would be. bench/lib holds
 # a lock-free runtime stand-in for the thread-scaling rows (see its source).
 BENCH_CFLAGS := $(BASE_CFLAGS) -O2 -fno-omit-frame-pointer -pthread
-$(B)/bench/rt_bench: bench/perf/rt_bench.c include/leakwatch/cuda_api.h $(STUBS)
+$(B)/bench/rt_bench: bench/perf/rt_bench.c include/leakwatch/cuda_api.h $(STUBS) | $(B)/.test-libs-ok
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $< -L$(STUB_DIR) -lcudart -Wl,-rpath,'$$ORIGIN/../tests/lib' -ldl -lunwind
 $(B)/bench/lib/libcudart.so: bench/perf/fast_cudart.c include/leakwatch/cuda_api.h
