@@ -148,8 +148,6 @@ static void install_forwarding(sigset_t *blocked) {
 
 /* ---- the job ---- */
 
-/* Runs argv; returns its wait status, or -1 (then *exec_errno says why the
- * exec failed, or is 0 when fork itself failed). */
 /* `leakwatch run CMD &` gives the shell the wrapper's pid: the job's own,
  * once it has started, so that `leakwatch top` can be pointed at it (it
  * follows the wrapper's too). */
@@ -167,6 +165,9 @@ static void say_pid(char **argv, pid_t pid) {
             lw_safe_text(cmd, shown, sizeof shown), (long)pid);
 }
 
+/* Runs argv; returns its wait status, or -1 (then *exec_errno says why the
+ * exec failed, or is 0 when fork itself failed). Says the job's pid once it
+ * has started, unless quiet. */
 static int run_job(char **argv, int *exec_errno, pid_t *job, int quiet) {
     sigset_t blocked, old;
     install_forwarding(&blocked);
