@@ -97,7 +97,7 @@ HARNESS_SRCS := $(wildcard tests/integration/harness*.c)
 # Every goal that names no file, in one list (add new ones here).
 .PHONY: all deps test-deps test-bins tsan-bins stand-ins docs format lint clean \
     check check-fast check-san check-tsan check-valgrind check-layers check-scripts check-cuda-abi \
-    check-gpu-dry check-install check-real check-aarch64 check-dist check-spdx check-docs \
+    check-gpu-dry check-install check-real check-aarch64 check-dist check-spdx check-docs docs-check \
     fuzz fuzz-inputs fuzz-smoke fuzz-smoke-inputs demo bench bench-accuracy ablate \
     install uninstall wheel dist distcheck
 TOOL_MAIN := $(wildcard tools/main.c)
@@ -396,11 +396,11 @@ $(B)/tests/programs/cxx_%: tests/programs/cxx_%.cpp $(STUBS)
 	    -L$(STUB_DIR) -lcudart -Wl,-rpath,'$$ORIGIN/../lib'
 
 # ---- tests (Check) ----
-$(B)/tests/unit/%: tests/unit/%.c $(B)/liblw_tools.a $(B)/liblw_core.a
+$(B)/tests/unit/%: tests/unit/%.c $(B)/liblw_tools.a $(B)/liblw_core.a | $(B)/.test-libs-ok
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(INC_ALL) $(OPT) -pthread $(CHECK_CFLAGS) $(TOOL_INC) -o $@ $< $(B)/liblw_tools.a $(B)/liblw_core.a \
 	    $(SAN_LDFLAGS) $(CHECK_LIBS) $(JSON_LIBS) $(LIB_LIBS)
-$(B)/tests/integration/%: tests/integration/%.c $(HARNESS_SRCS) $(wildcard tests/integration/*.h) $(B)/liblw_tools.a $(B)/liblw_core.a
+$(B)/tests/integration/%: tests/integration/%.c $(HARNESS_SRCS) $(wildcard tests/integration/*.h) $(B)/liblw_tools.a $(B)/liblw_core.a | $(B)/.test-libs-ok
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(INC_ALL) $(OPT) -pthread $(CHECK_CFLAGS) $(TOOL_INC) -Itests/integration -o $@ $< $(HARNESS_SRCS) \
 	    $(B)/liblw_tools.a $(B)/liblw_core.a $(SAN_LDFLAGS) $(CHECK_LIBS) $(JSON_LIBS) $(LIB_LIBS)
@@ -519,9 +519,16 @@ check-real: all $(STUBS)
 	    sh scripts/in-real-root.sh "$$root" python3 -m pytest -p no:cacheprovider -q -rfE tests/real
 
 # Every relative link and anchor in README.md, CONTRIBUTING.md, examples/ and
-# docs/ points at something that exists.
-check-docs:
+# docs/ points at something that exists; and docs-check.
+check-docs: docs-check
 	@python3 scripts/check-doc-links.py
+
+# The example lines the docs cite (FILE:LINE, "line N") are the examples'
+# leak-line marks, and the outputs they quote (<!-- docs-check: run|shape CMD -->
+# before a block) are what a real run of CMD prints, compared on their stable
+# parts (place, rate, verdict words), not times or counts. A few seconds.
+docs-check: all $(STAND_INS) $(B)/examples/train_loop
+	@python3 scripts/check-doc-drift.py --build $(B)
 
 check: test-deps check-docs check-scripts check-layers check-fast check-san check-tsan check-valgrind check-install check-gpu-dry fuzz-smoke check-dist check-spdx lint
 
@@ -594,6 +601,12 @@ test-deps: $(B)/.test-deps-ok
 $(B)/.test-deps-ok: scripts/install-deps.sh | $(B)/.deps-ok
 	@scripts/install-deps.sh test
 	@mkdir -p $(B) && touch $@
+# Check and libunwind, for the test programs and make bench only (a plain
+# build needs neither): checked, with one line naming what is missing (under
+# make check, installed first by test-deps).
+$(B)/.test-libs-ok: scripts/install-deps.sh | $(B)/.deps-ok $(if $(filter build,$(DEPS_MODE)),$(B)/.test-deps-ok)
+	@scripts/install-deps.sh check-test
+	@mkdir -p $(B) && touch $@
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
@@ -629,7 +642,7 @@ check-spdx:
 # rt_* test programs, but optimised as a real caller would be. bench/lib holds
 # a lock-free runtime stand-in for the thread-scaling rows (see its source).
 BENCH_CFLAGS := $(BASE_CFLAGS) -O2 -fno-omit-frame-pointer -pthread
-$(B)/bench/rt_bench: bench/perf/rt_bench.c include/leakwatch/cuda_api.h $(STUBS)
+$(B)/bench/rt_bench: bench/perf/rt_bench.c include/leakwatch/cuda_api.h $(STUBS) | $(B)/.test-libs-ok
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $< -L$(STUB_DIR) -lcudart -Wl,-rpath,'$$ORIGIN/../tests/lib' -ldl -lunwind
 $(B)/bench/lib/libcudart.so: bench/perf/fast_cudart.c include/leakwatch/cuda_api.h

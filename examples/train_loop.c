@@ -43,7 +43,7 @@ static void mark_step(void) {
 
 /* The bug: the loss tensor (and what it holds) outlives the step. */
 __attribute__((noinline)) static void keep_loss_history(void **history, int step, size_t bytes) {
-    if (bytes) CHECK(cudaMalloc(&history[step], bytes));
+    if (bytes) CHECK(cudaMalloc(&history[step], bytes)); /* leak-line */
 }
 
 __attribute__((noinline)) static void forward_backward(void) {
@@ -77,19 +77,17 @@ int main(int argc, char **argv) {
     CHECK(cudaMalloc(&weights, 64 * MiB));
     CHECK(cudaMalloc(&optimizer_state, 128 * MiB));
     void **history = calloc((size_t)steps, sizeof *history);
-    struct timespec next;
-    clock_gettime(CLOCK_MONOTONIC, &next);
     for (int step = 0; step < steps; step++) {
         forward_backward();
         keep_loss_history(history, step, leak);
         if (marks) mark_step();
         if (step_us) {
-            /* Steady steps, as a real job's: wait for the step's deadline,
-             * not a fixed time after the work. */
-            next.tv_nsec += step_us * 1000;
-            while (next.tv_nsec >= 1000000000L)
-                next.tv_sec++, next.tv_nsec -= 1000000000L;
-            clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+            /* The step's own time after its work, as a GPU step takes: a
+             * step held up (the machine busy, leakwatch starting) makes the
+             * run later, not the next steps shorter. */
+            struct timespec d = {step_us / 1000000, (step_us % 1000000) * 1000};
+            while (clock_nanosleep(CLOCK_MONOTONIC, 0, &d, &d) != 0) {
+            } /* interrupted: the rest of it */
         }
     }
     printf("trained %d steps\n", steps);

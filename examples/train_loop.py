@@ -67,7 +67,7 @@ def train(steps, fixed, step_ms):
     for _ in range(steps):
         forward_backward()
         loss = ctypes.c_void_p()
-        if rt.cudaMalloc(ctypes.byref(loss), 512) != 0:  # this step's loss
+        if rt.cudaMalloc(ctypes.byref(loss), 512) != 0:  # leak-line: this step's loss
             sys.exit("cudaMalloc of the loss failed")
         if fixed:
             rt.cudaFree(loss)  # loss.item(): the value kept, the memory freed

@@ -3,8 +3,11 @@
 # Installs what leakwatch needs to build and test, when it is missing.
 # Debian/Ubuntu: apt-get as root, or through sudo. Elsewhere: one message.
 #
-# Build: a C compiler, make, pkg-config, libunwind, uthash, Check, jansson (the command's
-# JSON reader; linked in statically).
+# Build: a C compiler, make, pkg-config, uthash, jansson (the command's JSON reader;
+# linked in statically). Nothing else: a plain make, make install and pip install need
+# only these.
+# Test programs (make test-bins, make check) and make bench: Check (the test framework)
+# and libunwind (the tests compare stacks with its unwinder; bench links it).
 # Tests (make check): clang with libFuzzer (fuzzing runs), valgrind, cppcheck and
 # clang-format (lint), binutils' addr2line (source lines), python3 (Python frames),
 # python3-venv and man-db (the install test: a wheel in a venv, the man page).
@@ -19,19 +22,23 @@
 #   install-deps.sh aarch64  the cross compiler and qemu-user (make check-aarch64)
 #   install-deps.sh check    installs nothing: exit 1 with one line naming what
 #                            the build lacks (a plain make)
+#   install-deps.sh check-test  the same for the test programs and make bench
 what="${1:-build}"
 only_check=0
 if [ "$what" = check ]; then only_check=1; what=build; fi
+if [ "$what" = check-test ]; then only_check=1; what=test-libs; fi
 missing=""
 have_pkgconf() { pkg-config --exists "$1" 2>/dev/null; }
 need_cmd() { command -v "$1" >/dev/null 2>&1 || missing="$missing $2"; }
 need_cmd cc build-essential
 need_cmd make build-essential
 need_cmd pkg-config pkg-config
-have_pkgconf libunwind || [ -f /usr/include/libunwind.h ] || missing="$missing libunwind-dev"
 [ -f /usr/include/uthash.h ] || missing="$missing uthash-dev"
-have_pkgconf check || missing="$missing check"
 have_pkgconf jansson || [ -f /usr/include/jansson.h ] || missing="$missing libjansson-dev"
+if [ "$what" = test ] || [ "$what" = test-libs ]; then
+    have_pkgconf libunwind || [ -f /usr/include/libunwind.h ] || missing="$missing libunwind-dev"
+    have_pkgconf check || missing="$missing check"
+fi
 if [ "$what" = aarch64 ]; then
     need_cmd aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu
     need_cmd aarch64-linux-gnu-g++ g++-aarch64-linux-gnu
@@ -39,7 +46,11 @@ if [ "$what" = aarch64 ]; then
 fi
 if [ $only_check = 1 ]; then
     [ -z "$missing" ] && exit 0
-    echo "leakwatch: missing build dependencies (Debian packages):$missing; run 'make deps' to install them (apt-get), or install them yourself" >&2
+    if [ "$what" = test-libs ]; then
+        echo "leakwatch: missing what the test programs need (Debian packages):$missing; run 'make test-deps' to install them (apt-get), or install them yourself" >&2
+    else
+        echo "leakwatch: missing build dependencies (Debian packages):$missing; run 'make deps' to install them (apt-get), or install them yourself" >&2
+    fi
     exit 1
 fi
 optional=""

@@ -122,6 +122,7 @@ static void *run(void *arg) {
             if (!timed_out || !early) break;
         }
         lw_growth_update(timed_out);
+        if (timed_out) lw_warning_steps_hint();
         if (lw_growth_take_warning()) lw_warning_leak();
         lw_warning_check();
         periodic_outputs();

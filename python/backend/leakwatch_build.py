@@ -107,13 +107,13 @@ def _make(config_settings):
     except OSError as e:
         raise SystemExit(
             "leakwatch: cannot run %s (%s): building leakwatch needs make and a C compiler "
-            "(Debian/Ubuntu: apt-get install build-essential pkg-config libunwind-dev "
-            "uthash-dev)" % (make, e.strerror)
+            "(Debian/Ubuntu: apt-get install build-essential pkg-config uthash-dev "
+            "libjansson-dev)" % (make, e.strerror)
         )
     if r != 0:
         raise SystemExit(
             "leakwatch: '%s' failed (status %d); the messages above say why. Building needs a C "
-            "compiler, make, pkg-config and the libunwind and uthash headers "
+            "compiler, make, pkg-config and the uthash and jansson headers "
             "(scripts/install-deps.sh build installs them on Debian/Ubuntu)" % (" ".join(cmd), r)
         )
     return b

@@ -23,7 +23,7 @@ static const lw_option_def table[LW_OPT_COUNT] = {
     [LW_OPT_DISABLE] = BOOL("DISABLE", 0, "1: pass every CUDA call through and record nothing"),
     [LW_OPT_REPORT] = TEXT("REPORT", "leakwatch-%p.json",
                            "report path; %p = pid, %h = host name, %r = rank, %% = %", NULL),
-    [LW_OPT_QUIET] = BOOL("QUIET", 0, "1: no summary on stderr (errors are still printed)"),
+    [LW_OPT_QUIET] = BOOL("QUIET", 0, "1: errors only on stderr (no live line, summary or notes)"),
     [LW_OPT_STACKS] =
         BOOL("STACKS", 1, "0: count bytes without call stacks (one site for everything)"),
     [LW_OPT_MAX_FRAMES] = INT("MAX_FRAMES", 64, 4, 256, "native frames kept per call stack"),

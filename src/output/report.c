@@ -1036,6 +1036,7 @@ int lw_report_emit(FILE *f, const char *reason) {
     lw_jw_uint(&w, "truncated_stacks", lw_record_truncated_sites());
     lw_stack_stats ss;
     lw_stack_get_stats(&ss);
+    lw_jw_bool(&w, "stacks", lw_opt_int(LW_OPT_STACKS) != 0);
     lw_jw_str(&w, "unwinder", ss.unwinder);
     lw_jw_uint(&w, "stacks_by_fallback_unwinder", ss.fallback);
     lw_jw_uint(&w, "stacks_verified", ss.verified);
@@ -1069,6 +1070,11 @@ static int distinct_for(lw_symtab *syms, const lw_growth_state *g, const lw_site
 }
 
 void lw_report_site_label(const lw_site *site, char *out, size_t n) {
+    /* LEAKWATCH_STACKS=0: one site for everything, with no frame to name. */
+    if (!lw_opt_int(LW_OPT_STACKS)) {
+        snprintf(out, n, "all allocations");
+        return;
+    }
     snprintf(out, n, "site %u", site->id);
     lw_symtab *syms = lw_symtab_new();
     /* The sites leaking as the report would say (its verdict now), for the

@@ -11,9 +11,11 @@
 #include "log.h"
 #include "options.h"
 #include "report.h"
+#include "runstate.h"
 #include "summary.h"
 #include "sites.h"
 
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -52,6 +54,8 @@ static void warn_locked(void) {
     if (r.g.verdict != LW_VERDICT_LEAK) return;
     warned = 1;
     last_warn_ns = now;
+    /* LEAKWATCH_QUIET: errors only. */
+    if (lw_log_quiet) return;
     char line[1024];
     lw_log("%s", lw_answer_line(&r.a, line, sizeof line));
     atomic_store_explicit(&announced, 1, memory_order_relaxed);
@@ -69,7 +73,9 @@ void lw_warning_leak(void) {
 static void check_locked(void);
 
 void lw_warning_check(void) {
-    if (!atomic_load_explicit(&announced, memory_order_relaxed) || !lw_opt_int(LW_OPT_WARN)) return;
+    if (!atomic_load_explicit(&announced, memory_order_relaxed) || !lw_opt_int(LW_OPT_WARN) ||
+        lw_log_quiet)
+        return;
     if (pthread_mutex_trylock(&warn_lock) != 0) return;
     check_locked();
     pthread_mutex_unlock(&warn_lock);
@@ -92,6 +98,47 @@ static void check_locked(void) {
     atomic_store_explicit(&announced, 0, memory_order_relaxed);
     warned = 0;
     last_warn_ns = 0;
+}
+
+static int is_c10_cuda(struct dl_phdr_info *info, size_t size, void *found) {
+    (void)size;
+    if (info->dlpi_name && strstr(info->dlpi_name, "libc10_cuda.so")) *(int *)found = 1;
+    return *(int *)found;
+}
+
+/* PyTorch's CUDA allocator is loaded in this process. */
+static int torch_loaded(void) {
+    int found = 0;
+    dl_iterate_phdr(is_c10_cuda, &found);
+    return found;
+}
+
+/* In a PyTorch process the optimizer marks the steps once training begins,
+ * which can be seconds after the first CUDA allocation (the model and the
+ * data loaded, the first step's kernels chosen): the line waits this long. */
+#define TORCH_HINT_AFTER_MS 10000
+
+void lw_warning_steps_hint(void) {
+    /* Once per process, at the first interval closed without a step mark
+     * (about LEAKWATCH_INTERVAL_MS after the first CUDA allocation; 10 s in
+     * a PyTorch process): a job of a few seconds learns how it is being
+     * measured. Not once PyTorch's helper has reported in, nor under
+     * LEAKWATCH_QUIET. */
+    static atomic_flag said = ATOMIC_FLAG_INIT;
+    uint64_t closed = lw_intervals_now();
+    long ms = lw_opt_int(LW_OPT_INTERVAL_MS);
+    if (lw_log_quiet || lw_step_now() != 0 || closed == 0 || lw_torch_info_present()) return;
+    if (closed * (uint64_t)ms < TORCH_HINT_AFTER_MS && torch_loaded()) return;
+    if (atomic_flag_test_and_set(&said)) return;
+    char every[32];
+    if (ms % 1000 == 0)
+        snprintf(every, sizeof every, "%ld s", ms / 1000);
+    else
+        snprintf(every, sizeof every, "%ld ms", ms);
+    lw_log("no step marks yet: each %s interval counts as a step (LEAKWATCH_INTERVAL_MS); for a "
+           "faster answer mark steps: leakwatch_step() in C, leakwatch.step() in Python (in "
+           "PyTorch an optimizer marks them)",
+           every);
 }
 
 void lw_warning_forget(void) {

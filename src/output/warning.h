@@ -9,6 +9,10 @@ void lw_warning_leak(void);
 /* On the worker's tick: when a LEAK line was printed and the verdict is no
  * longer a leak, says so in one line, once. */
 void lw_warning_check(void);
+/* On the worker's tick after an interval closed: the first time one closes
+ * without any step mark, one line says that steps are time intervals and
+ * how to mark them (not under LEAKWATCH_QUIET, nor with PyTorch's helper). */
+void lw_warning_steps_hint(void);
 /* A forked child's own start: its warnings are its own. */
 void lw_warning_forget(void);
 

@@ -286,7 +286,25 @@ static pthread_mutex_t failures_lock = PTHREAD_MUTEX_INITIALIZER;
 static lw_failure failures[LW_FAILURES_KEPT];
 static uint64_t failures_total;
 
+/* An allocation that failed because this machine has no GPU or no driver
+ * (the runtime's and the driver's codes agree on these): the job's own error
+ * rarely says so; one line does, once, also under LEAKWATCH_QUIET (it
+ * explains an error). 34: the driver is a stub library; 35: no driver, or
+ * one older than the runtime (cudaErrorInsufficientDriver); 100: no device. */
+static void say_no_gpu(int result) {
+    const char *why = result == 100  ? "no CUDA-capable GPU found"
+                      : result == 35 ? "no CUDA driver found (or one older than the runtime)"
+                      : result == 34 ? "the CUDA driver is a stub library: no GPU driver installed"
+                                     : NULL;
+    if (!why) return;
+    lw_log_once(no_gpu_said,
+                "a CUDA allocation failed with error %d: %s; nothing to watch here. Without a "
+                "GPU, try leakwatch on its CPU stand-ins: leakwatch run --cuda-stand-ins -- CMD",
+                result, why);
+}
+
 void lw_record_failure(lw_kind kind, uint64_t size, int device, int result) {
+    say_no_gpu(result);
     lw_site *s = site_for_this_stack();
     atomic_fetch_add_explicit(&s->failed_count, 1, memory_order_relaxed);
     lw_totals_failed(device, kind);

@@ -138,8 +138,9 @@ static void init(void) {
     else
         snprintf(unwinder_text, sizeof unwinder_text, "%s", fb_name);
     /* Said when libunwind was looked for (not under TSan, see above) or the
-     * test hook pretends it is missing. */
-    if (!fb_unw && (pretend_missing || !tsan_build))
+     * test hook pretends it is missing; not under LEAKWATCH_QUIET (a note,
+     * not an error). */
+    if (!fb_unw && (pretend_missing || !tsan_build) && !lw_log_quiet)
         lw_log("libunwind.so.8 not found: stacks that leakwatch's own unwinder cannot follow are "
                "unwound with %s%s",
                fb_name, fb_gcc ? "" : " (install libunwind8 or libgcc-s1 for complete stacks)");

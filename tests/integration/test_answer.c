@@ -228,6 +228,91 @@ static void summary_is_the_reports_answer(const char *const *args) {
     lw_run_free(&r);
 }
 
+/* Runs the C demo (examples/train_loop) under the shim with args and env. */
+static void run_demo(lw_run *r, const char *const *args, const char *const *env) {
+    char exe[PATH_MAX];
+    snprintf(exe, sizeof exe, "%s/examples/train_loop", lw_build_dir());
+    lw_run_exe(r, 1, exe, args, env);
+}
+
+/* LEAKWATCH_STACKS=0 keeps one site for everything: every output names it
+ * "all allocations" (there is no line to name), never "site 1". */
+START_TEST(no_stacks_names_all_allocations) {
+    lw_run r;
+    const char *args[] = {"--steps", "300", NULL};
+    const char *env[] = {"LEAKWATCH_STACKS=0", NULL};
+    run_demo(&r, args, env);
+    RUN_OK(&r);
+    ck_assert_ptr_nonnull(r.report);
+    ck_assert_msg(strstr(r.err, "leakwatch: LEAK in all allocations: +512 B/step"), "%s", r.err);
+    ck_assert_msg(!strstr(r.err, "site 1"), "%s", r.err);
+    const lw_json *stacks = lw_json_path(r.report, "tracker.stacks");
+    ck_assert_int_eq(lw_json_bool(stacks, 1), 0);
+    lw_run t;
+    const char *text[] = {"report", r.report_path, NULL};
+    lw_cli_run(&t, text, NULL);
+    RUN_OK(&t);
+    char first[2048];
+    first_line(t.out, NULL, first, sizeof first);
+    ck_assert_msg(!strncmp(first, "LEAK in all allocations: ", 25), "%s", first);
+    lw_run_free(&t);
+    lw_run_free(&r);
+    /* With stacks, the report says so. */
+    const char *on[] = {"--steps", "20", NULL};
+    run_demo(&r, on, NULL);
+    RUN_OK(&r);
+    ck_assert_int_eq(lw_json_bool(lw_json_path(r.report, "tracker.stacks"), 0), 1);
+    lw_run_free(&r);
+}
+END_TEST
+
+/* Without step marks one line says that intervals are the steps and how to
+ * mark them: once, at the first interval (100 ms here; the job runs about
+ * 1 s). Not with marks, nor under LEAKWATCH_QUIET. */
+START_TEST(no_marks_says_how_steps_are_counted) {
+    static const char hint[] =
+        "leakwatch: no step marks yet: each 100 ms interval counts as a step";
+    const char *unmarked[] = {"--steps", "400", "--step-us", "2500", "--no-marks", NULL};
+    const char *marked[] = {"--steps", "400", "--step-us", "2500", NULL};
+    const char *env[] = {"LEAKWATCH_INTERVAL_MS=100", NULL};
+    const char *quiet[] = {"LEAKWATCH_INTERVAL_MS=100", "LEAKWATCH_QUIET=1", NULL};
+    lw_run r;
+    run_demo(&r, unmarked, env);
+    RUN_OK(&r);
+    ck_assert_msg(lw_count_substr(r.err, hint) == 1, "%s", r.err);
+    ck_assert_msg(strstr(r.err, "leakwatch_step() in C, leakwatch.step() in Python"), "%s", r.err);
+    ck_assert_str_eq(lw_json_string(lw_json_path(r.report, "growth.step_source")), "time");
+    lw_run_free(&r);
+    run_demo(&r, marked, env);
+    RUN_OK(&r);
+    ck_assert_msg(!strstr(r.err, "no step marks"), "%s", r.err);
+    lw_run_free(&r);
+    run_demo(&r, unmarked, quiet);
+    RUN_OK(&r);
+    ck_assert_msg(!strstr(r.err, "no step marks"), "%s", r.err);
+    lw_run_free(&r);
+}
+END_TEST
+
+/* On a machine without a GPU (the stand-in driver answers as one does) an
+ * allocation fails: one line says why, also under LEAKWATCH_QUIET; the
+ * result reaches the program unchanged. */
+START_TEST(no_gpu_is_said_once) {
+    const char *args[] = {"--steps", "3", NULL};
+    for (int quiet = 0; quiet < 2; quiet++) {
+        const char *env[] = {"FAKE_CUDA_DEVICES=0", quiet ? "LEAKWATCH_QUIET=1" : NULL, NULL};
+        lw_run r;
+        run_demo(&r, args, env);
+        ck_assert_int_ne(r.exit_code, 0);
+        ck_assert_msg(strstr(r.err, "failed: 100"), "the program's own error: %s", r.err);
+        ck_assert_msg(lw_count_substr(r.err, "leakwatch: a CUDA allocation failed with error 100: "
+                                             "no CUDA-capable GPU found") == 1,
+                      "%s", r.err);
+        lw_run_free(&r);
+    }
+}
+END_TEST
+
 START_TEST(exit_summary_is_the_reports_answer) {
     const char *args[] = {"busyexit", "400", "4096", NULL};
     summary_is_the_reports_answer(args);
@@ -788,6 +873,13 @@ int main(void) {
     tcase_add_test(tc, prometheus_ends_on_the_final_verdict);
     tcase_add_test(tc, prometheus_names_the_answer_while_running);
     suite_add_tcase(s, tc);
+    /* What a newcomer's first run says (issue 30): CK_RUN_CASE=first-run. */
+    TCase *first = tcase_create("first-run");
+    tcase_set_timeout(first, 300);
+    tcase_add_test(first, no_stacks_names_all_allocations);
+    tcase_add_test(first, no_marks_says_how_steps_are_counted);
+    tcase_add_test(first, no_gpu_is_said_once);
+    suite_add_tcase(s, first);
     int failed = lw_check_run(s);
     lw_remove_dir(xdg);
     return failed ? 1 : 0;

@@ -985,6 +985,110 @@ START_TEST(top_follows_run_to_its_job) {
 }
 END_TEST
 
+/* `leakwatch run CMD &` leaves $! = run's own pid: run says the job's, once
+ * it has started (the pid its report gives), and not under --quiet. */
+START_TEST(run_says_the_jobs_pid) {
+    char prog[PATH_MAX];
+    snprintf(prog, sizeof prog, "%s/tests/programs/rt_paths", lw_build_dir());
+    lw_run r;
+    const char *args[] = {"run", "--cuda-stand-ins", "--", prog, "malloc", "2", "4096", NULL};
+    lw_cli_run(&r, args, NULL);
+    RUN_OK(&r);
+    ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
+    const char *at = strstr(r.err, "leakwatch: watching PID ");
+    ck_assert_msg(at != NULL, "no PID line: %s", r.err);
+    long pid = strtol(at + strlen("leakwatch: watching PID "), NULL, 10);
+    ck_assert_int_eq(pid, lw_rep_int(&r, "pid"));
+    char want[PATH_MAX + 128];
+    snprintf(want, sizeof want, "watching PID %ld (%s malloc 2 4096); leakwatch top %ld\n", pid,
+             prog, pid);
+    ck_assert_msg(strstr(r.err, want), "want \"%s\" in: %s", want, r.err);
+    ck_assert_int_eq(lw_count_substr(r.err, "watching PID"), 1);
+    lw_run_free(&r);
+    const char *quiet[] = {"run",  "-q", "--cuda-stand-ins", "--", prog, "malloc", "2",
+                           "4096", NULL};
+    lw_cli_run(&r, quiet, NULL);
+    RUN_OK(&r);
+    ck_assert_msg(!strstr(r.err, "watching PID"), "--quiet: %s", r.err);
+    lw_run_free(&r);
+    /* A program that cannot be started has no PID to watch. */
+    const char *missing[] = {"run", "--", "/nonexistent/program", NULL};
+    lw_cli_run(&r, missing, NULL);
+    ck_assert_int_eq(r.exit_code, 127);
+    ck_assert_msg(!strstr(r.err, "watching PID"), "%s", r.err);
+    lw_run_free(&r);
+}
+END_TEST
+
+/* --quiet (LEAKWATCH_QUIET=1): errors only, and the report's path. No live
+ * line, no verdict or summary, no note such as a missing libunwind. */
+START_TEST(run_quiet_is_errors_only) {
+    char prog[PATH_MAX], dir[64], rep[128];
+    snprintf(prog, sizeof prog, "%s/examples/train_loop", lw_build_dir());
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(rep, sizeof rep, "%s/q.json", dir);
+    const char *env[] = {"LEAKWATCH_TEST_NO_LIBUNWIND=1", NULL};
+    lw_run r;
+    const char *loud[] = {"run", "--cuda-stand-ins", "-r", rep, "--", prog, "--steps", "600", NULL};
+    lw_cli_run(&r, loud, env);
+    RUN_OK(&r);
+    /* What --quiet silences is said without it. */
+    ck_assert_msg(strstr(r.err, "leakwatch: LEAK in ") && strstr(r.err, "libunwind.so.8 not found"),
+                  "%s", r.err);
+    lw_run_free(&r);
+    const char *quiet[] = {"run", "--cuda-stand-ins", "--quiet", "-r", rep, "--",
+                           prog,  "--steps",          "600",     NULL};
+    lw_cli_run(&r, quiet, env);
+    RUN_OK(&r);
+    /* Only where the report is: the library's summary, which says so
+     * otherwise, is silent. */
+    char want[200];
+    snprintf(want, sizeof want, "leakwatch: report: %s\n", rep);
+    ck_assert_msg(!strcmp(r.err, want), "--quiet printed: %s", r.err);
+    lw_run_free(&r);
+    struct stat st;
+    ck_assert_int_eq(stat(rep, &st), 0);
+    lw_remove_dir(dir);
+}
+END_TEST
+
+/* attach --detach, like top and snapshot, given leakwatch run's own pid,
+ * follows it to the job (which, started under run, has nothing to detach). */
+START_TEST(detach_follows_run_to_its_job) {
+    char dir[64], out[128], prog[PATH_MAX], cli[PATH_MAX], rep[160];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(rep, sizeof rep, "%s/r.json", dir);
+    snprintf(prog, sizeof prog, "%s/tests/programs/rt_sleeper", lw_build_dir());
+    snprintf(cli, sizeof cli, "%s/leakwatch", lw_build_dir());
+    const char *args[] = {"run", "--cuda-stand-ins", "-r",    rep, "--", prog,
+                          "3",   "1048576",          "sleep", NULL};
+    pid_t run = lw_spawn(cli, args, NULL, 0, out);
+    ck_assert(lw_wait_for_text(out, "ready", 20000));
+    char pidtxt[32];
+    snprintf(pidtxt, sizeof pidtxt, "%ld", (long)run);
+    lw_run r;
+    int ok = 0;
+    for (int i = 0; i < 100 && !ok; i++) {
+        const char *top[] = {"top", "--once", pidtxt, NULL};
+        lw_cli_run(&r, top, NULL);
+        ok = r.exit_code == 0;
+        lw_run_free(&r);
+        if (!ok) usleep(20000);
+    }
+    ck_assert_msg(ok, "the job of leakwatch run %s never served its socket", pidtxt);
+    const char *detach[] = {"attach", "--detach", pidtxt, NULL};
+    lw_cli_run(&r, detach, NULL);
+    ck_assert_msg(strstr(r.err, "is not watched itself; its child"), "%s", r.err);
+    ck_assert_msg(strstr(r.err, "not attached to"), "%s", r.err);
+    lw_run_free(&r);
+    kill(run, SIGTERM);
+    int st;
+    if (lw_wait_pid(run, 20000, &st) != 0) kill(run, SIGKILL), waitpid(run, &st, 0);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 /* ---- Prometheus ---- */
 
 /* A strict reader of the text exposition format (version 0.0.4): comments
@@ -1199,6 +1303,13 @@ int main(void) {
     tcase_add_test(tc, prometheus_textfile_is_valid);
     tcase_add_test(tc, html_renders_in_chromium);
     suite_add_tcase(s, tc);
+    /* What a newcomer's first run says (issue 30): CK_RUN_CASE=first-run. */
+    TCase *first = tcase_create("first-run");
+    tcase_set_timeout(first, 300);
+    tcase_add_test(first, run_says_the_jobs_pid);
+    tcase_add_test(first, run_quiet_is_errors_only);
+    tcase_add_test(first, detach_follows_run_to_its_job);
+    suite_add_tcase(s, first);
     int failed = lw_check_run(s);
     lw_remove_dir(xdg);
     return failed ? 1 : 0;

@@ -284,11 +284,9 @@ static int add_setting(char *buf, size_t n, const char *name, const char *value)
 /* ---- detach ---- */
 static int do_detach(long pid, int quiet) {
     char sock[4200], err[1200];
-    int st = lw_sock_find(pid, sock, sizeof sock, err, sizeof err);
-    if (st != 0) {
-        lw_cli_error("%s", err);
-        return st;
-    }
+    /* Also given `leakwatch run`'s pid: its job is detached. */
+    int st = lw_sock_find_follow(&pid, sock, sizeof sock);
+    if (st != 0) return st;
     size_t len = 0;
     char *body = lw_sock_request(sock, "detach", &len, err, sizeof err);
     if (!body) {

@@ -55,7 +55,8 @@ static const char usage[] =
     "                          between them (LEAKWATCH_USER_CODE)\n"
     "  -s, --set NAME=VALUE    any LEAKWATCH_* setting (NAME with or without the\n"
     "                          prefix, any case); checked like the others\n"
-    "  -q, --quiet             no summary from the library nor from run (LEAKWATCH_QUIET)\n"
+    "  -q, --quiet             errors only, and the report's path at the end\n"
+    "                          (LEAKWATCH_QUIET)\n"
     "      --fail-on-leak      exit with status 3 when the program succeeded but the\n"
     "                          report's verdict is leak\n"
     "      --library PATH      preload this libleakwatch.so instead of the one\n"
@@ -148,9 +149,27 @@ static void install_forwarding(sigset_t *blocked) {
 
 /* ---- the job ---- */
 
+/* `leakwatch run CMD &` gives the shell the wrapper's pid: the job's own,
+ * once it has started, so that `leakwatch top` can be pointed at it (it
+ * follows the wrapper's too). */
+static void say_pid(char **argv, pid_t pid) {
+    char cmd[160], shown[200];
+    size_t o = 0;
+    cmd[0] = '\0';
+    for (int i = 0; argv[i] && o + 1 < sizeof cmd; i++) {
+        int w = snprintf(cmd + o, sizeof cmd - o, "%s%s", i ? " " : "", argv[i]);
+        if (w < 0) break;
+        o += (size_t)w;
+    }
+    if (o >= sizeof cmd - 1) memcpy(cmd + sizeof cmd - 4, "...", 4);
+    fprintf(stderr, "leakwatch: watching PID %ld (%s); leakwatch top %ld\n", (long)pid,
+            lw_safe_text(cmd, shown, sizeof shown), (long)pid);
+}
+
 /* Runs argv; returns its wait status, or -1 (then *exec_errno says why the
- * exec failed, or is 0 when fork itself failed). */
-static int run_job(char **argv, int *exec_errno, pid_t *job) {
+ * exec failed, or is 0 when fork itself failed). Says the job's pid once it
+ * has started, unless quiet. */
+static int run_job(char **argv, int *exec_errno, pid_t *job, int quiet) {
     sigset_t blocked, old;
     install_forwarding(&blocked);
     /* Signals that arrive before job_pid is known stay pending, then go on. */
@@ -189,6 +208,7 @@ static int run_job(char **argv, int *exec_errno, pid_t *job) {
         got = read(pipefd[0], &e, sizeof e);
     while (got < 0 && errno == EINTR);
     close(pipefd[0]);
+    if (got != (ssize_t)sizeof e && !quiet) say_pid(argv, pid);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
@@ -224,6 +244,17 @@ static void expand(const char *tpl, pid_t pid, char *out, size_t n) {
         }
     }
     out[o] = '\0';
+}
+
+/* --quiet: errors only, and where the report is (the library's summary, which
+ * names it otherwise, is silent then): its path, when this run wrote it. */
+static void say_report_path(const char *tpl, pid_t pid, time_t started) {
+    if (!strcmp(tpl, "none") || !strcmp(tpl, "/dev/null")) return;
+    char path[PATH_MAX], shown[PATH_MAX];
+    expand(tpl, pid, path, sizeof path);
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_mtime < started) return;
+    fprintf(stderr, "leakwatch: report: %s\n", lw_safe_text(path, shown, sizeof shown));
 }
 
 /* Checks one report; 1 leak, 0 not, -1 unreadable (message printed). */
@@ -269,7 +300,7 @@ static int job_leaks(const char *tpl, const char *private_dir, pid_t pid, time_t
         if (!found && !quiet)
             fprintf(stderr, "leakwatch: no report was written: the program never allocated CUDA "
                             "memory (leakwatch starts at the first allocation)\n");
-        else if (!quiet)
+        else if (found && (!quiet || leak == 0)) /* quiet: a leaking one was named */
             fprintf(stderr, "leakwatch: reports are in %s\n", private_dir);
         if (!found) rmdir(private_dir);
         return leak;
@@ -277,6 +308,7 @@ static int job_leaks(const char *tpl, const char *private_dir, pid_t pid, time_t
     char path[PATH_MAX];
     expand(tpl, pid, path, sizeof path);
     int r = report_leaks(path, started, quiet);
+    if (r == 0 && quiet) say_report_path(tpl, pid, started);
     if (r == -2) {
         if (!quiet)
             fprintf(stderr,
@@ -483,7 +515,7 @@ int lw_cmd_run(int argc, char **argv) {
     time_t started = time(NULL);
     int exec_errno = 0;
     pid_t pid = 0;
-    int status = run_job(argv + optind, &exec_errno, &pid);
+    int status = run_job(argv + optind, &exec_errno, &pid, quiet);
     int rc = finish(status, exec_errno, argv[optind], fail_on_leak, tpl,
                     private_dir[0] ? private_dir : NULL, pid, started, quiet);
     for (int i = 0; i < nsettings; i++)
@@ -513,7 +545,10 @@ static int finish(int status, int exec_errno, const char *prog, int fail_on_leak
         return exec_errno == ENOENT ? LW_EXIT_NOT_FOUND : LW_EXIT_CANNOT_EXEC;
     }
     int code = lw_run_exit_code(status);
-    if (!fail_on_leak) return code;
+    if (!fail_on_leak) {
+        if (quiet) say_report_path(tpl, pid, started);
+        return code;
+    }
     int leak = job_leaks(tpl, private_dir, pid, started, quiet);
     if (code != 0) {
         if (leak > 0) lw_cli_error("the program failed (status %d) and leaks", code);

@@ -131,6 +131,10 @@ int lw_sock_for_args(const char *cmd, int argc, char **argv, int optind_, long *
     if (optind_ != argc - 1) return lw_cli_usage_error(cmd, "expected one PID");
     if (lw_parse_pid(argv[optind_], pid) != 0)
         return lw_cli_usage_error(cmd, "'%s' is not a process id", argv[optind_]);
+    return lw_sock_find_follow(pid, path, n);
+}
+
+int lw_sock_find_follow(long *pid, char *path, size_t n) {
     char err[1200];
     int st = lw_sock_find(*pid, path, n, err, sizeof err);
     if (st != 0 && kill((pid_t)*pid, 0) == 0) {

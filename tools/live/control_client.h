@@ -19,6 +19,11 @@ int lw_sock_find(long pid, char *path, size_t n, char *err, size_t errlen);
 int lw_sock_for_args(const char *cmd, int argc, char **argv, int optind_, long *pid, char *path,
                      size_t n);
 
+/* lw_sock_find, and when pid itself is not watched but a descendant is
+ * (`leakwatch run`'s own pid), that one: *pid becomes it, with one line on
+ * stderr saying so. 0, or the exit status after one line on stderr. */
+int lw_sock_find_follow(long *pid, char *path, size_t n);
+
 /* Sends one request line (without newline) and returns the answer's body
  * after its "ok" line (malloc'd, NUL-terminated, *len bytes), or NULL with a
  * message in err. The peer must run as our user (or root). */

@@ -418,6 +418,10 @@ static int load_doc(lw_model *m, const char *name, char *err, size_t errlen) {
         m->nseries =
             read_series(m, series, "floor", &m->sx, &m->sfloor, &m->st, &m->speak, "series.");
     m->tracker = typed(m, r, "tracker", LW_JSON_OBJECT, "");
+    /* LEAKWATCH_STACKS=0: its site stands for every allocation. */
+    if (m->tracker && lw_json_bool(lw_json_get(m->tracker, "stacks"), 1) == 0)
+        for (size_t i = 0; i < m->nsites; i++)
+            m->sites[i].all_allocations = m->sites[i].nframes == 0;
     model_apart(m);
     return 0;
 }
@@ -672,6 +676,10 @@ static void model_apart(lw_model *m) {
 }
 
 int lw_model_where(const lw_m_site *s, char *out, size_t n) {
+    if (s->all_allocations) {
+        snprintf(out, n, "all allocations");
+        return -1;
+    }
     if (isfinite(s->id))
         snprintf(out, n, "site %.0f", s->id);
     else

@@ -40,6 +40,7 @@ typedef struct {
     double where_distinct;   /* index into frames of the frame that tells the site apart
                                 from others sharing its place (NAN: none) */
     const char *owner_text;  /* what keeps it alive (PyTorch's sites: owner.text), or NULL */
+    int all_allocations;     /* 1: the one site of a run without stacks (tracker.stacks false) */
     lw_m_frame *frames;
     size_t nframes;
     double *series_x, *series_floor;
