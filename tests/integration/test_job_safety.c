@@ -611,6 +611,26 @@ END_TEST
 
 /* ---- exit paths ---- */
 
+/* CUDA calls made by the job's exit handlers after leakwatch's exit report
+ * and summary (libtorch_cuda's make some: CUDA IPC's sent blocks are freed
+ * at exit under a device guard) reach the runtime and get its own answers. */
+START_TEST(cuda_calls_after_the_exit_summary_pass_through) {
+    const char *args[] = {"lateexit", NULL};
+    const char *env[] = {"LEAKWATCH_QUIET=0", NULL};
+    lw_run r;
+    lw_run_prog(&r, 1, "rt_safety_job", args, env);
+    RUN_OK(&r);
+    ck_assert_str_eq(r.out, "late getdevice 0 dev 0 malloc 0 free 0 sync 0\n");
+    /* The handler ran after the summary (which names the site: the
+     * symbolisation and site label ran before it). */
+    const char *summary = strstr(r.err, "leakwatch: ");
+    const char *late = strstr(r.err, "late handler");
+    ck_assert_msg(summary && late && summary < late && strstr(r.err, "leak_job"), "stderr: %s",
+                  r.err);
+    lw_run_free(&r);
+}
+END_TEST
+
 START_TEST(end_signals_leave_a_final_report) {
     static const struct {
         int sig;
@@ -828,6 +848,7 @@ int main(void) {
     tcase_add_test(tc, control_clients_cannot_hold_the_exit);
     tcase_add_test(tc, descriptors_the_job_reuses_are_left_alone);
     tcase_add_test(tc, symbolizer_children_are_invisible);
+    tcase_add_test(tc, cuda_calls_after_the_exit_summary_pass_through);
     tcase_add_test(tc, end_signals_leave_a_final_report);
     tcase_add_test(tc, run_refuses_library_paths_ld_preload_splits);
     tcase_add_test(tc, sockets_of_gone_processes_are_removed);

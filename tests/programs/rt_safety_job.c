@@ -17,7 +17,14 @@
  *                                later a child that allocates and, 0.5 s on,
  *                                prints "child early report yes|no": whether its
  *                                own periodic report (r.PID.json) came already
- *   rt_safety_job quiet          allocates and exits; prints nothing */
+ *   rt_safety_job quiet          allocates and exits; prints nothing
+ *   rt_safety_job lateexit       an exit handler registered before its first
+ *                                CUDA call (so it runs after leakwatch's, with
+ *                                its exit summary), that makes CUDA calls, as
+ *                                libtorch_cuda's exit handlers do; it writes
+ *                                "late handler" on stderr and prints "late
+ *                                getdevice R dev D malloc R free R sync R"
+ *                                (the runtime's results) */
 #include "safety.h"
 
 #include <errno.h>
@@ -62,6 +69,23 @@ NOINLINE static void *leak_job(size_t n) {
     void *p;
     CHECK(cudaMalloc(&p, n));
     return p;
+}
+
+cudaError_t cudaGetDevice(int *device);
+cudaError_t cudaDeviceSynchronize(void);
+
+/* Runs after leakwatch's exit handler (registered at the first CUDA call,
+ * after this one): every call must reach the runtime and get its answer. */
+static void late_exit_handler(void) {
+    fprintf(stderr, "late handler\n");
+    int dev = -1;
+    void *p = NULL;
+    int get = (int)cudaGetDevice(&dev);
+    int alloc = (int)cudaMalloc(&p, 1 << 20);
+    int fr = alloc == 0 ? (int)cudaFree(p) : -1;
+    int sync = (int)cudaDeviceSynchronize();
+    printf("late getdevice %d dev %d malloc %d free %d sync %d\n", get, dev, alloc, fr, sync);
+    fflush(stdout);
 }
 
 static volatile sig_atomic_t handled;
@@ -153,6 +177,12 @@ int main(int argc, char **argv) {
         }
         int st;
         waitpid(c, &st, 0);
+        return 0;
+    }
+    if (!strcmp(mode, "lateexit")) {
+        atexit(late_exit_handler);
+        for (int i = 0; i < 8; i++)
+            leak_job(1 << 20);
         return 0;
     }
     if (!strcmp(mode, "wait") && argc > 2) {
