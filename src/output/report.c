@@ -1007,6 +1007,13 @@ int lw_report_emit(FILE *f, const char *reason) {
     int top_distinct = -1;
     const lw_site *top = emit_sites(&w, syms, g.verdict == LW_VERDICT_LEAK, &top_distinct);
     if (answer_live >= 0 && isfinite(ans.a.where_live)) ans.a.where_live = (double)answer_live;
+    /* A largest site that holds nothing by the time its entry is written
+     * (freed meanwhile by a thread still running at exit) is not named: the
+     * command, reading that entry, does not name it either. */
+    if (answer_live == 0 && g.verdict != LW_VERDICT_LEAK && !ans.torch) {
+        ans.a.where = NULL;
+        ans.a.where_live = NAN;
+    }
     answer_site = NULL;
     /* The site the answer names (answer.c, the one rule every output
      * follows), and its place to look (the same as that site's own "where"):

@@ -705,7 +705,9 @@ static void tmux(const char *sock, const char *args, char *out, size_t n) {
 }
 
 /* The pane's text, wrapped lines joined (-J), once it holds want (up to 60 s:
- * top under a sanitizer on a loaded machine draws its first screen late). */
+ * top under a sanitizer on a loaded machine draws its first screen late).
+ * Targets are "=NAME:", session NAME exactly: tmux also matches a bare name
+ * against the start of window names. */
 static void pane_until(const char *sock, const char *target, const char *want, char *out,
                        size_t n) {
     char args[128];
@@ -814,35 +816,35 @@ START_TEST(top_keys_and_job_exit_in_tmux) {
              "sleep 60\"",
              lw_cli_exe(), (long)job);
     tmux(sock, cmd, NULL, 0);
-    pane_until(sock, "t", "PLACE TO LOOK", pane, sizeof pane);
+    pane_until(sock, "=t:", "PLACE TO LOOK", pane, sizeof pane);
     /* The first line is the answer, naming the place to look. */
     ck_assert_msg(strstr(pane, "leak_sleeper") && strstr(pane, "gpu 0   ["), "%s", pane);
     ck_assert_msg(strncmp(pane, "inconclusive", 12) == 0 || strncmp(pane, "no leak", 7) == 0 ||
                       strncmp(pane, "LEAK", 4) == 0,
                   "the first line is not the answer:\n%s", pane);
     fits(pane, 80);
-    tmux(sock, "send-keys -t t c", NULL, 0);
-    pane_until(sock, "t", "sorted by count", pane, sizeof pane);
-    tmux(sock, "send-keys -t t Enter", NULL, 0);
-    pane_until(sock, "t", "stack, outermost first", pane, sizeof pane);
+    tmux(sock, "send-keys -t =t: c", NULL, 0);
+    pane_until(sock, "=t:", "sorted by count", pane, sizeof pane);
+    tmux(sock, "send-keys -t =t: Enter", NULL, 0);
+    pane_until(sock, "=t:", "stack, outermost first", pane, sizeof pane);
     ck_assert_msg(strstr(pane, "--> ") && strstr(pane, "in leak_sleeper"), "%s", pane);
     ck_assert_msg(!strstr(pane, "__libc_start"), "start-up frames shown:\n%s", pane);
     fits(pane, 80);
-    tmux(sock, "send-keys -t t Escape", NULL, 0);
-    pane_until(sock, "t", "PLACE TO LOOK", pane, sizeof pane);
+    tmux(sock, "send-keys -t =t: Escape", NULL, 0);
+    pane_until(sock, "=t:", "PLACE TO LOOK", pane, sizeof pane);
     /* q quits a second viewer. */
     snprintf(cmd, sizeof cmd,
              "new-session -d -x 80 -y 30 -s q \"%s top %ld; echo TOP-EXITED \\$?; sleep 60\"",
              lw_cli_exe(), (long)job);
     tmux(sock, cmd, NULL, 0);
-    pane_until(sock, "q", "PLACE TO LOOK", pane, sizeof pane);
-    tmux(sock, "send-keys -t q q", NULL, 0);
-    pane_until(sock, "q", "TOP-EXITED 0", pane, sizeof pane);
+    pane_until(sock, "=q:", "PLACE TO LOOK", pane, sizeof pane);
+    tmux(sock, "send-keys -t =q: q", NULL, 0);
+    pane_until(sock, "=q:", "TOP-EXITED 0", pane, sizeof pane);
     /* The job ends: the last screen stays, with the final report's path. */
     close(in[1]);
     int st;
     ck_assert_int_eq(lw_wait_pid(job, 20000, &st), 0);
-    pane_until(sock, "t", "TOP-EXITED 0", pane, sizeof pane);
+    pane_until(sock, "=t:", "TOP-EXITED 0", pane, sizeof pane);
     ck_assert_msg(strstr(pane, "PLACE TO LOOK") && strstr(pane, "final report: ") &&
                       strstr(pane, rep),
                   "%s", pane);
