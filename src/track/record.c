@@ -176,6 +176,7 @@ static lw_site *site_for_this_stack(void) {
         lw_site *s = si.known && (npy == 0 || pystate != 0) ? *si.tag : NULL;
         if (s && si.aux == pystate) {
             if (lw_stack_verifying()) {
+                lw_stack_ips(&si, key + 1);
                 lw_pystack_key(py, npy, key + 1 + n);
                 key[0] = (uintptr_t)n | (uintptr_t)npy << 16 |
                          (uintptr_t)si.cut << LW_SITE_KEY_CUT_SHIFT;
@@ -186,6 +187,7 @@ static lw_site *site_for_this_stack(void) {
             lw_stack_done(&si, s, pystate);
             return s;
         }
+        lw_stack_ips(&si, key + 1);
         lw_pystack_key(py, npy, key + 1 + n);
     }
     key[0] =

@@ -474,7 +474,7 @@ fast_walk(thread_state *ts, uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t
         }
         if (!diff && i < nchk) diff = differs(c + i, nchk - i);
         if (diff != 0 && !trust_cache) continue;
-        memcpy(ips, e->ips, (size_t)e->n * sizeof *ips);
+        out->cached = e->ips; /* copied if the caller needs them (lw_stack_ips) */
         out->known = 1;
         out->tag = &e->tag;
         out->aux = e->aux;
@@ -570,6 +570,7 @@ void lw_stack_capture(uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t cut_h
     out->cut = out->known = 0;
     out->tag = NULL;
     out->internal = NULL;
+    out->cached = NULL;
     if (max > LW_STACK_MAX) max = LW_STACK_MAX;
     if (cut_hi <= cut_lo) cut_lo = cut_hi = 0;
 #ifdef LW_ABLATE_unwind
@@ -595,12 +596,16 @@ void lw_stack_capture(uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t cut_h
             if (n >= 0) {
                 out->n = n;
                 out->internal = ts;
-                if (verify) verify_stack(ips, n, max, cut_lo, cut_hi);
+                if (verify) {
+                    lw_stack_ips(out, ips);
+                    verify_stack(ips, n, max, cut_lo, cut_hi);
+                }
                 return;
             }
             ts->busy = 0;
             out->tag = NULL;
             out->known = 0;
+            out->cached = NULL;
         }
     }
     atomic_fetch_add_explicit(&n_fallback, 1, memory_order_relaxed);
