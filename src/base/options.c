@@ -73,9 +73,11 @@ static const lw_option_def table[LW_OPT_COUNT] = {
              "unwinder and count differences (tracker.stack_mismatches); slow"),
 };
 
-static long values[LW_OPT_COUNT];
+long lw_opt_values_[LW_OPT_COUNT];
+#define values lw_opt_values_
 static const char *texts[LW_OPT_COUNT];
-static int loaded;
+int lw_opt_loaded_;
+#define loaded lw_opt_loaded_
 /* Where the values come from: the environment, or (attach) the settings the
  * command passed in. */
 static const char *env_source(const char *name) {
@@ -192,11 +194,6 @@ void lw_options_load(void) {
     }
     lw_log_quiet = (int)values[LW_OPT_QUIET];
     loaded = 1;
-}
-
-long lw_opt_int(lw_option_id id) {
-    if (!loaded) lw_options_load();
-    return values[id];
 }
 
 const char *lw_opt_str(lw_option_id id) {

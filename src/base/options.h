@@ -68,7 +68,14 @@ void lw_options_load(void);
  * command cannot set. The strings must stay valid. */
 void lw_options_set_source(const char *(*get)(const char *name));
 
-long lw_opt_int(lw_option_id id);
+/* Read on every allocation event: inline, one load once loaded. The values
+ * and the flag are options.c's, not to be written elsewhere. */
+extern long lw_opt_values_[];
+extern int lw_opt_loaded_;
+static inline long lw_opt_int(lw_option_id id) {
+    if (__builtin_expect(!lw_opt_loaded_, 0)) lw_options_load();
+    return lw_opt_values_[id];
+}
 const char *lw_opt_str(lw_option_id id);
 
 #endif

@@ -405,31 +405,42 @@ static caller_obj *caller_of(uintptr_t a) {
     return c ? c : add_caller(a);
 }
 
-static void *for_object(caller_obj *c, int index, const char *name, int count) {
+/* The first call of a function for a caller: its definition, found once
+ * and kept in slot (and the call counted, as for_object does). Out of line,
+ * so that the path of every later call (one load) sets up no frame for it. */
+__attribute__((noinline, cold)) static void *resolve_into(caller_obj *c, int index,
+                                                          const char *name, void *_Atomic *slot,
+                                                          atomic_uint *guessed, int count) {
+    void *p = resolve(c, name);
+    /* Code in no object (or past a full table): the global scope's
+     * definition is a guess too. */
+    int g = !c;
+    if (p && !c) {
+        Dl_info info;
+        say_guess(name,
+                  dladdr(p, &info) && info.dli_fname && info.dli_fname[0] ? info.dli_fname
+                                                                          : "the program",
+                  "the global scope's definition");
+    }
+    if (!p) {
+        p = guess(c, name);
+        g = 1;
+    }
+    if (!p) return NULL;
+    /* The mark before the pointer: who sees the one sees the other. */
+    if (g) atomic_fetch_or_explicit(guessed, 1u << index, memory_order_relaxed);
+    atomic_store_explicit(slot, p, memory_order_release);
+    if (count && (atomic_load_explicit(guessed, memory_order_relaxed) >> index & 1u))
+        atomic_fetch_add_explicit(&guessed_calls, 1, memory_order_relaxed);
+    return p;
+}
+
+static inline void *for_object(caller_obj *c, int index, const char *name, int count) {
     void *_Atomic *slot = c ? &c->fn[index] : &anonymous_fn[index];
     atomic_uint *guessed = c ? &c->guessed : &anonymous_guessed;
     void *p = atomic_load_explicit(slot, memory_order_acquire);
-    if (!p) {
-        p = resolve(c, name);
-        /* Code in no object (or past a full table): the global scope's
-         * definition is a guess too. */
-        int g = !c;
-        if (p && !c) {
-            Dl_info info;
-            say_guess(name,
-                      dladdr(p, &info) && info.dli_fname && info.dli_fname[0] ? info.dli_fname
-                                                                              : "the program",
-                      "the global scope's definition");
-        }
-        if (!p) {
-            p = guess(c, name);
-            g = 1;
-        }
-        if (!p) return NULL;
-        /* The mark before the pointer: who sees the one sees the other. */
-        if (g) atomic_fetch_or_explicit(guessed, 1u << index, memory_order_relaxed);
-        atomic_store_explicit(slot, p, memory_order_release);
-    }
+    /* A tail call: the common path keeps no registers across a call. */
+    if (__builtin_expect(!p, 0)) return resolve_into(c, index, name, slot, guessed, count);
     if (count && (atomic_load_explicit(guessed, memory_order_relaxed) >> index & 1u))
         atomic_fetch_add_explicit(&guessed_calls, 1, memory_order_relaxed);
     return p;

@@ -36,7 +36,7 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-static inline void LOCK(lock_t *l) {
+__attribute__((noinline)) static void lock_wait(lock_t *l) {
     for (int spins = 0;; spins++) {
         if (!atomic_load_explicit(&l->held, memory_order_relaxed) &&
             !atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
@@ -48,6 +48,12 @@ static inline void LOCK(lock_t *l) {
             spins = 0;
         }
     }
+}
+
+/* Uncontended (almost always): one exchange, inline; else the wait above. */
+static inline void LOCK(lock_t *l) {
+    if (__builtin_expect(!atomic_exchange_explicit(&l->held, 1, memory_order_acquire), 1)) return;
+    lock_wait(l);
 }
 
 static inline void UNLOCK(lock_t *l) {

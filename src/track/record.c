@@ -26,6 +26,12 @@ typedef struct {
 } cache_slot;
 static _Thread_local cache_slot site_cache[CACHE_SLOTS];
 
+/* The site of the empty key (no frames: LEAKWATCH_STACKS=0): every event
+ * without a stack lands on it, so it is kept once for all threads and found
+ * without a hash, a key comparison or a thread-local cache. Cleared when the
+ * sites are (a forked child). */
+static lw_site *_Atomic empty_site;
+
 static _Atomic uint64_t untracked;
 static _Atomic uint64_t reused_unseen;
 static _Atomic uint64_t truncated_sites; /* sites whose stack hit a frame cap */
@@ -132,9 +138,15 @@ static lw_site *site_for_this_stack(void) {
     lw_pyframe py[LW_PY_MAX];
     lw_stack_info si = {0};
     uint64_t pystate = 0; /* which Python frames: 0 none, else the cache's generation */
-    int n = 0, npy = 0, max = (int)lw_opt_int(LW_OPT_MAX_FRAMES);
+    int n = 0, npy = 0, max = 0;
     uintptr_t borrowed = 0;
-    if (lw_opt_int(LW_OPT_STACKS)) {
+    int stacks = (int)lw_opt_int(LW_OPT_STACKS);
+    if (!stacks) {
+        lw_site *s = atomic_load_explicit(&empty_site, memory_order_acquire);
+        if (s) return s;
+    }
+    max = (int)lw_opt_int(LW_OPT_MAX_FRAMES);
+    if (stacks) {
         /* Python first: when it has frames, the native walk stops at the
          * interpreter. */
         lw_py_cache *pc = lw_stack_py_cache(max);
@@ -164,6 +176,7 @@ static lw_site *site_for_this_stack(void) {
         lw_site *s = si.known && (npy == 0 || pystate != 0) ? *si.tag : NULL;
         if (s && si.aux == pystate) {
             if (lw_stack_verifying()) {
+                lw_stack_ips(&si, key + 1);
                 lw_pystack_key(py, npy, key + 1 + n);
                 key[0] = (uintptr_t)n | (uintptr_t)npy << 16 |
                          (uintptr_t)si.cut << LW_SITE_KEY_CUT_SHIFT;
@@ -174,6 +187,7 @@ static lw_site *site_for_this_stack(void) {
             lw_stack_done(&si, s, pystate);
             return s;
         }
+        lw_stack_ips(&si, key + 1);
         lw_pystack_key(py, npy, key + 1 + n);
     }
     key[0] =
@@ -205,6 +219,8 @@ static lw_site *site_for_this_stack(void) {
         if (s != lw_site_overflow()) {
             slot->hash = hash;
             slot->site = s;
+            if (nkey == 1 && key[0] == 0)
+                atomic_store_explicit(&empty_site, s, memory_order_release);
         }
     }
     lw_stack_done(&si, s == lw_site_overflow() || (npy > 0 && pystate == 0) ? NULL : s, pystate);
@@ -346,10 +362,12 @@ void lw_record_after_fork_child(void) {
     /* The one thread of the child is the one that forked: its cache holds the
      * parent's sites, which the child's first start forgets. */
     memset(site_cache, 0, sizeof site_cache);
+    atomic_store(&empty_site, NULL);
     lw_stack_after_fork_child();
 }
 
 void lw_record_forget_all(void) {
+    atomic_store(&empty_site, NULL);
     pthread_mutex_lock(&failures_lock);
     failures_total = 0;
     memset(failures, 0, sizeof failures);

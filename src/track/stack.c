@@ -19,9 +19,6 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 /* Our own frames (the hook, the recorder) sit on top: the fallback captures
  * a few more than asked and drops them. */
@@ -221,6 +218,15 @@ typedef struct {
     uint64_t mask[2];
 } check;
 
+/* What a filled slot keeps of its checks: only the words compared, one
+ * (address, value) pair each, written over the checks when the walk ends
+ * (compact_checks). Confirming a stack is then a load and an xor per word,
+ * with no masks. */
+typedef struct {
+    uintptr_t addr;
+    uint64_t want;
+} word_check;
+
 /* A stack seen before on this thread, from its anchor (the registers of
  * the walker itself, so leakwatch's own frames are confirmed with the rest)
  * outwards. */
@@ -230,7 +236,7 @@ typedef struct {
     int n;                    /* frames outside leakwatch; 0: empty */
     int end;                  /* how the walk ended */
     int need_fp;              /* the anchor's fp is used before it is reloaded */
-    int nchk;
+    int nchk;                 /* word checks (a filled slot); -1: none to compare */
     void *tag;
     uint64_t aux; /* the caller's, with tag */
     uintptr_t *ips;
@@ -401,27 +407,32 @@ static inline lw_unw_rule rule_for(thread_state *ts, uintptr_t ip) {
         sp = cfa_; /* LW_UNW_SP_IS_CFA */                                                          \
     } while (0)
 
-/* Whether any of the n checks at c reads other bits than recorded. The
- * loads are independent of each other (addresses known in advance). */
-__attribute__((no_sanitize_address)) static inline int differs(const check *c, int n) {
-#ifdef __SSE2__
-    __m128i acc = _mm_setzero_si128();
-#pragma GCC unroll 4
-    for (int i = 0; i < n; i++) {
-        __m128i v = _mm_loadu_si128((const __m128i *)c[i].addr);
-        __m128i x = _mm_xor_si128(v, _mm_load_si128((const __m128i *)(const void *)c[i].want));
-        acc = _mm_or_si128(
-            acc, _mm_and_si128(x, _mm_load_si128((const __m128i *)(const void *)c[i].mask)));
-    }
-    return _mm_movemask_epi8(_mm_cmpeq_epi8(acc, _mm_setzero_si128())) != 0xffff;
-#else
+/* Whether any of the n word checks at w reads another value than recorded.
+ * The loads are independent of each other (addresses known in advance). */
+__attribute__((no_sanitize_address)) static inline uint64_t differs(const word_check *w, int n) {
     uint64_t acc = 0;
+#pragma GCC unroll 8
+    for (int i = 0; i < n; i++)
+        acc |= *(const uint64_t *)w[i].addr ^ w[i].want;
+    return acc;
+}
+
+/* Rewrites the walk's n checks as the word checks of the words they compare,
+ * in place (a check is 48 bytes, its words at most 32, so the words of check
+ * i end within its own bytes, after it was read). Returns their number. */
+static int compact_checks(check *chk, int n) {
+    char *out = (char *)(void *)chk;
+    int nw = 0;
     for (int i = 0; i < n; i++) {
-        const uint64_t *v = (const uint64_t *)c[i].addr;
-        acc |= ((v[0] ^ c[i].want[0]) & c[i].mask[0]) | ((v[1] ^ c[i].want[1]) & c[i].mask[1]);
+        check c;
+        memcpy(&c, &chk[i], sizeof c);
+        for (int k = 0; k < 2; k++) {
+            if (!c.mask[k]) continue;
+            word_check w = {c.addr + 8 * (uintptr_t)k, c.want[k]};
+            memcpy(out + (size_t)nw++ * sizeof w, &w, sizeof w);
+        }
     }
-    return acc != 0;
-#endif
+    return nw;
 }
 
 static inline unsigned set_of(uintptr_t sp) {
@@ -453,17 +464,18 @@ fast_walk(thread_state *ts, uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t
         /* Each word the walk read then, read again: all in this thread's
          * stack above sp (docs/stacks.md), and independent of each other,
          * so no chain of loads. */
-        const check *c = e->chk;
+        const word_check *c = (const word_check *)(const void *)e->chk;
         /* Eight at a time, then one branch: a stack from another call
          * site differs within the first few frames. */
-        int i = 0, nchk = e->nchk, diff = 0;
-        while (!diff && i < nchk) {
-            int end = i + 8 < nchk ? i + 8 : nchk;
-            diff = differs(c + i, end - i);
-            i = end;
+        int i = 0, nchk = e->nchk;
+        uint64_t diff = 0;
+        while (!diff && i + 8 <= nchk) {
+            diff = differs(c + i, 8);
+            i += 8;
         }
+        if (!diff && i < nchk) diff = differs(c + i, nchk - i);
         if (diff != 0 && !trust_cache) continue;
-        memcpy(ips, e->ips, (size_t)e->n * sizeof *ips);
+        out->cached = e->ips; /* copied if the caller needs them (lw_stack_ips) */
         out->known = 1;
         out->tag = &e->tag;
         out->aux = e->aux;
@@ -525,6 +537,7 @@ fast_walk(thread_state *ts, uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t
     e->need_fp = need_fp;
     e->end = end;
     e->n = n;
+    nchk = compact_checks(chk, nchk);
     e->nchk = nchk > 0 ? nchk : -1; /* never 0 for a filled slot */
     out->known = 0;
     out->tag = &e->tag;
@@ -558,6 +571,7 @@ void lw_stack_capture(uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t cut_h
     out->cut = out->known = 0;
     out->tag = NULL;
     out->internal = NULL;
+    out->cached = NULL;
     if (max > LW_STACK_MAX) max = LW_STACK_MAX;
     if (cut_hi <= cut_lo) cut_lo = cut_hi = 0;
 #ifdef LW_ABLATE_unwind
@@ -583,12 +597,16 @@ void lw_stack_capture(uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t cut_h
             if (n >= 0) {
                 out->n = n;
                 out->internal = ts;
-                if (verify) verify_stack(ips, n, max, cut_lo, cut_hi);
+                if (verify) {
+                    lw_stack_ips(out, ips);
+                    verify_stack(ips, n, max, cut_lo, cut_hi);
+                }
                 return;
             }
             ts->busy = 0;
             out->tag = NULL;
             out->known = 0;
+            out->cached = NULL;
         }
     }
     atomic_fetch_add_explicit(&n_fallback, 1, memory_order_relaxed);

@@ -22,6 +22,7 @@
 
 #include "pyframes.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define LW_STACK_MAX 256
@@ -33,9 +34,24 @@ typedef struct {
     void **tag;     /* the caller's slot for this stack (NULL: none) */
     uint64_t aux;   /* known: the word stored with *tag */
     void *internal; /* for lw_stack_done */
+    /* known: the frames are in the thread's cache here, not yet in ips (the
+     * caller that finds its site by the tag needs no copy); lw_stack_ips
+     * copies them. NULL: ips holds them. */
+    const uintptr_t *cached;
 } lw_stack_info;
 
-/* Fills ips with up to max return addresses. When cut_hi > cut_lo, the walk
+/* Puts the frames of a capture into ips (where lw_stack_capture was told to
+ * write them), if they are still only in the thread's cache. Before
+ * lw_stack_done. */
+static inline void lw_stack_ips(lw_stack_info *info, uintptr_t *ips) {
+    if (info->cached) {
+        __builtin_memcpy(ips, info->cached, (size_t)info->n * sizeof *ips);
+        info->cached = 0;
+    }
+}
+
+/* Fills ips with up to max return addresses (or leaves them in the cache:
+ * see cached above). When cut_hi > cut_lo, the walk
  * stops after the first frame whose address is in [cut_lo, cut_hi) (the
  * Python interpreter's evaluation function: the Python frames tell what is
  * below it). Every lw_stack_capture is followed, on the same thread, by

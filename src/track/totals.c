@@ -98,9 +98,10 @@ static void make_key(void) {
     key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
 }
 
-static shard *my_shard(void) {
-    shard *s = mine;
-    if (s) return s;
+/* The first count of a thread: its shard. Out of line (my_shard below is the
+ * per-event path: one load). */
+__attribute__((noinline, cold)) static shard *new_shard(void) {
+    shard *s;
     pthread_once(&key_once, make_key);
     /* Without the exit hook a shard could never be reused: the spill shard
      * then serves the thread. */
@@ -122,6 +123,11 @@ static shard *my_shard(void) {
         return &spill;
     }
     return mine = s;
+}
+
+static inline shard *my_shard(void) {
+    shard *s = mine;
+    return __builtin_expect(s != NULL, 1) ? s : new_shard();
 }
 
 void lw_totals_after_fork_child(void) {
@@ -248,27 +254,44 @@ static void switch_to_multi(void) {
     atomic_store_explicit(&single_cell, CELL_ANY, memory_order_release);
 }
 
-/* Adds delta to every level of (d, kind); returns the base's live bytes. */
-static inline int64_t account(int d, lw_kind kind, int64_t delta) {
-    int cell = d * LW_KIND_COUNT + (int)kind;
-    int sc = atomic_load_explicit(&single_cell, memory_order_acquire);
+/* The first event on a cell other than the one in use (or the very first):
+ * out of line, as is everything account() does rarely, so that the common
+ * path is inlined into the event with no frame of its own. */
+__attribute__((noinline)) static void enter_cell(int cell, int sc) {
     if (sc == CELL_NONE) {
         int none = CELL_NONE;
         sc = atomic_compare_exchange_strong(&single_cell, &none, cell) ? cell : none;
     }
     if (sc != cell && sc != CELL_ANY) switch_to_multi();
+}
+
+/* An event that found the MULTI bit on its base (live: the base's bytes). */
+__attribute__((noinline)) static int64_t account_multi(level *b, int d, lw_kind kind, int64_t delta,
+                                                       int64_t live) {
+    if (delta > 0) raise_peak(&b->peak_live_bytes, live);
+    wait_ready();
+    fine_add(d, kind, delta);
+    return live;
+}
+
+/* A new peak set while the finer levels are the base: if the switch came
+ * meanwhile, the switcher may have read the peak before it. */
+__attribute__((noinline)) static void new_single_peak(level *b, int d, lw_kind kind, int64_t live) {
+    int multi;
+    if (decode(atomic_load(&b->live_bytes), &multi), multi) fine_peak(d, kind, live);
+}
+
+/* Adds delta to every level of (d, kind); returns the base's live bytes. */
+static inline __attribute__((always_inline)) int64_t account(int d, lw_kind kind, int64_t delta) {
+    int cell = d * LW_KIND_COUNT + (int)kind;
+    int sc = atomic_load_explicit(&single_cell, memory_order_acquire);
+    if (__builtin_expect(sc != cell && sc != CELL_ANY, 0)) enter_cell(cell, sc);
     level *b = base_of(kind);
     int multi;
     int64_t live = decode(atomic_fetch_add(&b->live_bytes, delta), &multi) + delta;
-    if (multi) {
-        if (delta > 0) raise_peak(&b->peak_live_bytes, live);
-        wait_ready();
-        fine_add(d, kind, delta);
-    } else if (delta > 0 && raise_peak(&b->peak_live_bytes, live)) {
-        /* A new peak set while the finer levels are the base: if the switch
-         * came meanwhile, the switcher may have read the peak before it. */
-        if (decode(atomic_load(&b->live_bytes), &multi), multi) fine_peak(d, kind, live);
-    }
+    if (__builtin_expect(multi, 0)) return account_multi(b, d, kind, delta, live);
+    if (delta > 0 && __builtin_expect(raise_peak(&b->peak_live_bytes, live), 0))
+        new_single_peak(b, d, kind, live);
     return live;
 }
 
