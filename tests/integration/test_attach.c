@@ -996,6 +996,61 @@ START_TEST(stop_and_cont_during_an_attach_leave_the_job_running) {
 }
 END_TEST
 
+/* leakwatch attach killed (kill -9) at each point of an injection: the job
+ * goes on and finishes as it would have. The calls returned to the system
+ * call instruction the borrowed thread was stopped after, and only the
+ * command could put the thread back: killed while the thread ran dlopen, or
+ * between two calls, the thread went on with the calls' registers and stack
+ * pointer and the job crashed (a return into its own code with a stack
+ * pointer 300 KiB too low). Now every call returns to a stub that puts the
+ * thread back on its own (rt_sigreturn with its registers). The command
+ * kills itself at each point (LEAKWATCH_TEST_ATTACH_DIE_AT), which is what
+ * kill -9 from outside does at that moment. */
+START_TEST(a_command_killed_mid_injection_leaves_the_job_running) {
+    if (!can_attach()) return;
+    static const char *const points[] = {"call:mmap",
+                                         "return:mmap",
+                                         "skipped:mmap",
+                                         "call:dlopen",
+                                         "return:dlopen",
+                                         "skipped:dlopen",
+                                         "call:dlsym",
+                                         "call:leakwatch__attach",
+                                         "return:leakwatch__attach",
+                                         "skipped:leakwatch__attach",
+                                         "call:munmap",
+                                         "restore:"};
+    char *ref = reference_done("rt_attach", "150", NULL);
+    for (size_t i = 0; i < sizeof points / sizeof points[0]; i++) {
+        job j;
+        start_job(&j, "rt_attach", "150", NULL, 1, 0);
+        char pid[32], out[160], env_kill[96];
+        pid_text(j.pid, pid, sizeof pid);
+        snprintf(out, sizeof out, "%s/attach.txt", j.dir);
+        snprintf(env_kill, sizeof env_kill, "LEAKWATCH_TEST_ATTACH_DIE_AT=%s", points[i]);
+        const char *env[] = {env_kill, NULL};
+        const char *args[] = {"attach", "--background", "-q", "-o", j.report, pid, NULL};
+        pid_t a = lw_spawn(lw_cli_exe(), args, env, 0, out);
+        int st = 0;
+        if (lw_wait_pid(a, 60000, &st) != 0) {
+            kill(a, SIGKILL);
+            waitpid(a, &st, 0);
+            ck_abort_msg("%s: the attach did not end: %s", points[i], lw_slurp_file(out));
+        }
+        /* The point was reached (a test that kills nothing proves nothing). */
+        ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "%s: attach status 0x%x: %s",
+                      points[i], st, lw_slurp_file(out));
+        char *jo = finish_job(&j);
+        char *done = done_line(jo);
+        ck_assert_msg(!strcmp(done, ref), "%s: '%s'\nnever attached: '%s'", points[i], done, ref);
+        free(done);
+        free(jo);
+        lw_remove_dir(j.dir);
+    }
+    free(ref);
+}
+END_TEST
+
 int main(void) {
     snprintf(xdg, sizeof xdg, "/tmp/lwxdg.XXXXXX");
     if (!mkdtemp(xdg)) return 1;
@@ -1036,6 +1091,10 @@ int main(void) {
     safety = tcase_create("stopcont"); /* CK_RUN_CASE=stopcont */
     tcase_set_timeout(safety, 600);
     tcase_add_test(safety, stop_and_cont_during_an_attach_leave_the_job_running);
+    suite_add_tcase(s, safety);
+    safety = tcase_create("killed"); /* CK_RUN_CASE=killed */
+    tcase_set_timeout(safety, 600);
+    tcase_add_test(safety, a_command_killed_mid_injection_leaves_the_job_running);
     suite_add_tcase(s, safety);
     int failed = lw_check_run(s);
     lw_remove_dir(xdg);
