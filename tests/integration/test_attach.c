@@ -1051,6 +1051,37 @@ START_TEST(a_command_killed_mid_injection_leaves_the_job_running) {
 }
 END_TEST
 
+/* A thread borrowed from a recv on a socket with a receive timeout goes on
+ * waiting: the kernel ends such a wait with EINTR, not a restart, when it is
+ * interrupted (the attach's PTRACE_INTERRUPT is), and the job's recv failed
+ * with EINTR once per attach and detach (issue 32, item 6). */
+START_TEST(recv_with_a_timeout_is_not_interrupted) {
+    if (!can_attach()) return;
+    job j;
+    char stop[160];
+    lw_temp_dir(j.dir, sizeof j.dir);
+    snprintf(stop, sizeof stop, "%s/stop", j.dir);
+    const char *args[] = {stop, NULL};
+    start_prog(&j, "rt_attach_recv", args);
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    for (int i = 0; i < 5; i++) {
+        lw_run r;
+        attach_cli(&r, "--background", "-q", "-o", j.report, pid, NULL);
+        ck_assert_msg(r.exit_code == 0, "cycle %d: attach %d: %s", i, r.exit_code, r.err);
+        lw_run_free(&r);
+        attach_cli(&r, "--detach", "-q", pid, NULL, NULL, NULL);
+        ck_assert_msg(r.exit_code == 0, "cycle %d: detach %d: %s", i, r.exit_code, r.err);
+        lw_run_free(&r);
+    }
+    lw_write_text(stop, "stop");
+    char *out = finish_job(&j);
+    ck_assert_msg(strstr(out, "recv interrupted 0 times (waited)"), "%s", out);
+    free(out);
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
 int main(void) {
     snprintf(xdg, sizeof xdg, "/tmp/lwxdg.XXXXXX");
     if (!mkdtemp(xdg)) return 1;
@@ -1095,6 +1126,10 @@ int main(void) {
     safety = tcase_create("killed"); /* CK_RUN_CASE=killed */
     tcase_set_timeout(safety, 600);
     tcase_add_test(safety, a_command_killed_mid_injection_leaves_the_job_running);
+    suite_add_tcase(s, safety);
+    safety = tcase_create("small"); /* CK_RUN_CASE=small: issue 32's item 6 */
+    tcase_set_timeout(safety, 600);
+    tcase_add_test(safety, recv_with_a_timeout_is_not_interrupted);
     suite_add_tcase(s, safety);
     int failed = lw_check_run(s);
     lw_remove_dir(xdg);

@@ -672,6 +672,7 @@ static int seize(thread_ctx *c, char *err, size_t en) {
         requeue_signals(c);
         return 0;
     }
+    if (lw_arch_restart_eintr(&c->orig)) lw_arch_set_regs(c->tid, &c->orig);
     long nr = lw_arch_syscall(&c->orig);
     if (nr < 0 || !lw_arch_safe_syscall(nr)) {
         ptrace(PTRACE_DETACH, c->tid, 0, 0);

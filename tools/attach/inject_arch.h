@@ -64,6 +64,13 @@ void lw_arch_skip_syscall(lw_regs *r);
  * sleeps and waits in the program's own code, preferred; 1 for futex (lock
  * and condition waits); 0 for the others. */
 int lw_arch_safe_syscall(long nr);
+/* A wait that the attach's interruption ended with EINTR (a socket's
+ * receive timeout, epoll_wait: the kernel does not restart those) is made
+ * one the kernel restarts on resuming, as it does the others: the job never
+ * sees an EINTR no signal caused (a signal that came meanwhile is held and
+ * sent again, and interrupts the restarted wait as it would have). 1 when r
+ * was changed. */
+int lw_arch_restart_eintr(lw_regs *r);
 
 /* ---- a command killed at any moment (kill -9) leaves the job running ----
  * The calls return to a stub (lw_arch_stub) in a page of the target's that

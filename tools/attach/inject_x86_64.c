@@ -166,6 +166,19 @@ void lw_arch_skip_syscall(lw_regs *r) {
     r->rax = 0;
 }
 
+int lw_arch_restart_eintr(lw_regs *r) {
+    long nr = (long)r->orig_rax;
+    if ((long)r->rax != -4 /* EINTR */ || nr < 0) return 0;
+    if (!lw_arch_safe_syscall(nr) && nr != SYS_epoll_wait && nr != SYS_epoll_pwait
+#ifdef SYS_epoll_pwait2
+        && nr != SYS_epoll_pwait2
+#endif
+    )
+        return 0;
+    r->rax = (unsigned long long)-512; /* ERESTARTSYS: resumed, the kernel restarts it */
+    return 1;
+}
+
 int lw_arch_safe_syscall(long nr) {
     switch (nr) {
     case SYS_nanosleep:

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A job whose one thread waits in recv on a socket with a receive timeout
+ * (SO_RCVTIMEO), the wait that an interruption ends with EINTR instead of
+ * restarting it (issue 32, item 6). It says "ready PID", waits in recv (100
+ * ms at a time) until the file STOP exists, and reports how often recv
+ * failed with EINTR: 0, attached or not.
+ * Usage: rt_attach_recv STOP */
+#include "paths.h"
+
+#include <errno.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+cudaError_t cudaMalloc(void **p, size_t s);
+
+int main(int argc, char **argv) {
+    if (argc < 2) return 2;
+    void *p = NULL;
+    CHECK(cudaMalloc(&p, 4096));
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return 3;
+    struct timeval tv = {0, 100 * 1000};
+    setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    printf("ready %ld\n", (long)getpid());
+    fflush(stdout);
+    long interrupted = 0, waits = 0;
+    char c;
+    while (access(argv[1], F_OK) != 0) {
+        if (recv(sv[0], &c, 1, 0) < 0 && errno == EINTR) interrupted++;
+        waits++;
+    }
+    printf("done, recv interrupted %ld times (%s)\n", interrupted, waits ? "waited" : "never");
+    return 0;
+}
