@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -1082,6 +1083,116 @@ START_TEST(recv_with_a_timeout_is_not_interrupted) {
 }
 END_TEST
 
+/* A job the attach refuses for a cause of its own names that cause: traced
+ * by another tracer (it said "not permitted ... undumpable"), stopped (it
+ * waited, then said no thread could be borrowed "right now"). The job goes
+ * on untouched. */
+START_TEST(refusals_name_the_right_cause) {
+    if (!can_attach()) return;
+    job j;
+    char stop[160];
+    lw_temp_dir(j.dir, sizeof j.dir);
+    snprintf(stop, sizeof stop, "%s/stop", j.dir);
+    const char *args[] = {stop, NULL};
+    start_prog(&j, "rt_attach_recv", args);
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    lw_run r;
+
+    /* Traced by someone else (as strace or gdb would). */
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t tracer = fork();
+    ck_assert_int_ge(tracer, 0);
+    if (tracer == 0) {
+        char ok = ptrace(PTRACE_SEIZE, j.pid, 0, 0) == 0 ? 'y' : 'n';
+        if (write(ready[1], &ok, 1) != 1) _exit(1);
+        for (;;)
+            pause();
+    }
+    char ok = 0;
+    ck_assert_int_eq(read(ready[0], &ok, 1), 1);
+    close(ready[0]);
+    close(ready[1]);
+    ck_assert_msg(ok == 'y', "the test's tracer could not trace the job");
+    attach_cli(&r, "--wait-ms", "500", "-o", j.report, pid, NULL);
+    refused(&j, &r, 1, "is being traced by process");
+    lw_run_free(&r);
+    kill(tracer, SIGKILL);
+    waitpid(tracer, NULL, 0);
+
+    /* Stopped. */
+    kill(j.pid, SIGSTOP);
+    for (int i = 0; i < 2000 && proc_state(j.pid) != 'T'; i++)
+        usleep(1000);
+    attach_cli(&r, "--wait-ms", "500", "-o", j.report, pid, NULL);
+    refused(&j, &r, 1, "is stopped");
+    lw_run_free(&r);
+    kill(j.pid, SIGCONT);
+    ck_assert(!maps_have(j.pid, "libleakwatch"));
+
+    lw_write_text(stop, "stop");
+    /* (SIGSTOP itself ends a recv with a timeout with EINTR: not counted.) */
+    free(finish_job(&j));
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
+/* A file name from the job (another user's, maybe) reaches the terminal as
+ * text: an escape sequence in the path of a mapped libleakwatch.so came out
+ * raw in the refusal. */
+START_TEST(paths_from_the_job_are_printed_escaped) {
+    if (!can_attach()) return;
+    job j;
+    char stop[160], dir[200], lib[260];
+    lw_temp_dir(j.dir, sizeof j.dir);
+    snprintf(stop, sizeof stop, "%s/stop", j.dir);
+    snprintf(dir, sizeof dir, "%s/\033[31mred\033]0;title\007", j.dir);
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    snprintf(lib, sizeof lib, "%s/libleakwatch.so", dir);
+    lw_write_text(lib, "not a library, but a page of text to map\n");
+    const char *args[] = {stop, lib, NULL};
+    start_prog(&j, "rt_attach_recv", args);
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    lw_run r;
+    attach_cli(&r, "-o", j.report, pid, NULL, NULL, NULL);
+    refused(&j, &r, 1, "another libleakwatch.so");
+    ck_assert_msg(strstr(r.err, "red") && !strchr(r.err, '\033') && !strchr(r.err, '\007'),
+                  "raw control characters in: %s", r.err);
+    lw_run_free(&r);
+    lw_write_text(stop, "stop");
+    free(finish_job(&j));
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
+/* attach -o with a line break: refused as a usage error (the settings
+ * reach the library as NAME=VALUE lines, and the rest of the path was read
+ * as a setting of its own). */
+START_TEST(a_report_path_with_a_line_break_is_refused) {
+    if (!can_attach()) return;
+    job j;
+    char stop[160], bad[300];
+    lw_temp_dir(j.dir, sizeof j.dir);
+    snprintf(stop, sizeof stop, "%s/stop", j.dir);
+    const char *args[] = {stop, NULL};
+    start_prog(&j, "rt_attach_recv", args);
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    snprintf(bad, sizeof bad, "%s/r.json\nLEAKWATCH_PROMETHEUS=%s/injected.prom", j.dir, j.dir);
+    lw_run r;
+    attach_cli(&r, "--background", "-o", bad, pid, NULL, NULL);
+    ck_assert_msg(r.exit_code == 2 && strstr(r.err, "line break"), "exit %d: %s", r.exit_code,
+                  r.err);
+    lw_run_free(&r);
+    ck_assert(!maps_have(j.pid, "libleakwatch"));
+    lw_write_text(stop, "stop");
+    free(finish_job(&j));
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
 int main(void) {
     snprintf(xdg, sizeof xdg, "/tmp/lwxdg.XXXXXX");
     if (!mkdtemp(xdg)) return 1;
@@ -1130,6 +1241,9 @@ int main(void) {
     safety = tcase_create("small"); /* CK_RUN_CASE=small: issue 32's item 6 */
     tcase_set_timeout(safety, 600);
     tcase_add_test(safety, recv_with_a_timeout_is_not_interrupted);
+    tcase_add_test(safety, refusals_name_the_right_cause);
+    tcase_add_test(safety, paths_from_the_job_are_printed_escaped);
+    tcase_add_test(safety, a_report_path_with_a_line_break_is_refused);
     suite_add_tcase(s, safety);
     int failed = lw_check_run(s);
     lw_remove_dir(xdg);

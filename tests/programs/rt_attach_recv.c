@@ -3,11 +3,14 @@
  * (SO_RCVTIMEO), the wait that an interruption ends with EINTR instead of
  * restarting it (issue 32, item 6). It says "ready PID", waits in recv (100
  * ms at a time) until the file STOP exists, and reports how often recv
- * failed with EINTR: 0, attached or not.
- * Usage: rt_attach_recv STOP */
+ * failed with EINTR: 0, attached or not. MAP: a file it maps first (a name
+ * that the attach's messages print).
+ * Usage: rt_attach_recv STOP [MAP] */
 #include "paths.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -18,6 +21,11 @@ int main(int argc, char **argv) {
     if (argc < 2) return 2;
     void *p = NULL;
     CHECK(cudaMalloc(&p, 4096));
+    if (argc > 2) {
+        int fd = open(argv[2], O_RDONLY);
+        if (fd < 0 || mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED) return 4;
+        close(fd);
+    }
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return 3;
     struct timeval tv = {0, 100 * 1000};
