@@ -7,6 +7,7 @@
 
 #include "../check_run.h"
 #include "attach.h"
+#include "control_client.h"
 #include "inject.h"
 
 #include <errno.h>
@@ -1193,6 +1194,41 @@ START_TEST(a_report_path_with_a_line_break_is_refused) {
 }
 END_TEST
 
+/* An attached job ended by SIGTERM (SLURM, Kubernetes, kill) leaves its
+ * final report and removes its control socket, as one started under
+ * leakwatch does, and still ends by SIGTERM; the attach set no handler for
+ * it (no report, the socket left behind). */
+START_TEST(an_attached_job_ended_by_sigterm_leaves_its_report) {
+    if (!can_attach()) return;
+    job j;
+    start_job(&j, "rt_attach", "100000", NULL, 1, 0);
+    char pid[32], sock[4200], err[512];
+    pid_text(j.pid, pid, sizeof pid);
+    lw_run r;
+    attach_cli(&r, "--background", "-q", "-o", j.report, pid, NULL);
+    ck_assert_msg(r.exit_code == 0, "attach: %d: %s", r.exit_code, r.err);
+    lw_run_free(&r);
+    ck_assert_msg(lw_sock_find(j.pid, sock, sizeof sock, err, sizeof err) == 0, "no socket: %s",
+                  err);
+    usleep(300 * 1000);
+    kill(j.pid, SIGTERM);
+    int st = 0;
+    if (lw_wait_pid(j.pid, 60000, &st) != 0) {
+        kill(j.pid, SIGKILL);
+        waitpid(j.pid, &st, 0);
+        ck_abort_msg("the job did not end on SIGTERM");
+    }
+    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM, "job status 0x%x", st);
+    ck_assert_msg(access(sock, F_OK) != 0, "the socket was left: %s", sock);
+    lw_run rep;
+    load_report(&rep, j.report);
+    ck_assert_str_eq(lw_json_string(lw_json_get(rep.report, "reason")), "signal");
+    ck_assert_str_eq(lw_json_string(lw_json_get(rep.report, "end_signal")), "SIGTERM");
+    lw_json_free(rep.report);
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
 int main(void) {
     snprintf(xdg, sizeof xdg, "/tmp/lwxdg.XXXXXX");
     if (!mkdtemp(xdg)) return 1;
@@ -1244,6 +1280,7 @@ int main(void) {
     tcase_add_test(safety, refusals_name_the_right_cause);
     tcase_add_test(safety, paths_from_the_job_are_printed_escaped);
     tcase_add_test(safety, a_report_path_with_a_line_break_is_refused);
+    tcase_add_test(safety, an_attached_job_ended_by_sigterm_leaves_its_report);
     suite_add_tcase(s, safety);
     int failed = lw_check_run(s);
     lw_remove_dir(xdg);
