@@ -4,11 +4,14 @@
  * restarting it (issue 32, item 6). It says "ready PID", waits in recv (100
  * ms at a time) until the file STOP exists, and reports how often recv
  * failed with EINTR: 0, attached or not. MAP: a file it maps first (a name
- * that the attach's messages print).
+ * that the attach's messages print). SIGRTMIN, sent with sigqueue and the
+ * values 1, 2, 3...: counted, and those that come out of order.
  * Usage: rt_attach_recv STOP [MAP] */
 #include "paths.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <string.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -16,6 +19,17 @@
 #include <unistd.h>
 
 cudaError_t cudaMalloc(void **p, size_t s);
+
+static volatile long sig_count, sig_last, sig_disorder;
+
+static void on_rt(int sig, siginfo_t *si, void *uc) {
+    (void)sig;
+    (void)uc;
+    long v = si->si_value.sival_int;
+    if (v != sig_last + 1) sig_disorder++;
+    sig_last = v;
+    sig_count++;
+}
 
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
@@ -26,6 +40,11 @@ int main(int argc, char **argv) {
         if (fd < 0 || mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED) return 4;
         close(fd);
     }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_rt;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigaction(SIGRTMIN, &sa, NULL);
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return 3;
     struct timeval tv = {0, 100 * 1000};
@@ -38,6 +57,7 @@ int main(int argc, char **argv) {
         if (recv(sv[0], &c, 1, 0) < 0 && errno == EINTR) interrupted++;
         waits++;
     }
-    printf("done, recv interrupted %ld times (%s)\n", interrupted, waits ? "waited" : "never");
+    printf("done, recv interrupted %ld times (%s), signals %ld, out of order %ld\n", interrupted,
+           waits ? "waited" : "never", sig_count, sig_disorder);
     return 0;
 }

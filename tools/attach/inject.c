@@ -439,9 +439,12 @@ static int hold_signal(thread_ctx *c, int sig) {
     return 0;
 }
 
-static int requeue_signals(thread_ctx *c) {
-    int n = 0;
-    for (int i = 0; i < c->nsig; i++) {
+/* may_wait 0: the thread is still stopped (it cannot drain a full queue of
+ * real-time signals): a signal that finds the queue full, and those after
+ * it, are kept for a call after the thread is let go. */
+static int requeue_signals_from(thread_ctx *c, int may_wait) {
+    int n = 0, i = 0;
+    for (; i < c->nsig; i++) {
         siginfo_t *si = &c->sigs[i];
         /* Only queued signals (si_code < 0) keep their information; others
          * come again as from us (sigqueue cannot fake a kernel's). */
@@ -450,13 +453,34 @@ static int requeue_signals(thread_ctx *c) {
             r = si->si_code < 0 && si->si_code != SI_TKILL
                     ? syscall(SYS_rt_tgsigqueueinfo, c->pid, c->tid, si->si_signo, si)
                     : syscall(SYS_tgkill, c->pid, c->tid, si->si_signo);
-            if (r == 0 || errno != EAGAIN) break;
+            if (r == 0 || errno != EAGAIN || !may_wait) break;
             usleep(1000); /* the queue of real-time signals is full: let it drain */
         }
+        if (r != 0 && errno == EAGAIN && !may_wait) break;
         if (r == 0) n++;
     }
-    c->nsig = 0;
+    memmove(c->sigs, c->sigs + i, (size_t)(c->nsig - i) * sizeof *c->sigs);
+    c->nsig -= i;
     return n;
+}
+
+/* LEAKWATCH_TEST_ATTACH_PAUSE_AFTER_DETACH_MS=N (tests only): the command
+ * waits N ms once the thread is let go at the end, before anything else. */
+static void pause_after_detach(void) {
+    const char *v = secure_getenv("LEAKWATCH_TEST_ATTACH_PAUSE_AFTER_DETACH_MS");
+    long ms = v ? strtol(v, NULL, 10) : 0;
+    if (ms > 0 && ms < 10000) usleep((useconds_t)ms * 1000);
+}
+
+/* Lets the thread go. The signals held meanwhile are queued again first,
+ * while it is still stopped: one that arrives from here on comes after them,
+ * as it would have (queued after the thread ran again, a new one could be
+ * taken first: real-time signals out of order). Returns how many. */
+static int let_go(thread_ctx *c, int pause) {
+    int n = requeue_signals_from(c, 0);
+    ptrace(PTRACE_DETACH, c->tid, 0, 0);
+    if (pause) pause_after_detach();
+    return n + requeue_signals_from(c, 1);
 }
 
 /* 1 when the process has a handler of its own for sig (SigCgt). */
@@ -668,15 +692,13 @@ static int seize(thread_ctx *c, char *err, size_t en) {
         ptrace(PTRACE_CONT, c->tid, 0, (void *)(intptr_t)deliver);
     }
     if (lw_arch_get_regs(c->tid, &c->orig) != 0) {
-        ptrace(PTRACE_DETACH, c->tid, 0, 0);
-        requeue_signals(c);
+        let_go(c, 0);
         return 0;
     }
     if (lw_arch_restart_eintr(&c->orig)) lw_arch_set_regs(c->tid, &c->orig);
     long nr = lw_arch_syscall(&c->orig);
     if (nr < 0 || !lw_arch_safe_syscall(nr)) {
-        ptrace(PTRACE_DETACH, c->tid, 0, 0);
-        requeue_signals(c);
+        let_go(c, 0);
         return 0;
     }
     return 1;
@@ -813,15 +835,13 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
                 return -1;
             }
             if (r > 0 && !libc_thread(c, &fns)) {
-                ptrace(PTRACE_DETACH, c->tid, 0, 0);
-                requeue_signals(c);
+                let_go(c, 0);
                 if (never.n < 64) never.tid[never.n++] = c->tid;
                 r = 0;
             }
             int safe = r > 0 ? stack_is_safe(c, &fns, &ld_ranges) : 1;
             if (safe <= 0) {
-                ptrace(PTRACE_DETACH, c->tid, 0, 0);
-                requeue_signals(c);
+                let_go(c, 0);
                 if (safe < 0 && never.n < 64) never.tid[never.n++] = c->tid;
                 r = 0;
             }
@@ -1026,8 +1046,7 @@ restore:
         lw_arch_set_regs(c->tid, &c->orig);
         if (c->have_fp) lw_arch_set_fpregs(c->tid, &c->fp);
         q->stop_us = now_us() - stopped_at;
-        ptrace(PTRACE_DETACH, c->tid, 0, 0);
-        q->signals_requeued = requeue_signals(c);
+        q->signals_requeued = let_go(c, 1);
     }
     free(saved);
     if (c->memfd >= 0) close(c->memfd);
