@@ -1292,6 +1292,72 @@ START_TEST(signals_held_during_an_attach_keep_their_order) {
 }
 END_TEST
 
+/* Detaching a Python job that holds the GIL (here in a C call made through
+ * ctypes.PyDLL, which keeps it) does not wait for it: the helper's hook is
+ * removed from a thread of the library's once the GIL is free. The detach
+ * waited for the GIL (13 s in the report of the issue; snapshot, behind it
+ * on the control socket, blocked and failed): here it returned only after
+ * the job let go of the GIL 20 s later. */
+START_TEST(detach_does_not_wait_for_the_gil) {
+    if (!can_attach()) return;
+    const char *rt = getenv("LW_ASAN_RT");
+    if ((rt && strstr(rt, "tsan")) || access("/usr/bin/python3", X_OK) != 0) {
+        printf("test_attach: GIL case skipped (no /usr/bin/python3, or TSan)\n");
+        return;
+    }
+    job j;
+    lw_temp_dir(j.dir, sizeof j.dir);
+    snprintf(j.out, sizeof j.out, "%s/out.txt", j.dir);
+    snprintf(j.go, sizeof j.go, "%s/go", j.dir);
+    snprintf(j.report, sizeof j.report, "%s/report.json", j.dir);
+    char script[200], holding[200], released[200], cudart[PATH_MAX + 64], code[2048];
+    snprintf(script, sizeof script, "%s/gil_job.py", j.dir);
+    snprintf(holding, sizeof holding, "%s/holding", j.dir);
+    snprintf(released, sizeof released, "%s/released", j.dir);
+    snprintf(cudart, sizeof cudart, "LW_CUDART=%s/tests/lib/libcudart.so", lw_build_dir());
+    snprintf(code, sizeof code,
+             "import ctypes, os, sys, time\n"
+             "rt = ctypes.CDLL(os.environ['LW_CUDART'])\n"
+             "p = ctypes.c_void_p()\n"
+             "rt.cudaMalloc(ctypes.byref(p), 4096)\n"
+             "print('ready', os.getpid(), flush=True)\n"
+             "while not os.path.exists('%s'):\n"
+             "    time.sleep(0.01)\n"
+             "open('%s', 'w').write('1')\n"
+             "ctypes.PyDLL(None).sleep(20)  # the GIL is held through the call\n"
+             "open('%s', 'w').write('1')\n"
+             "print('done', flush=True)\n",
+             j.go, holding, released);
+    lw_write_text(script, code);
+    const char *args[] = {script, NULL};
+    const char *env[] = {cudart, NULL};
+    j.pid = lw_spawn("/usr/bin/python3", args, env, 0, j.out);
+    ck_assert_msg(lw_wait_for_text(j.out, "ready", 20000), "%s", lw_slurp_file(j.out));
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    lw_run r;
+    attach_cli(&r, "--background", "-q", "-o", j.report, pid, NULL);
+    ck_assert_msg(r.exit_code == 0, "attach: %s", r.err);
+    lw_run_free(&r);
+    usleep(300 * 1000); /* the helper's thread takes the GIL once */
+    go(&j);
+    for (int i = 0; i < 2000 && access(holding, F_OK) != 0; i++)
+        usleep(10 * 1000);
+    ck_assert_msg(access(holding, F_OK) == 0, "%s", lw_slurp_file(j.out));
+    usleep(200 * 1000); /* inside the call */
+    attach_cli(&r, "--detach", "-q", pid, NULL, NULL, NULL);
+    ck_assert_msg(r.exit_code == 0, "detach: %d: %s", r.exit_code, r.err);
+    lw_run_free(&r);
+    ck_assert_msg(access(released, F_OK) != 0,
+                  "the detach returned only after the job let go of the GIL");
+    ck_assert_int_eq(access(j.report, F_OK), 0);
+    char *out = finish_job(&j);
+    ck_assert_msg(strstr(out, "done"), "%s", out);
+    free(out);
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
 int main(void) {
     snprintf(xdg, sizeof xdg, "/tmp/lwxdg.XXXXXX");
     if (!mkdtemp(xdg)) return 1;
@@ -1345,6 +1411,7 @@ int main(void) {
     tcase_add_test(safety, a_report_path_with_a_line_break_is_refused);
     tcase_add_test(safety, an_attached_job_ended_by_sigterm_leaves_its_report);
     tcase_add_test(safety, signals_held_during_an_attach_keep_their_order);
+    tcase_add_test(safety, detach_does_not_wait_for_the_gil);
     suite_add_tcase(s, safety);
     int failed = lw_check_run(s);
     lw_remove_dir(xdg);
