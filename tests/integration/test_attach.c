@@ -1139,6 +1139,55 @@ START_TEST(refusals_name_the_right_cause) {
 }
 END_TEST
 
+/* A process that is not dumpable (it dropped root's rights, or called
+ * prctl(PR_SET_DUMPABLE, 0)), attached by its own user: the kernel lets only
+ * root read its memory map or trace it. Refused as such (it said "has not
+ * loaded CUDA": the map it could not read held nothing). Root only: the
+ * test makes the job and the attach another user's. */
+START_TEST(a_non_dumpable_process_is_refused_as_such) {
+    if (!can_attach()) return;
+    if (geteuid() != 0) {
+        printf("test_attach: non-dumpable case skipped: it needs root\n");
+        return;
+    }
+    job j;
+    char stop[160], out[160];
+    lw_temp_dir(j.dir, sizeof j.dir);
+    chmod(j.dir, 0777);
+    snprintf(stop, sizeof stop, "%s/stop", j.dir);
+    snprintf(out, sizeof out, "%s/attach.txt", j.dir);
+    snprintf(j.out, sizeof j.out, "%s/out.txt", j.dir);
+    char exe[PATH_MAX];
+    snprintf(exe, sizeof exe, "%s/tests/programs/rt_attach_recv", lw_build_dir());
+    const char *args[] = {stop, NULL};
+    const char *env[] = {"RT_ATTACH_BECOME=65534", NULL};
+    j.pid = lw_spawn(exe, args, env, 0, j.out);
+    ck_assert_msg(lw_wait_for_text(j.out, "ready", 20000), "%s", lw_slurp_file(j.out));
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0) {
+        int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+        if (fd < 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(99);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execl(lw_cli_exe(), "leakwatch", "attach", "--wait-ms", "500", pid, (char *)NULL);
+        _exit(98);
+    }
+    int st = 0;
+    ck_assert_int_eq(lw_wait_pid(c, 60000, &st), 0);
+    char *text = lw_slurp_file(out);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(text, "not dumpable"),
+                  "status 0x%x: %s", st, text);
+    free(text);
+    ck_assert_msg(kill(j.pid, 0) == 0, "the job is gone");
+    lw_write_text(stop, "stop");
+    free(finish_job(&j));
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
 /* A file name from the job (another user's, maybe) reaches the terminal as
  * text: an escape sequence in the path of a mapped libleakwatch.so came out
  * raw in the refusal. */
@@ -1407,6 +1456,7 @@ int main(void) {
     tcase_set_timeout(safety, 600);
     tcase_add_test(safety, recv_with_a_timeout_is_not_interrupted);
     tcase_add_test(safety, refusals_name_the_right_cause);
+    tcase_add_test(safety, a_non_dumpable_process_is_refused_as_such);
     tcase_add_test(safety, paths_from_the_job_are_printed_escaped);
     tcase_add_test(safety, a_report_path_with_a_line_break_is_refused);
     tcase_add_test(safety, an_attached_job_ended_by_sigterm_leaves_its_report);

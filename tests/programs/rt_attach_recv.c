@@ -6,12 +6,16 @@
  * failed with EINTR: 0, attached or not. MAP: a file it maps first (a name
  * that the attach's messages print). SIGRTMIN, sent with sigqueue and the
  * values 1, 2, 3...: counted, and those that come out of order.
+ * RT_ATTACH_BECOME=UID (run as root): it then runs as that user and group,
+ * not dumpable (as a set-user-ID program, or one that drops its rights, is).
  * Usage: rt_attach_recv STOP [MAP] */
 #include "paths.h"
 
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -39,6 +43,12 @@ int main(int argc, char **argv) {
         int fd = open(argv[2], O_RDONLY);
         if (fd < 0 || mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED) return 4;
         close(fd);
+    }
+    const char *become = getenv("RT_ATTACH_BECOME");
+    if (become) {
+        int id = atoi(become);
+        if (setgid((gid_t)id) != 0 || setuid((uid_t)id) != 0) return 5;
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
