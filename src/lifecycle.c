@@ -62,6 +62,7 @@ static int attached;
 
 static void at_exit(void);
 static void end_signals_start(void);
+static void end_signals_stop(void);
 static void before_fork(void);
 static void after_fork_parent(void);
 static void after_fork_child(void);
@@ -108,7 +109,9 @@ static void start(void) {
     lw_stack_init();
     atomic_store_explicit(&state, RECORDING, memory_order_release);
     lw_worker_start();
-    if (!attached) end_signals_start();
+    /* Attached too (issue 32): SIGTERM's final report and socket; the
+     * detach puts the default dispositions back (end_signals_stop). */
+    end_signals_start();
 }
 
 int lw_started(void) {
@@ -297,6 +300,7 @@ int lw_lifecycle_detach(char *path, size_t n) {
         lw_growth_flush();
         if (lw_growth_take_warning()) lw_warning_leak();
         rc = lw_report_write("detach", 1, path, n);
+        end_signals_stop();
         /* Calls from here on pass through; the ones already inside a hook
          * finish recording into tables nobody reads again. */
         atomic_store(&state, DETACHED);
@@ -429,6 +433,26 @@ static void end_signals_start(void) {
         sa.sa_flags = SA_RESTART;
         sigaction(end_signals[i], &sa, NULL);
     }
+}
+
+/* The detach: the signals whose handler is still ours get their default
+ * action back (the job's dispositions as they were before the attach), and
+ * the thread that waited for them ends (its pipe's write end closed: end of
+ * file). */
+static void end_signals_stop(void) {
+    for (int i = 0; i < N_END; i++) {
+        struct sigaction cur;
+        if (sigaction(end_signals[i], NULL, &cur) != 0 || (cur.sa_flags & SA_SIGINFO) ||
+            cur.sa_handler != end_handler)
+            continue;
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigaction(end_signals[i], &dfl, NULL);
+    }
+    end_pid = 0;
+    if (fd_is(end_pipe[1], &end_id[0][1])) close(end_pipe[1]);
+    end_pipe[1] = -1;
 }
 
 /* The PyTorch helper's entry points (python/leakwatch/_torch.py). Like

@@ -297,8 +297,14 @@ static const char py_uninstall[] = "import sys\n"
                                    "if t is not None and hasattr(t, 'uninstall'):\n"
                                    "    t.uninstall()\n";
 
-/* Runs src (Python) in the interpreter, if there is one: 0, or -1. */
-static int run_python(const char *src) {
+/* One per attach and per detach: a Python thread of ours that gets the GIL
+ * after the next attach or detach has begun does nothing (the uninstall of
+ * a detach, run late, must not remove the next attach's hook). */
+static atomic_long py_generation;
+
+/* Runs src (Python) in the interpreter, if there is one, once it has the
+ * GIL, unless another attach or detach came since generation gen: 0, or -1. */
+static int run_python(const char *src, long gen) {
     py_initialized_fn initialized =
         (py_initialized_fn)lw_real_dlsym(RTLD_DEFAULT, "Py_IsInitialized");
     py_ensure_fn ensure = (py_ensure_fn)lw_real_dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
@@ -315,14 +321,14 @@ static int run_python(const char *src) {
         p += sprintf(p, "%02x", (unsigned char)src[i]);
     sprintf(p, "').decode(), {})");
     int st = ensure();
-    int rc = run(code, NULL);
+    int rc = atomic_load(&py_generation) == gen ? run(code, NULL) : 0;
     release(st);
     free(code);
     return rc == 0 ? 0 : -1;
 }
 
 static void *python_install_thread(void *arg) {
-    (void)arg;
+    long gen = (long)(intptr_t)arg;
     char dir[PATH_MAX], quoted[2 * PATH_MAX + 8];
     if (!lw_torch_package_dir(dir, sizeof dir)) dir[0] = '\0';
     /* DIR as a Python bytes literal, decoded: any byte in a path is fine. */
@@ -335,9 +341,18 @@ static void *python_install_thread(void *arg) {
     if (src) {
         const char *at = strstr(py_install, "DIR");
         snprintf(src, len, "%.*s%s%s", (int)(at - py_install), py_install, quoted, at + 3);
-        run_python(src);
+        run_python(src, gen);
         free(src);
     }
+    return NULL;
+}
+
+/* The detach's part in Python, on a thread of ours: the detach does not
+ * wait for the GIL (a job that held it kept the detach, and the control
+ * socket with it, waiting for seconds: snapshot blocked, then failed). Until
+ * it runs, the hook's calls find the library not recording. */
+static void *python_uninstall_thread(void *arg) {
+    run_python(py_uninstall, (long)(intptr_t)arg);
     return NULL;
 }
 
@@ -384,7 +399,9 @@ static int detach(char *msg, size_t n) {
     atomic_store(&installed, 0);
     unpatch_all_locked();
     pthread_mutex_unlock(&patch_lock);
-    if (lw_real_dlsym(RTLD_DEFAULT, "Py_IsInitialized")) run_python(py_uninstall);
+    long gen = atomic_fetch_add(&py_generation, 1) + 1;
+    if (lw_real_dlsym(RTLD_DEFAULT, "Py_IsInitialized"))
+        lw_thread_start_arg(python_uninstall_thread, (void *)(intptr_t)gen);
     char path[PATH_MAX] = "";
     if (lw_lifecycle_detach(path, sizeof path) != 0 || !path[0])
         snprintf(msg, n, "(no report written: LEAKWATCH_REPORT is none, or see the job's stderr)");
@@ -442,7 +459,9 @@ static int attach_now(const char *settings, char *msg, size_t n) {
     patch_all_locked();
     snprintf(msg, n, "%zu", npatches);
     pthread_mutex_unlock(&patch_lock);
-    if (lw_real_dlsym(RTLD_DEFAULT, "Py_IsInitialized")) lw_thread_start(python_install_thread);
+    long gen = atomic_fetch_add(&py_generation, 1) + 1;
+    if (lw_real_dlsym(RTLD_DEFAULT, "Py_IsInitialized"))
+        lw_thread_start_arg(python_install_thread, (void *)(intptr_t)gen);
     rc = 0;
 out:
     pthread_mutex_unlock(&attach_lock);

@@ -241,19 +241,29 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data) {
     return 0;
 }
 
+/* Said once, by whichever caller first finds the table full: the 65th
+ * library (the check before the search returned silently, so the message
+ * came only from two threads racing for the last slot: it never printed). */
+static void say_full(void) {
+    lw_log_once(callers_full,
+                "more than %d libraries call the CUDA runtime; calls from the others go to "
+                "the runtime in the global scope (else to a guessed one, counted in "
+                "tracker.guessed_target_calls)",
+                CALLERS_MAX);
+}
+
 static caller_obj *add_caller(uintptr_t ra) {
     /* A full table stays full: no search, no reference taken, per call. */
-    if (atomic_load_explicit(&callers_claimed, memory_order_relaxed) >= CALLERS_MAX) return NULL;
+    if (atomic_load_explicit(&callers_claimed, memory_order_relaxed) >= CALLERS_MAX) {
+        say_full();
+        return NULL;
+    }
     struct find_obj f = {.addr = ra};
     if (!dl_iterate_phdr(find_object, &f)) return NULL;
     int i = atomic_fetch_add(&callers_claimed, 1);
     if (i >= CALLERS_MAX) {
         atomic_store(&callers_claimed, CALLERS_MAX);
-        lw_log_once(callers_full,
-                    "more than %d libraries call the CUDA runtime; calls from the others go to "
-                    "the runtime in the global scope (else to a guessed one, counted in "
-                    "tracker.guessed_target_calls)",
-                    CALLERS_MAX);
+        say_full();
         return NULL;
     }
     void *h = NULL;

@@ -223,6 +223,13 @@ static void reply_detach(int fd) {
         return;
     }
     stop_serving = 1;
+    /* The socket goes before the answer: a client that asks again once it
+     * has the answer finds no socket (not one that is still there, about to
+     * go, and answers nothing: test_attach's second detach got exit 1 instead
+     * of 4 now and then on a loaded machine). */
+    pthread_mutex_lock(&lock);
+    if (running && owner == getpid()) unlink(sock_path);
+    pthread_mutex_unlock(&lock);
     snprintf(line, sizeof line, "ok\n%s\n", msg);
     send_all(fd, line, strlen(line));
 }

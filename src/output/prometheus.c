@@ -7,6 +7,7 @@
 
 #include "atomic_file.h"
 #include "growth.h"
+#include "log.h"
 #include "imports.h"
 #include "report.h"
 #include "totals.h"
@@ -15,6 +16,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -143,6 +145,20 @@ int lw_prometheus_write_answer(const char *tpl, const lw_run_answer *r) {
     }
     /* ".NAME.PID.SEQ.tmp": node exporter reads only *.prom, so never this.
      * Mode 0600 like every output; node exporter runs as root or as us. */
-    int rc = lw_atomic_write(path, emit_to, (void *)r, NULL, 0);
-    return rc == LW_AF_FAILED ? -1 : 0;
+    char why[512] = "";
+    int rc = lw_atomic_write(path, emit_to, (void *)r, why, sizeof why);
+    if (rc != LW_AF_FAILED) return 0;
+    /* Said once (the interval's rewrites fail the same way every time),
+     * again only when the reason changes. */
+    static pthread_mutex_t said_lock = PTHREAD_MUTEX_INITIALIZER;
+    static char said[512];
+    pthread_mutex_lock(&said_lock);
+    if (strcmp(why, said) != 0) {
+        lw_log("cannot write the Prometheus file %s: %s; set LEAKWATCH_PROMETHEUS to a file in "
+               "a writable folder (node exporter's textfile folder)",
+               path, why[0] ? why : "unknown reason");
+        snprintf(said, sizeof said, "%s", why);
+    }
+    pthread_mutex_unlock(&said_lock);
+    return -1;
 }

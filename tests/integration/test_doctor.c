@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define HAS(r, text)                                                                               \
     ck_assert_msg(strstr((r)->out, text), "no \"%s\" in:\n%s%s", text, (r)->out, (r)->err)
@@ -64,6 +65,32 @@ START_TEST(doctor_without_a_driver) {
 }
 END_TEST
 
+/* A driver whose cuInit hangs: doctor stops the probe at its time limit and
+ * says so (it was silent for 122 s, then blamed the library, and pointed to
+ * a log in a folder it had deleted); the log it names is there. */
+START_TEST(doctor_with_a_hanging_driver) {
+    const char *env[] = {"FAKE_CUDA_INIT_HANG_MS=600000", NULL};
+    const char *args[] = {
+        "doctor", "--cuda-stand-ins", "--python", "/nonexistent/python3", "--timeout", "2", NULL};
+    lw_run r;
+    lw_cli_run(&r, args, env);
+    ck_assert_msg(r.exit_code == 1, "exit %d\n%s%s", r.exit_code, r.out, r.err);
+    HAS(&r, "the probe did not finish in 2 s");
+    HAS(&r, "cuInit");
+    ck_assert_msg(!strstr(r.out, "the probe did not run under it"), "%s", r.out);
+    const char *in = strstr(r.out, "output is in ");
+    ck_assert_msg(in != NULL, "%s", r.out);
+    char log[4200];
+    snprintf(log, sizeof log, "%.*s", (int)strcspn(in + 13, ";\n"), in + 13);
+    ck_assert_msg(access(log, F_OK) == 0, "%s is gone:\n%s", log, r.out);
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", log);
+    *strrchr(dir, '/') = '\0';
+    lw_remove_dir(dir);
+    lw_run_free(&r);
+}
+END_TEST
+
 START_TEST(doctor_bad_usage) {
     const char *args[] = {"doctor", "--cuda-libs", "/nonexistent/dir", NULL};
     lw_run r;
@@ -86,6 +113,7 @@ int main(void) {
     tcase_add_test(tc, doctor_with_cuda_stand_ins);
     tcase_add_test(tc, doctor_without_a_driver);
     tcase_add_test(tc, doctor_bad_usage);
+    tcase_add_test(tc, doctor_with_a_hanging_driver);
     suite_add_tcase(s, tc);
     return lw_check_run(s) ? 1 : 0;
 }

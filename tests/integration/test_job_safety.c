@@ -201,6 +201,28 @@ START_TEST(only_regular_files_are_replaced) {
 }
 END_TEST
 
+/* A Prometheus path that is refused (here a directory) gets one message,
+ * however many intervals rewrite it; it got none (issue 32, item 6). */
+START_TEST(a_refused_prometheus_path_is_said_once) {
+    char dir[256], prom[300], set_prom[340], set_rep[340];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(prom, sizeof prom, "%s/m.prom", dir);
+    ck_assert_int_eq(mkdir(prom, 0700), 0);
+    snprintf(set_prom, sizeof set_prom, "LEAKWATCH_PROMETHEUS=%s", prom);
+    snprintf(set_rep, sizeof set_rep, "LEAKWATCH_REPORT=%s/r.json", dir);
+    const char *set[] = {set_prom, set_rep, "LEAKWATCH_INTERVAL_MS=10", NULL};
+    const char *args[] = {"quiet", NULL};
+    lw_run r;
+    lw_run_set(&r, set, "rt_safety_job", args, NULL);
+    RUN_OK(&r);
+    ck_assert_msg(lw_count_substr(r.err, "cannot write the Prometheus file") == 1 &&
+                      strstr(r.err, "it is a directory"),
+                  "%s", r.err);
+    lw_run_free(&r);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 /* LEAKWATCH_REPORT=none and /dev/null: no file, no message, the device as
  * it was. */
 START_TEST(dev_null_and_none_turn_the_file_off) {
@@ -855,6 +877,10 @@ int main(void) {
     tcase_add_test(tc, ps_asks_every_process_at_once);
     tcase_add_test(tc, root_watches_another_users_job);
     suite_add_tcase(s, tc);
+    TCase *prom = tcase_create("prometheus"); /* CK_RUN_CASE=prometheus */
+    tcase_set_timeout(prom, 300);
+    tcase_add_test(prom, a_refused_prometheus_path_is_said_once);
+    suite_add_tcase(s, prom);
     int failed = lw_check_run(s);
     return failed ? 1 : 0;
 }

@@ -521,6 +521,15 @@ static CUresult free_current(CUdeviceptr dptr) {
 CUresult cuInit(unsigned int Flags) {
     COUNT(cuInit);
     config();
+    /* FAKE_CUDA_INIT_HANG_MS=N: a driver whose initialization hangs (a GPU
+     * in a bad state): cuInit returns after N ms. */
+    const char *hang = getenv("FAKE_CUDA_INIT_HANG_MS");
+    if (hang) {
+        long ms = atol(hang);
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0) {
+        }
+    }
     if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
     if (n_devices == 0) return CUDA_ERROR_NO_DEVICE; /* what a machine without a GPU answers */
     atomic_store(&initialized, true);

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -118,6 +119,10 @@ static void target_path(pid_t pid, const char *path, char *out, size_t n) {
 /* The functions of the target's C library the attach calls. */
 typedef struct {
     uint64_t dlopen, dlsym, dlerror, errno_location;
+    /* mmap and munmap, and the C library's rt_sigreturn code (__restore_rt,
+     * found by its bytes): the page the calls return to (kill_safe). */
+    uint64_t mmap, munmap, sigreturn;
+    char libc_path[PATH_MAX];
     /* libthread_db's description of struct pthread's tid field (as gdb
      * reads it): tells a thread of the C library from one made with a
      * bare clone (a sanitizer's, a language runtime's), whose thread
@@ -164,6 +169,9 @@ static int find_functions(pid_t pid, target_fns *t, char *err, size_t en) {
     t->dlsym = sym_at(s, &libc, "dlsym");
     t->dlerror = sym_at(s, &libc, "dlerror");
     t->errno_location = sym_at(s, &libc, "__errno_location");
+    t->mmap = sym_at(s, &libc, "mmap");
+    t->munmap = sym_at(s, &libc, "munmap");
+    snprintf(t->libc_path, sizeof t->libc_path, "%s", libc.path);
     t->pthread_tid_desc = sym_at(s, &libc, "_thread_db_pthread_tid");
     t->stack_used_desc = sym_at(s, &libc, "_thread_db_rtld_global__dl_stack_used");
     t->stack_user_desc = sym_at(s, &libc, "_thread_db_rtld_global__dl_stack_user");
@@ -300,6 +308,19 @@ typedef struct {
     /* The thread is stopped at the end of our return's system call (not
      * where the kernel restarts its own: restore() first stops it there). */
     int at_syscall_stop;
+    /* Where the calls return to and how: the stub page's (kill_safe) or,
+     * without one, the system call instruction ret_to. trap_pc: the
+     * program counter at the entry of the system call that ends a call;
+     * again_pc: where the thread is put then, so that let go it runs
+     * rt_sigreturn (0: nowhere); result_below_sp: where the stub keeps
+     * the result, below the stack pointer at the trap (0: it is the system
+     * call's number, or lost). */
+    int kill_safe;
+    uint64_t ret_addr, trap_pc, again_pc, result_below_sp;
+    lw_regs adj;      /* the thread's registers as rt_sigreturn puts them back */
+    uint64_t sigmask; /* its signal mask, for that frame */
+    int mask_checked; /* read again once it ran (a sigsuspend's mask is temporary) */
+    uint64_t fpstate; /* its floating-point state (the legacy area), for that frame */
     int nsig;
     siginfo_t *sigs; /* held, in order of arrival */
     int sigcap;
@@ -418,9 +439,12 @@ static int hold_signal(thread_ctx *c, int sig) {
     return 0;
 }
 
-static int requeue_signals(thread_ctx *c) {
-    int n = 0;
-    for (int i = 0; i < c->nsig; i++) {
+/* may_wait 0: the thread is still stopped (it cannot drain a full queue of
+ * real-time signals): a signal that finds the queue full, and those after
+ * it, are kept for a call after the thread is let go. */
+static int requeue_signals_from(thread_ctx *c, int may_wait) {
+    int n = 0, i = 0;
+    for (; i < c->nsig; i++) {
         siginfo_t *si = &c->sigs[i];
         /* Only queued signals (si_code < 0) keep their information; others
          * come again as from us (sigqueue cannot fake a kernel's). */
@@ -429,13 +453,34 @@ static int requeue_signals(thread_ctx *c) {
             r = si->si_code < 0 && si->si_code != SI_TKILL
                     ? syscall(SYS_rt_tgsigqueueinfo, c->pid, c->tid, si->si_signo, si)
                     : syscall(SYS_tgkill, c->pid, c->tid, si->si_signo);
-            if (r == 0 || errno != EAGAIN) break;
+            if (r == 0 || errno != EAGAIN || !may_wait) break;
             usleep(1000); /* the queue of real-time signals is full: let it drain */
         }
+        if (r != 0 && errno == EAGAIN && !may_wait) break;
         if (r == 0) n++;
     }
-    c->nsig = 0;
+    memmove(c->sigs, c->sigs + i, (size_t)(c->nsig - i) * sizeof *c->sigs);
+    c->nsig -= i;
     return n;
+}
+
+/* LEAKWATCH_TEST_ATTACH_PAUSE_AFTER_DETACH_MS=N (tests only): the command
+ * waits N ms once the thread is let go at the end, before anything else. */
+static void pause_after_detach(void) {
+    const char *v = secure_getenv("LEAKWATCH_TEST_ATTACH_PAUSE_AFTER_DETACH_MS");
+    long ms = v ? strtol(v, NULL, 10) : 0;
+    if (ms > 0 && ms < 10000) usleep((useconds_t)ms * 1000);
+}
+
+/* Lets the thread go. The signals held meanwhile are queued again first,
+ * while it is still stopped: one that arrives from here on comes after them,
+ * as it would have (queued after the thread ran again, a new one could be
+ * taken first: real-time signals out of order). Returns how many. */
+static int let_go(thread_ctx *c, int pause) {
+    int n = requeue_signals_from(c, 0);
+    ptrace(PTRACE_DETACH, c->tid, 0, 0);
+    if (pause) pause_after_detach();
+    return n + requeue_signals_from(c, 1);
 }
 
 /* 1 when the process has a handler of its own for sig (SigCgt). */
@@ -483,6 +528,35 @@ static int wait_thread(thread_ctx *c, int *status) {
     }
 }
 
+/* The thread's blocked signals (SigBlk of its status). */
+static uint64_t thread_sigmask(const thread_ctx *c) {
+    char p[96], line[256];
+    snprintf(p, sizeof p, "/proc/%d/task/%d/status", (int)c->pid, (int)c->tid);
+    FILE *f = fopen(p, "re");
+    uint64_t m = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "SigBlk:", 7)) m = strtoull(line + 7, NULL, 16);
+    if (f) fclose(f);
+    return m;
+}
+
+/* LEAKWATCH_TEST_ATTACH_DIE_AT=POINT:WHAT (tests only): the command kills
+ * itself (as kill -9 would) at that point of the call of WHAT: "call" (the
+ * thread runs it), "return" (it returned; its end is being skipped),
+ * "skipped" (stopped after that), "restore:" (before the thread's
+ * registers are put back). */
+static void die_at(const char *point, const char *what) {
+    const char *v = secure_getenv("LEAKWATCH_TEST_ATTACH_DIE_AT");
+    size_t n = strlen(point);
+    if (v && !strncmp(v, point, n) && v[n] == ':' && !strcmp(v + n + 1, what)) raise(SIGKILL);
+}
+
+static int write_frame(thread_ctx *c, uint64_t ra_slot) {
+    unsigned char frame[LW_ARCH_SIGFRAME_MAX];
+    size_t n = lw_arch_sigframe(frame, c->ret_addr, &c->adj, c->sigmask, c->fpstate);
+    return mem_write(c, ra_slot, frame, n);
+}
+
 /* Runs fn(args) on the thread. 0 and *ret; -1 with err.
  *
  * The call returns to the system call instruction that the thread was
@@ -498,11 +572,15 @@ static int call(thread_ctx *c, uint64_t fn, const uint64_t *args, int n, uint64_
     uint64_t ra_slot = 0;
     lw_arch_prepare_call(&r, fn, args, n, sp, &ra_slot);
     c->at_syscall_stop = 0;
-    if ((ra_slot && mem_write(c, ra_slot, &c->ret_to, sizeof c->ret_to) != 0) ||
+    /* Everything the thread needs to go back on its own is in place before
+     * it may run: the command may be killed at any moment from here. */
+    if ((ra_slot && (c->kill_safe ? write_frame(c, ra_slot)
+                                  : mem_write(c, ra_slot, &c->ret_to, sizeof c->ret_to)) != 0) ||
         lw_arch_set_regs(c->tid, &r) != 0 || ptrace(PTRACE_SYSCALL, c->tid, 0, 0) != 0) {
         snprintf(err, en, "cannot set up the call of %s: %s", what, strerror(errno));
         return -1;
     }
+    die_at("call", what);
     uint64_t back_sp = lw_arch_sp(&r) + 8; /* after the return */
     int returned = 0;
     for (;;) {
@@ -526,17 +604,33 @@ static int call(thread_ctx *c, uint64_t fn, const uint64_t *args, int n, uint64_
             if (returned) {
                 /* The end of the skipped system call: the thread is ours. */
                 c->at_syscall_stop = 1;
+                die_at("skipped", what);
                 return 0;
             }
-            if (lw_arch_pc(&now) == c->ret_to + LW_ARCH_SYSCALL_LEN &&
-                lw_arch_sp(&now) == back_sp) {
-                *ret = lw_arch_syscall_number(&now);
+            if (lw_arch_pc(&now) == c->trap_pc && lw_arch_sp(&now) == back_sp) {
+                *ret = 0;
+                if (c->result_below_sp)
+                    mem_read(c, back_sp - c->result_below_sp, ret, sizeof *ret);
+                else if (!c->kill_safe)
+                    *ret = lw_arch_syscall_number(&now);
                 lw_arch_skip_syscall(&now);
+                /* Let go from here on, it runs rt_sigreturn (again). */
+                if (c->again_pc) lw_arch_set_pc(&now, c->again_pc);
                 if (lw_arch_set_regs(c->tid, &now) != 0) {
                     snprintf(err, en, "cannot set the registers of thread %d", (int)c->tid);
                     return -1;
                 }
                 returned = 1;
+                die_at("return", what);
+            } else if (c->kill_safe && !c->mask_checked) {
+                /* The thread runs with its own mask now (a sigsuspend's or
+                 * ppoll's temporary one is gone): the frame gets that. */
+                c->mask_checked = 1;
+                uint64_t m = thread_sigmask(c);
+                if (m != c->sigmask) {
+                    c->sigmask = m;
+                    write_frame(c, back_sp - 8);
+                }
             }
             ptrace(PTRACE_SYSCALL, c->tid, 0, 0);
             continue;
@@ -598,17 +692,80 @@ static int seize(thread_ctx *c, char *err, size_t en) {
         ptrace(PTRACE_CONT, c->tid, 0, (void *)(intptr_t)deliver);
     }
     if (lw_arch_get_regs(c->tid, &c->orig) != 0) {
-        ptrace(PTRACE_DETACH, c->tid, 0, 0);
-        requeue_signals(c);
+        let_go(c, 0);
         return 0;
     }
+    if (lw_arch_restart_eintr(&c->orig)) lw_arch_set_regs(c->tid, &c->orig);
     long nr = lw_arch_syscall(&c->orig);
     if (nr < 0 || !lw_arch_safe_syscall(nr)) {
-        ptrace(PTRACE_DETACH, c->tid, 0, 0);
-        requeue_signals(c);
+        let_go(c, 0);
         return 0;
     }
     return 1;
+}
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+/* The C library's rt_sigreturn code (__restore_rt, not exported): found
+ * by its bytes in its executable mappings. 0 when it is not there. */
+static uint64_t find_sigreturn(const thread_ctx *c, const target_fns *f) {
+    ranges r = {.n = 0};
+    ld_text(c->pid, f->libc_path, &r);
+    uint64_t found = 0;
+    for (int i = 0; i < r.n && !found; i++) {
+        size_t n = (size_t)(r.hi[i] - r.lo[i]);
+        unsigned char *b = n <= (64u << 20) ? malloc(n) : NULL;
+        if (b && mem_read(c, r.lo[i], b, n) == 0) {
+            const unsigned char *at = memmem(b, n, lw_arch_sigreturn_code, lw_arch_sigreturn_len);
+            if (at) found = r.lo[i] + (uint64_t)(at - b);
+        }
+        free(b);
+    }
+    return found;
+}
+
+/* An address for the stub's page far from everything (the middle of the
+ * largest hole of the address space, where neither the heap nor the
+ * kernel's placement of mappings reaches soon). 0 when there is none. */
+static uint64_t stub_address(pid_t pid, uint64_t page) {
+    char p[64], line[PATH_MAX + 128];
+    snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(p, "re");
+    if (!f) return 0;
+    uint64_t prev = 1ull << 24, best = 0, best_len = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx", &lo, &hi) != 2) continue;
+        if (lo >= 0x7ff000000000ull) break;
+        if (lo > prev && lo - prev > best_len) {
+            best_len = lo - prev;
+            best = prev + (lo - prev) / 2;
+        }
+        if (hi > prev) prev = hi;
+    }
+    fclose(f);
+    return best_len >= (1ull << 30) ? best & ~(page - 1) : 0;
+}
+
+/* Whether [addr, addr + len) is one anonymous r-x mapping (the one the
+ * stub's mmap made). */
+static int stub_mapped(pid_t pid, uint64_t addr, uint64_t len) {
+    char p[64], line[PATH_MAX + 128];
+    snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(p, "re");
+    int yes = 0;
+    while (f && !yes && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi, ino;
+        char perms[8];
+        int pos = 0;
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %lu %n", &lo, &hi, perms, &ino, &pos) == 4 &&
+            lo == addr && hi == addr + len && !strcmp(perms, "r-xp") && ino == 0)
+            yes = line[pos] == '\0' || line[pos] == '\n';
+    }
+    if (f) fclose(f);
+    return yes;
 }
 
 static int cancelled(const lw_inject *q) {
@@ -678,15 +835,13 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
                 return -1;
             }
             if (r > 0 && !libc_thread(c, &fns)) {
-                ptrace(PTRACE_DETACH, c->tid, 0, 0);
-                requeue_signals(c);
+                let_go(c, 0);
                 if (never.n < 64) never.tid[never.n++] = c->tid;
                 r = 0;
             }
             int safe = r > 0 ? stack_is_safe(c, &fns, &ld_ranges) : 1;
             if (safe <= 0) {
-                ptrace(PTRACE_DETACH, c->tid, 0, 0);
-                requeue_signals(c);
+                let_go(c, 0);
                 if (safe < 0 && never.n < 64) never.tid[never.n++] = c->tid;
                 r = 0;
             }
@@ -733,6 +888,7 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
     uint64_t save_lo = 0, save_hi = 0;
     int have_errno = 0, errno_val = 0;
     uint64_t errno_addr = 0;
+    uint64_t sigret = 0, stub_page = 0, page = (uint64_t)sysconf(_SC_PAGESIZE);
     /* The strings, below the red zone; our calls' frames below them. */
     const char *entry = "leakwatch__attach";
     size_t lib_len = strlen(q->library) + 1, set_len = strlen(q->settings) + 1;
@@ -743,7 +899,9 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
     uint64_t a_set = (a_lib - set_len) & ~(uint64_t)15;
     uint64_t a_ent = (a_set - ent_len) & ~(uint64_t)15;
     uint64_t a_msg = (a_ent - MSG_LEN) & ~(uint64_t)15;
-    uint64_t call_sp = (a_msg - 64) & ~(uint64_t)15;
+    uint64_t a_fp = (a_msg - 512) & ~(uint64_t)63;
+    /* rt_sigreturn's frame lies above the calls' return address. */
+    uint64_t call_sp = (a_fp - 512) & ~(uint64_t)15;
     mapping stack;
     unsigned char insn[LW_ARCH_SYSCALL_LEN];
     if (mem_read(c, c->ret_to, insn, sizeof insn) != 0 || !lw_arch_is_syscall(insn)) {
@@ -777,6 +935,51 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
     }
 
     uint64_t r = 0;
+    /* The way back (kill_safe): every call returns to a stub in a page of
+     * its own that runs rt_sigreturn with the thread's registers; killed,
+     * the command leaves the thread to go back on its own. Without that
+     * page (no rt_sigreturn code found, no room, a kernel without
+     * MAP_FIXED_NOREPLACE) the calls return to the system call
+     * instruction, where the thread depends on the command. */
+    c->ret_addr = c->ret_to;
+    c->trap_pc = c->ret_to + LW_ARCH_SYSCALL_LEN;
+    lw_arch_restart_regs(&c->orig, c->ret_to, &c->adj);
+    c->sigmask = thread_sigmask(c);
+    if (c->have_fp) {
+        unsigned char fx[512];
+        memcpy(fx, c->fp.data, sizeof fx);
+        memset(fx + 464, 0, 48); /* no extended state: the kernel restores the legacy area */
+        if (mem_write(c, a_fp, fx, sizeof fx) == 0) c->fpstate = a_fp;
+    }
+    sigret = fns.mmap && fns.munmap ? find_sigreturn(c, &fns) : 0;
+    uint64_t want = sigret ? stub_address(q->pid, page) : 0;
+    if (want) {
+        c->kill_safe = 1;
+        c->ret_addr = c->again_pc = sigret;
+        c->trap_pc = sigret + lw_arch_sigreturn_len;
+        c->result_below_sp = 0;
+        uint64_t margs[6] = {want,
+                             page,
+                             PROT_READ | PROT_EXEC,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+                             (uint64_t)-1,
+                             0};
+        if (call(c, fns.mmap, margs, 6, call_sp, &r, "mmap", err, en) != 0) goto restore;
+        unsigned char stub[64];
+        size_t again = 0, trap = 0, result = 0, n = lw_arch_stub(stub, &again, &trap, &result);
+        if (stub_mapped(q->pid, want, page) && mem_write(c, want, stub, n) == 0) {
+            stub_page = want;
+            c->ret_addr = want;
+            c->again_pc = want + again;
+            c->trap_pc = want + trap;
+            c->result_below_sp = result;
+        } else {
+            c->kill_safe = 0;
+            c->ret_addr = c->ret_to;
+            c->trap_pc = c->ret_to + LW_ARCH_SYSCALL_LEN;
+            c->again_pc = c->result_below_sp = 0;
+        }
+    }
     if (stop_here(q, "the thread was stopped", err, en)) goto restore;
     if (call(c, fns.errno_location, NULL, 0, call_sp, &r, "__errno_location", err, en) != 0)
         goto restore;
@@ -825,15 +1028,25 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
     rc = 0;
 
 restore:
+    if (stub_page && !c->exited && c->at_syscall_stop) {
+        /* The stub's page goes; this call returns to the C library's
+         * rt_sigreturn code. */
+        char ignored[256];
+        uint64_t uargs[2] = {stub_page, page}, u = 0;
+        c->ret_addr = c->again_pc = sigret;
+        c->trap_pc = sigret + lw_arch_sigreturn_len;
+        c->result_below_sp = 0;
+        call(c, fns.munmap, uargs, 2, call_sp, &u, "munmap", ignored, sizeof ignored);
+    }
     if (!c->exited && to_restart_point(c) != 0) c->exited = 1;
     if (!c->exited) {
+        die_at("restore", "");
         if (have_errno) mem_write(c, errno_addr, &errno_val, sizeof errno_val);
         if (saved) mem_write(c, save_lo, saved, save_hi - save_lo);
         lw_arch_set_regs(c->tid, &c->orig);
         if (c->have_fp) lw_arch_set_fpregs(c->tid, &c->fp);
         q->stop_us = now_us() - stopped_at;
-        ptrace(PTRACE_DETACH, c->tid, 0, 0);
-        q->signals_requeued = requeue_signals(c);
+        q->signals_requeued = let_go(c, 1);
     }
     free(saved);
     if (c->memfd >= 0) close(c->memfd);

@@ -64,5 +64,36 @@ void lw_arch_skip_syscall(lw_regs *r);
  * sleeps and waits in the program's own code, preferred; 1 for futex (lock
  * and condition waits); 0 for the others. */
 int lw_arch_safe_syscall(long nr);
+/* A wait that the attach's interruption ended with EINTR (a socket's
+ * receive timeout, epoll_wait: the kernel does not restart those) is made
+ * one the kernel restarts on resuming, as it does the others: the job never
+ * sees an EINTR no signal caused (a signal that came meanwhile is held and
+ * sent again, and interrupts the restarted wait as it would have). 1 when r
+ * was changed. */
+int lw_arch_restart_eintr(lw_regs *r);
+
+/* ---- a command killed at any moment (kill -9) leaves the job running ----
+ * The calls return to a stub (lw_arch_stub) in a page of the target's that
+ * keeps the result and runs rt_sigreturn with a frame (lw_arch_sigframe)
+ * that holds the thread's own registers: traced, that system call is where
+ * the command takes the result and skips it; with the command gone, it puts
+ * the thread back as it was, restarting its system call. The first call
+ * (mmap of that page) returns to the C library's own rt_sigreturn code
+ * (lw_arch_sigreturn_code). */
+void lw_arch_set_pc(lw_regs *r, uint64_t pc);
+/* orig, stopped in the system call at syscall_insn, as the kernel's restart
+ * would resume it from there. */
+void lw_arch_restart_regs(const lw_regs *orig, uint64_t syscall_insn, lw_regs *out);
+extern const unsigned char lw_arch_sigreturn_code[];
+extern const size_t lw_arch_sigreturn_len;
+/* Writes the stub (at most 64 bytes) to buf; *again: where it runs
+ * rt_sigreturn, *trap: the program counter at that system call's entry,
+ * *result_below_sp: where it keeps the result, below the stack pointer
+ * there. Its length. */
+size_t lw_arch_stub(unsigned char *buf, size_t *again, size_t *trap, size_t *result_below_sp);
+#define LW_ARCH_SIGFRAME_MAX 1024
+/* The frame at the calls' return address slot; its length. */
+size_t lw_arch_sigframe(unsigned char *buf, uint64_t ret_addr, const lw_regs *r, uint64_t sigmask,
+                        uint64_t fpstate);
 
 #endif

@@ -179,6 +179,30 @@ static int preloaded(long pid) {
     return yes;
 }
 
+/* The process that traces pid (TracerPid: of its status), 0 for none. */
+static long tracer_of(long pid) {
+    char p[64], line[256];
+    snprintf(p, sizeof p, "/proc/%ld/status", pid);
+    FILE *f = fopen(p, "re");
+    long t = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "TracerPid:", 10)) t = strtol(line + 10, NULL, 10);
+    if (f) fclose(f);
+    return t;
+}
+
+/* The state letter of /proc/PID/stat ('?' when unknown). */
+static char proc_state_letter(long pid) {
+    char p[64], buf[1024];
+    snprintf(p, sizeof p, "/proc/%ld/stat", pid);
+    FILE *f = fopen(p, "re");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = '\0';
+    const char *rp = strrchr(buf, ')'); /* the command name may hold ')' */
+    return rp && rp[1] == ' ' && rp[2] ? rp[2] : '?';
+}
+
 /* 0 when pid may be attached; else the exit status, after one line. */
 static int check_target(long pid, const char *lib) {
     char err[1024], p[64];
@@ -206,6 +230,35 @@ static int check_target(long pid, const char *lib) {
                      pid, pw ? pw->pw_name : "?", uid[1]);
         return LW_EXIT_ERROR;
     }
+    /* The refusals that ptrace would give later name their own cause here. */
+    long tracer[1] = {tracer_of(pid)};
+    char state = proc_state_letter(pid);
+    if (tracer[0] > 0) {
+        char cmd[256];
+        lw_proc_cmdline(tracer[0], cmd, sizeof cmd);
+        lw_cli_error("process %ld is being traced by process %ld (%s), a debugger or strace: a "
+                     "process has one tracer at a time; attach once that one has let it go",
+                     pid, tracer[0], cmd);
+        return LW_EXIT_ERROR;
+    }
+    if (state == 'T' || state == 't') {
+        lw_cli_error("process %ld is stopped (Ctrl-Z or SIGSTOP): none of its threads waits "
+                     "where it can be borrowed; continue it first ('kill -CONT %ld', or 'fg' in "
+                     "its shell)",
+                     pid, pid);
+        return LW_EXIT_ERROR;
+    }
+    char maps_path[64];
+    snprintf(maps_path, sizeof maps_path, "/proc/%ld/maps", pid);
+    FILE *mf = fopen(maps_path, "re");
+    if (!mf) {
+        lw_cli_error("cannot read process %ld's memory map (%s: %s): the process is not "
+                     "dumpable (it called prctl(PR_SET_DUMPABLE, 0), or changed its user "
+                     "ids), or a security module forbids tracing it; only root may attach to it",
+                     pid, maps_path, strerror(errno));
+        return LW_EXIT_ERROR;
+    }
+    fclose(mf);
     if (shadow_stack(pid)) {
         lw_cli_error("process %ld runs with the x86 shadow stack enabled (x86_Thread_features: "
                      "shstk in /proc/%ld/status): leakwatch attach cannot make calls in it yet; "
@@ -258,9 +311,10 @@ static int check_target(long pid, const char *lib) {
         return LW_EXIT_ERROR;
     }
     if (t.leakwatch && strcmp(t.leakwatch_path, lib) != 0) {
+        char safe[PATH_MAX];
         lw_cli_error("process %ld has another libleakwatch.so loaded (%s); use that "
                      "installation's leakwatch",
-                     pid, t.leakwatch_path);
+                     pid, lw_safe_text(t.leakwatch_path, safe, sizeof safe));
         return LW_EXIT_ERROR;
     }
     char in_target[PATH_MAX + 64];
@@ -403,6 +457,12 @@ int lw_cmd_attach(int argc, char **argv) {
     } else {
         snprintf(report, sizeof report, "%s", rep);
     }
+    /* The settings reach the library as NAME=VALUE lines: a line break in
+     * the report's path would make the rest of it another setting. */
+    if (strpbrk(report, "\n\r"))
+        return lw_cli_usage_error("attach",
+                                  "the report's path has a line break in it (-o, or the current "
+                                  "folder's name): give one without");
     char with_defaults[8192 + PATH_MAX + 256] = "";
     /* The job's own output stays as it was: no warning or summary printed in
      * it (this command prints them), unless --set asks. */
@@ -440,8 +500,11 @@ int lw_cmd_attach(int argc, char **argv) {
     q.cancel = &got_signal;
     int rc = lw_inject_library(&q, err, sizeof err);
     sigprocmask(SIG_SETMASK, &old, NULL);
+    /* What the job's memory and its mapped files' names said reaches the
+     * terminal as text only (another user's path may hold escapes). */
+    char safe[sizeof err > sizeof q.library_msg ? sizeof err : sizeof q.library_msg];
     if (rc != 0) {
-        lw_cli_error("cannot attach to process %ld: %s", pid, err);
+        lw_cli_error("cannot attach to process %ld: %s", pid, lw_safe_text(err, safe, sizeof safe));
         return LW_EXIT_ERROR;
     }
     if (got_signal && q.library_rc == 0) {
@@ -453,10 +516,10 @@ int lw_cmd_attach(int argc, char **argv) {
     }
     if (q.library_rc != 0) {
         if (q.library_rc > 0)
-            lw_cli_error("process %ld: %s: see it with 'leakwatch top %ld'", pid, q.library_msg,
-                         pid);
+            lw_cli_error("process %ld: %s: see it with 'leakwatch top %ld'", pid,
+                         lw_safe_text(q.library_msg, safe, sizeof safe), pid);
         else
-            lw_cli_error("process %ld: %s", pid, q.library_msg);
+            lw_cli_error("process %ld: %s", pid, lw_safe_text(q.library_msg, safe, sizeof safe));
         return LW_EXIT_ERROR;
     }
     if (!quiet) {
@@ -465,7 +528,8 @@ int lw_cmd_attach(int argc, char **argv) {
         fprintf(stderr,
                 "leakwatch: attached to process %ld (%s) in %.1f ms; thread %d was stopped for "
                 "%.0f us; %s call entries hooked\n",
-                pid, cmd, q.total_ms, (int)q.tid, q.stop_us, q.library_msg);
+                pid, cmd, q.total_ms, (int)q.tid, q.stop_us,
+                lw_safe_text(q.library_msg, safe, sizeof safe));
         if (q.signals_requeued)
             fprintf(stderr, "leakwatch: %d signal(s) that arrived meanwhile were sent again\n",
                     q.signals_requeued);

@@ -50,6 +50,8 @@ static const char usage[] =
     "      --library PATH    check this libleakwatch.so instead of the one\n"
     "                        installed with this command\n"
     "      --python PY       the Python to check PyTorch with (default: python3)\n"
+    "      --timeout S       stop a probe that runs longer than S seconds (a driver\n"
+    "                        whose cuInit hangs; default 120)\n"
     "  -h, --help            this help\n"
     "\n"
     "exit status: 0 all is well; 1 something is missing (the checklist says\n"
@@ -278,8 +280,13 @@ static void todo(const char *fmt, ...) {
     va_end(ap);
 }
 
+/* How long a probe may run (--timeout): a driver whose cuInit hangs must
+ * not keep doctor silent for minutes. */
+static long probe_timeout_s = 120;
+
 /* Runs argv with env added to ours (and LD_PRELOAD composed with the shim),
- * output to log; waits at most 120 s. Returns the exit code, or -1. */
+ * output to log; waits at most probe_timeout_s (saying so after 5 s).
+ * Returns the exit code, -1, or -2 when it was killed for taking too long. */
 static int run_child(char *const argv[], const char *shim, const char *cuda_libs,
                      const char *report, const char *log) {
     pid_t pid = fork();
@@ -311,10 +318,16 @@ static int run_child(char *const argv[], const char *shim, const char *cuda_libs
         pid_t w = waitpid(pid, &st, WNOHANG);
         if (w == pid) break;
         if (w < 0 && errno != EINTR) return -1;
-        if (waited > 120 * 20) {
+        if (waited == 5 * 20 && probe_timeout_s > 5) {
+            printf("        (the probe is still running after 5 s; waiting up to %ld s in all: "
+                   "--timeout S)\n",
+                   probe_timeout_s);
+            fflush(stdout);
+        }
+        if (waited >= probe_timeout_s * 20) {
             kill(pid, SIGKILL);
             waitpid(pid, &st, 0);
-            return -1;
+            return -2;
         }
         struct timespec ts = {0, 50 * 1000000L};
         nanosleep(&ts, NULL);
@@ -458,11 +471,12 @@ static void remove_dir(const char *dir) {
 
 int lw_cmd_doctor(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "--probe")) return probe_main(argv[2]);
-    enum { O_CUDA_LIBS = 256, O_STAND_INS, O_LIBRARY, O_PYTHON };
+    enum { O_CUDA_LIBS = 256, O_STAND_INS, O_LIBRARY, O_PYTHON, O_TIMEOUT };
     static const struct option opts[] = {{"cuda-libs", required_argument, NULL, O_CUDA_LIBS},
                                          {"cuda-stand-ins", no_argument, NULL, O_STAND_INS},
                                          {"library", required_argument, NULL, O_LIBRARY},
                                          {"python", required_argument, NULL, O_PYTHON},
+                                         {"timeout", required_argument, NULL, O_TIMEOUT},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *cuda_libs = NULL, *library = NULL, *python = "python3";
@@ -482,6 +496,11 @@ int lw_cmd_doctor(int argc, char **argv) {
             break;
         case O_PYTHON:
             python = optarg;
+            break;
+        case O_TIMEOUT:
+            if (lw_parse_long(optarg, 1, 3600, &probe_timeout_s) != 0)
+                return lw_cli_usage_error("doctor", "--timeout needs a number of seconds (1 to "
+                                                    "3600)");
             break;
         case 'h':
             fputs(usage, stdout);
@@ -537,15 +556,27 @@ int lw_cmd_doctor(int argc, char **argv) {
     snprintf(report, sizeof report, "%s/probe.json", dir);
     snprintf(log, sizeof log, "%s/probe.log", dir);
     char *pargv[] = {self, "doctor", "--probe", probe_file, NULL};
-    int rc = run_child(pargv, shim, cuda_libs, report, log);
+    int rc = run_child(pargv, shim, cuda_libs, report, log), keep_dir = 0;
     read_probe(probe_file);
 
     const char *v = probe_value("shim");
+    if (rc == -2) {
+        /* Not the library's fault as far as anyone can tell: say what hung,
+         * and keep the folder with its output (the message points there). */
+        item(0,
+             "the probe did not finish in %ld s and was stopped: the CUDA driver's "
+             "initialization (cuInit) or its first calls hang here%s",
+             probe_timeout_s, v && v[0] != '-' ? " (leakwatch's library was loaded)" : "");
+        todo("check the GPU with nvidia-smi; the probe's output is in %s; wait longer with "
+             "--timeout S",
+             log);
+        return LW_EXIT_ERROR;
+    }
     if (rc != 0 || !v || v[0] == '-') {
         item(0, "leakwatch library %s: the probe did not run under it (exit %d)", shim, rc);
-        todo("run 'LD_PRELOAD=%s true' to see the loader's message", shim);
-        remove_dir(dir);
-        return LW_EXIT_ERROR;
+        todo("run 'LD_PRELOAD=%s true' to see the loader's message; the probe's output is in %s",
+             shim, log);
+        return LW_EXIT_ERROR; /* the folder stays: the message names its log */
     }
     item(1, "leakwatch library: %s", shim);
 
@@ -589,6 +620,7 @@ int lw_cmd_doctor(int argc, char **argv) {
         if (!rep) {
             item(0, "report: the shim wrote none (%s)", err2);
             todo("see %s", log);
+            keep_dir = 1;
         }
         int stacks = 0;
         check_path(rep, "runtime (cudaMalloc)", "runtime_alloc", "probe_runtime", RT_BYTES,
@@ -609,8 +641,11 @@ int lw_cmd_doctor(int argc, char **argv) {
         }
         lw_json_free(rep);
     }
-    if (check_torch(python, shim, cuda_libs, dir)) problems++;
-    remove_dir(dir);
+    if (check_torch(python, shim, cuda_libs, dir)) {
+        problems++;
+        keep_dir = 1; /* its messages may name torch.txt */
+    }
+    if (!keep_dir) remove_dir(dir);
     if (problems) {
         printf("%d problem%s: see the lines marked MISSING\n", problems, problems == 1 ? "" : "s");
         return LW_EXIT_ERROR;
