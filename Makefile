@@ -153,6 +153,15 @@ else
 	@echo "cuda-abi: no CUDA toolkit (CUDA_HOME or /usr/local/cuda): declarations not compared"
 endif
 
+# The suite again, built with AddressSanitizer and UBSan (build/san). Every
+# binary runs here as in the plain run, none dropped as a duplicate: each unit
+# test links the library's and the command's code built with the sanitizers,
+# and each integration test preloads the sanitized shim or runs the
+# sanitized command (its text, JSON, HTML and top renderings included: that
+# C code is what ASan instruments), so each can show a memory error or
+# undefined behaviour the plain run cannot see. The Python sweeps
+# (test_python, test_pyframes) keep every CPython: each version takes its own
+# branch of src/track/pyframes.c over its own frame layout.
 check-san:
 	@$(MAKE) --no-print-directory B=build/san SAN=1 check-fast
 
