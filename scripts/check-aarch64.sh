@@ -55,7 +55,8 @@ nice make --no-print-directory -j"$(nproc)" B="$B" CC="${CROSS}gcc" CXX="${CROSS
 if [ $# -eq 0 ]; then
     set -- "$B"/tests/unit/test_* "$B"/tests/integration/test_interpose \
         "$B"/tests/integration/test_detect "$B"/tests/integration/test_python \
-        "$B"/tests/integration/test_torch "$B"/tests/integration/test_symbols
+        "$B"/tests/integration/test_torch "$B"/tests/integration/test_symbols \
+        "$B"/tests/integration/test_stacks
 else
     # A bare name (test_stubs) is the unit or integration test of that name
     # in $B (make check-aarch64 passes its list so: mk/aarch64.mk).
