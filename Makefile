@@ -165,7 +165,15 @@ endif
 check-san:
 	@$(MAKE) --no-print-directory B=build/san SAN=1 check-fast
 
+# Every relative link and anchor in README.md, CONTRIBUTING.md, examples/ and
+# docs/ points at something that exists.
+check-docs:
+	@python3 scripts/check-doc-links.py
+
 check: test-deps check-docs check-scripts check-layers check-fast check-san check-valgrind check-install check-gpu-dry fuzz-smoke check-dist check-spdx lint
+
+demo: all $(STAND_INS) $(B)/examples/train_loop
+	@scripts/demo.sh $(B)
 
 clean:
 	rm -rf build

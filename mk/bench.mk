@@ -1,8 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# Benchmarks, the demo and the example program.
-
-demo: all $(STAND_INS) $(B)/examples/train_loop
-	@scripts/demo.sh $(B)
+# Benchmarks and the example program (make demo is in the Makefile, beside check:).
 
 bench: all $(STUBS) $(PROGS)
 	@scripts/bench.sh $(B)

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The checks make check runs beside the test suite: valgrind, the layers,
-# the scripts' tests, the GPU check dry, the real clients, the docs, the
-# fuzzers, format and lint.
+# the scripts' tests, the GPU check dry, the real clients, the fuzzers,
+# format and lint (check-docs is in the Makefile, beside check:).
 
 # A few programs under valgrind with the shim preloaded (tests/valgrind.supp
 # documents the suppressions).
@@ -40,11 +40,6 @@ check-real: all $(STUBS)
 	@root=$$(sh scripts/setup-real-clients.sh) || \
 	    { echo "check-real: FAILED: the real clients cannot be set up here (see above)"; exit 1; }; \
 	    sh scripts/in-real-root.sh "$$root" python3 -m pytest -p no:cacheprovider -q -rfE tests/real
-
-# Every relative link and anchor in README.md, CONTRIBUTING.md, examples/ and
-# docs/ points at something that exists.
-check-docs:
-	@python3 scripts/check-doc-links.py
 
 # ---- fuzzing (clang + libFuzzer) ----
 FUZZ_CC ?= clang
