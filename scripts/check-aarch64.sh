@@ -8,7 +8,9 @@
 # CPython 3.11 and Debian sid's arm64 CPython 3.14, and the integration tests
 # on the CPU stand-ins.
 #
-#   check-aarch64.sh [TEST...]     default: every test this can host (below)
+#   check-aarch64.sh [TEST...]     default: every test this can host (below);
+#                                  make check-aarch64 runs the subset that
+#                                  mk/aarch64.mk names, and says why
 #
 # Not run here: test_cli and test_safety, whose programs exec() further
 # aarch64 programs themselves (the command's `leakwatch run`, wrappers such as
@@ -53,7 +55,20 @@ nice make --no-print-directory -j"$(nproc)" B="$B" CC="${CROSS}gcc" CXX="${CROSS
 if [ $# -eq 0 ]; then
     set -- "$B"/tests/unit/test_* "$B"/tests/integration/test_interpose \
         "$B"/tests/integration/test_detect "$B"/tests/integration/test_python \
-        "$B"/tests/integration/test_torch "$B"/tests/integration/test_symbols
+        "$B"/tests/integration/test_torch "$B"/tests/integration/test_symbols \
+        "$B"/tests/integration/test_stacks
+else
+    # A bare name (test_stubs) is the unit or integration test of that name
+    # in $B (make check-aarch64 passes its list so: mk/aarch64.mk).
+    for t in "$@"; do
+        case "$t" in
+        */*) ;;
+        *) if [ -x "$B/tests/unit/$t" ]; then t="$B/tests/unit/$t"; else t="$B/tests/integration/$t"; fi ;;
+        esac
+        [ -x "$t" ] || { echo "check-aarch64: no test program $t" >&2; exit 1; }
+        set -- "$@" "$t"
+        shift
+    done
 fi
 # Every program the tests start goes through qemu (tests/test_exec.h), which
 # passes the environment (LD_PRELOAD included) on to the aarch64 program.

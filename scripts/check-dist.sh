@@ -24,7 +24,17 @@ if [ "$full" = full ]; then
 else
     make -s -C "$work/$name" -j2 all test-bins >"$work/build.log" 2>&1 ||
         { tail -30 "$work/build.log"; echo "check-dist: the unpacked tarball does not build" >&2; exit 1; }
-    (cd "$work/$name" && scripts/run-tests.sh build build/tests/unit/test_*) >"$work/test.log" 2>&1 ||
+    # The unit tests but test_pyframes: that one sweeps every CPython found
+    # over the same sources (src/track/pyframes.c, tests/python/) the plain
+    # run in the checkout sweeps; in the unpacked tree it could only find a
+    # file missing from the tarball, and the tarball's files were compared
+    # with the tracked files above. (make distcheck runs everything.)
+    units=""
+    for t in "$work/$name"/build/tests/unit/test_*; do
+        case "$t" in */test_pyframes) ;; *) units="$units build/tests/unit/${t##*/}" ;; esac
+    done
+    # shellcheck disable=SC2086
+    (cd "$work/$name" && scripts/run-tests.sh build $units) >"$work/test.log" 2>&1 ||
         { tail -30 "$work/test.log"; echo "check-dist: the unpacked tarball's unit tests fail" >&2; exit 1; }
     # The tarball of the unpacked tree is the same tarball.
     c=$("$work/$name/scripts/dist.sh" "$B/dist-c")

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# Fails when a source file (C, C++, Python, shell, Makefile) lacks the SPDX
+# Fails when a source file (C, C++, Python, shell, Makefile, mk/*.mk) lacks the SPDX
 # license line near its top (within its first 3 lines, after a #! line).
 #   check-spdx.sh [DIR]
 cd "${1:-.}" || exit 1
@@ -12,7 +12,7 @@ fi
 missing=""
 for f in $files; do
     case "$f" in
-    *.c | *.h | *.cpp | *.py | *.sh | Makefile | */Makefile | .ci/run) ;;
+    *.c | *.h | *.cpp | *.py | *.sh | *.mk | Makefile | */Makefile | .ci/run) ;;
     *) continue ;;
     esac
     [ -f "$f" ] || continue

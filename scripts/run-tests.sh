@@ -4,6 +4,16 @@
 # fails if any fails. Each binary prints Check's own summary line. With
 # LW_TEST_EXEC set (make check-aarch64: qemu-user), each runs through it.
 #
+# LW_TEST_JOBS (default 2) binaries run at once. Each binary's output,
+# stdout and stderr together, is printed in one piece when it ends (with one
+# job, as it runs), followed by "== NAME: passed|FAILED in N.N s". The tally
+# below is the same whatever the job count: it is counted from the kept
+# outputs in the order the binaries were given. The binaries named in ALONE
+# below run after the others, one at a time, with nothing else of the suite
+# beside them. The queue starts with the binaries that took longest last
+# time in this build folder ($B/tests/.durations), so that two jobs end
+# together.
+#
 # Check has no "skipped" status: a test that cannot run a case here prints a
 # line with "skipped" in it and passes. This script collects those lines
 # (each distinct line once per binary) and ends with a tally:
@@ -17,6 +27,17 @@
 # unpacks) fails the run.
 B="$1"; shift
 export LW_BUILD="$B"
+jobs=${LW_TEST_JOBS:-2}
+case "$jobs" in '' | *[!0-9]* | 0) echo "run-tests: LW_TEST_JOBS must be a number >= 1, not '$jobs'" >&2; exit 2 ;; esac
+# Binaries that run alone, and why (add a name with its reason; LW_TEST_ALONE
+# replaces the list):
+#   test_answer: drives leakwatch top in tmux and reads live warnings within
+#     a run, both paced by the wall clock; on this loaded 2-core machine it
+#     failed once in a serial run (top's last screen) and once beside
+#     another binary (a verdict withdrawn late in the run), so it runs with
+#     none of the suite's own load beside it. Every other binary passed
+#     the whole plain suite twice at 2 jobs.
+ALONE=${LW_TEST_ALONE-"test_answer"}
 tmp=$(mktemp -d /tmp/lwtests.XXXXXX) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
@@ -35,19 +56,92 @@ required_skip() {
 }
 case "${CI:-}" in "" | 0 | false | no) in_ci=0 ;; *) in_ci=1 ;; esac
 
+now_ms() { # milliseconds since the epoch (GNU date's %N)
+    ns=$(date +%s%N)
+    case "$ns" in *N) echo $(($(date +%s) * 1000)) ;; *) echo $((ns / 1000000)) ;; esac
+}
+
+# One binary: INDEX, then its output in out.INDEX, its status in rc.INDEX,
+# its milliseconds in ms.INDEX. LIVE=1 shows the output as it comes.
+run_one() {
+    i=$1 t=$2 live=$3
+    s=$(now_ms)
+    if [ "$live" = 1 ]; then
+        # shellcheck disable=SC2086
+        { $LW_TEST_EXEC "$t" 2>&1; echo $? >"$tmp/rc.$i"; } | tee "$tmp/out.$i"
+    else
+        # shellcheck disable=SC2086
+        { $LW_TEST_EXEC "$t" 2>&1; echo $? >"$tmp/rc.$i"; } >"$tmp/out.$i"
+    fi
+    ms=$(($(now_ms) - s))
+    echo "$ms" >"$tmp/ms.$i"
+    rc=$(cat "$tmp/rc.$i" 2>/dev/null || echo 1)
+    verdict=passed
+    [ "$rc" -eq 0 ] || verdict="FAILED (status $rc)"
+    line="== ${t##*/}: $verdict in $((ms / 1000)).$((ms % 1000 / 100)) s"
+    if [ "$live" = 1 ]; then
+        echo "$line"
+    else
+        # One block per binary: the lock keeps two jobs' outputs apart.
+        { flock 9 2>/dev/null; cat "$tmp/out.$i"; echo "$line"; } 9>"$tmp/print.lock"
+    fi
+}
+
+# The queue: index and path, one a line, longest last time first; the
+# binaries in ALONE apart.
+durations="$B/tests/.durations"
+i=0
+: >"$tmp/queue"
+: >"$tmp/alone"
+for t in "$@"; do
+    i=$((i + 1))
+    name=${t##*/}
+    prev=$(awk -v n="$name" '$1 == n { print $2 }' "$durations" 2>/dev/null | tail -1)
+    case " $ALONE " in
+    *" $name "*) echo "$i $t" >>"$tmp/alone" ;;
+    *) echo "${prev:-0} $i $t" >>"$tmp/queue" ;;
+    esac
+done
+sort -k1,1nr -k2,2n "$tmp/queue" | cut -d' ' -f2- >"$tmp/order"
+
+if [ "$jobs" -eq 1 ]; then
+    while read -r i t; do run_one "$i" "$t" 1; done <"$tmp/order"
+else
+    # Each job takes the next binary no other job has claimed (mkdir is
+    # atomic), until the queue is done.
+    j=0
+    while [ $j -lt "$jobs" ]; do
+        j=$((j + 1))
+        (
+            while read -r i t; do
+                mkdir "$tmp/claim.$i" 2>/dev/null || continue
+                run_one "$i" "$t" 0
+            done <"$tmp/order"
+        ) &
+    done
+    wait
+fi
+while read -r i t; do
+    [ "$jobs" -eq 1 ] || echo "run-tests: ${t##*/} runs alone"
+    run_one "$i" "$t" 1
+done <"$tmp/alone"
+
 nbin=0 nfail=0 failed="" passed_checks=0 failed_checks=0
 : >"$tmp/skips"
 : >"$tmp/failures"
+: >"$tmp/times"
+i=0
 for t in "$@"; do
+    i=$((i + 1))
     nbin=$((nbin + 1))
     name=${t##*/}
-    # Shown as it runs and kept, stdout and stderr together.
-    # shellcheck disable=SC2086
-    { $LW_TEST_EXEC "$t" 2>&1; echo $? >"$tmp/rc"; } | tee "$tmp/out"
-    rc=$(cat "$tmp/rc" 2>/dev/null || echo 1)
+    out="$tmp/out.$i"
+    [ -f "$out" ] || : >"$out"
+    rc=$(cat "$tmp/rc.$i" 2>/dev/null || echo 1)
+    echo "$name $(cat "$tmp/ms.$i" 2>/dev/null || echo 0)" >>"$tmp/times"
     # Check's summary: "100%: Checks: 27, Failures: 0, Errors: 0".
     summary=$(sed -n 's/^[0-9]*%: Checks: \([0-9]*\), Failures: \([0-9]*\), Errors: \([0-9]*\).*/\1 \2 \3/p' \
-        "$tmp/out" | tail -1)
+        "$out" | tail -1)
     n=0 f=0 e=0
     [ -z "$summary" ] || read -r n f e <<EOF_SUMMARY
 $summary
@@ -63,20 +157,27 @@ EOF_SUMMARY
         # failure lines, or the binary's last lines when it has none.
         {
             echo "--- $name:"
-            grep -E ':[FE]:|ERROR: AddressSanitizer|runtime error:|ThreadSanitizer' "$tmp/out" |
+            grep -E ':[FE]:|ERROR: AddressSanitizer|runtime error:|ThreadSanitizer' "$out" |
                 head -20 >"$tmp/flines"
-            if [ -s "$tmp/flines" ]; then cat "$tmp/flines"; else tail -15 "$tmp/out"; fi
+            if [ -s "$tmp/flines" ]; then cat "$tmp/flines"; else tail -15 "$out"; fi
         } >>"$tmp/failures"
     fi
-    grep -i 'skipped' "$tmp/out" | grep -v '^[0-9]*%: Checks:' | awk '!seen[$0]++' |
+    grep -i 'skipped' "$out" | grep -v '^[0-9]*%: Checks:' | awk '!seen[$0]++' |
         sed "s|^|$name	|" >>"$tmp/skips"
 done
+# For the next run's queue (best effort: a read-only build folder keeps none).
+if [ -d "$B/tests" ]; then
+    { cat "$tmp/times"; cat "$durations" 2>/dev/null; } | awk '!seen[$1]++' >"$durations.tmp" 2>/dev/null &&
+        mv "$durations.tmp" "$durations" 2>/dev/null
+fi
 
 nskip=$(wc -l <"$tmp/skips" | tr -d ' ')
 status=0
 [ $nfail -eq 0 ] || status=1
 list=""
 [ "$nskip" -eq 0 ] || list=":"
+echo "seconds per binary, slowest first ($jobs at once):" \
+    "$(sort -k2,2nr "$tmp/times" | awk '{ printf "%s%s %.1f", sep, $1, $2 / 1000; sep = ", " }')"
 echo "tests: $nbin binaries: $((nbin - nfail)) passed, $nfail failed${failed:+ (${failed# })};" \
     "$((passed_checks + failed_checks)) checks; $nskip skips$list"
 missing=""

@@ -3,7 +3,9 @@
 # scripts/run-tests.sh on stand-in test binaries (small shell scripts that
 # print what a Check binary prints): its closing tally counts Check's tests
 # and the skip lines, lists the skips, ends with the line CI reads, and under
-# CI=true fails on a skip of something CI is supposed to have.
+# CI=true fails on a skip of something CI is supposed to have; with
+# LW_TEST_JOBS above 1, the same tally, each binary's output in one piece,
+# and the LW_TEST_ALONE binaries after the others.
 #   tests/scripts/test-run-tests.sh      (make check-scripts)
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -78,8 +80,31 @@ run 0 CI=true "$R" build "$T/test_clean"
 last "2 passed, 0 failed, 0 skipped"
 has "tests: 1 binaries: 1 passed, 0 failed; 2 checks; 0 skips"
 
+# In parallel (LW_TEST_JOBS=2, the default) the same tally as one at a time,
+# each binary's output in one piece although two binaries print at once, and
+# a binary in LW_TEST_ALONE started only after the others have ended.
+bin test_slow1 'echo "slow1 a"; sleep 1; echo "slow1 b"; touch "$(dirname "$0")/done1"
+echo "100%: Checks: 1, Failures: 0, Errors: 0"'
+bin test_slow2 'echo "slow2 a"; sleep 1; echo "slow2 b"; touch "$(dirname "$0")/done2"
+echo "100%: Checks: 1, Failures: 0, Errors: 0"'
+bin test_alone 'd=$(dirname "$0"); [ -e "$d/done1" ] && [ -e "$d/done2" ] || { echo "alone: another binary still runs"; exit 1; }
+echo "100%: Checks: 1, Failures: 0, Errors: 0"'
+for jobs in 1 2 3; do
+    rm -f "$T/done1" "$T/done2"
+    run 1 CI= LW_TEST_JOBS=$jobs LW_TEST_ALONE=test_alone "$R" build "$T/test_alone" "$T/test_slow1" \
+        "$T/test_ok" "$T/test_bad" "$T/test_slow2" "$T/test_crash"
+    last "11 passed, 3 failed, 1 skipped"
+    has "tests: 6 binaries: 4 passed, 2 failed (test_bad test_crash); 14 checks; 1 skips:"
+    has "== test_alone: passed in"
+    has "== test_crash: FAILED"
+    for b in slow1 slow2; do
+        [ "$(grep -A1 -x "$b a" "$T/out" | tail -1)" = "$b b" ] || fail "jobs=$jobs: test_$b's output is split"
+    done
+done
+run 2 LW_TEST_JOBS=x "$R" build "$T/test_ok"
+
 if [ $failed -ne 0 ]; then
     echo "test-run-tests: $failed failed"
     exit 1
 fi
-echo "test-run-tests: scripts/run-tests.sh counts tests and skips, and fails a CI run on a required skip"
+echo "test-run-tests: scripts/run-tests.sh counts tests and skips, and fails a CI run on a required skip, in parallel too"
