@@ -260,7 +260,10 @@ late_dlopen(const char *file, int mode) {
  * touched. The package is this installation's, loaded by its absolute path:
  * nothing is looked up on the job's sys.path (where the script's folder and
  * the working directory come first, and another user's leakwatch/ would run
- * with the job's rights). A leakwatch package the job imported itself is
+ * with the job's rights), under a name of its own (_leakwatch_helper: the
+ * name leakwatch stays the job's, as under the preload; this package
+ * imported later as leakwatch reuses that copy). The copy the preload's
+ * auto-start loaded, or a leakwatch package the job imported itself, is
  * used when it is this one; another is left alone (no step marks from the
  * optimizer then). Python without torch: no hook fires; steps are time
  * intervals. */
@@ -270,32 +273,34 @@ typedef void (*py_release_fn)(int);
 typedef int (*py_run_fn)(const char *, void *);
 
 static const char py_install[] =
-    "import sys, os, importlib.util\n"
+    "import sys, os, importlib, importlib.util\n"
     "d = DIR\n"
     "here = os.path.join(d, 'leakwatch') if d else ''\n"
+    "name = '_leakwatch_helper'\n"
     "def ours(m):\n"
     "    f = getattr(m, '__file__', None) or ''\n"
     "    return bool(here) and os.path.realpath(os.path.dirname(f)) == os.path.realpath(here)\n"
     "added = False\n"
     "try:\n"
-    "    pkg = sys.modules.get('leakwatch')\n"
+    "    pkg = sys.modules.get(name) or sys.modules.get('leakwatch')\n"
     "    if pkg is None and here:\n"
-    "        spec = importlib.util.spec_from_file_location('leakwatch', os.path.join(here, "
+    "        spec = importlib.util.spec_from_file_location(name, os.path.join(here, "
     "'__init__.py'), submodule_search_locations=[here])\n"
     "        pkg = importlib.util.module_from_spec(spec)\n"
-    "        sys.modules['leakwatch'] = pkg\n"
+    "        sys.modules[name] = pkg\n"
     "        added = True\n"
     "        spec.loader.exec_module(pkg)\n"
     "    if pkg is not None and ours(pkg):\n"
-    "        import leakwatch._torch\n"
-    "        leakwatch._torch.install()\n"
+    "        importlib.import_module(pkg.__name__ + '._torch').install()\n"
     "except Exception:\n"
-    "    if added and sys.modules.get('leakwatch') is pkg:\n"
-    "        del sys.modules['leakwatch']\n";
+    "    if added and sys.modules.get(name) is pkg:\n"
+    "        del sys.modules[name]\n";
 static const char py_uninstall[] = "import sys\n"
-                                   "t = sys.modules.get('leakwatch._torch')\n"
-                                   "if t is not None and hasattr(t, 'uninstall'):\n"
-                                   "    t.uninstall()\n";
+                                   "for n in ('_leakwatch_helper._torch', 'leakwatch._torch'):\n"
+                                   "    t = sys.modules.get(n)\n"
+                                   "    if t is not None and hasattr(t, 'uninstall'):\n"
+                                   "        t.uninstall()\n"
+                                   "        break\n";
 
 /* One per attach and per detach: a Python thread of ours that gets the GIL
  * after the next attach or detach has begun does nothing (the uninstall of
