@@ -501,23 +501,32 @@ static void expect_named(const lw_run *r, const char *file, int line, const char
  * real one cannot show on this CPU, or under other Pythons. */
 
 /* A job whose own folder (first on its sys.path) holds a module named
- * leakwatch (issue 32): under the preload the job imports its own; the
- * library's helper, loaded under a name of its own, still records the job's
- * allocations and marks a step after each optimizer step. */
+ * leakwatch, a leakwatch.py or a leakwatch/ package (issue 32): under the
+ * preload the job imports its own; the library's helper, loaded under a
+ * name of its own, still records the job's allocations and marks a step
+ * after each optimizer step. */
 START_TEST(jobs_own_leakwatch_module_is_its_own) {
     NEED_PYTHON();
+    static const struct {
+        const char *job, *want;
+    } jobs[] = {
+        {"own_leakwatch/job.py", "imported leakwatch: the job's own leakwatch.py"},
+        {"own_leakwatch_pkg/job.py", "imported leakwatch: the job's own leakwatch package"}};
     for (int p = 0; p < npythons; p++) {
-        const char *env[] = {"COUNT=12", NULL};
-        lw_run r;
-        run_torch_with(&r, pythons[p], "own_leakwatch/job.py", "torch", NULL, env);
-        ck_assert_msg(r.exit_code == 0 && r.report, "%s: exit %d\n%s", pythons[p], r.exit_code,
-                      r.err);
-        ck_assert_msg(strstr(r.out, "imported leakwatch: the job's own leakwatch.py"),
-                      "%s: the job did not get its own leakwatch; stdout: %s", pythons[p], r.out);
-        ck_assert_int_eq(lw_rep_int(&r, "totals.live_bytes"), 12LL << 20);
-        ck_assert_int_eq(lw_rep_int(&r, "growth.steps"), 12);
-        ck_assert_str_eq(rep_str(&r, "growth.step_source"), "marker");
-        lw_run_free(&r);
+        for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++) {
+            const char *env[] = {"COUNT=12", NULL};
+            lw_run r;
+            run_torch_with(&r, pythons[p], jobs[i].job, "torch", NULL, env);
+            ck_assert_msg(r.exit_code == 0 && r.report, "%s %s: exit %d\n%s", pythons[p],
+                          jobs[i].job, r.exit_code, r.err);
+            ck_assert_msg(strstr(r.out, jobs[i].want),
+                          "%s: the job did not get its own leakwatch; stdout: %s", pythons[p],
+                          r.out);
+            ck_assert_int_eq(lw_rep_int(&r, "totals.live_bytes"), 12LL << 20);
+            ck_assert_int_eq(lw_rep_int(&r, "growth.steps"), 12);
+            ck_assert_str_eq(rep_str(&r, "growth.step_source"), "marker");
+            lw_run_free(&r);
+        }
     }
 }
 END_TEST
