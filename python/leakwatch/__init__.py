@@ -206,3 +206,28 @@ def _auto_step():
         _late_lookup()
     if _step is not None and not manual_steps:
         _step()
+
+
+class _Fallback:
+    """Last on sys.meta_path, after Python's own finders, where the library
+    loaded this package as _leakwatch_helper: "import leakwatch" where
+    nothing on sys.path has it (leakwatch run or attach, the package not
+    installed) gives this package, which then gives the loaded copy. A
+    job's own leakwatch earlier on sys.path is found first, as without
+    leakwatch."""
+
+    _leakwatch_fallback = True
+
+    @staticmethod
+    def find_spec(fullname, path=None, target=None):
+        if fullname != "leakwatch" or _HELPER not in sys.modules:
+            return None
+        import importlib.util
+
+        return importlib.util.spec_from_file_location(
+            fullname, os.path.join(_here, "__init__.py"), submodule_search_locations=[_here]
+        )
+
+
+if __name__ == _HELPER and not any(getattr(f, "_leakwatch_fallback", False) for f in sys.meta_path):
+    sys.meta_path.append(_Fallback)

@@ -46,24 +46,6 @@ def _leakwatch_start(here):
         except BaseException:
             del sys.modules[name]
             raise
-    # "import leakwatch" where nothing on sys.path has it (leakwatch run, the
-    # package not installed): this package, found last, after Python's own
-    # finders; its __init__ then gives this copy. A job's own leakwatch
-    # earlier on sys.path is found first, as without leakwatch.
-    init = os.path.join(package, "__init__.py")
-
-    class LeakwatchFallbackFinder:
-        @staticmethod
-        def find_spec(fullname, path=None, target=None):
-            if fullname != "leakwatch" or name not in sys.modules:
-                return None
-            import importlib.util
-
-            return importlib.util.spec_from_file_location(
-                fullname, init, submodule_search_locations=[package]
-            )
-
-    sys.meta_path.append(LeakwatchFallbackFinder)
     if helper.enabled():
         import importlib
 
