@@ -56,6 +56,12 @@ OPT := -O2
 SAN_LDFLAGS :=
 endif
 CFLAGS_LIB := $(BASE_CFLAGS) $(OPT) -fPIC -fvisibility=hidden -pthread
+# The lock order of attach, detach, the lifecycle and the fork handlers is
+# checked (an abort with a message) in the sanitizer builds, or with
+# LW_DEBUG_LOCK_ORDER=1 (src/base/lock_order.h).
+ifneq ($(filter 1 thread,$(SAN))$(filter 1,$(LW_DEBUG_LOCK_ORDER)),)
+CFLAGS_LIB += -DLW_DEBUG_LOCK_ORDER
+endif
 # Bench builds only: ABLATE=unwind|python|site removes that part of the
 # allocation path (make ablate; bench/perf/FINDINGS.md).
 ifneq ($(ABLATE),)

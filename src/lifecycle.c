@@ -6,6 +6,7 @@
 #include "export.h"
 #include "control.h"
 #include "live.h"
+#include "lock_order.h"
 #include "log.h"
 #include "options.h"
 #include "prometheus.h"
@@ -117,9 +118,9 @@ static void start(void) {
 int lw_started(void) {
     int s = atomic_load_explicit(&state, memory_order_acquire);
     if (s != NOT_STARTED) return s == RECORDING;
-    pthread_mutex_lock(&start_lock);
+    LW_LOCK_RANKED(&start_lock, LW_RANK_START);
     if (atomic_load(&state) == NOT_STARTED) start();
-    pthread_mutex_unlock(&start_lock);
+    LW_UNLOCK_RANKED(&start_lock, LW_RANK_START);
     return atomic_load(&state) == RECORDING;
 }
 
@@ -191,7 +192,7 @@ LW_EXPORT int leakwatch_python_exit_hook(void) {
 /* Fork: no lock of ours may be held by another thread at the moment of the
  * fork, or the child would inherit it locked forever. */
 static void before_fork(void) {
-    pthread_mutex_lock(&start_lock);
+    LW_LOCK_RANKED(&start_lock, LW_RANK_START);
     lw_growth_lock_for_fork();
     lw_sites_lock_all();
     lw_live_lock_all();
@@ -207,7 +208,7 @@ static void after_fork_parent(void) {
     lw_live_unlock_all();
     lw_sites_unlock_all();
     lw_growth_unlock_after_fork();
-    pthread_mutex_unlock(&start_lock);
+    LW_UNLOCK_RANKED(&start_lock, LW_RANK_START);
 }
 
 /* Only cheap work here (a DataLoader forks many workers that never touch
@@ -220,7 +221,7 @@ static void after_fork_child(void) {
     lw_live_unlock_all();
     lw_sites_unlock_all();
     lw_growth_unlock_after_fork();
-    pthread_mutex_unlock(&start_lock);
+    LW_UNLOCK_RANKED(&start_lock, LW_RANK_START);
     lw_record_after_fork_child();
     lw_report_after_fork_child();
     lw_totals_after_fork_child();
@@ -271,7 +272,7 @@ LW_EXPORT int leakwatch_user_code(const char *file) {
 }
 
 int lw_lifecycle_attach(void) {
-    pthread_mutex_lock(&start_lock);
+    LW_LOCK_RANKED(&start_lock, LW_RANK_START);
     int s = atomic_load(&state);
     int rc = 0;
     if (s == RECORDING) {
@@ -288,12 +289,12 @@ int lw_lifecycle_attach(void) {
         if (atomic_load(&state) == NOT_STARTED) start();
         rc = atomic_load(&state) == RECORDING ? 0 : -1;
     }
-    pthread_mutex_unlock(&start_lock);
+    LW_UNLOCK_RANKED(&start_lock, LW_RANK_START);
     return rc;
 }
 
 int lw_lifecycle_detach(char *path, size_t n) {
-    pthread_mutex_lock(&start_lock);
+    LW_LOCK_RANKED(&start_lock, LW_RANK_START);
     int rc = -1;
     if (attached && recording_here()) {
         lw_worker_stop();
@@ -305,7 +306,7 @@ int lw_lifecycle_detach(char *path, size_t n) {
          * finish recording into tables nobody reads again. */
         atomic_store(&state, DETACHED);
     }
-    pthread_mutex_unlock(&start_lock);
+    LW_UNLOCK_RANKED(&start_lock, LW_RANK_START);
     return rc;
 }
 

@@ -27,7 +27,21 @@ library_path() is the libleakwatch.so to preload, and `python -m leakwatch`
 
 import ctypes
 import os
+import sys
 import time
+
+# The library loads this package under a name of its own (its auto-start
+# under the preload, and attach), never as "leakwatch": that name follows
+# Python's rules, and a job's own leakwatch.py or leakwatch/ earlier on
+# sys.path is the job's. A job that imports this package as leakwatch where
+# the library loaded it already gets that copy (one state, one optimizer
+# hook): it replaces itself in sys.modules, which the import returns.
+_HELPER = "_leakwatch_helper"
+_helper = sys.modules.get(_HELPER) if __name__ != _HELPER else None
+if _helper is not None:
+    sys.modules[__name__] = _helper
+    if _HELPER + "._torch" in sys.modules:
+        sys.modules[__name__ + "._torch"] = sys.modules[_HELPER + "._torch"]
 
 __all__ = [
     "step",
@@ -44,7 +58,7 @@ _here = os.path.dirname(os.path.abspath(__file__))
 
 def _read_version():
     try:
-        from leakwatch._version import version  # written by the wheel's build and make install
+        from ._version import version  # written by the wheel's build and make install
 
         return version
     except ImportError:
@@ -115,7 +129,8 @@ def _register_exit_hook():
         pass
 
 
-_register_exit_hook()
+if _helper is None:
+    _register_exit_hook()
 _step = _lookup("leakwatch_step", None)
 _dump = _lookup("leakwatch_dump", None)
 _enabled = _lookup("leakwatch_enabled", ctypes.c_int)
@@ -191,3 +206,28 @@ def _auto_step():
         _late_lookup()
     if _step is not None and not manual_steps:
         _step()
+
+
+class _Fallback:
+    """Last on sys.meta_path, after Python's own finders, where the library
+    loaded this package as _leakwatch_helper: "import leakwatch" where
+    nothing on sys.path has it (leakwatch run or attach, the package not
+    installed) gives this package, which then gives the loaded copy. A
+    job's own leakwatch earlier on sys.path is found first, as without
+    leakwatch."""
+
+    _leakwatch_fallback = True
+
+    @staticmethod
+    def find_spec(fullname, path=None, target=None):
+        if fullname != "leakwatch" or _HELPER not in sys.modules:
+            return None
+        import importlib.util
+
+        return importlib.util.spec_from_file_location(
+            fullname, os.path.join(_here, "__init__.py"), submodule_search_locations=[_here]
+        )
+
+
+if __name__ == _HELPER and not any(getattr(f, "_leakwatch_fallback", False) for f in sys.meta_path):
+    sys.meta_path.append(_Fallback)

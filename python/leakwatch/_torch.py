@@ -76,7 +76,10 @@ import time
 import traceback
 import types
 
-import leakwatch
+# The leakwatch package this module belongs to, whatever its name: the
+# library's auto-start and attach load it as _leakwatch_helper (never as
+# "leakwatch", which may be the job's own module), a job as leakwatch.
+leakwatch = sys.modules[__name__.rpartition(".")[0]]
 
 OPTIM = "torch.optim.optimizer"
 AUTOGRAD = "torch.autograd"

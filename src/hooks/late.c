@@ -19,6 +19,7 @@
 #include "dynamic.h"
 #include "export.h"
 #include "got.h"
+#include "lock_order.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "options.h"
@@ -182,9 +183,9 @@ static void tick(void) {
     unsigned long long adds = 0;
     dl_iterate_phdr(adds_of, &adds);
     if (adds == seen_adds) return;
-    pthread_mutex_lock(&patch_lock);
+    LW_LOCK_RANKED(&patch_lock, LW_RANK_PATCH);
     if (atomic_load(&installed)) patch_all_locked();
-    pthread_mutex_unlock(&patch_lock);
+    LW_UNLOCK_RANKED(&patch_lock, LW_RANK_PATCH);
 }
 
 /* An entry still lies in a loaded object's writable or RELRO data: the object
@@ -260,7 +261,10 @@ late_dlopen(const char *file, int mode) {
  * touched. The package is this installation's, loaded by its absolute path:
  * nothing is looked up on the job's sys.path (where the script's folder and
  * the working directory come first, and another user's leakwatch/ would run
- * with the job's rights). A leakwatch package the job imported itself is
+ * with the job's rights), under a name of its own (_leakwatch_helper: the
+ * name leakwatch stays the job's, as under the preload; this package
+ * imported later as leakwatch reuses that copy). The copy the preload's
+ * auto-start loaded, or a leakwatch package the job imported itself, is
  * used when it is this one; another is left alone (no step marks from the
  * optimizer then). Python without torch: no hook fires; steps are time
  * intervals. */
@@ -270,32 +274,34 @@ typedef void (*py_release_fn)(int);
 typedef int (*py_run_fn)(const char *, void *);
 
 static const char py_install[] =
-    "import sys, os, importlib.util\n"
+    "import sys, os, importlib, importlib.util\n"
     "d = DIR\n"
     "here = os.path.join(d, 'leakwatch') if d else ''\n"
+    "name = '_leakwatch_helper'\n"
     "def ours(m):\n"
     "    f = getattr(m, '__file__', None) or ''\n"
     "    return bool(here) and os.path.realpath(os.path.dirname(f)) == os.path.realpath(here)\n"
     "added = False\n"
     "try:\n"
-    "    pkg = sys.modules.get('leakwatch')\n"
+    "    pkg = sys.modules.get(name) or sys.modules.get('leakwatch')\n"
     "    if pkg is None and here:\n"
-    "        spec = importlib.util.spec_from_file_location('leakwatch', os.path.join(here, "
+    "        spec = importlib.util.spec_from_file_location(name, os.path.join(here, "
     "'__init__.py'), submodule_search_locations=[here])\n"
     "        pkg = importlib.util.module_from_spec(spec)\n"
-    "        sys.modules['leakwatch'] = pkg\n"
+    "        sys.modules[name] = pkg\n"
     "        added = True\n"
     "        spec.loader.exec_module(pkg)\n"
     "    if pkg is not None and ours(pkg):\n"
-    "        import leakwatch._torch\n"
-    "        leakwatch._torch.install()\n"
+    "        importlib.import_module(pkg.__name__ + '._torch').install()\n"
     "except Exception:\n"
-    "    if added and sys.modules.get('leakwatch') is pkg:\n"
-    "        del sys.modules['leakwatch']\n";
+    "    if added and sys.modules.get(name) is pkg:\n"
+    "        del sys.modules[name]\n";
 static const char py_uninstall[] = "import sys\n"
-                                   "t = sys.modules.get('leakwatch._torch')\n"
-                                   "if t is not None and hasattr(t, 'uninstall'):\n"
-                                   "    t.uninstall()\n";
+                                   "for n in ('_leakwatch_helper._torch', 'leakwatch._torch'):\n"
+                                   "    t = sys.modules.get(n)\n"
+                                   "    if t is not None and hasattr(t, 'uninstall'):\n"
+                                   "        t.uninstall()\n"
+                                   "        break\n";
 
 /* One per attach and per detach: a Python thread of ours that gets the GIL
  * after the next attach or detach has begun does nothing (the uninstall of
@@ -370,35 +376,40 @@ static void *python_uninstall_thread(void *arg) {
  * registration. So attach and detach never hold patch_lock while they take
  * start_lock (that inversion hung a job forking during an attach for good),
  * and attach_lock, which no fork handler takes, is made new in a child
- * (the attach or detach that held it runs in the parent only). */
+ * (the attach or detach that held it runs in the parent only).
+ *
+ * Debug builds check this order at every take (src/base/lock_order.h:
+ * LW_LOCK_RANKED, an abort naming both locks). */
 static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A fork while another thread holds patch_lock must not leave the child
  * with it locked (its dlopen hook takes it). */
 static void fork_prepare(void) {
-    pthread_mutex_lock(&patch_lock);
+    LW_LOCK_RANKED(&patch_lock, LW_RANK_PATCH);
 }
 static void fork_parent(void) {
-    pthread_mutex_unlock(&patch_lock);
+    LW_UNLOCK_RANKED(&patch_lock, LW_RANK_PATCH);
 }
 static void fork_child(void) {
     pthread_mutex_init(&patch_lock, NULL);
+    LW_LOCK_FORGET(LW_RANK_PATCH);
     pthread_mutex_init(&attach_lock, NULL);
+    LW_LOCK_FORGET(LW_RANK_ATTACH);
 }
 
 /* ---- attach and detach ---- */
 static int detach(char *msg, size_t n) {
-    pthread_mutex_lock(&attach_lock);
-    pthread_mutex_lock(&patch_lock);
+    LW_LOCK_RANKED(&attach_lock, LW_RANK_ATTACH);
+    LW_LOCK_RANKED(&patch_lock, LW_RANK_PATCH);
     if (!atomic_load(&installed)) {
-        pthread_mutex_unlock(&patch_lock);
-        pthread_mutex_unlock(&attach_lock);
+        LW_UNLOCK_RANKED(&patch_lock, LW_RANK_PATCH);
+        LW_UNLOCK_RANKED(&attach_lock, LW_RANK_ATTACH);
         snprintf(msg, n, "leakwatch is not attached to this process");
         return -1;
     }
     atomic_store(&installed, 0);
     unpatch_all_locked();
-    pthread_mutex_unlock(&patch_lock);
+    LW_UNLOCK_RANKED(&patch_lock, LW_RANK_PATCH);
     long gen = atomic_fetch_add(&py_generation, 1) + 1;
     if (lw_real_dlsym(RTLD_DEFAULT, "Py_IsInitialized"))
         lw_thread_start_arg(python_uninstall_thread, (void *)(intptr_t)gen);
@@ -407,13 +418,13 @@ static int detach(char *msg, size_t n) {
         snprintf(msg, n, "(no report written: LEAKWATCH_REPORT is none, or see the job's stderr)");
     else
         snprintf(msg, n, "%s", path);
-    pthread_mutex_unlock(&attach_lock);
+    LW_UNLOCK_RANKED(&attach_lock, LW_RANK_ATTACH);
     return 0;
 }
 
 static int attach_now(const char *settings, char *msg, size_t n) {
     int rc = -1;
-    pthread_mutex_lock(&attach_lock);
+    LW_LOCK_RANKED(&attach_lock, LW_RANK_ATTACH);
     if (atomic_load(&installed)) {
         snprintf(msg, n, "leakwatch is already attached");
         rc = 1;
@@ -454,17 +465,17 @@ static int attach_now(const char *settings, char *msg, size_t n) {
                  "so it could not be detached: not attached");
         goto out;
     }
-    pthread_mutex_lock(&patch_lock);
+    LW_LOCK_RANKED(&patch_lock, LW_RANK_PATCH);
     atomic_store(&installed, 1);
     patch_all_locked();
     snprintf(msg, n, "%zu", npatches);
-    pthread_mutex_unlock(&patch_lock);
+    LW_UNLOCK_RANKED(&patch_lock, LW_RANK_PATCH);
     long gen = atomic_fetch_add(&py_generation, 1) + 1;
     if (lw_real_dlsym(RTLD_DEFAULT, "Py_IsInitialized"))
         lw_thread_start_arg(python_install_thread, (void *)(intptr_t)gen);
     rc = 0;
 out:
-    pthread_mutex_unlock(&attach_lock);
+    LW_UNLOCK_RANKED(&attach_lock, LW_RANK_ATTACH);
     return rc;
 }
 

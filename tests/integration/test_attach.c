@@ -574,6 +574,14 @@ START_TEST(python_package_in_the_jobs_folder_is_not_imported) {
 }
 END_TEST
 
+/* The package imported after the attach, where the job's sys.path does not
+ * have it: the attach's helper (loaded under a name of its own) answers
+ * "import leakwatch", after Python's own finders. */
+START_TEST(python_package_imported_after_the_attach_gets_step_marks) {
+    python_job("late", 1);
+}
+END_TEST
+
 START_TEST(python_job_without_torch_uses_intervals) {
     python_job("plain", 0);
 }
@@ -1429,6 +1437,7 @@ int main(void) {
     tcase_add_test(tc, bare_clone_thread_is_never_borrowed);
     tcase_add_test(tc, python_torch_job_gets_step_marks);
     tcase_add_test(tc, python_package_job_gets_step_marks);
+    tcase_add_test(tc, python_package_imported_after_the_attach_gets_step_marks);
     tcase_add_test(tc, python_job_without_torch_uses_intervals);
     suite_add_tcase(s, tc);
     /* CK_RUN_CASE=safety runs these alone. */

@@ -500,6 +500,68 @@ static void expect_named(const lw_run *r, const char *file, int line, const char
  * (make check-real). What the stand-in torch still checks here is what the
  * real one cannot show on this CPU, or under other Pythons. */
 
+/* A job whose own folder (first on its sys.path) holds a module named
+ * leakwatch, a leakwatch.py or a leakwatch/ package (issue 32): under the
+ * preload the job imports its own; the library's helper, loaded under a
+ * name of its own, still records the job's allocations and marks a step
+ * after each optimizer step. */
+START_TEST(jobs_own_leakwatch_module_is_its_own) {
+    NEED_PYTHON();
+    static const struct {
+        const char *job, *want;
+    } jobs[] = {
+        {"own_leakwatch/job.py", "imported leakwatch: the job's own leakwatch.py"},
+        {"own_leakwatch_pkg/job.py", "imported leakwatch: the job's own leakwatch package"}};
+    for (int p = 0; p < npythons; p++) {
+        for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++) {
+            const char *env[] = {"COUNT=12", NULL};
+            lw_run r;
+            run_torch_with(&r, pythons[p], jobs[i].job, "torch", NULL, env);
+            ck_assert_msg(r.exit_code == 0 && r.report, "%s %s: exit %d\n%s", pythons[p],
+                          jobs[i].job, r.exit_code, r.err);
+            ck_assert_msg(strstr(r.out, jobs[i].want),
+                          "%s: the job did not get its own leakwatch; stdout: %s", pythons[p],
+                          r.out);
+            ck_assert_int_eq(lw_rep_int(&r, "totals.live_bytes"), 12LL << 20);
+            ck_assert_int_eq(lw_rep_int(&r, "growth.steps"), 12);
+            ck_assert_str_eq(rep_str(&r, "growth.step_source"), "marker");
+            lw_run_free(&r);
+        }
+    }
+}
+END_TEST
+
+/* A job that imports leakwatch's package and marks its own steps: the import
+ * gives the copy the auto-start loaded (one optimizer hook, which sees the
+ * manual marks): each step is counted once. Found on PYTHONPATH, or, where
+ * nothing on sys.path has it (leakwatch run without the package installed),
+ * found last, after Python's own finders. */
+START_TEST(manual_steps_with_the_package_count_once) {
+    NEED_PYTHON();
+    char python_dir[PATH_MAX], path[2][2 * PATH_MAX + 16];
+    ck_assert_ptr_nonnull(realpath("python", python_dir));
+    snprintf(path[0], sizeof path[0], "PYTHONPATH=%s:%s", script("faketorch"), python_dir);
+    snprintf(path[1], sizeof path[1], "PYTHONPATH=%s", script("faketorch"));
+    for (int p = 0; p < npythons; p++) {
+        for (int k = 0; k < 2; k++) {
+            const char *env[] = {path[k], "STEPS=30", NULL};
+            lw_run r;
+            run_torch_with(&r, pythons[p], "manual_steps.py", NULL, NULL, env);
+            ck_assert_msg(r.exit_code == 0 && r.report, "%s %s: exit %d\n%s", pythons[p], path[k],
+                          r.exit_code, r.err);
+            ck_assert_msg(strstr(r.out, "leakwatch hooks: 1\n"), "%s: stdout: %s", pythons[p],
+                          r.out);
+            ck_assert_int_eq(lw_rep_int(&r, "growth.steps"), 30);
+            /* The hook counts the optimizer's first step, before the first
+             * leakwatch.step(), then sees the job's marks and stops. */
+            ck_assert_int_eq(lw_rep_int(&r, "torch.steps.optimizer_calls"), 1);
+            ck_assert_int_eq(lw_rep_int(&r, "totals.live_bytes"), 30LL << 20);
+            lw_run_free(&r);
+        }
+    }
+}
+END_TEST
+
 /* The helper under every CPython found (frame layouts, relative paths). */
 START_TEST(seed_leak_named_with_every_python) {
     NEED_PYTHON();
@@ -692,6 +754,8 @@ int main(void) {
     TCase *steps = tcase_create("steps");
     tcase_set_timeout(steps, 300);
     tcase_add_test(steps, optimizer_steps_are_marked);
+    tcase_add_test(steps, jobs_own_leakwatch_module_is_its_own);
+    tcase_add_test(steps, manual_steps_with_the_package_count_once);
     suite_add_tcase(s, steps);
     TCase *dflt = tcase_create("default");
     tcase_set_timeout(dflt, 600);

@@ -6,13 +6,15 @@ steps of 10 ms, each keeping 1 MiB through the CPU stand-in runtime
 runtime starts after the attach and finds the driver through the hooked
 dlsym.
 
-    attach_job.py torch|package|plain STEPS GO_FILE
+    attach_job.py torch|package|late|plain STEPS GO_FILE
 
 torch: the stand-in torch (tests/python/faketorch on PYTHONPATH) is imported
 first and optimizer.step() is called every step; the attach's Python helper
 marks the steps. package: the leakwatch package is imported first (before
-the library is there) and leakwatch.step() is called every step. plain:
-neither; steps are time intervals."""
+the library is there) and leakwatch.step() is called every step. late: the
+leakwatch package, not on the job's sys.path, is imported after the attach
+(the attach's helper gives its copy) and leakwatch.step() is called every
+step. plain: neither; steps are time intervals."""
 import ctypes
 import os
 import sys
@@ -49,6 +51,10 @@ def leak_attach_py():
 print("ready", os.getpid(), flush=True)
 while not os.path.exists(go):
     time.sleep(0.002)
+if mode == "late":
+    import leakwatch
+
+    mark = leakwatch.step
 for _ in range(steps):
     leak_attach_py()
     mark()

@@ -10,7 +10,9 @@ import sys
 for name in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTHONPATH"):
     value = os.environ.get(name)
     print(f"{name} unset" if value is None else f"{name}={value}")
-print("leakwatch loaded" if "leakwatch" in sys.modules else "leakwatch not loaded")
+# The auto-start loads leakwatch's package as _leakwatch_helper ("leakwatch"
+# stays the job's name to import).
+print("leakwatch loaded" if "_leakwatch_helper" in sys.modules else "leakwatch not loaded")
 if len(sys.argv) > 1 and sys.argv[1] == "cuda":
     rt = ctypes.CDLL(os.environ["LW_CUDART"])
     rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]

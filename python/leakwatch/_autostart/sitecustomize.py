@@ -5,8 +5,10 @@ Python's site module imports this file at startup instead of the first
 sitecustomize it would otherwise find.
 
 It does two things, then steps aside:
-  1. When libleakwatch.so is loaded and enabled, it installs leakwatch._torch:
-     a step is marked after every torch optimizer step.
+  1. When libleakwatch.so is loaded and enabled, it installs leakwatch._torch
+     (loaded as _leakwatch_helper._torch, never as "leakwatch", which is the
+     job's name to import): a step is marked after every torch optimizer
+     step.
   2. It runs the sitecustomize this one shadows (the next one on sys.path),
      as Python would have, and leaves that module in sys.modules.
 
@@ -24,28 +26,30 @@ def _leakwatch_start(here):
     if value in ("0", "false", "no", "off"):
         return
     package = os.path.join(os.path.dirname(os.path.dirname(here)), "leakwatch")
-    if "leakwatch" not in sys.modules:
-        # Loaded from our tree by path: sys.path stays as the job set it.
+    # Loaded from our tree by path, under a name of our own: sys.path stays
+    # as the job set it, and "leakwatch" stays the job's to import (its own
+    # leakwatch.py, or this package, which then reuses this copy).
+    name = "_leakwatch_helper"
+    helper = sys.modules.get(name)
+    if helper is None:
         import importlib.util
 
         spec = importlib.util.spec_from_file_location(
-            "leakwatch",
+            name,
             os.path.join(package, "__init__.py"),
             submodule_search_locations=[package],
         )
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["leakwatch"] = module
+        helper = importlib.util.module_from_spec(spec)
+        sys.modules[name] = helper
         try:
-            spec.loader.exec_module(module)
+            spec.loader.exec_module(helper)
         except BaseException:
-            del sys.modules["leakwatch"]
+            del sys.modules[name]
             raise
-    import leakwatch
+    if helper.enabled():
+        import importlib
 
-    if leakwatch.enabled():
-        import leakwatch._torch
-
-        leakwatch._torch.install()
+        importlib.import_module(name + "._torch").install()
 
 
 def _leakwatch_chain(here):
