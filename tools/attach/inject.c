@@ -459,7 +459,9 @@ static int requeue_signals_from(thread_ctx *c, int may_wait) {
         if (r != 0 && errno == EAGAIN && !may_wait) break;
         if (r == 0) n++;
     }
-    memmove(c->sigs, c->sigs + i, (size_t)(c->nsig - i) * sizeof *c->sigs);
+    /* No signal held: c->sigs may be NULL, which memmove must not get even
+     * for 0 bytes. */
+    if (c->nsig > i) memmove(c->sigs, c->sigs + i, (size_t)(c->nsig - i) * sizeof *c->sigs);
     c->nsig -= i;
     return n;
 }
