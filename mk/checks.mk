@@ -31,16 +31,6 @@ check-gpu-dry: all $(STAND_INS)
 	    { cat $(B)/gpu-dry.log; echo "check-gpu-dry: FAILED (results in $(B)/gpu-dry)"; exit 1; }
 	@echo "check-gpu-dry: the GPU check ran on the stand-ins ($$(tail -1 $(B)/gpu-dry.log))"
 
-# The real-clients tier (tests/real): Debian trixie's real PyTorch 2.6 (CUDA 12
-# build), numba and PyCUDA under build/leakwatch on the CPU stand-ins, in a
-# root unpacked once into ~/.cache/leakwatch by scripts/setup-real-clients.sh
-# and entered with chroot (scripts/in-real-root.sh: needs root). Fails, with
-# the reason, where the clients cannot be had: a skipped tier is not a pass.
-check-real: all $(STUBS)
-	@root=$$(sh scripts/setup-real-clients.sh) || \
-	    { echo "check-real: FAILED: the real clients cannot be set up here (see above)"; exit 1; }; \
-	    sh scripts/in-real-root.sh "$$root" python3 -m pytest -p no:cacheprovider -q -rfE tests/real
-
 # ---- fuzzing (clang + libFuzzer) ----
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
