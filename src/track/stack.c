@@ -417,6 +417,7 @@ __attribute__((no_sanitize_address)) static inline uint64_t differs(const word_c
     return acc;
 }
 
+#if LW_UNW_FAST /* only the fast walker records checks */
 /* Rewrites the walk's n checks as the word checks of the words they compare,
  * in place (a check is 48 bytes, its words at most 32, so the words of check
  * i end within its own bytes, after it was read). Returns their number. */
@@ -434,6 +435,7 @@ static int compact_checks(check *chk, int n) {
     }
     return nw;
 }
+#endif
 
 static inline unsigned set_of(uintptr_t sp) {
     return (unsigned)((sp * 0x9e3779b97f4a7c15ull) >> 62) & (STACK_SETS - 1);
