@@ -132,7 +132,7 @@ static const char *const rule_paths[] = {
  * and the helper's own decision with the library loaded (which asks it),
  * each against lw_frame_classify. */
 static void rule_agrees(const char *user_code) {
-    char cmd[1024], in[] = "/tmp/lw-user-code-XXXXXX";
+    char cmd[2048], in[] = "/tmp/lw-user-code-XXXXXX";
     int fd = mkstemp(in);
     ck_assert_int_ge(fd, 0);
     FILE *f = fdopen(fd, "w");
@@ -145,10 +145,16 @@ static void rule_agrees(const char *user_code) {
     const char *rt = getenv("LW_ASAN_RT");
     char pre[600] = "";
     if (rt && *rt) snprintf(pre, sizeof pre, "LD_PRELOAD=%s ASAN_OPTIONS=detect_leaks=0 ", rt);
+    /* Cross-built (make check-aarch64): the target's CPython through qemu,
+     * which can load the target's library; the host's cannot. */
+    char py[600] = "python3";
+    const char *ex = getenv("LW_TEST_EXEC"), *pys = getenv("LW_PYTHONS");
+    if (ex && *ex && pys && *pys)
+        snprintf(py, sizeof py, "%s %.*s", ex, (int)strcspn(pys, ": "), pys);
     snprintf(cmd, sizeof cmd,
-             "%sLEAKWATCH_USER_CODE='%s' LW_LIB=%s/libleakwatch.so python3 "
+             "%sLEAKWATCH_USER_CODE='%s' LW_LIB=%s/libleakwatch.so %s "
              "tests/python/user_code_rule.py <%s",
-             pre, user_code ? user_code : "", b && *b ? b : "build", in);
+             pre, user_code ? user_code : "", b && *b ? b : "build", py, in);
     FILE *p = popen(cmd, "r");
     ck_assert_ptr_nonnull(p);
     char line[1024];
