@@ -870,21 +870,19 @@ START_TEST(sigterm_stops_a_waiting_attach) {
 }
 END_TEST
 
-/* Stacks the program placed next to each other without a guard page: the
- * bytes the attach saves below the borrowed thread's stack pointer and
- * writes back at the end stay within that thread's own stack (256 KiB were
- * written back whatever lay there: the neighbour's live stack). */
-START_TEST(adjacent_stacks_of_other_threads_are_not_written_back) {
-    if (!can_attach()) return;
+/* Starts prog (its one argument: a file whose appearance stops it), attaches
+ * and detaches n times (each must succeed), stops it and returns what it
+ * printed (to free). */
+static char *cycles_then_stop(const char *prog, int n) {
     job j;
     char stop[160];
     lw_temp_dir(j.dir, sizeof j.dir);
     snprintf(stop, sizeof stop, "%s/stop", j.dir);
     const char *args[] = {stop, NULL};
-    start_prog(&j, "rt_attach_adjstack", args);
+    start_prog(&j, prog, args);
     char pid[32];
     pid_text(j.pid, pid, sizeof pid);
-    for (int i = 0; i < 20; i++) {
+    for (int i = 0; i < n; i++) {
         lw_run r;
         attach_cli(&r, "--background", "-q", "-o", j.report, pid, NULL);
         ck_assert_msg(r.exit_code == 0, "cycle %d: attach %d: %s", i, r.exit_code, r.err);
@@ -895,9 +893,19 @@ START_TEST(adjacent_stacks_of_other_threads_are_not_written_back) {
     }
     lw_write_text(stop, "stop");
     char *out = finish_job(&j);
+    lw_remove_dir(j.dir);
+    return out;
+}
+
+/* Stacks the program placed next to each other without a guard page: the
+ * bytes the attach saves below the borrowed thread's stack pointer and
+ * writes back at the end stay within that thread's own stack (256 KiB were
+ * written back whatever lay there: the neighbour's live stack). */
+START_TEST(adjacent_stacks_of_other_threads_are_not_written_back) {
+    if (!can_attach()) return;
+    char *out = cycles_then_stop("rt_attach_adjstack", 20);
     ck_assert_msg(strstr(out, "reverted 0 times"), "%s", out);
     free(out);
-    lw_remove_dir(j.dir);
 }
 END_TEST
 
@@ -1082,28 +1090,9 @@ static int skipped_under_asan(const char *what) {
 START_TEST(recv_with_a_timeout_is_not_interrupted) {
     if (!can_attach()) return;
     if (skipped_under_asan("recv_with_a_timeout_is_not_interrupted")) return;
-    job j;
-    char stop[160];
-    lw_temp_dir(j.dir, sizeof j.dir);
-    snprintf(stop, sizeof stop, "%s/stop", j.dir);
-    const char *args[] = {stop, NULL};
-    start_prog(&j, "rt_attach_recv", args);
-    char pid[32];
-    pid_text(j.pid, pid, sizeof pid);
-    for (int i = 0; i < 5; i++) {
-        lw_run r;
-        attach_cli(&r, "--background", "-q", "-o", j.report, pid, NULL);
-        ck_assert_msg(r.exit_code == 0, "cycle %d: attach %d: %s", i, r.exit_code, r.err);
-        lw_run_free(&r);
-        attach_cli(&r, "--detach", "-q", pid, NULL, NULL, NULL);
-        ck_assert_msg(r.exit_code == 0, "cycle %d: detach %d: %s", i, r.exit_code, r.err);
-        lw_run_free(&r);
-    }
-    lw_write_text(stop, "stop");
-    char *out = finish_job(&j);
+    char *out = cycles_then_stop("rt_attach_recv", 5);
     ck_assert_msg(strstr(out, "recv interrupted 0 times (waited)"), "%s", out);
     free(out);
-    lw_remove_dir(j.dir);
 }
 END_TEST
 
