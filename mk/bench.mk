@@ -42,7 +42,7 @@ test-bins: $(B)/examples/train_loop
 # rate errors and the steps to a verdict. Options: ACCURACY_ARGS="--only NAME -v".
 # Then the noise sweep (bench/accuracy/sweep.c): synthetic noisy floors fed
 # straight into the series and detector code, no shim (SWEEP_ARGS="--seeds 20").
-$(B)/bench/sweep: bench/accuracy/sweep.c src/analyze/detector.c src/analyze/series.c src/analyze/stats.c \
+$(B)/bench/sweep: bench/accuracy/sweep.c src/analyze/detector.c src/analyze/series.c src/analyze/stats.c src/vocab/verdict.c \
                   $(wildcard src/analyze/*.h)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(INC_analyze) -O2 -o $@ $(filter %.c,$^) -lm
