@@ -352,6 +352,19 @@ START_TEST(withdrawn_leak_is_withdrawn_on_stderr) {
 }
 END_TEST
 
+/* The first live LEAK line of err ("[as of step N]") and the last LEAK
+ * line, the exit's (without it); each must be there. */
+static void live_and_exit_lines(const char *err, char *live, char *last, size_t n) {
+    first_line(err, "leakwatch: LEAK in ", live, n);
+    ck_assert_msg(strstr(live, "[as of step"), "no live line:\n%s", err);
+    last[0] = '\0';
+    for (const char *p = err; (p = strstr(p, "leakwatch: LEAK in "));) {
+        first_line(p, NULL, last, n);
+        p += 10;
+    }
+    ck_assert_msg(!strstr(last, "[as of"), "no exit line:\n%s", err);
+}
+
 /* Seconds of a duration as lw_fmt_duration writes it ("4 d 4 h",
  * "11 h 38 min", "5 min 22 s"), after "out of memory in " in line; NAN when
  * absent. */
@@ -395,13 +408,7 @@ START_TEST(live_and_exit_lines_agree) {
     RUN_OK(&r);
     ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
     char live[2048], last[2048] = "";
-    first_line(r.err, "leakwatch: LEAK in ", live, sizeof live);
-    ck_assert_msg(strstr(live, "[as of step"), "no live line:\n%s", r.err);
-    for (const char *p = r.err; (p = strstr(p, "leakwatch: LEAK in "));) {
-        first_line(p, NULL, last, sizeof last);
-        p += 10;
-    }
-    ck_assert_msg(!strstr(last, "[as of"), "no exit line:\n%s", r.err);
+    live_and_exit_lines(r.err, live, last, sizeof live);
     double a = oom_seconds_in(live), b = oom_seconds_in(last);
     ck_assert_msg(isfinite(a) && isfinite(b) && a < 2 * b && b < 2 * a,
                   "time to out-of-memory: live %s\nexit %s", live, last);
@@ -456,13 +463,7 @@ START_TEST(live_and_exit_lines_agree_with_very_fast_steps) {
     lw_run_exe(&r, 1, exe, args, env);
     RUN_OK(&r);
     char live[2048], last[2048] = "", a_on[128], b_on[128];
-    first_line(r.err, "leakwatch: LEAK in ", live, sizeof live);
-    ck_assert_msg(strstr(live, "[as of step"), "no live line:\n%s", r.err);
-    for (const char *p = r.err; (p = strstr(p, "leakwatch: LEAK in "));) {
-        first_line(p, NULL, last, sizeof last);
-        p += 10;
-    }
-    ck_assert_msg(!strstr(last, "[as of"), "no exit line:\n%s", r.err);
+    live_and_exit_lines(r.err, live, last, sizeof live);
     onset_in(live, a_on, sizeof a_on);
     onset_in(last, b_on, sizeof b_on);
     ck_assert_msg(a_on[0] && !strcmp(a_on, b_on), "onsets differ:\nlive %s\nexit %s", live, last);
