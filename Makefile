@@ -135,8 +135,10 @@ check-fast: test-bins check-cuda-abi
 # ThreadSanitizer build (SAN=thread) of the suites where concurrency is what
 # is tested; the rest of the suite runs once in the plain and the ASan builds
 # (under TSan it would find nothing new and double the time):
-#   test_track       the live table, the call sites and the per-thread totals
-#                    shards, filled and summed by many threads at once;
+#   test_totals      the per-thread totals shards, filled and summed by many
+#                    threads at once (the only unit test that starts threads;
+#                    the live table and the call sites are filled from many
+#                    threads by test_safety and test_job_safety);
 #   test_safety      fork while eight threads allocate, sixteen threads with
 #                    dumps and the sampler, dlsym/dlopen from many threads,
 #                    the job's signals and timers;
@@ -157,7 +159,7 @@ check-fast: test-bins check-cuda-abi
 # at once (detect_deadlocks=0). No Python test: CPython is not built with
 # TSan, and loading it under libtsan reports the interpreter's own races.
 TSAN_B := build/tsan
-TSAN_TESTS := tests/unit/test_track tests/integration/test_safety \
+TSAN_TESTS := tests/unit/test_totals tests/integration/test_safety \
     tests/integration/test_job_safety tests/integration/test_symbols
 tsan-bins: all $(STUBS) $(PROGS) $(B)/examples/train_loop $(addprefix $(B)/,$(TSAN_TESTS))
 check-tsan:

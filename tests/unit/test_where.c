@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The place to look (src/vocab/where.c), the answer line and the launcher's
- * rank (src/vocab/fmt.c, src/base/rank.c): the rules every output names a site by. */
+/* The place to look (src/vocab/where.c): the rule every output names a site
+ * by, and the Python helper's copy of it. */
 #include "../check_run.h"
-#include "fmt.h"
-#include "rank.h"
 #include "where.h"
 
 #include <check.h>
@@ -212,78 +210,6 @@ START_TEST(python_helper_has_the_same_user_code_rule) {
 }
 END_TEST
 
-START_TEST(answer_line_is_one_format) {
-    lw_answer a;
-    lw_answer_init(&a);
-    a.verdict = "leak";
-    a.where = "train.py:27 in train";
-    a.rate = a.lo = a.hi = 512;
-    a.onset = 2;
-    a.free_bytes = 80.0 * 1024 * 1024 * 1024;
-    a.total_bytes = 80.0 * 1024 * 1024 * 1024;
-    lw_answer_oom(a.free_bytes, 1024, 512, &a.oom_seconds, &a.oom_steps);
-    char line[512];
-    lw_answer_line(&a, line, sizeof line);
-    ck_assert_msg(!strncmp(line,
-                           "LEAK in train.py:27 in train: +512 B/step (95% CI 512 B .. "
-                           "512 B) since step 2; out of memory in 970 d 21 h "
-                           "(167,772,160 steps) at this rate (80.0 GiB free of 80.0 GiB)",
-                           200),
-                  "%s", line);
-    a.computed_at = 64;
-    lw_answer_line(&a, line, sizeof line);
-    ck_assert_ptr_nonnull(strstr(line, "[as of step 64]"));
-    double s, st;
-    lw_answer_oom(NAN, 1, 1, &s, &st);
-    ck_assert(isnan(s) && isnan(st));
-    lw_answer_oom(100, -1, 0, &s, &st);
-    ck_assert(isnan(s) && isnan(st));
-    a.verdict = "no_leak";
-    a.where_live = 1024;
-    a.computed_at = NAN;
-    a.steps = 300;
-    lw_answer_line(&a, line, sizeof line);
-    ck_assert_str_eq(line, "no leak: the floor of live memory is flat over 300 steps; largest "
-                           "site: train.py:27 in train (1.00 KiB live)");
-}
-END_TEST
-
-START_TEST(rank_from_launchers) {
-    const char *vars[] = {"RANK",
-                          "LOCAL_RANK",
-                          "WORLD_SIZE",
-                          "SLURM_PROCID",
-                          "SLURM_LOCALID",
-                          "SLURM_NTASKS",
-                          "OMPI_COMM_WORLD_RANK",
-                          "OMPI_COMM_WORLD_LOCAL_RANK",
-                          "OMPI_COMM_WORLD_SIZE",
-                          "PMI_RANK",
-                          "PMI_SIZE",
-                          "PMIX_RANK",
-                          "MPI_LOCALRANKID"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-        unsetenv(vars[i]);
-    lw_rank_info r;
-    lw_rank_get(&r);
-    ck_assert(r.rank == -1 && r.local_rank == -1 && r.world_size == -1);
-    setenv("SLURM_PROCID", "5", 1);
-    setenv("SLURM_LOCALID", "1", 1);
-    setenv("SLURM_NTASKS", "8", 1);
-    lw_rank_get(&r);
-    ck_assert(r.rank == 5 && r.local_rank == 1 && r.world_size == 8);
-    setenv("RANK", "3", 1); /* torchrun's wins */
-    setenv("OMPI_COMM_WORLD_SIZE", "junk", 1);
-    lw_rank_get(&r);
-    ck_assert_int_eq(r.rank, 3);
-    unsetenv("RANK"), unsetenv("SLURM_PROCID");
-    setenv("PMI_RANK", "2", 1);
-    setenv("RANK", "-4", 1); /* not a rank: ignored */
-    lw_rank_get(&r);
-    ck_assert_int_eq(r.rank, 2);
-}
-END_TEST
-
 /* The distinguishing frame: stash() and scratch() allocate through
  * device_alloc(), which is every site's place to look. */
 #define CUDA NATIVE("/usr/local/cuda/lib64/libcudart.so.12", "cudaMalloc", NULL, 0)
@@ -349,8 +275,6 @@ int main(void) {
     tcase_add_test(tc, user_code_option_widens);
     tcase_add_test(tc, fallbacks);
     tcase_add_test(tc, native_classes);
-    tcase_add_test(tc, answer_line_is_one_format);
-    tcase_add_test(tc, rank_from_launchers);
     tcase_add_test(tc, distinguishing_frame);
     tcase_add_test(tc, python_helper_has_the_same_user_code_rule);
     suite_add_tcase(s, tc);

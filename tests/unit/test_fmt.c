@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The report's formats (src/vocab/fmt.c): bytes and counts, and the answer
+ * line every output prints. */
+#include "fmt.h"
+
+#include "../check_run.h"
+
+#include <check.h>
+#include <math.h>
+#include <string.h>
+
+/* The library's lines and the command's views share one format. */
+START_TEST(byte_formats) {
+    char b[32];
+    lw_format_bytes(512, b, sizeof b);
+    ck_assert_str_eq(b, "512 B");
+    lw_format_bytes(1536, b, sizeof b);
+    ck_assert_str_eq(b, "1.50 KiB");
+    lw_format_bytes(-3.0 * 1024 * 1024, b, sizeof b);
+    ck_assert_str_eq(b, "-3.00 MiB");
+    lw_format_bytes(150.0 * 1024, b, sizeof b);
+    ck_assert_str_eq(b, "150.0 KiB");
+    lw_format_bytes(2.0 * 1024 * 1024 * 1024 * 1024 * 1024 * 1024, b, sizeof b);
+    ck_assert_str_eq(b, "2.00 EiB");
+    ck_assert_str_eq(lw_fmt_count(18002, b, sizeof b), "18,002");
+    ck_assert_str_eq(lw_fmt_bytes(NAN, b, sizeof b), "?");
+}
+END_TEST
+
+START_TEST(answer_line_is_one_format) {
+    lw_answer a;
+    lw_answer_init(&a);
+    a.verdict = "leak";
+    a.where = "train.py:27 in train";
+    a.rate = a.lo = a.hi = 512;
+    a.onset = 2;
+    a.free_bytes = 80.0 * 1024 * 1024 * 1024;
+    a.total_bytes = 80.0 * 1024 * 1024 * 1024;
+    lw_answer_oom(a.free_bytes, 1024, 512, &a.oom_seconds, &a.oom_steps);
+    char line[512];
+    lw_answer_line(&a, line, sizeof line);
+    ck_assert_msg(!strncmp(line,
+                           "LEAK in train.py:27 in train: +512 B/step (95% CI 512 B .. "
+                           "512 B) since step 2; out of memory in 970 d 21 h "
+                           "(167,772,160 steps) at this rate (80.0 GiB free of 80.0 GiB)",
+                           200),
+                  "%s", line);
+    a.computed_at = 64;
+    lw_answer_line(&a, line, sizeof line);
+    ck_assert_ptr_nonnull(strstr(line, "[as of step 64]"));
+    double s, st;
+    lw_answer_oom(NAN, 1, 1, &s, &st);
+    ck_assert(isnan(s) && isnan(st));
+    lw_answer_oom(100, -1, 0, &s, &st);
+    ck_assert(isnan(s) && isnan(st));
+    a.verdict = "no_leak";
+    a.where_live = 1024;
+    a.computed_at = NAN;
+    a.steps = 300;
+    lw_answer_line(&a, line, sizeof line);
+    ck_assert_str_eq(line, "no leak: the floor of live memory is flat over 300 steps; largest "
+                           "site: train.py:27 in train (1.00 KiB live)");
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("fmt");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, byte_formats);
+    tcase_add_test(tc, answer_line_is_one_format);
+    suite_add_tcase(s, tc);
+    return lw_check_run(s) ? 1 : 0;
+}
