@@ -23,6 +23,16 @@ check-layers: all
 check-scripts:
 	@for t in tests/scripts/test-*.sh; do $$t || exit 1; done
 
+# The golden files of the command's renderers (tests/tools/golden/run.sh):
+# `leakwatch report` in every format and mode on fixed report inputs, its
+# output compared byte for byte with tests/tools/golden/expected. A renderer
+# whose output changes fails here; when the change is meant, golden-update
+# writes the expected files again and prints their diff (read it, commit).
+check-golden: all
+	@tests/tools/golden/run.sh $(B) check
+golden-update: all
+	@tests/tools/golden/run.sh $(B) update
+
 # The GPU check (tests/gpu/check.py) end to end on the CPU stand-ins and the
 # stand-in torch (tests/python/faketorch): everything but the GPU. ~20 s.
 check-gpu-dry: all $(STAND_INS)
