@@ -26,6 +26,8 @@ run clean "$B/tests/programs/rt_workload" --steps 200 --base 64M --transient 16M
 # Too few steps for the noise: inconclusive.
 run inconclusive "$B/tests/programs/rt_workload" --steps 12 --base 64M --transient 16M \
     --leak 4K --noise 1M
+# An allocation the device refused (4 GiB asked of a 1 GiB stand-in device).
+run failed_alloc env FAKE_CUDA_MEM_BYTES=1073741824 "$B/tests/programs/rt_paths" oom 1 4294967296
 # Imports (IPC memory of another process) on device 0, and a run on device 1
 # whose device row is added: one report of two devices.
 run imports "$B/tests/programs/drv_paths" ipc 3 1048576
@@ -37,7 +39,7 @@ sh scripts/in-real-root.sh "$root" STEPS=400 PYTHONDONTWRITEBYTECODE=1 \
     "$B/leakwatch" run --cuda-stand-ins -q -r "$PWD/$B/golden-torch.json" -- \
     python3 tests/python/torch_seed.py loss >/dev/null
 mv "$B/golden-torch.json" "$raw/torch_tensors.json"
-for n in clean inconclusive; do
+for n in clean inconclusive failed_alloc; do
     python3 "$here/normalise.py" "$raw/$n.json" "$n" >"$here/inputs/$n.json"
 done
 # The two leaks as ranks 0 and 1 of one job of two processes.
