@@ -25,13 +25,22 @@ static void tri(lw_jw *w, const char *key, int v) {
         lw_jw_bool(w, key, v);
 }
 
+/* The fields of fs (model.h) of the struct at base, in their order. */
+static void fields(lw_jw *w, const void *base, const lw_m_fields *fs) {
+    for (size_t i = 0; i < fs->n; i++) {
+        const lw_m_field *f = &fs->f[i];
+        const char *at = (const char *)base + f->offset;
+        if (f->type == LW_MF_NUM)
+            num(w, f->key, *(const double *)at);
+        else if (f->type == LW_MF_STR)
+            lw_jw_str(w, f->key, *(const char *const *)at);
+        else
+            tri(w, f->key, *(const int *)at);
+    }
+}
+
 static void counts(lw_jw *w, const lw_m_counts *c) {
-    num(w, "alloc_count", c->alloc_count);
-    num(w, "free_count", c->free_count);
-    num(w, "failed_alloc_count", c->failed_alloc_count);
-    num(w, "live_bytes", c->live_bytes);
-    num(w, "live_count", c->live_count);
-    num(w, "peak_live_bytes", c->peak_live_bytes);
+    fields(w, c, &lw_m_counts_fields);
 }
 
 static void by_kind(lw_jw *w, const lw_m_counts *bk) {
@@ -145,17 +154,7 @@ static void one(lw_jw *w, const lw_model *m) {
     for (size_t i = 0; i < m->nsites; i++) {
         const lw_m_site *s = &m->sites[i];
         lw_jw_object(w, NULL);
-        num(w, "id", s->id);
-        num(w, "rank", s->rank);
-        num(w, "live_bytes", s->live_bytes);
-        num(w, "live_count", s->live_count);
-        num(w, "alloc_count", s->alloc_count);
-        num(w, "alloc_bytes", s->alloc_bytes);
-        num(w, "free_count", s->free_count);
-        num(w, "failed_alloc_count", s->failed_alloc_count);
-        tri(w, "leak", s->leak);
-        num(w, "bytes_per_step", s->bytes_per_step);
-        tri(w, "pooled", s->pooled);
+        fields(w, s, &lw_m_site_fields);
         char where[512];
         int k = lw_model_where(s, where, sizeof where);
         if (k >= 0) {
@@ -168,15 +167,8 @@ static void one(lw_jw *w, const lw_model *m) {
         }
         lw_jw_array(w, "frames");
         for (size_t j = 0; j < s->nframes; j++) {
-            const lw_m_frame *f = &s->frames[j];
             lw_jw_object(w, NULL);
-            lw_jw_str(w, "kind", f->kind);
-            lw_jw_str(w, "function", f->function);
-            lw_jw_str(w, "file", f->file);
-            num(w, "line", f->line);
-            lw_jw_str(w, "module", f->module);
-            lw_jw_str(w, "address", f->address);
-            lw_jw_str(w, "offset", f->offset);
+            fields(w, &s->frames[j], &lw_m_frame_fields);
             lw_jw_end(w);
         }
         lw_jw_end(w);
@@ -192,15 +184,8 @@ static void one(lw_jw *w, const lw_model *m) {
 
     lw_jw_array(w, "failed_allocations");
     for (size_t i = 0; i < m->nfailures; i++) {
-        const lw_m_failure *f = &m->failures[i];
         lw_jw_object(w, NULL);
-        num(w, "size", f->size);
-        lw_jw_str(w, "kind", f->kind);
-        num(w, "device", f->device);
-        num(w, "result", f->result);
-        num(w, "step", f->step);
-        num(w, "time_s", f->time_s);
-        num(w, "site", f->site);
+        fields(w, &m->failures[i], &lw_m_failure_fields);
         lw_jw_end(w);
     }
     lw_jw_end(w);
