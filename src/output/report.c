@@ -36,6 +36,7 @@
 #include <stdatomic.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -164,23 +165,36 @@ static void emit_backward_note(lw_jw *w, const lw_site *s) {
     if (lw_site_backward_note(s, note, sizeof note)) lw_jw_str(w, "note", note);
 }
 
+/* A series of bins as columns (compact, easy to plot): "series", with one
+ * array per column, each column a field of lw_bin under its own key. */
+typedef struct {
+    const char *key;
+    size_t field; /* offsetof(lw_bin, ...) */
+} bin_column;
+#define BIN_COL(key, f)                                                                            \
+    { key, offsetof(lw_bin, f) }
+static const bin_column steps_floor[] = {BIN_COL("x", x), BIN_COL("floor", floor)};
+static const bin_column run_columns[] = {BIN_COL("x", x), BIN_COL("time_s", t),
+                                         BIN_COL("floor", floor), BIN_COL("peak", peak)};
+static const bin_column torch_columns[] = {BIN_COL("x", x), BIN_COL("time_s", t),
+                                           BIN_COL("allocated", floor), BIN_COL("reserved", peak)};
+#define COLUMNS(a) a, sizeof a / sizeof a[0]
+
+static void emit_bins(lw_jw *w, const lw_bin *b, int n, const bin_column *cols, size_t ncols) {
+    lw_jw_object(w, "series");
+    for (size_t c = 0; c < ncols; c++) {
+        lw_jw_array(w, cols[c].key);
+        for (int i = 0; i < n; i++)
+            lw_jw_double(w, NULL, *(const double *)((const char *)&b[i] + cols[c].field));
+        lw_jw_end(w);
+    }
+    lw_jw_end(w);
+}
+
 /* The site the answer names, and the live bytes its entry in "sites" was
  * written with (per thread: reports may be written from two at once). */
 static __thread const lw_site *answer_site;
 static __thread int64_t answer_live = -1;
-
-static void emit_site_series(lw_jw *w, const lw_site_view *v) {
-    lw_jw_object(w, "series");
-    lw_jw_array(w, "x");
-    for (int i = 0; i < v->nbins; i++)
-        lw_jw_double(w, NULL, v->bins[i].x);
-    lw_jw_end(w);
-    lw_jw_array(w, "floor");
-    for (int i = 0; i < v->nbins; i++)
-        lw_jw_double(w, NULL, v->bins[i].floor);
-    lw_jw_end(w);
-    lw_jw_end(w);
-}
 
 static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const lw_site_view *v, int rank,
                       int distinct) {
@@ -210,7 +224,7 @@ static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const lw_site
     /* The native frames stop at the Python interpreter: what was below it
      * (main, the interpreter's start) is described by the Python frames. */
     lw_jw_bool(w, "native_cut_at_python", s->native_cut != 0);
-    if (v) emit_site_series(w, v);
+    if (v) emit_bins(w, v->bins, v->nbins, COLUMNS(steps_floor));
     emit_backward_note(w, s);
     lw_site_frames l;
     lw_site_frames_collect(&l, syms, s);
@@ -309,16 +323,7 @@ static void emit_pinned_host(lw_jw *w) {
     lw_jw_double(w, "p_value", h.last.p_value);
     lw_jw_uint(w, "points", h.points);
     lw_jw_str(w, "reason", h.reason[0] ? h.reason : "not evaluated yet");
-    lw_jw_object(w, "series");
-    lw_jw_array(w, "x");
-    for (int i = 0; i < n; i++)
-        lw_jw_double(w, NULL, b[i].x);
-    lw_jw_end(w);
-    lw_jw_array(w, "floor");
-    for (int i = 0; i < n; i++)
-        lw_jw_double(w, NULL, b[i].floor);
-    lw_jw_end(w);
-    lw_jw_end(w);
+    emit_bins(w, b, n, COLUMNS(steps_floor));
     lw_jw_end(w);
     free(b);
 }
@@ -431,29 +436,6 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     lw_jw_end(w);
 }
 
-/* The floor and peak per step, downsampled, as columns (compact, easy to
- * plot). */
-static void emit_series(lw_jw *w, const lw_bin *b, int n) {
-    lw_jw_object(w, "series");
-    lw_jw_array(w, "x");
-    for (int i = 0; i < n; i++)
-        lw_jw_double(w, NULL, b[i].x);
-    lw_jw_end(w);
-    lw_jw_array(w, "time_s");
-    for (int i = 0; i < n; i++)
-        lw_jw_double(w, NULL, b[i].t);
-    lw_jw_end(w);
-    lw_jw_array(w, "floor");
-    for (int i = 0; i < n; i++)
-        lw_jw_double(w, NULL, b[i].floor);
-    lw_jw_end(w);
-    lw_jw_array(w, "peak");
-    for (int i = 0; i < n; i++)
-        lw_jw_double(w, NULL, b[i].peak);
-    lw_jw_end(w);
-    lw_jw_end(w);
-}
-
 /* PyTorch's own view, when its helper reported one: the tensor series per
  * device with its verdict and out-of-memory projection, and what the helper
  * handed over (diagnosis window, backend, steps). Absent otherwise. */
@@ -507,19 +489,7 @@ static void emit_torch(lw_jw *w) {
                          : NAN);
         lw_jw_str(w, "reason", d->reason[0] ? d->reason : "not evaluated yet");
         const lw_bin *b = bins + (size_t)i * TORCH_BINS;
-        lw_jw_object(w, "series");
-        static const char *const cols[] = {"x", "time_s", "allocated", "reserved"};
-        for (int c = 0; c < 4; c++) {
-            lw_jw_array(w, cols[c]);
-            for (int k = 0; k < nb[i]; k++)
-                lw_jw_double(w, NULL,
-                             c == 0   ? b[k].x
-                             : c == 1 ? b[k].t
-                             : c == 2 ? b[k].floor
-                                      : b[k].peak);
-            lw_jw_end(w);
-        }
-        lw_jw_end(w);
+        emit_bins(w, b, nb[i], COLUMNS(torch_columns));
         lw_jw_end(w);
     }
     lw_jw_end(w);
@@ -627,7 +597,8 @@ int lw_report_emit(FILE *f, const char *reason) {
     lw_jw_str(&w, "verdict", lw_verdict_name(g.verdict));
     emit_totals(&w);
     emit_growth(&w, &g);
-    emit_series(&w, bins, nbins);
+    /* The floor and peak per step, downsampled. */
+    emit_bins(&w, bins, nbins, COLUMNS(run_columns));
     emit_torch(&w);
     /* The answer (answer.c) is chosen before the sites are written, so that
      * its numbers are those of the named site's entry. */
