@@ -53,6 +53,18 @@ static void by_kind(lw_jw *w, const lw_m_counts *bk) {
     lw_jw_end(w);
 }
 
+/* [lo, hi] when known, else null. */
+static void range(lw_jw *w, const char *key, int known, double lo, double hi) {
+    if (!known) {
+        lw_jw_null(w, key);
+        return;
+    }
+    lw_jw_array(w, key);
+    num(w, NULL, lo);
+    num(w, NULL, hi);
+    lw_jw_end(w);
+}
+
 static void series(lw_jw *w, const char *key, const double *v, size_t n) {
     lw_jw_array(w, key);
     for (size_t i = 0; i < n; i++)
@@ -118,23 +130,10 @@ static void one(lw_jw *w, const lw_model *m) {
     num(w, "steps", g->steps);
     lw_jw_str(w, "step_source", g->step_source);
     num(w, "p_value", g->p_value);
-    if (isfinite(g->ci_lo)) {
-        lw_jw_array(w, "slope_ci");
-        num(w, NULL, g->ci_lo);
-        num(w, NULL, g->ci_hi);
-        lw_jw_end(w);
-    } else {
-        lw_jw_null(w, "slope_ci");
-    }
+    range(w, "slope_ci", isfinite(g->ci_lo), g->ci_lo, g->ci_hi);
     num(w, "onset_step", g->onset_step);
-    if (isfinite(g->onset_lo) && isfinite(g->onset_hi)) {
-        lw_jw_array(w, "onset_range");
-        num(w, NULL, g->onset_lo);
-        num(w, NULL, g->onset_hi);
-        lw_jw_end(w);
-    } else {
-        lw_jw_null(w, "onset_range");
-    }
+    range(w, "onset_range", isfinite(g->onset_lo) && isfinite(g->onset_hi), g->onset_lo,
+          g->onset_hi);
     num(w, "oom_eta_seconds", g->oom_eta_seconds);
     num(w, "oom_eta_steps", g->oom_eta_steps);
     num(w, "device_free_bytes", g->device_free_bytes);
