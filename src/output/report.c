@@ -184,8 +184,11 @@ static void emit_bins(lw_jw *w, const lw_bin *b, int n, const bin_column *cols, 
     lw_jw_object(w, "series");
     for (size_t c = 0; c < ncols; c++) {
         lw_jw_array(w, cols[c].key);
-        for (int i = 0; i < n; i++)
-            lw_jw_double(w, NULL, *(const double *)((const char *)&b[i] + cols[c].field));
+        for (int i = 0; i < n; i++) {
+            double v;
+            memcpy(&v, (const char *)&b[i] + cols[c].field, sizeof v);
+            lw_jw_double(w, NULL, v);
+        }
         lw_jw_end(w);
     }
     lw_jw_end(w);

@@ -159,12 +159,16 @@ static void read_fields(lw_model *m, const lw_json *obj, void *base, const lw_m_
     for (size_t i = 0; i < fs->n; i++) {
         const lw_m_field *f = &fs->f[i];
         char *at = (char *)base + f->offset;
-        if (f->type == LW_MF_NUM)
-            *(double *)at = num(m, obj, f->key, where);
-        else if (f->type == LW_MF_STR)
-            *(const char **)at = str(m, obj, f->key, where);
-        else
-            *(int *)at = boolean(m, obj, f->key, where);
+        if (f->type == LW_MF_NUM) {
+            double v = num(m, obj, f->key, where);
+            memcpy(at, &v, sizeof v);
+        } else if (f->type == LW_MF_STR) {
+            const char *v = str(m, obj, f->key, where);
+            memcpy(at, &v, sizeof v);
+        } else {
+            int v = boolean(m, obj, f->key, where);
+            memcpy(at, &v, sizeof v);
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 #include "json_write.h"
 
 #include <math.h>
+#include <string.h>
 
 static void num(lw_jw *w, const char *key, double v) {
     if (!isfinite(v))
@@ -30,12 +31,19 @@ static void fields(lw_jw *w, const void *base, const lw_m_fields *fs) {
     for (size_t i = 0; i < fs->n; i++) {
         const lw_m_field *f = &fs->f[i];
         const char *at = (const char *)base + f->offset;
-        if (f->type == LW_MF_NUM)
-            num(w, f->key, *(const double *)at);
-        else if (f->type == LW_MF_STR)
-            lw_jw_str(w, f->key, *(const char *const *)at);
-        else
-            tri(w, f->key, *(const int *)at);
+        if (f->type == LW_MF_NUM) {
+            double v;
+            memcpy(&v, at, sizeof v);
+            num(w, f->key, v);
+        } else if (f->type == LW_MF_STR) {
+            const char *v;
+            memcpy(&v, at, sizeof v);
+            lw_jw_str(w, f->key, v);
+        } else {
+            int v;
+            memcpy(&v, at, sizeof v);
+            tri(w, f->key, v);
+        }
     }
 }
 
