@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The checks make check runs beside the test suite: valgrind, the layers,
-# the scripts' tests, the GPU check dry, the real clients, the fuzzers,
+# the scripts' tests, the renderers' golden files, the GPU check dry, the
+# real clients, the fuzzers,
 # format and lint (check-docs is in the Makefile, beside check:).
 
 # A few programs under valgrind with the shim preloaded (tests/valgrind.supp
