@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The checks make check runs beside the test suite: valgrind, the layers,
 # the scripts' tests, the renderers' golden files, the GPU check dry, the
-# real clients, the fuzzers,
-# format and lint (check-docs is in the Makefile, beside check:).
+# real clients, the fuzzers, format and lint (check-docs is in the
+# Makefile, beside check:).
 
 # A few programs under valgrind with the shim preloaded (tests/valgrind.supp
 # documents the suppressions).
