@@ -106,7 +106,7 @@ HARNESS_SRCS := $(wildcard tests/integration/harness*.c)
 # Every goal that names no file, in one list (add new ones here).
 .PHONY: all deps test-deps test-bins tsan-bins stand-ins docs format lint clean \
     check check-fast check-san check-tsan check-valgrind check-layers check-scripts check-cuda-abi \
-    check-gpu-dry check-install check-real check-aarch64 check-dist check-spdx check-docs docs-check \
+    check-gpu-dry check-golden golden-update check-install check-real check-aarch64 check-dist check-spdx check-docs docs-check \
     fuzz fuzz-inputs fuzz-smoke fuzz-smoke-inputs demo bench bench-accuracy ablate \
     install uninstall wheel dist distcheck
 TOOL_MAIN := $(wildcard tools/main.c)
@@ -213,7 +213,7 @@ check-real: all $(STUBS)
 	    { echo "check-real: FAILED: the real clients cannot be set up here (see above)"; exit 1; }; \
 	    sh scripts/in-real-root.sh "$$root" python3 -m pytest -p no:cacheprovider -q -rfE tests/real
 
-check: test-deps check-docs check-scripts check-layers check-fast check-san check-tsan check-valgrind check-install check-gpu-dry fuzz-smoke check-dist check-spdx lint
+check: test-deps check-docs check-scripts check-layers check-golden check-fast check-san check-tsan check-valgrind check-install check-gpu-dry fuzz-smoke check-dist check-spdx lint
 
 demo: all $(STAND_INS) $(B)/examples/train_loop
 	@scripts/demo.sh $(B)

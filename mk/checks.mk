@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The checks make check runs beside the test suite: valgrind, the layers,
-# the scripts' tests, the GPU check dry, the real clients, the fuzzers,
-# format and lint (check-docs is in the Makefile, beside check:).
+# the scripts' tests, the renderers' golden files, the GPU check dry, the
+# real clients, the fuzzers, format and lint (check-docs is in the
+# Makefile, beside check:).
 
 # A few programs under valgrind with the shim preloaded (tests/valgrind.supp
 # documents the suppressions).
@@ -22,6 +23,16 @@ check-layers: all
 # The test scripts' own tests (tests/scripts: scripts/run-tests.sh's tally).
 check-scripts:
 	@for t in tests/scripts/test-*.sh; do $$t || exit 1; done
+
+# The golden files of the command's renderers (tests/tools/golden/run.sh):
+# `leakwatch report` in every format and mode on fixed report inputs, its
+# output compared byte for byte with tests/tools/golden/expected. A renderer
+# whose output changes fails here; when the change is meant, golden-update
+# writes the expected files again and prints their diff (read it, commit).
+check-golden: all
+	@tests/tools/golden/run.sh $(B) check
+golden-update: all
+	@tests/tools/golden/run.sh $(B) update
 
 # The GPU check (tests/gpu/check.py) end to end on the CPU stand-ins and the
 # stand-in torch (tests/python/faketorch): everything but the GPU. ~20 s.

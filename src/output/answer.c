@@ -2,7 +2,8 @@
 /* The run's answer, chosen once (answer.h). */
 #include "answer.h"
 
-#include "report.h"
+#include "site_name.h"
+#include "site_rank.h"
 #include "sites.h"
 #include "torch_info.h"
 
@@ -64,7 +65,7 @@ void lw_run_answer_from(lw_run_answer *r, const lw_growth_state *g) {
     }
     const lw_site *top = NULL;
     double srate = NAN;
-    int leaking = lw_report_lead_site(leak, &top, &srate);
+    int leaking = lw_site_lead(leak, &top, &srate);
     if (leak && leaking != 1) {
         rising_site rs = {NULL, 0};
         lw_growth_each_site(consider, &rs);
@@ -72,7 +73,7 @@ void lw_run_answer_from(lw_run_answer *r, const lw_growth_state *g) {
     }
     if (!top) return;
     r->site = top;
-    lw_report_site_label(top, r->where, sizeof r->where);
+    lw_site_label(top, r->where, sizeof r->where);
     r->a.where = r->where;
     if (leaking == 1)
         r->a.where_rate = srate;

@@ -27,7 +27,7 @@ void lw_report_answer(lw_answer *a, const lw_growth_state *g);
 /* The one rule for which site to name, for the state g:
  *  - a leak under PyTorch's signal: the first site of its allocation history
  *    (segment sites do not name tensors), with its owner sentence;
- *  - a leak: the site the report puts first (by_relevance: the fastest
+ *  - a leak: the site the report puts first (site_rank.h: the fastest
  *    leaking site; ties by live bytes, bytes allocated, site id); when no
  *    site has a leak verdict of its own yet (fast steps), the one whose floor
  *    rose most (ties: lowest id);

@@ -28,14 +28,4 @@ void lw_report_set_end_signal(const char *name);
  * no allocation since says "nothing_seen", never a verdict on growth. */
 void lw_report_set_attached(int attached);
 
-struct lw_site;
-/* The site's place to look (where.h), as every output names it:
- * "train.py:27 in train"; "site N" when it has no frame. Symbolises the
- * site's frames (with source lines, like the report). */
-void lw_report_site_label(const struct lw_site *site, char *out, size_t n);
-
-/* The site the exit summary names first: the fastest leaking one (1, with its
- * rate), else the one that holds the most live bytes (0); -1: none. */
-int lw_report_lead_site(int leak, const struct lw_site **site, double *rate);
-
 #endif

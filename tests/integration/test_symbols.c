@@ -342,7 +342,7 @@ START_TEST(no_tool_names_only) {
 END_TEST
 
 /* In this very program: a frame with a function inlined into it. The report
- * shows inlined frames where report.c writes lw_symbol.inlined; the
+ * shows inlined frames where site_name.c collects lw_symbol.inlined; the
  * symboliser's answer is checked here directly. */
 __attribute__((noinline)) static uintptr_t return_address(void) {
     uintptr_t r = (uintptr_t)__builtin_return_address(0);

@@ -197,7 +197,7 @@ START_TEST(python_helper_has_the_same_user_code_rule) {
     lw_frame_ref own[] = {PY("/x/python/leakwatch/_torch.py", "step", 5),
                           PY("/srv/job/run.py", "main", 3)};
     ck_assert_int_eq(lw_where_pick(own, 2, NULL, NULL), 1);
-    /* A site made on autograd's thread (report.c): libtorch's frames, the
+    /* A site made on autograd's thread (site_name.c): libtorch's frames, the
      * frame that stands for the engine, then the caller's: the caller's line
      * is the place, not "<autograd engine>". */
     lw_frame_ref engine[] = {

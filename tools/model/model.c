@@ -10,6 +10,7 @@
 #include "where.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,13 +120,60 @@ static size_t capped_len(lw_model *m, const lw_json *arr, size_t cap, const char
     return n;
 }
 
+#define NUM(T, k)                                                                                  \
+    { #k, LW_MF_NUM, offsetof(T, k) }
+#define STR(T, k)                                                                                  \
+    { #k, LW_MF_STR, offsetof(T, k) }
+#define BOOL(T, k)                                                                                 \
+    { #k, LW_MF_BOOL, offsetof(T, k) }
+#define FIELDS(a)                                                                                  \
+    { a, sizeof a / sizeof a[0] }
+static const lw_m_field counts_f[] = {
+    NUM(lw_m_counts, alloc_count),        NUM(lw_m_counts, free_count),
+    NUM(lw_m_counts, failed_alloc_count), NUM(lw_m_counts, live_bytes),
+    NUM(lw_m_counts, live_count),         NUM(lw_m_counts, peak_live_bytes)};
+static const lw_m_field frame_f[] = {STR(lw_m_frame, kind),   STR(lw_m_frame, function),
+                                     STR(lw_m_frame, file),   NUM(lw_m_frame, line),
+                                     STR(lw_m_frame, module), STR(lw_m_frame, address),
+                                     STR(lw_m_frame, offset)};
+static const lw_m_field site_f[] = {NUM(lw_m_site, id),          NUM(lw_m_site, rank),
+                                    NUM(lw_m_site, live_bytes),  NUM(lw_m_site, live_count),
+                                    NUM(lw_m_site, alloc_count), NUM(lw_m_site, alloc_bytes),
+                                    NUM(lw_m_site, free_count),  NUM(lw_m_site, failed_alloc_count),
+                                    BOOL(lw_m_site, leak),       NUM(lw_m_site, bytes_per_step),
+                                    BOOL(lw_m_site, pooled)};
+static const lw_m_field failure_f[] = {NUM(lw_m_failure, size),   STR(lw_m_failure, kind),
+                                       NUM(lw_m_failure, device), NUM(lw_m_failure, result),
+                                       NUM(lw_m_failure, step),   NUM(lw_m_failure, time_s),
+                                       NUM(lw_m_failure, site)};
+const lw_m_fields lw_m_counts_fields = FIELDS(counts_f), lw_m_frame_fields = FIELDS(frame_f),
+                  lw_m_site_fields = FIELDS(site_f), lw_m_failure_fields = FIELDS(failure_f);
+#undef NUM
+#undef STR
+#undef BOOL
+#undef FIELDS
+
+/* The fields of fs from obj into the struct at base. */
+static void read_fields(lw_model *m, const lw_json *obj, void *base, const lw_m_fields *fs,
+                        const char *where) {
+    for (size_t i = 0; i < fs->n; i++) {
+        const lw_m_field *f = &fs->f[i];
+        char *at = (char *)base + f->offset;
+        if (f->type == LW_MF_NUM) {
+            double v = num(m, obj, f->key, where);
+            memcpy(at, &v, sizeof v);
+        } else if (f->type == LW_MF_STR) {
+            const char *v = str(m, obj, f->key, where);
+            memcpy(at, &v, sizeof v);
+        } else {
+            int v = boolean(m, obj, f->key, where);
+            memcpy(at, &v, sizeof v);
+        }
+    }
+}
+
 static void read_counts(lw_model *m, const lw_json *o, lw_m_counts *c, const char *where) {
-    c->alloc_count = num(m, o, "alloc_count", where);
-    c->free_count = num(m, o, "free_count", where);
-    c->failed_alloc_count = num(m, o, "failed_alloc_count", where);
-    c->live_bytes = num(m, o, "live_bytes", where);
-    c->live_count = num(m, o, "live_count", where);
-    c->peak_live_bytes = num(m, o, "peak_live_bytes", where);
+    read_fields(m, o, c, &lw_m_counts_fields, where);
 }
 
 static void read_by_kind(lw_model *m, const lw_json *o, lw_m_counts *bk, const char *where) {
@@ -196,13 +244,7 @@ static void read_frames(lw_model *m, lw_m_site *s, const lw_json *frames, const 
             continue;
         }
         lw_m_frame *o = &s->frames[s->nframes++];
-        o->kind = str(m, f, "kind", w);
-        o->function = str(m, f, "function", w);
-        o->file = str(m, f, "file", w);
-        o->module = str(m, f, "module", w);
-        o->address = str(m, f, "address", w);
-        o->offset = str(m, f, "offset", w);
-        o->line = num(m, f, "line", w);
+        read_fields(m, f, o, &lw_m_frame_fields, w);
     }
 }
 
@@ -221,17 +263,7 @@ static void read_sites(lw_model *m, const lw_json *root) {
             continue;
         }
         lw_m_site *s = &m->sites[m->nsites++];
-        s->id = num(m, so, "id", w);
-        s->live_bytes = num(m, so, "live_bytes", w);
-        s->live_count = num(m, so, "live_count", w);
-        s->alloc_count = num(m, so, "alloc_count", w);
-        s->alloc_bytes = num(m, so, "alloc_bytes", w);
-        s->free_count = num(m, so, "free_count", w);
-        s->failed_alloc_count = num(m, so, "failed_alloc_count", w);
-        s->bytes_per_step = num(m, so, "bytes_per_step", w);
-        s->rank = num(m, so, "rank", w);
-        s->leak = boolean(m, so, "leak", w);
-        s->pooled = boolean(m, so, "pooled", w);
+        read_fields(m, so, s, &lw_m_site_fields, w);
         s->where_frame = NAN;
         s->where_distinct = NAN;
         const lw_json *where = typed(m, so, "where", LW_JSON_OBJECT, w);
@@ -271,13 +303,7 @@ static void read_failures(lw_model *m, const lw_json *root) {
         snprintf(w, sizeof w, "failed_allocations[%zu].", i);
         if (lw_json_type_of(f) != LW_JSON_OBJECT) continue;
         lw_m_failure *o = &m->failures[m->nfailures++];
-        o->size = num(m, f, "size", w);
-        o->kind = str(m, f, "kind", w);
-        o->device = num(m, f, "device", w);
-        o->result = num(m, f, "result", w);
-        o->step = num(m, f, "step", w);
-        o->time_s = num(m, f, "time_s", w);
-        o->site = num(m, f, "site", w);
+        read_fields(m, f, o, &lw_m_failure_fields, w);
     }
 }
 

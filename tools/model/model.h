@@ -52,6 +52,27 @@ typedef struct {
     const char *kind;
 } lw_m_failure;
 
+/* The plain fields of the report's repeated objects, each listed once: the
+ * model reads them by these lists and `leakwatch report --format json`
+ * writes them back in this order, so that a field added to a list is both
+ * read and written. A field's value is at offset in its struct: a double
+ * (NUM: NAN when unknown), a string (STR: NULL) or an int (BOOL: 0/1, -1
+ * unknown). */
+typedef enum { LW_MF_NUM, LW_MF_STR, LW_MF_BOOL } lw_m_field_type;
+typedef struct {
+    const char *key;
+    lw_m_field_type type;
+    size_t offset;
+} lw_m_field;
+typedef struct {
+    const lw_m_field *f;
+    size_t n;
+} lw_m_fields;
+/* lw_m_counts; lw_m_frame; lw_m_site's numbers and flags (not its where,
+ * owner, frames, series); lw_m_failure. */
+extern const lw_m_fields lw_m_counts_fields, lw_m_frame_fields, lw_m_site_fields,
+    lw_m_failure_fields;
+
 typedef struct {
     double device;
     lw_m_counts c, by_kind[LW_KINDS];

@@ -8,6 +8,7 @@
 #include "json_write.h"
 
 #include <math.h>
+#include <string.h>
 
 static void num(lw_jw *w, const char *key, double v) {
     if (!isfinite(v))
@@ -25,13 +26,29 @@ static void tri(lw_jw *w, const char *key, int v) {
         lw_jw_bool(w, key, v);
 }
 
+/* The fields of fs (model.h) of the struct at base, in their order. */
+static void fields(lw_jw *w, const void *base, const lw_m_fields *fs) {
+    for (size_t i = 0; i < fs->n; i++) {
+        const lw_m_field *f = &fs->f[i];
+        const char *at = (const char *)base + f->offset;
+        if (f->type == LW_MF_NUM) {
+            double v;
+            memcpy(&v, at, sizeof v);
+            num(w, f->key, v);
+        } else if (f->type == LW_MF_STR) {
+            const char *v;
+            memcpy(&v, at, sizeof v);
+            lw_jw_str(w, f->key, v);
+        } else {
+            int v;
+            memcpy(&v, at, sizeof v);
+            tri(w, f->key, v);
+        }
+    }
+}
+
 static void counts(lw_jw *w, const lw_m_counts *c) {
-    num(w, "alloc_count", c->alloc_count);
-    num(w, "free_count", c->free_count);
-    num(w, "failed_alloc_count", c->failed_alloc_count);
-    num(w, "live_bytes", c->live_bytes);
-    num(w, "live_count", c->live_count);
-    num(w, "peak_live_bytes", c->peak_live_bytes);
+    fields(w, c, &lw_m_counts_fields);
 }
 
 static void by_kind(lw_jw *w, const lw_m_counts *bk) {
@@ -41,6 +58,18 @@ static void by_kind(lw_jw *w, const lw_m_counts *bk) {
         counts(w, &bk[k]);
         lw_jw_end(w);
     }
+    lw_jw_end(w);
+}
+
+/* [lo, hi] when known, else null. */
+static void range(lw_jw *w, const char *key, int known, double lo, double hi) {
+    if (!known) {
+        lw_jw_null(w, key);
+        return;
+    }
+    lw_jw_array(w, key);
+    num(w, NULL, lo);
+    num(w, NULL, hi);
     lw_jw_end(w);
 }
 
@@ -109,23 +138,10 @@ static void one(lw_jw *w, const lw_model *m) {
     num(w, "steps", g->steps);
     lw_jw_str(w, "step_source", g->step_source);
     num(w, "p_value", g->p_value);
-    if (isfinite(g->ci_lo)) {
-        lw_jw_array(w, "slope_ci");
-        num(w, NULL, g->ci_lo);
-        num(w, NULL, g->ci_hi);
-        lw_jw_end(w);
-    } else {
-        lw_jw_null(w, "slope_ci");
-    }
+    range(w, "slope_ci", isfinite(g->ci_lo), g->ci_lo, g->ci_hi);
     num(w, "onset_step", g->onset_step);
-    if (isfinite(g->onset_lo) && isfinite(g->onset_hi)) {
-        lw_jw_array(w, "onset_range");
-        num(w, NULL, g->onset_lo);
-        num(w, NULL, g->onset_hi);
-        lw_jw_end(w);
-    } else {
-        lw_jw_null(w, "onset_range");
-    }
+    range(w, "onset_range", isfinite(g->onset_lo) && isfinite(g->onset_hi), g->onset_lo,
+          g->onset_hi);
     num(w, "oom_eta_seconds", g->oom_eta_seconds);
     num(w, "oom_eta_steps", g->oom_eta_steps);
     num(w, "device_free_bytes", g->device_free_bytes);
@@ -145,17 +161,7 @@ static void one(lw_jw *w, const lw_model *m) {
     for (size_t i = 0; i < m->nsites; i++) {
         const lw_m_site *s = &m->sites[i];
         lw_jw_object(w, NULL);
-        num(w, "id", s->id);
-        num(w, "rank", s->rank);
-        num(w, "live_bytes", s->live_bytes);
-        num(w, "live_count", s->live_count);
-        num(w, "alloc_count", s->alloc_count);
-        num(w, "alloc_bytes", s->alloc_bytes);
-        num(w, "free_count", s->free_count);
-        num(w, "failed_alloc_count", s->failed_alloc_count);
-        tri(w, "leak", s->leak);
-        num(w, "bytes_per_step", s->bytes_per_step);
-        tri(w, "pooled", s->pooled);
+        fields(w, s, &lw_m_site_fields);
         char where[512];
         int k = lw_model_where(s, where, sizeof where);
         if (k >= 0) {
@@ -168,15 +174,8 @@ static void one(lw_jw *w, const lw_model *m) {
         }
         lw_jw_array(w, "frames");
         for (size_t j = 0; j < s->nframes; j++) {
-            const lw_m_frame *f = &s->frames[j];
             lw_jw_object(w, NULL);
-            lw_jw_str(w, "kind", f->kind);
-            lw_jw_str(w, "function", f->function);
-            lw_jw_str(w, "file", f->file);
-            num(w, "line", f->line);
-            lw_jw_str(w, "module", f->module);
-            lw_jw_str(w, "address", f->address);
-            lw_jw_str(w, "offset", f->offset);
+            fields(w, &s->frames[j], &lw_m_frame_fields);
             lw_jw_end(w);
         }
         lw_jw_end(w);
@@ -192,15 +191,8 @@ static void one(lw_jw *w, const lw_model *m) {
 
     lw_jw_array(w, "failed_allocations");
     for (size_t i = 0; i < m->nfailures; i++) {
-        const lw_m_failure *f = &m->failures[i];
         lw_jw_object(w, NULL);
-        num(w, "size", f->size);
-        lw_jw_str(w, "kind", f->kind);
-        num(w, "device", f->device);
-        num(w, "result", f->result);
-        num(w, "step", f->step);
-        num(w, "time_s", f->time_s);
-        num(w, "site", f->site);
+        fields(w, &m->failures[i], &lw_m_failure_fields);
         lw_jw_end(w);
     }
     lw_jw_end(w);
