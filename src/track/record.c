@@ -250,7 +250,7 @@ void lw_record_alloc(lw_kind kind, lw_key_class cls, uint64_t key, uint64_t size
         .size = size,
         .site = site_for_this_stack(),
         .step = lw_run_clock(),
-        .age_s = (uint32_t)((lw_now_coarse_ns() - lw_start_time_ns()) / 1000000000u),
+        .age_s = (uint32_t)(lw_run_age_coarse_ns() / 1000000000u),
         .device = (int16_t)device,
         .kind = (uint8_t)kind,
         .cls = (uint8_t)cls,
@@ -325,7 +325,7 @@ void lw_record_failure(lw_kind kind, uint64_t size, int device, int result) {
     atomic_fetch_add_explicit(&s->failed_count, 1, memory_order_relaxed);
     lw_totals_failed(device, kind);
     lw_failure f = {
-        .time_ns = lw_now_coarse_ns() - lw_start_time_ns(),
+        .time_ns = lw_run_age_coarse_ns(),
         .size = size,
         .site = s,
         .step = lw_step_now(),

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "runstate.h"
 
+#include "clock.h"
+
 #include <stdatomic.h>
 
 static _Atomic uint32_t steps;
@@ -37,4 +39,9 @@ uint64_t lw_start_time_ns(void) {
 }
 void lw_set_start_time_ns(uint64_t t) {
     start_ns = t;
+}
+
+uint64_t lw_run_age_coarse_ns(void) {
+    uint64_t now = lw_now_coarse_ns(), start = start_ns;
+    return now > start ? now - start : 0;
 }

@@ -26,4 +26,10 @@ uint32_t lw_run_clock(void);
 uint64_t lw_start_time_ns(void);
 void lw_set_start_time_ns(uint64_t t);
 
+/* Time since recording started, on the coarse clock (the hot path's). The
+ * coarse clock lags the precise one that stamped the start by up to a tick
+ * (4 ms), so an event in the first milliseconds would read as "before the
+ * start": that is 0, never a wrapped 584 years. */
+uint64_t lw_run_age_coarse_ns(void);
+
 #endif
