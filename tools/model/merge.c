@@ -79,11 +79,23 @@ size_t lw_merge_groups(const lw_model *ms, size_t n, lw_merge_group **out) {
     size_t ng = 0;
     for (size_t i = 0; i < n; i++) {
         const lw_model *m = &ms[i];
+        /* The site the rank's answer names, at the answer's rate: for a
+         * PyTorch leak that is the tensors' growth, not the rate of the
+         * history site that names the line (a few bytes a step), so this
+         * line and the rank's row say the same. */
+        const lw_m_site *top = m->verdict == LW_MV_LEAK ? lw_model_top_site(m) : NULL;
+        double top_rate = NAN;
+        if (top) {
+            lw_answer a;
+            char w[512];
+            lw_model_answer(m, &a, w, sizeof w);
+            top_rate = a.rate;
+        }
         for (size_t k = 0; k < m->nsites; k++) {
             const lw_m_site *s = &m->sites[k];
             /* A leaking site; or, for a rank that leaks with no site flagged,
              * the site its answer names. */
-            int named = m->verdict == LW_MV_LEAK && s == lw_model_top_site(m);
+            int named = s == top;
             if (s->leak != 1 && !named) continue;
             char where[512];
             lw_model_where(s, where, sizeof where);
@@ -106,7 +118,7 @@ size_t lw_merge_groups(const lw_model *ms, size_t n, lw_merge_group **out) {
                 already |= grp->members[q] == i;
             if (already || !grp->members || !grp->rates) continue;
             grp->members[grp->n] = i;
-            grp->rates[grp->n++] = s->bytes_per_step;
+            grp->rates[grp->n++] = named && isfinite(top_rate) ? top_rate : s->bytes_per_step;
         }
     }
     *out = g;

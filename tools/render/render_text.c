@@ -288,13 +288,23 @@ static void render_merged(FILE *out, const lw_model *ms, size_t n) {
         fprintf(out, "no leak in any of %zu reports\n", n);
     }
     fprintf(out, "\nVerdict per rank, leaking ranks first:\n");
+    /* A report without a rank is named by its file: the column is as wide as
+     * the widest name (up to 40), so the rows stay aligned. */
+    int width = 8;
+    for (size_t k = 0; k < n; k++) {
+        char name[200];
+        lw_model_name(&ms[k], name, sizeof name);
+        int len = (int)strlen(name);
+        if (len > width) width = len < 40 ? len : 40;
+    }
     for (size_t k = 0; k < n; k++) {
         const lw_model *m = &ms[order[k]];
         char name[200], a[48], b[48], where[512] = "", shown[300];
         lw_model_name(m, name, sizeof name);
         lw_answer ans;
         lw_model_answer(m, &ans, where, sizeof where);
-        fprintf(out, "  %-8s %-12s %-15s OOM %-13s %s  (%s)\n", name, lw_mverdict_label(m->verdict),
+        fprintf(out, "  %-*s %-12s %-15s OOM %-13s %s  (%s)\n", width, name,
+                lw_mverdict_label(m->verdict),
                 m->verdict == LW_MV_LEAK
                     ? lw_fmt_rate(m->growth.bytes_per_step, "step", a, sizeof a)
                     : "-",
