@@ -50,7 +50,7 @@
  * --detach): inert, every call passed through, until a new attach. */
 enum { NOT_STARTED = 0, RECORDING = 1, OFF = -1, DETACHED = -2 };
 static atomic_int state;
-/* Lock order: src/hooks/late.c ("the locks of attach and detach"). */
+/* Lock order: src/attach/attach_locks.h ("the locks of attach and detach"). */
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static int handlers_registered;
 static pid_t owner_pid; /* the process whose report this is */

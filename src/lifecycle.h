@@ -11,7 +11,7 @@
  * failed to start, or a forked child before its own start). */
 int lw_started(void);
 
-/* leakwatch attach (hooks/late.c), once the hooks are in place: starts
+/* leakwatch attach (src/attach/attach.c), once the hooks are in place: starts
  * recording now. 0: recording; 1: it already was; -1: disabled or failed. */
 int lw_lifecycle_attach(void);
 
