@@ -6,6 +6,7 @@
 #include "control.h"
 #include "live.h"
 #include "end_signals.h"
+#include "fork_locks.h"
 #include "lock_order.h"
 #include "log.h"
 #include "options.h"
@@ -58,9 +59,6 @@ static int attached;
 
 static void at_exit(void);
 static void end_signal_report(const char *signal_name);
-static void before_fork(void);
-static void after_fork_parent(void);
-static void after_fork_child(void);
 
 /* The child reports only what it allocates itself. Runs under start_lock
  * while the state is NOT_STARTED, so no thread records meanwhile. */
@@ -95,7 +93,7 @@ static void start(void) {
     if (!handlers_registered) {
         if (atexit(at_exit) != 0)
             lw_log("cannot register the exit handler; call leakwatch_dump() for a report");
-        pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+        lw_fork_locks_register();
         handlers_registered = 1;
     }
     if (lw_py_init() != 0 && lw_py_unavailable() != NULL)
@@ -195,38 +193,20 @@ LW_EXPORT int leakwatch_python_exit_hook(void) {
     return 0;
 }
 
-/* Fork: no lock of ours may be held by another thread at the moment of the
- * fork, or the child would inherit it locked forever. */
-static void before_fork(void) {
+/* Fork (fork_locks.c: the first row of the table, so start_lock is taken
+ * before every other lock of ours and released after them). */
+void lw_lifecycle_lock_for_fork(void) {
     LW_LOCK_RANKED(&start_lock, LW_RANK_START);
-    lw_growth_lock_for_fork();
-    lw_sites_lock_all();
-    lw_live_lock_all();
-    lw_record_lock_for_fork();
-    lw_vmm_lock_for_fork();
-    lw_imports_lock_for_fork();
 }
 
-static void after_fork_parent(void) {
-    lw_imports_unlock_after_fork();
-    lw_vmm_unlock_after_fork();
-    lw_record_unlock_after_fork();
-    lw_live_unlock_all();
-    lw_sites_unlock_all();
-    lw_growth_unlock_after_fork();
+void lw_lifecycle_unlock_after_fork(void) {
     LW_UNLOCK_RANKED(&start_lock, LW_RANK_START);
 }
 
 /* Only cheap work here (a DataLoader forks many workers that never touch
  * CUDA): forgetting the parent's history waits for the child's first CUDA
  * call (start), and never happens in a child that makes none. */
-static void after_fork_child(void) {
-    lw_imports_unlock_after_fork();
-    lw_vmm_unlock_after_fork();
-    lw_record_unlock_after_fork();
-    lw_live_unlock_all();
-    lw_sites_unlock_all();
-    lw_growth_unlock_after_fork();
+void lw_lifecycle_after_fork_child(void) {
     LW_UNLOCK_RANKED(&start_lock, LW_RANK_START);
     lw_record_after_fork_child();
     lw_report_after_fork_child();

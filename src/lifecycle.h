@@ -20,4 +20,11 @@ int lw_lifecycle_attach(void);
  * report could not be written). */
 int lw_lifecycle_detach(char *path, size_t n);
 
+/* The fork-handler registry's first row (fork_locks.c): start_lock taken
+ * before a fork, released after it; in the child, released, then the child's
+ * own state set (its steps; it reports only if it uses CUDA itself). */
+void lw_lifecycle_lock_for_fork(void);
+void lw_lifecycle_unlock_after_fork(void);
+void lw_lifecycle_after_fork_child(void);
+
 #endif

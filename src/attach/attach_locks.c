@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "attach_locks.h"
 
+#include "fork_locks.h"
 #include "lock_order.h"
 
 #include <pthread.h>
@@ -36,9 +37,11 @@ static void fork_child(void) {
     LW_LOCK_FORGET(LW_RANK_ATTACH);
 }
 
-/* Registered before lifecycle.c's (attach_now calls this before its first
- * lw_lifecycle_attach), and prepare handlers run in the reverse order of
- * registration: a fork takes start_lock first. */
+/* The last row of the fork-handler registry's table (src/fork_locks.c): a
+ * fork takes patch_lock after start_lock and releases it before. */
+static const lw_fork_row row = {fork_prepare, fork_parent, fork_child};
+
 void lw_attach_locks_for_fork(void) {
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    lw_fork_locks_set_attach(&row);
+    lw_fork_locks_register();
 }

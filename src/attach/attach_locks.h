@@ -8,9 +8,8 @@
  *       -> patch_lock  (the rewritten entries: patch.c; a leaf: nothing is
  *                       taken while it is held)
  *
- * The fork handlers take start_lock, then patch_lock: ours are registered
- * before lifecycle.c's (lw_attach_locks_for_fork), and prepare handlers run
- * in the reverse order of registration. So attach and detach
+ * A fork takes start_lock, then patch_lock (the fork-handler registry,
+ * src/fork_locks.c, walks its table in the lock order). So attach and detach
  * never hold patch_lock while they take start_lock (that inversion hung a job
  * forking during an attach for good), and attach_lock, which no fork handler
  * takes, is made new in a child (the attach or detach that held it runs in
@@ -26,8 +25,8 @@ void lw_attach_unlock(void);
 void lw_patch_lock(void);
 void lw_patch_unlock(void);
 
-/* Registers the fork handlers of these locks (once; before the first
- * lw_lifecycle_attach). */
+/* Puts these locks' row into the fork-handler registry and registers its
+ * handlers (once per process; before the first lw_lifecycle_attach). */
 void lw_attach_locks_for_fork(void);
 
 #endif
