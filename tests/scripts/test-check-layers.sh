@@ -63,7 +63,7 @@ expect weakself 1 "lw_hook_alloc is defined in two layers"
 # A duplicate (strong) definition in output and the hooks: the command links
 # the archives, where the first member found wins.
 obj dup output/report 'int lw_answer(void) { return 0; }'
-obj dup hooks/late 'int lw_answer(void) { return 1; }'
+obj dup hooks/lookup 'int lw_answer(void) { return 1; }'
 obj dup analyze/growth 'int lw_answer(void); int lw_growth(void) { return lw_answer(); }'
 expect dup 1 "analyze/growth.o (analyze) calls lw_answer in output/report.o (output)"
 
