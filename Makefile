@@ -31,7 +31,7 @@ DEPFLAGS := -MMD -MP
 # calls from the objects' symbols. base: utilities; vocab: the report's
 # words, shared with the command; loader: the real functions, the driver and
 # the code epoch.
-LAYERS := base vocab loader track analyze output top hooks
+LAYERS := base vocab loader track analyze output top hooks attach
 INC_base := -Isrc/base
 INC_vocab := $(INC_base) -Isrc/vocab
 INC_loader := $(INC_vocab) -Isrc/loader
@@ -40,10 +40,11 @@ INC_analyze := $(INC_track) -Isrc/analyze
 INC_output := $(INC_analyze) -Isrc/output
 INC_top := $(INC_output) -Isrc
 INC_hooks := $(INC_top) -Isrc/hooks
+INC_attach := $(INC_hooks) -Isrc/attach
 # A source's layer: its folder under src/, "top" for src/*.c.
 layer_of = $(or $(word 2,$(subst /, ,$(dir $(1)))),top)
 # Tests and fuzzers see every layer.
-INC_ALL := $(INC_hooks)
+INC_ALL := $(INC_attach)
 ifeq ($(SAN),1)
 OPT := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 SAN_LDFLAGS := -fsanitize=address,undefined

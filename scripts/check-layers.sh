@@ -4,6 +4,7 @@
 # compiled objects' symbols (nm): a call is an undefined symbol in one object
 # that another object defines. Layers, lowest first (docs/layout.md):
 #   base < vocab < loader < track < analyze < output < top (src/*.c) < hooks
+#   < attach
 # The command (tools/) may use the base and vocab layers only.
 # Every definition of a called symbol counts, not only the first: a weak or
 # duplicate definition in a lower layer does not hide the higher one that the
@@ -27,7 +28,7 @@ function layer(f, rel) { # build/obj/track/live.o -> track; build/obj/lifecycle.
     return index(rel, "/") ? substr(rel, 1, index(rel, "/") - 1) : "top"
 }
 BEGIN {
-    split("base vocab loader track analyze output top hooks", order, " ")
+    split("base vocab loader track analyze output top hooks attach", order, " ")
     for (i in order) rank[order[i]] = i + 0
     rank["tools"] = 99
 }
@@ -79,4 +80,4 @@ END {
     echo "check-layers: a lower layer calls a higher one (see docs/layout.md)" >&2
     exit 1
 }
-echo "check-layers: base < vocab < loader < track < analyze < output < top < hooks, and the command uses base and vocab only: no upward call"
+echo "check-layers: base < vocab < loader < track < analyze < output < top < hooks < attach, and the command uses base and vocab only: no upward call"

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "thread.h"
 #include "lifecycle.h"
 
 #include "clock.h"
 #include "export.h"
 #include "control.h"
 #include "live.h"
+#include "end_signals.h"
+#include "fork_locks.h"
 #include "lock_order.h"
 #include "log.h"
 #include "options.h"
@@ -34,13 +35,8 @@
 #include <leakwatch.h>
 
 #include <dlfcn.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
-#include <signal.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -50,7 +46,7 @@
  * --detach): inert, every call passed through, until a new attach. */
 enum { NOT_STARTED = 0, RECORDING = 1, OFF = -1, DETACHED = -2 };
 static atomic_int state;
-/* Lock order: src/hooks/late.c ("the locks of attach and detach"). */
+/* Lock order: src/attach/attach_locks.h ("the locks of attach and detach"). */
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static int handlers_registered;
 static pid_t owner_pid; /* the process whose report this is */
@@ -62,11 +58,7 @@ static int forked;
 static int attached;
 
 static void at_exit(void);
-static void end_signals_start(void);
-static void end_signals_stop(void);
-static void before_fork(void);
-static void after_fork_parent(void);
-static void after_fork_child(void);
+static void end_signal_report(const char *signal_name);
 
 /* The child reports only what it allocates itself. Runs under start_lock
  * while the state is NOT_STARTED, so no thread records meanwhile. */
@@ -101,7 +93,7 @@ static void start(void) {
     if (!handlers_registered) {
         if (atexit(at_exit) != 0)
             lw_log("cannot register the exit handler; call leakwatch_dump() for a report");
-        pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+        lw_fork_locks_register();
         handlers_registered = 1;
     }
     if (lw_py_init() != 0 && lw_py_unavailable() != NULL)
@@ -111,8 +103,8 @@ static void start(void) {
     atomic_store_explicit(&state, RECORDING, memory_order_release);
     lw_worker_start();
     /* Attached too (issue 32): SIGTERM's final report and socket; the
-     * detach puts the default dispositions back (end_signals_stop). */
-    end_signals_start();
+     * detach puts the default dispositions back (lw_end_signals_stop). */
+    lw_end_signals_start(end_signal_report);
 }
 
 int lw_started(void) {
@@ -165,6 +157,18 @@ static void at_exit(void) {
     write_report("exit", 1);
 }
 
+/* SIGINT, SIGTERM or SIGHUP at its default action (end_signals.h): the final
+ * report, on end_signals.c's thread, before the signal ends the process. */
+static void end_signal_report(const char *signal_name) {
+    if (!recording_here()) return;
+    lw_hook_depth++;
+    lw_report_set_end_signal(signal_name);
+    lw_worker_quiesce();
+    lw_control_stop(); /* its socket goes with the process */
+    write_report("signal", 1);
+    if (!lw_log_quiet) lw_log("ended by %s", signal_name);
+}
+
 /* ---- CPython: every way a Python job ends writes the final report ----
  * After an uncaught KeyboardInterrupt (Ctrl-C), CPython finalises and then
  * kills itself with SIGINT at its default action (Modules/main.c,
@@ -189,38 +193,20 @@ LW_EXPORT int leakwatch_python_exit_hook(void) {
     return 0;
 }
 
-/* Fork: no lock of ours may be held by another thread at the moment of the
- * fork, or the child would inherit it locked forever. */
-static void before_fork(void) {
+/* Fork (fork_locks.c: the first row of the table, so start_lock is taken
+ * before every other lock of ours and released after them). */
+void lw_lifecycle_lock_for_fork(void) {
     LW_LOCK_RANKED(&start_lock, LW_RANK_START);
-    lw_growth_lock_for_fork();
-    lw_sites_lock_all();
-    lw_live_lock_all();
-    lw_record_lock_for_fork();
-    lw_vmm_lock_for_fork();
-    lw_imports_lock_for_fork();
 }
 
-static void after_fork_parent(void) {
-    lw_imports_unlock_after_fork();
-    lw_vmm_unlock_after_fork();
-    lw_record_unlock_after_fork();
-    lw_live_unlock_all();
-    lw_sites_unlock_all();
-    lw_growth_unlock_after_fork();
+void lw_lifecycle_unlock_after_fork(void) {
     LW_UNLOCK_RANKED(&start_lock, LW_RANK_START);
 }
 
 /* Only cheap work here (a DataLoader forks many workers that never touch
  * CUDA): forgetting the parent's history waits for the child's first CUDA
  * call (start), and never happens in a child that makes none. */
-static void after_fork_child(void) {
-    lw_imports_unlock_after_fork();
-    lw_vmm_unlock_after_fork();
-    lw_record_unlock_after_fork();
-    lw_live_unlock_all();
-    lw_sites_unlock_all();
-    lw_growth_unlock_after_fork();
+void lw_lifecycle_after_fork_child(void) {
     LW_UNLOCK_RANKED(&start_lock, LW_RANK_START);
     lw_record_after_fork_child();
     lw_report_after_fork_child();
@@ -301,159 +287,13 @@ int lw_lifecycle_detach(char *path, size_t n) {
         lw_growth_flush();
         if (lw_growth_take_warning()) lw_warning_leak();
         rc = lw_report_write("detach", 1, path, n);
-        end_signals_stop();
+        lw_end_signals_stop();
         /* Calls from here on pass through; the ones already inside a hook
          * finish recording into tables nobody reads again. */
         atomic_store(&state, DETACHED);
     }
     LW_UNLOCK_RANKED(&start_lock, LW_RANK_START);
     return rc;
-}
-
-/* ---- SIGINT, SIGTERM, SIGHUP: a final report, then the job ends as it would
- * have without us. ----
- *
- * At start, each of these signals whose disposition is still the default
- * gets a handler of ours (a job's own handler, or SIG_IGN, is left alone, and
- * a handler the job installs later simply replaces ours). The handler hands
- * the signal to a thread of ours through a pipe (a report cannot be written
- * inside a handler: it allocates and takes locks) and waits for it, at most
- * END_WAIT_MS; then it puts the default action back, unblocks the signal and
- * raises it again, so the process ends by the same signal, with the same
- * status, as without leakwatch. A second signal while the report is being
- * written ends the process at once. */
-#define END_WAIT_MS 10000
-
-static const int end_signals[] = {SIGINT, SIGTERM, SIGHUP};
-enum { N_END = sizeof end_signals / sizeof end_signals[0] };
-static int end_pipe[2] = {-1, -1}, ack_pipe[2] = {-1, -1};
-static struct stat end_id[2][2]; /* the pipes' device and inode */
-static volatile pid_t end_pid;   /* the process whose thread reads end_pipe */
-static atomic_int end_taken;
-
-static int fd_is(int fd, const struct stat *id) {
-    struct stat st;
-    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == id->st_dev && st.st_ino == id->st_ino;
-}
-
-static void end_handler(int sig) {
-    int saved = errno;
-    if (end_pid == getpid() && !atomic_exchange(&end_taken, 1) &&
-        fd_is(end_pipe[1], &end_id[0][1]) && fd_is(ack_pipe[0], &end_id[1][0])) {
-        unsigned char c = (unsigned char)sig;
-        if (write(end_pipe[1], &c, 1) == 1) {
-            struct pollfd p = {ack_pipe[0], POLLIN, 0};
-            int left = END_WAIT_MS;
-            while (left > 0) {
-                int r = poll(&p, 1, 100);
-                if (r != 0 || end_pid != getpid()) break;
-                left -= 100;
-            }
-        }
-    }
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigaction(sig, &dfl, NULL);
-    sigset_t one;
-    sigemptyset(&one);
-    sigaddset(&one, sig);
-    raise(sig);
-    pthread_sigmask(SIG_UNBLOCK, &one, NULL);
-    errno = saved; /* not reached: the default action ends the process */
-}
-
-static const char *signal_name(int sig) {
-    switch (sig) {
-    case SIGINT:
-        return "SIGINT";
-    case SIGTERM:
-        return "SIGTERM";
-    case SIGHUP:
-        return "SIGHUP";
-    default:
-        return "signal";
-    }
-}
-
-static void *end_thread(void *arg) {
-    (void)arg;
-    unsigned char c;
-    ssize_t r;
-    do
-        r = read(end_pipe[0], &c, 1);
-    while (r < 0 && errno == EINTR);
-    if (r == 1 && recording_here()) {
-        lw_hook_depth++;
-        lw_report_set_end_signal(signal_name(c));
-        lw_worker_quiesce();
-        lw_control_stop(); /* its socket goes with the process */
-        write_report("signal", 1);
-        if (!lw_log_quiet) lw_log("ended by %s", signal_name(c));
-    }
-    c = 1;
-    if (fd_is(ack_pipe[1], &end_id[1][1]) && write(ack_pipe[1], &c, 1) < 0) {
-        /* the handler then waits its full time */
-    }
-    return NULL;
-}
-
-static void end_signals_start(void) {
-    /* A forked child gets pipes and a thread of its own; the parent's
-     * descriptors, inherited, are closed where they are still the pipes. */
-    for (int i = 0; i < 2; i++)
-        for (int k = 0; k < 2; k++) {
-            int *fd = i ? &ack_pipe[k] : &end_pipe[k];
-            if (fd_is(*fd, &end_id[i][k])) close(*fd);
-            *fd = -1;
-        }
-    end_pid = 0;
-    atomic_store(&end_taken, 0);
-    if (pipe2(end_pipe, O_CLOEXEC) != 0) return;
-    if (pipe2(ack_pipe, O_CLOEXEC) != 0) {
-        close(end_pipe[0]), close(end_pipe[1]);
-        end_pipe[0] = end_pipe[1] = -1;
-        return;
-    }
-    for (int k = 0; k < 2; k++) {
-        fstat(end_pipe[k], &end_id[0][k]);
-        fstat(ack_pipe[k], &end_id[1][k]);
-    }
-    int ok = lw_thread_start(end_thread) == 0;
-    if (!ok) return; /* no final report on these signals; the job is as without us */
-    end_pid = getpid();
-    for (int i = 0; i < N_END; i++) {
-        struct sigaction cur;
-        if (sigaction(end_signals[i], NULL, &cur) != 0) continue;
-        if (cur.sa_handler == end_handler) continue; /* inherited across fork */
-        if ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL) continue;
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = end_handler;
-        sigfillset(&sa.sa_mask); /* nothing else runs on this thread meanwhile */
-        sa.sa_flags = SA_RESTART;
-        sigaction(end_signals[i], &sa, NULL);
-    }
-}
-
-/* The detach: the signals whose handler is still ours get their default
- * action back (the job's dispositions as they were before the attach), and
- * the thread that waited for them ends (its pipe's write end closed: end of
- * file). */
-static void end_signals_stop(void) {
-    for (int i = 0; i < N_END; i++) {
-        struct sigaction cur;
-        if (sigaction(end_signals[i], NULL, &cur) != 0 || (cur.sa_flags & SA_SIGINFO) ||
-            cur.sa_handler != end_handler)
-            continue;
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        sigaction(end_signals[i], &dfl, NULL);
-    }
-    end_pid = 0;
-    if (fd_is(end_pipe[1], &end_id[0][1])) close(end_pipe[1]);
-    end_pipe[1] = -1;
 }
 
 /* The PyTorch helper's entry points (python/leakwatch/_torch.py). Like

@@ -11,7 +11,7 @@
  * failed to start, or a forked child before its own start). */
 int lw_started(void);
 
-/* leakwatch attach (hooks/late.c), once the hooks are in place: starts
+/* leakwatch attach (src/attach/attach.c), once the hooks are in place: starts
  * recording now. 0: recording; 1: it already was; -1: disabled or failed. */
 int lw_lifecycle_attach(void);
 
@@ -19,5 +19,12 @@ int lw_lifecycle_attach(void);
  * passes every call through from then on. 0, or -1 (not attached, or the
  * report could not be written). */
 int lw_lifecycle_detach(char *path, size_t n);
+
+/* The fork-handler registry's first row (fork_locks.c): start_lock taken
+ * before a fork, released after it; in the child, released, then the child's
+ * own state set (its steps; it reports only if it uses CUDA itself). */
+void lw_lifecycle_lock_for_fork(void);
+void lw_lifecycle_unlock_after_fork(void);
+void lw_lifecycle_after_fork_child(void);
 
 #endif

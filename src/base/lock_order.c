@@ -27,7 +27,7 @@ void lw_lock_order_take(int rank) {
         say(name_of(rank));
         say(" while holding ");
         say(name_of(worst));
-        say(" (order: attach_lock, start_lock, patch_lock; src/hooks/late.c)\n");
+        say(" (order: attach_lock, start_lock, patch_lock; src/attach/attach_locks.h)\n");
         abort();
     }
     held |= 1u << rank;

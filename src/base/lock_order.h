@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The order of the named locks of attach, detach, the lifecycle and the
- * fork handlers (written down in src/hooks/late.c, "the locks of attach and
- * detach"), checked in debug builds: each thread keeps the ranks of the
+ * fork handlers (written down in src/attach/attach_locks.h, "the locks of
+ * attach and detach"), checked in debug builds: each thread keeps the ranks of the
  * named locks it holds, and taking one whose rank is not above every rank
  * held aborts with a message naming both (an inversion hung a job forking
  * during an attach for good: issue 32). Release in any order.
@@ -16,9 +16,9 @@
 #include <pthread.h>
 
 enum {
-    LW_RANK_ATTACH = 1, /* late.c: attach_lock */
+    LW_RANK_ATTACH = 1, /* attach_locks.c: attach_lock */
     LW_RANK_START = 2,  /* lifecycle.c: start_lock */
-    LW_RANK_PATCH = 3,  /* late.c: patch_lock (a leaf) */
+    LW_RANK_PATCH = 3,  /* attach_locks.c: patch_lock (a leaf) */
 };
 
 /* Before taking the lock of rank: aborts, after a message on stderr, when

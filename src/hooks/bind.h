@@ -9,7 +9,7 @@
  * each object's dlopen entry) and, for objects loaded otherwise, at the next
  * call of an export. An entry that leads elsewhere than our export (an
  * interposer loaded before us) is left alone; so is everything when
- * leakwatch was loaded late (attach: late.c rewrites entries itself). */
+ * leakwatch was loaded late (attach: src/attach/patch.c rewrites entries itself). */
 #ifndef LW_HOOKS_BIND_H
 #define LW_HOOKS_BIND_H
 

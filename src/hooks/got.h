@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Walking loaded objects' global offset tables: the entries (JUMP_SLOT and
  * GLOB_DAT relocations) through which an object calls a function by name.
- * Shared by attach (late.c: every hook's entry rewritten) and preloading
+ * Shared by attach (src/attach/patch.c: every hook's entry rewritten) and preloading
  * (bind.c: each object's CUDA runtime entries bound to a per-object entry). */
 #ifndef LW_HOOKS_GOT_H
 #define LW_HOOKS_GOT_H

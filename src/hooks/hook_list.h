@@ -9,9 +9,9 @@
  *   runtime.c: the exports, the per-object entries, the per-caller slot
  *              indexes (real.h's LW_CALLER_FUNCS) and the names by index,
  *              which bind.c writes each object's entries from;
- *   late.c:    attach rewrites the entries of exactly what the library
- *              exports (its own dynamic symbol table), i.e. these lists plus
- *              dlsym and dlclose.
+ *   src/attach/hook_names.c: attach rewrites the entries of exactly what
+ *              the library exports (its own dynamic symbol table), i.e.
+ *              these lists plus dlsym and dlclose.
  * tests/integration/test_hook_list checks that the library's exports and
  * these lists are the same names.
  *

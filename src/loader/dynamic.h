@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A loaded object's dynamic section, read in memory as the dynamic linker
  * reads it: its symbols, their versions and its relocations. For the symbol
- * versions of real.c and for the hooks installed late (hooks/late.c), which
+ * versions of real.c and for the hooks installed late (src/attach/), which
  * rewrite the global offset table entries that those relocations fill. */
 #ifndef LW_DYNAMIC_H
 #define LW_DYNAMIC_H

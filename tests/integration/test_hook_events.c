@@ -156,7 +156,7 @@ START_TEST(exports_are_the_hook_lists) {
     snprintf(path, sizeof path, "%s/libleakwatch.so", lw_build_dir());
     char **names;
     size_t n = exported_functions(path, &names);
-    /* Every export is listed (late.c rewrites the entries of every export:
+    /* Every export is listed (an attach rewrites the entries of every export:
      * one not listed would have no slot, no lookup entry, no per-object
      * entries)... */
     for (size_t i = 0; i < n; i++) {

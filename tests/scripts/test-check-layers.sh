@@ -63,7 +63,7 @@ expect weakself 1 "lw_hook_alloc is defined in two layers"
 # A duplicate (strong) definition in output and the hooks: the command links
 # the archives, where the first member found wins.
 obj dup output/report 'int lw_answer(void) { return 0; }'
-obj dup hooks/late 'int lw_answer(void) { return 1; }'
+obj dup hooks/lookup 'int lw_answer(void) { return 1; }'
 obj dup analyze/growth 'int lw_answer(void); int lw_growth(void) { return lw_answer(); }'
 expect dup 1 "analyze/growth.o (analyze) calls lw_answer in output/report.o (output)"
 
@@ -98,9 +98,25 @@ obj baseup base/log 'int lw_verdict(void); int lw_log(void) { return lw_verdict(
 obj baseup vocab/verdict 'int lw_verdict(void) { return 1; }'
 expect baseup 1 "base/log.o (base) calls lw_verdict in vocab/verdict.o (vocab)"
 
+# attach, above the hooks: it may call them (and everything below); the
+# hooks may not call it, nor may the command.
+obj attach hooks/got 'int lw_got_write(void) { return 1; }'
+obj attach lifecycle 'int lw_lifecycle_attach(void) { return 0; }'
+obj attach attach/attach 'int lw_got_write(void); int lw_lifecycle_attach(void);
+int lw_attach_now(void) { return lw_got_write() + lw_lifecycle_attach(); }'
+expect attach 0 "no upward call"
+
+obj hooksup hooks/driver 'int lw_patch_installed(void); int lw_hook(void) { return lw_patch_installed(); }'
+obj hooksup attach/patch 'int lw_patch_installed(void) { return 1; }'
+expect hooksup 1 "hooks/driver.o (hooks) calls lw_patch_installed in attach/patch.o (attach)"
+
+obj toolsattach attach/attach 'int lw_attach_now(void) { return 1; }'
+obj toolsattach tools/attach/inject 'int lw_attach_now(void); int lw_inject(void) { return lw_attach_now(); }'
+expect toolsattach 1 "tools/attach/inject.o (tools) calls lw_attach_now in attach/attach.o (attach)"
+
 # A folder that is no layer would go unchecked: it fails.
-obj unknown attach/late 'int lw_attach(void) { return 0; }'
-expect unknown 1 "folder attach is no known layer"
+obj unknown plugins/late 'int lw_plugin(void) { return 0; }'
+expect unknown 1 "folder plugins is no known layer"
 
 if [ $failed -ne 0 ]; then
     echo "test-check-layers: $failed failed"

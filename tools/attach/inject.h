@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Loading libleakwatch.so into a running process (leakwatch attach): one of
  * its threads, stopped with ptrace while it waits in a system call, calls the
- * target's own dlopen and then leakwatch__attach (src/hooks/late.c); then
+ * target's own dlopen and then leakwatch__attach (src/attach/attach.c); then
  * every register and byte it touched is put back and it goes on with its
  * system call. */
 #ifndef LW_INJECT_H

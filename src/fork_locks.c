@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The fork-handler registry (fork_locks.h says the contract). */
+#include "fork_locks.h"
+
+#include "growth.h"
+#include "imports.h"
+#include "lifecycle.h"
+#include "live.h"
+#include "record.h"
+#include "sites.h"
+#include "vmm.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+/* The attach layer's row, reached through the pointer it sets (it is above
+ * this layer), and the one a fork took: read once, in prepare, under
+ * start_lock (the table's first row, released last), so the parent and the
+ * child release exactly what prepare took even if an attach sets the row
+ * meanwhile. */
+static _Atomic(const lw_fork_row *) attach_row;
+static const lw_fork_row *attach_taken;
+
+static void attach_prepare(void) {
+    attach_taken = atomic_load(&attach_row);
+    if (attach_taken) attach_taken->prepare();
+}
+static void attach_parent(void) {
+    if (attach_taken) attach_taken->parent();
+}
+static void attach_child(void) {
+    if (attach_taken) attach_taken->child();
+}
+
+/* In the lock order, lowest first. */
+static const lw_fork_row rows[] = {
+    /* lifecycle.c's start_lock; in the child, after every lock below is
+     * released, the child's own state (its steps, its report's clock). */
+    {lw_lifecycle_lock_for_fork, lw_lifecycle_unlock_after_fork, lw_lifecycle_after_fork_child},
+    {lw_growth_lock_for_fork, lw_growth_unlock_after_fork, NULL},
+    {lw_sites_lock_all, lw_sites_unlock_all, NULL},
+    {lw_live_lock_all, lw_live_unlock_all, NULL},
+    {lw_record_lock_for_fork, lw_record_unlock_after_fork, NULL},
+    {lw_vmm_lock_for_fork, lw_vmm_unlock_after_fork, NULL},
+    {lw_imports_lock_for_fork, lw_imports_unlock_after_fork, NULL},
+    /* src/attach: patch_lock, taken; attach_lock, made new in the child. */
+    {attach_prepare, attach_parent, attach_child},
+};
+enum { NROWS = sizeof rows / sizeof rows[0] };
+
+static void prepare(void) {
+    for (size_t i = 0; i < NROWS; i++)
+        rows[i].prepare();
+}
+
+static void parent(void) {
+    for (size_t i = NROWS; i-- > 0;)
+        rows[i].parent();
+}
+
+static void child(void) {
+    for (size_t i = NROWS; i-- > 0;)
+        (rows[i].child ? rows[i].child : rows[i].parent)();
+}
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void register_once(void) {
+    pthread_atfork(prepare, parent, child);
+}
+
+void lw_fork_locks_register(void) {
+    pthread_once(&once, register_once);
+}
+
+void lw_fork_locks_set_attach(const lw_fork_row *row) {
+    atomic_store(&attach_row, row);
+}
