@@ -134,14 +134,34 @@ last_median() { cat "$TMP/last_median"; }
 
 # ---- sections ----
 
+# The goals' rows (<= 150 ns at 32 frames, <= 90 ns counters only) are judged
+# on the lock-free runtime stand-in (bench/perf/fast_cudart.c), in 3x the
+# rounds: on the test stand-ins the bare pair costs 1.5-2.5 us and moves by
+# hundreds of ns between runs on a loaded machine, more than the whole
+# budget, so their rows show the cost but cannot show a goal met or missed.
+goal_row() {
+    local lib=$B/bench/lib
+    if [ ! -e "$lib/libcudart.so" ]; then
+        echo "($lib/libcudart.so missing: the goal's lock-free runtime row skipped)"
+        return 0
+    fi
+    ROUNDS=$((ROUNDS * 3)) LD_LIBRARY_PATH=$lib:$LD_LIBRARY_PATH ab "$@"
+}
+
 section_native() {
     local m32 m128
     echo
-    echo "== native stacks, 1 thread: cudaMalloc+cudaFree (CPU stand-ins) =="
+    echo "== native stacks, 1 thread: cudaMalloc+cudaFree =="
+    echo "   the goal (<= 150 ns at 24-32 frames) on the lock-free runtime stand-in, $((ROUNDS * 3)) rounds;"
+    echo "   the CPU stand-ins' rows after it (bare pair 1.5-2.5 us: too noisy to judge it)"
     header
-    ab "32 frames, cudaMalloc/cudaFree" 150 "$BASE" "$SHIM" \
+    goal_row "32 frames, lock-free runtime (the goal)" 150 "$BASE" "$SHIM" \
         "$BENCH" -m malloc -f 32 -n 300000
-    ab "32 frames, cudaMallocAsync_ptsz/FreeAsync" 150 "$BASE" "$SHIM" \
+    goal_row "24 frames, lock-free runtime" 150 "$BASE" "$SHIM" \
+        "$BENCH" -m malloc -f 24 -n 300000
+    ab "32 frames, cudaMalloc/cudaFree" "" "$BASE" "$SHIM" \
+        "$BENCH" -m malloc -f 32 -n 300000
+    ab "32 frames, cudaMallocAsync_ptsz/FreeAsync" "" "$BASE" "$SHIM" \
         "$BENCH" -m async -f 32 -n 300000
     ab "8 frames" "" "$BASE" "$SHIM" "$BENCH" -m malloc -f 8 -n 300000
     ab "64 frames (LEAKWATCH_MAX_FRAMES default)" "" "$BASE" "$SHIM" \
@@ -171,18 +191,17 @@ section_native() {
 # invocation, on the test stand-ins and on the lock-free runtime (whose own
 # cost is small, so the ratio there is mostly the shim's).
 section_floor() {
-    local lib=$B/bench/lib
     echo
     echo "== the floor: counters only (LEAKWATCH_STACKS=0), 32 frames, 1 thread =="
+    echo "   the goal (<= 90 ns) on the lock-free runtime stand-in, $((ROUNDS * 3)) rounds; the CPU"
+    echo "   stand-ins' rows after it (too noisy to judge it: see section native)"
     header
-    ab "counters only, cudaMalloc/cudaFree" 90 "$BASE" "$SHIM LEAKWATCH_STACKS=0" \
+    goal_row "counters only, lock-free runtime (the goal)" 90 "$BASE" \
+        "$SHIM LEAKWATCH_STACKS=0" "$BENCH" -m malloc -f 32 -n 300000
+    ab "counters only, cudaMalloc/cudaFree" "" "$BASE" "$SHIM LEAKWATCH_STACKS=0" \
         "$BENCH" -m malloc -f 32 -n 300000
-    ab "counters only, cudaMallocAsync_ptsz" 90 "$BASE" "$SHIM LEAKWATCH_STACKS=0" \
+    ab "counters only, cudaMallocAsync_ptsz" "" "$BASE" "$SHIM LEAKWATCH_STACKS=0" \
         "$BENCH" -m async -f 32 -n 300000
-    if [ -e "$lib/libcudart.so" ]; then
-        LD_LIBRARY_PATH=$lib:$LD_LIBRARY_PATH ab "counters only, lock-free runtime" 90 "$BASE" \
-            "$SHIM LEAKWATCH_STACKS=0" "$BENCH" -m malloc -f 32 -n 300000
-    fi
 }
 
 section_threads() {

@@ -389,13 +389,16 @@ static ranked_site *rank_sites(const site_views *vs, size_t *np) {
     if (all) {
         for (lw_site *s = lw_sites_first(); s && n < cap - 1; s = s->next) {
             const site_view *v = view_of(vs, s);
-            all[n++] = (ranked_site){s, atomic_load(&s->live_bytes), atomic_load(&s->alloc_bytes),
-                                     v != NULL, v ? v->growth.slope : 0};
+            lw_site_counts c;
+            lw_site_get(s, &c);
+            all[n++] =
+                (ranked_site){s, c.live_bytes, c.alloc_bytes, v != NULL, v ? v->growth.slope : 0};
         }
         lw_site *o = lw_site_overflow();
-        if (atomic_load(&o->alloc_count) || atomic_load(&o->failed_count))
-            all[n++] =
-                (ranked_site){o, atomic_load(&o->live_bytes), atomic_load(&o->alloc_bytes), 0, 0};
+        lw_site_counts c;
+        lw_site_get(o, &c);
+        if (c.alloc_count || c.failed_count)
+            all[n++] = (ranked_site){o, c.live_bytes, c.alloc_bytes, 0, 0};
         qsort(all, n, sizeof *all, by_relevance);
     }
     *np = n;
@@ -553,16 +556,18 @@ static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const site_vi
                       int distinct) {
     lw_jw_object(w, NULL);
     lw_jw_uint(w, "id", s->id);
-    int64_t live = atomic_load(&s->live_bytes);
+    /* Summed over the threads' shards, once: the fields agree. */
+    lw_site_counts c;
+    lw_site_get(s, &c);
+    int64_t live = c.live_bytes;
     if (s == answer_site) answer_live = live; /* the answer says what the site says */
     lw_jw_int(w, "live_bytes", live);
-    /* Derived: keeping a live count would cost the hot path an atomic. */
-    lw_jw_int(w, "live_count",
-              (int64_t)(atomic_load(&s->alloc_count) - atomic_load(&s->free_count)));
-    lw_jw_uint(w, "alloc_count", atomic_load(&s->alloc_count));
-    lw_jw_uint(w, "alloc_bytes", atomic_load(&s->alloc_bytes));
-    lw_jw_uint(w, "free_count", atomic_load(&s->free_count));
-    lw_jw_uint(w, "failed_alloc_count", atomic_load(&s->failed_count));
+    /* Derived: keeping a live count would cost the hot path a count. */
+    lw_jw_int(w, "live_count", c.live_count);
+    lw_jw_uint(w, "alloc_count", c.alloc_count);
+    lw_jw_uint(w, "alloc_bytes", c.alloc_bytes);
+    lw_jw_uint(w, "free_count", c.free_count);
+    lw_jw_uint(w, "failed_alloc_count", c.failed_count);
     lw_jw_bool(w, "leak", v != NULL);
     lw_jw_double(w, "bytes_per_step", v ? v->growth.slope : 0.0);
     if (v) {
