@@ -223,26 +223,33 @@ out:
     return cell;
 }
 
-/* Under shards_lock. */
-static void sum_into(const lw_site *s, lw_site_cell *sum) {
-    add_cell(sum, &s->folded);
-    for (const lw_site_shard *sh = shards; sh; sh = sh->next) {
-        const lw_site_cell *c = cell_of(sh, s);
-        if (c) add_cell(sum, c);
-    }
+/* A site's counts as plain numbers (a reader's sum). */
+typedef struct {
+    uint64_t alloc_count, alloc_bytes, free_count, freed_bytes;
+} cell_sum;
+
+static inline void sum_cell(cell_sum *to, const lw_site_cell *c) {
+    to->alloc_count += atomic_load_explicit(&c->alloc_count, memory_order_relaxed);
+    to->alloc_bytes += atomic_load_explicit(&c->alloc_bytes, memory_order_relaxed);
+    to->free_count += atomic_load_explicit(&c->free_count, memory_order_relaxed);
+    to->freed_bytes += atomic_load_explicit(&c->freed_bytes, memory_order_relaxed);
 }
 
 void lw_site_get(const lw_site *s, lw_site_counts *out) {
-    lw_site_cell sum = {0, 0, 0, 0};
+    cell_sum sum = {0, 0, 0, 0};
     pthread_mutex_lock(&shards_lock);
-    sum_into(s, &sum);
+    sum_cell(&sum, &s->folded);
+    for (const lw_site_shard *sh = shards; sh; sh = sh->next) {
+        const lw_site_cell *c = cell_of(sh, s);
+        if (c) sum_cell(&sum, c);
+    }
     pthread_mutex_unlock(&shards_lock);
-    out->alloc_count = atomic_load(&sum.alloc_count);
-    out->alloc_bytes = atomic_load(&sum.alloc_bytes);
-    out->free_count = atomic_load(&sum.free_count);
+    out->alloc_count = sum.alloc_count;
+    out->alloc_bytes = sum.alloc_bytes;
+    out->free_count = sum.free_count;
     out->failed_count = atomic_load(&s->failed_count);
-    out->live_bytes = (int64_t)(out->alloc_bytes - atomic_load(&sum.freed_bytes));
-    out->live_count = (int64_t)(out->alloc_count - out->free_count);
+    out->live_bytes = (int64_t)(sum.alloc_bytes - sum.freed_bytes);
+    out->live_count = (int64_t)(sum.alloc_count - sum.free_count);
 }
 
 int64_t lw_site_live_bytes(const lw_site *s) {
