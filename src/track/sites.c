@@ -117,7 +117,7 @@ static void zero_counts(lw_site *s) {
  * hook adds the thread's cells to their sites' `folded` cells and frees the
  * shard, under the lock that readers hold while summing, so that a reader
  * sees each count once: in the shard or folded, never both or neither.
- * Memory: one 128-byte page of cells per 16 site ids a live thread has
+ * Memory: one 512-byte page of cells per 16 site ids a live thread has
  * counted on, plus its directory. Writers (the owning thread) take no lock
  * except to add a page. */
 __thread lw_site_tls lw_my_sites __attribute__((tls_model("initial-exec")));
