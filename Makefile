@@ -137,9 +137,10 @@ check-fast: test-bins check-cuda-abi
 # is tested; the rest of the suite runs once in the plain and the ASan builds
 # (under TSan it would find nothing new and double the time):
 #   test_totals      the per-thread totals shards, filled and summed by many
-#                    threads at once (the only unit test that starts threads;
-#                    the live table and the call sites are filled from many
+#                    threads at once (the live table is filled from many
 #                    threads by test_safety and test_job_safety);
+#   test_sites       the call sites' per-thread count shards: threads that
+#                    count and exit while a reader sums, a fork among them;
 #   test_safety      fork while eight threads allocate, sixteen threads with
 #                    dumps and the sampler, dlsym/dlopen from many threads,
 #                    the job's signals and timers;
@@ -160,7 +161,7 @@ check-fast: test-bins check-cuda-abi
 # at once (detect_deadlocks=0). No Python test: CPython is not built with
 # TSan, and loading it under libtsan reports the interpreter's own races.
 TSAN_B := build/tsan
-TSAN_TESTS := tests/unit/test_totals tests/integration/test_safety \
+TSAN_TESTS := tests/unit/test_totals tests/unit/test_sites tests/integration/test_safety \
     tests/integration/test_job_safety tests/integration/test_symbols
 tsan-bins: all $(STUBS) $(PROGS) $(B)/examples/train_loop $(addprefix $(B)/,$(TSAN_TESTS))
 check-tsan:

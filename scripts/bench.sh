@@ -94,13 +94,20 @@ summarise() {
     }
     function lo(a, n,   i, m) { m = a[1]; for (i = 2; i <= n; i++) if (a[i] < m) m = a[i]; return m }
     function hi(a, n,   i, m) { m = a[1]; for (i = 2; i <= n; i++) if (a[i] > m) m = a[i]; return m }
+    function q1(a, n,   i, j, t, b) {
+        for (i = 1; i <= n; i++) b[i] = a[i]
+        for (i = 2; i <= n; i++) { t = b[i]; for (j = i - 1; j >= 1 && b[j] > t; j--) b[j + 1] = b[j]; b[j + 1] = t }
+        return b[int((n + 3) / 4)]
+    }
     { n++; dc[n] = $2 - $1; dw[n] = $4 - $3; bc[n] = $1; rc[n] = $1 > 0 ? $2 / $1 : 0; par[n] = $5 }
     END {
         if (!n) exit 1
         mc = median(dc, n)
         printf "%6.0f [%5.0f..%5.0f]  %6.0f [%5.0f..%5.0f]  %7.0f  %5.2fx", mc, lo(dc, n), hi(dc, n),
                median(dw, n), lo(dw, n), hi(dw, n), median(bc, n), median(rc, n)
-        if (goal != "") printf "  goal <=%s: %s", goal, mc <= goal ? "met" : "NOT met"
+        # The goal is judged on the median; the lower quartile says what the
+        # rounds without a load burst gave.
+        if (goal != "") printf "  goal <=%s: %s (q1 %.0f)", goal, mc <= goal ? "met" : "NOT met", q1(dc, n)
         if (showpar) printf "  %4.2f", median(par, n)
         printf "\n"
         print mc > "/dev/stderr"
@@ -134,25 +141,51 @@ last_median() { cat "$TMP/last_median"; }
 
 # ---- sections ----
 
+# The goals' rows (<= 150 ns at 32 frames, <= 90 ns counters only) are judged
+# on the lock-free runtime stand-in (bench/perf/fast_cudart.c), in 3x the
+# rounds: on the test stand-ins the bare pair costs 1.5-2.5 us and moves by
+# hundreds of ns between runs on a loaded machine, more than the whole
+# budget, so their rows show the cost but cannot show a goal met or missed.
+goal_row() {
+    local lib=$B/bench/lib
+    if [ ! -e "$lib/libcudart.so" ]; then
+        echo "($lib/libcudart.so missing: the goal's lock-free runtime row skipped)"
+        return 0
+    fi
+    ROUNDS=$((ROUNDS * 3)) LD_LIBRARY_PATH=$lib:$LD_LIBRARY_PATH ab "$@"
+}
+
 section_native() {
     local m32 m128
     echo
-    echo "== native stacks, 1 thread: cudaMalloc+cudaFree (CPU stand-ins) =="
+    echo "== native stacks, 1 thread: cudaMalloc+cudaFree =="
+    echo "   the goal (<= 150 ns at 24-32 frames) on the lock-free runtime stand-in, $((ROUNDS * 3)) rounds;"
+    echo "   the CPU stand-ins' rows after it (bare pair 1.5-2.5 us: too noisy to judge it)"
     header
-    ab "32 frames, cudaMalloc/cudaFree" 150 "$BASE" "$SHIM" \
+    goal_row "32 frames, lock-free runtime (the goal)" 150 "$BASE" "$SHIM" \
         "$BENCH" -m malloc -f 32 -n 300000
-    ab "32 frames, cudaMallocAsync_ptsz/FreeAsync" 150 "$BASE" "$SHIM" \
+    goal_row "24 frames, lock-free runtime" 150 "$BASE" "$SHIM" \
+        "$BENCH" -m malloc -f 24 -n 300000
+    ab "32 frames, cudaMalloc/cudaFree" "" "$BASE" "$SHIM" \
+        "$BENCH" -m malloc -f 32 -n 300000
+    ab "32 frames, cudaMallocAsync_ptsz/FreeAsync" "" "$BASE" "$SHIM" \
         "$BENCH" -m async -f 32 -n 300000
     ab "8 frames" "" "$BASE" "$SHIM" "$BENCH" -m malloc -f 8 -n 300000
     ab "64 frames (LEAKWATCH_MAX_FRAMES default)" "" "$BASE" "$SHIM" \
         "$BENCH" -m malloc -f 64 -n 300000
     ab "32 frames, LEAKWATCH_MAX_FRAMES=256" "" "$BASE" "$SHIM LEAKWATCH_MAX_FRAMES=256" \
         "$BENCH" -m malloc -f 32 -n 300000
-    m32=$(last_median)
     ab "128 frames, LEAKWATCH_MAX_FRAMES=256" "" "$BASE" "$SHIM LEAKWATCH_MAX_FRAMES=256" \
         "$BENCH" -m malloc -f 128 -n 300000
+    # The cost of each further frame, from two lock-free runtime rows (96
+    # frames' difference is under 100 ns: the stand-ins' rows cannot show it).
+    goal_row "32 frames, MAX_FRAMES=256, lock-free runtime" "" "$BASE" \
+        "$SHIM LEAKWATCH_MAX_FRAMES=256" "$BENCH" -m malloc -f 32 -n 300000
+    m32=$(last_median)
+    goal_row "128 frames, MAX_FRAMES=256, lock-free runtime" "" "$BASE" \
+        "$SHIM LEAKWATCH_MAX_FRAMES=256" "$BENCH" -m malloc -f 128 -n 300000
     m128=$(last_median)
-    awk -v a="$m32" -v b="$m128" 'BEGIN { d = (b - a) / 96
+    [ -e "$B/bench/lib/libcudart.so" ] && awk -v a="$m32" -v b="$m128" 'BEGIN { d = (b - a) / 96
         printf "%-44s %6.2f ns per frame (goal <= 1: %s)\n", "known stack, each frame from 32 to 128:", d,
             d <= 1 ? "met" : "NOT met" }'
     ab "32 frames, LEAKWATCH_STACKS=0 (the floor)" "" "$BASE" "$SHIM LEAKWATCH_STACKS=0" \
@@ -171,18 +204,17 @@ section_native() {
 # invocation, on the test stand-ins and on the lock-free runtime (whose own
 # cost is small, so the ratio there is mostly the shim's).
 section_floor() {
-    local lib=$B/bench/lib
     echo
     echo "== the floor: counters only (LEAKWATCH_STACKS=0), 32 frames, 1 thread =="
+    echo "   the goal (<= 90 ns) on the lock-free runtime stand-in, $((ROUNDS * 3)) rounds; the CPU"
+    echo "   stand-ins' rows after it (too noisy to judge it: see section native)"
     header
-    ab "counters only, cudaMalloc/cudaFree" 90 "$BASE" "$SHIM LEAKWATCH_STACKS=0" \
+    goal_row "counters only, lock-free runtime (the goal)" 90 "$BASE" \
+        "$SHIM LEAKWATCH_STACKS=0" "$BENCH" -m malloc -f 32 -n 300000
+    ab "counters only, cudaMalloc/cudaFree" "" "$BASE" "$SHIM LEAKWATCH_STACKS=0" \
         "$BENCH" -m malloc -f 32 -n 300000
-    ab "counters only, cudaMallocAsync_ptsz" 90 "$BASE" "$SHIM LEAKWATCH_STACKS=0" \
+    ab "counters only, cudaMallocAsync_ptsz" "" "$BASE" "$SHIM LEAKWATCH_STACKS=0" \
         "$BENCH" -m async -f 32 -n 300000
-    if [ -e "$lib/libcudart.so" ]; then
-        LD_LIBRARY_PATH=$lib:$LD_LIBRARY_PATH ab "counters only, lock-free runtime" 90 "$BASE" \
-            "$SHIM LEAKWATCH_STACKS=0" "$BENCH" -m malloc -f 32 -n 300000
-    fi
 }
 
 section_threads() {

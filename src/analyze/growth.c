@@ -184,7 +184,7 @@ static lw_site_track *track_of(lw_site *s);
 
 static void sites_point(double x, double t) {
     for (lw_site *s = lw_sites_first(); s; s = s->next) {
-        int64_t live = atomic_load_explicit(&s->live_bytes, memory_order_relaxed);
+        int64_t live = lw_site_live_bytes(s);
         int64_t f = atomic_exchange_explicit(&s->floor, live, memory_order_relaxed);
         if (f > live) f = live;
         if (!s->track && (live <= 0 || !track_of(s))) continue;

@@ -78,7 +78,7 @@ void lw_run_answer_from(lw_run_answer *r, const lw_growth_state *g) {
     if (leaking == 1)
         r->a.where_rate = srate;
     else if (!leak)
-        r->a.where_live = (double)atomic_load(&top->live_bytes);
+        r->a.where_live = (double)lw_site_live_bytes(top);
 }
 
 void lw_run_answer_now(lw_run_answer *r) {

@@ -203,16 +203,18 @@ static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const lw_site
                       int distinct) {
     lw_jw_object(w, NULL);
     lw_jw_uint(w, "id", s->id);
-    int64_t live = atomic_load(&s->live_bytes);
+    /* Summed over the threads' shards, once: the fields agree. */
+    lw_site_counts c;
+    lw_site_get(s, &c);
+    int64_t live = c.live_bytes;
     if (s == answer_site) answer_live = live; /* the answer says what the site says */
     lw_jw_int(w, "live_bytes", live);
-    /* Derived: keeping a live count would cost the hot path an atomic. */
-    lw_jw_int(w, "live_count",
-              (int64_t)(atomic_load(&s->alloc_count) - atomic_load(&s->free_count)));
-    lw_jw_uint(w, "alloc_count", atomic_load(&s->alloc_count));
-    lw_jw_uint(w, "alloc_bytes", atomic_load(&s->alloc_bytes));
-    lw_jw_uint(w, "free_count", atomic_load(&s->free_count));
-    lw_jw_uint(w, "failed_alloc_count", atomic_load(&s->failed_count));
+    /* Derived: keeping a live count would cost the hot path a count. */
+    lw_jw_int(w, "live_count", c.live_count);
+    lw_jw_uint(w, "alloc_count", c.alloc_count);
+    lw_jw_uint(w, "alloc_bytes", c.alloc_bytes);
+    lw_jw_uint(w, "free_count", c.free_count);
+    lw_jw_uint(w, "failed_alloc_count", c.failed_count);
     lw_jw_bool(w, "leak", v != NULL);
     lw_jw_double(w, "bytes_per_step", v ? v->growth.slope : 0.0);
     if (v) {

@@ -61,14 +61,16 @@ lw_ranked_site *lw_sites_ranked(const lw_site_views *vs, size_t *np) {
     if (all) {
         for (lw_site *s = lw_sites_first(); s && n < cap - 1; s = s->next) {
             const lw_site_view *v = lw_site_view_of(vs, s);
-            all[n++] =
-                (lw_ranked_site){s, atomic_load(&s->live_bytes), atomic_load(&s->alloc_bytes),
-                                 v != NULL, v ? v->growth.slope : 0};
+            lw_site_counts c;
+            lw_site_get(s, &c);
+            all[n++] = (lw_ranked_site){s, c.live_bytes, c.alloc_bytes, v != NULL,
+                                        v ? v->growth.slope : 0};
         }
         lw_site *o = lw_site_overflow();
-        if (atomic_load(&o->alloc_count) || atomic_load(&o->failed_count))
-            all[n++] = (lw_ranked_site){o, atomic_load(&o->live_bytes),
-                                        atomic_load(&o->alloc_bytes), 0, 0};
+        lw_site_counts c;
+        lw_site_get(o, &c);
+        if (c.alloc_count || c.failed_count)
+            all[n++] = (lw_ranked_site){o, c.live_bytes, c.alloc_bytes, 0, 0};
         qsort(all, n, sizeof *all, by_relevance);
     }
     *np = n;

@@ -227,19 +227,16 @@ static lw_site *site_for_this_stack(void) {
     return s;
 }
 
-static void site_add(lw_site *s, uint64_t size) {
-    atomic_fetch_add_explicit(&s->alloc_count, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&s->alloc_bytes, size, memory_order_relaxed);
-    atomic_fetch_add_explicit(&s->live_bytes, (int64_t)size, memory_order_relaxed);
+static inline void site_add(lw_site *s, uint64_t size) {
+    lw_site_count_alloc(s, size);
 }
 
-static void site_sub(lw_site *s, uint64_t size) {
-    atomic_fetch_add_explicit(&s->free_count, 1, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&s->live_bytes, (int64_t)size, memory_order_relaxed);
+static inline void site_sub(lw_site *s, uint64_t size) {
+    lw_site_count_free(s, size);
 }
 
 /* Takes a record's bytes off its site and the totals. */
-static void forget(const lw_alloc *r) {
+static inline __attribute__((always_inline)) void forget(const lw_alloc *r) {
     site_sub(r->site, r->size);
     lw_totals_free(r->device, (lw_kind)r->kind, r->size);
 }
@@ -279,6 +276,16 @@ void lw_record_free_begin(lw_key_class cls, uint64_t key, lw_free_ticket *t) {
     t->tracked = lw_live_remove(cls, key, &t->rec);
 }
 
+/* The driver refused the free, so the memory is still allocated. Out of
+ * line: the common path then needs no frame. */
+__attribute__((noinline, cold)) static void free_refused(lw_free_ticket *t) {
+    lw_alloc old;
+    if (lw_live_insert(&t->rec, &old) == 1) {
+        atomic_fetch_add(&reused_unseen, 1);
+        forget(&old);
+    }
+}
+
 void lw_record_free_end(lw_free_ticket *t, int succeeded) {
     if (!t->tracked) {
         /* Not ours to count: allocated before we started, by an unhooked
@@ -286,16 +293,11 @@ void lw_record_free_end(lw_free_ticket *t, int succeeded) {
         if (succeeded) lw_totals_unknown_free();
         return;
     }
-    if (succeeded) {
+    if (__builtin_expect(succeeded, 1)) {
         forget(&t->rec);
         return;
     }
-    /* The driver refused the free, so the memory is still allocated. */
-    lw_alloc old;
-    if (lw_live_insert(&t->rec, &old) == 1) {
-        atomic_fetch_add(&reused_unseen, 1);
-        forget(&old);
-    }
+    free_refused(t);
 }
 
 static pthread_mutex_t failures_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -363,6 +365,7 @@ void lw_record_after_fork_child(void) {
      * parent's sites, which the child's first start forgets. */
     memset(site_cache, 0, sizeof site_cache);
     atomic_store(&empty_site, NULL);
+    lw_sites_after_fork_child();
     lw_stack_after_fork_child();
 }
 
