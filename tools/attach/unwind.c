@@ -9,6 +9,7 @@
 #include <elf.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_FRAMES ((int)(sizeof(((lw_unwind_chain *)0)->ra) / sizeof(uint64_t)))
@@ -16,55 +17,84 @@
 #define STATE_DEPTH 8
 
 /* ---- the module that holds an address ---- */
-/* Its load bias (what its addresses are offset by) and the address of its
- * .eh_frame_hdr. -1 when addr is in no file's mapping, or the file has none. */
-static int module_of(pid_t pid, lw_unwind_read_fn rd, void *ctx, uint64_t addr, uint64_t *bias,
-                     uint64_t *hdr) {
-    char p[64], line[PATH_MAX + 128], path[PATH_MAX] = "";
+/* The target's mappings of files (and the vDSO), read once per walk: each
+ * with the start of its file's mapping at offset 0, and once looked up, its
+ * module's load bias and .eh_frame_hdr. */
+typedef struct {
+    uint64_t lo, hi, base;
+    int state; /* 0: not looked up yet; 1: hdr known; -1: none */
+    uint64_t hdr;
+} segment;
+
+typedef struct {
+    segment *v;
+    int n, cap;
+} segments;
+
+static void load_segments(pid_t pid, segments *out) {
+    char p[64], line[PATH_MAX + 128], prev_path[PATH_MAX] = "";
+    uint64_t prev_base = 0;
+    out->v = NULL;
+    out->n = out->cap = 0;
     snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
     FILE *f = fopen(p, "re");
-    if (!f) return -1;
-    /* The mapping at offset 0 of the same file comes first in the list. */
-    uint64_t base = 0, cand = 0;
-    char cand_path[PATH_MAX] = "";
-    int found = 0;
-    while (!found && fgets(line, sizeof line, f)) {
+    if (!f) return;
+    while (fgets(line, sizeof line, f)) {
         unsigned long lo, hi, off;
+        char perms[8];
         int pos = 0;
-        if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &lo, &hi, &off, &pos) != 3 || !pos) continue;
+        if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %n", &lo, &hi, perms, &off, &pos) != 4 || !pos)
+            continue;
         char *name = line + pos;
         name[strcspn(name, "\n")] = '\0';
-        if (off == 0 && name[0]) {
-            cand = lo;
-            snprintf(cand_path, sizeof cand_path, "%s", name);
+        if (name[0] != '/' && strcmp(name, "[vdso]") != 0) continue;
+        /* The mapping at offset 0 of a file comes first in the list. */
+        if (off == 0) {
+            prev_base = lo;
+            snprintf(prev_path, sizeof prev_path, "%s", name);
         }
-        if (addr >= lo && addr < hi) {
-            found = 1;
-            if ((name[0] == '/' || !strcmp(name, "[vdso]")) && !strcmp(name, cand_path)) {
-                base = cand;
-                snprintf(path, sizeof path, "%s", name);
-            }
+        if (perms[2] != 'x' || strcmp(name, prev_path) != 0) continue;
+        if (out->n == out->cap) {
+            int nc = out->cap ? out->cap * 2 : 64;
+            segment *v = realloc(out->v, (size_t)nc * sizeof *v);
+            if (!v) break;
+            out->v = v;
+            out->cap = nc;
         }
+        out->v[out->n++] = (segment){lo, hi, prev_base, 0, 0};
     }
     fclose(f);
-    if (!base) return -1;
-    Elf64_Ehdr eh;
-    if (rd(ctx, base, &eh, sizeof eh) != 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-        eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) ||
-        eh.e_phnum > 64)
-        return -1;
-    Elf64_Phdr ph[64];
-    if (rd(ctx, base + eh.e_phoff, ph, eh.e_phnum * sizeof *ph) != 0) return -1;
-    uint64_t first_load = UINT64_MAX, eh_vaddr = 0;
-    for (int i = 0; i < eh.e_phnum; i++) {
-        if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0 && first_load == UINT64_MAX)
-            first_load = ph[i].p_vaddr;
-        if (ph[i].p_type == PT_GNU_EH_FRAME) eh_vaddr = ph[i].p_vaddr;
+}
+
+/* The .eh_frame_hdr of the module whose code holds addr: 0, or -1 when addr
+ * is in no file's executable mapping, or the file has none. */
+static int module_hdr(segments *segs, lw_unwind_read_fn rd, void *ctx, uint64_t addr,
+                      uint64_t *hdr) {
+    segment *s = NULL;
+    for (int i = 0; i < segs->n && !s; i++)
+        if (addr >= segs->v[i].lo && addr < segs->v[i].hi) s = &segs->v[i];
+    if (!s) return -1;
+    if (s->state == 0) {
+        s->state = -1;
+        Elf64_Ehdr eh;
+        Elf64_Phdr ph[64];
+        if (rd(ctx, s->base, &eh, sizeof eh) != 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+            eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) ||
+            eh.e_phnum > 64 || rd(ctx, s->base + eh.e_phoff, ph, eh.e_phnum * sizeof *ph) != 0)
+            return -1;
+        uint64_t first_load = UINT64_MAX, eh_vaddr = 0;
+        for (int i = 0; i < eh.e_phnum; i++) {
+            if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0 && first_load == UINT64_MAX)
+                first_load = ph[i].p_vaddr;
+            if (ph[i].p_type == PT_GNU_EH_FRAME) eh_vaddr = ph[i].p_vaddr;
+        }
+        if (first_load == UINT64_MAX || !eh_vaddr) return -1;
+        /* The load bias: where the segment at offset 0 is, less its address. */
+        s->hdr = s->base - (first_load & ~(uint64_t)0xfff) + eh_vaddr;
+        s->state = 1;
     }
-    if (first_load == UINT64_MAX || !eh_vaddr) return -1;
-    *bias = base - (first_load & ~(uint64_t)0xfff);
-    *hdr = *bias + eh_vaddr;
-    return 0;
+    *hdr = s->hdr;
+    return s->state == 1 ? 0 : -1;
 }
 
 /* ---- reading DWARF ---- */
@@ -442,18 +472,23 @@ void lw_unwind(pid_t pid, lw_unwind_read_fn rd, void *ctx, const uint64_t regs[L
      * return address, in the middle of its function); the others are after
      * a call: looked up one byte before, inside the call. */
     uint64_t look = pc;
+    segments segs;
+    load_segments(pid, &segs);
     while (out->n < MAX_FRAMES) {
-        uint64_t bias, hdr, fde;
+        uint64_t hdr, fde;
         cie_info ci;
         rules r;
-        if (module_of(pid, rd, ctx, look, &bias, &hdr) != 0 ||
+        if (module_hdr(&segs, rd, ctx, look, &hdr) != 0 ||
             find_fde(rd, ctx, hdr, look, &fde) != 0 || rules_at(rd, ctx, fde, look, &ci, &r) != 0 ||
-            r.cfa_reg < 0 || r.cfa_reg >= LW_UNWIND_NREGS || !known[r.cfa_reg] ||
             ci.ra_reg != ra_reg)
-            return;
-        (void)bias;
+            break;
+        if (r.how[ra_reg] == R_UNDEF) { /* the outermost frame (_start, a thread's start) */
+            out->complete = 1;
+            break;
+        }
+        if (r.cfa_reg < 0 || r.cfa_reg >= LW_UNWIND_NREGS || !known[r.cfa_reg]) break;
         uint64_t cfa = cur[r.cfa_reg] + (uint64_t)r.cfa_off;
-        if (cfa <= cur[sp_reg] || cfa > stack_hi || cfa < stack_lo) return;
+        if (cfa <= cur[sp_reg] || cfa > stack_hi || cfa < stack_lo) break;
         uint64_t next[LW_UNWIND_NREGS];
         int next_known[LW_UNWIND_NREGS];
         for (int i = 0; i < LW_UNWIND_NREGS; i++) {
@@ -482,16 +517,12 @@ void lw_unwind(pid_t pid, lw_unwind_read_fn rd, void *ctx, const uint64_t regs[L
                 break;
             }
         }
-        if (r.how[ra_reg] == R_UNDEF) { /* the outermost frame (_start, a thread's start) */
-            out->complete = 1;
-            return;
-        }
-        if (!next_known[ra_reg]) return;
+        if (!next_known[ra_reg]) break;
         next[sp_reg] = cfa;
         next_known[sp_reg] = 1;
         if (!next[ra_reg]) {
             out->complete = 1;
-            return;
+            break;
         }
         out->ra[out->n++] = next[ra_reg];
         memcpy(cur, next, sizeof cur);
@@ -499,4 +530,5 @@ void lw_unwind(pid_t pid, lw_unwind_read_fn rd, void *ctx, const uint64_t regs[L
         out->stop_sp = cfa;
         look = next[ra_reg] - 1;
     }
+    free(segs.v);
 }
