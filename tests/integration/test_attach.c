@@ -1097,6 +1097,43 @@ START_TEST(stale_linker_addresses_on_the_stack_do_not_refuse_a_thread) {
 }
 END_TEST
 
+/* A thread inside the dynamic linker is still never borrowed, told by its
+ * call chain: here an IFUNC resolver of the program's that the dynamic
+ * linker calls while it relocates the program waits in nanosleep (the
+ * program counter in the program's code, the dynamic linker's frames live
+ * above it). The attach is refused for want of a thread, and succeeds once
+ * main runs. */
+START_TEST(a_thread_inside_the_dynamic_linker_is_never_borrowed) {
+    if (!can_attach()) return;
+    job j;
+    char gate[160], stop[160];
+    lw_temp_dir(j.dir, sizeof j.dir);
+    snprintf(gate, sizeof gate, "%s/gate", j.dir);
+    snprintf(stop, sizeof stop, "%s/stop", j.dir);
+    const char *args[] = {gate, stop, NULL};
+    start_prog(&j, "rt_attach_ifunc", args);
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    lw_run r;
+    attach_cli(&r, "--wait-ms", "500", "-q", "-o", j.report, pid);
+    refused(&j, &r, 1, "no thread of process");
+    lw_run_free(&r);
+    lw_write_text(gate, "go");
+    ck_assert_msg(lw_wait_for_text(j.out, "main", 20000), "%s", lw_slurp_file(j.out));
+    attach_cli(&r, "--background", "-q", "-o", j.report, pid, NULL);
+    ck_assert_msg(r.exit_code == 0, "attach: %d: %s", r.exit_code, r.err);
+    lw_run_free(&r);
+    attach_cli(&r, "--detach", "-q", pid, NULL, NULL, NULL);
+    ck_assert_msg(r.exit_code == 0, "detach: %d: %s", r.exit_code, r.err);
+    lw_run_free(&r);
+    lw_write_text(stop, "stop");
+    char *out = finish_job(&j);
+    ck_assert_msg(strstr(out, "done"), "%s", out);
+    free(out);
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
 /* A job the attach refuses for a cause of its own names that cause: traced
  * by another tracer (it said "not permitted ... undumpable"), stopped (it
  * waited, then said no thread could be borrowed "right now"). The job goes
@@ -1470,6 +1507,7 @@ int main(void) {
     tcase_set_timeout(safety, 600);
     tcase_add_test(safety, recv_with_a_timeout_is_not_interrupted);
     tcase_add_test(safety, stale_linker_addresses_on_the_stack_do_not_refuse_a_thread);
+    tcase_add_test(safety, a_thread_inside_the_dynamic_linker_is_never_borrowed);
     tcase_add_test(safety, refusals_name_the_right_cause);
     tcase_add_test(safety, a_non_dumpable_process_is_refused_as_such);
     tcase_add_test(safety, paths_from_the_job_are_printed_escaped);
