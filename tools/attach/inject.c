@@ -11,7 +11,7 @@
 
 #include "inject_arch.h"
 #include "elf_symbols.h"
-#include "unwind.h"
+#include "callchain.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -394,7 +394,7 @@ static int unwind_read(void *ctx, uint64_t addr, void *buf, size_t n) {
  * fork (ld: a dlopen or a constructor in progress, a fork between its
  * handlers, leakwatch's own code: locks the calls need may be held by this
  * very thread). What it is inside is told by its program counter and the
- * return addresses of its call chain (unwind.h), not by every word of its
+ * return addresses of its call chain (callchain.h), not by every word of its
  * stack: a frame's bytes that its function has not written yet keep the
  * return addresses of the calls made before at that depth (the dynamic
  * linker's lazy binding of every first call of a function, a dlsym), and a
@@ -414,12 +414,12 @@ static int stack_is_safe(const thread_ctx *c, const target_fns *fns, const range
         sp - LW_ARCH_RED_ZONE - own_stack_lo(c, fns, sp, m.lo) < STACK_ROOM + 4096)
         return -1;
     if (find_addr(c->pid, sp, &m) != 0) return 1;
-    uint64_t regs[LW_UNWIND_NREGS];
+    uint64_t regs[LW_CALLCHAIN_NREGS];
     lw_arch_dwarf_regs(&c->orig, regs);
-    lw_unwind_chain *chain = malloc(sizeof *chain);
+    lw_callchain *chain = malloc(sizeof *chain);
     if (!chain) return 0;
-    lw_unwind(c->pid, unwind_read, (void *)c, regs, pc, LW_ARCH_DWARF_SP, LW_ARCH_DWARF_RA, sp,
-              m.hi, chain);
+    lw_callchain_walk(c->pid, unwind_read, (void *)c, regs, pc, LW_ARCH_DWARF_SP, LW_ARCH_DWARF_RA,
+                      sp, m.hi, chain);
     int inside = 0;
     for (int i = 0; i < chain->n && !inside; i++)
         inside = in_ranges(ld, chain->ra[i] - 1); /* inside the call instruction */

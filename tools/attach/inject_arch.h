@@ -47,7 +47,7 @@ uint64_t lw_arch_sp(const lw_regs *r);
 uint64_t lw_arch_pthread_self(const lw_regs *r);
 uint64_t lw_arch_pc(const lw_regs *r);
 /* The registers in DWARF's order (17: the general ones, then the return
- * address, which is the program counter), for unwind.h. */
+ * address, which is the program counter), for callchain.h. */
 void lw_arch_dwarf_regs(const lw_regs *r, uint64_t out[17]);
 /* The system call the thread was stopped in, or -1 when it was stopped while
  * running its own code. */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* leakwatch attach: a stopped thread's call chain (unwind.h). Only what
+/* leakwatch attach: a stopped thread's call chain (callchain.h). Only what
  * compilers and the C library write in .eh_frame is followed: a rule it
  * does not know (a DWARF expression: the PLT's, a signal frame's) ends the
  * walk there, incomplete, and the caller treats the rest of the stack as
  * before (every word that could be a return address is taken for one). */
-#include "unwind.h"
+#include "callchain.h"
 
 #include <elf.h>
 #include <limits.h>
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_FRAMES ((int)(sizeof(((lw_unwind_chain *)0)->ra) / sizeof(uint64_t)))
+#define MAX_FRAMES ((int)(sizeof(((lw_callchain *)0)->ra) / sizeof(uint64_t)))
 #define ENTRY_MAX 4096 /* a CIE's or FDE's bytes */
 #define STATE_DEPTH 8
 
@@ -68,7 +68,7 @@ static void load_segments(pid_t pid, segments *out) {
 
 /* The .eh_frame_hdr of the module whose code holds addr: 0, or -1 when addr
  * is in no file's executable mapping, or the file has none. */
-static int module_hdr(segments *segs, lw_unwind_read_fn rd, void *ctx, uint64_t addr,
+static int module_hdr(segments *segs, lw_callchain_read_fn rd, void *ctx, uint64_t addr,
                       uint64_t *hdr) {
     segment *s = NULL;
     for (int i = 0; i < segs->n && !s; i++)
@@ -203,7 +203,7 @@ static uint64_t enc_ptr(cursor *c, int enc, uint64_t data_base) {
 }
 
 /* One CIE or FDE at addr, read into buf: its body (after the length). */
-static int read_entry(lw_unwind_read_fn rd, void *ctx, uint64_t addr, unsigned char *buf,
+static int read_entry(lw_callchain_read_fn rd, void *ctx, uint64_t addr, unsigned char *buf,
                       cursor *out) {
     uint32_t len;
     if (rd(ctx, addr, &len, 4) != 0 || len == 0 || len == 0xffffffffu || len > ENTRY_MAX) return -1;
@@ -216,7 +216,7 @@ static int read_entry(lw_unwind_read_fn rd, void *ctx, uint64_t addr, unsigned c
 }
 
 /* The FDE that covers pc, from .eh_frame_hdr's sorted table: its address. */
-static int find_fde(lw_unwind_read_fn rd, void *ctx, uint64_t hdr, uint64_t pc, uint64_t *fde) {
+static int find_fde(lw_callchain_read_fn rd, void *ctx, uint64_t hdr, uint64_t pc, uint64_t *fde) {
     unsigned char h[4];
     if (rd(ctx, hdr, h, 4) != 0 || h[0] != 1) return -1;
     unsigned char rest[16];
@@ -244,8 +244,8 @@ static int find_fde(lw_unwind_read_fn rd, void *ctx, uint64_t hdr, uint64_t pc, 
 /* ---- the rules ---- */
 enum { R_SAME, R_UNDEF, R_OFFSET, R_VAL_OFFSET, R_REG, R_UNKNOWN };
 typedef struct {
-    int how[LW_UNWIND_NREGS];
-    int64_t arg[LW_UNWIND_NREGS];
+    int how[LW_CALLCHAIN_NREGS];
+    int64_t arg[LW_CALLCHAIN_NREGS];
     int cfa_reg; /* -1: an expression (not followed) */
     int64_t cfa_off;
 } rules;
@@ -257,7 +257,7 @@ typedef struct {
 } cie_info;
 
 static void set_rule(rules *r, uint64_t reg, int how, int64_t arg) {
-    if (reg < LW_UNWIND_NREGS) {
+    if (reg < LW_CALLCHAIN_NREGS) {
         r->how[reg] = how;
         r->arg[reg] = arg;
     }
@@ -280,7 +280,7 @@ static int run_cfa(cursor *c, const cie_info *ci, const rules *initial, rules *r
             set_rule(r, low, R_OFFSET, (int64_t)uleb(c) * ci->data_align);
             continue;
         case 0xc0:
-            if (low < LW_UNWIND_NREGS) set_rule(r, low, initial->how[low], initial->arg[low]);
+            if (low < LW_CALLCHAIN_NREGS) set_rule(r, low, initial->how[low], initial->arg[low]);
             continue;
         default:
             break;
@@ -305,7 +305,7 @@ static int run_cfa(cursor *c, const cie_info *ci, const rules *initial, rules *r
             continue;
         case 0x06:
             reg = uleb(c);
-            if (reg < LW_UNWIND_NREGS) set_rule(r, reg, initial->how[reg], initial->arg[reg]);
+            if (reg < LW_CALLCHAIN_NREGS) set_rule(r, reg, initial->how[reg], initial->arg[reg]);
             continue;
         case 0x07:
             set_rule(r, uleb(c), R_UNDEF, 0);
@@ -390,8 +390,8 @@ static int run_cfa(cursor *c, const cie_info *ci, const rules *initial, rules *r
 }
 
 /* The rules at pc, from its FDE and that FDE's CIE. */
-static int rules_at(lw_unwind_read_fn rd, void *ctx, uint64_t fde_addr, uint64_t pc, cie_info *ci,
-                    rules *r) {
+static int rules_at(lw_callchain_read_fn rd, void *ctx, uint64_t fde_addr, uint64_t pc,
+                    cie_info *ci, rules *r) {
     unsigned char fbuf[ENTRY_MAX], cbuf[ENTRY_MAX];
     cursor f;
     if (read_entry(rd, ctx, fde_addr, fbuf, &f) != 0) return -1;
@@ -433,7 +433,7 @@ static int rules_at(lw_unwind_read_fn rd, void *ctx, uint64_t fde_addr, uint64_t
     } else if (aug[0]) {
         return -1;
     }
-    if (c.bad || ci->ra_reg >= LW_UNWIND_NREGS) return -1;
+    if (c.bad || ci->ra_reg >= LW_CALLCHAIN_NREGS) return -1;
     uint64_t start = enc_ptr(&f, ci->fde_enc, 0);
     uint64_t range = enc_ptr(&f, ci->fde_enc & 0x0f, 0);
     if (f.bad || pc < start || pc >= start + range) return -1;
@@ -444,7 +444,7 @@ static int rules_at(lw_unwind_read_fn rd, void *ctx, uint64_t fde_addr, uint64_t
         f.addr += n;
     }
     rules init;
-    for (int i = 0; i < LW_UNWIND_NREGS; i++) {
+    for (int i = 0; i < LW_CALLCHAIN_NREGS; i++) {
         init.how[i] = R_SAME;
         init.arg[i] = 0;
     }
@@ -456,12 +456,12 @@ static int rules_at(lw_unwind_read_fn rd, void *ctx, uint64_t fde_addr, uint64_t
     return run_cfa(&f, ci, &init, r, start, pc);
 }
 
-void lw_unwind(pid_t pid, lw_unwind_read_fn rd, void *ctx, const uint64_t regs[LW_UNWIND_NREGS],
-               uint64_t pc, int sp_reg, int ra_reg, uint64_t stack_lo, uint64_t stack_hi,
-               lw_unwind_chain *out) {
-    uint64_t cur[LW_UNWIND_NREGS];
-    int known[LW_UNWIND_NREGS];
-    for (int i = 0; i < LW_UNWIND_NREGS; i++) {
+void lw_callchain_walk(pid_t pid, lw_callchain_read_fn rd, void *ctx,
+                       const uint64_t regs[LW_CALLCHAIN_NREGS], uint64_t pc, int sp_reg, int ra_reg,
+                       uint64_t stack_lo, uint64_t stack_hi, lw_callchain *out) {
+    uint64_t cur[LW_CALLCHAIN_NREGS];
+    int known[LW_CALLCHAIN_NREGS];
+    for (int i = 0; i < LW_CALLCHAIN_NREGS; i++) {
         cur[i] = regs[i];
         known[i] = 1;
     }
@@ -486,12 +486,12 @@ void lw_unwind(pid_t pid, lw_unwind_read_fn rd, void *ctx, const uint64_t regs[L
             out->complete = 1;
             break;
         }
-        if (r.cfa_reg < 0 || r.cfa_reg >= LW_UNWIND_NREGS || !known[r.cfa_reg]) break;
+        if (r.cfa_reg < 0 || r.cfa_reg >= LW_CALLCHAIN_NREGS || !known[r.cfa_reg]) break;
         uint64_t cfa = cur[r.cfa_reg] + (uint64_t)r.cfa_off;
         if (cfa <= cur[sp_reg] || cfa > stack_hi || cfa < stack_lo) break;
-        uint64_t next[LW_UNWIND_NREGS];
-        int next_known[LW_UNWIND_NREGS];
-        for (int i = 0; i < LW_UNWIND_NREGS; i++) {
+        uint64_t next[LW_CALLCHAIN_NREGS];
+        int next_known[LW_CALLCHAIN_NREGS];
+        for (int i = 0; i < LW_CALLCHAIN_NREGS; i++) {
             next[i] = cur[i];
             next_known[i] = known[i];
             switch (r.how[i]) {
@@ -508,7 +508,7 @@ void lw_unwind(pid_t pid, lw_unwind_read_fn rd, void *ctx, const uint64_t regs[L
                 next[i] = cfa + (uint64_t)r.arg[i];
                 break;
             case R_REG:
-                if (r.arg[i] < 0 || r.arg[i] >= LW_UNWIND_NREGS) {
+                if (r.arg[i] < 0 || r.arg[i] >= LW_CALLCHAIN_NREGS) {
                     next_known[i] = 0;
                 } else {
                     next[i] = cur[r.arg[i]];

@@ -7,18 +7,18 @@
  * frame (a buffer, a sanitizer's interceptor) keeps uninitialised from the
  * calls made before at that depth, and the dynamic linker's lazy binding
  * leaves them at every depth of every program. */
-#ifndef LW_UNWIND_H
-#define LW_UNWIND_H
+#ifndef LW_CALLCHAIN_H
+#define LW_CALLCHAIN_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 /* Reads n bytes of the target's memory at addr: 0, or -1. */
-typedef int (*lw_unwind_read_fn)(void *ctx, uint64_t addr, void *buf, size_t n);
+typedef int (*lw_callchain_read_fn)(void *ctx, uint64_t addr, void *buf, size_t n);
 
 /* The registers, by DWARF number (inject_arch.h: LW_ARCH_DWARF_*). */
-#define LW_UNWIND_NREGS 17
+#define LW_CALLCHAIN_NREGS 17
 
 typedef struct {
     uint64_t ra[256]; /* the return addresses, innermost first */
@@ -30,13 +30,13 @@ typedef struct {
      * of the stack tell no more than that they could be return addresses. */
     int complete;
     uint64_t stop_sp;
-} lw_unwind_chain;
+} lw_callchain;
 
 /* Walks pid's thread from regs (pc: where it is stopped; sp_reg and ra_reg:
  * the DWARF numbers of the stack pointer and of the return address) within
  * the stack [stack_lo, stack_hi). */
-void lw_unwind(pid_t pid, lw_unwind_read_fn rd, void *ctx, const uint64_t regs[LW_UNWIND_NREGS],
-               uint64_t pc, int sp_reg, int ra_reg, uint64_t stack_lo, uint64_t stack_hi,
-               lw_unwind_chain *out);
+void lw_callchain_walk(pid_t pid, lw_callchain_read_fn rd, void *ctx,
+                       const uint64_t regs[LW_CALLCHAIN_NREGS], uint64_t pc, int sp_reg, int ra_reg,
+                       uint64_t stack_lo, uint64_t stack_hi, lw_callchain *out);
 
 #endif
