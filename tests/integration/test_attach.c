@@ -1073,26 +1073,64 @@ END_TEST
  * waiting: the kernel ends such a wait with EINTR, not a restart, when it is
  * interrupted (the attach's PTRACE_INTERRUPT is), and the job's recv failed
  * with EINTR once per attach and detach (issue 32, item 6). */
-/* Under ASan, attach refuses every thread of rt_attach_recv ("no thread …
- * waiting in a system call where it can be borrowed safely") although its
- * thread waits in the C library's recvfrom: the stack scan sees something in
- * the sanitizer's recv interceptor that it takes for unsafe (open; found at
- * the end of session 5). Says so and returns 1. */
-static int skipped_under_asan(const char *what) {
-    const char *rt = getenv("LW_ASAN_RT");
-    if (!rt || !strstr(rt, "libasan")) return 0;
-    printf("test_attach: %s skipped under a sanitizer (attach finds no thread to borrow "
-           "under ASan's recv interceptor: open)\n",
-           what);
-    return 1;
-}
-
 START_TEST(recv_with_a_timeout_is_not_interrupted) {
     if (!can_attach()) return;
-    if (skipped_under_asan("recv_with_a_timeout_is_not_interrupted")) return;
     char *out = cycles_then_stop("rt_attach_recv", 5);
     ck_assert_msg(strstr(out, "recv interrupted 0 times (waited)"), "%s", out);
     free(out);
+}
+END_TEST
+
+/* A thread whose stack holds words that point into the dynamic linker's
+ * code without being return addresses (a pointer to one of its functions
+ * in a local; stale return addresses of the lazy binding under a large
+ * frame left unwritten) is borrowed: what it is inside is told by its call
+ * chain. Every word of the stack was taken for a return address, and the
+ * thread for one inside the dynamic linker, for good: the attach refused
+ * that job ("no thread ... can be borrowed safely"), and under ASan every
+ * job waiting in recv (its interceptor's frame is such a frame). */
+START_TEST(stale_linker_addresses_on_the_stack_do_not_refuse_a_thread) {
+    if (!can_attach()) return;
+    char *out = cycles_then_stop("rt_attach_ldword", 3);
+    ck_assert_msg(strstr(out, "done, kept a linker word"), "%s", out);
+    free(out);
+}
+END_TEST
+
+/* A thread inside the dynamic linker is still never borrowed, told by its
+ * call chain: here an IFUNC resolver of the program's that the dynamic
+ * linker calls while it relocates the program waits in nanosleep (the
+ * program counter in the program's code, the dynamic linker's frames live
+ * above it). The attach is refused for want of a thread, and succeeds once
+ * main runs. */
+START_TEST(a_thread_inside_the_dynamic_linker_is_never_borrowed) {
+    if (!can_attach()) return;
+    job j;
+    char gate[160], stop[160];
+    lw_temp_dir(j.dir, sizeof j.dir);
+    snprintf(gate, sizeof gate, "%s/gate", j.dir);
+    snprintf(stop, sizeof stop, "%s/stop", j.dir);
+    const char *args[] = {gate, stop, NULL};
+    start_prog(&j, "rt_attach_ifunc", args);
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    lw_run r;
+    attach_cli(&r, "--wait-ms", "500", "-q", "-o", j.report, pid);
+    refused(&j, &r, 1, "no thread of process");
+    lw_run_free(&r);
+    lw_write_text(gate, "go");
+    ck_assert_msg(lw_wait_for_text(j.out, "main", 20000), "%s", lw_slurp_file(j.out));
+    attach_cli(&r, "--background", "-q", "-o", j.report, pid, NULL);
+    ck_assert_msg(r.exit_code == 0, "attach: %d: %s", r.exit_code, r.err);
+    lw_run_free(&r);
+    attach_cli(&r, "--detach", "-q", pid, NULL, NULL, NULL);
+    ck_assert_msg(r.exit_code == 0, "detach: %d: %s", r.exit_code, r.err);
+    lw_run_free(&r);
+    lw_write_text(stop, "stop");
+    char *out = finish_job(&j);
+    ck_assert_msg(strstr(out, "done"), "%s", out);
+    free(out);
+    lw_remove_dir(j.dir);
 }
 END_TEST
 
@@ -1299,7 +1337,6 @@ END_TEST
  * the held ones are queued again before the thread is let go now. */
 START_TEST(signals_held_during_an_attach_keep_their_order) {
     if (!can_attach()) return;
-    if (skipped_under_asan("signals_held_during_an_attach_keep_their_order")) return;
     job j;
     char stop[160], out[160];
     lw_temp_dir(j.dir, sizeof j.dir);
@@ -1469,6 +1506,8 @@ int main(void) {
     safety = tcase_create("small"); /* CK_RUN_CASE=small: issue 32's item 6 */
     tcase_set_timeout(safety, 600);
     tcase_add_test(safety, recv_with_a_timeout_is_not_interrupted);
+    tcase_add_test(safety, stale_linker_addresses_on_the_stack_do_not_refuse_a_thread);
+    tcase_add_test(safety, a_thread_inside_the_dynamic_linker_is_never_borrowed);
     tcase_add_test(safety, refusals_name_the_right_cause);
     tcase_add_test(safety, a_non_dumpable_process_is_refused_as_such);
     tcase_add_test(safety, paths_from_the_job_are_printed_escaped);

@@ -11,6 +11,7 @@
 
 #include "inject_arch.h"
 #include "elf_symbols.h"
+#include "callchain.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -378,30 +379,58 @@ static uint64_t own_stack_lo(const thread_ctx *c, const target_fns *f, uint64_t 
     return lo;
 }
 
+static int in_ranges(const ranges *r, uint64_t a) {
+    for (int k = 0; k < r->n; k++)
+        if (a >= r->lo[k] && a < r->hi[k]) return 1;
+    return 0;
+}
+
+static int unwind_read(void *ctx, uint64_t addr, void *buf, size_t n) {
+    return mem_read(ctx, addr, buf, n);
+}
+
 /* Whether the held thread may run our calls: its stack has room for them,
- * and no return address into the dynamic linker, leakwatch or the C
- * library's fork is on it (ld: a dlopen or a constructor in progress, a
- * fork between its handlers, leakwatch's own code: locks the calls need may
- * be held by this very thread). 1 safe; 0 not now; -1 never (its own stack
- * is too small). */
+ * and it is not inside the dynamic linker, leakwatch or the C library's
+ * fork (ld: a dlopen or a constructor in progress, a fork between its
+ * handlers, leakwatch's own code: locks the calls need may be held by this
+ * very thread). What it is inside is told by its program counter and the
+ * return addresses of its call chain (callchain.h), not by every word of its
+ * stack: a frame's bytes that its function has not written yet keep the
+ * return addresses of the calls made before at that depth (the dynamic
+ * linker's lazy binding of every first call of a function, a dlsym), and a
+ * large frame over them (a buffer, ASan's recv interceptor's) made every
+ * wait below it look like one inside the dynamic linker, for good. Where
+ * the chain cannot be followed (code without call frame information, a
+ * signal frame), every word of the rest of the stack that could be a
+ * return address is taken for one, as before. 1 safe; 0 not now; -1 never
+ * (its own stack is too small). */
 static int stack_is_safe(const thread_ctx *c, const target_fns *fns, const ranges *ld) {
     uint64_t sp = lw_arch_sp(&c->orig), pc = lw_arch_pc(&c->orig);
-    for (int k = 0; k < ld->n; k++)
-        if (pc >= ld->lo[k] && pc < ld->hi[k]) return 0;
+    if (in_ranges(ld, pc)) return 0;
     mapping m;
     if (find_addr(c->pid, sp - 1, &m) != 0) return 0;
     /* The main thread's stack grows on demand; others' are fixed. */
     if (strcmp(m.path, "[stack]") != 0 &&
         sp - LW_ARCH_RED_ZONE - own_stack_lo(c, fns, sp, m.lo) < STACK_ROOM + 4096)
         return -1;
-    uint64_t words[4096];
-    uint64_t hi;
     if (find_addr(c->pid, sp, &m) != 0) return 1;
-    hi = m.hi - sp < sizeof words ? m.hi - sp : sizeof words;
-    if (pread(c->memfd, words, hi, (off_t)sp) != (ssize_t)hi) return 1;
+    uint64_t regs[LW_CALLCHAIN_NREGS];
+    lw_arch_dwarf_regs(&c->orig, regs);
+    lw_callchain *chain = malloc(sizeof *chain);
+    if (!chain) return 0;
+    lw_callchain_walk(c->pid, unwind_read, (void *)c, regs, pc, LW_ARCH_DWARF_SP, LW_ARCH_DWARF_RA,
+                      sp, m.hi, chain);
+    int inside = 0;
+    for (int i = 0; i < chain->n && !inside; i++)
+        inside = in_ranges(ld, chain->ra[i] - 1); /* inside the call instruction */
+    uint64_t from = chain->complete ? m.hi : chain->stop_sp;
+    free(chain);
+    if (inside) return 0;
+    uint64_t words[4096];
+    uint64_t hi = from < m.hi ? (m.hi - from < sizeof words ? m.hi - from : sizeof words) : 0;
+    if (hi && pread(c->memfd, words, hi, (off_t)from) != (ssize_t)hi) return 1;
     for (size_t i = 0; i < hi / 8; i++)
-        for (int k = 0; k < ld->n; k++)
-            if (words[i] >= ld->lo[k] && words[i] < ld->hi[k]) return 0;
+        if (in_ranges(ld, words[i])) return 0;
     return 1;
 }
 

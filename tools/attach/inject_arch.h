@@ -18,6 +18,9 @@ typedef struct user_regs_struct lw_regs;
 /* Bytes below the stack pointer that the interrupted code may still use. */
 #define LW_ARCH_RED_ZONE 128
 #define LW_ARCH_SYSCALL_LEN 2 /* syscall: 0f 05 */
+/* DWARF's numbers of the stack pointer and the return address (rip). */
+#define LW_ARCH_DWARF_SP 7
+#define LW_ARCH_DWARF_RA 16
 #else
 #define LW_ATTACH_ARCH 0
 typedef struct {
@@ -25,6 +28,8 @@ typedef struct {
 } lw_regs;
 #define LW_ARCH_RED_ZONE 0
 #define LW_ARCH_SYSCALL_LEN 2
+#define LW_ARCH_DWARF_SP 0
+#define LW_ARCH_DWARF_RA 0
 #endif
 
 int lw_arch_get_regs(pid_t tid, lw_regs *r);
@@ -41,6 +46,9 @@ uint64_t lw_arch_sp(const lw_regs *r);
 /* The C library's struct pthread of the thread (from its thread pointer). */
 uint64_t lw_arch_pthread_self(const lw_regs *r);
 uint64_t lw_arch_pc(const lw_regs *r);
+/* The registers in DWARF's order (17: the general ones, then the return
+ * address, which is the program counter), for callchain.h. */
+void lw_arch_dwarf_regs(const lw_regs *r, uint64_t out[17]);
 /* The system call the thread was stopped in, or -1 when it was stopped while
  * running its own code. */
 long lw_arch_syscall(const lw_regs *r);

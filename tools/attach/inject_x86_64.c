@@ -50,6 +50,14 @@ uint64_t lw_arch_pc(const lw_regs *r) {
     return r->rip;
 }
 
+void lw_arch_dwarf_regs(const lw_regs *r, uint64_t out[17]) {
+    const unsigned long long v[17] = {r->rax, r->rdx, r->rcx, r->rbx, r->rsi, r->rdi,
+                                      r->rbp, r->rsp, r->r8,  r->r9,  r->r10, r->r11,
+                                      r->r12, r->r13, r->r14, r->r15, r->rip};
+    for (int i = 0; i < 17; i++)
+        out[i] = v[i];
+}
+
 long lw_arch_syscall(const lw_regs *r) {
     return (long)r->orig_rax;
 }
