@@ -8,11 +8,9 @@
 
 #include "clock.h"
 #include "device.h"
-#include "live.h"
 #include "options.h"
 #include "runstate.h"
 #include "sites.h"
-#include "stats.h"
 #include "totals.h"
 
 #include <math.h>
@@ -25,7 +23,6 @@
 #include <time.h>
 
 #define RING 4096
-#define MAX_TRACKED_SITES 4096
 
 typedef struct {
     double x, t;
@@ -54,7 +51,6 @@ static struct {
 } host;
 static uint64_t evaluations; /* of the global, tensor and unmarked series */
 static int marker_mode;
-static int tracked;
 static int warning_due;
 
 /* ---- a release at the end of the run ----
@@ -136,102 +132,14 @@ static double now_s(void) {
     return (double)(lw_now_ns() - lw_start_time_ns()) / 1e9;
 }
 
-/* ---- per-site series ---- */
-
-static lw_site_track *track_of(lw_site *s);
-
-static void sites_point(double x, double t) {
-    for (lw_site *s = lw_sites_first(); s; s = s->next) {
-        int64_t live = atomic_load_explicit(&s->live_bytes, memory_order_relaxed);
-        int64_t f = atomic_exchange_explicit(&s->floor, live, memory_order_relaxed);
-        if (f > live) f = live;
-        if (!s->track && (live <= 0 || !track_of(s))) continue;
-        lw_series_add(&s->track->series, x, t, (double)f, (double)live);
-    }
-}
-
-static lw_site_track *track_of(lw_site *s) {
-    if (!s->track && tracked < MAX_TRACKED_SITES) {
-        lw_site_track *tr = calloc(1, sizeof *tr);
-        if (!tr) return NULL;
-        lw_series_init(&tr->series, tr->bins, LW_SITE_BINS);
-        s->track = tr;
-        tracked++;
-    }
-    return s->track;
-}
-
-typedef struct {
-    uint32_t since;
-    uint32_t width; /* of the buckets before `since`; 0: none kept */
-} kept_scan;
-
-static void count_kept(const lw_alloc *r, void *arg) {
-    const kept_scan *k = arg;
-    uint32_t since = k->since;
-    if (r->step < since) {
-        lw_site_track *tr = r->site ? r->site->track : NULL;
-        if (!k->width || !tr) return;
-        uint32_t b = r->step / k->width;
-        if (b >= LW_SITE_BEFORE) b = LW_SITE_BEFORE - 1;
-        if (!tr->before_n[b] || r->step < tr->before_min[b]) tr->before_min[b] = r->step;
-        if (!tr->before_n[b] || r->step > tr->before_max[b]) tr->before_max[b] = r->step;
-        tr->before_n[b]++;
-        return;
-    }
-    lw_site_track *tr = track_of(r->site);
-    if (!tr) return;
-    if (!tr->kept_count || r->step < tr->kept_first_step) tr->kept_first_step = r->step;
-    if (!tr->kept_count || r->step > tr->kept_last_step) tr->kept_last_step = r->step;
-    tr->kept_bytes += r->size;
-    tr->kept_count++;
-}
-
-/* Which sites grow. Each live allocation carries the step it was made at, so
- * the bytes a site still holds from allocations made since the growth began,
- * divided by the steps since, is what the site keeps per step: exactly the
- * leak rate for a leaking site, about nothing for one whose allocations are
- * freed within the step, nothing for a cache filled before the growth. A
- * site leaks when it keeps at least a tenth of the global growth, from
- * allocations spread over at least a third of that span (not one burst). */
-static void judge_sites(uint32_t since, double span, double slope, int spread);
-
-/* The step (run clock) where a leaking site's growth demonstrably began:
- * from its first allocation since the onset, back over its live allocations
- * made before it for as long as they follow at the site's own cadence (no
- * gap of more than twice its mean spacing since the onset, none sparser). */
-static double site_start(const lw_site_track *tr, uint32_t width) {
-    double edge = tr->kept_first_step;
-    double spacing = tr->kept_count > 1 ? (double)(tr->kept_last_step - tr->kept_first_step) /
-                                              (double)(tr->kept_count - 1)
-                                        : 1;
-    double gap = fmax(1, 2 * spacing);
-    for (int b = LW_SITE_BEFORE - 1; b >= 0 && width; b--) {
-        if (!tr->before_n[b]) {
-            if (edge - (double)b * width > gap) break;
-            continue;
-        }
-        if (edge - tr->before_max[b] > gap) break;
-        if (tr->before_max[b] - tr->before_min[b] > 2 * spacing * tr->before_n[b] + gap) break;
-        edge = tr->before_min[b];
-    }
-    return edge;
-}
-
-/* The onset as the leaking sites show it (steps, from 1): an allocation
- * made at run clock c belongs to step c + 1. NAN: no leaking site. */
+/* ---- the sites the growth comes from (attribution.h) ----
+ * The onset as the leaking sites show it (steps, from 1); NAN: no leaking
+ * site. */
 static double sites_onset = NAN;
 
+/* Judges the sites on the global series' growth. */
 static void evaluate_sites(void) {
-    double onset = isfinite(global.last.onset_x) ? global.last.onset_x : 0;
-    uint32_t since = (uint32_t)ceil(onset), now = lw_run_clock();
-    judge_sites(since, now > since ? (double)(now - since) : 1, global.last.slope, 1);
-    uint32_t width = (since + LW_SITE_BEFORE - 1) / LW_SITE_BEFORE;
-    double start = INFINITY;
-    for (lw_site *s = lw_sites_first(); s; s = s->next)
-        if (s->track && s->track->growth.verdict == LW_VERDICT_LEAK)
-            start = fmin(start, site_start(s->track, width));
-    sites_onset = isfinite(start) ? fmax(1, start + 1) : NAN;
+    sites_onset = lw_attribution_judge(&global.last);
 }
 
 /* The onset said, in every view: never later than where a leaking site's
@@ -244,38 +152,6 @@ static void cap_onset(lw_growth *g) {
         g->onset_x = g->onset_lo = g->onset_hi = sites_onset;
     if (g->onset_x < 1) g->onset_x = g->onset_lo = 1;
     if (isfinite(g->onset_hi) && g->onset_hi < g->onset_lo) g->onset_hi = g->onset_lo;
-}
-
-/* The sites that keep memory from allocations made at or after step
- * `since`, over `span` units of the growth's rate `slope`; spread: the
- * allocations must also span a third of it (steps only: in a phase without
- * marks every allocation carries the same step). */
-static void judge_sites(uint32_t since, double span, double slope, int spread) {
-    for (lw_site *s = lw_sites_first(); s; s = s->next)
-        if (s->track) {
-            s->track->kept_bytes = 0, s->track->kept_count = 0;
-            memset(s->track->before_n, 0, sizeof s->track->before_n);
-        }
-    /* Only the marked series' onset is capped (evaluate_sites). */
-    kept_scan k = {since, spread ? (since + LW_SITE_BEFORE - 1) / LW_SITE_BEFORE : 0};
-    lw_live_scan(count_kept, &k);
-    if (!(span > 0)) span = 1;
-    for (lw_site *s = lw_sites_first(); s; s = s->next) {
-        lw_site_track *tr = s->track;
-        if (!tr) continue;
-        tr->evaluated = 1;
-        memset(&tr->growth, 0, sizeof tr->growth);
-        tr->growth.verdict = LW_VERDICT_NO_LEAK;
-        tr->growth.lo = tr->growth.hi = tr->growth.p_value = NAN;
-        double rate = (double)tr->kept_bytes / span;
-        tr->growth.slope = rate;
-        if (tr->kept_count >= 3 && rate >= 0.1 * slope &&
-            (!spread || tr->kept_last_step - tr->kept_first_step >= span / 3)) {
-            tr->growth.verdict = LW_VERDICT_LEAK;
-            tr->growth.onset_x = tr->kept_first_step;
-            tr->growth.reason = "keeps memory from allocations made since the growth began";
-        }
-    }
 }
 
 /* ---- pinned host memory ---- */
@@ -480,7 +356,7 @@ static void add_point(const point *pt) {
  * memory from allocations made since the first such phase began. */
 static void judge_sites_unmarked(void) {
     const lw_tracked *u = &unmarked.t;
-    judge_sites(unmarked.since_step, (double)u->series.points, u->last.slope, 0);
+    lw_attribution_judge_phases(unmarked.since_step, (double)u->series.points, u->last.slope);
 }
 
 static void gap_evaluate(void) {
@@ -537,7 +413,7 @@ static void gap_interval(void) {
     unmarked.last_point_t = now;
     unmarked.period = period;
     lw_tracked_add(&unmarked.t, unmarked.t.last_x + 1, now, (double)floor, (double)peak);
-    sites_point((double)lw_run_clock(), now);
+    lw_attribution_point((double)lw_run_clock(), now);
     if (lw_tracked_due(&unmarked.t)) gap_evaluate();
 }
 
@@ -588,7 +464,7 @@ static void drain_ring(void) {
     unmarked.active = 0;
     for (int i = 0; i < n; i++)
         add_point(&batch[i]);
-    sites_point(batch[n - 1].x, batch[n - 1].t);
+    lw_attribution_point(batch[n - 1].x, batch[n - 1].t);
 }
 
 static void close_interval(void) {
@@ -598,7 +474,7 @@ static void close_interval(void) {
     pt.x = (double)lw_intervals_close();
     pt.t = now_s();
     add_point(&pt);
-    sites_point(pt.x, pt.t);
+    lw_attribution_point(pt.x, pt.t);
 }
 
 static void forget_history(void) {
@@ -613,8 +489,7 @@ static void forget_history(void) {
     decided_at_exit = 0;
     finished = 0;
     gap_forget();
-    for (lw_site *s = lw_sites_first(); s; s = s->next)
-        if (s->track) lw_series_reset(&s->track->series);
+    lw_attribution_forget();
 }
 
 void lw_growth_init(void) {
@@ -702,7 +577,7 @@ void lw_growth_flush(void) {
     pthread_mutex_lock(&lock);
     drain_ring();
     /* One more point for each site: the state now. */
-    if (!finished) sites_point((double)lw_run_clock(), now_s());
+    if (!finished) lw_attribution_point((double)lw_run_clock(), now_s());
     if (lw_tracked_changed(&global))
         evaluate();
     else if (global.decision.announced == LW_VERDICT_LEAK)
@@ -776,7 +651,7 @@ void lw_growth_finish(void) {
      * shows only in the floor since then. */
     int64_t tail_floor, tail_peak;
     lw_totals_take_floor_peak(&tail_floor, &tail_peak);
-    sites_point((double)lw_run_clock(), now_s());
+    lw_attribution_point((double)lw_run_clock(), now_s());
     finish_global(tail_floor);
     finish_unmarked();
     if (host.seen && lw_tracked_changed(&host.t)) lw_tracked_evaluate(&host.t);
@@ -944,7 +819,7 @@ void lw_growth_oom(const lw_growth_state *g, double *seconds, double *steps) {
  * with their tracks, are forgotten by sites.c. Single-threaded here. */
 void lw_growth_forget_parent(void) {
     forget_history();
-    tracked = 0;
+    lw_attribution_forget_parent();
     marker_mode = 0;
     ring_len = 0;
     tring_len = 0;
