@@ -181,8 +181,9 @@ void lw_growth_host_get(lw_host_state *out, lw_bin *bins, int max, int *nbins) {
 
 /* ---- the tensor series per device ---- */
 
-/* The same decision as the global series (evaluate below, lw_decision):
- * confirmation, withdrawal and the warning's delay follow one rule. */
+/* The rule of every tracked series (tracked.h): confirmation, withdrawal
+ * and the warning's delay; and the raw verdict the helper reads without the
+ * lock. */
 static void torch_evaluate(int d, torch_track *tr) {
     lw_tracked_evaluate(&tr->t);
     evaluations++;
