@@ -325,52 +325,97 @@ static double resid_sd(const double *x, const double *y, int w) {
 #define NWINDOWS 4
 static const int window_parts[NWINDOWS][2] = {{1, 1}, {3, 4}, {1, 2}, {1, 4}};
 
-int lw_detect(const lw_bin *bins, int n, const lw_detect_params *p, lw_growth *out) {
+/* The series as the steps below read it. */
+typedef struct {
+    const lw_bin *bins;
+    const lw_detect_params *p;
+    int n;
+    int full;       /* bins up to the newest one that is full */
+    uint32_t width; /* points per full bin */
+    double *x, *y;  /* the bins' steps and floors (one allocation, x first) */
+} series_view;
+
+/* The window the trend is tested on (choose_window): the newest w bins. */
+typedef struct {
+    int w;              /* 0: no statistics could be computed */
+    int tested;         /* windows the trend test ran on (Bonferroni) */
+    int all_ok;         /* the whole series passed the guards */
+    double sigma;       /* noise of one bin (noise_of) */
+    double sigma_guard; /* what the guards compare against */
+    double ratio;       /* Mann–Kendall's variance inflation for serial correlation */
+    lw_theil_sen_result ts;
+    lw_mk_result mk;
+    guard_result overruled; /* when every window was rejected: the guard that did */
+} window_choice;
+
+/* What the guards found on the chosen window (run_guards). */
+typedef struct {
+    guard_result overruled; /* a guard that overrules a significant trend; name NULL: none */
+    guard_result early;     /* the guard that holds a new leak verdict back (slowing) */
+    int slowing;            /* a new leak verdict is held back */
+    int slowed;             /* an announced leak no longer stands */
+    int lows_unclear;       /* the floor falls back and its low points do not yet rise */
+} guard_findings;
+
+/* Every field unknown, the verdict inconclusive. */
+static void detect_reset(lw_growth *out) {
     memset(out, 0, sizeof *out);
     out->verdict = LW_VERDICT_INCONCLUSIVE;
     out->p_value = out->p_recent = out->guard_p = NAN;
     out->slope = out->lo = out->hi = out->onset_x = out->bytes_per_second = NAN;
     out->onset_lo = out->onset_hi = NAN;
     out->noise_bin = out->noise_step = out->min_rate = out->more_steps = NAN;
-    if (n < p->min_points) {
-        out->reason = "too few steps yet";
-        return 0;
-    }
-    double *x = malloc(sizeof(double) * (size_t)n * 2);
-    if (!x) {
-        out->reason = "out of memory";
-        return 0;
-    }
-    double *y = x + n;
-    for (int i = 0; i < n; i++)
-        x[i] = bins[i].x, y[i] = bins[i].floor;
-    /* The newest bin may still be filling: the noise comes from full ones. */
-    int full = n;
-    while (full > 1 && bins[full - 1].n < bins[0].n)
-        full--;
-    uint32_t width = bins[0].n ? bins[0].n : 1;
+}
 
-    /* The windows: each that no guard rejects is tested, and the strongest
-     * trend counts, its p-value multiplied by the number of windows tested
-     * (Bonferroni). A steady leak is strongest over all its data; a leak
-     * that began late, after a flat stretch, over the newer windows. Once a
-     * window is accepted, smaller ones that a guard rejects are skipped. */
-    int w = 0, tested = 0, chosen = -1, wk = 0, all_ok = 0;
-    double sigma = 0, sigma_guard = 0, ratio = 1, best_p = INFINITY;
-    guard_result overruled = {0};
-    lw_theil_sen_result ts = {0};
-    lw_mk_result mk = {0};
+/* The bins as arrays; returns 0 when out of memory. */
+static int view_of(const lw_bin *bins, int n, const lw_detect_params *p, series_view *v) {
+    v->bins = bins;
+    v->p = p;
+    v->n = n;
+    v->x = malloc(sizeof(double) * (size_t)n * 2);
+    if (!v->x) return 0;
+    v->y = v->x + n;
+    for (int i = 0; i < n; i++)
+        v->x[i] = bins[i].x, v->y[i] = bins[i].floor;
+    /* The newest bin may still be filling: the noise comes from full ones. */
+    v->full = n;
+    while (v->full > 1 && bins[v->full - 1].n < bins[0].n)
+        v->full--;
+    v->width = bins[0].n ? bins[0].n : 1;
+    return 1;
+}
+
+/* Window k's length in bins (window_parts, at least min_window). */
+static int window_bins(const series_view *v, int k) {
+    int n = v->n;
+    int wn =
+        (int)(((long long)n * window_parts[k][0] + window_parts[k][1] - 1) / window_parts[k][1]);
+    if (wn < v->p->min_window) wn = v->p->min_window;
+    if (wn > n) wn = n;
+    return wn;
+}
+
+/* The windows: each that no guard rejects is tested, and the strongest
+ * trend counts, its p-value multiplied by the number of windows tested
+ * (Bonferroni). A steady leak is strongest over all its data; a leak that
+ * began late, after a flat stretch, over the newer windows. Once a window
+ * is accepted, smaller ones that a guard rejects are skipped. Returns 0
+ * when no window's statistics could be computed. */
+static int choose_window(const series_view *v, window_choice *c) {
+    const lw_detect_params *p = v->p;
+    const double *x = v->x, *y = v->y;
+    int n = v->n, chosen = -1, wk = 0;
+    double best_p = INFINITY;
+    memset(c, 0, sizeof *c);
+    c->ratio = 1;
     for (int k = 0; k < NWINDOWS; k++) {
-        int wn = (int)(((long long)n * window_parts[k][0] + window_parts[k][1] - 1) /
-                       window_parts[k][1]);
-        if (wn < p->min_window) wn = p->min_window;
-        if (wn > n) wn = n;
+        int wn = window_bins(v, k);
         if (k > 0 && wn == wk) continue;
         wk = wn;
         const double *kx = x + (n - wk), *ky = y + (n - wk);
         /* The guards weigh every bin alike: they leave out a bin still
          * filling, whose noise is larger. */
-        int wf = full - (n - wk);
+        int wf = v->full - (n - wk);
         if (wf < 4) wf = wk;
         double sk = noise_of(ky, wf);
         /* The guards compare against the larger of that noise and the
@@ -383,102 +428,139 @@ int lw_detect(const lw_bin *bins, int n, const lw_detect_params *p, lw_growth *o
         guard_result g = {0};
         if (growth_stops(kx, ky, wf, sg, p->alpha_guard, LW_SLOWDOWN, &g)) {
             if (chosen < 0) {
-                overruled = g;
-                w = wk, sigma = sk, sigma_guard = sg;
+                c->overruled = g;
+                c->w = wk, c->sigma = sk, c->sigma_guard = sg;
             }
             continue;
         }
-        if (k == 0) all_ok = 1;
+        if (k == 0) c->all_ok = 1;
         lw_theil_sen_result tk;
         lw_mk_result mkk;
         double rk = 1;
         if (lw_theil_sen(kx, ky, wk, 0.95, &tk) != 0 ||
             lw_mann_kendall_corrected(kx, ky, wk, &mkk, &rk) != 0)
             continue;
-        tested++;
+        c->tested++;
         if (chosen < 0 || mkk.p_increasing < best_p) {
             chosen = k, best_p = mkk.p_increasing;
-            w = wk, sigma = sk, sigma_guard = sg, ts = tk, mk = mkk, ratio = rk;
+            c->w = wk, c->sigma = sk, c->sigma_guard = sg, c->ts = tk, c->mk = mkk, c->ratio = rk;
         }
     }
     if (chosen >= 0) {
-        overruled.name = NULL;
-    } else if (w > 0) {
+        c->overruled.name = NULL;
+    } else if (c->w > 0) {
         /* Every window rejected: the numbers of the smallest. */
-        if (lw_theil_sen(x + (n - w), y + (n - w), w, 0.95, &ts) != 0 ||
-            lw_mann_kendall_corrected(x + (n - w), y + (n - w), w, &mk, &ratio) != 0)
-            w = 0;
-        tested = 1;
+        int w = c->w;
+        if (lw_theil_sen(x + (n - w), y + (n - w), w, 0.95, &c->ts) != 0 ||
+            lw_mann_kendall_corrected(x + (n - w), y + (n - w), w, &c->mk, &c->ratio) != 0)
+            c->w = 0;
+        c->tested = 1;
     }
-    if (w == 0) {
-        out->reason = "the statistics could not be computed";
-        free(x);
-        return 0;
-    }
-    if (tested > 1) mk.p_increasing = fmin(1, mk.p_increasing * tested);
-    const double *wx = x + (n - w), *wy = y + (n - w);
+    if (c->w == 0) return 0;
+    if (c->tested > 1) c->mk.p_increasing = fmin(1, c->mk.p_increasing * c->tested);
+    return 1;
+}
+
+/* The window's numbers: its length, noise, Theil–Sen rate and interval,
+ * the trend's p-value and the rate per second. */
+static void describe_window(const series_view *v, const window_choice *c, lw_growth *out) {
+    const lw_bin *bins = v->bins;
+    int n = v->n, w = c->w;
     out->window = w;
-    out->noise_bin = sigma;
-    out->noise_step = sigma * sqrt((double)width);
-    out->slope = ts.slope;
-    out->lo = ts.lo;
-    out->hi = ts.hi;
-    out->p_value = mk.p_increasing;
+    out->noise_bin = c->sigma;
+    out->noise_step = c->sigma * sqrt((double)v->width);
+    out->slope = c->ts.slope;
+    out->lo = c->ts.lo;
+    out->hi = c->ts.hi;
+    out->p_value = c->mk.p_increasing;
     /* Per second at the pace of the newest quarter of the window (two bins
      * at least), not of the whole window, whose oldest bins hold the
      * start-up's slow first steps. The series with step marks replace it
-     * with the job's own pace (growth.c, lw_pace_rate over the marks' own
+     * with the job's own pace (tracked.c, lw_pace_rate over the marks' own
      * times), which the bins' width and a few descheduled milliseconds do
      * not move; this figure stands where no such pace is kept. */
     int recent = w / 4 >= 2 ? w / 4 : (w >= 2 ? 2 : 1);
     const lw_bin *b0 = &bins[n - recent], *b1 = &bins[n - 1];
     if (recent < 2) b0 = &bins[n - w];
     if (b1->t > b0->t && b1->x > b0->x)
-        out->bytes_per_second = ts.slope * (b1->x - b0->x) / (b1->t - b0->t);
+        out->bytes_per_second = c->ts.slope * (b1->x - b0->x) / (b1->t - b0->t);
+}
 
-    /* The newest half of the window. */
-    int half = w / 2 >= 8 ? w / 2 : (w < 8 ? w : 8);
+/* The newest half of a window of w bins (8 at least). */
+static int newest_half(int w) {
+    return w / 2 >= 8 ? w / 2 : (w < 8 ? w : 8);
+}
+
+/* Mann–Kendall over the newest half of the window (p_recent). */
+static void test_newest_half(const series_view *v, const window_choice *c, lw_growth *out) {
+    int w = c->w, half = newest_half(w);
+    const double *wx = v->x + (v->n - w), *wy = v->y + (v->n - w);
     lw_mk_result mk2;
     double r2;
     if (lw_mann_kendall_corrected(wx + (w - half), wy + (w - half), half, &mk2, &r2) == 0)
         out->p_recent = mk2.p_increasing;
+}
 
-    /* What this run can see: the least-squares slope's standard error over
-     * the window and its newest half, with the noise inflated as the
-     * Mann–Kendall correction found, against the two tests' levels. */
+/* What this run can see: the least-squares slope's standard error over the
+ * window and its newest half, with the noise inflated as the Mann–Kendall
+ * correction found, against the two tests' levels (min_rate); and the steps
+ * still needed at the current rate (more_steps). */
+static void sensitivity(const series_view *v, const window_choice *c, lw_growth *out) {
+    const lw_detect_params *p = v->p;
+    const double *x = v->x;
+    int n = v->n, w = c->w, half = newest_half(w);
+    const double *wx = x + (n - w), *wy = v->y + (n - w);
+    double ratio = c->ratio;
     double sw, sh;
     (void)ols_slope(wx, wy, w, &sw);
     (void)ols_slope(wx + (w - half), wy + (w - half), half, &sh);
-    double s_eff = sigma * sqrt(ratio > 1 ? ratio : 1);
-    double zt = lw_normal_quantile(1 - p->alpha / tested),
+    double s_eff = c->sigma * sqrt(ratio > 1 ? ratio : 1);
+    double zt = lw_normal_quantile(1 - p->alpha / c->tested),
            zr = lw_normal_quantile(1 - p->alpha_recent);
     if (sw > 0 && sh > 0) out->min_rate = fmax(zt * s_eff / sqrt(sw), zr * s_eff / sqrt(sh));
     /* Steps still needed at the current rate: Sxx of a span L with one point
      * per x unit is L^3/12, the window is a fixed share of the series. */
     double span = wx[w - 1] - wx[0], total = x[n - 1] - x[0];
     double sstep = out->noise_step * sqrt(ratio > 1 ? ratio : 1);
-    if (ts.slope > 0 && span > 0 && total > 0) {
-        double need_t = cbrt(12 * pow(zt * sstep / ts.slope, 2));
-        double need_r = 2 * cbrt(12 * pow(zr * sstep / ts.slope, 2));
+    double slope = c->ts.slope;
+    if (slope > 0 && span > 0 && total > 0) {
+        double need_t = cbrt(12 * pow(zt * sstep / slope, 2));
+        double need_r = 2 * cbrt(12 * pow(zr * sstep / slope, 2));
         double need = fmax(need_t, need_r);
         out->more_steps = fmax(0, (need - span) * total / span);
     }
+}
 
-    /* Growth that adds up to less than an allocation granule over the whole
-     * window is no growth of memory, however regular. */
-    int significant = mk.p_increasing < p->alpha && ts.lo > 0 && ts.slope > 0 &&
-                      ts.slope * (wx[w - 1] - wx[0]) >= LW_NOISE_FLOOR;
-    int wf = full - (n - w);
+/* A significant trend: Mann–Kendall at alpha, Theil–Sen's interval above 0,
+ * and growth that adds up to at least an allocation granule over the
+ * window (less is no growth of memory, however regular). */
+static int is_significant(const series_view *v, const window_choice *c) {
+    const double *wx = v->x + (v->n - c->w);
+    const lw_theil_sen_result *ts = &c->ts;
+    return c->mk.p_increasing < v->p->alpha && ts->lo > 0 && ts->slope > 0 &&
+           ts->slope * (wx[c->w - 1] - wx[0]) >= LW_NOISE_FLOOR;
+}
+
+/* The guards on the chosen window: the cycle guard on the whole series
+ * (a newer window may hold only the rising part of the latest cycle), then
+ * the slowdown guards at the levels the hysteresis sets. */
+static void run_guards(const series_view *v, const window_choice *c, int significant,
+                       guard_findings *f) {
+    const lw_detect_params *p = v->p;
+    const double *x = v->x, *y = v->y;
+    int n = v->n, w = c->w, all_ok = c->all_ok;
+    const double *wx = x + (n - w), *wy = y + (n - w);
+    memset(f, 0, sizeof *f);
+    f->overruled = c->overruled;
+    int wf = v->full - (n - w);
     if (wf < 4) wf = w;
-    /* Cycles are judged on the whole series: a newer window may hold only
-     * the rising part of the latest one. */
     guard_result cyc = {0};
     double p_lows = NAN;
-    int nf = full >= 4 ? full : n;
-    int cycle = !overruled.name ? falls_back(x, y, nf, ts.slope, noise_of(y, nf), p->alpha_guard,
-                                             p->alpha_keep, &cyc, &p_lows)
-                                : 0;
-    if (cycle == 1) overruled = cyc;
+    int nf = v->full >= 4 ? v->full : n;
+    int cycle = !f->overruled.name ? falls_back(x, y, nf, c->ts.slope, noise_of(y, nf),
+                                                p->alpha_guard, p->alpha_keep, &cyc, &p_lows)
+                                   : 0;
+    if (cycle == 1) f->overruled = cyc;
     /* Hysteresis: a new leak verdict needs more than an announced one needs
      * to stand (the evidence of a steady leak only grows, so it never falls
      * back across the gap). On the whole series, an announced leak stands
@@ -495,32 +577,39 @@ int lw_detect(const lw_bin *bins, int n, const lw_detect_params *p, lw_growth *o
     /* In a newer window any slowdown holds a new verdict back, not only
      * one by half: there the series has already been seen to decelerate. */
     double enter_rho = all_ok ? LW_SLOWDOWN : 1.0;
-    guard_result early = {0}, weak = {0};
-    int slowing = !overruled.name && significant &&
-                  growth_stops(wx, wy, wf, sigma_guard, enter_level, enter_rho, &early);
-    int slowed =
-        !overruled.name && growth_stops(wx, wy, wf, sigma_guard, keep_level, LW_SLOWDOWN, &weak);
-    int lows_unclear = !overruled.name && (cycle == 2 || (!isnan(p_lows) && !(p_lows < p->alpha)));
-    out->supports_leak = !overruled.name && !slowed && ts.slope > 0 &&
-                         (all_ok ? mk.p_increasing < p->alpha_keep
-                                 : significant && out->p_recent < p->alpha_keep_recent);
-    if (overruled.name && significant) {
+    guard_result weak = {0};
+    int unruled = !f->overruled.name; /* no guard overrules the trend */
+    f->slowing = unruled && significant &&
+                 growth_stops(wx, wy, wf, c->sigma_guard, enter_level, enter_rho, &f->early);
+    f->slowed = unruled && growth_stops(wx, wy, wf, c->sigma_guard, keep_level, LW_SLOWDOWN, &weak);
+    f->lows_unclear = unruled && (cycle == 2 || (!isnan(p_lows) && !(p_lows < p->alpha)));
+}
+
+/* The verdict of this evaluation and whether an announced leak still
+ * stands (supports_leak), from the trend and what the guards found. */
+static void give_verdict(const series_view *v, const window_choice *c, int significant,
+                         const guard_findings *f, lw_growth *out) {
+    const lw_detect_params *p = v->p;
+    out->supports_leak = !f->overruled.name && !f->slowed && c->ts.slope > 0 &&
+                         (c->all_ok ? c->mk.p_increasing < p->alpha_keep
+                                    : significant && out->p_recent < p->alpha_keep_recent);
+    if (f->overruled.name && significant) {
         out->verdict = LW_VERDICT_NO_LEAK;
-        out->overruled_by = overruled.name;
-        out->guard_why = overruled.why;
-        out->guard_p = overruled.p;
-        out->reason = overruled.why;
+        out->overruled_by = f->overruled.name;
+        out->guard_why = f->overruled.why;
+        out->guard_p = f->overruled.p;
+        out->reason = f->overruled.why;
     } else if (!significant) {
         out->verdict = LW_VERDICT_NO_LEAK;
         out->reason = "no significant growth of the floor";
-    } else if (slowing) {
+    } else if (f->slowing) {
         out->verdict = LW_VERDICT_INCONCLUSIVE;
-        out->guard_p = early.p;
-        out->reason = !strcmp(early.name, LW_GUARD_DECELERATION)
+        out->guard_p = f->early.p;
+        out->reason = !strcmp(f->early.name, LW_GUARD_DECELERATION)
                           ? "the floor grows, but may be decelerating: more steps needed"
                           : "the floor grows, but its newest third may have slowed: more steps "
                             "needed";
-    } else if (lows_unclear) {
+    } else if (f->lows_unclear) {
         out->verdict = LW_VERDICT_INCONCLUSIVE;
         out->reason = "the floor grows and falls back; its low points do not yet rise clearly: "
                       "more steps needed";
@@ -533,17 +622,46 @@ int lw_detect(const lw_bin *bins, int n, const lw_detect_params *p, lw_growth *o
         out->reason = "the floor grows steadily";
         out->more_steps = 0;
     }
-    if (out->verdict == LW_VERDICT_LEAK || out->supports_leak) {
-        /* The onset is the start of the bin where growth began, with the
-         * steps that bin covers: with coarse bins, "within steps 1-32",
-         * the same start as the bins widen. */
-        double err =
-            isfinite(ts.lo) && isfinite(ts.hi) ? fmax(ts.slope - ts.lo, ts.hi - ts.slope) : 0;
-        int k = find_onset(x, y, n, w, ts.slope, ts.intercept, err > 0 ? err : 0);
-        bin_range(&bins[k], &out->onset_lo, &out->onset_hi);
-        out->onset_x = out->onset_lo;
+}
+
+/* Where the growth began: the start of the bin where it began, with the
+ * steps that bin covers (with coarse bins, "within steps 1-32", the same
+ * start as the bins widen). */
+static void place_onset(const series_view *v, const window_choice *c, lw_growth *out) {
+    const lw_theil_sen_result *ts = &c->ts;
+    double err =
+        isfinite(ts->lo) && isfinite(ts->hi) ? fmax(ts->slope - ts->lo, ts->hi - ts->slope) : 0;
+    int k = find_onset(v->x, v->y, v->n, c->w, ts->slope, ts->intercept, err > 0 ? err : 0);
+    bin_range(&v->bins[k], &out->onset_lo, &out->onset_hi);
+    out->onset_x = out->onset_lo;
+}
+
+int lw_detect(const lw_bin *bins, int n, const lw_detect_params *p, lw_growth *out) {
+    detect_reset(out);
+    if (n < p->min_points) {
+        out->reason = "too few steps yet";
+        return 0;
     }
-    free(x);
+    series_view v;
+    if (!view_of(bins, n, p, &v)) {
+        out->reason = "out of memory";
+        return 0;
+    }
+    window_choice c;
+    if (!choose_window(&v, &c)) {
+        out->reason = "the statistics could not be computed";
+        free(v.x);
+        return 0;
+    }
+    describe_window(&v, &c, out);
+    test_newest_half(&v, &c, out);
+    sensitivity(&v, &c, out);
+    int significant = is_significant(&v, &c);
+    guard_findings f;
+    run_guards(&v, &c, significant, &f);
+    give_verdict(&v, &c, significant, &f, out);
+    if (out->verdict == LW_VERDICT_LEAK || out->supports_leak) place_onset(&v, &c, out);
+    free(v.x);
     return 0;
 }
 

@@ -2,16 +2,15 @@
 #include "growth.h"
 
 #include "cycles.h"
+#include "tracked.h"
 
 #include "fmt.h"
 
 #include "clock.h"
 #include "device.h"
-#include "live.h"
 #include "options.h"
 #include "runstate.h"
 #include "sites.h"
-#include "stats.h"
 #include "totals.h"
 
 #include <math.h>
@@ -23,9 +22,7 @@
 #include <unistd.h>
 #include <time.h>
 
-#define GLOBAL_BINS 256
 #define RING 4096
-#define MAX_TRACKED_SITES 4096
 
 typedef struct {
     double x, t;
@@ -43,28 +40,17 @@ static point ring[RING];
 static int ring_len;
 static int marker_requested; /* set by the first step mark, under ring_lock */
 static point batch[RING];    /* the sampler's copy of the queue, under lock */
-static lw_series global;
-static lw_bin global_bins[GLOBAL_BINS];
+/* The floor of the CUDA allocations leakwatch records itself, per step (or
+ * interval): the run's verdict, with the job's pace and its cycles. */
+static lw_tracked global;
 /* Pinned host memory: host RAM, so never part of the floor above; its own
  * series and verdict (same rules), evaluated once it has held any. */
-typedef struct {
-    lw_series series;
-    lw_bin bins[GLOBAL_BINS];
-    lw_growth last;
-    lw_decision decision;
-    double last_x;
+static struct {
+    lw_tracked t;
     int seen;
-    uint64_t next_eval_at, points_at_eval;
-} host_track;
-static host_track host;
-static lw_growth last;
-static lw_decision decision; /* the announced verdict, from the evaluations */
-static lw_cycles cycles;     /* growth released at each cycle's end, raw points */
-static lw_pace pace;         /* the job's recent steps per second (series.h) */
-static double last_x;        /* the newest point's step (or interval) */
-static uint64_t evaluations, next_eval_at, points_at_eval;
+} host;
+static uint64_t evaluations; /* of the global, tensor and unmarked series */
 static int marker_mode;
-static int tracked;
 static int warning_due;
 
 /* ---- a release at the end of the run ----
@@ -78,16 +64,10 @@ static int warning_due;
  * from before that drop are kept aside (pre); lw_growth_finish uses them
  * when the run ends within that drop. */
 #define RELEASE_MIN_BYTES 4096.0
-typedef struct {
-    lw_series series;
-    lw_bin bins[GLOBAL_BINS];
-    lw_growth last;
-    lw_decision decision;
-    double last_x;
-    uint64_t next_eval_at, points_at_eval;
+static struct {
+    lw_tracked t;  /* the global series and verdict before the drop */
     int64_t floor; /* the floor of the last point before the drop */
-} pre_release;
-static pre_release pre;
+} pre;
 static int release_tail; /* the newest points are low, after a high one */
 static double base_floor, high_floor;
 static int have_base;
@@ -108,12 +88,7 @@ static int finished;
  * series has no leak (lw_growth_get), in those intervals (growth.step_source
  * "time"). */
 typedef struct {
-    lw_series series;
-    lw_bin bins[GLOBAL_BINS];
-    lw_growth last;
-    lw_decision decision;
-    double last_x;
-    uint64_t next_eval_at, points_at_eval;
+    lw_tracked t; /* x: the phases' intervals, numbered from 1 */
     int active, started;
     uint32_t since_step; /* the step count when the first such phase began */
     double first_mark_t, last_mark_t;
@@ -124,12 +99,7 @@ typedef struct {
 } gap_track;
 static gap_track unmarked;
 /* The unmarked series before its idle tail (gap_interval). */
-static struct {
-    lw_series series;
-    lw_bin bins[GLOBAL_BINS];
-    lw_decision decision;
-    double last_x;
-} unmarked_busy;
+static lw_tracked unmarked_busy;
 
 /* ---- PyTorch's own counters: one series per device ----
  * Fed by the Python helper at each step mark (lw_growth_torch_counters). The
@@ -149,15 +119,8 @@ static int tring_len;
 static torch_point tbatch[TORCH_RING]; /* under lock */
 
 typedef struct {
-    lw_series series;
-    lw_bin bins[GLOBAL_BINS];
-    lw_growth last;
-    lw_decision decision; /* the same rule as the global series' */
-    double last_x;
-    uint64_t next_eval_at, points_at_eval;
+    lw_tracked t; /* the same rule as the global series', its pace and cycles */
     int64_t allocated, reserved, device_free;
-    lw_cycles cycles; /* growth released at each cycle's end */
-    lw_pace pace;     /* its points' steps per second */
 } torch_track;
 
 static torch_track *ttracks[LW_TORCH_MAX_DEVICES]; /* under lock; NULL: no point yet */
@@ -169,111 +132,14 @@ static double now_s(void) {
     return (double)(lw_now_ns() - lw_start_time_ns()) / 1e9;
 }
 
-/* Per second at the job's pace: the slope per step times the steps per
- * second of the series' own recent points (lw_pace_rate), the same measure
- * for the live line and the exit line; the detector's own figure (from its
- * bins) only while too few points give a pace. */
-static void at_pace(lw_growth *g, const lw_pace *p) {
-    double rate = lw_pace_rate(p);
-    if (isfinite(rate) && rate > 0 && isfinite(g->slope)) g->bytes_per_second = g->slope * rate;
-}
-
-/* ---- per-site series ---- */
-
-static lw_site_track *track_of(lw_site *s);
-
-static void sites_point(double x, double t) {
-    for (lw_site *s = lw_sites_first(); s; s = s->next) {
-        int64_t live = lw_site_live_bytes(s);
-        int64_t f = atomic_exchange_explicit(&s->floor, live, memory_order_relaxed);
-        if (f > live) f = live;
-        if (!s->track && (live <= 0 || !track_of(s))) continue;
-        lw_series_add(&s->track->series, x, t, (double)f, (double)live);
-    }
-}
-
-static lw_site_track *track_of(lw_site *s) {
-    if (!s->track && tracked < MAX_TRACKED_SITES) {
-        lw_site_track *tr = calloc(1, sizeof *tr);
-        if (!tr) return NULL;
-        lw_series_init(&tr->series, tr->bins, LW_SITE_BINS);
-        s->track = tr;
-        tracked++;
-    }
-    return s->track;
-}
-
-typedef struct {
-    uint32_t since;
-    uint32_t width; /* of the buckets before `since`; 0: none kept */
-} kept_scan;
-
-static void count_kept(const lw_alloc *r, void *arg) {
-    const kept_scan *k = arg;
-    uint32_t since = k->since;
-    if (r->step < since) {
-        lw_site_track *tr = r->site ? r->site->track : NULL;
-        if (!k->width || !tr) return;
-        uint32_t b = r->step / k->width;
-        if (b >= LW_SITE_BEFORE) b = LW_SITE_BEFORE - 1;
-        if (!tr->before_n[b] || r->step < tr->before_min[b]) tr->before_min[b] = r->step;
-        if (!tr->before_n[b] || r->step > tr->before_max[b]) tr->before_max[b] = r->step;
-        tr->before_n[b]++;
-        return;
-    }
-    lw_site_track *tr = track_of(r->site);
-    if (!tr) return;
-    if (!tr->kept_count || r->step < tr->kept_first_step) tr->kept_first_step = r->step;
-    if (!tr->kept_count || r->step > tr->kept_last_step) tr->kept_last_step = r->step;
-    tr->kept_bytes += r->size;
-    tr->kept_count++;
-}
-
-/* Which sites grow. Each live allocation carries the step it was made at, so
- * the bytes a site still holds from allocations made since the growth began,
- * divided by the steps since, is what the site keeps per step: exactly the
- * leak rate for a leaking site, about nothing for one whose allocations are
- * freed within the step, nothing for a cache filled before the growth. A
- * site leaks when it keeps at least a tenth of the global growth, from
- * allocations spread over at least a third of that span (not one burst). */
-static void judge_sites(uint32_t since, double span, double slope, int spread);
-
-/* The step (run clock) where a leaking site's growth demonstrably began:
- * from its first allocation since the onset, back over its live allocations
- * made before it for as long as they follow at the site's own cadence (no
- * gap of more than twice its mean spacing since the onset, none sparser). */
-static double site_start(const lw_site_track *tr, uint32_t width) {
-    double edge = tr->kept_first_step;
-    double spacing = tr->kept_count > 1 ? (double)(tr->kept_last_step - tr->kept_first_step) /
-                                              (double)(tr->kept_count - 1)
-                                        : 1;
-    double gap = fmax(1, 2 * spacing);
-    for (int b = LW_SITE_BEFORE - 1; b >= 0 && width; b--) {
-        if (!tr->before_n[b]) {
-            if (edge - (double)b * width > gap) break;
-            continue;
-        }
-        if (edge - tr->before_max[b] > gap) break;
-        if (tr->before_max[b] - tr->before_min[b] > 2 * spacing * tr->before_n[b] + gap) break;
-        edge = tr->before_min[b];
-    }
-    return edge;
-}
-
-/* The onset as the leaking sites show it (steps, from 1): an allocation
- * made at run clock c belongs to step c + 1. NAN: no leaking site. */
+/* ---- the sites the growth comes from (attribution.h) ----
+ * The onset as the leaking sites show it (steps, from 1); NAN: no leaking
+ * site. */
 static double sites_onset = NAN;
 
+/* Judges the sites on the global series' growth. */
 static void evaluate_sites(void) {
-    double onset = isfinite(last.onset_x) ? last.onset_x : 0;
-    uint32_t since = (uint32_t)ceil(onset), now = lw_run_clock();
-    judge_sites(since, now > since ? (double)(now - since) : 1, last.slope, 1);
-    uint32_t width = (since + LW_SITE_BEFORE - 1) / LW_SITE_BEFORE;
-    double start = INFINITY;
-    for (lw_site *s = lw_sites_first(); s; s = s->next)
-        if (s->track && s->track->growth.verdict == LW_VERDICT_LEAK)
-            start = fmin(start, site_start(s->track, width));
-    sites_onset = isfinite(start) ? fmax(1, start + 1) : NAN;
+    sites_onset = lw_attribution_judge(&global.last);
 }
 
 /* The onset said, in every view: never later than where a leaking site's
@@ -288,104 +154,42 @@ static void cap_onset(lw_growth *g) {
     if (isfinite(g->onset_hi) && g->onset_hi < g->onset_lo) g->onset_hi = g->onset_lo;
 }
 
-/* The sites that keep memory from allocations made at or after step
- * `since`, over `span` units of the growth's rate `slope`; spread: the
- * allocations must also span a third of it (steps only: in a phase without
- * marks every allocation carries the same step). */
-static void judge_sites(uint32_t since, double span, double slope, int spread) {
-    for (lw_site *s = lw_sites_first(); s; s = s->next)
-        if (s->track) {
-            s->track->kept_bytes = 0, s->track->kept_count = 0;
-            memset(s->track->before_n, 0, sizeof s->track->before_n);
-        }
-    /* Only the marked series' onset is capped (evaluate_sites). */
-    kept_scan k = {since, spread ? (since + LW_SITE_BEFORE - 1) / LW_SITE_BEFORE : 0};
-    lw_live_scan(count_kept, &k);
-    if (!(span > 0)) span = 1;
-    for (lw_site *s = lw_sites_first(); s; s = s->next) {
-        lw_site_track *tr = s->track;
-        if (!tr) continue;
-        tr->evaluated = 1;
-        memset(&tr->growth, 0, sizeof tr->growth);
-        tr->growth.verdict = LW_VERDICT_NO_LEAK;
-        tr->growth.lo = tr->growth.hi = tr->growth.p_value = NAN;
-        double rate = (double)tr->kept_bytes / span;
-        tr->growth.slope = rate;
-        if (tr->kept_count >= 3 && rate >= 0.1 * slope &&
-            (!spread || tr->kept_last_step - tr->kept_first_step >= span / 3)) {
-            tr->growth.verdict = LW_VERDICT_LEAK;
-            tr->growth.onset_x = tr->kept_first_step;
-            tr->growth.reason = "keeps memory from allocations made since the growth began";
-        }
-    }
-}
-
 /* ---- pinned host memory ---- */
-
-static void host_evaluate(void) {
-    lw_bin bins[GLOBAL_BINS + 1];
-    int n = lw_series_get(&host.series, bins, GLOBAL_BINS + 1);
-    lw_detect_params p = lw_detect_defaults();
-    lw_detect(bins, n, &p, &host.last);
-    host.points_at_eval = host.series.points;
-    lw_decision_update(&host.decision, &host.last, host.series.points, host.last_x,
-                       (int)lw_opt_int(LW_OPT_CONFIRM));
-}
 
 static void host_add(const point *pt) {
     if (pt->host_peak > 0) host.seen = 1;
     if (!host.seen) return;
-    lw_series_add(&host.series, pt->x, pt->t, (double)pt->host_floor, (double)pt->host_peak);
-    host.last_x = pt->x;
-    if (host.series.points >= host.next_eval_at) {
-        host_evaluate();
-        uint64_t gap = host.series.points / 32;
-        host.next_eval_at = host.series.points + (gap ? gap : 1);
-    }
+    lw_tracked_add(&host.t, pt->x, pt->t, (double)pt->host_floor, (double)pt->host_peak);
+    if (lw_tracked_due(&host.t)) lw_tracked_evaluate(&host.t);
 }
 
 static void host_forget(void) {
-    lw_series_reset(&host.series);
-    memset(&host.last, 0, sizeof host.last);
-    lw_decision_init(&host.decision);
-    host.last_x = 0;
+    lw_tracked_forget(&host.t);
     host.seen = 0;
-    host.next_eval_at = host.points_at_eval = 0;
 }
 
 void lw_growth_host_get(lw_host_state *out, lw_bin *bins, int max, int *nbins) {
     pthread_mutex_lock(&lock);
     out->seen = host.seen;
-    out->verdict = host.decision.announced;
-    snprintf(out->reason, sizeof out->reason, "%s", host.decision.reason);
-    out->last = host.last;
-    out->points = host.series.points;
-    if (bins && nbins) *nbins = lw_series_get(&host.series, bins, max);
+    out->verdict = host.t.decision.announced;
+    snprintf(out->reason, sizeof out->reason, "%s", host.t.decision.reason);
+    out->last = host.t.last;
+    out->points = host.t.series.points;
+    if (bins && nbins) *nbins = lw_series_get(&host.t.series, bins, max);
     pthread_mutex_unlock(&lock);
 }
 
 /* ---- the tensor series per device ---- */
 
-/* The same decision as the global series (evaluate below, lw_decision):
- * confirmation, withdrawal and the warning's delay follow one rule. */
+/* The rule of every tracked series (tracked.h): confirmation, withdrawal
+ * and the warning's delay; and the raw verdict the helper reads without the
+ * lock. */
 static void torch_evaluate(int d, torch_track *tr) {
-    lw_bin bins[GLOBAL_BINS + 1];
-    int n = lw_series_get(&tr->series, bins, GLOBAL_BINS + 1);
-    lw_detect_params p = lw_detect_defaults();
-    lw_detect(bins, n, &p, &tr->last);
-    at_pace(&tr->last, &tr->pace);
+    lw_tracked_evaluate(&tr->t);
     evaluations++;
-    tr->points_at_eval = tr->series.points;
-    atomic_store_explicit(&tgrowing[d], tr->last.verdict == LW_VERDICT_LEAK, memory_order_relaxed);
-    lw_decision_update(&tr->decision, &tr->last, tr->series.points, tr->last_x,
-                       (int)lw_opt_int(LW_OPT_CONFIRM));
-    if (tr->decision.announced == LW_VERDICT_LEAK && tr->series.points >= 64 &&
-        tr->series.points >= 2 * tr->decision.raw_leak_since)
-        warning_due = 1;
-}
-
-static int64_t first_leak_step_of(const lw_decision *d) {
-    return isnan(d->first_leak_x) ? -1 : (int64_t)llround(d->first_leak_x);
+    atomic_store_explicit(&tgrowing[d], tr->t.last.verdict == LW_VERDICT_LEAK,
+                          memory_order_relaxed);
+    if (lw_tracked_warning_due(&tr->t)) warning_due = 1;
 }
 
 static torch_track *torch_track_of(int d) {
@@ -393,9 +197,7 @@ static torch_track *torch_track_of(int d) {
     if (!ttracks[d]) {
         torch_track *tr = calloc(1, sizeof *tr);
         if (!tr) return NULL;
-        lw_series_init(&tr->series, tr->bins, GLOBAL_BINS);
-        lw_decision_init(&tr->decision);
-        lw_cycles_init(&tr->cycles);
+        lw_tracked_init(&tr->t, LW_TRACKED_PACE | LW_TRACKED_CYCLES);
         tr->device_free = -1;
         ttracks[d] = tr;
     }
@@ -407,18 +209,11 @@ static torch_track *torch_track_of(int d) {
 static void torch_add(const torch_point *pt) {
     torch_track *tr = torch_track_of(pt->device);
     if (!tr) return;
-    lw_series_add(&tr->series, pt->x, pt->t, (double)pt->allocated, (double)pt->reserved);
-    lw_cycles_add(&tr->cycles, pt->x, (double)pt->allocated);
-    lw_pace_add(&tr->pace, pt->x, pt->t);
-    tr->last_x = pt->x;
+    lw_tracked_add(&tr->t, pt->x, pt->t, (double)pt->allocated, (double)pt->reserved);
     tr->allocated = pt->allocated;
     tr->reserved = pt->reserved;
     if (pt->device_free >= 0) tr->device_free = pt->device_free;
-    if (tr->series.points >= tr->next_eval_at) {
-        torch_evaluate(pt->device, tr);
-        uint64_t gap = tr->series.points / 32;
-        tr->next_eval_at = tr->series.points + (gap ? gap : 1);
-    }
+    if (lw_tracked_due(&tr->t)) torch_evaluate(pt->device, tr);
 }
 
 static void torch_drain(void) {
@@ -461,16 +256,16 @@ int lw_growth_torch_get(lw_torch_device_state *out, int max_devices, lw_bin *bin
         if (!tr) continue;
         lw_torch_device_state *o = &out[k];
         o->device = d;
-        o->verdict = tr->decision.announced;
-        snprintf(o->reason, sizeof o->reason, "%s", tr->decision.reason);
-        o->last = tr->last;
-        o->points = tr->series.points;
-        o->first_leak_step = first_leak_step_of(&tr->decision);
+        o->verdict = tr->t.decision.announced;
+        snprintf(o->reason, sizeof o->reason, "%s", tr->t.decision.reason);
+        o->last = tr->t.last;
+        o->points = tr->t.series.points;
+        o->first_leak_step = lw_tracked_first_leak_step(&tr->t);
         o->allocated = tr->allocated;
         o->reserved = tr->reserved;
         o->device_free = tr->device_free;
-        o->bin_width = tr->series.width;
-        if (bins && nbins) nbins[k] = lw_series_get(&tr->series, bins + (size_t)k * max, max);
+        o->bin_width = tr->t.series.width;
+        if (bins && nbins) nbins[k] = lw_series_get(&tr->t.series, bins + (size_t)k * max, max);
         k++;
     }
     pthread_mutex_unlock(&lock);
@@ -481,15 +276,10 @@ int lw_growth_torch_get(lw_torch_device_state *out, int max_devices, lw_bin *bin
 
 /* The detector and decision on the global series, without judging sites. */
 static void evaluate_global_only(void) {
-    lw_bin bins[GLOBAL_BINS + 1];
-    int n = lw_series_get(&global, bins, GLOBAL_BINS + 1);
-    lw_detect_params p = lw_detect_defaults();
-    lw_detect(bins, n, &p, &last);
-    at_pace(&last, &pace);
-    if (last.verdict != LW_VERDICT_LEAK && decision.announced != LW_VERDICT_LEAK) sites_onset = NAN;
+    int was_leak = global.decision.announced == LW_VERDICT_LEAK;
+    lw_tracked_evaluate(&global);
+    if (global.last.verdict != LW_VERDICT_LEAK && !was_leak) sites_onset = NAN;
     evaluations++;
-    points_at_eval = global.points;
-    lw_decision_update(&decision, &last, global.points, last_x, (int)lw_opt_int(LW_OPT_CONFIRM));
 }
 
 static int is_low(int64_t floor);
@@ -500,7 +290,7 @@ static int is_low(int64_t floor);
 static int releasing(void) {
     if (release_tail) return 1;
     lw_counts c = lw_totals_get(-2, LW_KIND_COUNT);
-    return global.points > 1 && is_low(c.live_bytes) && !is_low(prev_floor);
+    return global.series.points > 1 && is_low(c.live_bytes) && !is_low(prev_floor);
 }
 
 static void evaluate(void) {
@@ -508,24 +298,15 @@ static void evaluate(void) {
     /* Sites are judged as soon as the floor grows (not only once a leak is
      * confirmed), and not during a release: what a site kept is known only
      * while it still holds it. */
-    if ((decision.announced == LW_VERDICT_LEAK || last.verdict == LW_VERDICT_LEAK) && !releasing())
+    if ((global.decision.announced == LW_VERDICT_LEAK || global.last.verdict == LW_VERDICT_LEAK) &&
+        !releasing())
         evaluate_sites();
-    if (decision.announced == LW_VERDICT_LEAK) {
-        /* The warning on stderr waits longer than the verdict: a job's log is
-         * no place for a warm-up mistaken for a leak. */
-        if (global.points >= 64 && global.points >= 2 * decision.raw_leak_since) warning_due = 1;
-    }
+    if (lw_tracked_warning_due(&global)) warning_due = 1;
 }
 
 static int is_low(int64_t floor) {
     return have_base && high_floor - base_floor >= RELEASE_MIN_BYTES &&
            (double)floor <= base_floor + 0.25 * (high_floor - base_floor);
-}
-
-static void series_copy(lw_series *dst, lw_bin *dst_bins, const lw_series *src) {
-    *dst = *src;
-    dst->bins = dst_bins;
-    memcpy(dst_bins, src->bins, sizeof(lw_bin) * (size_t)src->len);
 }
 
 /* The longest drop taken for a teardown: the last quarter of the run (at
@@ -537,7 +318,8 @@ static uint64_t tail_max(uint64_t points) {
 /* Before pt joins the global series: does a release begin, go on, or end? */
 static void watch_release(const point *pt) {
     int low = is_low(pt->floor);
-    if (release_tail && low && global.points - pre.series.points >= tail_max(global.points)) {
+    uint64_t points = global.series.points;
+    if (release_tail && low && points - pre.t.series.points >= tail_max(points)) {
         /* No teardown: a drop the run stays below (a start-up spike freed,
          * a phase that ended). Its level is the new start. */
         release_tail = 0;
@@ -545,18 +327,13 @@ static void watch_release(const point *pt) {
         prev_floor = pt->floor;
         return;
     }
-    if (low && !release_tail && global.points > 1 && !is_low(prev_floor)) {
-        series_copy(&pre.series, pre.bins, &global);
-        pre.last = last;
-        pre.decision = decision;
-        pre.last_x = last_x;
-        pre.next_eval_at = next_eval_at;
-        pre.points_at_eval = points_at_eval;
+    if (low && !release_tail && points > 1 && !is_low(prev_floor)) {
+        lw_tracked_copy(&pre.t, &global);
         pre.floor = prev_floor;
         release_tail = 1;
     } else if (!low) {
         release_tail = 0;
-        if (global.points >= 1) {
+        if (points >= 1) {
             double f = (double)pt->floor;
             if (!have_base || f < base_floor) base_floor = f;
             if (!have_base || f > high_floor) high_floor = f;
@@ -572,34 +349,26 @@ static void watch_release(const point *pt) {
 static void add_point(const point *pt) {
     host_add(pt);
     watch_release(pt);
-    lw_series_add(&global, pt->x, pt->t, (double)pt->floor, (double)pt->peak);
-    lw_cycles_add(&cycles, pt->x, (double)pt->floor);
-    lw_pace_add(&pace, pt->x, pt->t);
-    last_x = pt->x;
-    if (global.points >= next_eval_at) {
-        evaluate();
-        uint64_t gap = global.points / 32;
-        next_eval_at = global.points + (gap ? gap : 1);
-    }
+    lw_tracked_add(&global, pt->x, pt->t, (double)pt->floor, (double)pt->peak);
+    if (lw_tracked_due(&global)) evaluate();
+}
+
+/* Which sites the unmarked phases' growth comes from: those that keep
+ * memory from allocations made since the first such phase began. */
+static void judge_sites_unmarked(void) {
+    const lw_tracked *u = &unmarked.t;
+    lw_attribution_judge_phases(unmarked.since_step, (double)u->series.points, u->last.slope);
 }
 
 static void gap_evaluate(void) {
-    lw_bin bins[GLOBAL_BINS + 1];
-    int n = lw_series_get(&unmarked.series, bins, GLOBAL_BINS + 1);
-    lw_detect_params p = lw_detect_defaults();
-    lw_detect(bins, n, &p, &unmarked.last);
+    const lw_tracked *u = &unmarked.t;
+    lw_tracked_evaluate(&unmarked.t);
     evaluations++;
-    unmarked.points_at_eval = unmarked.series.points;
-    lw_decision_update(&unmarked.decision, &unmarked.last, unmarked.series.points, unmarked.last_x,
-                       (int)lw_opt_int(LW_OPT_CONFIRM));
-    if (decision.announced != LW_VERDICT_LEAK && last.verdict != LW_VERDICT_LEAK &&
-        (unmarked.decision.announced == LW_VERDICT_LEAK ||
-         unmarked.last.verdict == LW_VERDICT_LEAK) &&
+    if (global.decision.announced != LW_VERDICT_LEAK && global.last.verdict != LW_VERDICT_LEAK &&
+        (u->decision.announced == LW_VERDICT_LEAK || u->last.verdict == LW_VERDICT_LEAK) &&
         !releasing())
-        judge_sites(unmarked.since_step, (double)unmarked.series.points, unmarked.last.slope, 0);
-    if (unmarked.decision.announced == LW_VERDICT_LEAK && unmarked.series.points >= 64 &&
-        unmarked.series.points >= 2 * unmarked.decision.raw_leak_since)
-        warning_due = 1;
+        judge_sites_unmarked();
+    if (lw_tracked_warning_due(u)) warning_due = 1;
 }
 
 /* The sampling period of a phase without marks: half a mean step (the time
@@ -633,9 +402,7 @@ static void gap_interval(void) {
     if (!idle) {
         unmarked.idle_tail = 0;
     } else if (!unmarked.idle_tail) {
-        series_copy(&unmarked_busy.series, unmarked_busy.bins, &unmarked.series);
-        unmarked_busy.decision = unmarked.decision;
-        unmarked_busy.last_x = unmarked.last_x;
+        lw_tracked_copy(&unmarked_busy, &unmarked.t);
         unmarked.idle_tail = 1;
     }
     if (!unmarked.active) {
@@ -644,16 +411,11 @@ static void gap_interval(void) {
     }
     int64_t floor, peak;
     lw_totals_take_floor_peak(&floor, &peak);
-    unmarked.last_x += 1;
     unmarked.last_point_t = now;
     unmarked.period = period;
-    lw_series_add(&unmarked.series, unmarked.last_x, now, (double)floor, (double)peak);
-    sites_point((double)lw_run_clock(), now);
-    if (unmarked.series.points >= unmarked.next_eval_at) {
-        gap_evaluate();
-        uint64_t g = unmarked.series.points / 32;
-        unmarked.next_eval_at = unmarked.series.points + (g ? g : 1);
-    }
+    lw_tracked_add(&unmarked.t, unmarked.t.last_x + 1, now, (double)floor, (double)peak);
+    lw_attribution_point((double)lw_run_clock(), now);
+    if (lw_tracked_due(&unmarked.t)) gap_evaluate();
 }
 
 double lw_growth_unmarked_period(void) {
@@ -670,11 +432,7 @@ void lw_growth_unmarked_tick(void) {
 }
 
 static void gap_forget(void) {
-    lw_series_init(&unmarked.series, unmarked.bins, GLOBAL_BINS);
-    memset(&unmarked.last, 0, sizeof unmarked.last);
-    lw_decision_init(&unmarked.decision);
-    unmarked.last_x = 0;
-    unmarked.next_eval_at = unmarked.points_at_eval = 0;
+    lw_tracked_init(&unmarked.t, 0);
     unmarked.active = unmarked.started = 0;
     unmarked.since_step = 0;
     unmarked.first_mark_t = unmarked.last_mark_t = 0;
@@ -707,7 +465,7 @@ static void drain_ring(void) {
     unmarked.active = 0;
     for (int i = 0; i < n; i++)
         add_point(&batch[i]);
-    sites_point(batch[n - 1].x, batch[n - 1].t);
+    lw_attribution_point(batch[n - 1].x, batch[n - 1].t);
 }
 
 static void close_interval(void) {
@@ -717,20 +475,14 @@ static void close_interval(void) {
     pt.x = (double)lw_intervals_close();
     pt.t = now_s();
     add_point(&pt);
-    sites_point(pt.x, pt.t);
+    lw_attribution_point(pt.x, pt.t);
 }
 
 static void forget_history(void) {
     torch_forget();
     host_forget();
-    lw_series_reset(&global);
-    lw_decision_init(&decision);
-    lw_cycles_init(&cycles);
-    lw_pace_reset(&pace);
+    lw_tracked_forget(&global);
     sites_onset = NAN;
-    memset(&last, 0, sizeof last);
-    last_x = 0;
-    next_eval_at = 0;
     release_tail = have_base = 0;
     base_floor = high_floor = 0;
     prev_floor = 0;
@@ -738,14 +490,13 @@ static void forget_history(void) {
     decided_at_exit = 0;
     finished = 0;
     gap_forget();
-    for (lw_site *s = lw_sites_first(); s; s = s->next)
-        if (s->track) lw_series_reset(&s->track->series);
+    lw_attribution_forget();
 }
 
 void lw_growth_init(void) {
     pthread_mutex_lock(&lock);
-    lw_series_init(&global, global_bins, GLOBAL_BINS);
-    lw_series_init(&host.series, host.bins, GLOBAL_BINS);
+    lw_tracked_init(&global, LW_TRACKED_PACE | LW_TRACKED_CYCLES);
+    lw_tracked_init(&host.t, 0);
     forget_history();
     marker_mode = 0;
     lw_intervals_reset();
@@ -827,16 +578,66 @@ void lw_growth_flush(void) {
     pthread_mutex_lock(&lock);
     drain_ring();
     /* One more point for each site: the state now. */
-    if (!finished) sites_point((double)lw_run_clock(), now_s());
-    if (global.points != points_at_eval)
+    if (!finished) lw_attribution_point((double)lw_run_clock(), now_s());
+    if (lw_tracked_changed(&global))
         evaluate();
-    else if (decision.announced == LW_VERDICT_LEAK)
+    else if (global.decision.announced == LW_VERDICT_LEAK)
         evaluate_sites(); /* sites may have gained points since */
-    if (host.seen && host.series.points != host.points_at_eval) host_evaluate();
+    if (host.seen && lw_tracked_changed(&host.t)) lw_tracked_evaluate(&host.t);
     for (int d = 0; d < LW_TORCH_MAX_DEVICES; d++)
-        if (ttracks[d] && ttracks[d]->series.points != ttracks[d]->points_at_eval)
-            torch_evaluate(d, ttracks[d]);
+        if (ttracks[d] && lw_tracked_changed(&ttracks[d]->t)) torch_evaluate(d, ttracks[d]);
     pthread_mutex_unlock(&lock);
+}
+
+/* The end of the global series (lw_growth_finish): returns the floor a
+ * release at the end came down from, -1: none. */
+static int64_t finish_global(int64_t tail_floor) {
+    int64_t from = -1;
+    uint64_t points = global.series.points;
+    uint64_t tail = release_tail ? points - pre.t.series.points : 0;
+    if (release_tail && tail <= tail_max(points)) {
+        /* The run ended within a release: the verdict is the one from
+         * before it, on the data before it. */
+        from = pre.floor;
+        lw_tracked_copy(&global, &pre.t);
+        if (lw_tracked_changed(&global)) evaluate_global_only();
+    } else if (!release_tail && points > 1 && is_low(tail_floor) && !is_low(prev_floor)) {
+        from = prev_floor;
+        if (lw_tracked_changed(&global)) evaluate_global_only();
+    } else if (lw_tracked_changed(&global)) {
+        evaluate();
+    } else if (global.decision.announced == LW_VERDICT_LEAK ||
+               global.last.verdict == LW_VERDICT_LEAK) {
+        if (!releasing()) evaluate_sites();
+    }
+    if (from >= 0) released_bytes = from > tail_floor ? from - tail_floor : 0;
+    if (lw_tracked_final(&global)) {
+        decided_at_exit = 1;
+        if (from < 0 && !releasing()) evaluate_sites();
+    }
+    return from;
+}
+
+/* The end of the unmarked phases' series (lw_growth_finish). */
+static void finish_unmarked(void) {
+    lw_tracked *u = &unmarked.t;
+    if (u->series.points && lw_tracked_changed(u)) gap_evaluate();
+    int busy_leak = 0;
+    if (unmarked.idle_tail && u->decision.announced != LW_VERDICT_LEAK &&
+        u->last.verdict != LW_VERDICT_LEAK) {
+        /* The run ended idle on the GPU: the growth of the unmarked phases
+         * before that stands (an idle stretch is no evidence against it). */
+        lw_tracked_evaluate(&unmarked_busy);
+        lw_tracked_final(&unmarked_busy);
+        if (unmarked_busy.decision.announced == LW_VERDICT_LEAK) {
+            lw_tracked_copy(u, &unmarked_busy);
+            busy_leak = 1;
+        }
+    }
+    if ((lw_tracked_final(u) || busy_leak) && global.decision.announced != LW_VERDICT_LEAK) {
+        decided_at_exit = 1;
+        if (!releasing()) judge_sites_unmarked();
+    }
 }
 
 void lw_growth_finish(void) {
@@ -851,71 +652,16 @@ void lw_growth_finish(void) {
      * shows only in the floor since then. */
     int64_t tail_floor, tail_peak;
     lw_totals_take_floor_peak(&tail_floor, &tail_peak);
-    sites_point((double)lw_run_clock(), now_s());
-    int64_t from = -1;
-    uint64_t tail = release_tail ? global.points - pre.series.points : 0;
-    if (release_tail && tail <= tail_max(global.points)) {
-        /* The run ended within a release: the verdict is the one from
-         * before it, on the data before it. */
-        from = pre.floor;
-        series_copy(&global, global_bins, &pre.series);
-        last = pre.last;
-        decision = pre.decision;
-        last_x = pre.last_x;
-        next_eval_at = pre.next_eval_at;
-        points_at_eval = pre.points_at_eval;
-        if (global.points != points_at_eval) evaluate_global_only();
-    } else if (!release_tail && global.points > 1 && is_low(tail_floor) && !is_low(prev_floor)) {
-        from = prev_floor;
-        if (global.points != points_at_eval) evaluate_global_only();
-    } else if (global.points != points_at_eval) {
-        evaluate();
-    } else if (decision.announced == LW_VERDICT_LEAK || last.verdict == LW_VERDICT_LEAK) {
-        if (!releasing()) evaluate_sites();
-    }
-    if (from >= 0) released_bytes = from > tail_floor ? from - tail_floor : 0;
-    if (lw_decision_final(&decision, &last, last_x)) {
-        decided_at_exit = 1;
-        if (from < 0 && !releasing()) evaluate_sites();
-    }
-    if (unmarked.series.points && unmarked.series.points != unmarked.points_at_eval) gap_evaluate();
-    int busy_leak = 0;
-    if (unmarked.idle_tail && unmarked.decision.announced != LW_VERDICT_LEAK &&
-        unmarked.last.verdict != LW_VERDICT_LEAK) {
-        /* The run ended idle on the GPU: the growth of the unmarked phases
-         * before that stands (an idle stretch is no evidence against it). */
-        lw_bin bins[GLOBAL_BINS + 1];
-        int n = lw_series_get(&unmarked_busy.series, bins, GLOBAL_BINS + 1);
-        lw_detect_params p = lw_detect_defaults();
-        lw_growth g;
-        lw_detect(bins, n, &p, &g);
-        lw_decision d = unmarked_busy.decision;
-        lw_decision_update(&d, &g, unmarked_busy.series.points, unmarked_busy.last_x,
-                           (int)lw_opt_int(LW_OPT_CONFIRM));
-        lw_decision_final(&d, &g, unmarked_busy.last_x);
-        if (d.announced == LW_VERDICT_LEAK) {
-            series_copy(&unmarked.series, unmarked.bins, &unmarked_busy.series);
-            unmarked.last = g;
-            unmarked.decision = d;
-            unmarked.last_x = unmarked_busy.last_x;
-            unmarked.points_at_eval = unmarked.series.points;
-            busy_leak = 1;
-        }
-    }
-    if ((lw_decision_final(&unmarked.decision, &unmarked.last, unmarked.last_x) || busy_leak) &&
-        decision.announced != LW_VERDICT_LEAK) {
-        decided_at_exit = 1;
-        if (!releasing())
-            judge_sites(unmarked.since_step, (double)unmarked.series.points, unmarked.last.slope,
-                        0);
-    }
-    if (host.seen && host.series.points != host.points_at_eval) host_evaluate();
-    lw_decision_final(&host.decision, &host.last, host.last_x);
+    lw_attribution_point((double)lw_run_clock(), now_s());
+    finish_global(tail_floor);
+    finish_unmarked();
+    if (host.seen && lw_tracked_changed(&host.t)) lw_tracked_evaluate(&host.t);
+    lw_tracked_final(&host.t);
     for (int d = 0; d < LW_TORCH_MAX_DEVICES; d++) {
         torch_track *tr = ttracks[d];
         if (!tr) continue;
-        if (tr->series.points != tr->points_at_eval) torch_evaluate(d, tr);
-        lw_decision_final(&tr->decision, &tr->last, tr->last_x);
+        if (lw_tracked_changed(&tr->t)) torch_evaluate(d, tr);
+        lw_tracked_final(&tr->t);
     }
     pthread_mutex_unlock(&lock);
 }
@@ -929,34 +675,35 @@ static void torch_primary(lw_growth_state *st) {
     int pick = -1, all_no = 1;
     for (int d = 0; d < LW_TORCH_MAX_DEVICES; d++) {
         const torch_track *tr = ttracks[d];
-        if (!tr || !tr->series.points) continue;
-        if (tr->decision.announced != LW_VERDICT_NO_LEAK) all_no = 0;
+        if (!tr || !tr->t.series.points) continue;
+        if (tr->t.decision.announced != LW_VERDICT_NO_LEAK) all_no = 0;
         if (pick < 0) {
             pick = d;
             continue;
         }
         const torch_track *p = ttracks[pick];
-        int leak = tr->decision.announced == LW_VERDICT_LEAK,
-            pleak = p->decision.announced == LW_VERDICT_LEAK;
+        int leak = tr->t.decision.announced == LW_VERDICT_LEAK,
+            pleak = p->t.decision.announced == LW_VERDICT_LEAK;
         if (leak != pleak ? leak
-            : leak        ? tr->last.slope > p->last.slope
+            : leak        ? tr->t.last.slope > p->t.last.slope
                           : tr->allocated > p->allocated)
             pick = d;
     }
     if (pick < 0) return;
-    const torch_track *tr = ttracks[pick];
+    const lw_tracked *tr = &ttracks[pick]->t;
     /* Memory PyTorch's tensors do not account for (an extension's or a
      * library's own cudaMalloc, NCCL buffers, a cache that keeps growing)
      * still shows in leakwatch's own series: a leak confirmed there stands
      * when the tensors do not grow. */
-    if (tr->decision.announced != LW_VERDICT_LEAK && decision.announced == LW_VERDICT_LEAK) return;
+    if (tr->decision.announced != LW_VERDICT_LEAK && global.decision.announced == LW_VERDICT_LEAK)
+        return;
     st->signal = "torch_allocated";
     st->signal_device = pick;
     st->verdict = tr->decision.announced == LW_VERDICT_LEAK ? LW_VERDICT_LEAK
                   : all_no                                  ? LW_VERDICT_NO_LEAK
                                                             : LW_VERDICT_INCONCLUSIVE;
     st->last = tr->last;
-    st->first_leak_step = first_leak_step_of(&tr->decision);
+    st->first_leak_step = lw_tracked_first_leak_step(tr);
     if (st->verdict == tr->decision.announced)
         snprintf(st->reason, sizeof st->reason, "tensor memory: %.140s", tr->decision.reason);
     else /* no leak on this device, but not yet on every device */
@@ -971,10 +718,10 @@ static void growth_cycles(lw_growth_state *st) {
     lw_cycles_init(&st->cycles_raw);
     st->cycles_signal = NULL;
     if (st->from_unmarked) return;
-    const lw_cycles *c = &cycles;
+    const lw_cycles *c = &global.cycles;
     const char *signal = "live_bytes";
     if (st->signal_device >= 0 && ttracks[st->signal_device]) {
-        c = &ttracks[st->signal_device]->cycles;
+        c = &ttracks[st->signal_device]->t.cycles;
         signal = "torch_allocated";
     }
     st->cycles_raw = *c;
@@ -984,45 +731,46 @@ static void growth_cycles(lw_growth_state *st) {
 void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
     pthread_mutex_lock(&lock);
     memset(st, 0, sizeof *st);
-    st->verdict = decision.announced;
-    st->last = last;
+    st->verdict = global.decision.announced;
+    st->last = global.last;
     cap_onset(&st->last);
-    snprintf(st->reason, sizeof st->reason, "%s", decision.reason);
+    snprintf(st->reason, sizeof st->reason, "%s", global.decision.reason);
     st->signal = "live_bytes";
     st->signal_device = -1;
-    st->first_leak_step = first_leak_step_of(&decision);
-    st->withdrawn = decision.withdrawn;
+    st->first_leak_step = lw_tracked_first_leak_step(&global);
+    st->withdrawn = global.decision.withdrawn;
     st->released_bytes = released_bytes;
     st->decided_at_exit = decided_at_exit;
     for (int d = 0; d < LW_TORCH_MAX_DEVICES; d++)
-        if (ttracks[d]) st->withdrawn += ttracks[d]->decision.withdrawn;
+        if (ttracks[d]) st->withdrawn += ttracks[d]->t.decision.withdrawn;
     torch_primary(st);
     st->step_source = marker_mode ? "marker" : "time";
     st->steps = marker_mode ? lw_step_now() : lw_intervals_now();
-    st->unmarked_intervals = unmarked.series.points;
-    lw_series *shown = &global;
+    const lw_tracked *u = &unmarked.t;
+    st->unmarked_intervals = u->series.points;
+    const lw_series *shown = &global.series;
     /* The unmarked phases give the verdict, in intervals, when they grow
      * and the marked steps do not, or when they are clean and cover more of
      * the run than the marked steps, which cannot decide (a few training
      * steps, then a long validation). */
     int from_unmarked =
         marker_mode &&
-        ((st->verdict != LW_VERDICT_LEAK && unmarked.decision.announced == LW_VERDICT_LEAK) ||
-         (st->verdict == LW_VERDICT_INCONCLUSIVE &&
-          unmarked.decision.announced == LW_VERDICT_NO_LEAK && unmarked.series.points > st->steps));
+        ((st->verdict != LW_VERDICT_LEAK && u->decision.announced == LW_VERDICT_LEAK) ||
+         (st->verdict == LW_VERDICT_INCONCLUSIVE && u->decision.announced == LW_VERDICT_NO_LEAK &&
+          u->series.points > st->steps));
     if (from_unmarked) {
-        st->verdict = unmarked.decision.announced;
+        st->verdict = u->decision.announced;
         st->signal = "live_bytes";
         st->signal_device = -1;
-        st->last = unmarked.last;
+        st->last = u->last;
         st->step_source = "time";
-        st->steps = unmarked.series.points;
-        st->first_leak_step = first_leak_step_of(&unmarked.decision);
+        st->steps = u->series.points;
+        st->first_leak_step = lw_tracked_first_leak_step(u);
         st->from_unmarked = 1;
         st->interval_s = unmarked.period;
         snprintf(st->reason, sizeof st->reason, "while no step was marked: %.130s",
-                 unmarked.decision.reason);
-        shown = &unmarked.series;
+                 u->decision.reason);
+        shown = &u->series;
     }
     st->evaluations = evaluations;
     lw_device_last_mem(&st->device_free, &st->device_total);
@@ -1072,7 +820,7 @@ void lw_growth_oom(const lw_growth_state *g, double *seconds, double *steps) {
  * with their tracks, are forgotten by sites.c. Single-threaded here. */
 void lw_growth_forget_parent(void) {
     forget_history();
-    tracked = 0;
+    lw_attribution_forget_parent();
     marker_mode = 0;
     ring_len = 0;
     tring_len = 0;
@@ -1080,6 +828,6 @@ void lw_growth_forget_parent(void) {
     lw_intervals_reset();
     lw_device_forget();
     evaluations = 0;
-    points_at_eval = 0;
+    global.points_at_eval = 0;
     warning_due = 0;
 }

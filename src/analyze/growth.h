@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Growth: follows the floor of live memory from step to step, runs the
- * detector, and attributes the growth to call sites.
+/* Growth: follows the floor of live memory from step to step in its tracked
+ * series (tracked.h: the device's live bytes, pinned host memory, PyTorch's
+ * tensors per device, the phases without marks), decides which one the
+ * run's verdict comes from, and has the growth attributed to call sites
+ * (attribution.h).
  *
  * Steps come from leakwatch_step() (marker), or, without marks, from time
  * intervals that the worker closes every LEAKWATCH_INTERVAL_MS (time). A step
@@ -10,6 +13,7 @@
 #ifndef LW_GROWTH_H
 #define LW_GROWTH_H
 
+#include "attribution.h"
 #include "cycles.h"
 #include "detector.h"
 #include "series.h"
@@ -17,25 +21,6 @@
 #include <stdint.h>
 
 struct lw_site;
-
-/* One per site that has held memory at a step's end: its own floor series. */
-#define LW_SITE_BINS 64
-#define LW_SITE_BEFORE 32
-typedef struct lw_site_track {
-    lw_series series;
-    lw_bin bins[LW_SITE_BINS];
-    lw_growth growth; /* slope: bytes retained per step since the onset */
-    int evaluated;
-    /* Live allocations made since the onset of growth (a scan of the live
-     * table): what this site keeps, step after step. */
-    uint64_t kept_bytes;
-    uint32_t kept_count;
-    uint32_t kept_first_step, kept_last_step;
-    /* Its live allocations made before the onset, by step in LW_SITE_BEFORE
-     * buckets of equal width over [0, onset): where, walking back from the
-     * onset at the site's own cadence, its growth demonstrably began. */
-    uint32_t before_min[LW_SITE_BEFORE], before_max[LW_SITE_BEFORE], before_n[LW_SITE_BEFORE];
-} lw_site_track;
 
 /* A fresh series and verdict (at start, and in a forked child's start). */
 void lw_growth_init(void);

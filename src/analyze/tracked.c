@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "tracked.h"
+
+#include "options.h"
+
+#include <math.h>
+#include <string.h>
+
+void lw_tracked_init(lw_tracked *t, int flags) {
+    t->flags = flags;
+    lw_series_init(&t->series, t->bins, LW_TRACKED_BINS);
+    lw_tracked_forget(t);
+}
+
+void lw_tracked_forget(lw_tracked *t) {
+    lw_series_reset(&t->series);
+    memset(&t->last, 0, sizeof t->last);
+    lw_decision_init(&t->decision);
+    t->last_x = 0;
+    t->next_eval_at = 0;
+    lw_pace_reset(&t->pace);
+    lw_cycles_init(&t->cycles);
+}
+
+void lw_tracked_add(lw_tracked *t, double x, double time, double floor, double peak) {
+    lw_series_add(&t->series, x, time, floor, peak);
+    if (t->flags & LW_TRACKED_CYCLES) lw_cycles_add(&t->cycles, x, floor);
+    if (t->flags & LW_TRACKED_PACE) lw_pace_add(&t->pace, x, time);
+    t->last_x = x;
+}
+
+int lw_tracked_due(lw_tracked *t) {
+    uint64_t points = t->series.points;
+    if (points < t->next_eval_at) return 0;
+    uint64_t gap = points / 32;
+    t->next_eval_at = points + (gap ? gap : 1);
+    return 1;
+}
+
+int lw_tracked_changed(const lw_tracked *t) {
+    return t->series.points != t->points_at_eval;
+}
+
+/* Per second at the job's pace: the slope per step times the steps per
+ * second of the series' own recent points (lw_pace_rate), the same measure
+ * for the live line and the exit line; the detector's own figure (from its
+ * bins) only while too few points give a pace. */
+static void at_pace(lw_growth *g, const lw_pace *p) {
+    double rate = lw_pace_rate(p);
+    if (isfinite(rate) && rate > 0 && isfinite(g->slope)) g->bytes_per_second = g->slope * rate;
+}
+
+lw_verdict lw_tracked_evaluate(lw_tracked *t) {
+    lw_bin bins[LW_TRACKED_BINS + 1];
+    int n = lw_series_get(&t->series, bins, LW_TRACKED_BINS + 1);
+    lw_detect_params p = lw_detect_defaults();
+    lw_detect(bins, n, &p, &t->last);
+    if (t->flags & LW_TRACKED_PACE) at_pace(&t->last, &t->pace);
+    t->points_at_eval = t->series.points;
+    return lw_decision_update(&t->decision, &t->last, t->series.points, t->last_x,
+                              (int)lw_opt_int(LW_OPT_CONFIRM));
+}
+
+int lw_tracked_final(lw_tracked *t) {
+    return lw_decision_final(&t->decision, &t->last, t->last_x);
+}
+
+int lw_tracked_warning_due(const lw_tracked *t) {
+    return t->decision.announced == LW_VERDICT_LEAK && t->series.points >= 64 &&
+           t->series.points >= 2 * t->decision.raw_leak_since;
+}
+
+int64_t lw_tracked_first_leak_step(const lw_tracked *t) {
+    return isnan(t->decision.first_leak_x) ? -1 : (int64_t)llround(t->decision.first_leak_x);
+}
+
+void lw_tracked_copy(lw_tracked *dst, const lw_tracked *src) {
+    dst->series = src->series;
+    dst->series.bins = dst->bins;
+    memcpy(dst->bins, src->bins, sizeof(lw_bin) * (size_t)src->series.len);
+    dst->last = src->last;
+    dst->decision = src->decision;
+    dst->last_x = src->last_x;
+    dst->next_eval_at = src->next_eval_at;
+    dst->points_at_eval = src->points_at_eval;
+}

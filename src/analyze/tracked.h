@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A tracked series: one signal's floor series (series.h), the detector's
+ * latest evaluation of it (lw_detect) and the verdict announced from the
+ * successive evaluations (lw_decision). growth.c keeps one per signal: the
+ * device's live bytes, pinned host memory, PyTorch's tensors on each device
+ * and the phases of a marked run without marks; it routes each point to its
+ * series and decides which series the run's verdict comes from.
+ *
+ * Every series follows one rule: evaluated at each point early on, then
+ * every 1/32 of the points seen (lw_tracked_due), so a verdict does not
+ * depend on how promptly the worker was scheduled; a leak needs
+ * LEAKWATCH_CONFIRM agreeing evaluations (lw_decision_update), and the
+ * warning on stderr waits longer (lw_tracked_warning_due).
+ *
+ * No lock, no thread, no I/O: the caller holds its own lock. */
+#ifndef LW_TRACKED_H
+#define LW_TRACKED_H
+
+#include "cycles.h"
+#include "detector.h"
+#include "series.h"
+
+#include <stdint.h>
+
+#define LW_TRACKED_BINS 256
+
+/* What a series keeps beside its bins. */
+enum {
+    /* The job's pace (lw_pace): the rate per second is the slope per step
+     * times the steps per second of the series' own recent points. Without
+     * it, the detector's own figure from the bins stands. */
+    LW_TRACKED_PACE = 1,
+    /* The growth released at each cycle's end (cycles.h), from the raw
+     * points. */
+    LW_TRACKED_CYCLES = 2,
+};
+
+typedef struct {
+    lw_series series;
+    lw_bin bins[LW_TRACKED_BINS];
+    lw_growth last;       /* the latest evaluation */
+    lw_decision decision; /* the announced verdict, from the evaluations */
+    double last_x;        /* the newest point's step (or interval) */
+    uint64_t next_eval_at, points_at_eval;
+    int flags;        /* LW_TRACKED_* */
+    lw_pace pace;     /* with LW_TRACKED_PACE */
+    lw_cycles cycles; /* with LW_TRACKED_CYCLES */
+} lw_tracked;
+
+/* An empty series keeping what flags name. */
+void lw_tracked_init(lw_tracked *t, int flags);
+
+/* Forgets the points, the evaluation, the verdict, the pace and the cycles.
+ * The count of points at the last evaluation stays: a series emptied after
+ * an evaluation counts as changed (lw_tracked_changed) until its next
+ * evaluation. */
+void lw_tracked_forget(lw_tracked *t);
+
+/* One point: the floor and peak of a step (or interval) x that ended at
+ * `time` seconds since the start. */
+void lw_tracked_add(lw_tracked *t, double x, double time, double floor, double peak);
+
+/* 1 when the points added call for an evaluation; the next one is then due
+ * after another 1/32 of the points seen (at every point early on). */
+int lw_tracked_due(lw_tracked *t);
+
+/* 1 when points came since the last evaluation. */
+int lw_tracked_changed(const lw_tracked *t);
+
+/* Runs the detector on the series (t->last) and takes its verdict into the
+ * announced one (t->decision). Returns the announced verdict. */
+lw_verdict lw_tracked_evaluate(lw_tracked *t);
+
+/* At the end of the run: lw_decision_final on the latest evaluation.
+ * Returns 1 when that changed the verdict. */
+int lw_tracked_final(lw_tracked *t);
+
+/* 1 when an announced leak has run long enough to be said on stderr (64
+ * points, and twice the points it was first seen at): a job's log is no
+ * place for a warm-up mistaken for a leak. */
+int lw_tracked_warning_due(const lw_tracked *t);
+
+/* The step (or interval) where the announced leak was reached; -1: none. */
+int64_t lw_tracked_first_leak_step(const lw_tracked *t);
+
+/* Copies src's points, evaluation and verdict into dst (a copy kept aside,
+ * or put back); dst's flags, pace and cycles stay dst's own. */
+void lw_tracked_copy(lw_tracked *dst, const lw_tracked *src);
+
+#endif
