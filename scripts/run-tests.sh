@@ -61,24 +61,38 @@ now_ms() { # milliseconds since the epoch (GNU date's %N)
     case "$ns" in *N) echo $(($(date +%s) * 1000)) ;; *) echo $((ns / 1000000)) ;; esac
 }
 
+secs() { # milliseconds as seconds, one decimal
+    echo "$(($1 / 1000)).$(($1 % 1000 / 100))"
+}
+# The children's user plus system time in the output of `times` (its second
+# line, "0m1.230000s 0m0.040000s"), in milliseconds; 0 when unreadable.
+cpu_ms() {
+    sed -n '2s/^\([0-9]*\)m\([0-9.]*\)s \([0-9]*\)m\([0-9.]*\)s$/\1 \2 \3 \4/p' "$1" 2>/dev/null |
+        awk '{ c = int((($1 * 60) + $2 + ($3 * 60) + $4) * 1000 + 0.5) } END { print c + 0 }'
+}
+
 # One binary: INDEX, then its output in out.INDEX, its status in rc.INDEX,
 # its milliseconds in ms.INDEX. LIVE=1 shows the output as it comes.
 run_one() {
     i=$1 t=$2 live=$3
     s=$(now_ms)
+    # The subshell's `times` (its children's user and system time) is the
+    # binary's CPU time, its own children's included.
     if [ "$live" = 1 ]; then
         # shellcheck disable=SC2086
-        { $LW_TEST_EXEC "$t" 2>&1; echo $? >"$tmp/rc.$i"; } | tee "$tmp/out.$i"
+        ($LW_TEST_EXEC "$t" 2>&1; echo $? >"$tmp/rc.$i"; times >"$tmp/cpu.$i") | tee "$tmp/out.$i"
     else
         # shellcheck disable=SC2086
-        { $LW_TEST_EXEC "$t" 2>&1; echo $? >"$tmp/rc.$i"; } >"$tmp/out.$i"
+        ($LW_TEST_EXEC "$t" 2>&1; echo $? >"$tmp/rc.$i"; times >"$tmp/cpu.$i") >"$tmp/out.$i"
     fi
     ms=$(($(now_ms) - s))
     echo "$ms" >"$tmp/ms.$i"
+    cpu=$(cpu_ms "$tmp/cpu.$i")
+    echo "$cpu" >"$tmp/cpums.$i"
     rc=$(cat "$tmp/rc.$i" 2>/dev/null || echo 1)
     verdict=passed
     [ "$rc" -eq 0 ] || verdict="FAILED (status $rc)"
-    line="== ${t##*/}: $verdict in $((ms / 1000)).$((ms % 1000 / 100)) s"
+    line="== ${t##*/}: $verdict in $(secs "$ms") s ($(secs "$cpu") s CPU)"
     if [ "$live" = 1 ]; then
         echo "$line"
     else
@@ -138,7 +152,7 @@ for t in "$@"; do
     out="$tmp/out.$i"
     [ -f "$out" ] || : >"$out"
     rc=$(cat "$tmp/rc.$i" 2>/dev/null || echo 1)
-    echo "$name $(cat "$tmp/ms.$i" 2>/dev/null || echo 0)" >>"$tmp/times"
+    echo "$name $(cat "$tmp/ms.$i" 2>/dev/null || echo 0) $(cat "$tmp/cpums.$i" 2>/dev/null || echo 0)" >>"$tmp/times"
     # Check's summary: "100%: Checks: 27, Failures: 0, Errors: 0".
     summary=$(sed -n 's/^[0-9]*%: Checks: \([0-9]*\), Failures: \([0-9]*\), Errors: \([0-9]*\).*/\1 \2 \3/p' \
         "$out" | tail -1)
@@ -167,7 +181,7 @@ EOF_SUMMARY
 done
 # For the next run's queue (best effort: a read-only build folder keeps none).
 if [ -d "$B/tests" ]; then
-    { cat "$tmp/times"; cat "$durations" 2>/dev/null; } | awk '!seen[$1]++' >"$durations.tmp" 2>/dev/null &&
+    { cut -d' ' -f1,2 "$tmp/times"; cat "$durations" 2>/dev/null; } | awk '!seen[$1]++' >"$durations.tmp" 2>/dev/null &&
         mv "$durations.tmp" "$durations" 2>/dev/null
 fi
 
@@ -176,8 +190,9 @@ status=0
 [ $nfail -eq 0 ] || status=1
 list=""
 [ "$nskip" -eq 0 ] || list=":"
-echo "seconds per binary, slowest first ($jobs at once):" \
-    "$(sort -k2,2nr "$tmp/times" | awk '{ printf "%s%s %.1f", sep, $1, $2 / 1000; sep = ", " }')"
+echo "seconds per binary, slowest first ($jobs at once; wall/CPU):" \
+    "$(sort -k2,2nr "$tmp/times" | awk '{ printf "%s%s %.1f/%.1f", sep, $1, $2 / 1000, $3 / 1000; sep = ", " }')"
+echo "time: $(awk '{ c += $3 } END { printf "%.1f", c / 1000 }' "$tmp/times") s CPU (user and system) in all"
 echo "tests: $nbin binaries: $((nbin - nfail)) passed, $nfail failed${failed:+ (${failed# })};" \
     "$((passed_checks + failed_checks)) checks; $nskip skips$list"
 missing=""

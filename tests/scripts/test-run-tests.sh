@@ -49,7 +49,7 @@ has() {
 
 R="$root/scripts/run-tests.sh"
 # Passing binaries with skips: each distinct skip line once, counted.
-run 0 CI= "$R" build "$T/test_ok" "$T/test_nvidia"
+run 0 CI= "$R" "$T/build" "$T/test_ok" "$T/test_nvidia"
 last "8 passed, 0 failed, 2 skipped"
 has "tests: 2 binaries: 2 passed, 0 failed; 8 checks; 2 skips:"
 has "  test_ok: top_keys skipped: tmux is not installed"
@@ -57,7 +57,7 @@ has "  test_nvidia: Debian's libcuda1"
 [ "$(grep -c 'tmux is not installed' "$T/out")" = 3 ] || fail "the repeated skip line is not listed once"
 
 # Failures: Check's failed tests, and a binary that died before its summary.
-run 1 CI= "$R" build "$T/test_ok" "$T/test_bad" "$T/test_crash"
+run 1 CI= "$R" "$T/build" "$T/test_ok" "$T/test_bad" "$T/test_crash"
 last "8 passed, 3 failed, 1 skipped"
 has "tests: 3 binaries: 1 passed, 2 failed (test_bad test_crash); 11 checks; 1 skips:"
 # Repeated at the end, where a CI log's tail shows them: the failure lines,
@@ -68,15 +68,15 @@ grep -qx "starting" "$T/tail" || fail "a crashed binary's last lines not repeate
 
 # Under CI a skip of a required component (NVIDIA's Debian libraries) fails
 # the run; one CI cannot have (tmux is not installed by install-deps) does not.
-run 1 CI=true "$R" build "$T/test_ok" "$T/test_nvidia"
+run 1 CI=true "$R" "$T/build" "$T/test_ok" "$T/test_nvidia"
 last "8 passed, 0 failed, 2 skipped"
 has "FAILED under CI: CI is supposed to have NVIDIA's Debian libraries"
-run 0 CI=true "$R" build "$T/test_ok"
+run 0 CI=true "$R" "$T/build" "$T/test_ok"
 last "5 passed, 0 failed, 1 skipped"
 
 # No skips: the tally says so.
 bin test_clean 'echo "100%: Checks: 2, Failures: 0, Errors: 0"'
-run 0 CI=true "$R" build "$T/test_clean"
+run 0 CI=true "$R" "$T/build" "$T/test_clean"
 last "2 passed, 0 failed, 0 skipped"
 has "tests: 1 binaries: 1 passed, 0 failed; 2 checks; 0 skips"
 
@@ -91,7 +91,7 @@ bin test_alone 'd=$(dirname "$0"); [ -e "$d/done1" ] && [ -e "$d/done2" ] || { e
 echo "100%: Checks: 1, Failures: 0, Errors: 0"'
 for jobs in 1 2 3; do
     rm -f "$T/done1" "$T/done2"
-    run 1 CI= LW_TEST_JOBS=$jobs LW_TEST_ALONE=test_alone "$R" build "$T/test_alone" "$T/test_slow1" \
+    run 1 CI= LW_TEST_JOBS=$jobs LW_TEST_ALONE=test_alone "$R" "$T/build" "$T/test_alone" "$T/test_slow1" \
         "$T/test_ok" "$T/test_bad" "$T/test_slow2" "$T/test_crash"
     last "11 passed, 3 failed, 1 skipped"
     has "tests: 6 binaries: 4 passed, 2 failed (test_bad test_crash); 14 checks; 1 skips:"
@@ -101,7 +101,29 @@ for jobs in 1 2 3; do
         [ "$(grep -A1 -x "$b a" "$T/out" | tail -1)" = "$b b" ] || fail "jobs=$jobs: test_$b's output is split"
     done
 done
-run 2 LW_TEST_JOBS=x "$R" build "$T/test_ok"
+run 2 LW_TEST_JOBS=x "$R" "$T/build" "$T/test_ok"
+
+# Each binary's CPU time (user and system, its children's included) beside
+# its wall time: a binary that sleeps shows little, one that computes shows
+# about its wall time.
+bin test_busy 'i=0; while [ $i -lt 300000 ]; do i=$((i + 1)); done
+echo "100%: Checks: 1, Failures: 0, Errors: 0"'
+run 0 CI= LW_TEST_JOBS=1 "$R" "$T/build" "$T/test_slow1" "$T/test_busy"
+line=$(grep '^== test_slow1: passed in' "$T/out")
+case "$line" in *" s (0.0 s CPU)") ;; *) fail "a sleeping binary's CPU time: $line" ;; esac
+line=$(grep '^== test_busy: passed in' "$T/out")
+case "$line" in *" s (0.0 s CPU)" | "") fail "a busy binary's CPU time: $line" ;; esac
+has "time: "
+has "s CPU (user and system) in all"
+
+# The queue starts with the binary that took longest last time in this
+# build folder ($B/tests/.durations, written by the run before).
+mkdir -p "$T/build/tests"
+printf 'test_clean 5000\ntest_ok 10\n' >"$T/build/tests/.durations"
+run 0 CI= LW_TEST_JOBS=1 "$R" "$T/build" "$T/test_ok" "$T/test_clean" "$T/test_busy"
+[ "$(grep '^== ' "$T/out" | cut -d: -f1 | tr '\n' ' ')" = "== test_clean == test_ok == test_busy " ] ||
+    fail "not the longest first, then the unknown in their order"
+grep -q '^test_busy [0-9]' "$T/build/tests/.durations" || fail "the durations were not kept for the next run"
 
 if [ $failed -ne 0 ]; then
     echo "test-run-tests: $failed failed"
