@@ -23,8 +23,8 @@ bin() { # bin NAME BODY: a stand-in test binary
     chmod +x "$T/$1"
 }
 bin test_ok 'echo "Running suite(s): ok"
-echo "test_ok: top_keys skipped: tmux is not installed"
-echo "test_ok: top_keys skipped: tmux is not installed"
+echo "test_ok: full tmpfs case skipped: mounting a tmpfs needs root"
+echo "test_ok: full tmpfs case skipped: mounting a tmpfs needs root"
 echo "100%: Checks: 5, Failures: 0, Errors: 0"'
 bin test_nvidia 'echo "test_nvidia: Debian'"'"'s libcuda1 and libcudart11.0 are not unpacked: the layouts on NVIDIA'"'"'s real driver are skipped" >&2
 echo "100%: Checks: 3, Failures: 0, Errors: 0"'
@@ -52,9 +52,9 @@ R="$root/scripts/run-tests.sh"
 run 0 CI= "$R" "$T/build" "$T/test_ok" "$T/test_nvidia"
 last "8 passed, 0 failed, 2 skipped"
 has "tests: 2 binaries: 2 passed, 0 failed; 8 checks; 2 skips:"
-has "  test_ok: top_keys skipped: tmux is not installed"
+has "  test_ok: full tmpfs case skipped: mounting a tmpfs needs root"
 has "  test_nvidia: Debian's libcuda1"
-[ "$(grep -c 'tmux is not installed' "$T/out")" = 3 ] || fail "the repeated skip line is not listed once"
+[ "$(grep -c 'mounting a tmpfs needs root' "$T/out")" = 3 ] || fail "the repeated skip line is not listed once"
 
 # Failures: Check's failed tests, and a binary that died before its summary.
 run 1 CI= "$R" "$T/build" "$T/test_ok" "$T/test_bad" "$T/test_crash"
@@ -67,12 +67,17 @@ grep -qF "t.c:12:F:case:a_case:0: the pane never showed X" "$T/tail" || fail "fa
 grep -qx "starting" "$T/tail" || fail "a crashed binary's last lines not repeated"
 
 # Under CI a skip of a required component (NVIDIA's Debian libraries) fails
-# the run; one CI cannot have (tmux is not installed by install-deps) does not.
+# the run; one CI cannot have (a case that needs root, where CI is not root) does not.
 run 1 CI=true "$R" "$T/build" "$T/test_ok" "$T/test_nvidia"
 last "8 passed, 0 failed, 2 skipped"
 has "FAILED under CI: CI is supposed to have NVIDIA's Debian libraries"
 run 0 CI=true "$R" "$T/build" "$T/test_ok"
 last "5 passed, 0 failed, 1 skipped"
+# tmux (leakwatch top's test) is one of what CI has.
+bin test_top 'echo "test_top: top_keys_and_job_exit_in_tmux skipped: tmux is not installed"
+echo "100%: Checks: 1, Failures: 0, Errors: 0"'
+run 1 CI=1 "$R" "$T/build" "$T/test_top"
+has "FAILED under CI: CI is supposed to have tmux"
 
 # No skips: the tally says so.
 bin test_clean 'echo "100%: Checks: 2, Failures: 0, Errors: 0"'
@@ -124,6 +129,13 @@ run 0 CI= LW_TEST_JOBS=1 "$R" "$T/build" "$T/test_ok" "$T/test_clean" "$T/test_b
 [ "$(grep '^== ' "$T/out" | cut -d: -f1 | tr '\n' ' ')" = "== test_clean == test_ok == test_busy " ] ||
     fail "not the longest first, then the unknown in their order"
 grep -q '^test_busy [0-9]' "$T/build/tests/.durations" || fail "the durations were not kept for the next run"
+# A binary the build folder has no time for takes it from the seed
+# (LW_TEST_SEED, in seconds): test_clean keeps its own 5 s, test_busy has
+# one now, test_crash (1000 s in the seed) goes first.
+printf '# name seconds\ntest_crash 1000\ntest_clean 1\n' >"$T/seed"
+run 1 CI= LW_TEST_JOBS=1 LW_TEST_SEED="$T/seed" "$R" "$T/build" "$T/test_clean" "$T/test_crash"
+[ "$(grep '^== ' "$T/out" | cut -d: -f1 | tr '\n' ' ')" = "== test_crash == test_clean " ] ||
+    fail "the seed's times were not used for a binary with none kept"
 
 if [ $failed -ne 0 ]; then
     echo "test-run-tests: $failed failed"
