@@ -137,6 +137,21 @@ run 1 CI= LW_TEST_JOBS=1 LW_TEST_SEED="$T/seed" "$R" "$T/build" "$T/test_clean" 
 [ "$(grep '^== ' "$T/out" | cut -d: -f1 | tr '\n' ' ')" = "== test_crash == test_clean " ] ||
     fail "the seed's times were not used for a binary with none kept"
 
+# The counts left for scripts/test-tally.sh (make check's and .ci/run's
+# summary): the last run's, per flavour and in all; a flavour whose file is
+# older than the --since file was not run this time.
+run 0 CI= "$R" "$T/build" "$T/test_ok" "$T/test_nvidia"
+[ "$(cat "$T/build/tests/.tally")" = "8 0 2" ] || fail "the tally file holds '$(cat "$T/build/tests/.tally")'"
+mkdir -p "$T/old/tests"
+echo "1 1 1" >"$T/old/tests/.tally"
+touch -d '2001-01-01' "$T/old/tests/.tally"
+touch -d '2002-01-01' "$T/start"
+env "$root/scripts/test-tally.sh" --since "$T/start" plain="$T/build/tests/.tally" ASan="$T/build/tests/.tally" \
+    TSan="$T/old/tests/.tally" >"$T/out" 2>&1
+has "tests plain: 8 passed, 0 failed, 2 skipped"
+has "tests TSan: not run"
+last "tests in all: 16 passed, 0 failed, 4 skipped (plain 2, ASan 2); not run: TSan"
+
 if [ $failed -ne 0 ]; then
     echo "test-run-tests: $failed failed"
     exit 1
