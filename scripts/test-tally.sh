@@ -24,4 +24,4 @@ for arg in "$@"; do
     tp=$((tp + ${p:-0})) tf=$((tf + ${f:-0})) ts=$((ts + ${s:-0}))
     per="$per, $label ${s:-0}"
 done
-echo "tests in all: $tp passed, $tf failed, $ts skipped (${per#, })${notrun:+; not run: ${notrun#, }}"
+echo "tests in all: $tp passed, $tf failed, $ts skipped${per:+ (${per#, })}${notrun:+; not run: ${notrun#, }}"
