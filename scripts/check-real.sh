@@ -13,7 +13,7 @@
 # needs only the real clients, which the tier fails without.
 #   scripts/check-real.sh          (make check-real)
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 root=$(sh scripts/setup-real-clients.sh) || {
     echo "check-real: FAILED: the real clients cannot be set up here (see above)"
     exit 1
