@@ -9,7 +9,8 @@
 #  - every unit test, test_stubs (the stand-ins every test runs on) and
 #    test_pyframes (the Python frame walk of src/track/pyframes.c, its offsets
 #    and thread-state lookup, on Debian's arm64 CPython 3.11 and 3.14: the
-#    most architecture-specific test, about 8 minutes under qemu) among them;
+#    most architecture-specific test, 154 s of CPU under qemu, its two
+#    CPythons at once) among them;
 #    the others take seconds, and their C can differ here (char is unsigned
 #    on AArch64; another libm);
 #  - test_interpose: every path by which a program reaches CUDA memory (PLT

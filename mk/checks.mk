@@ -79,6 +79,6 @@ lint:
 	@for t in clang-format cppcheck; do command -v $$t >/dev/null 2>&1 || \
 	    { echo "lint: FAILED: $$t is not installed (Debian package $$t; scripts/install-deps.sh test installs it)"; exit 1; }; done; \
 	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h') && \
-	cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance --inline-suppr \
+	cppcheck -j$(NPROC) --quiet --error-exitcode=1 --enable=warning,portability,performance --inline-suppr \
 	    --suppress=missingIncludeSystem -D_GNU_SOURCE -Iinclude $(INC_ALL) $(TOOL_INC) src tools && \
 	echo "lint: clang-format and cppcheck clean"

@@ -79,5 +79,11 @@ export LW_PYTHONS="$sysroot/usr/bin/python3.11"
 export FAKE_CUDA_NO_RESERVE=1
 export STRIP="${CROSS}strip"
 export CK_TIMEOUT_MULTIPLIER="${CK_TIMEOUT_MULTIPLIER:-10}"
+# The longest first in a fresh build folder: test_pyframes alone takes most
+# of this tier (tests/durations-aarch64).
+export LW_TEST_SEED="${LW_TEST_SEED-tests/durations-aarch64}"
+# One binary per core: under qemu every binary computes (test_pyframes runs
+# one CPython per core itself).
+export LW_TEST_JOBS="${LW_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 echo "check-aarch64: running $# test programs under $qemu"
 scripts/run-tests.sh "$B" "$@"

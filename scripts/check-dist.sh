@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # The release tarball (make dist): the same bytes twice, exactly the tracked
-# files, and, unpacked on its own, a tree that builds and passes the unit
-# tests (make distcheck runs its whole make check).
+# files, and, unpacked on its own, a tree that builds (the library, the
+# command, the unit tests) and passes the unit tests (make distcheck runs its
+# whole make check).
 #   check-dist.sh BUILD_DIR [full]
 set -eu
 mkdir -p "$1"; B=$(cd "$1" && pwd); full="${2:-}"
@@ -22,17 +23,24 @@ tar -xzf "$a" -C "$work"
 if [ "$full" = full ]; then
     make -C "$work/$name" check
 else
-    make -s -C "$work/$name" -j2 all test-bins >"$work/build.log" 2>&1 ||
-        { tail -30 "$work/build.log"; echo "check-dist: the unpacked tarball does not build" >&2; exit 1; }
-    # The unit tests but test_pyframes: that one sweeps every CPython found
-    # over the same sources (src/track/pyframes.c, tests/python/) the plain
-    # run in the checkout sweeps; in the unpacked tree it could only find a
-    # file missing from the tarball, and the tarball's files were compared
-    # with the tracked files above. (make distcheck runs everything.)
+    # The library, the command and the unit tests but test_pyframes and
+    # test_stubs: those two run the CPythons found and the stand-ins'
+    # programs, built from the same files (src/track/pyframes.c,
+    # tests/python/, tests/stubs/, tests/programs/) the checkout's plain run
+    # builds and runs; here they could only find a file missing from the
+    # tarball, and the tarball's files were compared with the tracked files
+    # above. Nor the integration tests and their programs, for the same
+    # reason: what this adds is a build and unit run of a tree with no .git
+    # and no untracked file. (make distcheck builds and runs everything.)
     units=""
-    for t in "$work/$name"/build/tests/unit/test_*; do
-        case "$t" in */test_pyframes) ;; *) units="$units build/tests/unit/${t##*/}" ;; esac
+    for t in "$work/$name"/tests/unit/test_*.c; do
+        t=${t##*/}
+        t=${t%.c}
+        case "$t" in test_pyframes | test_stubs) ;; *) units="$units build/tests/unit/$t" ;; esac
     done
+    # shellcheck disable=SC2086
+    make -s -C "$work/$name" -j"$(nproc 2>/dev/null || echo 2)" all $units >"$work/build.log" 2>&1 ||
+        { tail -30 "$work/build.log"; echo "check-dist: the unpacked tarball does not build" >&2; exit 1; }
     # shellcheck disable=SC2086
     (cd "$work/$name" && scripts/run-tests.sh build $units) >"$work/test.log" 2>&1 ||
         { tail -30 "$work/test.log"; echo "check-dist: the unpacked tarball's unit tests fail" >&2; exit 1; }

@@ -10,7 +10,9 @@
 # and libunwind (the tests compare stacks with its unwinder; bench links it).
 # Tests (make check): clang with libFuzzer (fuzzing runs), valgrind, cppcheck and
 # clang-format (lint), binutils' addr2line (source lines), python3 (Python frames),
-# python3-venv and man-db (the install test: a wheel in a venv, the man page).
+# python3-venv and man-db (the install test: a wheel in a venv, the man page),
+# tmux and script(1) (leakwatch top and the HTML report on a terminal, driven
+# by test_answer).
 # Optional: chromium (the HTML report test; skipped with a message without it).
 # Tests also: CPython 3.14 from Debian sid, unpacked into a cache folder by
 # scripts/setup-python314.sh (not installed; skipped with a message offline);
@@ -62,6 +64,8 @@ need_cmd clang-format clang-format
 need_cmd addr2line binutils
 need_cmd python3 python3
 need_cmd man man-db
+need_cmd tmux tmux
+need_cmd script bsdutils
 if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
     missing="$missing python3-venv"
 fi

@@ -69,6 +69,21 @@ def marker_line(path, marker):
     raise AssertionError(f"{marker} not in {path}")
 
 
+def pytest_collection_modifyitems(config, items):
+    """LW_REAL_SHARD=I/N (scripts/check-real.sh): keep the I-th of N
+    interleaved shares of the tests (1-based), so that N pytest processes
+    run the tier at once, each test in exactly one of them."""
+    shard = os.environ.get("LW_REAL_SHARD")
+    if not shard:
+        return
+    i, n = (int(x) for x in shard.split("/"))
+    if not 1 <= i <= n:
+        raise pytest.UsageError(f"LW_REAL_SHARD={shard}: not I/N with 1 <= I <= N")
+    keep = [t for k, t in enumerate(items) if k % n == i - 1]
+    config.hook.pytest_deselected(items=[t for t in items if t not in keep])
+    items[:] = keep
+
+
 @pytest.fixture
 def lw(tmp_path):
     """lw(script, *args, env=..., options=[...]) runs `leakwatch run

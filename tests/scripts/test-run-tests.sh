@@ -23,8 +23,8 @@ bin() { # bin NAME BODY: a stand-in test binary
     chmod +x "$T/$1"
 }
 bin test_ok 'echo "Running suite(s): ok"
-echo "test_ok: top_keys skipped: tmux is not installed"
-echo "test_ok: top_keys skipped: tmux is not installed"
+echo "test_ok: full tmpfs case skipped: mounting a tmpfs needs root"
+echo "test_ok: full tmpfs case skipped: mounting a tmpfs needs root"
 echo "100%: Checks: 5, Failures: 0, Errors: 0"'
 bin test_nvidia 'echo "test_nvidia: Debian'"'"'s libcuda1 and libcudart11.0 are not unpacked: the layouts on NVIDIA'"'"'s real driver are skipped" >&2
 echo "100%: Checks: 3, Failures: 0, Errors: 0"'
@@ -49,15 +49,15 @@ has() {
 
 R="$root/scripts/run-tests.sh"
 # Passing binaries with skips: each distinct skip line once, counted.
-run 0 CI= "$R" build "$T/test_ok" "$T/test_nvidia"
+run 0 CI= "$R" "$T/build" "$T/test_ok" "$T/test_nvidia"
 last "8 passed, 0 failed, 2 skipped"
 has "tests: 2 binaries: 2 passed, 0 failed; 8 checks; 2 skips:"
-has "  test_ok: top_keys skipped: tmux is not installed"
+has "  test_ok: full tmpfs case skipped: mounting a tmpfs needs root"
 has "  test_nvidia: Debian's libcuda1"
-[ "$(grep -c 'tmux is not installed' "$T/out")" = 3 ] || fail "the repeated skip line is not listed once"
+[ "$(grep -c 'mounting a tmpfs needs root' "$T/out")" = 3 ] || fail "the repeated skip line is not listed once"
 
 # Failures: Check's failed tests, and a binary that died before its summary.
-run 1 CI= "$R" build "$T/test_ok" "$T/test_bad" "$T/test_crash"
+run 1 CI= "$R" "$T/build" "$T/test_ok" "$T/test_bad" "$T/test_crash"
 last "8 passed, 3 failed, 1 skipped"
 has "tests: 3 binaries: 1 passed, 2 failed (test_bad test_crash); 11 checks; 1 skips:"
 # Repeated at the end, where a CI log's tail shows them: the failure lines,
@@ -67,16 +67,21 @@ grep -qF "t.c:12:F:case:a_case:0: the pane never showed X" "$T/tail" || fail "fa
 grep -qx "starting" "$T/tail" || fail "a crashed binary's last lines not repeated"
 
 # Under CI a skip of a required component (NVIDIA's Debian libraries) fails
-# the run; one CI cannot have (tmux is not installed by install-deps) does not.
-run 1 CI=true "$R" build "$T/test_ok" "$T/test_nvidia"
+# the run; one CI cannot have (a case that needs root, where CI is not root) does not.
+run 1 CI=true "$R" "$T/build" "$T/test_ok" "$T/test_nvidia"
 last "8 passed, 0 failed, 2 skipped"
 has "FAILED under CI: CI is supposed to have NVIDIA's Debian libraries"
-run 0 CI=true "$R" build "$T/test_ok"
+run 0 CI=true "$R" "$T/build" "$T/test_ok"
 last "5 passed, 0 failed, 1 skipped"
+# tmux (leakwatch top's test) is one of what CI has.
+bin test_top 'echo "test_top: top_keys_and_job_exit_in_tmux skipped: tmux is not installed"
+echo "100%: Checks: 1, Failures: 0, Errors: 0"'
+run 1 CI=1 "$R" "$T/build" "$T/test_top"
+has "FAILED under CI: CI is supposed to have tmux"
 
 # No skips: the tally says so.
 bin test_clean 'echo "100%: Checks: 2, Failures: 0, Errors: 0"'
-run 0 CI=true "$R" build "$T/test_clean"
+run 0 CI=true "$R" "$T/build" "$T/test_clean"
 last "2 passed, 0 failed, 0 skipped"
 has "tests: 1 binaries: 1 passed, 0 failed; 2 checks; 0 skips"
 
@@ -91,7 +96,7 @@ bin test_alone 'd=$(dirname "$0"); [ -e "$d/done1" ] && [ -e "$d/done2" ] || { e
 echo "100%: Checks: 1, Failures: 0, Errors: 0"'
 for jobs in 1 2 3; do
     rm -f "$T/done1" "$T/done2"
-    run 1 CI= LW_TEST_JOBS=$jobs LW_TEST_ALONE=test_alone "$R" build "$T/test_alone" "$T/test_slow1" \
+    run 1 CI= LW_TEST_JOBS=$jobs LW_TEST_ALONE=test_alone "$R" "$T/build" "$T/test_alone" "$T/test_slow1" \
         "$T/test_ok" "$T/test_bad" "$T/test_slow2" "$T/test_crash"
     last "11 passed, 3 failed, 1 skipped"
     has "tests: 6 binaries: 4 passed, 2 failed (test_bad test_crash); 14 checks; 1 skips:"
@@ -101,7 +106,51 @@ for jobs in 1 2 3; do
         [ "$(grep -A1 -x "$b a" "$T/out" | tail -1)" = "$b b" ] || fail "jobs=$jobs: test_$b's output is split"
     done
 done
-run 2 LW_TEST_JOBS=x "$R" build "$T/test_ok"
+run 2 LW_TEST_JOBS=x "$R" "$T/build" "$T/test_ok"
+
+# Each binary's CPU time (user and system, its children's included) beside
+# its wall time: a binary that sleeps shows little, one that computes shows
+# about its wall time.
+bin test_busy 'i=0; while [ $i -lt 300000 ]; do i=$((i + 1)); done
+echo "100%: Checks: 1, Failures: 0, Errors: 0"'
+run 0 CI= LW_TEST_JOBS=1 "$R" "$T/build" "$T/test_slow1" "$T/test_busy"
+line=$(grep '^== test_slow1: passed in' "$T/out")
+case "$line" in *" s (0.0 s CPU)") ;; *) fail "a sleeping binary's CPU time: $line" ;; esac
+line=$(grep '^== test_busy: passed in' "$T/out")
+case "$line" in *" s (0.0 s CPU)" | "") fail "a busy binary's CPU time: $line" ;; esac
+has "time: "
+has "s CPU (user and system) in all"
+
+# The queue starts with the binary that took longest last time in this
+# build folder ($B/tests/.durations, written by the run before).
+mkdir -p "$T/build/tests"
+printf 'test_clean 5000\ntest_ok 10\n' >"$T/build/tests/.durations"
+run 0 CI= LW_TEST_JOBS=1 "$R" "$T/build" "$T/test_ok" "$T/test_clean" "$T/test_busy"
+[ "$(grep '^== ' "$T/out" | cut -d: -f1 | tr '\n' ' ')" = "== test_clean == test_ok == test_busy " ] ||
+    fail "not the longest first, then the unknown in their order"
+grep -q '^test_busy [0-9]' "$T/build/tests/.durations" || fail "the durations were not kept for the next run"
+# A binary the build folder has no time for takes it from the seed
+# (LW_TEST_SEED, in seconds): test_clean keeps its own 5 s, test_busy has
+# one now, test_crash (1000 s in the seed) goes first.
+printf '# name seconds\ntest_crash 1000\ntest_clean 1\n' >"$T/seed"
+run 1 CI= LW_TEST_JOBS=1 LW_TEST_SEED="$T/seed" "$R" "$T/build" "$T/test_clean" "$T/test_crash"
+[ "$(grep '^== ' "$T/out" | cut -d: -f1 | tr '\n' ' ')" = "== test_crash == test_clean " ] ||
+    fail "the seed's times were not used for a binary with none kept"
+
+# The counts left for scripts/test-tally.sh (make check's and .ci/run's
+# summary): the last run's, per flavour and in all; a flavour whose file is
+# older than the --since file was not run this time.
+run 0 CI= "$R" "$T/build" "$T/test_ok" "$T/test_nvidia"
+[ "$(cat "$T/build/tests/.tally")" = "8 0 2" ] || fail "the tally file holds '$(cat "$T/build/tests/.tally")'"
+mkdir -p "$T/old/tests"
+echo "1 1 1" >"$T/old/tests/.tally"
+touch -d '2001-01-01' "$T/old/tests/.tally"
+touch -d '2002-01-01' "$T/start"
+env "$root/scripts/test-tally.sh" --since "$T/start" plain="$T/build/tests/.tally" ASan="$T/build/tests/.tally" \
+    TSan="$T/old/tests/.tally" >"$T/out" 2>&1
+has "tests plain: 8 passed, 0 failed, 2 skipped"
+has "tests TSan: not run"
+last "tests in all: 16 passed, 0 failed, 4 skipped (plain 2, ASan 2); not run: TSan"
 
 if [ $failed -ne 0 ]; then
     echo "test-run-tests: $failed failed"

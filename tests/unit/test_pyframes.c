@@ -10,6 +10,8 @@
  *   tests/pythons.h); only those built for this test's architecture.
  * Programs are started through $LW_TEST_EXEC when set (make check-aarch64:
  * qemu-user; see tests/test_exec.h).
+ * The interpreters run at once, up to LW_PYFRAMES_JOBS (default: the number
+ * of cores), before the cases, which read their results.
  * Interpreters are told apart by sys.executable (after realpath), so the
  * pyenv shim and the version it selects count once. With none found the test
  * prints so and passes.
@@ -35,6 +37,7 @@
 #include <check.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
 #include <signal.h>
@@ -212,16 +215,43 @@ static const char *last_line(const char *s, char *buf, size_t n) {
     return buf;
 }
 
-START_TEST(test_python_frames_match_traceback) {
-    const struct python *py = &pythons[_i];
-    char script[PATH_MAX], so[PATH_MAX];
-    const char *src = getenv("LW_SRCDIR");
-    snprintf(script, sizeof script, "%s/tests/python/check_pyframes.py", src && *src ? src : ".");
-    snprintf(so, sizeof so, "%s/tests/python/pyprobe.so", build_dir());
-    ck_assert_msg(access(script, R_OK) == 0,
-                  "%s not found: run from the repository root or set LW_SRCDIR", script);
-    ck_assert_msg(access(so, R_OK) == 0, "%s not found: build it with make test-bins", so);
+/* The sweep: tests/python/check_pyframes.py under every CPython found, run
+ * before the Check cases (which only read the results), up to
+ * LW_PYFRAMES_JOBS at once (default: the number of cores). Each run is one
+ * CPU-bound process; one at a time, the sweep of the eight CPythons here
+ * took most of this test's time, and under qemu (make check-aarch64) most
+ * of that tier's. */
+static char sweep_script[PATH_MAX], sweep_so[PATH_MAX];
+static int sweep_rc[MAX_PY];
+static char *sweep_out[MAX_PY];
 
+static char *slurp_fd(int fd) {
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    if (!buf) return NULL;
+    lseek(fd, 0, SEEK_SET);
+    for (;;) {
+        if (len + 4096 > cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) break;
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + len, cap - len - 1);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        len += (size_t)r;
+    }
+    buf[len] = '\0';
+    return buf;
+}
+
+static void sweep(void) {
+    const char *src = getenv("LW_SRCDIR");
+    snprintf(sweep_script, sizeof sweep_script, "%s/tests/python/check_pyframes.py",
+             src && *src ? src : ".");
+    snprintf(sweep_so, sizeof sweep_so, "%s/tests/python/pyprobe.so", build_dir());
+    if (access(sweep_script, R_OK) != 0 || access(sweep_so, R_OK) != 0) return; /* the cases say */
     static char preload[PATH_MAX + 16];
     char *env[4] = {NULL, NULL, NULL, NULL};
     int ne = 0;
@@ -231,17 +261,84 @@ START_TEST(test_python_frames_match_traceback) {
         env[ne++] = preload;
         env[ne++] = "ASAN_OPTIONS=detect_leaks=0:abort_on_error=0";
     }
-    char *argv[] = {(char *)py->path, "-X", "faulthandler", script, so, NULL};
-    char *out = NULL;
-    int rc = run(argv, env, RUN_TIMEOUT_S * lw_test_time_scale(), &out);
-    const char *text = out ? out : "";
+    const char *j = getenv("LW_PYFRAMES_JOBS");
+    long jobs = j && *j ? strtol(j, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    if (jobs < 1) jobs = 1;
+    pid_t pid[MAX_PY];
+    int fd[MAX_PY], running = 0, next = 0, done = 0;
+    fflush(stdout);
+    fflush(stderr);
+    while (done < npythons) {
+        while (running < jobs && next < npythons) {
+            int i = next++;
+            char tmpl[] = "/tmp/lwpyframes.XXXXXX";
+            fd[i] = mkostemp(tmpl, O_CLOEXEC);
+            sweep_rc[i] = -1;
+            if (fd[i] < 0) {
+                done++;
+                continue;
+            }
+            unlink(tmpl);
+            pid[i] = fork();
+            if (pid[i] == 0) {
+                dup2(fd[i], 1);
+                dup2(fd[i], 2);
+                for (int k = 0; env[k]; k++)
+                    putenv(env[k]);
+                alarm(RUN_TIMEOUT_S * lw_test_time_scale()); /* survives exec: ends a hung Python */
+                char *full[80];
+                int n = lw_test_exec_prefix(pythons[i].path, full, 16);
+                char *argv[] = {pythons[i].path, "-X",     "faulthandler",
+                                sweep_script,    sweep_so, NULL};
+                for (int k = 0; argv[k] && n < 79; k++)
+                    full[n++] = argv[k];
+                full[n] = NULL;
+                execv(full[0], full);
+                fprintf(stderr, "cannot run %s: %s\n", pythons[i].path, strerror(errno));
+                _exit(127);
+            }
+            if (pid[i] < 0) {
+                close(fd[i]);
+                done++;
+                continue;
+            }
+            running++;
+        }
+        if (running == 0) break;
+        int st;
+        pid_t w = waitpid(-1, &st, 0);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        for (int i = 0; i < next; i++) {
+            if (pid[i] != w || fd[i] < 0) continue;
+            sweep_rc[i] = WIFEXITED(st)     ? WEXITSTATUS(st)
+                          : WIFSIGNALED(st) ? 128 + WTERMSIG(st)
+                                            : -1;
+            sweep_out[i] = slurp_fd(fd[i]);
+            close(fd[i]);
+            fd[i] = -1;
+            running--;
+            done++;
+        }
+    }
+}
+
+START_TEST(test_python_frames_match_traceback) {
+    const struct python *py = &pythons[_i];
+    ck_assert_msg(access(sweep_script, R_OK) == 0,
+                  "%s not found: run from the repository root or set LW_SRCDIR", sweep_script);
+    ck_assert_msg(access(sweep_so, R_OK) == 0, "%s not found: build it with make test-bins",
+                  sweep_so);
+    int rc = sweep_rc[_i];
+    const char *text = sweep_out[_i] ? sweep_out[_i] : "";
     char line[1024];
     printf("test_pyframes: %s: %s\n", py->path, last_line(text, line, sizeof line));
     fflush(stdout);
     size_t len = strlen(text);
     ck_assert_msg(rc == 0, "%s (%s) %s: exit status %d; output (tail):\n%s", py->path, py->label,
-                  script, rc, text + (len > 6000 ? len - 6000 : 0));
-    free(out);
+                  sweep_script, rc, text + (len > 6000 ? len - 6000 : 0));
 }
 END_TEST
 
@@ -324,6 +421,7 @@ int main(void) {
                (pythons[i].hexversion >> 16) & 0xFF, (pythons[i].hexversion >> 8) & 0xFF,
                pythons[i].path, pythons[i].label);
     fflush(stdout);
+    sweep();
 
     Suite *s = suite_create("pyframes");
     TCase *own = tcase_create("this_process");
