@@ -271,9 +271,6 @@ END_TEST
 int main(void) {
     Suite *s = suite_create("where");
     TCase *tc = tcase_create("where");
-    /* The helper's rule check starts CPython (4 s under ASan on a loaded
-     * machine, Check's default timeout); the timeout is not what it tests. */
-    tcase_set_timeout(tc, 60);
     tcase_add_test(tc, user_line_beats_torch_and_stdlib);
     tcase_add_test(tc, user_code_option_widens);
     tcase_add_test(tc, fallbacks);
