@@ -4,6 +4,7 @@
 #ifndef LW_TEST_EXEC_H
 #define LW_TEST_EXEC_H
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,17 @@ static inline const char *lw_test_exec_path(const char *exe, char *buf, size_t l
     if ((size_t)snprintf(buf, len, "%.*s%s", (int)n, l, exe) >= len || access(buf, X_OK) != 0)
         return exe;
     return buf;
+}
+
+/* In a child about to run a program: the end signals at their default
+ * action, as a job started from a shell has them. A suite started with
+ * SIGHUP ignored (nohup) or SIGINT ignored (a background job of a
+ * non-interactive shell) would otherwise hand that on, and leakwatch, which
+ * leaves a signal the job ignores alone, would rightly write no report. */
+static inline void lw_test_child_signals(void) {
+    static const int sigs[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        signal(sigs[i], SIG_DFL);
 }
 
 #endif

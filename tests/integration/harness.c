@@ -114,6 +114,7 @@ void lw_run_exe(lw_run *r, int preload, const char *exe, const char *const *args
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
+        lw_test_child_signals();
         int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(o, 1);

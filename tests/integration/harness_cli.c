@@ -51,6 +51,7 @@ pid_t lw_spawn(const char *exe, const char *const *args, const char *const *env,
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
+        lw_test_child_signals();
         int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         int in = open("/dev/null", O_RDONLY);
         dup2(in, 0);
