@@ -439,6 +439,9 @@ void lw_control_stop(void) {
         until.tv_nsec += (STOP_WAIT_MS % 1000) * 1000000L;
         if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
         int joined = pthread_timedjoin_np(thread, NULL, &until) == 0;
+        /* Not waited for: detached, so that its end frees it (it is no
+         * longer ours to join; a later start makes a new one). */
+        if (!joined) pthread_detach(thread);
         unlink(sock_path);
         if (joined) close_fds();
         running = 0;
