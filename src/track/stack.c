@@ -667,10 +667,18 @@ void lw_stack_capture(uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t cut_h
     out->n = capture_fallback(ips, max, cut_lo, cut_hi, &out->cut);
 }
 
-lw_py_cache *lw_stack_py_cache(int max) {
-    if (!use_fast) return NULL;
+__attribute__((noinline)) static lw_py_cache *py_cache_first(int max) {
     thread_state *ts = state_for_thread(max, (uintptr_t)__builtin_frame_address(0));
     return ts && !ts->busy ? &ts->py : NULL;
+}
+
+lw_py_cache *lw_stack_py_cache(int max) {
+    if (!use_fast) return NULL;
+    /* The thread's state made: no frame of its own (state_for_thread's
+     * first call, out of line, makes it). */
+    thread_state *ts = tls_state;
+    if (__builtin_expect(ts == NULL, 0)) return py_cache_first(max);
+    return ts->cap >= max && !ts->busy ? &ts->py : NULL;
 }
 
 void lw_stack_done(lw_stack_info *info, void *tag, uint64_t aux) {
