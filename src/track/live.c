@@ -181,12 +181,42 @@ __attribute__((noinline)) static int insert_contended(stripe *st, uint64_t hv, c
     return insert_held(st, hv, rec, replaced);
 }
 
+/* The lock held, when the insert may need memory (no bucket array, no free
+ * record, or a table due to grow): the whole body, out of line. */
+__attribute__((noinline)) static int insert_growing(stripe *st, uint64_t hv, const lw_alloc *rec,
+                                                    lw_alloc *replaced) {
+    return insert_held(st, hv, rec, replaced);
+}
+
 int lw_live_insert(const lw_alloc *rec, lw_alloc *replaced) {
     uint64_t hv = hash_key((lw_key_class)rec->cls, rec->key);
     stripe *st = stripe_of(hv);
     if (__builtin_expect(atomic_exchange_explicit(&st->lock.held, 1, memory_order_acquire), 0))
         return insert_contended(st, hv, rec, replaced);
-    return insert_held(st, hv, rec, replaced);
+    size_t count = atomic_load_explicit(&st->count, memory_order_relaxed) + 1;
+    if (__builtin_expect(!st->mask || !st->free_list || count > 2 * (st->mask + 1), 0))
+        return insert_growing(st, hv, rec, replaced);
+    /* The common case, calling nothing: insert_held's body where neither
+     * grow() nor the slab refill can run. */
+    lw_alloc **head = &st->buckets[hv & st->mask];
+    for (lw_alloc *old = *head; old; old = old->next) {
+        if (old->key == rec->key && old->cls == rec->cls) {
+            *replaced = *old;
+            lw_alloc *next = old->next;
+            *old = *rec;
+            old->next = next;
+            UNLOCK(&st->lock);
+            return 1;
+        }
+    }
+    lw_alloc *r = st->free_list;
+    st->free_list = r->next;
+    *r = *rec;
+    r->next = *head;
+    *head = r;
+    atomic_store_explicit(&st->count, count, memory_order_relaxed);
+    UNLOCK(&st->lock);
+    return 0;
 }
 
 static inline __attribute__((always_inline)) int
