@@ -510,7 +510,7 @@ fast_walk(thread_state *ts, uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t
             continue;
         /* Each word the walk read then, read again: all in this thread's
          * stack above sp (docs/stacks.md), and independent of each other,
-         * so no chain of loads. */
+         * so no chain of loads (the padding reads the slot itself). */
         const pair_check *c = (const pair_check *)(const void *)e->chk;
         /* Eight pairs, then one branch: a stack from another call site
          * differs within the first few frames. Then the rest, four at a
