@@ -52,14 +52,13 @@ function median(x, n,   i, j, t) {
     for (i = 2; i <= n; i++) { t = x[i]; for (j = i - 1; j >= 1 && x[j] > t; j--) x[j + 1] = x[j]; x[j + 1] = t }
     return n % 2 ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2
 }
-function show(name, x, n,   i, lo, hi) {
-    lo = x[1]; hi = x[1]
-    for (i = 2; i <= n; i++) { if (x[i] < lo) lo = x[i]; if (x[i] > hi) hi = x[i] }
-    printf "%-52s %7.0f [%6.0f..%6.0f]\n", name, median(x, n), lo, hi
+function show(name, x, n,   i, m) {
+    m = median(x, n) # sorts x
+    printf "%-52s %7.0f [%6.0f..%6.0f] %6.0f %6.0f\n", name, m, x[1], x[n], x[int((n + 3) / 4)], x[n + 1 - int((n + 3) / 4)]
 }
 { n++; base[n] = $1; da[n] = $2 - $1; dc[n] = $3 - $1; d[n] = $3 - $2 }
 END {
-    printf "%-52s %7s %s\n", "", "median", "[min..max] CPU ns per pair"
+    printf "%-52s %7s %s\n", "", "median", "[min..max] q1 q3, CPU ns per pair"
     show("without the shim", base, n)
     show("added by A: " a, da, n)
     show("added by B: " c, dc, n)

@@ -85,15 +85,20 @@ static inline stripe *stripe_of(uint64_t hv) {
     return &stripes[hv >> 58].s; /* top 6 bits: 64 stripes */
 }
 
-static lw_alloc *take_record(stripe *st) {
-    if (!st->free_list) {
-        lw_alloc *slab = lw_tracker_malloc(SLAB_RECORDS * sizeof *slab);
-        if (!slab) return NULL;
-        atomic_fetch_add(&table_bytes, SLAB_RECORDS * sizeof *slab);
-        for (int i = 0; i < SLAB_RECORDS; i++) {
-            slab[i].next = st->free_list;
-            st->free_list = &slab[i];
-        }
+__attribute__((noinline, cold)) static void refill(stripe *st) {
+    lw_alloc *slab = lw_tracker_malloc(SLAB_RECORDS * sizeof *slab);
+    if (!slab) return;
+    atomic_fetch_add(&table_bytes, SLAB_RECORDS * sizeof *slab);
+    for (int i = 0; i < SLAB_RECORDS; i++) {
+        slab[i].next = st->free_list;
+        st->free_list = &slab[i];
+    }
+}
+
+static inline lw_alloc *take_record(stripe *st) {
+    if (__builtin_expect(!st->free_list, 0)) {
+        refill(st);
+        if (!st->free_list) return NULL;
     }
     lw_alloc *r = st->free_list;
     st->free_list = r->next;
@@ -107,7 +112,7 @@ static void give_record(stripe *st, lw_alloc *r) {
 
 /* Doubles the bucket array (or makes the first). On failure the chains just
  * grow longer. */
-static void grow(stripe *st) {
+__attribute__((noinline, cold)) static void grow(stripe *st) {
     size_t n = st->mask ? (st->mask + 1) * 2 : FIRST_BUCKETS;
     lw_alloc **b = lw_tracker_calloc(n, sizeof *b);
     if (!b) return;
@@ -128,12 +133,14 @@ static void grow(stripe *st) {
     st->mask = n - 1;
 }
 
-int lw_live_insert(const lw_alloc *rec, lw_alloc *replaced) {
-    uint64_t hv = hash_key((lw_key_class)rec->cls, rec->key);
-    stripe *st = stripe_of(hv);
+/* The table's operations run with the stripe's lock held: one body each,
+ * inlined into the uncontended path, which takes the lock with one
+ * exchange and calls nothing on its common path (no frame to set up), and
+ * into the contended one, out of line, which waits for the lock first. */
+static inline __attribute__((always_inline)) int
+insert_held(stripe *st, uint64_t hv, const lw_alloc *rec, lw_alloc *replaced) {
     int result = 0;
-    LOCK(&st->lock);
-    if (!st->mask) grow(st);
+    if (__builtin_expect(!st->mask, 0)) grow(st);
     if (!st->mask) {
         result = -1;
         goto out;
@@ -162,17 +169,59 @@ int lw_live_insert(const lw_alloc *rec, lw_alloc *replaced) {
      * the stripes', so no shared counter is touched per event. */
     size_t count = atomic_load_explicit(&st->count, memory_order_relaxed) + 1;
     atomic_store_explicit(&st->count, count, memory_order_relaxed);
-    if (count > 2 * (st->mask + 1)) grow(st);
+    if (__builtin_expect(count > 2 * (st->mask + 1), 0)) grow(st);
 out:
     UNLOCK(&st->lock);
     return result;
 }
 
-int lw_live_remove(lw_key_class cls, uint64_t key, lw_alloc *out) {
-    uint64_t hv = hash_key(cls, key);
+__attribute__((noinline)) static int insert_contended(stripe *st, uint64_t hv, const lw_alloc *rec,
+                                                      lw_alloc *replaced) {
+    lock_wait(&st->lock);
+    return insert_held(st, hv, rec, replaced);
+}
+
+/* The lock held, when the insert may need memory (no bucket array, no free
+ * record, or a table due to grow): the whole body, out of line. */
+__attribute__((noinline)) static int insert_growing(stripe *st, uint64_t hv, const lw_alloc *rec,
+                                                    lw_alloc *replaced) {
+    return insert_held(st, hv, rec, replaced);
+}
+
+int lw_live_insert(const lw_alloc *rec, lw_alloc *replaced) {
+    uint64_t hv = hash_key((lw_key_class)rec->cls, rec->key);
     stripe *st = stripe_of(hv);
+    if (__builtin_expect(atomic_exchange_explicit(&st->lock.held, 1, memory_order_acquire), 0))
+        return insert_contended(st, hv, rec, replaced);
+    size_t count = atomic_load_explicit(&st->count, memory_order_relaxed) + 1;
+    if (__builtin_expect(!st->mask || !st->free_list || count > 2 * (st->mask + 1), 0))
+        return insert_growing(st, hv, rec, replaced);
+    /* The common case, calling nothing: insert_held's body where neither
+     * grow() nor the slab refill can run. */
+    lw_alloc **head = &st->buckets[hv & st->mask];
+    for (lw_alloc *old = *head; old; old = old->next) {
+        if (old->key == rec->key && old->cls == rec->cls) {
+            *replaced = *old;
+            lw_alloc *next = old->next;
+            *old = *rec;
+            old->next = next;
+            UNLOCK(&st->lock);
+            return 1;
+        }
+    }
+    lw_alloc *r = st->free_list;
+    st->free_list = r->next;
+    *r = *rec;
+    r->next = *head;
+    *head = r;
+    atomic_store_explicit(&st->count, count, memory_order_relaxed);
+    UNLOCK(&st->lock);
+    return 0;
+}
+
+static inline __attribute__((always_inline)) int
+remove_held(stripe *st, uint64_t hv, lw_key_class cls, uint64_t key, lw_alloc *out) {
     int found = 0;
-    LOCK(&st->lock);
     if (st->mask) {
         for (lw_alloc **pp = &st->buckets[hv & st->mask]; *pp; pp = &(*pp)->next) {
             lw_alloc *r = *pp;
@@ -190,6 +239,20 @@ int lw_live_remove(lw_key_class cls, uint64_t key, lw_alloc *out) {
     }
     UNLOCK(&st->lock);
     return found;
+}
+
+__attribute__((noinline)) static int remove_contended(stripe *st, uint64_t hv, lw_key_class cls,
+                                                      uint64_t key, lw_alloc *out) {
+    lock_wait(&st->lock);
+    return remove_held(st, hv, cls, key, out);
+}
+
+int lw_live_remove(lw_key_class cls, uint64_t key, lw_alloc *out) {
+    uint64_t hv = hash_key(cls, key);
+    stripe *st = stripe_of(hv);
+    if (__builtin_expect(atomic_exchange_explicit(&st->lock.held, 1, memory_order_acquire), 0))
+        return remove_contended(st, hv, cls, key, out);
+    return remove_held(st, hv, cls, key, out);
 }
 
 void lw_live_scan(void (*fn)(const lw_alloc *r, void *arg), void *arg) {

@@ -248,7 +248,7 @@ static inline void frame_words(const struct layout *L, uint32_t o3, uintptr_t f,
     w[3] = rd_ptr(f + o3);
 }
 
-int lw_py_capture_cached(lw_pyframe *out, int max, lw_py_cache *c) {
+__attribute__((noinline)) static int capture_cached(lw_pyframe *out, int max, lw_py_cache *c) {
     if (!ready(out, max)) return 0;
     if (c == NULL) return lw_py_capture(out, max);
     /* A local copy: byte stores into out may alias g, and the compiler
@@ -295,6 +295,14 @@ int lw_py_capture_cached(lw_pyframe *out, int max, lw_py_cache *c) {
     c->n = n;
     c->steps = steps;
     return n;
+}
+
+/* A process without Python (a C or C++ job) returns here, with no frame of
+ * its own: the state says so, as ready() would. */
+int lw_py_capture_cached(lw_pyframe *out, int max, lw_py_cache *c) {
+    int st = atomic_load_explicit(&g_state, memory_order_acquire);
+    if (st != 1 && st != 0) return 0;
+    return capture_cached(out, max, c);
 }
 
 int lw_py_thread_without_frames(void) {

@@ -131,7 +131,7 @@ int lw_site_in_backward(const lw_site *s) {
     return (s->key[0] & BACKWARD_BIT) != 0;
 }
 
-static lw_site *site_for_this_stack(void) {
+static inline __attribute__((always_inline)) lw_site *site_for_this_stack(void) {
     /* The stack and the Python frames are written straight into the site key
      * (header word first): nothing is copied before hashing. */
     uintptr_t key[LW_SITE_KEY_WORDS(LW_STACK_MAX, LW_PY_MAX)];

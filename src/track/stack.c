@@ -218,10 +218,18 @@ typedef struct {
     uint64_t mask[2];
 } check;
 
-/* What a filled slot keeps of its checks: only the words compared, one
- * (address, value) pair each, written over the checks when the walk ends
- * (compact_checks). Confirming a stack is then a load and an xor per word,
- * with no masks. */
+/* What a filled slot keeps of its checks: only the words compared, written
+ * over the checks when the walk ends (compact_checks). A check whose two
+ * words are both compared (the return address and the saved frame pointer
+ * of a standard prologue) becomes a pair check, compared as one 16-byte
+ * word; a check of one word becomes a word check. The pair checks come
+ * first, then the word checks. Confirming a stack is then a load and an xor
+ * per pair or word, with no masks. */
+typedef uint64_t lw_v2 __attribute__((vector_size(16)));
+typedef struct {
+    uintptr_t addr, pad_;
+    lw_v2 want;
+} pair_check;
 typedef struct {
     uintptr_t addr;
     uint64_t want;
@@ -236,7 +244,8 @@ typedef struct {
     int n;                    /* frames outside leakwatch; 0: empty */
     int end;                  /* how the walk ended */
     int need_fp;              /* the anchor's fp is used before it is reloaded */
-    int nchk;                 /* word checks (a filled slot); -1: none to compare */
+    int nchk;                 /* pair and word checks (a filled slot); -1: none to compare */
+    int npair;                /* of which pair checks (first) */
     void *tag;
     uint64_t aux; /* the caller's, with tag */
     uintptr_t *ips;
@@ -252,7 +261,8 @@ typedef struct {
     rule_slot rules[RULE_SLOTS];
     stack_slot stacks[STACK_SLOTS];
     unsigned char next_way[STACK_SETS];
-    lw_py_cache py; /* the thread's last Python frames (record.c) */
+    word_check *words; /* compact_checks' scratch: a slot's word checks */
+    lw_py_cache py;    /* the thread's last Python frames (record.c) */
 } thread_state;
 
 static __thread thread_state *tls_state __attribute__((tls_model("initial-exec")));
@@ -310,7 +320,7 @@ static thread_state *state_for_thread(int cap, uintptr_t sp) {
      * saved frame pointer), leakwatch's own frames included. */
     size_t frames = (size_t)cap + OWN_FRAMES_MAX + 1;
     size_t per = ((size_t)cap * sizeof(uintptr_t) + 2 * frames * sizeof(check) + 15) & ~(size_t)15;
-    ts = calloc(1, sizeof *ts + STACK_SLOTS * per + 16);
+    ts = calloc(1, sizeof *ts + STACK_SLOTS * per + 16 + 2 * frames * sizeof(word_check));
     if (!ts) return NULL;
     ts->cap = cap;
     char *p = (char *)(((uintptr_t)(ts + 1) + 15) & ~(uintptr_t)15); /* checks are 16-aligned */
@@ -319,6 +329,7 @@ static thread_state *state_for_thread(int cap, uintptr_t sp) {
         ts->stacks[i].ips = (uintptr_t *)(void *)(p + 2 * frames * sizeof(check));
         p += per;
     }
+    ts->words = (word_check *)(void *)p;
     ts->gen = lw_code_epoch();
     find_bounds(ts, sp);
     if (pthread_setspecific(state_key, ts) != 0) {
@@ -407,8 +418,21 @@ static inline lw_unw_rule rule_for(thread_state *ts, uintptr_t ip) {
         sp = cfa_; /* LW_UNW_SP_IS_CFA */                                                          \
     } while (0)
 
-/* Whether any of the n word checks at w reads another value than recorded.
- * The loads are independent of each other (addresses known in advance). */
+/* Whether any of the n pair checks at c reads other words than recorded
+ * (nonzero then). The loads are independent of each other (addresses known
+ * in advance). */
+__attribute__((no_sanitize_address)) static inline lw_v2 pairs_differ(const pair_check *c, int n) {
+    lw_v2 acc = {0, 0};
+#pragma GCC unroll 8
+    for (int i = 0; i < n; i++) {
+        lw_v2 x;
+        __builtin_memcpy(&x, (const void *)c[i].addr, sizeof x);
+        acc |= x ^ c[i].want;
+    }
+    return acc;
+}
+
+/* The same for the n word checks at w. */
 __attribute__((no_sanitize_address)) static inline uint64_t differs(const word_check *w, int n) {
     uint64_t acc = 0;
 #pragma GCC unroll 8
@@ -418,22 +442,43 @@ __attribute__((no_sanitize_address)) static inline uint64_t differs(const word_c
 }
 
 #if LW_UNW_FAST /* only the fast walker records checks */
-/* Rewrites the walk's n checks as the word checks of the words they compare,
- * in place (a check is 48 bytes, its words at most 32, so the words of check
- * i end within its own bytes, after it was read). Returns their number. */
-static int compact_checks(check *chk, int n) {
+/* Rewrites the walk's n checks as the pair checks and then the word checks
+ * of the words they compare, in place: a pair check (32 bytes) is written
+ * at or before the check (48 bytes) it comes from, after it was read; the
+ * word checks wait in the thread's scratch (words) and follow the pairs.
+ * Each list is padded to a multiple of 4 with checks of their own want
+ * field (always equal), so that confirming needs no loop for a remainder;
+ * the padding fits (the slot has room for 2 * frames checks of 48 bytes,
+ * frames > 12, and n <= 2 * frames). Sets *npair; returns the number of
+ * checks, padding included. */
+static int compact_checks(check *chk, int n, word_check *words, int *npair) {
     char *out = (char *)(void *)chk;
-    int nw = 0;
+    int np = 0, nw = 0;
     for (int i = 0; i < n; i++) {
         check c;
         memcpy(&c, &chk[i], sizeof c);
-        for (int k = 0; k < 2; k++) {
-            if (!c.mask[k]) continue;
-            word_check w = {c.addr + 8 * (uintptr_t)k, c.want[k]};
-            memcpy(out + (size_t)nw++ * sizeof w, &w, sizeof w);
+        if (c.mask[0] && c.mask[1]) {
+            pair_check p = {c.addr, 0, {c.want[0], c.want[1]}};
+            memcpy(out + (size_t)np++ * sizeof p, &p, sizeof p);
+            continue;
         }
+        for (int k = 0; k < 2; k++)
+            if (c.mask[k]) words[nw++] = (word_check){c.addr + 8 * (uintptr_t)k, c.want[k]};
     }
-    return nw;
+    pair_check *pairs = (pair_check *)(void *)out;
+    while (np % 4) {
+        pair_check *p = &pairs[np++];
+        p->addr = (uintptr_t)&p->want;
+        p->want = (lw_v2){0, 0};
+    }
+    word_check *w = (word_check *)(void *)(pairs + np);
+    memcpy(w, words, (size_t)nw * sizeof *words);
+    while (nw % 4) {
+        w[nw].addr = (uintptr_t)&w[nw].want;
+        w[nw++].want = 0;
+    }
+    *npair = np;
+    return np + nw;
 }
 #endif
 
@@ -465,17 +510,24 @@ fast_walk(thread_state *ts, uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t
             continue;
         /* Each word the walk read then, read again: all in this thread's
          * stack above sp (docs/stacks.md), and independent of each other,
-         * so no chain of loads. */
-        const word_check *c = (const word_check *)(const void *)e->chk;
-        /* Eight at a time, then one branch: a stack from another call
-         * site differs within the first few frames. */
-        int i = 0, nchk = e->nchk;
-        uint64_t diff = 0;
-        while (!diff && i + 8 <= nchk) {
-            diff = differs(c + i, 8);
-            i += 8;
+         * so no chain of loads (the padding reads the slot itself). */
+        const pair_check *c = (const pair_check *)(const void *)e->chk;
+        /* Eight pairs, then one branch: a stack from another call site
+         * differs within the first few frames. Then the rest, four at a
+         * time (both lists are padded to a multiple of 4), and one branch. */
+        int i = 0, np = e->npair, nw = e->nchk - np;
+        lw_v2 acc = {0, 0};
+        if (np >= 8) {
+            acc = pairs_differ(c, 8);
+            i = 8;
+            if ((acc[0] | acc[1]) && !trust_cache) continue;
         }
-        if (!diff && i < nchk) diff = differs(c + i, nchk - i);
+        for (; i < np; i += 4)
+            acc |= pairs_differ(c + i, 4);
+        uint64_t diff = acc[0] | acc[1];
+        const word_check *w = (const word_check *)(const void *)(c + np);
+        for (i = 0; i < nw; i += 4)
+            diff |= differs(w + i, 4);
         if (diff != 0 && !trust_cache) continue;
         out->cached = e->ips; /* copied if the caller needs them (lw_stack_ips) */
         out->known = 1;
@@ -539,7 +591,7 @@ fast_walk(thread_state *ts, uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t
     e->need_fp = need_fp;
     e->end = end;
     e->n = n;
-    nchk = compact_checks(chk, nchk);
+    nchk = compact_checks(chk, nchk, ts->words, &e->npair);
     e->nchk = nchk > 0 ? nchk : -1; /* never 0 for a filled slot */
     out->known = 0;
     out->tag = &e->tag;
@@ -615,10 +667,18 @@ void lw_stack_capture(uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t cut_h
     out->n = capture_fallback(ips, max, cut_lo, cut_hi, &out->cut);
 }
 
-lw_py_cache *lw_stack_py_cache(int max) {
-    if (!use_fast) return NULL;
+__attribute__((noinline)) static lw_py_cache *py_cache_first(int max) {
     thread_state *ts = state_for_thread(max, (uintptr_t)__builtin_frame_address(0));
     return ts && !ts->busy ? &ts->py : NULL;
+}
+
+lw_py_cache *lw_stack_py_cache(int max) {
+    if (!use_fast) return NULL;
+    /* The thread's state made: no frame of its own (state_for_thread's
+     * first call, out of line, makes it). */
+    thread_state *ts = tls_state;
+    if (__builtin_expect(ts == NULL, 0)) return py_cache_first(max);
+    return ts->cap >= max && !ts->busy ? &ts->py : NULL;
 }
 
 void lw_stack_done(lw_stack_info *info, void *tag, uint64_t aux) {

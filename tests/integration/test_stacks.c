@@ -44,8 +44,9 @@ static void run_scenario(lw_run *r, const char *scenario, const char *const *env
 /* Each scenario: zero differences (the harness checks), every stack by the
  * fast walker, and each leaking function's bytes on its own site. */
 START_TEST(adversarial_stacks_are_exact) {
-    static const char *const scenarios[] = {"recursion", "alloca",    "longjmp",   "signals",
-                                            "threads",   "samedepth", "optimised", "dlclose"};
+    static const char *const scenarios[] = {"recursion", "alloca",  "longjmp",
+                                            "signals",   "threads", "samedepth",
+                                            "optimised", "dlclose", "samedepth_nofp"};
     const char *env[] = {"LEAKWATCH_QUIET=1", "LEAKWATCH_WARN=0", "LEAKWATCH_MAX_FRAMES=128", NULL};
     for (size_t k = 0; k < sizeof scenarios / sizeof *scenarios; k++) {
         lw_run r;
@@ -62,6 +63,12 @@ START_TEST(adversarial_stacks_are_exact) {
             ck_assert_int_eq(live_of(&r, "leak_same_a"), 400 * 6001);
             ck_assert_int_eq(live_of(&r, "leak_same_b"), 400 * 6002);
             ck_assert_int_eq(live_of(&r, "leak_same_c"), 400 * 6003);
+        }
+        if (!strcmp(scenarios[k], "samedepth_nofp")) {
+            /* the same, told apart by one word checked alone */
+            ck_assert_int_eq(live_of(&r, "leak_nofp_a"), 400 * 7101);
+            ck_assert_int_eq(live_of(&r, "leak_nofp_b"), 400 * 7102);
+            ck_assert_int_eq(live_of(&r, "leak_nofp_c"), 400 * 7103);
         }
         if (!strcmp(scenarios[k], "alloca")) {
             /* x and y take turns at the same stack pointer: 200 each */

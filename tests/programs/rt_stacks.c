@@ -7,7 +7,7 @@
  *   rt_stacks SCENARIO [ROUNDS]
  *
  * SCENARIO: recursion, alloca, longjmp, signals, threads, samedepth,
- * optimised, dlclose, or all. Each leaks a known number of bytes from functions
+ * optimised, dlclose, samedepth_nofp, or all. Each leaks a known number of bytes from functions
  * named leak_* (the test reads them back from the report) and frees
  * everything else. */
 #include "safety.h"
@@ -262,6 +262,37 @@ OPT static void optimised(long rounds) {
     }
 }
 
+/* ---- another function at the same depth, told apart by one word ----
+ * As samedepth, through frames without a frame pointer: leak_nofp_a, _b and
+ * _c call one function, nofp_common, that calls churn. Only nofp_common's
+ * return address differs, in a frame whose saved-register slot is no saved
+ * frame pointer: a stack told apart by a check of one word, not of a pair. */
+OPT static void nofp_common(size_t size, int i) {
+    churn(size, size, i);
+    KEEP(i);
+}
+OPT static void leak_nofp_a(int i) {
+    nofp_common(7101, i);
+    KEEP(i);
+}
+OPT static void leak_nofp_b(int i) {
+    nofp_common(7102, i);
+    KEEP(i);
+}
+OPT static void leak_nofp_c(int i) {
+    nofp_common(7103, i);
+    KEEP(i);
+}
+static void (*const nofp_fns[3])(int) = {leak_nofp_a, leak_nofp_b, leak_nofp_c};
+NOINLINE static void call_nofp(int which, int i) {
+    nofp_fns[which](i);
+    KEEP(which);
+}
+static void samedepth_nofp(long rounds) {
+    for (long i = 0; i < rounds * 3; i++)
+        call_nofp((int)((i * 7) % 3), (int)(i / 3) * 8); /* every call leaks */
+}
+
 /* ---- code unloaded, other code loaded at the same addresses ----
  * libstackvar1.so and libstackvar2.so (tests/integration/stackvar_lib.c)
  * have other frame sizes at the same offsets; each is loaded where the
@@ -288,7 +319,7 @@ static const struct {
 } scenarios[] = {
     {"recursion", recursion}, {"alloca", alloca_sizes},    {"longjmp", longjmps},
     {"signals", signals},     {"threads", threads},        {"samedepth", samedepth},
-    {"optimised", optimised}, {"dlclose", dlclose_reload},
+    {"optimised", optimised}, {"dlclose", dlclose_reload}, {"samedepth_nofp", samedepth_nofp},
 };
 
 int main(int argc, char **argv) {
