@@ -227,17 +227,9 @@ static inline __attribute__((always_inline)) lw_site *site_for_this_stack(void) 
     return s;
 }
 
-static inline void site_add(lw_site *s, uint64_t size) {
-    lw_site_count_alloc(s, size);
-}
-
-static inline void site_sub(lw_site *s, uint64_t size) {
-    lw_site_count_free(s, size);
-}
-
 /* Takes a record's bytes off its site and the totals. */
 static inline __attribute__((always_inline)) void forget(const lw_alloc *r) {
-    site_sub(r->site, r->size);
+    lw_site_count_free(r->site, r->size);
     lw_totals_free(r->device, (lw_kind)r->kind, r->size);
 }
 
@@ -268,7 +260,7 @@ void lw_record_alloc(lw_kind kind, lw_key_class cls, uint64_t key, uint64_t size
         atomic_fetch_add(&reused_unseen, 1);
         forget(&old);
     }
-    site_add(rec.site, size);
+    lw_site_count_alloc(rec.site, size);
     lw_totals_alloc(device, kind, size);
 }
 
