@@ -137,6 +137,33 @@ __attribute__((noinline, cold)) static void grow(stripe *st) {
  * inlined into the uncontended path, which takes the lock with one
  * exchange and calls nothing on its common path (no frame to set up), and
  * into the contended one, out of line, which waits for the lock first. */
+/* Same key live twice in the bucket: the first one's free went by unseen;
+ * the record is replaced in place (its old contents to *replaced). */
+static inline __attribute__((always_inline)) int
+replace_same_key(lw_alloc **head, const lw_alloc *rec, lw_alloc *replaced) {
+    for (lw_alloc *old = *head; old; old = old->next) {
+        if (old->key == rec->key && old->cls == rec->cls) {
+            *replaced = *old;
+            lw_alloc *next = old->next;
+            *old = *rec;
+            old->next = next;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* r, a free record, holds rec at the head of the bucket; the stripe's count
+ * goes up by a plain store (the lock is held, and the table's record count is
+ * the sum of the stripes': no shared counter is touched per event). */
+static inline __attribute__((always_inline)) void
+push_record(stripe *st, lw_alloc **head, lw_alloc *r, const lw_alloc *rec, size_t count) {
+    *r = *rec;
+    r->next = *head;
+    *head = r;
+    atomic_store_explicit(&st->count, count, memory_order_relaxed);
+}
+
 static inline __attribute__((always_inline)) int
 insert_held(stripe *st, uint64_t hv, const lw_alloc *rec, lw_alloc *replaced) {
     int result = 0;
@@ -146,29 +173,17 @@ insert_held(stripe *st, uint64_t hv, const lw_alloc *rec, lw_alloc *replaced) {
         goto out;
     }
     lw_alloc **head = &st->buckets[hv & st->mask];
-    for (lw_alloc *old = *head; old; old = old->next) {
-        if (old->key == rec->key && old->cls == rec->cls) {
-            /* Same key live twice: the first one's free went by unseen. */
-            *replaced = *old;
-            lw_alloc *next = old->next;
-            *old = *rec;
-            old->next = next;
-            result = 1;
-            goto out;
-        }
+    if (replace_same_key(head, rec, replaced)) {
+        result = 1;
+        goto out;
     }
     lw_alloc *r = take_record(st);
     if (!r) {
         result = -1;
         goto out;
     }
-    *r = *rec;
-    r->next = *head;
-    *head = r;
-    /* A plain increment (the lock is held): the record count is the sum of
-     * the stripes', so no shared counter is touched per event. */
     size_t count = atomic_load_explicit(&st->count, memory_order_relaxed) + 1;
-    atomic_store_explicit(&st->count, count, memory_order_relaxed);
+    push_record(st, head, r, rec, count);
     if (__builtin_expect(count > 2 * (st->mask + 1), 0)) grow(st);
 out:
     UNLOCK(&st->lock);
@@ -199,24 +214,16 @@ int lw_live_insert(const lw_alloc *rec, lw_alloc *replaced) {
     /* The common case, calling nothing: insert_held's body where neither
      * grow() nor the slab refill can run. */
     lw_alloc **head = &st->buckets[hv & st->mask];
-    for (lw_alloc *old = *head; old; old = old->next) {
-        if (old->key == rec->key && old->cls == rec->cls) {
-            *replaced = *old;
-            lw_alloc *next = old->next;
-            *old = *rec;
-            old->next = next;
-            UNLOCK(&st->lock);
-            return 1;
-        }
+    int result = 0;
+    if (replace_same_key(head, rec, replaced)) {
+        result = 1;
+    } else {
+        lw_alloc *r = st->free_list;
+        st->free_list = r->next;
+        push_record(st, head, r, rec, count);
     }
-    lw_alloc *r = st->free_list;
-    st->free_list = r->next;
-    *r = *rec;
-    r->next = *head;
-    *head = r;
-    atomic_store_explicit(&st->count, count, memory_order_relaxed);
     UNLOCK(&st->lock);
-    return 0;
+    return result;
 }
 
 static inline __attribute__((always_inline)) int
