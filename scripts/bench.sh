@@ -87,7 +87,7 @@ field() {
 # Summary of paired rounds: stdin has "base_cpu shim_cpu base_wall shim_wall"
 # per round; prints the formatted columns.
 summarise() {
-    awk -v goal="$1" -v showpar="${SHOW_PAR:-}" '
+    awk -v goal="$1" -v steady="${2:-}" -v showpar="${SHOW_PAR:-}" '
     function median(a, n,   i, j, t) {
         for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
         return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
@@ -99,19 +99,32 @@ summarise() {
         for (i = 2; i <= n; i++) { t = b[i]; for (j = i - 1; j >= 1 && b[j] > t; j--) b[j + 1] = b[j]; b[j + 1] = t }
         return b[int((n + 3) / 4)]
     }
-    { n++; dc[n] = $2 - $1; dw[n] = $4 - $3; bc[n] = $1; rc[n] = $1 > 0 ? $2 / $1 : 0; par[n] = $5 }
+    { n++; row[n] = $0; a1[n] = $1; a2[n] = NF >= 6 ? $6 : $1; bare[2 * n - 1] = a1[n]; bare[2 * n] = a2[n] }
     END {
         if (!n) exit 1
-        mc = median(dc, n)
-        printf "%6.0f [%5.0f..%5.0f]  %6.0f [%5.0f..%5.0f]  %7.0f  %5.2fx", mc, lo(dc, n), hi(dc, n),
-               median(dw, n), lo(dw, n), hi(dw, n), median(bc, n), median(rc, n)
-        # The goal is judged on the median; the lower quartile says what the
-        # rounds without a load burst gave.
-        if (goal != "") printf "  goal <=%s: %s (q1 %.0f)", goal, mc <= goal ? "met" : "NOT met", q1(dc, n)
-        if (showpar) printf "  %4.2f", median(par, n)
+        fast = q1(bare, 2 * n)
+        # A goal row keeps its steady rounds only (goal_row); every other
+        # row keeps all of its rounds.
+        for (i = 1; i <= n; i++) {
+            if (steady && (a1[i] > 1.3 * fast || a2[i] > 1.3 * fast)) { all[++na] = dcof(row[i]); continue }
+            split(row[i], f, " ")
+            k++; dc[k] = f[2] - f[1]; dw[k] = f[4] - f[3]; bc[k] = f[1]; rc[k] = f[1] > 0 ? f[2] / f[1] : 0; par[k] = f[5]
+            all[++na] = dc[k]
+        }
+        if (!k) { print "no steady round: the machine was never at its steady speed"; print "" > "/dev/stderr"; exit 0 }
+        mc = median(dc, k)
+        printf "%6.0f [%5.0f..%5.0f]  %6.0f [%5.0f..%5.0f]  %7.0f  %5.2fx", mc, lo(dc, k), hi(dc, k),
+               median(dw, k), lo(dw, k), hi(dw, k), median(bc, k), median(rc, k)
+        if (goal != "") {
+            if (steady && k < 7) printf "  goal <=%s: not judged (%d steady rounds of %d; 7 needed)", goal, k, n
+            else printf "  goal <=%s: %s", goal, mc <= goal ? "met" : "NOT met"
+        }
+        if (steady) printf "  (%d of %d rounds steady; all: %.0f)", k, n, median(all, na)
+        if (showpar) printf "  %4.2f", median(par, k)
         printf "\n"
         print mc > "/dev/stderr"
-    }' 2>"$TMP/last_median"
+    }
+    function dcof(line,   f) { split(line, f, " "); return f[2] - f[1] }' 2>"$TMP/last_median"
 }
 
 header() {
@@ -146,13 +159,41 @@ last_median() { cat "$TMP/last_median"; }
 # rounds: on the test stand-ins the bare pair costs 1.5-2.5 us and moves by
 # hundreds of ns between runs on a loaded machine, more than the whole
 # budget, so their rows show the cost but cannot show a goal met or missed.
+#
+# Each round runs the bare program, the shim, the bare program again. The
+# machine these numbers come from (a shared 2-core VM) has slow spells of a
+# second or more in which every program runs 1.5 to 2 times slower, the bare
+# one included, with the other core idle (docs/cost.md); a round is "steady"
+# when both of its bare runs took at most 1.3 times the lower quartile of the
+# row's bare runs (the bare pair: 12-15 ns steady, 18-25 ns in a spell). The goal is judged on the steady rounds' median (7 of them at least,
+# up to 6x the rounds are run to find them); the median of all rounds is
+# printed beside it.
 goal_row() {
-    local lib=$B/bench/lib
+    local lib=$B/bench/lib label=$1 goal=$2 pa=$3 pb=$4 r a b c max
+    shift 4
     if [ ! -e "$lib/libcudart.so" ]; then
         echo "($lib/libcudart.so missing: the goal's lock-free runtime row skipped)"
         return 0
     fi
-    ROUNDS=$((ROUNDS * 3)) LD_LIBRARY_PATH=$lib:$LD_LIBRARY_PATH ab "$@"
+    : >"$TMP/rounds"
+    max=$((ROUNDS * 6))
+    for ((r = 0; r < max; r++)); do
+        a=$(LD_LIBRARY_PATH=$lib:$LD_LIBRARY_PATH run $pa "$@") || return 1
+        b=$(LD_LIBRARY_PATH=$lib:$LD_LIBRARY_PATH run $pb "$@") || return 1
+        c=$(LD_LIBRARY_PATH=$lib:$LD_LIBRARY_PATH run $pa "$@") || return 1
+        echo "$(field cpu_ns_per_pair "$a") $(field cpu_ns_per_pair "$b")" \
+            "$(field ns_per_pair "$a") $(field ns_per_pair "$b") $(field parallel "$b")" \
+            "$(field cpu_ns_per_pair "$c")" >>"$TMP/rounds"
+        # Enough: 3x the rounds, and 7 steady ones among them.
+        [ $((r + 1)) -ge $((ROUNDS * 3)) ] && [ "$(steady_rounds <"$TMP/rounds")" -ge 7 ] && break
+    done
+    printf '%-44s ' "$label"
+    summarise "$goal" steady <"$TMP/rounds"
+}
+
+# How many rounds of a goal row are steady (see goal_row).
+steady_rounds() {
+    summarise "" steady 2>/dev/null | sed -n 's/.*(\([0-9]*\) of [0-9]* rounds steady.*/\1/p'
 }
 
 section_native() {
@@ -185,7 +226,9 @@ section_native() {
     goal_row "128 frames, MAX_FRAMES=256, lock-free runtime" "" "$BASE" \
         "$SHIM LEAKWATCH_MAX_FRAMES=256" "$BENCH" -m malloc -f 128 -n 300000
     m128=$(last_median)
-    [ -e "$B/bench/lib/libcudart.so" ] && awk -v a="$m32" -v b="$m128" 'BEGIN { d = (b - a) / 96
+    [ -e "$B/bench/lib/libcudart.so" ] && awk -v a="$m32" -v b="$m128" 'BEGIN {
+        if (a == "" || b == "") { print "known stack, each frame from 32 to 128:        not judged (no steady rounds)"; exit }
+        d = (b - a) / 96
         printf "%-44s %6.2f ns per frame (goal <= 1: %s)\n", "known stack, each frame from 32 to 128:", d,
             d <= 1 ? "met" : "NOT met" }'
     ab "32 frames, LEAKWATCH_STACKS=0 (the floor)" "" "$BASE" "$SHIM LEAKWATCH_STACKS=0" \
@@ -369,8 +412,10 @@ section_report() {
             first=$(cut -d' ' -f1 "$f" | spread)
             later=$(cut -d' ' -f2 "$f" | spread)
             io=$(cut -d' ' -f3 "$f" | spread)
-            printf '%-34s %-22s %-22s %-22s %s\n' "$label" "$first" "$later" "$io" \
-                "$(awk '$3 > 0 { print $2 / $3 }' "$f" | spread | awk '{ printf "%.1fx", $1 }')"
+            printf '%-34s %-22s %-22s %-22s %s%s\n' "$label" "$first" "$later" "$io" \
+                "$(awk '$3 > 0 { print $2 / $3 }' "$f" | spread | awk '{ printf "%.1fx", $1 }')" \
+                "$([ "$n" = 600 ] && [ "$lib" = "$LIB" ] && echo "$later" |
+                    awk '{ printf "  goal later <= 50 ms: %s", $1 <= 50 ? "met" : "NOT met" }')"
         done
         if [ -n "$base" ]; then
             paste -d' ' "$TMP/rep.base" "$TMP/rep.lib" | awk '$5 > 0 { print $2 / $5 }' | spread |
