@@ -177,52 +177,43 @@ static int by_weight(const void *a, const void *b) {
     return x->weight > y->weight ? -1 : x->weight < y->weight;
 }
 
-/* Pairs compared per report at most: a wrapper shared by thousands of sites,
- * many of them leaking, must not hold the report up. Beyond it (the least
- * relevant sites, as ordered above), sites keep their plain place. */
-#define APART_BUDGET 2000000
-
-/* One group of sites with the same label of their place, leaking and not. */
+/* One group of sites with the same label of their place, leaking and not,
+ * told apart by where.h's rule (lw_where_apart_sites), the most relevant
+ * first: the budget, LW_WHERE_APART_BUDGET pairs per report, keeps a wrapper
+ * shared by thousands of sites, many of them leaking, from holding the
+ * report up; beyond it (the least relevant sites, as ordered above), sites
+ * keep their plain place. */
 static void places_apart(site_place *g, size_t n, lw_symtab *syms, long *budget) {
     qsort(g, n, sizeof *g, by_weight);
     lw_site_frames *ls = calloc(n, sizeof *ls);
-    lw_frame_ref **refs = calloc(n, sizeof *refs);
-    int **told = calloc(n, sizeof *told);
-    size_t *ntold = calloc(n, sizeof *ntold);
-    int *at = calloc(n, sizeof *at);
-    const char *uc = lw_opt_str(LW_OPT_USER_CODE);
-    if (ls && refs && told && ntold && at) {
+    size_t *nf = calloc(n, sizeof *nf);
+    int *leak = calloc(n, sizeof *leak), *distinct = calloc(n, sizeof *distinct);
+    lw_frame_ref *refs = NULL;
+    if (ls && nf && leak && distinct) {
+        size_t total = 0;
         for (size_t i = 0; i < n; i++) {
             lw_site_frames_collect(&ls[i], syms, g[i].site);
-            refs[i] = refs_of(&ls[i]);
-            told[i] = ls[i].n ? malloc(ls[i].n * sizeof **told) : NULL;
-            at[i] = refs[i] && told[i] ? lw_where_pick(refs[i], ls[i].n, uc, NULL) : -1;
-            if (at[i] >= 0)
-                ntold[i] = lw_where_telling(refs[i], ls[i].n, at[i], uc, told[i], ls[i].n);
+            nf[i] = ls[i].n;
+            leak[i] = g[i].leak;
+            total += ls[i].n;
         }
-        for (size_t i = 0; i < n; i++) {
-            if (*budget <= 0) break;
-            int best = -1;
-            for (size_t j = 0; j < n && at[i] >= 0; j++) {
-                if (g[j].leak == g[i].leak || at[j] < 0) continue;
-                int d = lw_where_apart_told(refs[i], at[i], told[i], ntold[i], refs[j], at[j],
-                                            told[j], ntold[j]);
-                if (d > best) best = d;
-                (*budget)--;
-            }
-            g[i].distinct = best;
-        }
+        refs = total ? malloc(total * sizeof *refs) : NULL;
+        for (size_t i = 0, k = 0; refs && i < n; i++)
+            for (size_t j = 0; j < ls[i].n; j++)
+                refs[k++] = ls[i].f[j].ref;
+        if ((refs || !total) &&
+            !lw_where_apart_sites(refs, nf, leak, n, lw_opt_str(LW_OPT_USER_CODE), budget,
+                                  distinct))
+            for (size_t i = 0; i < n; i++)
+                g[i].distinct = distinct[i];
     }
-    for (size_t i = 0; ls && i < n; i++) {
-        free(ls[i].f);
-        if (refs) free(refs[i]);
-        if (told) free(told[i]);
-    }
+    for (size_t i = 0; ls && i < n; i++)
+        lw_site_frames_free(&ls[i]);
     free(ls);
+    free(nf);
+    free(leak);
+    free(distinct);
     free(refs);
-    free(told);
-    free(ntold);
-    free(at);
 }
 
 /* Over the sites the report writes (the first `shown` of all, ranked): the
@@ -250,7 +241,7 @@ void lw_site_places_load(lw_site_places *ps, lw_symtab *syms, const lw_site_view
         lw_site_frames_free(&l);
     }
     qsort(p, n, sizeof *p, by_key);
-    long budget = APART_BUDGET;
+    long budget = LW_WHERE_APART_BUDGET;
     for (size_t a = 0, b; a < n; a = b) {
         int mixed = 0;
         for (b = a + 1; b < n && !strcmp(p[a].key, p[b].key); b++)

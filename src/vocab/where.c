@@ -209,8 +209,12 @@ static size_t next_telling(const lw_frame_ref *fr, size_t n, size_t i, lw_frame_
     return i;
 }
 
-size_t lw_where_telling(const lw_frame_ref *fr, size_t n, int place, const char *user_code,
-                        int *out, size_t cap) {
+/* lw_where_apart in two steps for many sites: the indices (at most cap, into
+ * out) of fr's frames beyond its place that may tell it apart, once per site;
+ * then each pair compared on them (apart_told). Two sites with the same place
+ * share its class, hence the rule. */
+static size_t telling_frames(const lw_frame_ref *fr, size_t n, int place, const char *user_code,
+                             int *out, size_t cap) {
     if (place < 0 || (size_t)place >= n) return 0;
     lw_frame_class pc = lw_frame_classify(&fr[place], user_code);
     int pp = fr[place].python;
@@ -221,8 +225,8 @@ size_t lw_where_telling(const lw_frame_ref *fr, size_t n, int place, const char 
     return k;
 }
 
-int lw_where_apart_told(const lw_frame_ref *self, int place, const int *st, size_t sn,
-                        const lw_frame_ref *other, int oplace, const int *ot, size_t on) {
+static int apart_told(const lw_frame_ref *self, int place, const int *st, size_t sn,
+                      const lw_frame_ref *other, int oplace, const int *ot, size_t on) {
     if (place < 0 || oplace < 0 || !same_frame(&self[place], &other[oplace])) return -2;
     for (size_t m = 0; m < sn; m++)
         if (m >= on || !same_frame(&self[st[m]], &other[ot[m]])) return st[m];
@@ -235,7 +239,7 @@ int lw_where_apart(const lw_frame_ref *self, size_t n, int place, const lw_frame
     int *st = malloc(n * sizeof *st), *ot = malloc(on * sizeof *ot);
     int d = -2;
     if (st && ot) {
-        size_t sn = lw_where_telling(self, n, place, user_code, st, n);
+        size_t sn = telling_frames(self, n, place, user_code, st, n);
         /* The other's frames of the rule that chose self's place. */
         lw_frame_class pc = lw_frame_classify(&self[place], user_code);
         int pp = self[place].python;
@@ -243,11 +247,59 @@ int lw_where_apart(const lw_frame_ref *self, size_t n, int place, const lw_frame
         for (size_t j = next_telling(other, on, (size_t)oplace + 1, pc, pp, user_code); j < on;
              j = next_telling(other, on, j + 1, pc, pp, user_code))
             ot[on2++] = (int)j;
-        d = lw_where_apart_told(self, place, st, sn, other, oplace, ot, on2);
+        d = apart_told(self, place, st, sn, other, oplace, ot, on2);
     }
     free(st);
     free(ot);
     return d;
+}
+
+int lw_where_apart_sites(const lw_frame_ref *frames, const size_t *nframes, const int *leak,
+                         size_t n, const char *user_code, long *budget, int *out) {
+    for (size_t i = 0; i < n; i++)
+        out[i] = -1;
+    if (!n) return 0;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += nframes[i];
+    const lw_frame_ref **fr = malloc(n * sizeof *fr);
+    int *at = malloc(n * sizeof *at), *told = malloc((total ? total : 1) * sizeof *told);
+    const int **st = malloc(n * sizeof *st);
+    size_t *ntold = malloc(n * sizeof *ntold);
+    int rc = -1;
+    if (fr && at && told && st && ntold) {
+        /* Once per site: its place, and its frames that may tell it apart. */
+        for (size_t i = 0, off = 0; i < n; off += nframes[i], i++) {
+            fr[i] = nframes[i] ? frames + off : NULL;
+            st[i] = told + off;
+            at[i] = nframes[i] ? lw_where_pick(fr[i], nframes[i], user_code, NULL) : -1;
+            ntold[i] = at[i] >= 0 ? telling_frames(fr[i], nframes[i], at[i], user_code, told + off,
+                                                   nframes[i])
+                                  : 0;
+        }
+        /* Then the pairs, within the budget. */
+        for (size_t i = 0; i < n; i++) {
+            int best = -1, cut = 0;
+            for (size_t j = 0; j < n && at[i] >= 0; j++) {
+                if (!leak[j] == !leak[i] || at[j] < 0) continue;
+                if (*budget <= 0) {
+                    cut = 1;
+                    break;
+                }
+                (*budget)--;
+                int d = apart_told(fr[i], at[i], st[i], ntold[i], fr[j], at[j], st[j], ntold[j]);
+                if (d > best) best = d;
+            }
+            out[i] = cut ? -1 : best;
+        }
+        rc = 0;
+    }
+    free(fr);
+    free(at);
+    free(told);
+    free(st);
+    free(ntold);
+    return rc;
 }
 
 char *lw_where_label_via(const lw_frame_ref *f, const lw_frame_ref *place, char *out, size_t n) {

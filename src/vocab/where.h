@@ -69,14 +69,26 @@ int lw_where_same_place(const lw_frame_ref *a, const lw_frame_ref *b);
 int lw_where_apart(const lw_frame_ref *self, size_t n, int place, const lw_frame_ref *other,
                    size_t on, int oplace, const char *user_code);
 
-/* The same, in two steps for many sites: the indices (at most cap, into
- * out) of fr's frames beyond its place that may tell it apart, once per site;
- * then each pair compared on them. Two sites with the same place share its
- * class, hence the rule. */
-size_t lw_where_telling(const lw_frame_ref *fr, size_t n, int place, const char *user_code,
-                        int *out, size_t cap);
-int lw_where_apart_told(const lw_frame_ref *self, int place, const int *st, size_t sn,
-                        const lw_frame_ref *other, int oplace, const int *ot, size_t on);
+/* The same over many sites, the distinguishing frame of each of n: the
+ * frames of site i are frames[off_i .. off_i + nframes[i]),
+ * off_i the sum of nframes[0..i) (all sites' frames one after another),
+ * innermost first; leak[i] nonzero when it leaks. Each site is compared with
+ * every site of the other kind (leaking against not leaking, never two of
+ * the same kind); out[i] gets the frame that tells it apart from all of
+ * those sharing its place to look, the outermost of lw_where_apart's
+ * answers, or -1 (no place; none of the other kind shares it; no frame of
+ * its own tells them apart). Sites are taken in the given order, the most
+ * relevant first. Every pair compared costs one from *budget (shared by the
+ * calls of one report: LW_WHERE_APART_BUDGET). When it runs out the
+ * comparisons stop: the site whose comparisons it cuts short, and every
+ * later one with a site to compare, get -1 and keep their plain place (a
+ * frame found against only some of the others may not tell the site apart
+ * from the rest). Returns 0, or -1 out of memory (out all -1). The library's
+ * reports and the command (under a LEAKWATCH_USER_CODE of its own) both
+ * call it. */
+#define LW_WHERE_APART_BUDGET 2000000L
+int lw_where_apart_sites(const lw_frame_ref *frames, const size_t *nframes, const int *leak,
+                         size_t n, const char *user_code, long *budget, int *out);
 
 /* "buffers.py:30 in stash (via device_alloc, buffers.py:13)": the
  * distinguishing frame f, by way of the place to look. Returns out. */

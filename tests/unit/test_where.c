@@ -268,6 +268,77 @@ START_TEST(distinguishing_frame) {
 }
 END_TEST
 
+/* Sites' frames one after another, as lw_where_apart_sites takes them. */
+static size_t flatten(lw_frame_ref *out, size_t *nf, const lw_frame_ref *const *sites,
+                      const size_t *n, size_t count) {
+    size_t k = 0;
+    for (size_t i = 0; i < count; i++) {
+        memcpy(out + k, sites[i], n[i] * sizeof *out);
+        nf[i] = n[i];
+        k += n[i];
+    }
+    return k;
+}
+
+/* The distinguishing frame of many sites at once (the reports' and the
+ * command's one code): each site against the sites of the other kind. */
+START_TEST(distinguishing_frames_of_sites) {
+    lw_frame_ref all[64];
+    size_t nf[4];
+    int out[4];
+    /* Two sites sharing device_alloc, stash's leaking: each one's caller. */
+    const lw_frame_ref *two[] = {via_stash, via_scratch};
+    const size_t ntwo[] = {N(via_stash), N(via_scratch)};
+    flatten(all, nf, two, ntwo, 2);
+    long budget = LW_WHERE_APART_BUDGET;
+    ck_assert_int_eq(lw_where_apart_sites(all, nf, (const int[]){1, 0}, 2, NULL, &budget, out), 0);
+    ck_assert_int_eq(out[0], 3); /* stash, buffers.py:30 */
+    ck_assert_int_eq(out[1], 2); /* scratch, buffers.py:40 */
+    ck_assert_int_eq(budget, LW_WHERE_APART_BUDGET - 2);
+    /* Both leaking: never compared, no frame named. */
+    budget = LW_WHERE_APART_BUDGET;
+    ck_assert_int_eq(lw_where_apart_sites(all, nf, (const int[]){1, 1}, 2, NULL, &budget, out), 0);
+    ck_assert_int_eq(out[0], -1);
+    ck_assert_int_eq(out[1], -1);
+    ck_assert_int_eq(budget, LW_WHERE_APART_BUDGET);
+    /* Two leaking stash() calls and the clean scratch(): the leaking ones are
+     * told apart from scratch() by stash's line, not from each other by
+     * train's (4 for via_stash, were they compared). */
+    const lw_frame_ref *three[] = {via_stash, via_stash_init, via_scratch, elsewhere};
+    const size_t nthree[] = {N(via_stash), N(via_stash_init), N(via_scratch), N(elsewhere)};
+    flatten(all, nf, three, nthree, 4);
+    const int leak3[] = {1, 1, 0, 0};
+    budget = LW_WHERE_APART_BUDGET;
+    ck_assert_int_eq(lw_where_apart_sites(all, nf, leak3, 4, NULL, &budget, out), 0);
+    ck_assert_int_eq(out[0], 3);
+    ck_assert_int_eq(out[1], 2);
+    ck_assert_int_eq(out[2], 2);
+    ck_assert_int_eq(out[3], -1); /* another place: nothing to tell apart */
+    ck_assert_int_eq(budget, LW_WHERE_APART_BUDGET - 8);
+    /* Budget 0: nothing compared, every site keeps its plain place. */
+    budget = 0;
+    ck_assert_int_eq(lw_where_apart_sites(all, nf, leak3, 4, NULL, &budget, out), 0);
+    for (size_t i = 0; i < 4; i++)
+        ck_assert_int_eq(out[i], -1);
+    ck_assert_int_eq(budget, 0);
+    /* A budget that runs out within the third site's comparisons: the first
+     * two keep their frame, the third (cut short) and the rest none. */
+    budget = 5;
+    ck_assert_int_eq(lw_where_apart_sites(all, nf, leak3, 4, NULL, &budget, out), 0);
+    ck_assert_int_eq(out[0], 3);
+    ck_assert_int_eq(out[1], 2);
+    ck_assert_int_eq(out[2], -1);
+    ck_assert_int_eq(out[3], -1);
+    ck_assert_int_eq(budget, 0);
+    /* No sites, and a site without frames. */
+    budget = LW_WHERE_APART_BUDGET;
+    ck_assert_int_eq(lw_where_apart_sites(NULL, NULL, NULL, 0, NULL, &budget, out), 0);
+    nf[0] = 0;
+    ck_assert_int_eq(lw_where_apart_sites(NULL, nf, (const int[]){1}, 1, NULL, &budget, out), 0);
+    ck_assert_int_eq(out[0], -1);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("where");
     TCase *tc = tcase_create("where");
@@ -276,6 +347,7 @@ int main(void) {
     tcase_add_test(tc, fallbacks);
     tcase_add_test(tc, native_classes);
     tcase_add_test(tc, distinguishing_frame);
+    tcase_add_test(tc, distinguishing_frames_of_sites);
     suite_add_tcase(s, tc);
     /* Two CPython runs, under qemu in make check-aarch64 (Check's time
      * limit is multiplied there): on a loaded machine they passed Check's

@@ -658,47 +658,31 @@ static lw_frame_ref ref_of(const lw_m_frame *f) {
  * it, over the sites the report holds). */
 static void model_apart(lw_model *m) {
     if (!user_code || !m->nsites) return;
-    size_t n = m->nsites;
-    lw_frame_ref **refs = calloc(n, sizeof *refs);
-    int **told = calloc(n, sizeof *told);
-    size_t *ntold = calloc(n, sizeof *ntold);
-    int *at = calloc(n, sizeof *at);
-    for (size_t i = 0; refs && told && ntold && at && i < n; i++) {
-        const lw_m_site *s = &m->sites[i];
-        refs[i] = s->nframes ? malloc(s->nframes * sizeof **refs) : NULL;
-        told[i] = s->nframes ? malloc(s->nframes * sizeof **told) : NULL;
-        at[i] = -1;
-        if (!refs[i] || !told[i]) continue;
-        for (size_t j = 0; j < s->nframes; j++)
-            refs[i][j] = ref_of(&s->frames[j]);
-        at[i] = lw_where_pick(refs[i], s->nframes, user_code, NULL);
-        if (at[i] >= 0)
-            ntold[i] = lw_where_telling(refs[i], s->nframes, at[i], user_code, told[i], s->nframes);
-    }
-    /* Pairs compared at most, as the library bounds them (sites in the
-     * report's order, the most relevant first). */
-    long budget = 2000000;
-    for (size_t i = 0; refs && told && ntold && at && i < n; i++) {
-        lw_m_site *s = &m->sites[i];
-        s->where_distinct = NAN;
-        int best = -1;
-        for (size_t j = 0; j < n && at[i] >= 0 && budget > 0; j++) {
-            if ((m->sites[j].leak == 1) == (s->leak == 1) || at[j] < 0) continue;
-            int d = lw_where_apart_told(refs[i], at[i], told[i], ntold[i], refs[j], at[j], told[j],
-                                        ntold[j]);
-            if (d > best) best = d;
-            budget--;
+    size_t n = m->nsites, total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += m->sites[i].nframes;
+    lw_frame_ref *refs = total ? malloc(total * sizeof *refs) : NULL;
+    size_t *nf = malloc(n * sizeof *nf);
+    int *leak = malloc(n * sizeof *leak), *distinct = malloc(n * sizeof *distinct);
+    if ((refs || !total) && nf && leak && distinct) {
+        for (size_t i = 0, k = 0; i < n; i++) {
+            const lw_m_site *s = &m->sites[i];
+            nf[i] = s->nframes;
+            leak[i] = s->leak == 1;
+            for (size_t j = 0; j < s->nframes; j++)
+                refs[k++] = ref_of(&s->frames[j]);
         }
-        if (best >= 0) s->where_distinct = best;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (refs) free(refs[i]);
-        if (told) free(told[i]);
+        /* The sites in the report's order, the most relevant first, within
+         * the library's budget of pairs. */
+        long budget = LW_WHERE_APART_BUDGET;
+        if (!lw_where_apart_sites(refs, nf, leak, n, user_code, &budget, distinct))
+            for (size_t i = 0; i < n; i++)
+                m->sites[i].where_distinct = distinct[i] >= 0 ? distinct[i] : NAN;
     }
     free(refs);
-    free(told);
-    free(ntold);
-    free(at);
+    free(nf);
+    free(leak);
+    free(distinct);
 }
 
 int lw_model_where(const lw_m_site *s, char *out, size_t n) {
