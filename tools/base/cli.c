@@ -44,6 +44,15 @@ const char *lw_bad_option(char **argv) {
     return argv[optind - 1];
 }
 
+int lw_cli_other_option(const char *cmd, int c, char **argv, const char *usage) {
+    if (c == 'h') {
+        fputs(usage, stdout);
+        return LW_EXIT_OK;
+    }
+    if (c == ':') return lw_cli_usage_error(cmd, "%s needs a value", argv[optind - 1]);
+    return lw_cli_usage_error(cmd, "unknown option %s", lw_bad_option(argv));
+}
+
 /* Length of the valid UTF-8 sequence at s (2 to 4), or 0. */
 static size_t utf8_len(const unsigned char *s) {
     size_t len = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;

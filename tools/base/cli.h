@@ -30,6 +30,12 @@ int lw_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((for
 /* The option getopt just rejected, as the user wrote it ("-x", "--bogus"). */
 const char *lw_bad_option(char **argv);
 
+/* getopt_long's answer c when it is none of command cmd's own options: 'h'
+ * prints usage on stdout and returns LW_EXIT_OK; ':' (an option without its
+ * value) and anything else (an unknown option) are usage errors
+ * (LW_EXIT_USAGE). */
+int lw_cli_other_option(const char *cmd, int c, char **argv, const char *usage);
+
 /* Human formatting (lw_fmt_bytes, lw_fmt_rate, lw_fmt_duration, lw_fmt_count,
  * lw_fmt_int) is the library's own, shared with its warnings and summary. */
 

@@ -391,10 +391,7 @@ int lw_cmd_attach(int argc, char **argv) {
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":o:qh", longs, NULL)) != -1) {
-        if (c == 'h') {
-            fputs(usage, stdout);
-            return LW_EXIT_OK;
-        } else if (c == 'o') {
+        if (c == 'o') {
             output = optarg;
         } else if (c == 'q') {
             quiet = 1;
@@ -422,10 +419,8 @@ int lw_cmd_attach(int argc, char **argv) {
                 return lw_cli_usage_error("attach", "%s=%s: %s", var, eq + 1, err);
             if (strchr(eq + 1, '\n') || add_setting(settings, sizeof settings, var, eq + 1) != 0)
                 return lw_cli_usage_error("attach", "--set %s: value too long", var);
-        } else if (c == ':') {
-            return lw_cli_usage_error("attach", "%s needs a value", argv[optind - 1]);
-        } else {
-            return lw_cli_usage_error("attach", "unknown option %s", lw_bad_option(argv));
+        } else { /* -h, --help; a bad option */
+            return lw_cli_other_option("attach", c, argv, usage);
         }
     }
     if (optind != argc - 1)

@@ -372,13 +372,8 @@ int lw_cmd_top(int argc, char **argv) {
                 return lw_cli_usage_error("top", "--sites %s: expected a whole number from 0",
                                           optarg);
             break;
-        case 'h':
-            fputs(usage, stdout);
-            return LW_EXIT_OK;
-        case ':':
-            return lw_cli_usage_error("top", "%s needs a value", argv[optind - 1]);
-        default:
-            return lw_cli_usage_error("top", "unknown option %s", lw_bad_option(argv));
+        default: /* -h, --help; a bad option */
+            return lw_cli_other_option("top", c, argv, usage);
         }
     }
     long pid;
