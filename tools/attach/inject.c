@@ -12,6 +12,7 @@
 #include "inject_arch.h"
 #include "elf_symbols.h"
 #include "callchain.h"
+#include "cli.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -563,12 +564,8 @@ static int wait_thread(thread_ctx *c, int *status) {
 static uint64_t thread_sigmask(const thread_ctx *c) {
     char p[96], line[256];
     snprintf(p, sizeof p, "/proc/%d/task/%d/status", (int)c->pid, (int)c->tid);
-    FILE *f = fopen(p, "re");
-    uint64_t m = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "SigBlk:", 7)) m = strtoull(line + 7, NULL, 16);
-    if (f) fclose(f);
-    return m;
+    const char *v = lw_proc_status_field(p, "SigBlk:", line, sizeof line);
+    return v ? strtoull(v, NULL, 16) : 0;
 }
 
 /* LEAKWATCH_TEST_ATTACH_DIE_AT=POINT:WHAT (tests only): the command kills

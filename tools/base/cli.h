@@ -60,6 +60,11 @@ int lw_write_file_atomic(const char *path, const char *data, size_t len, char *w
  * -1 with what it is in kind ("a FIFO") when it is not. Never blocks. */
 int lw_regular_input(const char *path, char *kind, size_t n);
 
+/* The rest of the line of a /proc status file (/proc/PID/status,
+ * /proc/PID/task/TID/status) that starts with key ("TracerPid:"), read into
+ * line (n bytes); NULL when the file cannot be read or has no such line. */
+const char *lw_proc_status_field(const char *path, const char *key, char *line, size_t n);
+
 /* 1 when stdout is a terminal that understands ANSI and colour is wanted. */
 int lw_stdout_is_tty(void);
 
