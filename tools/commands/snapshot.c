@@ -53,11 +53,7 @@ int lw_cmd_snapshot(int argc, char **argv) {
     /* Check before writing: a file that is not a whole report is worse than
      * none. */
     lw_model m;
-    char name[64];
-    snprintf(name, sizeof name, "the answer of process %ld", pid);
-    if (lw_model_load_text(&m, name, body, len, err, sizeof err) != 0) {
-        lw_cli_error("%s", err);
-        lw_model_free(&m);
+    if (lw_model_load_answer(&m, pid, body, len) != 0) {
         free(body);
         return LW_EXIT_ERROR;
     }

@@ -476,6 +476,15 @@ int lw_model_load_text(lw_model *m, const char *name, const char *text, size_t l
     return load_doc(m, name, err, errlen);
 }
 
+int lw_model_load_answer(lw_model *m, long pid, const char *text, size_t len) {
+    char name[64], err[1200];
+    snprintf(name, sizeof name, "the answer of process %ld", pid);
+    if (lw_model_load_text(m, name, text, len, err, sizeof err) == 0) return 0;
+    lw_cli_error("%s", err);
+    lw_model_free(m);
+    return -1;
+}
+
 int lw_model_load(lw_model *m, const char *path, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
     m->path = strdup(path);
