@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "bind.h"
 
+#include "dynamic.h"
 #include "got.h"
 #include "real.h"
 
@@ -127,7 +128,7 @@ static int walk_object(struct dl_phdr_info *info, size_t size, void *data) {
     scan *s = data;
     int index = s->index++;
     found o = {.addr = info->dlpi_addr};
-    lw_got_object_span(info, &o.lo, &o.hi);
+    lw_dyn_object_span(info, &o.lo, &o.hi);
     if (o.lo >= o.hi || is_done(o.lo)) return 0;
     if (index != 0 && !(info->dlpi_name && info->dlpi_name[0])) return 0;
     /* The pages glibc's _dl_protect_relro makes read-only (none when the

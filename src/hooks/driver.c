@@ -40,220 +40,93 @@ static inline uint64_t dptr_out(CUresult r, const CUdeviceptr *p) {
 static inline uint64_t host_out(CUresult r, void *const *p) {
     return r == CUDA_SUCCESS && p ? (uint64_t)(uintptr_t)*p : 0;
 }
+/* cuMemAllocPitch's size: the pitch it chose times the height, or the width
+ * asked for when it failed. */
+static inline uint64_t pitch_bytes(int ok, const size_t *pitch, size_t width, size_t height) {
+    return ok ? (uint64_t)*pitch * height : (uint64_t)width * height;
+}
 static inline uint64_t handle_out(CUresult r, const CUmemGenericAllocationHandle *h) {
     return r == CUDA_SUCCESS && h ? (uint64_t)*h : 0;
 }
 
-static CUresult cuMemAlloc_v2_body(lw_pfn_cuMemAlloc_v3020 real, CUdeviceptr *dptr, size_t size) {
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    lw_event_gate gate = lw_hook_enter();
-    CUresult r = real(dptr, size);
-    lw_event_alloc(gate, r, LW_KIND_DEVICE, dptr_out(r, dptr), size);
-    lw_hook_leave();
-    return r;
-}
+/* A body, NAME_body(real, the parameters of hook_list.h's PARAMS): real
+ * called with ARGS between lw_hook_enter and lw_hook_leave (guard.h), and one
+ * event, in one of two shapes:
+ *   AFTER(NAME, PFN, PARAMS, ARGS, EVENT...): an allocation or lookup; EVENT,
+ *     the statement that records it, runs after the call and reads the gate
+ *     (lw_hook_enter's answer) and r (the call's result);
+ *   AROUND(NAME, PFN, PARAMS, ARGS, TICKET, END, BEGIN...): a release; BEGIN
+ *     starts it before the call, with lw_hook_enter's answer and &t, the
+ *     ticket of type TICKET; END(&t, r) finishes it after the call.
+ * Both expand to the code written out: no call, lock or branch more on the
+ * path of every allocation. */
+#define AFTER(NAME, T, P, A, ...)                                                                  \
+    static CUresult NAME##_body(T real, UNPAREN P) {                                               \
+        if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                              \
+        lw_event_gate gate = lw_hook_enter();                                                      \
+        CUresult r = real A;                                                                       \
+        __VA_ARGS__;                                                                               \
+        lw_hook_leave();                                                                           \
+        return r;                                                                                  \
+    }
+#define AROUND(NAME, T, P, A, TICKET, END, ...)                                                    \
+    static CUresult NAME##_body(T real, UNPAREN P) {                                               \
+        if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                              \
+        TICKET t;                                                                                  \
+        __VA_ARGS__;                                                                               \
+        CUresult r = real A;                                                                       \
+        END(&t, r);                                                                                \
+        lw_hook_leave();                                                                           \
+        return r;                                                                                  \
+    }
 
-static CUresult cuMemAllocPitch_v2_body(lw_pfn_cuMemAllocPitch_v3020 real, CUdeviceptr *dptr,
-                                        size_t *pitch, size_t width, size_t height,
-                                        unsigned int elem) {
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    lw_event_gate gate = lw_hook_enter();
-    CUresult r = real(dptr, pitch, width, height, elem);
-    int ok = r == CUDA_SUCCESS && dptr && pitch;
-    lw_event_alloc(gate, r, LW_KIND_DEVICE, ok ? *dptr : 0,
-                   ok ? (uint64_t)*pitch * height : (uint64_t)width * height);
-    lw_hook_leave();
-    return r;
-}
-
-static CUresult cuMemAllocManaged_body(lw_pfn_cuMemAllocManaged_v6000 real, CUdeviceptr *dptr,
-                                       size_t size, unsigned int flags) {
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    lw_event_gate gate = lw_hook_enter();
-    CUresult r = real(dptr, size, flags);
-    lw_event_alloc(gate, r, LW_KIND_MANAGED, dptr_out(r, dptr), size);
-    lw_hook_leave();
-    return r;
-}
-
-static CUresult cuMemAllocAsync_body(lw_pfn_cuMemAllocAsync_v11020 real, CUdeviceptr *dptr,
-                                     size_t size, CUstream stream) {
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    lw_event_gate gate = lw_hook_enter();
-    CUresult r = real(dptr, size, stream);
-    lw_event_alloc(gate, r, LW_KIND_DEVICE, dptr_out(r, dptr), size);
-    lw_hook_leave();
-    return r;
-}
-
-static CUresult cuMemAllocFromPoolAsync_body(lw_pfn_cuMemAllocFromPoolAsync_v11020 real,
-                                             CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
-                                             CUstream stream) {
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    lw_event_gate gate = lw_hook_enter();
-    CUresult r = real(dptr, size, pool, stream);
-    lw_event_alloc(gate, r, LW_KIND_DEVICE, dptr_out(r, dptr), size);
-    lw_hook_leave();
-    return r;
-}
-
-static CUresult cuMemHostAlloc_body(lw_pfn_cuMemHostAlloc_v2020 real, void **pp, size_t size,
-                                    unsigned int flags) {
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    lw_event_gate gate = lw_hook_enter();
-    CUresult r = real(pp, size, flags);
-    lw_event_host_alloc(gate, r, host_out(r, pp), size);
-    lw_hook_leave();
-    return r;
-}
-
-static CUresult cuMemAllocHost_v2_body(lw_pfn_cuMemAllocHost_v3020 real, void **pp, size_t size) {
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    lw_event_gate gate = lw_hook_enter();
-    CUresult r = real(pp, size);
-    lw_event_host_alloc(gate, r, host_out(r, pp), size);
-    lw_hook_leave();
-    return r;
-}
-
+AFTER(cuMemAlloc_v2, lw_pfn_cuMemAlloc_v3020, LW_P_ALLOC, LW_A_ALLOC,
+      lw_event_alloc(gate, r, LW_KIND_DEVICE, dptr_out(r, dptr), size))
+AFTER(cuMemAllocPitch_v2, lw_pfn_cuMemAllocPitch_v3020, LW_P_PITCH, LW_A_PITCH,
+      int ok = r == CUDA_SUCCESS && d && p;
+      lw_event_alloc(gate, r, LW_KIND_DEVICE, ok ? *d : 0, pitch_bytes(ok, p, w, h)))
+AFTER(cuMemAllocManaged, lw_pfn_cuMemAllocManaged_v6000, LW_P_MANAGED, LW_A_MANAGED,
+      lw_event_alloc(gate, r, LW_KIND_MANAGED, dptr_out(r, d), s))
+AFTER(cuMemAllocAsync, lw_pfn_cuMemAllocAsync_v11020, LW_P_ASYNC, LW_A_ASYNC,
+      lw_event_alloc(gate, r, LW_KIND_DEVICE, dptr_out(r, d), s))
+AFTER(cuMemAllocFromPoolAsync, lw_pfn_cuMemAllocFromPoolAsync_v11020, LW_P_POOL, LW_A_POOL,
+      lw_event_alloc(gate, r, LW_KIND_DEVICE, dptr_out(r, d), s))
+AFTER(cuMemHostAlloc, lw_pfn_cuMemHostAlloc_v2020, LW_P_HOSTALLOC, LW_A_HOSTALLOC,
+      lw_event_host_alloc(gate, r, host_out(r, pp), s))
+AFTER(cuMemAllocHost_v2, lw_pfn_cuMemAllocHost_v3020, LW_P_ALLOCHOST, LW_A_ALLOCHOST,
+      lw_event_host_alloc(gate, r, host_out(r, pp), s))
 /* Host memory the program allocated, page-locked: pinned host memory until
  * cuMemHostUnregister. */
-static CUresult cuMemHostRegister_v2_body(lw_pfn_cuMemHostRegister_v6050 real, void *p, size_t size,
-                                          unsigned int flags) {
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    lw_event_gate gate = lw_hook_enter();
-    CUresult r = real(p, size, flags);
-    lw_event_host_alloc(gate, r, host_out(r, &p), size);
-    lw_hook_leave();
-    return r;
-}
-
-static CUresult cuMemCreate_body(lw_pfn_cuMemCreate_v10020 real, CUmemGenericAllocationHandle *h,
-                                 size_t size, const CUmemAllocationProp *prop,
-                                 unsigned long long flags) {
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    lw_event_gate gate = lw_hook_enter();
-    CUresult r = real(h, size, prop, flags);
-    int device =
-        prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
-    lw_event_vmm_create(gate, r, handle_out(r, h), size, device);
-    lw_hook_leave();
-    return r;
-}
-
-static CUresult cuMemFree_v2_body(lw_pfn_cuMemFree_v3020 real, CUdeviceptr dptr) {
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    lw_event_free_ticket t;
-    lw_event_free_begin(lw_hook_enter(), dptr, &t);
-    CUresult r = real(dptr);
-    lw_event_free_end(&t, r);
-    lw_hook_leave();
-    return r;
-}
-
-static CUresult cuMemFreeAsync_body(lw_pfn_cuMemFreeAsync_v11020 real, CUdeviceptr dptr,
-                                    CUstream stream) {
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    lw_event_free_ticket t;
-    lw_event_free_begin(lw_hook_enter(), dptr, &t);
-    CUresult r = real(dptr, stream);
-    lw_event_free_end(&t, r);
-    lw_hook_leave();
-    return r;
-}
-
-static CUresult cuMemFreeHost_body(lw_pfn_cuMemFreeHost_v2000 real, void *p) {
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    lw_event_free_ticket t;
-    lw_event_host_free_begin(lw_hook_enter(), (uint64_t)(uintptr_t)p, &t);
-    CUresult r = real(p);
-    lw_event_free_end(&t, r);
-    lw_hook_leave();
-    return r;
-}
-
-static CUresult cuMemHostUnregister_body(lw_pfn_cuMemHostUnregister_v4000 real, void *p) {
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    lw_event_free_ticket t;
-    lw_event_host_free_begin(lw_hook_enter(), (uint64_t)(uintptr_t)p, &t);
-    CUresult r = real(p);
-    lw_event_free_end(&t, r);
-    lw_hook_leave();
-    return r;
-}
-
-static CUresult cuIpcOpenMemHandle_body(lw_pfn_cuIpcOpenMemHandle_v11000 real, CUdeviceptr *dptr,
-                                        CUipcMemHandle handle, unsigned int flags) {
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    lw_event_gate gate = lw_hook_enter();
-    CUresult r = real(dptr, handle, flags);
-    lw_event_ipc_open(gate, r, dptr_out(r, dptr));
-    lw_hook_leave();
-    return r;
-}
-
-static CUresult cuIpcCloseMemHandle_body(lw_pfn_cuIpcCloseMemHandle_v4010 real, CUdeviceptr dptr) {
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    lw_event_close_ticket t;
-    lw_event_ipc_close_begin(lw_hook_enter(), dptr, &t);
-    CUresult r = real(dptr);
-    lw_event_ipc_close_end(&t, r);
-    lw_hook_leave();
-    return r;
-}
-
-static CUresult
-cuMemImportFromShareableHandle_body(lw_pfn_cuMemImportFromShareableHandle_v10020 real,
-                                    CUmemGenericAllocationHandle *h, void *os_handle,
-                                    CUmemAllocationHandleType type) {
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    lw_event_gate gate = lw_hook_enter();
-    CUresult r = real(h, os_handle, type);
-    lw_event_vmm_import(gate, r, handle_out(r, h));
-    lw_hook_leave();
-    return r;
-}
-
-static CUresult cuMemRelease_body(lw_pfn_cuMemRelease_v10020 real, CUmemGenericAllocationHandle h) {
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    lw_event_vmm_ticket t;
-    lw_event_vmm_release_begin(lw_hook_enter(), h, &t);
-    CUresult r = real(h);
-    lw_event_vmm_release_end(&t, r);
-    lw_hook_leave();
-    return r;
-}
-
-static CUresult cuMemRetainAllocationHandle_body(lw_pfn_cuMemRetainAllocationHandle_v11000 real,
-                                                 CUmemGenericAllocationHandle *h, void *addr) {
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    lw_event_gate gate = lw_hook_enter();
-    CUresult r = real(h, addr);
-    lw_event_vmm_retain(gate, r, handle_out(r, h));
-    lw_hook_leave();
-    return r;
-}
-
-static CUresult cuMemMap_body(lw_pfn_cuMemMap_v10020 real, CUdeviceptr ptr, size_t size,
-                              size_t offset, CUmemGenericAllocationHandle h,
-                              unsigned long long flags) {
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    lw_event_gate gate = lw_hook_enter();
-    CUresult r = real(ptr, size, offset, h, flags);
-    lw_event_vmm_map(gate, r, ptr, size, offset, h);
-    lw_hook_leave();
-    return r;
-}
-
-static CUresult cuMemUnmap_body(lw_pfn_cuMemUnmap_v10020 real, CUdeviceptr ptr, size_t size) {
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    lw_event_vmm_ticket t;
-    lw_event_vmm_unmap_begin(lw_hook_enter(), ptr, size, &t);
-    CUresult r = real(ptr, size);
-    lw_event_vmm_unmap_end(&t, r);
-    lw_hook_leave();
-    return r;
-}
+AFTER(cuMemHostRegister_v2, lw_pfn_cuMemHostRegister_v6050, LW_P_HOSTREG, LW_A_HOSTREG,
+      lw_event_host_alloc(gate, r, host_out(r, &p), s))
+AFTER(cuMemCreate, lw_pfn_cuMemCreate_v10020, LW_P_CREATE, LW_A_CREATE,
+      int device = p && p->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? p->location.id : -1;
+      lw_event_vmm_create(gate, r, handle_out(r, h), s, device))
+AROUND(cuMemFree_v2, lw_pfn_cuMemFree_v3020, LW_P_FREE, LW_A_FREE, lw_event_free_ticket,
+       lw_event_free_end, lw_event_free_begin(lw_hook_enter(), d, &t))
+AROUND(cuMemFreeAsync, lw_pfn_cuMemFreeAsync_v11020, LW_P_FREEASYNC, LW_A_FREEASYNC,
+       lw_event_free_ticket, lw_event_free_end, lw_event_free_begin(lw_hook_enter(), d, &t))
+AROUND(cuMemFreeHost, lw_pfn_cuMemFreeHost_v2000, LW_P_HOSTPTR, LW_A_HOSTPTR, lw_event_free_ticket,
+       lw_event_free_end, lw_event_host_free_begin(lw_hook_enter(), (uint64_t)(uintptr_t)p, &t))
+AROUND(cuMemHostUnregister, lw_pfn_cuMemHostUnregister_v4000, LW_P_HOSTPTR, LW_A_HOSTPTR,
+       lw_event_free_ticket, lw_event_free_end,
+       lw_event_host_free_begin(lw_hook_enter(), (uint64_t)(uintptr_t)p, &t))
+AFTER(cuIpcOpenMemHandle, lw_pfn_cuIpcOpenMemHandle_v11000, LW_P_IPCOPEN, LW_A_IPCOPEN,
+      lw_event_ipc_open(gate, r, dptr_out(r, d)))
+AROUND(cuIpcCloseMemHandle, lw_pfn_cuIpcCloseMemHandle_v4010, LW_P_FREE, LW_A_FREE,
+       lw_event_close_ticket, lw_event_ipc_close_end,
+       lw_event_ipc_close_begin(lw_hook_enter(), d, &t))
+AFTER(cuMemImportFromShareableHandle, lw_pfn_cuMemImportFromShareableHandle_v10020, LW_P_IMPORT,
+      LW_A_IMPORT, lw_event_vmm_import(gate, r, handle_out(r, h)))
+AROUND(cuMemRelease, lw_pfn_cuMemRelease_v10020, LW_P_HANDLE, LW_A_HANDLE, lw_event_vmm_ticket,
+       lw_event_vmm_release_end, lw_event_vmm_release_begin(lw_hook_enter(), h, &t))
+AFTER(cuMemRetainAllocationHandle, lw_pfn_cuMemRetainAllocationHandle_v11000, LW_P_RETAIN,
+      LW_A_RETAIN, lw_event_vmm_retain(gate, r, handle_out(r, h)))
+AFTER(cuMemMap, lw_pfn_cuMemMap_v10020, LW_P_MAP, LW_A_MAP, lw_event_vmm_map(gate, r, p, s, o, h))
+AROUND(cuMemUnmap, lw_pfn_cuMemUnmap_v10020, LW_P_UNMAP, LW_A_UNMAP, lw_event_vmm_ticket,
+       lw_event_vmm_unmap_end, lw_event_vmm_unmap_begin(lw_hook_enter(), p, s, &t))
+#undef AFTER
+#undef AROUND
 
 /* cuGetProcAddress: the real lookup, with the caller's exact version and
  * flags; then the wrapper for what it returned. */

@@ -68,18 +68,6 @@ int lw_got_write_slot(void **slot, void *value) {
     return 0;
 }
 
-void lw_got_object_span(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi) {
-    *lo = UINTPTR_MAX;
-    *hi = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD) continue;
-        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-        if (a < *lo) *lo = a;
-        if (a + ph->p_memsz > *hi) *hi = a + ph->p_memsz;
-    }
-}
-
 static int is_dynamic_linker(const char *name) {
     const char *base = strrchr(name, '/');
     base = base ? base + 1 : name;

@@ -32,7 +32,4 @@ int lw_got_prot_of(uintptr_t addr);
  * (RELRO), then given its protection back. 0, or -1 (left as it was). */
 int lw_got_write_slot(void **slot, void *value);
 
-/* The span of one object's PT_LOAD segments. */
-void lw_got_object_span(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi);
-
 #endif

@@ -4,6 +4,18 @@
 #include <elf.h>
 #include <string.h>
 
+void lw_dyn_object_span(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi) {
+    *lo = UINTPTR_MAX;
+    *hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD) continue;
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        if (a < *lo) *lo = a;
+        if (a + ph->p_memsz > *hi) *hi = a + ph->p_memsz;
+    }
+}
+
 int lw_dyn_read(uintptr_t base, const ElfW(Dyn) * ld, lw_dyn *out) {
     memset(out, 0, sizeof *out);
     out->base = base;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A loaded object's dynamic section, read in memory as the dynamic linker
- * reads it: its symbols, their versions and its relocations. For the symbol
+ * reads it: its symbols, their versions and its relocations; and the span of
+ * its loaded segments. For the symbol
  * versions of real.c and for the hooks installed late (src/attach/), which
  * rewrite the global offset table entries that those relocations fill. */
 #ifndef LW_DYNAMIC_H
@@ -25,6 +26,10 @@ typedef struct {
     const uint32_t *gnu_hash;
     const uint32_t *hash;
 } lw_dyn;
+
+/* The span [lo, hi) of one loaded object's PT_LOAD segments (lo >= hi when
+ * it has none). */
+void lw_dyn_object_span(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi);
 
 /* Reads the dynamic section ld of an object loaded at bias base. 0, or -1
  * when it has no symbol table. */

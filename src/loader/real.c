@@ -88,22 +88,9 @@ void *lw_real_dlsym(void *handle, const char *name) {
 static uintptr_t own_lo, own_hi;
 static atomic_int own_state; /* 0 unknown, 1 known, -1 failed */
 
-/* The PT_LOAD span of one loaded object. */
-static void object_span(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi) {
-    *lo = UINTPTR_MAX;
-    *hi = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD) continue;
-        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-        if (a < *lo) *lo = a;
-        if (a + ph->p_memsz > *hi) *hi = a + ph->p_memsz;
-    }
-}
-
 static int find_own(struct dl_phdr_info *info, size_t size, void *data) {
     uintptr_t probe = (uintptr_t)data, lo, hi;
-    object_span(info, &lo, &hi);
+    lw_dyn_object_span(info, &lo, &hi);
     if (probe >= lo && probe < hi) {
         own_lo = lo;
         own_hi = hi;
@@ -225,7 +212,7 @@ struct find_obj {
 static int find_object(struct dl_phdr_info *info, size_t size, void *data) {
     struct find_obj *f = data;
     uintptr_t lo, hi;
-    object_span(info, &lo, &hi);
+    lw_dyn_object_span(info, &lo, &hi);
     if (f->addr >= lo && f->addr < hi) {
         f->lo = lo;
         f->hi = hi;
@@ -347,7 +334,7 @@ struct find_def {
 static int find_definition(struct dl_phdr_info *info, size_t size, void *data) {
     struct find_def *f = data;
     uintptr_t lo, hi;
-    object_span(info, &lo, &hi);
+    lw_dyn_object_span(info, &lo, &hi);
     if (lo >= hi) return 0;
     if (lw_is_own_address(lo)) {
         f->seen_own = 1;

@@ -12,6 +12,7 @@
 #include "inject_arch.h"
 #include "elf_symbols.h"
 #include "callchain.h"
+#include "cli.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -47,55 +48,42 @@ typedef struct {
     uint64_t lo, hi;
 } mapping;
 
-/* The first mapping (at file offset 0) of a file whose base name satisfies
- * match; 0, or -1 when there is none. */
-static int find_file(pid_t pid, int (*match)(const char *base), mapping *out) {
+/* The first mapping of the target that is wanted: with match, one at file
+ * offset 0 of a file whose base name satisfies match; without, the one that
+ * holds addr. 0, or -1 when there is none. */
+static int find_mapping(pid_t pid, int (*match)(const char *base), uint64_t addr, mapping *out) {
     char p[64], line[PATH_MAX + 128];
     snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
     FILE *f = fopen(p, "re");
     if (!f) return -1;
     int found = -1;
-    while (fgets(line, sizeof line, f)) {
+    while (found != 0 && fgets(line, sizeof line, f)) {
         unsigned long lo, hi, off;
         int pos = 0;
-        if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &lo, &hi, &off, &pos) != 3 || !pos) continue;
-        char *path = line + pos;
-        path[strcspn(path, "\n")] = '\0';
-        if (path[0] != '/' || off != 0) continue;
-        const char *base = strrchr(path, '/') + 1;
-        if (!match(base)) continue;
+        if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &lo, &hi, &off, &pos) != 3) continue;
+        line[strcspn(line, "\n")] = '\0';
+        const char *path = pos ? line + pos : "";
+        if (match ? path[0] != '/' || off != 0 || !match(strrchr(path, '/') + 1)
+                  : addr < lo || addr >= hi)
+            continue;
         snprintf(out->path, sizeof out->path, "%s", path);
         out->lo = lo;
         out->hi = hi;
         found = 0;
-        break;
     }
     fclose(f);
     return found;
 }
 
-/* The mapping that holds addr (its bounds only). */
+/* The first mapping (at file offset 0) of a file whose base name satisfies
+ * match. */
+static int find_file(pid_t pid, int (*match)(const char *base), mapping *out) {
+    return find_mapping(pid, match, 0, out);
+}
+
+/* The mapping that holds addr (its bounds, and its path when it has one). */
 static int find_addr(pid_t pid, uint64_t addr, mapping *out) {
-    char p[64], line[PATH_MAX + 128];
-    snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
-    FILE *f = fopen(p, "re");
-    if (!f) return -1;
-    int found = -1;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        int pos = 0;
-        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &pos) != 2) continue;
-        if (addr >= lo && addr < hi) {
-            line[strcspn(line, "\n")] = '\0';
-            snprintf(out->path, sizeof out->path, "%s", pos ? line + pos : "");
-            out->lo = lo;
-            out->hi = hi;
-            found = 0;
-            break;
-        }
-    }
-    fclose(f);
-    return found;
+    return find_mapping(pid, NULL, addr, out);
 }
 
 static int is_libc(const char *b) {
@@ -563,12 +551,8 @@ static int wait_thread(thread_ctx *c, int *status) {
 static uint64_t thread_sigmask(const thread_ctx *c) {
     char p[96], line[256];
     snprintf(p, sizeof p, "/proc/%d/task/%d/status", (int)c->pid, (int)c->tid);
-    FILE *f = fopen(p, "re");
-    uint64_t m = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "SigBlk:", 7)) m = strtoull(line + 7, NULL, 16);
-    if (f) fclose(f);
-    return m;
+    const char *v = lw_proc_status_field(p, "SigBlk:", line, sizeof line);
+    return v ? strtoull(v, NULL, 16) : 0;
 }
 
 /* LEAKWATCH_TEST_ATTACH_DIE_AT=POINT:WHAT (tests only): the command kills

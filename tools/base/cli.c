@@ -44,6 +44,26 @@ const char *lw_bad_option(char **argv) {
     return argv[optind - 1];
 }
 
+int lw_cli_other_option(const char *cmd, int c, char **argv, const char *usage) {
+    if (c == 'h') {
+        fputs(usage, stdout);
+        return LW_EXIT_OK;
+    }
+    if (c == ':') return lw_cli_usage_error(cmd, "%s needs a value", argv[optind - 1]);
+    return lw_cli_usage_error(cmd, "unknown option %s", lw_bad_option(argv));
+}
+
+const char *lw_proc_status_field(const char *path, const char *key, char *line, size_t n) {
+    FILE *f = fopen(path, "re");
+    if (!f) return NULL;
+    size_t kl = strlen(key);
+    const char *v = NULL;
+    while (!v && fgets(line, (int)n, f))
+        if (!strncmp(line, key, kl)) v = line + kl;
+    fclose(f);
+    return v;
+}
+
 /* Length of the valid UTF-8 sequence at s (2 to 4), or 0. */
 static size_t utf8_len(const unsigned char *s) {
     size_t len = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;

@@ -30,6 +30,12 @@ int lw_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((for
 /* The option getopt just rejected, as the user wrote it ("-x", "--bogus"). */
 const char *lw_bad_option(char **argv);
 
+/* getopt_long's answer c when it is none of command cmd's own options: 'h'
+ * prints usage on stdout and returns LW_EXIT_OK; ':' (an option without its
+ * value) and anything else (an unknown option) are usage errors
+ * (LW_EXIT_USAGE). */
+int lw_cli_other_option(const char *cmd, int c, char **argv, const char *usage);
+
 /* Human formatting (lw_fmt_bytes, lw_fmt_rate, lw_fmt_duration, lw_fmt_count,
  * lw_fmt_int) is the library's own, shared with its warnings and summary. */
 
@@ -53,6 +59,11 @@ int lw_write_file_atomic(const char *path, const char *data, size_t len, char *w
 /* 0 when path is a regular file (or cannot be opened: the reader says why);
  * -1 with what it is in kind ("a FIFO") when it is not. Never blocks. */
 int lw_regular_input(const char *path, char *kind, size_t n);
+
+/* The rest of the line of a /proc status file (/proc/PID/status,
+ * /proc/PID/task/TID/status) that starts with key ("TracerPid:"), read into
+ * line (n bytes); NULL when the file cannot be read or has no such line. */
+const char *lw_proc_status_field(const char *path, const char *key, char *line, size_t n);
 
 /* 1 when stdout is a terminal that understands ANSI and colour is wanted. */
 int lw_stdout_is_tty(void);

@@ -88,28 +88,17 @@ int lw_attach_scope_problem(int scope, int privileged, char *err, size_t n) {
 /* 1 when we may trace any process: root, or CAP_SYS_PTRACE in effect. */
 static int privileged(void) {
     if (geteuid() == 0) return 1;
-    FILE *f = fopen("/proc/self/status", "re");
     char line[256];
-    unsigned long long caps = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "CapEff:", 7)) caps = strtoull(line + 7, NULL, 16);
-    if (f) fclose(f);
+    const char *v = lw_proc_status_field("/proc/self/status", "CapEff:", line, sizeof line);
+    unsigned long long caps = v ? strtoull(v, NULL, 16) : 0;
     return (int)((caps >> 19) & 1); /* CAP_SYS_PTRACE */
 }
 
 static int read_ids(long pid, const char *key, long ids[4]) {
     char p[64], line[256];
     snprintf(p, sizeof p, "/proc/%ld/status", pid);
-    FILE *f = fopen(p, "re");
-    if (!f) return -1;
-    int found = -1;
-    size_t kl = strlen(key);
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, key, kl) &&
-            sscanf(line + kl, "%ld %ld %ld %ld", &ids[0], &ids[1], &ids[2], &ids[3]) == 4)
-            found = 0;
-    fclose(f);
-    return found;
+    const char *v = lw_proc_status_field(p, key, line, sizeof line);
+    return v && sscanf(v, "%ld %ld %ld %ld", &ids[0], &ids[1], &ids[2], &ids[3]) == 4 ? 0 : -1;
 }
 
 /* 1 when the process's threads run with the user shadow stack (CET): the
@@ -117,12 +106,8 @@ static int read_ids(long pid, const char *key, long ids[4]) {
 static int shadow_stack(long pid) {
     char p[64], line[256];
     snprintf(p, sizeof p, "/proc/%ld/status", pid);
-    FILE *f = fopen(p, "re");
-    int yes = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "x86_Thread_features:", 20) && strstr(line, "shstk")) yes = 1;
-    if (f) fclose(f);
-    return yes;
+    const char *v = lw_proc_status_field(p, "x86_Thread_features:", line, sizeof line);
+    return v && strstr(v, "shstk");
 }
 
 /* What the target has mapped, by base name. */
@@ -183,12 +168,8 @@ static int preloaded(long pid) {
 static long tracer_of(long pid) {
     char p[64], line[256];
     snprintf(p, sizeof p, "/proc/%ld/status", pid);
-    FILE *f = fopen(p, "re");
-    long t = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "TracerPid:", 10)) t = strtol(line + 10, NULL, 10);
-    if (f) fclose(f);
-    return t;
+    const char *v = lw_proc_status_field(p, "TracerPid:", line, sizeof line);
+    return v ? strtol(v, NULL, 10) : 0;
 }
 
 /* The state letter of /proc/PID/stat ('?' when unknown). */
@@ -391,10 +372,7 @@ int lw_cmd_attach(int argc, char **argv) {
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":o:qh", longs, NULL)) != -1) {
-        if (c == 'h') {
-            fputs(usage, stdout);
-            return LW_EXIT_OK;
-        } else if (c == 'o') {
+        if (c == 'o') {
             output = optarg;
         } else if (c == 'q') {
             quiet = 1;
@@ -422,10 +400,8 @@ int lw_cmd_attach(int argc, char **argv) {
                 return lw_cli_usage_error("attach", "%s=%s: %s", var, eq + 1, err);
             if (strchr(eq + 1, '\n') || add_setting(settings, sizeof settings, var, eq + 1) != 0)
                 return lw_cli_usage_error("attach", "--set %s: value too long", var);
-        } else if (c == ':') {
-            return lw_cli_usage_error("attach", "%s needs a value", argv[optind - 1]);
-        } else {
-            return lw_cli_usage_error("attach", "unknown option %s", lw_bad_option(argv));
+        } else { /* -h, --help; a bad option */
+            return lw_cli_other_option("attach", c, argv, usage);
         }
     }
     if (optind != argc - 1)

@@ -502,11 +502,8 @@ int lw_cmd_doctor(int argc, char **argv) {
                 return lw_cli_usage_error("doctor", "--timeout needs a number of seconds (1 to "
                                                     "3600)");
             break;
-        case 'h':
-            fputs(usage, stdout);
-            return LW_EXIT_OK;
-        default:
-            return lw_cli_usage_error("doctor", "unknown option %s", lw_bad_option(argv));
+        default: /* -h, --help; a bad option */
+            return lw_cli_other_option("doctor", c, argv, usage);
         }
     }
     if (optind < argc)

@@ -121,14 +121,10 @@ int lw_cmd_ps(int argc, char **argv) {
     int c, quiet = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+qh", longs, NULL)) != -1) {
-        if (c == 'h') {
-            fputs(usage, stdout);
-            return LW_EXIT_OK;
-        }
         if (c == 'q')
             quiet = 1;
-        else
-            return lw_cli_usage_error("ps", "unknown option %s", lw_bad_option(argv));
+        else /* -h, --help; a bad option */
+            return lw_cli_other_option("ps", c, argv, usage);
     }
     if (optind < argc) return lw_cli_usage_error("ps", "unexpected argument %s", argv[optind]);
     char dirs[2][4096], err[600];

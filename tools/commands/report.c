@@ -104,13 +104,8 @@ int lw_cmd_report(int argc, char **argv) {
                                           optarg);
             ro.only_rank = (double)v;
             break;
-        case 'h':
-            fputs(usage, stdout);
-            return LW_EXIT_OK;
-        case ':':
-            return lw_cli_usage_error("report", "%s needs a value", argv[optind - 1]);
-        default:
-            return lw_cli_usage_error("report", "unknown option %s", lw_bad_option(argv));
+        default: /* -h, --help; a bad option */
+            return lw_cli_other_option("report", c, argv, usage);
         }
     }
     int nfiles = argc - optind;

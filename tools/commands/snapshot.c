@@ -34,16 +34,10 @@ int lw_cmd_snapshot(int argc, char **argv) {
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":o:h", longs, NULL)) != -1) {
-        if (c == 'h') {
-            fputs(usage, stdout);
-            return LW_EXIT_OK;
-        } else if (c == 'o') {
+        if (c == 'o')
             output = optarg;
-        } else if (c == ':') {
-            return lw_cli_usage_error("snapshot", "%s needs a value", argv[optind - 1]);
-        } else {
-            return lw_cli_usage_error("snapshot", "unknown option %s", lw_bad_option(argv));
-        }
+        else /* -h, --help; a bad option */
+            return lw_cli_other_option("snapshot", c, argv, usage);
     }
     long pid;
     char sock[4200];
@@ -59,11 +53,7 @@ int lw_cmd_snapshot(int argc, char **argv) {
     /* Check before writing: a file that is not a whole report is worse than
      * none. */
     lw_model m;
-    char name[64];
-    snprintf(name, sizeof name, "the answer of process %ld", pid);
-    if (lw_model_load_text(&m, name, body, len, err, sizeof err) != 0) {
-        lw_cli_error("%s", err);
-        lw_model_free(&m);
+    if (lw_model_load_answer(&m, pid, body, len) != 0) {
         free(body);
         return LW_EXIT_ERROR;
     }

@@ -372,13 +372,8 @@ int lw_cmd_top(int argc, char **argv) {
                 return lw_cli_usage_error("top", "--sites %s: expected a whole number from 0",
                                           optarg);
             break;
-        case 'h':
-            fputs(usage, stdout);
-            return LW_EXIT_OK;
-        case ':':
-            return lw_cli_usage_error("top", "%s needs a value", argv[optind - 1]);
-        default:
-            return lw_cli_usage_error("top", "unknown option %s", lw_bad_option(argv));
+        default: /* -h, --help; a bad option */
+            return lw_cli_other_option("top", c, argv, usage);
         }
     }
     long pid;
@@ -452,11 +447,7 @@ int lw_cmd_top(int argc, char **argv) {
             break;
         }
         lw_model m;
-        char name[64];
-        snprintf(name, sizeof name, "the answer of process %ld", pid);
-        if (lw_model_load_text(&m, name, body, len, err, sizeof err) != 0) {
-            lw_cli_error("%s", err);
-            lw_model_free(&m);
+        if (lw_model_load_answer(&m, pid, body, len) != 0) {
             free(body);
             rc = LW_EXIT_ERROR;
             break;

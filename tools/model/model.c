@@ -230,81 +230,75 @@ static size_t read_series(lw_model *m, const lw_json *s, const char *ykey, doubl
     return n;
 }
 
-static void read_frames(lw_model *m, lw_m_site *s, const lw_json *frames, const char *where) {
-    size_t n = capped_len(m, frames, MAX_FRAMES, where);
-    s->frames = calloc(n ? n : 1, sizeof *s->frames);
-    if (!s->frames) return;
+/* The objects of the array arr (the first cap), read into a new array of
+ * items of size bytes: fs's fields, then more's (when given) with the item's
+ * path ("where[i].") and index. An entry that is not an object is skipped,
+ * with a warning when warn_skipped. *count: the items read. NULL when out of
+ * memory. */
+typedef void more_fields(lw_model *m, const lw_json *obj, void *item, size_t i, const char *w);
+static void *read_objects(lw_model *m, const lw_json *arr, size_t cap, const char *where,
+                          size_t size, const lw_m_fields *fs, int warn_skipped, more_fields *more,
+                          size_t *count) {
+    size_t n = capped_len(m, arr, cap, where);
+    char *items = calloc(n ? n : 1, size);
+    if (!items) return NULL;
     char w[200];
     for (size_t i = 0; i < n; i++) {
-        const lw_json *f = lw_json_at(frames, i);
+        const lw_json *o = lw_json_at(arr, i);
         snprintf(w, sizeof w, "%.150s[%zu].", where, i);
-        if (lw_json_type_of(f) != LW_JSON_OBJECT) {
-            warn(m, "%s[%zu] is a %s, expected an object; skipped", where, i,
-                 lw_json_type_name(lw_json_type_of(f)));
+        if (lw_json_type_of(o) != LW_JSON_OBJECT) {
+            if (warn_skipped)
+                warn(m, "%s[%zu] is a %s, expected an object; skipped", where, i,
+                     lw_json_type_name(lw_json_type_of(o)));
             continue;
         }
-        lw_m_frame *o = &s->frames[s->nframes++];
-        read_fields(m, f, o, &lw_m_frame_fields, w);
+        void *item = items + (*count)++ * size;
+        read_fields(m, o, item, fs, w);
+        if (more) more(m, o, item, i, w);
     }
+    return items;
+}
+
+/* A site's members beyond its fields: where, owner, frames and series. */
+static void read_site_more(lw_model *m, const lw_json *so, void *item, size_t i, const char *w) {
+    lw_m_site *s = item;
+    s->where_frame = NAN;
+    s->where_distinct = NAN;
+    const lw_json *where = typed(m, so, "where", LW_JSON_OBJECT, w);
+    if (where) {
+        char ww[200];
+        snprintf(ww, sizeof ww, "sites[%zu].where.", i);
+        s->where_frame = num(m, where, "frame", ww);
+        s->where_label = str(m, where, "label", ww);
+        s->where_distinct = num(m, where, "distinct_frame", ww);
+    }
+    const lw_json *owner = typed(m, so, "owner", LW_JSON_OBJECT, w);
+    if (owner) {
+        char ow[200];
+        snprintf(ow, sizeof ow, "sites[%zu].owner.", i);
+        s->owner_text = str(m, owner, "text", ow);
+    }
+    char fw[200];
+    snprintf(fw, sizeof fw, "sites[%zu].frames", i);
+    s->frames = read_objects(m, typed(m, so, "frames", LW_JSON_ARRAY, w), MAX_FRAMES, fw,
+                             sizeof *s->frames, &lw_m_frame_fields, 1, NULL, &s->nframes);
+    char sw[200];
+    snprintf(sw, sizeof sw, "sites[%zu].series.", i);
+    const lw_json *ser = typed(m, so, "series", LW_JSON_OBJECT, w);
+    if (ser)
+        s->nseries = read_series(m, ser, "floor", &s->series_x, &s->series_floor, NULL, NULL, sw);
 }
 
 static void read_sites(lw_model *m, const lw_json *root) {
-    const lw_json *sites = typed(m, root, "sites", LW_JSON_ARRAY, "");
-    size_t n = capped_len(m, sites, MAX_SITES, "sites");
-    m->sites = calloc(n ? n : 1, sizeof *m->sites);
-    if (!m->sites) return;
-    char w[200];
-    for (size_t i = 0; i < n; i++) {
-        const lw_json *so = lw_json_at(sites, i);
-        snprintf(w, sizeof w, "sites[%zu].", i);
-        if (lw_json_type_of(so) != LW_JSON_OBJECT) {
-            warn(m, "sites[%zu] is a %s, expected an object; skipped", i,
-                 lw_json_type_name(lw_json_type_of(so)));
-            continue;
-        }
-        lw_m_site *s = &m->sites[m->nsites++];
-        read_fields(m, so, s, &lw_m_site_fields, w);
-        s->where_frame = NAN;
-        s->where_distinct = NAN;
-        const lw_json *where = typed(m, so, "where", LW_JSON_OBJECT, w);
-        if (where) {
-            char ww[200];
-            snprintf(ww, sizeof ww, "sites[%zu].where.", i);
-            s->where_frame = num(m, where, "frame", ww);
-            s->where_label = str(m, where, "label", ww);
-            s->where_distinct = num(m, where, "distinct_frame", ww);
-        }
-        const lw_json *owner = typed(m, so, "owner", LW_JSON_OBJECT, w);
-        if (owner) {
-            char ow[200];
-            snprintf(ow, sizeof ow, "sites[%zu].owner.", i);
-            s->owner_text = str(m, owner, "text", ow);
-        }
-        char fw[200];
-        snprintf(fw, sizeof fw, "sites[%zu].frames", i);
-        read_frames(m, s, typed(m, so, "frames", LW_JSON_ARRAY, w), fw);
-        char sw[200];
-        snprintf(sw, sizeof sw, "sites[%zu].series.", i);
-        const lw_json *ser = typed(m, so, "series", LW_JSON_OBJECT, w);
-        if (ser)
-            s->nseries =
-                read_series(m, ser, "floor", &s->series_x, &s->series_floor, NULL, NULL, sw);
-    }
+    m->sites = read_objects(m, typed(m, root, "sites", LW_JSON_ARRAY, ""), MAX_SITES, "sites",
+                            sizeof *m->sites, &lw_m_site_fields, 1, read_site_more, &m->nsites);
 }
 
+/* A failure that is not an object is skipped without a warning. */
 static void read_failures(lw_model *m, const lw_json *root) {
-    const lw_json *fa = typed(m, root, "failed_allocations", LW_JSON_ARRAY, "");
-    size_t n = capped_len(m, fa, MAX_FAILURES, "failed_allocations");
-    m->failures = calloc(n ? n : 1, sizeof *m->failures);
-    if (!m->failures) return;
-    char w[200];
-    for (size_t i = 0; i < n; i++) {
-        const lw_json *f = lw_json_at(fa, i);
-        snprintf(w, sizeof w, "failed_allocations[%zu].", i);
-        if (lw_json_type_of(f) != LW_JSON_OBJECT) continue;
-        lw_m_failure *o = &m->failures[m->nfailures++];
-        read_fields(m, f, o, &lw_m_failure_fields, w);
-    }
+    m->failures = read_objects(m, typed(m, root, "failed_allocations", LW_JSON_ARRAY, ""),
+                               MAX_FAILURES, "failed_allocations", sizeof *m->failures,
+                               &lw_m_failure_fields, 0, NULL, &m->nfailures);
 }
 
 static void read_totals(lw_model *m, const lw_json *root) {
@@ -480,6 +474,15 @@ int lw_model_load_text(lw_model *m, const char *name, const char *text, size_t l
         return -1;
     }
     return load_doc(m, name, err, errlen);
+}
+
+int lw_model_load_answer(lw_model *m, long pid, const char *text, size_t len) {
+    char name[64], err[1200];
+    snprintf(name, sizeof name, "the answer of process %ld", pid);
+    if (lw_model_load_text(m, name, text, len, err, sizeof err) == 0) return 0;
+    lw_cli_error("%s", err);
+    lw_model_free(m);
+    return -1;
 }
 
 int lw_model_load(lw_model *m, const char *path, char *err, size_t errlen) {

@@ -123,6 +123,10 @@ int lw_model_load(lw_model *m, const char *path, char *err, size_t errlen);
 /* Same, from text in memory (name is used in messages). */
 int lw_model_load_text(lw_model *m, const char *name, const char *text, size_t len, char *err,
                        size_t errlen);
+/* Same, for the report process pid answered on its control socket (named
+ * "the answer of process PID"); on failure the line goes to stderr and m is
+ * freed. */
+int lw_model_load_answer(lw_model *m, long pid, const char *text, size_t len);
 void lw_model_free(lw_model *m);
 
 /* Prints each warning on stderr, at most max of them, then a count. */
