@@ -101,6 +101,13 @@ START_TEST(doctor_bad_usage) {
     const char *args2[] = {"doctor", "--bogus", NULL};
     lw_cli_run(&r, args2, NULL);
     ck_assert_int_eq(r.exit_code, 2);
+    ck_assert_msg(strstr(r.err, "unknown option --bogus"), "%s", r.err);
+    lw_run_free(&r);
+    /* An option whose value is missing is named as such, not as unknown. */
+    const char *args3[] = {"doctor", "--library", NULL};
+    lw_cli_run(&r, args3, NULL);
+    ck_assert_int_eq(r.exit_code, 2);
+    ck_assert_msg(strstr(r.err, "--library needs a value"), "%s", r.err);
     lw_run_free(&r);
 }
 END_TEST

@@ -483,7 +483,7 @@ int lw_cmd_doctor(int argc, char **argv) {
     int c, stand_ins = 0;
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case O_CUDA_LIBS:
             cuda_libs = optarg;
