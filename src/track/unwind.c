@@ -5,9 +5,10 @@
  * sp/fp + offset, the frame pointer's and the return address's "saved at
  * CFA + n" rules. The object holding an address is found with glibc's
  * _dl_find_object (lock-free, 2.35+) or dl_iterate_phdr; its FDE with the
- * binary search table of .eh_frame_hdr. Every read stays inside the FDE and
- * CIE being parsed (lengths are checked), so a corrupt table gives
- * LW_UNW_FAIL, not a fault. */
+ * binary search table of .eh_frame_hdr. The bytes are read in place, by
+ * src/base/cfi.c (also attach's reader of another process's call frames).
+ * Every read stays inside the FDE and CIE being parsed (lengths are
+ * checked), so a corrupt table gives LW_UNW_FAIL, not a fault. */
 #include "unwind.h"
 
 #include "cfi.h"

@@ -3,7 +3,9 @@
  * compilers and the C library write in .eh_frame is followed: a rule it
  * does not know (a DWARF expression: the PLT's, a signal frame's) ends the
  * walk there, incomplete, and the caller treats the rest of the stack as
- * before (every word that could be a return address is taken for one). */
+ * before (every word that could be a return address is taken for one).
+ * The target's bytes are copied here and read by src/base/cfi.c, the
+ * format's reader that the shim's fast unwinder uses too. */
 #include "callchain.h"
 
 #include "cfi.h"
