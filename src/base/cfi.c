@@ -25,28 +25,32 @@ uint64_t lw_cfi_fixed(lw_cfi_cur *c, size_t n) {
     return v;
 }
 
-uint64_t lw_cfi_uleb(lw_cfi_cur *c) {
+/* LEB128's value bits (those past the 64th dropped); *shift: how many the
+ * bytes held, *last: the last byte (its 0x40 is a signed number's sign). */
+static uint64_t leb128(lw_cfi_cur *c, unsigned *shift, uint8_t *last) {
     uint64_t v = 0;
-    unsigned shift = 0;
     uint8_t b;
+    *shift = 0;
     do {
         b = lw_cfi_u8(c);
-        if (shift < 64) v |= (uint64_t)(b & 0x7f) << shift;
-        shift += 7;
+        if (*shift < 64) v |= (uint64_t)(b & 0x7f) << *shift;
+        *shift += 7;
     } while ((b & 0x80) && !c->bad);
+    *last = b;
     return v;
 }
 
+uint64_t lw_cfi_uleb(lw_cfi_cur *c) {
+    unsigned shift;
+    uint8_t last;
+    return leb128(c, &shift, &last);
+}
+
 int64_t lw_cfi_sleb(lw_cfi_cur *c) {
-    uint64_t v = 0;
-    unsigned shift = 0;
-    uint8_t b;
-    do {
-        b = lw_cfi_u8(c);
-        if (shift < 64) v |= (uint64_t)(b & 0x7f) << shift;
-        shift += 7;
-    } while ((b & 0x80) && !c->bad);
-    if (shift < 64 && (b & 0x40)) v |= ~(uint64_t)0 << shift;
+    unsigned shift;
+    uint8_t last;
+    uint64_t v = leb128(c, &shift, &last);
+    if (shift < 64 && (last & 0x40)) v |= ~(uint64_t)0 << shift;
     return (int64_t)v;
 }
 
