@@ -3,8 +3,12 @@
  * compilers and the C library write in .eh_frame is followed: a rule it
  * does not know (a DWARF expression: the PLT's, a signal frame's) ends the
  * walk there, incomplete, and the caller treats the rest of the stack as
- * before (every word that could be a return address is taken for one). */
+ * before (every word that could be a return address is taken for one).
+ * The target's bytes are copied here and read by src/base/cfi.c, the
+ * format's reader that the shim's fast unwinder uses too. */
 #include "callchain.h"
+
+#include "cfi.h"
 
 #include <elf.h>
 #include <limits.h>
@@ -14,7 +18,7 @@
 
 #define MAX_FRAMES ((int)(sizeof(((lw_callchain *)0)->ra) / sizeof(uint64_t)))
 #define ENTRY_MAX 4096 /* a CIE's or FDE's bytes */
-#define STATE_DEPTH 8
+_Static_assert(LW_CFI_NREGS == LW_CALLCHAIN_NREGS, "a row of rules has a rule for every register");
 
 /* ---- the module that holds an address ---- */
 /* The target's mappings of files (and the vDSO), read once per walk: each
@@ -97,363 +101,57 @@ static int module_hdr(segments *segs, lw_callchain_read_fn rd, void *ctx, uint64
     return s->state == 1 ? 0 : -1;
 }
 
-/* ---- reading DWARF ---- */
-typedef struct {
-    const unsigned char *p, *end;
-    uint64_t addr; /* the target's address of p */
-    int bad;
-} cursor;
-
-static uint64_t u8_(cursor *c) {
-    if (c->p >= c->end) {
-        c->bad = 1;
-        return 0;
-    }
-    c->addr++;
-    return *c->p++;
-}
-
-static uint64_t fixed(cursor *c, size_t n) {
-    if ((size_t)(c->end - c->p) < n) {
-        c->bad = 1;
-        c->p = c->end;
-        return 0;
-    }
-    uint64_t v = 0;
-    memcpy(&v, c->p, n); /* little endian */
-    c->p += n;
-    c->addr += n;
-    return v;
-}
-
-static uint64_t uleb(cursor *c) {
-    uint64_t v = 0;
-    for (int s = 0; s < 64; s += 7) {
-        uint64_t b = u8_(c);
-        v |= (b & 0x7f) << s;
-        if (!(b & 0x80)) return v;
-    }
-    c->bad = 1;
-    return v;
-}
-
-static int64_t sleb(cursor *c) {
-    uint64_t v = 0, b = 0;
-    int s = 0;
-    do {
-        b = u8_(c);
-        if (s < 64) v |= (b & 0x7f) << s;
-        s += 7;
-    } while ((b & 0x80) && !c->bad && s < 70);
-    if (s < 64 && (b & 0x40)) v |= ~(uint64_t)0 << s;
-    return (int64_t)v;
-}
-
-/* A pointer in the encoding enc (DW_EH_PE_*); data_base for datarel. */
-static uint64_t enc_ptr(cursor *c, int enc, uint64_t data_base) {
-    if (enc == 0xff) return 0; /* omit */
-    uint64_t at = c->addr, v;
-    switch (enc & 0x0f) {
-    case 0x00:
-        v = fixed(c, 8);
-        break;
-    case 0x01:
-        v = uleb(c);
-        break;
-    case 0x02:
-        v = fixed(c, 2);
-        break;
-    case 0x03:
-        v = fixed(c, 4);
-        break;
-    case 0x04:
-        v = fixed(c, 8);
-        break;
-    case 0x09:
-        v = (uint64_t)sleb(c);
-        break;
-    case 0x0a:
-        v = (uint64_t)(int64_t)(int16_t)fixed(c, 2);
-        break;
-    case 0x0b:
-        v = (uint64_t)(int64_t)(int32_t)fixed(c, 4);
-        break;
-    case 0x0c:
-        v = fixed(c, 8);
-        break;
-    default:
-        c->bad = 1;
-        return 0;
-    }
-    switch (enc & 0x70) {
-    case 0x00:
-        break;
-    case 0x10:
-        v += at;
-        break;
-    case 0x30:
-        v += data_base;
-        break;
-    default:
-        c->bad = 1;
-        return 0;
-    }
-    if (enc & 0x80) c->bad = 1; /* indirect: not for code addresses */
-    return v;
-}
-
+/* ---- the call frame information, read from the target ---- */
 /* One CIE or FDE at addr, read into buf: its body (after the length). */
 static int read_entry(lw_callchain_read_fn rd, void *ctx, uint64_t addr, unsigned char *buf,
-                      cursor *out) {
+                      lw_cfi_cur *out) {
     uint32_t len;
     if (rd(ctx, addr, &len, 4) != 0 || len == 0 || len == 0xffffffffu || len > ENTRY_MAX) return -1;
     if (rd(ctx, addr + 4, buf, len) != 0) return -1;
-    out->p = buf;
-    out->end = buf + len;
-    out->addr = addr + 4;
-    out->bad = 0;
+    *out = lw_cfi_cur_at(buf, len, addr + 4);
     return 0;
+}
+
+typedef struct {
+    lw_callchain_read_fn rd;
+    void *ctx;
+} reader;
+
+static int hdr_entry(void *ctx, uint64_t addr, int32_t e[2]) {
+    const reader *r = ctx;
+    return r->rd(r->ctx, addr, e, 2 * sizeof *e);
 }
 
 /* The FDE that covers pc, from .eh_frame_hdr's sorted table: its address. */
 static int find_fde(lw_callchain_read_fn rd, void *ctx, uint64_t hdr, uint64_t pc, uint64_t *fde) {
-    unsigned char h[4];
-    if (rd(ctx, hdr, h, 4) != 0 || h[0] != 1) return -1;
-    unsigned char rest[16];
-    if (rd(ctx, hdr + 4, rest, sizeof rest) != 0) return -1;
-    cursor c = {rest, rest + sizeof rest, hdr + 4, 0};
-    enc_ptr(&c, h[1], hdr); /* eh_frame_ptr */
-    uint64_t count = enc_ptr(&c, h[2], hdr);
-    if (c.bad || h[3] != 0x3b || !count || count > (1u << 24)) return -1; /* datarel sdata4 */
-    uint64_t table = c.addr, lo = 0, hi = count;
-    while (hi - lo > 1) { /* the last entry whose start is <= pc */
-        uint64_t mid = lo + (hi - lo) / 2;
-        int32_t e[2];
-        if (rd(ctx, table + mid * 8, e, sizeof e) != 0) return -1;
-        if (hdr + (uint64_t)(int64_t)e[0] <= pc)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    int32_t e[2];
-    if (rd(ctx, table + lo * 8, e, sizeof e) != 0 || hdr + (uint64_t)(int64_t)e[0] > pc) return -1;
-    *fde = hdr + (uint64_t)(int64_t)e[1];
-    return 0;
-}
-
-/* ---- the rules ---- */
-enum { R_SAME, R_UNDEF, R_OFFSET, R_VAL_OFFSET, R_REG, R_UNKNOWN };
-typedef struct {
-    int how[LW_CALLCHAIN_NREGS];
-    int64_t arg[LW_CALLCHAIN_NREGS];
-    int cfa_reg; /* -1: an expression (not followed) */
-    int64_t cfa_off;
-} rules;
-
-typedef struct {
-    uint64_t code_align;
-    int64_t data_align;
-    int ra_reg, fde_enc;
-} cie_info;
-
-static void set_rule(rules *r, uint64_t reg, int how, int64_t arg) {
-    if (reg < LW_CALLCHAIN_NREGS) {
-        r->how[reg] = how;
-        r->arg[reg] = arg;
-    }
-}
-
-/* Runs the instructions of c up to the one that applies at pc (loc: where
- * they start). -1 on one it does not know. */
-static int run_cfa(cursor *c, const cie_info *ci, const rules *initial, rules *r, uint64_t loc,
-                   uint64_t pc) {
-    rules stack[STATE_DEPTH];
-    int depth = 0;
-    while (c->p < c->end && !c->bad) {
-        unsigned op = (unsigned)u8_(c), low = op & 0x3f;
-        uint64_t reg, delta = 0;
-        switch (op & 0xc0) {
-        case 0x40:
-            delta = low * ci->code_align;
-            goto advance;
-        case 0x80:
-            set_rule(r, low, R_OFFSET, (int64_t)uleb(c) * ci->data_align);
-            continue;
-        case 0xc0:
-            if (low < LW_CALLCHAIN_NREGS) set_rule(r, low, initial->how[low], initial->arg[low]);
-            continue;
-        default:
-            break;
-        }
-        switch (op) {
-        case 0x00:
-            continue; /* nop */
-        case 0x01:
-            return -1; /* set_loc: not written by compilers for .eh_frame */
-        case 0x02:
-            delta = fixed(c, 1) * ci->code_align;
-            goto advance;
-        case 0x03:
-            delta = fixed(c, 2) * ci->code_align;
-            goto advance;
-        case 0x04:
-            delta = fixed(c, 4) * ci->code_align;
-            goto advance;
-        case 0x05:
-            reg = uleb(c);
-            set_rule(r, reg, R_OFFSET, (int64_t)uleb(c) * ci->data_align);
-            continue;
-        case 0x06:
-            reg = uleb(c);
-            if (reg < LW_CALLCHAIN_NREGS) set_rule(r, reg, initial->how[reg], initial->arg[reg]);
-            continue;
-        case 0x07:
-            set_rule(r, uleb(c), R_UNDEF, 0);
-            continue;
-        case 0x08:
-            set_rule(r, uleb(c), R_SAME, 0);
-            continue;
-        case 0x09:
-            reg = uleb(c);
-            set_rule(r, reg, R_REG, (int64_t)uleb(c));
-            continue;
-        case 0x0a:
-            if (depth == STATE_DEPTH) return -1;
-            stack[depth++] = *r;
-            continue;
-        case 0x0b: /* the CFA's rule comes back too (DWARF 5; GCC's epilogues) */
-            if (!depth) return -1;
-            *r = stack[--depth];
-            continue;
-        case 0x0c:
-            r->cfa_reg = (int)uleb(c);
-            r->cfa_off = (int64_t)uleb(c);
-            continue;
-        case 0x0d:
-            r->cfa_reg = (int)uleb(c);
-            continue;
-        case 0x0e:
-            r->cfa_off = (int64_t)uleb(c);
-            continue;
-        case 0x0f: { /* def_cfa_expression */
-            uint64_t n = uleb(c);
-            r->cfa_reg = -1;
-            if (n > (uint64_t)(c->end - c->p)) return -1;
-            c->p += n;
-            c->addr += n;
-            continue;
-        }
-        case 0x10:
-        case 0x16: { /* expression, val_expression: the register is unknown */
-            reg = uleb(c);
-            uint64_t n = uleb(c);
-            set_rule(r, reg, R_UNKNOWN, 0);
-            if (n > (uint64_t)(c->end - c->p)) return -1;
-            c->p += n;
-            c->addr += n;
-            continue;
-        }
-        case 0x11:
-            reg = uleb(c);
-            set_rule(r, reg, R_OFFSET, sleb(c) * ci->data_align);
-            continue;
-        case 0x12:
-            r->cfa_reg = (int)uleb(c);
-            r->cfa_off = sleb(c) * ci->data_align;
-            continue;
-        case 0x13:
-            r->cfa_off = sleb(c) * ci->data_align;
-            continue;
-        case 0x14:
-            reg = uleb(c);
-            set_rule(r, reg, R_VAL_OFFSET, (int64_t)uleb(c) * ci->data_align);
-            continue;
-        case 0x15:
-            reg = uleb(c);
-            set_rule(r, reg, R_VAL_OFFSET, sleb(c) * ci->data_align);
-            continue;
-        case 0x2e:
-            uleb(c);
-            continue; /* GNU_args_size */
-        case 0x2f:
-            reg = uleb(c);
-            set_rule(r, reg, R_OFFSET, -(int64_t)uleb(c) * ci->data_align);
-            continue;
-        default:
-            return -1;
-        }
-    advance:
-        loc += delta;
-        if (loc > pc) return 0;
-    }
-    return c->bad ? -1 : 0;
+    unsigned char h[LW_CFI_HDR_HEAD];
+    lw_cfi_hdr t;
+    reader r = {rd, ctx};
+    if (rd(ctx, hdr, h, sizeof h) != 0 || lw_cfi_hdr_parse(h, hdr, &t) != 0) return -1;
+    return lw_cfi_hdr_find(&t, hdr, pc, hdr_entry, &r, fde);
 }
 
 /* The rules at pc, from its FDE and that FDE's CIE. */
 static int rules_at(lw_callchain_read_fn rd, void *ctx, uint64_t fde_addr, uint64_t pc,
-                    cie_info *ci, rules *r) {
+                    lw_cfi_cie *ci, lw_cfi_row *r) {
     unsigned char fbuf[ENTRY_MAX], cbuf[ENTRY_MAX];
-    cursor f;
+    lw_cfi_cur f, c;
     if (read_entry(rd, ctx, fde_addr, fbuf, &f) != 0) return -1;
-    uint64_t id_at = f.addr;
-    uint32_t cie_ptr = (uint32_t)fixed(&f, 4);
+    uint64_t id_at = lw_cfi_addr(&f);
+    uint32_t cie_ptr = (uint32_t)lw_cfi_fixed(&f, 4);
     if (!cie_ptr) return -1; /* a CIE, not an FDE */
-    cursor c;
-    if (read_entry(rd, ctx, id_at - cie_ptr, cbuf, &c) != 0 || fixed(&c, 4) != 0) return -1;
-    int version = (int)u8_(&c);
-    const char *aug = (const char *)c.p;
-    size_t alen = strnlen(aug, (size_t)(c.end - c.p));
-    if (alen == (size_t)(c.end - c.p)) return -1;
-    c.p += alen + 1;
-    c.addr += alen + 1;
-    ci->code_align = uleb(&c);
-    ci->data_align = sleb(&c);
-    ci->ra_reg = version == 1 ? (int)u8_(&c) : (int)uleb(&c);
-    ci->fde_enc = 0;
-    int has_z = aug[0] == 'z';
-    if (has_z) {
-        uint64_t n = uleb(&c);
-        const unsigned char *end = c.p + n;
-        if (n > (uint64_t)(c.end - c.p)) return -1;
-        for (const char *a = aug + 1; *a; a++) {
-            if (*a == 'R')
-                ci->fde_enc = (int)u8_(&c);
-            else if (*a == 'L')
-                u8_(&c);
-            else if (*a == 'P') {
-                int penc = (int)u8_(&c);
-                enc_ptr(&c, penc & 0x7f, 0);
-            } else if (*a == 'S' || *a == 'B')
-                ;
-            else
-                return -1;
-        }
-        c.addr += (uint64_t)(end - c.p);
-        c.p = end;
-    } else if (aug[0]) {
+    if (read_entry(rd, ctx, id_at - cie_ptr, cbuf, &c) != 0 || lw_cfi_parse_cie(c, ci) != 0 ||
+        ci->ra_reg >= LW_CFI_NREGS)
         return -1;
-    }
-    if (c.bad || ci->ra_reg >= LW_CALLCHAIN_NREGS) return -1;
-    uint64_t start = enc_ptr(&f, ci->fde_enc, 0);
-    uint64_t range = enc_ptr(&f, ci->fde_enc & 0x0f, 0);
-    if (f.bad || pc < start || pc >= start + range) return -1;
-    if (has_z) {
-        uint64_t n = uleb(&f);
-        if (n > (uint64_t)(f.end - f.p)) return -1;
-        f.p += n;
-        f.addr += n;
-    }
-    rules init;
-    for (int i = 0; i < LW_CALLCHAIN_NREGS; i++) {
-        init.how[i] = R_SAME;
-        init.arg[i] = 0;
-    }
-    init.cfa_reg = -1;
-    init.cfa_off = 0;
-    rules none = init;
-    if (run_cfa(&c, ci, &none, &init, start, UINT64_MAX) != 0) return -1;
+    uint64_t start;
+    if (lw_cfi_parse_fde(&f, ci, pc, &start) != 0) return -1;
+    lw_cfi_row none, init;
+    lw_cfi_row_init(&none, LW_CFI_CFA_EXPR);
+    init = none;
+    lw_cfi_cur insns = ci->insns;
+    if (lw_cfi_run(&insns, ci, start, UINT64_MAX, &init, &none) != 0) return -1;
     *r = init;
-    return run_cfa(&f, ci, &init, r, start, pc);
+    return lw_cfi_run(&f, ci, start, pc, r, &init);
 }
 
 void lw_callchain_walk(pid_t pid, lw_callchain_read_fn rd, void *ctx,
@@ -476,13 +174,13 @@ void lw_callchain_walk(pid_t pid, lw_callchain_read_fn rd, void *ctx,
     load_segments(pid, &segs);
     while (out->n < MAX_FRAMES) {
         uint64_t hdr, fde;
-        cie_info ci;
-        rules r;
+        lw_cfi_cie ci;
+        lw_cfi_row r;
         if (module_hdr(&segs, rd, ctx, look, &hdr) != 0 ||
             find_fde(rd, ctx, hdr, look, &fde) != 0 || rules_at(rd, ctx, fde, look, &ci, &r) != 0 ||
-            ci.ra_reg != ra_reg)
+            ci.ra_reg != (uint64_t)ra_reg)
             break;
-        if (r.how[ra_reg] == R_UNDEF) { /* the outermost frame (_start, a thread's start) */
+        if (r.how[ra_reg] == LW_CFI_UNDEF) { /* the outermost frame (_start, a thread's start) */
             out->complete = 1;
             break;
         }
@@ -495,19 +193,19 @@ void lw_callchain_walk(pid_t pid, lw_callchain_read_fn rd, void *ctx,
             next[i] = cur[i];
             next_known[i] = known[i];
             switch (r.how[i]) {
-            case R_SAME:
+            case LW_CFI_SAME:
                 break;
-            case R_UNDEF:
-            case R_UNKNOWN:
+            case LW_CFI_UNDEF:
+            case LW_CFI_UNKNOWN:
                 next_known[i] = 0;
                 break;
-            case R_OFFSET:
+            case LW_CFI_OFFSET:
                 if (rd(ctx, cfa + (uint64_t)r.arg[i], &next[i], 8) != 0) next_known[i] = 0;
                 break;
-            case R_VAL_OFFSET:
+            case LW_CFI_VAL_OFFSET:
                 next[i] = cfa + (uint64_t)r.arg[i];
                 break;
-            case R_REG:
+            case LW_CFI_REG:
                 if (r.arg[i] < 0 || r.arg[i] >= LW_CALLCHAIN_NREGS) {
                     next_known[i] = 0;
                 } else {
