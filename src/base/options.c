@@ -61,6 +61,9 @@ static const lw_option_def table[LW_OPT_COUNT] = {
     [LW_OPT_TORCH_MAX_ENTRIES] = INT("TORCH_MAX_ENTRIES", 100000, 1000, 100000000,
                                      "PyTorch: allocation history events kept during that window "
                                      "(max_entries)"),
+    [LW_OPT_TORCH_OWNER_MS] = INT("TORCH_OWNER_MS", 1000, 0, 600000,
+                                  "PyTorch: time budget in ms of the search for what keeps a leak "
+                                  "alive, at the window's close (0: no search)"),
     [LW_OPT_SOURCE_LINES] =
         BOOL("SOURCE_LINES", 1, "0: no file:line or inlined frames in reports (no addr2line run)"),
     [LW_OPT_USER_CODE] = TEXT("USER_CODE", NULL,

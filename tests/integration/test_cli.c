@@ -404,6 +404,38 @@ START_TEST(fail_on_leak_end_to_end) {
 }
 END_TEST
 
+START_TEST(fail_on_leak_reads_every_rank) {
+    /* --report with %r: each process of a launched job writes its own rank's
+     * report; a leak in any of them fails the run, as in the private folder
+     * (before, run looked for a file named literally leak-%r.json and passed). */
+    char dir[64], ok[128], leak[128], tpl[128], script[600];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(ok, sizeof ok, "%s/ok.json", dir);
+    snprintf(leak, sizeof leak, "%s/leak.json", dir);
+    snprintf(tpl, sizeof tpl, "%s/rep-%%r.json", dir);
+    write_crafted(ok, "no_leak");
+    write_crafted(leak, "leak");
+    snprintf(script, sizeof script, "cp %s %s/rep-0.json && cp %s %s/rep-1.json", ok, dir, leak,
+             dir);
+    lw_run r;
+    const char *args[] = {"run", "--fail-on-leak", "--report", tpl, "--", "/bin/sh",
+                          "-c",  script,           NULL};
+    lw_cli_run(&r, args, NULL);
+    ck_assert_msg(r.exit_code == 3, "exit %d: %s", r.exit_code, r.err);
+    ck_assert_msg(strstr(r.err, "rep-1.json: verdict leak"), "%s", r.err);
+    lw_run_free(&r);
+    /* Every rank clean: the run passes, and each report was read. */
+    snprintf(script, sizeof script, "cp %s %s/rep-0.json && cp %s %s/rep-1.json", ok, dir, ok, dir);
+    lw_cli_run(&r, args, NULL);
+    ck_assert_msg(r.exit_code == 0, "exit %d: %s", r.exit_code, r.err);
+    ck_assert_msg(strstr(r.err, "rep-0.json: verdict no_leak") &&
+                      strstr(r.err, "rep-1.json: verdict no_leak"),
+                  "%s", r.err);
+    lw_run_free(&r);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 START_TEST(run_forwards_signals) {
 #ifdef __SANITIZE_THREAD__
     /* ThreadSanitizer defers asynchronous signals in an intercepted blocking
@@ -1288,6 +1320,7 @@ int main(void) {
     tcase_add_test(tc, preload_keeps_sanitizer_runtimes_first);
     tcase_add_test(tc, fail_on_leak_decision);
     tcase_add_test(tc, fail_on_leak_end_to_end);
+    tcase_add_test(tc, fail_on_leak_reads_every_rank);
     tcase_add_test(tc, run_forwards_signals);
     tcase_add_test(tc, report_text_json_html);
     tcase_add_test(tc, report_of_a_real_run);

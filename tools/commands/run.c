@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <glob.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -30,7 +31,8 @@ static const char usage[] =
     "is recorded; a report is written when the program exits.\n"
     "\n"
     "options:\n"
-    "  -r, --report PATH       report file (LEAKWATCH_REPORT); %p = pid, %h = host\n"
+    "  -r, --report PATH       report file (LEAKWATCH_REPORT); %p = pid, %h = host,\n"
+    "                          %r = rank\n"
     "      --interval MS       sampling interval in ms (LEAKWATCH_INTERVAL_MS)\n"
     "      --mode MODE         PyTorch view (LEAKWATCH_TORCH_MODE): segments (default;\n"
     "                          PyTorch's allocator untouched, tensor growth from its\n"
@@ -222,8 +224,10 @@ static int run_job(char **argv, int *exec_errno, pid_t *job, int quiet) {
 
 /* ---- the report afterwards ---- */
 
-/* %p, %h and %% as the library expands them, with the job's pid. */
-static void expand(const char *tpl, pid_t pid, char *out, size_t n) {
+/* %p, %h and %% as the library expands them, with the job's pid; %r as
+ * rank (each process of a job expands it to its own rank: "*" to find them
+ * all with glob). */
+static void expand(const char *tpl, pid_t pid, const char *rank, char *out, size_t n) {
     size_t o = 0;
     char host[256] = "unknown-host", tmp[300];
     gethostname(host, sizeof host - 1);
@@ -233,6 +237,8 @@ static void expand(const char *tpl, pid_t pid, char *out, size_t n) {
             snprintf(tmp, sizeof tmp, "%ld", (long)pid), add = tmp, p++;
         else if (p[0] == '%' && p[1] == 'h')
             add = host, p++;
+        else if (p[0] == '%' && p[1] == 'r')
+            add = rank, p++;
         else if (p[0] == '%' && p[1] == '%')
             add = "%", p++;
         if (add) {
@@ -251,7 +257,7 @@ static void expand(const char *tpl, pid_t pid, char *out, size_t n) {
 static void say_report_path(const char *tpl, pid_t pid, time_t started) {
     if (!strcmp(tpl, "none") || !strcmp(tpl, "/dev/null")) return;
     char path[PATH_MAX], shown[PATH_MAX];
-    expand(tpl, pid, path, sizeof path);
+    expand(tpl, pid, "0", path, sizeof path);
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_mtime < started) return;
     fprintf(stderr, "leakwatch: report: %s\n", lw_safe_text(path, shown, sizeof shown));
@@ -273,6 +279,32 @@ static int report_leaks(const char *path, time_t started, int quiet) {
     if (!quiet || leak)
         fprintf(stderr, "leakwatch: %s: verdict %s\n", path, lw_mverdict_name(m.verdict));
     lw_model_free(&m);
+    return leak;
+}
+
+/* A --report with %r: every process of the job wrote the report of its own
+ * rank (a launcher's workers), so every rank's report written since the start
+ * counts, as in the private folder. */
+static int ranks_leak(const char *tpl, pid_t pid, time_t started, int quiet) {
+    char pattern[PATH_MAX];
+    expand(tpl, pid, "*", pattern, sizeof pattern);
+    glob_t g;
+    int leak = 0, found = 0;
+    if (glob(pattern, GLOB_NOSORT, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            int r = report_leaks(g.gl_pathv[i], started, quiet);
+            if (r == -2) continue;
+            found++;
+            if (r < 0 || leak < 0)
+                leak = -1;
+            else
+                leak |= r;
+        }
+    }
+    globfree(&g);
+    if (!found && !quiet)
+        fprintf(stderr, "leakwatch: no new report at %s: the program never allocated CUDA memory\n",
+                pattern);
     return leak;
 }
 
@@ -306,7 +338,8 @@ static int job_leaks(const char *tpl, const char *private_dir, pid_t pid, time_t
         return leak;
     }
     char path[PATH_MAX];
-    expand(tpl, pid, path, sizeof path);
+    if (strstr(tpl, "%r")) return ranks_leak(tpl, pid, started, quiet);
+    expand(tpl, pid, "0", path, sizeof path);
     int r = report_leaks(path, started, quiet);
     if (r == 0 && quiet) say_report_path(tpl, pid, started);
     if (r == -2) {
