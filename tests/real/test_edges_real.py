@@ -13,12 +13,17 @@ NUMBA_LIBS = [REPO / "build" / "tests" / "lib-cuda12", LIB]
 
 def test_numba_release_at_teardown_is_still_a_leak(lw):
     # Without step marks (time intervals of 50 ms), as a numba job has none.
+    # Time intervals measure growth per second: the job runs at a fixed rate
+    # (a step every 3 ms; its work takes about 0.6), so that a machine whose
+    # load changes mid-run does not change the growth per interval (a job
+    # slowed by half in its second half is a decelerating one, and the leak
+    # verdict was withdrawn on a loaded CI machine).
     for attempt in range(2):
-        run = lw(HERE / "numba_leak.py", "--steps", "6000", "--unmarked", "--release-then", "0.1",
-                 env={"LEAKWATCH_INTERVAL_MS": "50"}, options=["--fail-on-leak"],
-                 libs=NUMBA_LIBS)
-        # Time intervals measure growth per second: a loaded machine that
-        # starves the sampler leaves fewer of them; a real failure fails twice.
+        run = lw(HERE / "numba_leak.py", "--steps", "2000", "--pace-ms", "3", "--unmarked",
+                 "--release-then", "0.1", env={"LEAKWATCH_INTERVAL_MS": "50"},
+                 options=["--fail-on-leak"], libs=NUMBA_LIBS)
+        # A loaded machine that starves the sampler leaves fewer intervals; a
+        # real failure fails twice.
         if run.verdict == "leak":
             break
     assert "released" in run.out, run
