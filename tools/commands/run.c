@@ -282,6 +282,16 @@ static int report_leaks(const char *path, time_t started, int quiet) {
     return leak;
 }
 
+/* One more of a job's reports into the tally: *found counts the reports
+ * written since the start; *leak is 1 if one says leak, -1 once one cannot be
+ * read. */
+static void tally(const char *path, time_t started, int quiet, int *found, int *leak) {
+    int r = report_leaks(path, started, quiet);
+    if (r == -2) return;
+    ++*found;
+    *leak = r < 0 || *leak < 0 ? -1 : *leak | r;
+}
+
 /* A --report with %r: every process of the job wrote the report of its own
  * rank (a launcher's workers), so every rank's report written since the start
  * counts, as in the private folder. */
@@ -291,15 +301,8 @@ static int ranks_leak(const char *tpl, pid_t pid, time_t started, int quiet) {
     glob_t g;
     int leak = 0, found = 0;
     if (glob(pattern, GLOB_NOSORT, NULL, &g) == 0) {
-        for (size_t i = 0; i < g.gl_pathc; i++) {
-            int r = report_leaks(g.gl_pathv[i], started, quiet);
-            if (r == -2) continue;
-            found++;
-            if (r < 0 || leak < 0)
-                leak = -1;
-            else
-                leak |= r;
-        }
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            tally(g.gl_pathv[i], started, quiet, &found, &leak);
     }
     globfree(&g);
     if (!found && !quiet)
@@ -320,13 +323,7 @@ static int job_leaks(const char *tpl, const char *private_dir, pid_t pid, time_t
             if (l < 6 || strcmp(e->d_name + l - 5, ".json") != 0 || e->d_name[0] == '.') continue;
             char p[PATH_MAX + 256];
             snprintf(p, sizeof p, "%s/%s", private_dir, e->d_name);
-            int r = report_leaks(p, started, quiet);
-            if (r == -2) continue;
-            found++;
-            if (r < 0 || leak < 0)
-                leak = -1;
-            else
-                leak |= r;
+            tally(p, started, quiet, &found, &leak);
         }
         if (d) closedir(d);
         if (!found && !quiet)
