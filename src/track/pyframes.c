@@ -66,6 +66,7 @@ static struct {
     void *(*main_interp)(void);
     int (*finalizing)(void);
     uintptr_t code_type, frame_type, str_type, bytes_type;
+    uint32_t o3; /* word3_offset(&L) */
     int version;
 } g;
 
@@ -248,61 +249,74 @@ static inline void frame_words(const struct layout *L, uint32_t o3, uintptr_t f,
     w[3] = rd_ptr(f + o3);
 }
 
-__attribute__((noinline)) static int capture_cached(lw_pyframe *out, int max, lw_py_cache *c) {
+__attribute__((noinline)) static int capture_cached(lw_pyframe *out, int max, lw_py_cache *c,
+                                                    const lw_pyframe **frames) {
+    *frames = out;
     if (!ready(out, max)) return 0;
     if (c == NULL) return lw_py_capture(out, max);
+    uintptr_t f = innermost_frame(&g.L);
+    if (f == 0) return 0;
+    /* The same chain as last time, frame for frame and word for word? Each
+     * frame is read only once the live chain has led to it, as in the
+     * walk, and it is at an address the walk validated: frame i + 1 is read
+     * only once frame i's link compared equal to the recorded one, which is
+     * c->f[i + 1]. The four words of a frame are compared together (one
+     * branch a frame), and the next frame's address is the recorded link,
+     * so the loads do not wait for each other. The loop stores nothing: the
+     * offsets stay in registers. */
+    const int steps = c->steps;
+    if (steps > 0 && c->n <= max && f == c->f[0]) {
+        const uintptr_t ob = g.L.fr_back, oc = g.L.fr_code, oi = g.L.fr_instr, o3 = g.o3;
+        const uintptr_t(*w)[4] = (const uintptr_t(*)[4])c->w;
+        uintptr_t x = f;
+        int i = 0;
+        for (;;) {
+            uintptr_t d = (rd_ptr(x + ob) ^ w[i][0]) | (rd_ptr(x + oc) ^ w[i][1]) |
+                          (rd_ptr(x + oi) ^ w[i][2]) | (rd_ptr(x + o3) ^ w[i][3]);
+            if (d != 0) break;
+            x = w[i][0];
+            if (++i == steps) {
+                /* The last result, where it is kept: no copy. */
+                *frames = c->out;
+                return c->n;
+            }
+        }
+    }
     /* A local copy: byte stores into out may alias g, and the compiler
      * would reload every offset after each frame. */
     const struct layout Lc = g.L;
     const struct layout *L = &Lc;
-    uintptr_t f = innermost_frame(L);
-    if (f == 0) return 0;
-    /* The same chain as last time, frame for frame and word for word? Each
-     * frame is read only once the live chain has led to it, as in the
-     * walk, and it is at an address the walk validated. */
-    const uint32_t o3 = word3_offset(L);
-    if (c->steps > 0 && c->n <= max) {
-        uintptr_t x = f, w[4];
-        int i = 0;
-        for (; i < c->steps && x == c->f[i]; i++) {
-            frame_words(L, o3, x, w);
-            if (w[0] != c->w[i][0] || w[1] != c->w[i][1] || w[2] != c->w[i][2] ||
-                w[3] != c->w[i][3])
-                break;
-            x = w[0];
-        }
-        if (i == c->steps) {
-            memcpy(out, c->out, (size_t)c->n * sizeof *out);
-            return c->n;
-        }
-    }
+    const uint32_t o3 = g.o3;
     int n = walk(L, f, out, max);
     /* Remember a whole chain (not one cut at max, nor one longer than the
      * cache) and what it gave. */
     c->gen++;
     c->steps = 0;
     if (n >= max || n > LW_PY_CACHE_FRAMES) return n;
-    int steps = 0;
+    int nsteps = 0;
     uintptr_t x = f;
-    while (x != 0 && steps < LW_PY_CACHE_FRAMES) {
-        c->f[steps] = x;
-        frame_words(L, o3, x, c->w[steps]);
-        x = c->w[steps][0];
-        steps++;
+    while (x != 0 && nsteps < LW_PY_CACHE_FRAMES) {
+        c->f[nsteps] = x;
+        frame_words(L, o3, x, c->w[nsteps]);
+        x = c->w[nsteps][0];
+        nsteps++;
     }
     if (x != 0) return n;
     memcpy(c->out, out, (size_t)n * sizeof *out);
     c->n = n;
-    c->steps = steps;
+    c->steps = nsteps;
     return n;
 }
 
 /* A process without Python (a C or C++ job) returns here, with no frame of
  * its own: the state says so, as ready() would. */
-int lw_py_capture_cached(lw_pyframe *out, int max, lw_py_cache *c) {
+int lw_py_capture_cached(lw_pyframe *out, int max, lw_py_cache *c, const lw_pyframe **frames) {
     int st = atomic_load_explicit(&g_state, memory_order_acquire);
-    if (st != 1 && st != 0) return 0;
-    return capture_cached(out, max, c);
+    if (st != 1 && st != 0) {
+        *frames = out;
+        return 0;
+    }
+    return capture_cached(out, max, c, frames);
 }
 
 int lw_py_thread_without_frames(void) {
@@ -938,6 +952,7 @@ static int do_init(void) {
         return fail("Python symbols come from different objects");
 
     g.L = L;
+    g.o3 = word3_offset(&L);
     g.get_tstate = (void *(*)(void))gts;
     g.main_interp = (void *(*)(void))main_interp;
     g.finalizing = (int (*)(void))fin;
