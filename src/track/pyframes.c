@@ -17,6 +17,9 @@
 #include "real.h" /* lw_real_dlsym: the library interposes dlsym */
 
 #include <dlfcn.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -66,7 +69,11 @@ static struct {
     void *(*main_interp)(void);
     int (*finalizing)(void);
     uintptr_t code_type, frame_type, str_type, bytes_type;
-    uint32_t o3; /* word3_offset(&L) */
+    /* The chain cache's four words of a frame (link, code, instruction,
+     * word3), in the order kept; pairs: off[1] = off[0] + 8 and off[3] =
+     * off[2] + 8 (3.12 on: two 16-byte loads a frame). */
+    uint32_t off[4];
+    int pairs;
     int version;
 } g;
 
@@ -242,11 +249,47 @@ int lw_py_capture(lw_pyframe *out, int max) {
 static inline uint32_t word3_offset(const struct layout *L) {
     return L->walk == WALK_FRAMEOBJ ? L->ob_type : (uint32_t)L->fr_owner & ~7u;
 }
-static inline void frame_words(const struct layout *L, uint32_t o3, uintptr_t f, uintptr_t w[4]) {
-    w[0] = rd_ptr(f + L->fr_back);
-    w[1] = rd_ptr(f + L->fr_code);
-    w[2] = rd_ptr(f + L->fr_instr);
-    w[3] = rd_ptr(f + o3);
+/* The four words in the cache's order, g.off: with g.pairs, two pairs of
+ * adjacent words (a 16-byte load each). */
+static inline void frame_words(uintptr_t f, uintptr_t w[4]) {
+    for (int k = 0; k < 4; k++)
+        w[k] = rd_ptr(f + g.off[k]);
+}
+
+/* Is the live chain from c->f[0] (the innermost frame now) word for word
+ * the recorded one? Each frame is read only once the live chain has led to
+ * it, as in the walk, and it is at an address the walk validated: frame
+ * i + 1 is read only once frame i's link compared equal to the recorded
+ * one, which is c->f[i + 1] (so the loads do not wait for each other). One
+ * branch a frame; nothing is stored, so the offsets stay in registers. */
+static inline int same_chain(const lw_py_cache *c, int steps) {
+    const uintptr_t *fs = c->f;
+    const uintptr_t(*w)[4] = (const uintptr_t(*)[4])c->w;
+#if defined(__SSE2__)
+    /* Two 16-byte compares a frame: the cached pairs are 16-aligned when
+     * the cache is (calloc'd: always, but checked). */
+    if (g.pairs && ((uintptr_t)w & 15) == 0) {
+        const uintptr_t a = g.off[0], b = g.off[2];
+        for (int i = 0; i < steps; i++) {
+            const uintptr_t x = fs[i];
+            __m128i e = _mm_and_si128(
+                _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(x + a)),
+                                _mm_load_si128((const __m128i *)(const void *)&w[i][0])),
+                _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(x + b)),
+                                _mm_load_si128((const __m128i *)(const void *)&w[i][2])));
+            if (_mm_movemask_epi8(e) != 0xFFFF) return 0;
+        }
+        return 1;
+    }
+#endif
+    const uintptr_t o0 = g.off[0], o1 = g.off[1], o2 = g.off[2], o3 = g.off[3];
+    for (int i = 0; i < steps; i++) {
+        const uintptr_t x = fs[i];
+        uintptr_t d = (rd_ptr(x + o0) ^ w[i][0]) | (rd_ptr(x + o1) ^ w[i][1]) |
+                      (rd_ptr(x + o2) ^ w[i][2]) | (rd_ptr(x + o3) ^ w[i][3]);
+        if (d != 0) return 0;
+    }
+    return 1;
 }
 
 __attribute__((noinline)) static int capture_cached(lw_pyframe *out, int max, lw_py_cache *c,
@@ -265,28 +308,15 @@ __attribute__((noinline)) static int capture_cached(lw_pyframe *out, int max, lw
      * so the loads do not wait for each other. The loop stores nothing: the
      * offsets stay in registers. */
     const int steps = c->steps;
-    if (steps > 0 && c->n <= max && f == c->f[0]) {
-        const uintptr_t ob = g.L.fr_back, oc = g.L.fr_code, oi = g.L.fr_instr, o3 = g.o3;
-        const uintptr_t(*w)[4] = (const uintptr_t(*)[4])c->w;
-        uintptr_t x = f;
-        int i = 0;
-        for (;;) {
-            uintptr_t d = (rd_ptr(x + ob) ^ w[i][0]) | (rd_ptr(x + oc) ^ w[i][1]) |
-                          (rd_ptr(x + oi) ^ w[i][2]) | (rd_ptr(x + o3) ^ w[i][3]);
-            if (d != 0) break;
-            x = w[i][0];
-            if (++i == steps) {
-                /* The last result, where it is kept: no copy. */
-                *frames = c->out;
-                return c->n;
-            }
-        }
+    if (steps > 0 && c->n <= max && f == c->f[0] && same_chain(c, steps)) {
+        /* The last result, where it is kept: no copy. */
+        *frames = c->out;
+        return c->n;
     }
     /* A local copy: byte stores into out may alias g, and the compiler
      * would reload every offset after each frame. */
     const struct layout Lc = g.L;
     const struct layout *L = &Lc;
-    const uint32_t o3 = g.o3;
     int n = walk(L, f, out, max);
     /* Remember a whole chain (not one cut at max, nor one longer than the
      * cache) and what it gave. */
@@ -297,8 +327,8 @@ __attribute__((noinline)) static int capture_cached(lw_pyframe *out, int max, lw
     uintptr_t x = f;
     while (x != 0 && nsteps < LW_PY_CACHE_FRAMES) {
         c->f[nsteps] = x;
-        frame_words(L, o3, x, c->w[nsteps]);
-        x = c->w[nsteps][0];
+        frame_words(x, c->w[nsteps]);
+        x = rd_ptr(x + L->fr_back);
         nsteps++;
     }
     if (x != 0) return n;
@@ -892,6 +922,19 @@ static const char free_threaded_why[] =
     "(its frames point into per-thread bytecode copies that another thread may reallocate, "
     "so they cannot be read safely without locking); reports show native frames only";
 
+/* The order in which the chain cache keeps a frame's four words. */
+static void set_cache_words(const struct layout *L) {
+    uint32_t bk = L->fr_back, co = L->fr_code, in = L->fr_instr, w3 = word3_offset(L);
+    uint32_t lo1 = bk < co ? bk : co, hi1 = bk < co ? co : bk;
+    uint32_t lo2 = in < w3 ? in : w3, hi2 = in < w3 ? w3 : in;
+    g.pairs = hi1 == lo1 + 8 && hi2 == lo2 + 8 && (hi1 < lo2 || hi2 < lo1);
+    if (g.pairs) {
+        g.off[0] = lo1, g.off[1] = hi1, g.off[2] = lo2, g.off[3] = hi2;
+    } else {
+        g.off[0] = bk, g.off[1] = co, g.off[2] = in, g.off[3] = w3;
+    }
+}
+
 static int do_init(void) {
     if (sizeof(void *) != 8) return fail("32-bit process: unsupported");
     atomic_store(&g_found, 0);
@@ -952,7 +995,7 @@ static int do_init(void) {
         return fail("Python symbols come from different objects");
 
     g.L = L;
-    g.o3 = word3_offset(&L);
+    set_cache_words(&L);
     g.get_tstate = (void *(*)(void))gts;
     g.main_interp = (void *(*)(void))main_interp;
     g.finalizing = (int (*)(void))fin;
