@@ -266,16 +266,33 @@ static inline int same_chain(const lw_py_cache *c, int steps) {
     const uintptr_t *fs = c->f;
     const uintptr_t(*w)[4] = (const uintptr_t(*)[4])c->w;
 #if defined(__SSE2__)
-    /* Two 16-byte compares a frame: the cached pairs are 16-aligned when
-     * the cache is (calloc'd: always, but checked). */
-    if (g.pairs && ((uintptr_t)w & 15) == 0) {
-        const uintptr_t a = g.off[0], b = g.off[2];
+    /* Two 16-byte compares a frame, with the cache's copy (16-aligned when
+     * the cache is: calloc'd, always, but checked). */
+    if (((uintptr_t)w & 15) == 0) {
+        const uintptr_t o0 = g.off[0], o1 = g.off[1], o2 = g.off[2], o3 = g.off[3];
+        if (g.pairs) { /* 3.12 on: a 16-byte load for each pair */
+            for (int i = 0; i < steps; i++) {
+                const uintptr_t x = fs[i];
+                __m128i e = _mm_and_si128(
+                    _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(x + o0)),
+                                    _mm_load_si128((const __m128i *)(const void *)&w[i][0])),
+                    _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(x + o2)),
+                                    _mm_load_si128((const __m128i *)(const void *)&w[i][2])));
+                if (_mm_movemask_epi8(e) != 0xFFFF) return 0;
+            }
+            return 1;
+        }
+        /* Words apart: each pair made of two 8-byte loads (movq, movhpd). */
         for (int i = 0; i < steps; i++) {
             const uintptr_t x = fs[i];
+            __m128d v0 = _mm_loadh_pd(_mm_castsi128_pd(_mm_loadl_epi64((const __m128i *)(x + o0))),
+                                      (const double *)(x + o1));
+            __m128d v1 = _mm_loadh_pd(_mm_castsi128_pd(_mm_loadl_epi64((const __m128i *)(x + o2))),
+                                      (const double *)(x + o3));
             __m128i e = _mm_and_si128(
-                _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(x + a)),
+                _mm_cmpeq_epi32(_mm_castpd_si128(v0),
                                 _mm_load_si128((const __m128i *)(const void *)&w[i][0])),
-                _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(x + b)),
+                _mm_cmpeq_epi32(_mm_castpd_si128(v1),
                                 _mm_load_si128((const __m128i *)(const void *)&w[i][2])));
             if (_mm_movemask_epi8(e) != 0xFFFF) return 0;
         }
