@@ -388,7 +388,18 @@ static void *guess(const caller_obj *c, const char *name) {
     return f.first;
 }
 
+/* The calling thread's last answer of the search below, by return address:
+ * calls through libffi (ctypes, cffi) come from one address, call after call.
+ * Exact: entries never change once ready and are only appended, so the
+ * first one holding an address stays the first. One word, (address << 7) |
+ * (index + 1), so that a signal handler that records in between sees either
+ * the old pair or the new one (user addresses are below 2^57). */
+static __thread _Atomic uint64_t last_call __attribute__((tls_model("initial-exec")));
+_Static_assert(CALLERS_MAX < 127, "caller index + 1 in 7 bits");
+
 static caller_obj *caller_of(uintptr_t a) {
+    uint64_t last = atomic_load_explicit(&last_call, memory_order_relaxed);
+    if (last >> 7 == a && (last & 127) != 0) return &callers[(last & 127) - 1];
     int n = atomic_load_explicit(&callers_claimed, memory_order_acquire);
     if (n > CALLERS_MAX) n = CALLERS_MAX;
     caller_obj *c = NULL;
@@ -399,7 +410,11 @@ static caller_obj *caller_of(uintptr_t a) {
             break;
         }
     }
-    return c ? c : add_caller(a);
+    if (!c) return add_caller(a);
+    if (a >> 57 == 0)
+        atomic_store_explicit(&last_call, (uint64_t)a << 7 | (uint64_t)(c - callers + 1),
+                              memory_order_relaxed);
+    return c;
 }
 
 /* The first call of a function for a caller: its definition, found once

@@ -17,6 +17,9 @@
 #include "real.h" /* lw_real_dlsym: the library interposes dlsym */
 
 #include <dlfcn.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -66,6 +69,11 @@ static struct {
     void *(*main_interp)(void);
     int (*finalizing)(void);
     uintptr_t code_type, frame_type, str_type, bytes_type;
+    /* The chain cache's four words of a frame (link, code, instruction,
+     * word3), in the order kept; pairs: off[1] = off[0] + 8 and off[3] =
+     * off[2] + 8 (3.12 on: two 16-byte loads a frame). */
+    uint32_t off[4];
+    int pairs;
     int version;
 } g;
 
@@ -241,68 +249,121 @@ int lw_py_capture(lw_pyframe *out, int max) {
 static inline uint32_t word3_offset(const struct layout *L) {
     return L->walk == WALK_FRAMEOBJ ? L->ob_type : (uint32_t)L->fr_owner & ~7u;
 }
-static inline void frame_words(const struct layout *L, uint32_t o3, uintptr_t f, uintptr_t w[4]) {
-    w[0] = rd_ptr(f + L->fr_back);
-    w[1] = rd_ptr(f + L->fr_code);
-    w[2] = rd_ptr(f + L->fr_instr);
-    w[3] = rd_ptr(f + o3);
+/* The four words in the cache's order, g.off: with g.pairs, two pairs of
+ * adjacent words (a 16-byte load each). */
+static inline void frame_words(uintptr_t f, uintptr_t w[4]) {
+    for (int k = 0; k < 4; k++)
+        w[k] = rd_ptr(f + g.off[k]);
 }
 
-__attribute__((noinline)) static int capture_cached(lw_pyframe *out, int max, lw_py_cache *c) {
+/* Is the live chain from c->f[0] (the innermost frame now) word for word
+ * the recorded one? Each frame is read only once the live chain has led to
+ * it, as in the walk, and it is at an address the walk validated: frame
+ * i + 1 is read only once frame i's link compared equal to the recorded
+ * one, which is c->f[i + 1] (so the loads do not wait for each other). One
+ * branch a frame; nothing is stored, so the offsets stay in registers. */
+static inline int same_chain(const lw_py_cache *c, int steps) {
+    const uintptr_t *fs = c->f;
+    const uintptr_t(*w)[4] = (const uintptr_t(*)[4])c->w;
+#if defined(__SSE2__)
+    /* Two 16-byte compares a frame, with the cache's copy (16-aligned when
+     * the cache is: calloc'd, always, but checked). */
+    if (((uintptr_t)w & 15) == 0) {
+        const uintptr_t o0 = g.off[0], o1 = g.off[1], o2 = g.off[2], o3 = g.off[3];
+        if (g.pairs) { /* 3.12 on: a 16-byte load for each pair */
+            for (int i = 0; i < steps; i++) {
+                const uintptr_t x = fs[i];
+                __m128i e = _mm_and_si128(
+                    _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(x + o0)),
+                                    _mm_load_si128((const __m128i *)(const void *)&w[i][0])),
+                    _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(x + o2)),
+                                    _mm_load_si128((const __m128i *)(const void *)&w[i][2])));
+                if (_mm_movemask_epi8(e) != 0xFFFF) return 0;
+            }
+            return 1;
+        }
+        /* Words apart: each pair made of two 8-byte loads (movq, movhpd). */
+        for (int i = 0; i < steps; i++) {
+            const uintptr_t x = fs[i];
+            __m128d v0 = _mm_loadh_pd(_mm_castsi128_pd(_mm_loadl_epi64((const __m128i *)(x + o0))),
+                                      (const double *)(x + o1));
+            __m128d v1 = _mm_loadh_pd(_mm_castsi128_pd(_mm_loadl_epi64((const __m128i *)(x + o2))),
+                                      (const double *)(x + o3));
+            __m128i e = _mm_and_si128(
+                _mm_cmpeq_epi32(_mm_castpd_si128(v0),
+                                _mm_load_si128((const __m128i *)(const void *)&w[i][0])),
+                _mm_cmpeq_epi32(_mm_castpd_si128(v1),
+                                _mm_load_si128((const __m128i *)(const void *)&w[i][2])));
+            if (_mm_movemask_epi8(e) != 0xFFFF) return 0;
+        }
+        return 1;
+    }
+#endif
+    const uintptr_t o0 = g.off[0], o1 = g.off[1], o2 = g.off[2], o3 = g.off[3];
+    for (int i = 0; i < steps; i++) {
+        const uintptr_t x = fs[i];
+        uintptr_t d = (rd_ptr(x + o0) ^ w[i][0]) | (rd_ptr(x + o1) ^ w[i][1]) |
+                      (rd_ptr(x + o2) ^ w[i][2]) | (rd_ptr(x + o3) ^ w[i][3]);
+        if (d != 0) return 0;
+    }
+    return 1;
+}
+
+__attribute__((noinline)) static int capture_cached(lw_pyframe *out, int max, lw_py_cache *c,
+                                                    const lw_pyframe **frames) {
+    *frames = out;
     if (!ready(out, max)) return 0;
     if (c == NULL) return lw_py_capture(out, max);
+    uintptr_t f = innermost_frame(&g.L);
+    if (f == 0) return 0;
+    /* The same chain as last time, frame for frame and word for word? Each
+     * frame is read only once the live chain has led to it, as in the
+     * walk, and it is at an address the walk validated: frame i + 1 is read
+     * only once frame i's link compared equal to the recorded one, which is
+     * c->f[i + 1]. The four words of a frame are compared together (one
+     * branch a frame), and the next frame's address is the recorded link,
+     * so the loads do not wait for each other. The loop stores nothing: the
+     * offsets stay in registers. */
+    const int steps = c->steps;
+    if (steps > 0 && c->n <= max && f == c->f[0] && same_chain(c, steps)) {
+        /* The last result, where it is kept: no copy. */
+        *frames = c->out;
+        return c->n;
+    }
     /* A local copy: byte stores into out may alias g, and the compiler
      * would reload every offset after each frame. */
     const struct layout Lc = g.L;
     const struct layout *L = &Lc;
-    uintptr_t f = innermost_frame(L);
-    if (f == 0) return 0;
-    /* The same chain as last time, frame for frame and word for word? Each
-     * frame is read only once the live chain has led to it, as in the
-     * walk, and it is at an address the walk validated. */
-    const uint32_t o3 = word3_offset(L);
-    if (c->steps > 0 && c->n <= max) {
-        uintptr_t x = f, w[4];
-        int i = 0;
-        for (; i < c->steps && x == c->f[i]; i++) {
-            frame_words(L, o3, x, w);
-            if (w[0] != c->w[i][0] || w[1] != c->w[i][1] || w[2] != c->w[i][2] ||
-                w[3] != c->w[i][3])
-                break;
-            x = w[0];
-        }
-        if (i == c->steps) {
-            memcpy(out, c->out, (size_t)c->n * sizeof *out);
-            return c->n;
-        }
-    }
     int n = walk(L, f, out, max);
     /* Remember a whole chain (not one cut at max, nor one longer than the
      * cache) and what it gave. */
     c->gen++;
     c->steps = 0;
     if (n >= max || n > LW_PY_CACHE_FRAMES) return n;
-    int steps = 0;
+    int nsteps = 0;
     uintptr_t x = f;
-    while (x != 0 && steps < LW_PY_CACHE_FRAMES) {
-        c->f[steps] = x;
-        frame_words(L, o3, x, c->w[steps]);
-        x = c->w[steps][0];
-        steps++;
+    while (x != 0 && nsteps < LW_PY_CACHE_FRAMES) {
+        c->f[nsteps] = x;
+        frame_words(x, c->w[nsteps]);
+        x = rd_ptr(x + L->fr_back);
+        nsteps++;
     }
     if (x != 0) return n;
     memcpy(c->out, out, (size_t)n * sizeof *out);
     c->n = n;
-    c->steps = steps;
+    c->steps = nsteps;
     return n;
 }
 
 /* A process without Python (a C or C++ job) returns here, with no frame of
  * its own: the state says so, as ready() would. */
-int lw_py_capture_cached(lw_pyframe *out, int max, lw_py_cache *c) {
+int lw_py_capture_cached(lw_pyframe *out, int max, lw_py_cache *c, const lw_pyframe **frames) {
     int st = atomic_load_explicit(&g_state, memory_order_acquire);
-    if (st != 1 && st != 0) return 0;
-    return capture_cached(out, max, c);
+    if (st != 1 && st != 0) {
+        *frames = out;
+        return 0;
+    }
+    return capture_cached(out, max, c, frames);
 }
 
 int lw_py_thread_without_frames(void) {
@@ -878,6 +939,19 @@ static const char free_threaded_why[] =
     "(its frames point into per-thread bytecode copies that another thread may reallocate, "
     "so they cannot be read safely without locking); reports show native frames only";
 
+/* The order in which the chain cache keeps a frame's four words. */
+static void set_cache_words(const struct layout *L) {
+    uint32_t bk = L->fr_back, co = L->fr_code, in = L->fr_instr, w3 = word3_offset(L);
+    uint32_t lo1 = bk < co ? bk : co, hi1 = bk < co ? co : bk;
+    uint32_t lo2 = in < w3 ? in : w3, hi2 = in < w3 ? w3 : in;
+    g.pairs = hi1 == lo1 + 8 && hi2 == lo2 + 8 && (hi1 < lo2 || hi2 < lo1);
+    if (g.pairs) {
+        g.off[0] = lo1, g.off[1] = hi1, g.off[2] = lo2, g.off[3] = hi2;
+    } else {
+        g.off[0] = bk, g.off[1] = co, g.off[2] = in, g.off[3] = w3;
+    }
+}
+
 static int do_init(void) {
     if (sizeof(void *) != 8) return fail("32-bit process: unsupported");
     atomic_store(&g_found, 0);
@@ -938,6 +1012,7 @@ static int do_init(void) {
         return fail("Python symbols come from different objects");
 
     g.L = L;
+    set_cache_words(&L);
     g.get_tstate = (void *(*)(void))gts;
     g.main_interp = (void *(*)(void))main_interp;
     g.finalizing = (int (*)(void))fin;

@@ -68,7 +68,10 @@ typedef struct {
     uintptr_t w[LW_PY_CACHE_FRAMES][4];
     lw_pyframe out[LW_PY_CACHE_FRAMES];
 } lw_py_cache;
-int lw_py_capture_cached(lw_pyframe *out, int max, lw_py_cache *c);
+/* The frames are at *frames: out, or on a repeat the cache's own copy of
+ * the last result (valid until the thread's next capture with c: read it,
+ * do not keep it). */
+int lw_py_capture_cached(lw_pyframe *out, int max, lw_py_cache *c, const lw_pyframe **frames);
 
 /* 1 when the calling thread has a Python thread state of the main
  * interpreter but runs no Python frame: autograd's engine threads while they

@@ -136,6 +136,7 @@ static inline __attribute__((always_inline)) lw_site *site_for_this_stack(void) 
      * (header word first): nothing is copied before hashing. */
     uintptr_t key[LW_SITE_KEY_WORDS(LW_STACK_MAX, LW_PY_MAX)];
     lw_pyframe py[LW_PY_MAX];
+    const lw_pyframe *pyf = py; /* the frames: py, or the Python cache's copy */
     lw_stack_info si = {0};
     uint64_t pystate = 0; /* which Python frames: 0 none, else the cache's generation */
     int n = 0, npy = 0, max = 0;
@@ -153,15 +154,16 @@ static inline __attribute__((always_inline)) lw_site *site_for_this_stack(void) 
 #ifdef LW_ABLATE_python
         npy = 0; /* make ablate ABLATE=python: no Python frames */
 #else
-        npy = lw_py_capture_cached(py, LW_PY_MAX, pc);
+        npy = lw_py_capture_cached(py, LW_PY_MAX, pc, &pyf);
 #endif
-        if (lw_stack_verifying()) verify_python(py, npy);
+        if (lw_stack_verifying()) verify_python(pyf, npy);
         uintptr_t lo = 0, hi = 0;
         if (npy > 0) {
             eval_range(&lo, &hi);
             pystate = pc ? pc->gen : 0;
         } else if (atomic_load_explicit(&bw_depth, memory_order_relaxed) > 0 &&
                    lw_py_thread_without_frames() && (npy = borrow_backward_frames(py)) > 0) {
+            pyf = py;
             /* Autograd's engine thread, while a backward() is waited on: the
              * waiting thread's frames say where it was called from. They
              * are not this thread's, so its known-stack cache is not used
@@ -177,7 +179,7 @@ static inline __attribute__((always_inline)) lw_site *site_for_this_stack(void) 
         if (s && si.aux == pystate) {
             if (lw_stack_verifying()) {
                 lw_stack_ips(&si, key + 1);
-                lw_pystack_key(py, npy, key + 1 + n);
+                lw_pystack_key(pyf, npy, key + 1 + n);
                 key[0] = (uintptr_t)n | (uintptr_t)npy << 16 |
                          (uintptr_t)si.cut << LW_SITE_KEY_CUT_SHIFT;
                 if (s->nkey != LW_SITE_KEY_WORDS(n, npy) ||
@@ -188,7 +190,7 @@ static inline __attribute__((always_inline)) lw_site *site_for_this_stack(void) 
             return s;
         }
         lw_stack_ips(&si, key + 1);
-        lw_pystack_key(py, npy, key + 1 + n);
+        lw_pystack_key(pyf, npy, key + 1 + n);
     }
     key[0] =
         (uintptr_t)n | (uintptr_t)npy << 16 | (uintptr_t)si.cut << LW_SITE_KEY_CUT_SHIFT | borrowed;
@@ -213,7 +215,7 @@ static inline __attribute__((always_inline)) lw_site *site_for_this_stack(void) 
         int created;
         s = lw_site_intern(key, nkey, hash, &created);
         /* A new site: name its Python frames now, while they are alive. */
-        if (created && npy) lw_pystack_attach(s, py, npy);
+        if (created && npy) lw_pystack_attach(s, pyf, npy);
         /* Frames beyond the caps are dropped: say how many sites lost some. */
         if (created && (n == max || npy == LW_PY_MAX)) atomic_fetch_add(&truncated_sites, 1);
         if (s != lw_site_overflow()) {

@@ -265,6 +265,14 @@ typedef struct {
     lw_py_cache py;    /* the thread's last Python frames (record.c) */
 } thread_state;
 
+#if defined(__SSE2__)
+/* The Python chain cache compares its words 16 bytes at a time when they
+ * are 16-aligned (pyframes.c checks, and compares word by word otherwise):
+ * they are, in a calloc'd state (16-aligned on x86-64). */
+_Static_assert(offsetof(thread_state, py) % 16 == 0 && offsetof(lw_py_cache, w) % 16 == 0,
+               "the Python chain cache's words are 16-aligned in the thread state");
+#endif
+
 static __thread thread_state *tls_state __attribute__((tls_model("initial-exec")));
 static pthread_key_t state_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;

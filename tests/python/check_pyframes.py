@@ -95,7 +95,9 @@ def compare(case, res, max=4096, entries=None):
     if len(quals) != len(tb):
         return fail("%s: internal: %d frames, %d summaries" % (case, len(quals), len(tb)))
     if n < 0:
-        return fail("%s: probe returned %d (describe failed or buffer too small)" % (case, n))
+        return fail("%s: probe returned %d (-3: the thread's chain cache gave other frames than "
+                    "the walk; -4: a repeat missed the cache; else describe failed or the buffer "
+                    "is too small)" % (case, n))
     want = min(len(exp), max)
     if n != want:
         return fail("%s: %d frames captured, %d expected\n  expected: %s\n  got: %s" % (
@@ -299,10 +301,19 @@ def cases(lib):
     yield "class-body", lambda: run_class_body(lib), 4096, {}
     yield "gc-callback", lambda: gc_in_incomplete_frame(lib), 4096, {}
     yield "multiline", lambda: multiline(lib), 4096, {}
+    yield "two-calls", lambda: two_calls(lib), 4096, {}
     yield "latin1-name", lambda: führe_aus(lib), 4096, {}
     yield "ucs2-name", lambda: 関数(lib), 4096, {}
     if IMMORTAL:
         yield "immortal-code", lambda: immortal_code(lib), 4096, {}
+
+
+def two_calls(lib):
+    """Two captures whose chains differ only in this frame's instruction: the
+    second must not be given the first's frames by the chain cache (pyprobe's
+    check_cached compares every cached capture with a walk)."""
+    snap(lib)
+    return snap(lib)
 
 
 def _keyed(lib):

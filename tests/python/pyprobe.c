@@ -64,10 +64,38 @@ static int stack_to_text(const lw_pyframe *fr, int n, char *buf, int buflen) {
     return n;
 }
 
+static int same_frames(const lw_pyframe *a, const lw_pyframe *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (a[i].code != b[i].code || a[i].instr != b[i].instr || a[i].entry != b[i].entry)
+            return 0;
+    return 1;
+}
+
+/* The thread's chain cache (as libleakwatch keeps one per thread), on the
+ * same frames as the walk: twice, and the second time, for a chain the cache
+ * keeps, from the cache (its own copy, the generation unchanged). Returns 0,
+ * -3 when a cached capture differs from the walk, -4 when the repeat was not
+ * served from the cache. 16-aligned as in libleakwatch's thread state (the
+ * compare loads the cached words 16 bytes at a time). */
+static int check_cached(const lw_pyframe *fr, int n, int max) {
+    static __thread lw_py_cache cache __attribute__((aligned(16)));
+    static __thread lw_pyframe out[MAXF];
+    for (int k = 0; k < 2; k++) {
+        const lw_pyframe *got = NULL;
+        uint64_t gen = cache.gen;
+        int m = lw_py_capture_cached(out, max, &cache, &got);
+        if (m != n || got == NULL || !same_frames(got, fr, n)) return -3;
+        if (k == 1 && cache.steps > 0 && (got != cache.out || cache.gen != gen)) return -4;
+    }
+    return 0;
+}
+
 EXPORT int probe_stack(char *buf, int buflen, int max) {
     static __thread lw_pyframe fr[MAXF];
     if (max > MAXF) max = MAXF;
     int n = lw_py_capture(fr, max);
+    int bad = check_cached(fr, n, max);
+    if (bad) return bad;
     return stack_to_text(fr, n, buf, buflen);
 }
 
