@@ -190,7 +190,7 @@ goal_fastest() {
 # Runs the goal rows' rounds, once per bench run (the sections that print
 # them call it; the second call finds them done).
 goal_phase() {
-    local lib=$B/bench/lib row id env args r a b c par min max ref short
+    local lib=$B/bench/lib row id env args r a b c par min max ref short steady
     [ -e "$TMP/goal.done" ] && return 0
     [ -e "$lib/libcudart.so" ] || return 0
     min=$((ROUNDS * 3))
@@ -213,8 +213,9 @@ goal_phase() {
         short=0
         for row in "${GOAL_ROWS[@]}"; do
             IFS='|' read -r id _ <<<"$row"
-            [ "$(summarise "" steady "$ref" <"$TMP/goal.$id.rounds" 2>/dev/null |
-                sed -n 's/.*(\([0-9]*\) of [0-9]* rounds steady.*/\1/p')" -ge 7 ] || short=1
+            steady=$(summarise "" steady "$ref" <"$TMP/goal.$id.rounds" 2>/dev/null |
+                sed -n 's/.*(\([0-9]*\) of [0-9]* rounds steady.*/\1/p')
+            [ "${steady:-0}" -ge 7 ] || short=1
         done
         [ "$short" = 0 ] && break
     done
