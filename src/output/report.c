@@ -573,7 +573,7 @@ int lw_report_emit(FILE *f, const char *reason) {
     lw_symtab *syms = lw_symtab_new();
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    uint64_t now = lw_now_ns();
+    uint64_t now = lw_run_now_ns();
     double uptime = (double)(now - lw_start_time_ns()) / 1e9;
 
     lw_jw_object(&w, NULL);
