@@ -51,23 +51,45 @@ typedef struct {
 } job;
 
 /* Starts PROG STEPS STEP_MS GO [SIZE [extra]] (attach.h) and waits for its
- * "ready". */
-static void start_job(job *j, const char *prog, const char *steps, const char *extra, int go_now,
-                      int preload) {
+ * "ready"; hold_at > 0: it stops after each hold_at steps until resume() (it
+ * says "held I" then). */
+static void start_job_held(job *j, const char *prog, const char *steps, const char *extra,
+                           int go_now, int preload, long hold_at) {
     lw_temp_dir(j->dir, sizeof j->dir);
     snprintf(j->out, sizeof j->out, "%s/out.txt", j->dir);
     snprintf(j->go, sizeof j->go, "%s/go", j->dir);
     snprintf(j->report, sizeof j->report, "%s/report.json", j->dir);
-    char exe[PATH_MAX];
+    char exe[PATH_MAX], hold[200];
     snprintf(exe, sizeof exe, "%s/tests/programs/%s", lw_build_dir(), prog);
+    snprintf(hold, sizeof hold, "ATTACH_HOLD=%ld:%s/resume", hold_at, j->dir);
     const char *args[] = {steps, "10", go_now ? "-" : j->go, "1048576", extra, NULL};
-    j->pid = lw_spawn(exe, args, NULL, preload, j->out);
+    const char *env[] = {hold, NULL};
+    j->pid = lw_spawn(exe, args, hold_at > 0 ? env : NULL, preload, j->out);
     ck_assert_msg(lw_wait_for_text(j->out, "ready", 20000), "%s never started: %s", prog,
                   lw_slurp_file(j->out));
 }
 
+static void start_job(job *j, const char *prog, const char *steps, const char *extra, int go_now,
+                      int preload) {
+    start_job_held(j, prog, steps, extra, go_now, preload, 0);
+}
+
 static void go(const job *j) {
     lw_write_text(j->go, "go");
+}
+
+/* A job started with hold_at: waits until it holds after `steps` steps. */
+static void wait_held(const job *j, long steps) {
+    char want[32];
+    snprintf(want, sizeof want, "held %ld\n", steps);
+    ck_assert_msg(lw_wait_for_text(j->out, want, 120000), "the job never held: %s",
+                  lw_slurp_file(j->out));
+}
+
+static void resume(const job *j) {
+    char path[200];
+    snprintf(path, sizeof path, "%s/resume", j->dir);
+    lw_write_text(path, "go");
 }
 
 /* Waits for the job's end: it must exit 0. Returns its output (malloc'd). */
@@ -136,10 +158,12 @@ static double rep_number(const lw_run *rep, const char *path) {
 
 /* Attach, let the job leak for a while, detach: the report has the verdict,
  * the rate and the site; the job ends as it would have without the attach. */
-/* The job's steps (10 ms each): it must still run when the detach comes,
- * after 2.5 s and, with live_view, a top and a ps, which take a second or
- * more in a loaded sanitizer run (at 300 steps the job had ended first). */
-#define DIAGNOSE_STEPS 600
+/* The job's steps (10 ms each); it holds after DIAGNOSE_HOLD of them while
+ * the test looks (top, ps) and detaches: the detach comes while it runs,
+ * however slow the machine (a time-bound wait and 600 steps did not always
+ * do it in a loaded sanitizer run). */
+#define DIAGNOSE_STEPS 300
+#define DIAGNOSE_HOLD 150
 static void attach_diagnose_detach(const char *prog, const char *site, const char *extra,
                                    int live_view) {
     if (!can_attach()) return;
@@ -147,7 +171,7 @@ static void attach_diagnose_detach(const char *prog, const char *site, const cha
     snprintf(steps, sizeof steps, "%d", DIAGNOSE_STEPS);
     char *ref = reference_done(prog, steps, extra);
     job j;
-    start_job(&j, prog, steps, extra, 0, 0);
+    start_job_held(&j, prog, steps, extra, 0, 0, DIAGNOSE_HOLD);
     char pid[32];
     pid_text(j.pid, pid, sizeof pid);
     lw_run r;
@@ -157,7 +181,7 @@ static void attach_diagnose_detach(const char *prog, const char *site, const cha
                   r.err);
     lw_run_free(&r);
     go(&j);
-    usleep(2500 * 1000);
+    wait_held(&j, DIAGNOSE_HOLD);
     if (live_view) {
         const char *top[] = {"top", "--once", pid, NULL};
         lw_cli_run(&r, top, NULL);
@@ -178,15 +202,17 @@ static void attach_diagnose_detach(const char *prog, const char *site, const cha
     attach_cli(&r, "--detach", pid, NULL, NULL, NULL, NULL);
     ck_assert_int_eq(r.exit_code, 4);
     lw_run_free(&r);
+    resume(&j);
 
     char *out = finish_job(&j);
     char *done = done_line(out);
     ck_assert_msg(!strcmp(done, ref), "attached: '%s'\nnever attached: '%s'", done, ref);
-    /* The detach put the job's dlsym entry back: the steps after it found
-     * no leakwatch_step. */
+    /* The attach came before the first step and the detach put the job's
+     * dlsym entry back: the steps before the hold found leakwatch_step,
+     * none after it. */
     const char *m = strstr(out, "steps marked: ");
     long marked = m ? strtol(m + 14, NULL, 10) : -1;
-    ck_assert_msg(marked > 20 && marked < DIAGNOSE_STEPS, "steps marked: %ld\n%s", marked, out);
+    ck_assert_msg(marked == DIAGNOSE_HOLD, "steps marked: %ld\n%s", marked, out);
 
     lw_run rep;
     load_report(&rep, j.report);
@@ -249,7 +275,9 @@ END_TEST
 START_TEST(earlier_allocations_and_a_second_session) {
     if (!can_attach()) return;
     job j;
-    start_job(&j, "rt_attach", "300", NULL, 0, 0);
+    /* It holds after 10 steps (past step 5) and after 20: each session
+     * ends while the job runs. */
+    start_job_held(&j, "rt_attach", "30", NULL, 0, 0, 10);
     char pid[32], rep2[200];
     pid_text(j.pid, pid, sizeof pid);
     lw_run r;
@@ -257,7 +285,7 @@ START_TEST(earlier_allocations_and_a_second_session) {
     ck_assert_msg(r.exit_code == 0, "%s", r.err);
     lw_run_free(&r);
     go(&j);
-    usleep(300 * 1000);
+    wait_held(&j, 10);
     attach_cli(&r, "--detach", pid, NULL, NULL, NULL, NULL);
     ck_assert_msg(r.exit_code == 0, "%s", r.err);
     lw_run_free(&r);
@@ -272,7 +300,8 @@ START_TEST(earlier_allocations_and_a_second_session) {
     attach_cli(&r, "--background", "-o", rep2, pid, NULL, NULL);
     ck_assert_msg(r.exit_code == 0, "second attach: %s", r.err);
     lw_run_free(&r);
-    usleep(300 * 1000);
+    resume(&j);
+    wait_held(&j, 20);
     attach_cli(&r, "--detach", pid, NULL, NULL, NULL, NULL);
     ck_assert_msg(r.exit_code == 0, "%s", r.err);
     lw_run_free(&r);
@@ -280,6 +309,7 @@ START_TEST(earlier_allocations_and_a_second_session) {
     ck_assert_int_eq((int)rep_number(&rep, "totals.unknown_free_count"), 0);
     ck_assert_msg(rep_number(&rep, "totals.alloc_count") > 0, "second session saw nothing");
     lw_json_free(rep.report);
+    resume(&j);
     free(finish_job(&j));
     lw_remove_dir(j.dir);
 }
