@@ -319,7 +319,9 @@ END_TEST
 START_TEST(ctrl_c_of_a_foreground_attach_detaches) {
     if (!can_attach()) return;
     job j;
-    start_job(&j, "rt_attach", "300", NULL, 1, 0);
+    /* It holds after 150 steps until the test is done with it: the attach
+     * and the detach find it running, however slow the machine. */
+    start_job_held(&j, "rt_attach", "300", NULL, 1, 0, 150);
     char pid[32], out[160];
     pid_text(j.pid, pid, sizeof pid);
     snprintf(out, sizeof out, "%s/attach.txt", j.dir);
@@ -336,6 +338,7 @@ START_TEST(ctrl_c_of_a_foreground_attach_detaches) {
                   "status 0x%x: %s", st, text);
     free(text);
     ck_assert_int_eq(access(j.report, F_OK), 0);
+    resume(&j);
     free(finish_job(&j));
     lw_remove_dir(j.dir);
 }
@@ -354,7 +357,8 @@ START_TEST(signals_during_the_attach_are_not_lost) {
         return;
     }
     job j;
-    start_job(&j, "rt_attach", "200", NULL, 1, 0);
+    /* It holds after 100 steps until detached (the signals go on). */
+    start_job_held(&j, "rt_attach", "200", NULL, 1, 0, 100);
     char pid[32];
     pid_text(j.pid, pid, sizeof pid);
     enum { N = 400 };
@@ -378,6 +382,7 @@ START_TEST(signals_during_the_attach_are_not_lost) {
     waitpid(sender, &st, 0);
     attach_cli(&r, "--detach", pid, NULL, NULL, NULL, NULL);
     lw_run_free(&r);
+    resume(&j);
     char *out = finish_job(&j);
     char want[64];
     snprintf(want, sizeof want, "signals %d\n", N);
@@ -421,7 +426,9 @@ START_TEST(refusals_leave_the_job_untouched) {
 
     /* A job started under leakwatch, and a second attach. */
     job pre;
-    start_job(&pre, "rt_attach", "300", NULL, 1, 1);
+    /* Each job below holds after 150 steps until the test is done with it:
+     * the refusals find it running, however slow the machine. */
+    start_job_held(&pre, "rt_attach", "300", NULL, 1, 1, 150);
     pid_text(pre.pid, pid, sizeof pid);
     usleep(300 * 1000);
     attach_cli(&r, pid, NULL, NULL, NULL, NULL, NULL);
@@ -430,11 +437,12 @@ START_TEST(refusals_leave_the_job_untouched) {
     attach_cli(&r, "--detach", pid, NULL, NULL, NULL, NULL);
     refused(&pre, &r, 1, "not attached to");
     lw_run_free(&r);
+    resume(&pre);
     free(finish_job(&pre));
     lw_remove_dir(pre.dir);
 
     job j;
-    start_job(&j, "rt_attach", "300", NULL, 1, 0);
+    start_job_held(&j, "rt_attach", "300", NULL, 1, 0, 150);
     pid_text(j.pid, pid, sizeof pid);
     attach_cli(&r, "--background", "-o", j.report, pid, NULL, NULL);
     ck_assert_msg(r.exit_code == 0, "%s", r.err);
@@ -474,17 +482,19 @@ START_TEST(refusals_leave_the_job_untouched) {
     attach_cli(&r, "--detach", pid, NULL, NULL, NULL, NULL);
     ck_assert_msg(r.exit_code == 0, "%s", r.err);
     lw_run_free(&r);
+    resume(&j);
     free(finish_job(&j));
 
     /* A statically linked runtime that has started: refused. */
     job st;
-    start_job(&st, "static_attach", "300", NULL, 1, 0);
+    start_job_held(&st, "static_attach", "300", NULL, 1, 0, 150);
     usleep(100 * 1000);
     pid_text(st.pid, pid, sizeof pid);
     attach_cli(&r, pid, NULL, NULL, NULL, NULL, NULL);
     refused(&st, &r, 1, "linked in statically");
     ck_assert(!maps_have(st.pid, "libleakwatch"));
     lw_run_free(&r);
+    resume(&st);
     free(finish_job(&st));
     lw_remove_dir(st.dir);
 
@@ -1077,7 +1087,9 @@ START_TEST(a_command_killed_mid_injection_leaves_the_job_running) {
     char *ref = reference_done("rt_attach", "150", NULL);
     for (size_t i = 0; i < sizeof points / sizeof points[0]; i++) {
         job j;
-        start_job(&j, "rt_attach", "150", NULL, 1, 0);
+        /* It holds after 100 steps until the attach has died: the attach
+         * reaches its point while the job runs, however slow the machine. */
+        start_job_held(&j, "rt_attach", "150", NULL, 1, 0, 100);
         char pid[32], out[160], env_kill[96];
         pid_text(j.pid, pid, sizeof pid);
         snprintf(out, sizeof out, "%s/attach.txt", j.dir);
@@ -1094,6 +1106,7 @@ START_TEST(a_command_killed_mid_injection_leaves_the_job_running) {
         /* The point was reached (a test that kills nothing proves nothing). */
         ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "%s: attach status 0x%x: %s",
                       points[i], st, lw_slurp_file(out));
+        resume(&j);
         char *jo = finish_job(&j);
         char *done = done_line(jo);
         ck_assert_msg(!strcmp(done, ref), "%s: '%s'\nnever attached: '%s'", points[i], done, ref);
