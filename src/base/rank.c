@@ -2,7 +2,11 @@
 #include "rank.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+
+/* The job's process group, once it said (lw_rank_set_group). */
+static _Atomic long group_rank = -1, group_world = -1;
 
 /* The first of the variables that holds a whole number >= 0. */
 static long first_of(const char *const *names) {
@@ -27,4 +31,26 @@ void lw_rank_get(lw_rank_info *r) {
     r->rank = first_of(rank);
     r->local_rank = first_of(local);
     r->world_size = first_of(world);
+    r->source = r->rank >= 0 || r->world_size >= 0 ? LW_RANK_LAUNCHER : LW_RANK_NONE;
+    long gr = atomic_load(&group_rank), gw = atomic_load(&group_world);
+    if (gr >= 0) {
+        r->rank = gr;
+        r->world_size = gw;
+        r->source = LW_RANK_GROUP;
+    }
+}
+
+void lw_rank_set_group(long rank, long world_size) {
+    if (rank < 0 || rank >= 100000000) {
+        atomic_store(&group_rank, -1);
+        return;
+    }
+    atomic_store(&group_world, world_size > rank && world_size < 100000000 ? world_size : -1);
+    atomic_store(&group_rank, rank);
+}
+
+const char *lw_rank_source_name(const lw_rank_info *r) {
+    return r->source == LW_RANK_GROUP      ? "process group"
+           : r->source == LW_RANK_LAUNCHER ? "launcher"
+                                           : NULL;
 }

@@ -20,7 +20,8 @@ int lw_report_write_path(const char *path, const char *reason, char *why, size_t
 /* 1 when LEAKWATCH_REPORT=none: no report file. */
 int lw_report_off(void);
 
-/* The report's path for this process (the template expanded); -1 if too long. */
+/* The report's path for this process (the template expanded, then claimed:
+ * its own name when another process writes there); -1 if too long. */
 int lw_report_path(char *path, size_t n);
 
 /* Removes the temporary files a writer killed mid-write left beside the
@@ -34,6 +35,16 @@ void lw_report_forked_child(void);
 
 /* In a forked child, at once: the writers' lock is free, no final report yet. */
 void lw_report_after_fork_child(void);
+
+/* At the start of recording: the time from which a report another process
+ * writes at this process's path is a sibling's (not replaced), and the claim
+ * of the path when the template can be expanded for good (no %r, or a rank
+ * known). A path held by another process gives this one its own name
+ * (NAME.PID.json), said once on stderr. */
+void lw_report_claim_start(void);
+
+/* Claims the path the template gives now (the rank became known). */
+void lw_report_claim_now(void);
 
 /* The report's path for this process as written into it: absolute; "" with
  * LEAKWATCH_REPORT=none or a path that cannot be formed. */
