@@ -279,14 +279,9 @@ static void render_merged(FILE *out, const lw_model *ms, size_t n) {
     for (size_t i = 0; i < n; i++)
         leaking += ms[i].verdict == LW_MV_LEAK;
     char line[1200];
-    if (ng) {
-        lw_merge_group_line(ms, &g[0], line, sizeof line);
-        fprintf(out, "LEAK: %s (%zu of %zu reports leak)\n", line, leaking, n);
-    } else if (leaking) {
-        fprintf(out, "LEAK in %zu of %zu reports\n", leaking, n);
-    } else {
-        fprintf(out, "no leak in any of %zu reports\n", n);
-    }
+    lw_merge_headline(ms, n, line, sizeof line);
+    fprintf(out, "%s\n", line);
+    if (lw_merge_skew(ms, n, line, sizeof line)) fprintf(out, "%s\n", line);
     fprintf(out, "\nVerdict per rank, leaking ranks first:\n");
     /* A report without a rank is named by its file: the column is as wide as
      * the widest name (up to 40), so the rows stay aligned. */
