@@ -214,6 +214,46 @@ START_TEST(the_process_groups_rank_is_used) {
 }
 END_TEST
 
+/* leakwatch run --fail-on-leak -r same.json over a job of two processes
+ * that ran together: the clean one holds same.json, the leaking one writes
+ * same.PID.json, and the run reads both (it read same.json only and exited
+ * 0), then prints their merged view. The leaking process starts once the
+ * clean one has said "ready" (a FIFO), and the clean one ends by SIGTERM
+ * once the leaking one has ended. */
+START_TEST(fail_on_leak_reads_every_process_report) {
+    char dir[256], same[PATH_MAX], sleeper[PATH_MAX], train[PATH_MAX];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(same, sizeof same, "%s/same.json", dir);
+    snprintf(sleeper, sizeof sleeper, "%s", lw_program_path("rt_sleeper"));
+    snprintf(train, sizeof train, "%s/examples/train_loop", lw_build_dir());
+    const char *script = "mkfifo \"$1/f\" || exit 9; \"$2\" 2 4096 sleep > \"$1/f\" & a=$!; "
+                         "read r < \"$1/f\"; \"$3\" --steps 300; kill -TERM $a; wait $a; exit 0";
+    const char *args[] = {"run",
+                          "--cuda-stand-ins",
+                          "--fail-on-leak",
+                          "-r",
+                          same,
+                          "--",
+                          "/bin/sh",
+                          "-c",
+                          script,
+                          "sh",
+                          dir,
+                          sleeper,
+                          train,
+                          NULL};
+    lw_run r;
+    lw_cli_run(&r, args, NULL);
+    ck_assert_msg(r.exit_code == 3, "exit %d\nstderr: %s", r.exit_code, r.err);
+    ck_assert_msg(strstr(r.err, "is the report of another process"), "%s", r.err);
+    ck_assert_msg(strstr(r.err, "leakwatch: 2 reports of this run: LEAK: train_loop.c:"), "%s",
+                  r.err);
+    ck_assert_int_eq(lw_files_matching(dir, "same.", ".json"), 2);
+    lw_run_free(&r);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("ranks");
     TCase *tc = tcase_create("core");
@@ -222,6 +262,7 @@ int main(void) {
     tcase_add_test(tc, a_sibling_that_ended_first_keeps_its_report);
     tcase_add_test(tc, a_later_run_replaces_the_report);
     tcase_add_test(tc, the_process_groups_rank_is_used);
+    tcase_add_test(tc, fail_on_leak_reads_every_process_report);
     suite_add_tcase(s, tc);
     return lw_check_run(s) ? 1 : 0;
 }

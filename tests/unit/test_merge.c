@@ -99,7 +99,7 @@ START_TEST(skew_against_the_others) {
     }
     char *text = merged_text(ms, 8);
     ck_assert_msg(strstr(text, "leaks on rank 3, +512 B/step (1 of 8 reports leak)\nskew: rank 3 "
-                               "grows +512 B/step; the 7 others, which do not leak: median 0 "
+                               "grows +512 B/step; the 7 other ranks, which do not leak: median 0 "
                                "B/step, highest +8 B/step\n"),
                   "%s", text);
     /* The leaking rank first in the table. */

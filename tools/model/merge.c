@@ -183,20 +183,24 @@ int lw_merge_skew(const lw_model *ms, size_t n, char *out, size_t len) {
     lw_merge_ranks_text(ms, &lead_i, 1, who, sizeof who);
     lw_fmt_rate(ms[lead].growth.bytes_per_step, "step", a, sizeof a);
     size_t others = n - leaking;
+    /* "rank" when every other report has one, else "report". */
+    const char *noun = "rank";
+    for (size_t i = 0; i < n; i++)
+        if (ms[i].verdict != LW_MV_LEAK && !isfinite(ms[i].rank)) noun = "report";
     if (k == 1 && others == 1) {
         lw_fmt_rate(r[0], "step", med, sizeof med);
-        snprintf(out, len, "skew: %s grows %s; the other report, which does not leak: %s", who, a,
+        snprintf(out, len, "skew: %s grows %s; the other %s, which does not leak: %s", who, a, noun,
                  med);
     } else if (k) {
         lw_fmt_rate(r[k / 2], "step", med, sizeof med);
         lw_fmt_rate(r[k - 1], "step", hi, sizeof hi);
         snprintf(out, len,
-                 "skew: %s grows %s; the %zu others, which do not leak: median %s, "
+                 "skew: %s grows %s; the %zu other %ss, which do not leak: median %s, "
                  "highest %s",
-                 who, a, others, med, hi);
+                 who, a, others, noun, med, hi);
     } else {
-        snprintf(out, len, "skew: %s grows %s; the %zu other%s do%s not leak", who, a, others,
-                 others == 1 ? "" : "s", others == 1 ? "es" : "");
+        snprintf(out, len, "skew: %s grows %s; the %zu other %s%s do%s not leak", who, a, others,
+                 noun, others == 1 ? "" : "s", others == 1 ? "es" : "");
     }
     free(r);
     return 1;
