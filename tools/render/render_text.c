@@ -90,6 +90,17 @@ static void print_header(FILE *out, const lw_model *m) {
     fputc('\n', out);
 }
 
+/* Who marked the steps: PyTorch's optimizer (leakwatch's hook counted its
+ * calls: the report's torch.steps.optimizer_calls), or the program's own
+ * leakwatch_step() (issue 41: said of both). */
+static const char *marker_label(const lw_model *m) {
+    long long calls = 0;
+    const lw_json *c = m->doc ? lw_json_path(m->doc, "torch.steps.optimizer_calls") : NULL;
+    if (c && lw_json_int64(c, &calls) == 0 && calls > 0)
+        return "marked by PyTorch's optimizer steps, through leakwatch's hook";
+    return "marked by leakwatch_step()";
+}
+
 static void print_growth(FILE *out, const lw_model *m) {
     const lw_m_growth *g = &m->growth;
     char a[64], b[64], c[64], d[64];
@@ -109,7 +120,7 @@ static void print_growth(FILE *out, const lw_model *m) {
         fprintf(out, "  steps     %s", lw_fmt_count(g->steps, a, sizeof a));
         if (g->step_source)
             fprintf(out, " (%s)",
-                    !strcmp(g->step_source, "marker") ? "marked by leakwatch_step()"
+                    !strcmp(g->step_source, "marker") ? marker_label(m)
                     : !strcmp(g->step_source, "auto") ? "detected from the allocation pattern"
                     : !strcmp(g->step_source, "time")
                         ? "time intervals: no step marker seen"
