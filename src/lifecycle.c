@@ -100,7 +100,7 @@ static void start(void) {
     if (lw_py_init() != 0 && lw_py_unavailable() != NULL)
         lw_log("no Python lines: %s", lw_py_unavailable());
     lw_report_cleanup();     /* temporary files of a writer killed mid-write */
-    lw_report_claim_start(); /* the report's path is this process's alone */
+    lw_report_claim_start(); /* from now, another process's report is a sibling's */
     lw_stack_init();
     atomic_store_explicit(&state, RECORDING, memory_order_release);
     lw_worker_start();
@@ -314,9 +314,6 @@ LW_EXPORT void leakwatch_torch_backward(int entering) {
 
 LW_EXPORT void leakwatch_torch_rank(int rank, int world_size) {
     lw_rank_set_group(rank, world_size);
-    /* The name %r gives is known now: claimed at once, before a sibling's
-     * report could be written there. */
-    if (recording_here()) lw_report_claim_now();
 }
 
 LW_EXPORT int leakwatch_torch_info(const char *field, const char *json, const char *message) {

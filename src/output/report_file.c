@@ -67,18 +67,17 @@ static void child_path(const char *tpl, char *path, size_t n) {
 }
 
 /* ---- one process per report file ----
- * A process claims the path its template gives before it writes there: an
- * exclusive lock (flock) on ".NAME.lock" beside it, held while the process
- * lives. A path held by another process, or whose report another process
- * wrote since this one started recording (a sibling that ended first), is
- * not this process's: it writes NAME.PID.json instead and says so once. A
- * template with %r whose rank nobody has told yet (mp.spawn sets no
- * variable) is claimed when the rank is known (lw_report_claim_now, from
- * the process group) or at the first write. Where no lock can be taken (a
- * read-only folder, a file system without locks) the path is used as
- * before. A template with %p names one file per process: nothing to claim.
- * The lock file goes with the final report (a process that starts later
- * still sees that report as written since its own start). */
+ * A process claims the path its template gives when it first writes there:
+ * an exclusive lock (flock) on ".NAME.lock" beside it, held until its final
+ * report (then removed). A path held by another process, or whose report
+ * another process wrote since this one started recording (a sibling that
+ * ended first), is not this process's: it writes NAME.PID.json instead and
+ * says so once. So the first of a job's processes to write keeps the name,
+ * a process that never writes (one that leaves with _exit) takes nothing,
+ * and a later run still replaces an earlier run's report. Where no lock can
+ * be taken (a read-only folder, a file system without locks) the path is
+ * used as before. A template with %p names one file per process: nothing to
+ * claim. */
 static pthread_mutex_t claim_lock = PTHREAD_MUTEX_INITIALIZER;
 static char claimed[PATH_MAX]; /* the path claimed (the template's) */
 static char own[PATH_MAX];     /* the path written: claimed, or this process's own name */
@@ -227,17 +226,6 @@ void lw_report_claim_start(void) {
     pthread_mutex_lock(&claim_lock);
     if (started_at.tv_sec == 0) clock_gettime(CLOCK_REALTIME, &started_at);
     pthread_mutex_unlock(&claim_lock);
-    lw_rank_info r;
-    lw_rank_get(&r);
-    const char *tpl = lw_opt_str(LW_OPT_REPORT);
-    /* A %r nobody has said yet: claimed once it is known, or when written. */
-    if (r.source == LW_RANK_NONE && strstr(tpl, "%r")) return;
-    lw_report_claim_now();
-}
-
-void lw_report_claim_now(void) {
-    char path[PATH_MAX];
-    if (lw_report_off() || lw_report_path(path, sizeof path) != 0) return;
 }
 
 void lw_report_final_path(char *path, size_t n) {

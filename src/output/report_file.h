@@ -37,14 +37,9 @@ void lw_report_forked_child(void);
 void lw_report_after_fork_child(void);
 
 /* At the start of recording: the time from which a report another process
- * writes at this process's path is a sibling's (not replaced), and the claim
- * of the path when the template can be expanded for good (no %r, or a rank
- * known). A path held by another process gives this one its own name
- * (NAME.PID.json), said once on stderr. */
+ * writes at this process's path is a sibling's, which this process does not
+ * replace (it writes NAME.PID.json instead, said once on stderr). */
 void lw_report_claim_start(void);
-
-/* Claims the path the template gives now (the rank became known). */
-void lw_report_claim_now(void);
 
 /* The report's path for this process as written into it: absolute; "" with
  * LEAKWATCH_REPORT=none or a path that cannot be formed. */

@@ -79,9 +79,10 @@ static long long report_pid(const char *path) {
     return pid;
 }
 
-/* A second process whose template names the file a running one writes gets
- * its own name, says so, and leaves the first one's report alone. */
-START_TEST(a_running_process_keeps_its_report) {
+/* Two processes of one job whose template names the same file: the first to
+ * write keeps it (here the one that ends first), the other, still running
+ * then, gets its own name at its end and says so. */
+START_TEST(the_first_writer_keeps_the_name) {
     char dir[256], same[PATH_MAX], own[PATH_MAX];
     lw_temp_dir(dir, sizeof dir);
     snprintf(same, sizeof same, "%s/same.json", dir);
@@ -94,18 +95,32 @@ START_TEST(a_running_process_keeps_its_report) {
     const char *args[] = {"1", "4096", "stdin", NULL};
     lw_run_set(&b, set, "rt_sleeper", args, NULL);
     RUN_OK(&b);
-    char *a_err = job_end(&a);
     long long b_pid = -1;
     ck_assert_msg(sscanf(b.out, "ready %lld", &b_pid) == 1, "%s", b.out);
-    snprintf(own, sizeof own, "%s/same.%lld.json", dir, b_pid);
-    ck_assert_msg(strstr(b.err, "is the report of another process") && strstr(b.err, own),
-                  "stderr: %s", b.err);
-    ck_assert_int_eq(report_pid(same), a.pid);
-    ck_assert_int_eq(report_pid(own), b_pid);
-    ck_assert_msg(!strstr(a_err, "another process"), "%s", a_err);
+    ck_assert_msg(!strstr(b.err, "another process"), "%s", b.err);
+    ck_assert_int_eq(report_pid(same), b_pid);
+    char *a_err = job_end(&a);
+    snprintf(own, sizeof own, "%s/same.%ld.json", dir, (long)a.pid);
+    ck_assert_msg(strstr(a_err, "is the report of another process") && strstr(a_err, own),
+                  "stderr: %s", a_err);
+    ck_assert_int_eq(report_pid(same), b_pid);
+    ck_assert_int_eq(report_pid(own), a.pid);
     free(a_err);
     lw_run_free(&b);
     lw_remove_dir(dir);
+}
+END_TEST
+
+/* A process that writes no report (a forked child leaving with _exit, as an
+ * exporter of memory does) takes no name: the parent's report is at the
+ * template's path. */
+START_TEST(a_child_that_writes_nothing_takes_no_name) {
+    lw_run r;
+    const char *args[] = {"ipc", "3", "1048576", NULL};
+    lw_run_prog(&r, 1, "drv_paths", args, NULL);
+    RUN_OK(&r);
+    ck_assert_msg(r.report != NULL && !strstr(r.err, "another process"), "stderr: %s", r.err);
+    lw_run_free(&r);
 }
 END_TEST
 
@@ -258,7 +273,8 @@ int main(void) {
     Suite *s = suite_create("ranks");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, a_running_process_keeps_its_report);
+    tcase_add_test(tc, the_first_writer_keeps_the_name);
+    tcase_add_test(tc, a_child_that_writes_nothing_takes_no_name);
     tcase_add_test(tc, a_sibling_that_ended_first_keeps_its_report);
     tcase_add_test(tc, a_later_run_replaces_the_report);
     tcase_add_test(tc, the_process_groups_rank_is_used);
