@@ -54,7 +54,7 @@ size_t lw_log_escape(const char *in, char *out, size_t n) {
 
 size_t lw_log_prefix(char *out, size_t n) {
     lw_rank_info r;
-    lw_rank_get(&r);
+    lw_rank_get_cached(&r);
     int w = r.rank >= 0 && r.world_size != 1 ? snprintf(out, n, "leakwatch[rank %ld]: ", r.rank)
                                              : snprintf(out, n, "leakwatch: ");
     return w < 0 ? 0 : (size_t)w >= n ? n - 1 : (size_t)w;

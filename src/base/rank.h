@@ -18,6 +18,10 @@ enum { LW_RANK_NONE = 0, LW_RANK_LAUNCHER = 1, LW_RANK_GROUP = 2 };
 
 void lw_rank_get(lw_rank_info *r);
 
+/* The same, with the launcher's variables read once per process (for each
+ * message on stderr). */
+void lw_rank_get_cached(lw_rank_info *r);
+
 /* The rank and world size of the job's default process group
  * (torch.distributed: get_rank(), get_world_size()), once the job created
  * it: they win over the launcher's variables from then on, whatever the
