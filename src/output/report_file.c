@@ -160,6 +160,7 @@ static void release_claim(void) {
     /* A report written under a name given before the rank was known is this
      * process's own mistake: removed, so that the rank it named is free. */
     if (claim_provisional && claim_wrote && !strcmp(own, claimed)) unlink(own);
+    unlink(lock_path); /* ours while held (take_lock checks the name after locking) */
     close(claim_fd);
     claim_fd = -1;
 }
@@ -180,6 +181,7 @@ static void claim(const char *path, int provisional) {
     }
     if (fd == -1) return; /* no lock here: as before */
     if (fd >= 0) {
+        unlink(lock_path); /* held: ours to remove, the path is not ours to take */
         close(fd);
         snprintf(holder, sizeof holder, "a process that ended before this one");
     }

@@ -105,6 +105,8 @@ START_TEST(the_first_writer_keeps_the_name) {
                   "stderr: %s", a_err);
     ck_assert_int_eq(report_pid(same), b_pid);
     ck_assert_int_eq(report_pid(own), a.pid);
+    /* The locks go with the final reports. */
+    ck_assert_int_eq(lw_files_matching(dir, ".same", ".lock"), 0);
     free(a_err);
     lw_run_free(&b);
     lw_remove_dir(dir);
@@ -184,7 +186,9 @@ END_TEST
 /* The process group's rank (leakwatch_torch_rank, what the PyTorch helper
  * calls once init_process_group has run) names the report file (%r), every
  * line on stderr and the report's rank, world_size and rank_source, where no
- * launcher variable says a rank. */
+ * launcher variable says a rank. A report written before (a dump, a periodic
+ * one) under the name %r gave then (leak-0.json) is removed: that name is
+ * another rank's. */
 START_TEST(the_process_groups_rank_is_used) {
     if (access("/usr/bin/python3", X_OK) != 0) return;
     char dir[256], tpl[PATH_MAX], want[PATH_MAX], cudart[PATH_MAX + 32];
@@ -198,7 +202,9 @@ START_TEST(the_process_groups_rank_is_used) {
         "rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]\n"
         "p = ctypes.c_void_p()\n"
         "rt.cudaMalloc(ctypes.byref(p), 4096)\n"
+        "ctypes.CDLL(None).leakwatch_dump()\n"
         "ctypes.CDLL(None).leakwatch_torch_rank(1, 2)\n"
+        "sys.stderr.write('rank told\\n'); sys.stderr.flush()\n"
         "rt.cudaMalloc(ctypes.byref(p), 4096)\n";
     char setting[PATH_MAX + 32];
     snprintf(setting, sizeof setting, "LEAKWATCH_REPORT=%s", tpl);
@@ -214,15 +220,18 @@ START_TEST(the_process_groups_rank_is_used) {
     ck_assert(rank == 1 && world == 2);
     const char *source = lw_json_string(lw_json_get(doc, "rank_source"));
     ck_assert_msg(source && !strcmp(source, "process group"), "%s", source ? source : "null");
-    /* Every line leakwatch printed names the rank. */
+    /* Every line leakwatch printed once the rank was told names it. */
     int lines = 0;
-    for (char *l = r.err; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+    char *told = strstr(r.err, "rank told\n");
+    ck_assert_msg(told != NULL, "stderr: %s", r.err);
+    for (char *l = told; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
         if (strncmp(l, "leakwatch", 9)) continue;
         lines++;
         ck_assert_msg(!strncmp(l, "leakwatch[rank 1]: ", 19), "stderr: %s", r.err);
     }
     ck_assert_msg(lines >= 2, "stderr: %s", r.err);
     ck_assert_int_eq(lw_files_matching(dir, "leak-0", ".json"), 0);
+    ck_assert_int_eq(lw_files_matching(dir, ".leak-", ".lock"), 0);
     lw_json_free(doc);
     lw_run_free(&r);
     lw_remove_dir(dir);
