@@ -12,6 +12,7 @@
 #include "options.h"
 #include "prometheus.h"
 #include "pyframes.h"
+#include "rank.h"
 #include "record.h"
 #include "vmm.h"
 #include "imports.h"
@@ -99,7 +100,8 @@ static void start(void) {
     }
     if (lw_py_init() != 0 && lw_py_unavailable() != NULL)
         lw_log("no Python lines: %s", lw_py_unavailable());
-    lw_report_cleanup(); /* temporary files of a writer killed mid-write */
+    lw_report_cleanup();     /* temporary files of a writer killed mid-write */
+    lw_report_claim_start(); /* from now, another process's report is a sibling's */
     lw_stack_init();
     atomic_store_explicit(&state, RECORDING, memory_order_release);
     lw_worker_start();
@@ -318,6 +320,10 @@ LW_EXPORT int leakwatch_torch_counters(int device, long long allocated, long lon
 LW_EXPORT void leakwatch_torch_backward(int entering) {
     if (!recording_here()) return;
     lw_record_backward(entering);
+}
+
+LW_EXPORT void leakwatch_torch_rank(int rank, int world_size) {
+    lw_rank_set_group(rank, world_size);
 }
 
 LW_EXPORT int leakwatch_torch_info(const char *field, const char *json, const char *message) {

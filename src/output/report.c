@@ -528,6 +528,7 @@ static void emit_rank(lw_jw *w) {
     emit_opt_int(w, "rank", r.rank);
     emit_opt_int(w, "local_rank", r.local_rank);
     emit_opt_int(w, "world_size", r.world_size);
+    lw_jw_str(w, "rank_source", lw_rank_source_name(&r));
     /* The device this process uses: the current one, else the one that held
      * the most memory. */
     int dev = lw_device_current();

@@ -614,16 +614,25 @@ static void merged(FILE *o, const lw_model *ms, size_t n) {
     for (size_t i = 0; i < n; i++)
         leaking += ms[i].verdict == LW_MV_LEAK;
     char line[1200];
+    char head[1200];
+    int kind = lw_merge_headline(ms, n, head, sizeof head);
     fprintf(o, "<header id=\"answer\" class=\"answer %s\">\n<div class=\"verdict\">",
-            lw_verdict_name(leaking ? LW_VERDICT_LEAK : LW_VERDICT_NO_LEAK));
+            lw_verdict_name(kind == 1   ? LW_VERDICT_LEAK
+                            : kind == 2 ? LW_VERDICT_INCONCLUSIVE
+                                        : LW_VERDICT_NO_LEAK));
     fprintf(o, "%zu of %zu processes leak</div>\n<h1>", leaking, n);
     if (ng) {
         lw_merge_group_line(ms, &g[0], line, sizeof line);
         esc(o, line);
     } else {
-        esc(o, leaking ? "no call site named" : "no leak");
+        esc(o, leaking ? "no call site named" : kind == 2 ? head : "no leak");
     }
     fputs("</h1>\n", o);
+    if (lw_merge_skew(ms, n, head, sizeof head)) {
+        fputs("<p class=\"skew\">", o);
+        esc(o, head);
+        fputs("</p>\n", o);
+    }
     if (ng) {
         fputs("<ul class=\"places\">\n", o);
         for (size_t i = 0; i < ng; i++) {
