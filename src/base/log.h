@@ -10,8 +10,15 @@
 /* Prints "leakwatch: " + message + newline with one write(2), no allocation.
  * Always one line: control characters (C0, DEL, C1) and bytes that are not
  * UTF-8 are written as \xNN. Never raises SIGPIPE or SIGXFSZ; a failed
- * write is dropped. */
+ * write is dropped, and so is a line when descriptor 2 is no longer the
+ * stderr the library found at load (lw_log_stderr_is_ours). */
 void lw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* 1 when descriptor 2 is still the file it was when the library was loaded
+ * (same device and inode): lw_log writes nothing otherwise, so that a job
+ * that closed its stderr and got 2 back for a data file never finds our
+ * lines in it. */
+int lw_log_stderr_is_ours(void);
 
 /* Prints only the first time *once is seen clear. */
 #define lw_log_once(flag_, ...)                                                                    \

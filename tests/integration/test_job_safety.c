@@ -606,6 +606,28 @@ START_TEST(descriptors_the_job_reuses_are_left_alone) {
 }
 END_TEST
 
+/* A job that closes its stderr and opens a data file, which gets descriptor
+ * 2: none of leakwatch's lines (a bad setting's notice, the dump, the exit
+ * summary) end up among its records (issue 43: five did). */
+START_TEST(a_data_file_on_descriptor_2_gets_no_lines) {
+    char dir[256];
+    lw_temp_dir(dir, sizeof dir);
+    const char *args[] = {"stderrdata", dir, NULL};
+    const char *env[] = {"LEAKWATCH_QUIET=0", "LEAKWATCH_MAX_FRAMES=bad", NULL};
+    lw_run r;
+    lw_run_prog(&r, 1, "rt_safety_job", args, env);
+    RUN_OK(&r);
+    ck_assert_ptr_nonnull(r.report); /* it did record and report */
+    char p[400];
+    snprintf(p, sizeof p, "%s/data", dir);
+    char *got = lw_slurp_file(p);
+    ck_assert_msg(!strcmp(got, "record 0\nrecord 1\n"), "%s holds \"%s\"", p, got);
+    free(got);
+    lw_run_free(&r);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 START_TEST(symbolizer_children_are_invisible) {
     if (system("command -v addr2line >/dev/null 2>&1 || command -v llvm-addr2line >/dev/null "
                "2>&1") != 0) {
@@ -869,6 +891,7 @@ int main(void) {
     tcase_add_test(tc, enabled_agrees_with_the_parser);
     tcase_add_test(tc, control_clients_cannot_hold_the_exit);
     tcase_add_test(tc, descriptors_the_job_reuses_are_left_alone);
+    tcase_add_test(tc, a_data_file_on_descriptor_2_gets_no_lines);
     tcase_add_test(tc, symbolizer_children_are_invisible);
     tcase_add_test(tc, cuda_calls_after_the_exit_summary_pass_through);
     tcase_add_test(tc, end_signals_leave_a_final_report);
