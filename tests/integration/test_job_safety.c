@@ -729,6 +729,35 @@ START_TEST(end_signals_leave_a_final_report) {
 }
 END_TEST
 
+/* A job that closes every descriptor it did not open (close_range(3, ~0U),
+ * as a daemon or a sandbox helper does), then gets SIGTERM or SIGHUP: the
+ * final report and its message are still written (issue 43: neither was,
+ * the handler's pipes were gone). */
+START_TEST(end_signals_report_after_close_range) {
+    static const int sigs[] = {SIGTERM, SIGHUP};
+    static const char *const names[] = {"SIGTERM", "SIGHUP"};
+    for (size_t i = 0; i < 2; i++) {
+        char num[8];
+        snprintf(num, sizeof num, "%d", sigs[i]);
+        const char *args[] = {"closerange", num, NULL};
+        const char *env[] = {"LEAKWATCH_QUIET=0", NULL};
+        lw_run r;
+        lw_run_prog(&r, 1, "rt_safety_job", args, env);
+        ck_assert_msg(r.exit_code == -1 && r.signal == sigs[i], "%s: exit %d signal %d", names[i],
+                      r.exit_code, r.signal);
+        ck_assert_msg(r.report != NULL, "%s: no report; stderr: %s", names[i], r.err);
+        ck_assert_str_eq(lw_json_string(lw_json_get(r.report, "end_signal")), names[i]);
+        ck_assert_int_eq(lw_rep_int(&r, "totals.live_bytes"), 4096);
+        ck_assert_msg(lw_count_substr(r.err, "leakwatch: report:") == 1, "%s: stderr: %s", names[i],
+                      r.err);
+        char ended[64];
+        snprintf(ended, sizeof ended, "leakwatch: ended by %s", names[i]);
+        ck_assert_msg(strstr(r.err, ended), "%s: stderr: %s", names[i], r.err);
+        lw_run_free(&r);
+    }
+}
+END_TEST
+
 /* ---- the command's checks ---- */
 
 START_TEST(run_refuses_library_paths_ld_preload_splits) {
@@ -895,6 +924,7 @@ int main(void) {
     tcase_add_test(tc, symbolizer_children_are_invisible);
     tcase_add_test(tc, cuda_calls_after_the_exit_summary_pass_through);
     tcase_add_test(tc, end_signals_leave_a_final_report);
+    tcase_add_test(tc, end_signals_report_after_close_range);
     tcase_add_test(tc, run_refuses_library_paths_ld_preload_splits);
     tcase_add_test(tc, sockets_of_gone_processes_are_removed);
     tcase_add_test(tc, ps_asks_every_process_at_once);
