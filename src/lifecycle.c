@@ -15,6 +15,7 @@
 #include "record.h"
 #include "vmm.h"
 #include "imports.h"
+#include "instance.h"
 #include "report.h"
 #include "summary.h"
 #include "report_file.h"
@@ -74,9 +75,22 @@ static void forget_parent(void) {
     lw_torch_info_forget();
 }
 
+/* The marker of every copy of the library (instance.h): the first copy
+ * loaded records, whatever its file name; another one stays inert. */
+LW_EXPORT void leakwatch__instance(void) {}
+
 static void start(void) {
     lw_options_load();
     if (lw_opt_int(LW_OPT_DISABLE)) {
+        atomic_store(&state, OFF);
+        return;
+    }
+    char other[PATH_MAX];
+    if (lw_instance_other(other, sizeof other)) {
+        lw_log_once(said_other,
+                    "another copy of the library is loaded first (%s): it watches "
+                    "this process, this copy stays inert (one report per process)",
+                    other);
         atomic_store(&state, OFF);
         return;
     }
