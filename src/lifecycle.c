@@ -23,6 +23,7 @@
 #include "real.h"
 #include "hook_depth.h"
 #include "runstate.h"
+#include "sandbox.h"
 #include "warning.h"
 #include "where.h"
 #include "worker.h"
@@ -100,6 +101,17 @@ static void start(void) {
         lw_report_forked_child();
         forked = 0;
     }
+    /* A seccomp filter: no thread, socket or helper process of ours
+     * (sandbox.h), said once, before the first of them. */
+    int sandboxed = lw_sandboxed();
+    if (sandboxed && !lw_log_quiet)
+        lw_log_once(said_seccomp,
+                    "this process runs under a seccomp filter (Seccomp: %d in /proc/self/status): "
+                    "leakwatch counts and writes its report at exit, but starts no thread, socket "
+                    "or helper process, which the filter may punish by killing the job (no live "
+                    "view, no time intervals, no source lines, no report on SIGTERM); set "
+                    "LEAKWATCH_SECCOMP=full if the filter allows them",
+                    lw_seccomp_mode());
     lw_torch_mode_started(); /* its deferred notice: this process uses CUDA */
     lw_sites_set_cap((size_t)lw_opt_int(LW_OPT_MAX_SITES));
     lw_set_start_time_ns(lw_now_ns());
@@ -118,7 +130,7 @@ static void start(void) {
     lw_worker_start();
     /* Attached too (issue 32): SIGTERM's final report and socket; the
      * detach puts the default dispositions back (lw_end_signals_stop). */
-    lw_end_signals_start(end_signal_report);
+    if (!sandboxed) lw_end_signals_start(end_signal_report);
 }
 
 int lw_started(void) {

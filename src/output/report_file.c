@@ -9,6 +9,7 @@
 #include "options.h"
 #include "path_template.h"
 #include "report.h"
+#include "sandbox.h"
 #include "symbolize.h"
 
 #include <errno.h>
@@ -154,9 +155,10 @@ static struct stat fallback_st; /* the file reserved, to remove it unused */
 
 static uint64_t random64(void) {
     uint64_t r = 0;
-    if (getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r) return r;
-    /* No entropy yet (very early boot) or no system call: what cannot be
-     * told from outside the process, mixed. */
+    if (!lw_sandboxed() && getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r) return r;
+    /* No entropy yet (very early boot), no system call, or a seccomp
+     * filter that may not allow it: what cannot be told from outside the
+     * process, mixed. */
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)(uintptr_t)&r;

@@ -439,6 +439,29 @@ START_TEST(a_renamed_copy_already_watching_is_refused) {
 }
 END_TEST
 
+/* A job whose seccomp filter kills the process at socket(): attach refuses
+ * it, naming the filter, and the job runs on untouched (issue 43: the
+ * attach went on and the job died with SIGSYS at the library's socket). */
+START_TEST(a_seccomp_filtered_job_is_refused) {
+    if (!can_attach()) return;
+    job j;
+    start_job(&j, "rt_seccomp", "50", NULL, 0, 0);
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    lw_run r;
+    attach_cli(&r, "--background", "-o", j.report, pid, NULL, NULL);
+    refused(&j, &r, 1, "seccomp filter");
+    ck_assert_msg(strstr(r.err, "Seccomp: 2") && strstr(r.err, "--set seccomp=full"), "%s", r.err);
+    ck_assert(!maps_have(j.pid, "libleakwatch"));
+    lw_run_free(&r);
+    go(&j);
+    char *out = finish_job(&j);
+    ck_assert_msg(strstr(out, "done 50 steps, 0 failed"), "%s", out);
+    free(out);
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
 START_TEST(refusals_leave_the_job_untouched) {
     if (!can_attach()) return;
     lw_run r;
@@ -1554,6 +1577,7 @@ int main(void) {
     tcase_add_test(tc, signals_during_the_attach_are_not_lost);
     tcase_add_test(tc, refusals_leave_the_job_untouched);
     tcase_add_test(tc, a_renamed_copy_already_watching_is_refused);
+    tcase_add_test(tc, a_seccomp_filtered_job_is_refused);
     tcase_add_test(tc, no_thread_at_a_safe_point_is_refused);
     tcase_add_test(tc, bare_clone_thread_is_never_borrowed);
     tcase_add_test(tc, python_torch_job_gets_step_marks);

@@ -758,6 +758,42 @@ START_TEST(end_signals_report_after_close_range) {
 }
 END_TEST
 
+/* A job whose seccomp filter kills the process at socket() (issue 43: it
+ * died with SIGSYS at leakwatch's control socket, preloaded and under
+ * `leakwatch run`): it runs to its end, with its report, its step marks and
+ * one line saying what leakwatch leaves out. */
+START_TEST(a_seccomp_filter_that_kills_on_socket_spares_the_job) {
+#if !defined(__x86_64__) && !defined(__aarch64__)
+    printf("test_job_safety: seccomp case skipped: no filter for this architecture\n");
+    return;
+#endif
+    const char *args[] = {"40", "1", "-", NULL};
+    const char *env[] = {"LEAKWATCH_QUIET=0", NULL};
+    lw_run r;
+    lw_run_prog(&r, 1, "rt_seccomp", args, env);
+    RUN_OK(&r);
+    ck_assert_msg(strstr(r.out, "done 40 steps, 0 failed"), "stdout: %s", r.out);
+    ck_assert_msg(strstr(r.err, "steps marked: 40"), "stderr: %s", r.err);
+    ck_assert_int_eq(lw_count_substr(r.err, "runs under a seccomp filter"), 1);
+    ck_assert_ptr_nonnull(r.report);
+    ck_assert_str_eq(lw_json_string(lw_json_get(r.report, "reason")), "exit");
+    ck_assert_str_eq(lw_json_string(lw_json_get(r.report, "verdict")), "leak");
+    lw_run_free(&r);
+    /* Under leakwatch run. */
+    char dir[256], rep[400];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(rep, sizeof rep, "%s/run.json", dir);
+    const char *run_args[] = {"run", "--report", rep, "--", lw_program_path("rt_seccomp"),
+                              "10",  "1",        "-", NULL};
+    lw_run c;
+    lw_cli_run(&c, run_args, NULL);
+    ck_assert_msg(c.exit_code == 0, "exit %d signal %d: %s", c.exit_code, c.signal, c.err);
+    ck_assert_int_eq(access(rep, F_OK), 0);
+    lw_run_free(&c);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 /* ---- the command's checks ---- */
 
 START_TEST(run_refuses_library_paths_ld_preload_splits) {
@@ -925,6 +961,7 @@ int main(void) {
     tcase_add_test(tc, cuda_calls_after_the_exit_summary_pass_through);
     tcase_add_test(tc, end_signals_leave_a_final_report);
     tcase_add_test(tc, end_signals_report_after_close_range);
+    tcase_add_test(tc, a_seccomp_filter_that_kills_on_socket_spares_the_job);
     tcase_add_test(tc, run_refuses_library_paths_ld_preload_splits);
     tcase_add_test(tc, sockets_of_gone_processes_are_removed);
     tcase_add_test(tc, ps_asks_every_process_at_once);

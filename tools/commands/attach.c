@@ -410,6 +410,25 @@ static int check_target(long pid, const char *lib) {
     return 0;
 }
 
+/* 0 when pid runs without a seccomp filter; else the exit status, after one
+ * line. A filter may kill the job at the library's first socket or thread
+ * (systemd's SystemCallFilter= does, with SIGSYS): refused unless the user
+ * says the filter allows them (--set seccomp=full). */
+static int check_seccomp(long pid) {
+    char p[64], line[256];
+    snprintf(p, sizeof p, "/proc/%ld/status", pid);
+    const char *v = lw_proc_status_field(p, "Seccomp:", line, sizeof line);
+    long mode = v ? strtol(v, NULL, 10) : 0;
+    if (mode <= 0) return 0;
+    lw_cli_error("process %ld runs under a seccomp %s (Seccomp: %ld in /proc/%ld/status), which "
+                 "may kill it at leakwatch's first socket or thread (systemd's "
+                 "SystemCallFilter= does): not attached; if its filter allows sockets and "
+                 "threads, attach with --set seccomp=full, or start the job under 'leakwatch run', "
+                 "which keeps to counters and the report under a filter",
+                 pid, mode == 1 ? "strict mode" : "filter", mode, pid);
+    return LW_EXIT_ERROR;
+}
+
 /* ---- settings ---- */
 static int add_setting(char *buf, size_t n, const char *name, const char *value) {
     size_t used = strlen(buf);
@@ -587,6 +606,7 @@ int lw_cmd_attach(int argc, char **argv) {
     }
     int st = check_target(pid, lib);
     if (st != 0) return st;
+    if (!strstr(settings, "LEAKWATCH_SECCOMP=full\n") && (st = check_seccomp(pid)) != 0) return st;
 
     /* The report lands where the user is, not in the job's folder. */
     char report[PATH_MAX + 64], cwd[PATH_MAX];
