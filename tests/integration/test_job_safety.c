@@ -628,6 +628,37 @@ START_TEST(a_data_file_on_descriptor_2_gets_no_lines) {
 }
 END_TEST
 
+/* "opened K" of rt_safety_job fdlimit 16 under the given preload and settings. */
+static int files_opened(int preload, const char *const *env) {
+    const char *args[] = {"fdlimit", "16", NULL};
+    lw_run r;
+    lw_run_prog(&r, preload, "rt_safety_job", args, env);
+    RUN_OK(&r);
+    int k = -1;
+    ck_assert_msg(sscanf(r.out, "opened %d", &k) == 1, "stdout: %s", r.out);
+    lw_run_free(&r);
+    return k;
+}
+
+/* A job under a low limit of descriptors (ulimit -n) opens as many files
+ * as without leakwatch, but for the control socket, the one descriptor
+ * leakwatch holds for the job's whole life, and that one too with
+ * LEAKWATCH_CONTROL=0 (issue 43: 7 held, a socket and three pipes; under
+ * ulimit -n 10 the job opened none of its 7 files). */
+START_TEST(the_job_keeps_its_descriptors) {
+    int without = files_opened(0, NULL);
+    int with = files_opened(1, NULL);
+    const char *off[] = {"LEAKWATCH_CONTROL=0", NULL};
+    int no_socket = files_opened(1, off);
+    printf("test_job_safety: under ulimit -n 16 the job opens %d files alone, %d under "
+           "leakwatch, %d with LEAKWATCH_CONTROL=0\n",
+           without, with, no_socket);
+    ck_assert_int_gt(without, 0);
+    ck_assert_int_eq(with, without - 1);
+    ck_assert_int_eq(no_socket, without);
+}
+END_TEST
+
 START_TEST(symbolizer_children_are_invisible) {
     if (system("command -v addr2line >/dev/null 2>&1 || command -v llvm-addr2line >/dev/null "
                "2>&1") != 0) {
@@ -957,6 +988,7 @@ int main(void) {
     tcase_add_test(tc, control_clients_cannot_hold_the_exit);
     tcase_add_test(tc, descriptors_the_job_reuses_are_left_alone);
     tcase_add_test(tc, a_data_file_on_descriptor_2_gets_no_lines);
+    tcase_add_test(tc, the_job_keeps_its_descriptors);
     tcase_add_test(tc, symbolizer_children_are_invisible);
     tcase_add_test(tc, cuda_calls_after_the_exit_summary_pass_through);
     tcase_add_test(tc, end_signals_leave_a_final_report);

@@ -28,6 +28,10 @@
  *   rt_safety_job stderrdata DIR closes its stderr, opens DIR/data (which gets
  *                                descriptor 2) and writes its records there
  *                                around its CUDA calls and its exit
+ *   rt_safety_job fdlimit N      allocates (leakwatch starts), lowers its limit
+ *                                of descriptors to N (ulimit -n N), opens
+ *                                /dev/null until it can no more and prints
+ *                                "opened K"
  *   rt_safety_job closerange SIG allocates, closes every descriptor from 3 up
  *                                (close_range, as a daemon or a sandbox
  *                                helper does), then raises SIG */
@@ -38,6 +42,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -204,6 +209,18 @@ int main(int argc, char **argv) {
         dprintf(fd, "record 1\n");
         leak_job(4096);
         return 0; /* the exit report and summary come after this */
+    }
+    if (!strcmp(mode, "fdlimit") && argc > 2) {
+        leak_job(4096);
+        struct rlimit rl = {(rlim_t)atol(argv[2]), (rlim_t)atol(argv[2])};
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) return 3;
+        int fds[256], n = 0;
+        while (n < 256 && (fds[n] = open("/dev/null", O_RDONLY)) >= 0)
+            n++;
+        printf("opened %d\n", n);
+        for (int i = 0; i < n; i++)
+            close(fds[i]);
+        return 0;
     }
     if (!strcmp(mode, "closerange") && argc > 2) {
         int sig = atoi(argv[2]);
