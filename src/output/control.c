@@ -13,6 +13,7 @@
 #include "log.h"
 #include "report.h"
 #include "report_file.h"
+#include "thread.h"
 #include "totals.h"
 #include "verdict.h"
 
@@ -387,7 +388,13 @@ static int start_locked(void) {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&thread, NULL, serve, NULL);
+    /* Joinable (lw_control_stop waits for it), with our threads' small
+     * stack rather than the default 8 MiB of address space. */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, LW_THREAD_STACK);
+    int rc = pthread_create(&thread, &attr, serve, NULL);
+    pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         errno = rc;

@@ -659,6 +659,29 @@ START_TEST(the_job_keeps_its_descriptors) {
 }
 END_TEST
 
+static long thread_stacks_kib(int preload) {
+    const char *args[] = {"stacks", NULL};
+    lw_run r;
+    lw_run_prog(&r, preload, "rt_safety_job", args, NULL);
+    RUN_OK(&r);
+    long k = -1;
+    ck_assert_msg(sscanf(r.out, "thread stacks %ld KiB", &k) == 1, "stdout: %s", r.out);
+    lw_run_free(&r);
+    return k;
+}
+
+/* leakwatch's threads (the sampler, the end signals' and the control
+ * socket's) take 256 KiB of address space each, not glibc's default 8 MiB
+ * (issue 43: about 75 MiB more under leakwatch, so that under ulimit -v the
+ * job got one thread fewer; docs/safety.md says what is left). */
+START_TEST(leakwatch_threads_reserve_little_address_space) {
+    long without = thread_stacks_kib(0), with = thread_stacks_kib(1);
+    printf("test_job_safety: thread stacks: %ld KiB alone, %ld KiB under leakwatch\n", without,
+           with);
+    ck_assert_int_le(with - without, 3 * 256);
+}
+END_TEST
+
 START_TEST(symbolizer_children_are_invisible) {
     if (system("command -v addr2line >/dev/null 2>&1 || command -v llvm-addr2line >/dev/null "
                "2>&1") != 0) {
@@ -989,6 +1012,7 @@ int main(void) {
     tcase_add_test(tc, descriptors_the_job_reuses_are_left_alone);
     tcase_add_test(tc, a_data_file_on_descriptor_2_gets_no_lines);
     tcase_add_test(tc, the_job_keeps_its_descriptors);
+    tcase_add_test(tc, leakwatch_threads_reserve_little_address_space);
     tcase_add_test(tc, symbolizer_children_are_invisible);
     tcase_add_test(tc, cuda_calls_after_the_exit_summary_pass_through);
     tcase_add_test(tc, end_signals_leave_a_final_report);

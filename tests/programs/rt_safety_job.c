@@ -32,6 +32,11 @@
  *                                of descriptors to N (ulimit -n N), opens
  *                                /dev/null until it can no more and prints
  *                                "opened K"
+ *   rt_safety_job stacks         allocates (leakwatch starts its threads), then
+ *                                prints "thread stacks K KiB": the address
+ *                                space of the thread stacks in its memory map
+ *                                (writable private mappings right above a
+ *                                one-page guard)
  *   rt_safety_job closerange SIG allocates, closes every descriptor from 3 up
  *                                (close_range, as a daemon or a sandbox
  *                                helper does), then raises SIG */
@@ -220,6 +225,27 @@ int main(int argc, char **argv) {
         printf("opened %d\n", n);
         for (int i = 0; i < n; i++)
             close(fds[i]);
+        return 0;
+    }
+    if (!strcmp(mode, "stacks")) {
+        leak_job(4096);
+        FILE *m = fopen("/proc/self/maps", "re");
+        if (!m) return 3;
+        char line[512];
+        unsigned long prev_end = 0, prev_size = 0, total = 0;
+        int prev_guard = 0;
+        while (fgets(line, sizeof line, m)) {
+            unsigned long lo, hi;
+            char perms[8];
+            if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3) continue;
+            if (!strcmp(perms, "rw-p") && prev_guard && prev_end == lo && prev_size == 4096 &&
+                !strchr(line, '['))
+                total += hi - lo;
+            prev_guard = !strcmp(perms, "---p");
+            prev_end = hi, prev_size = hi - lo;
+        }
+        fclose(m);
+        printf("thread stacks %lu KiB\n", total / 1024);
         return 0;
     }
     if (!strcmp(mode, "closerange") && argc > 2) {
