@@ -848,6 +848,41 @@ START_TEST(a_seccomp_filter_that_kills_on_socket_spares_the_job) {
 }
 END_TEST
 
+/* leakwatch snapshot and attach --detach on a job stopped with SIGSTOP say
+ * at once that it is stopped (issue 43: both waited 30 s, then said "the
+ * process may be stuck"). */
+START_TEST(a_stopped_job_is_said_to_be_stopped) {
+    char dir[256], xdg[300], out[300], snap[400], pid_s[32];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(xdg, sizeof xdg, "XDG_RUNTIME_DIR=%s", dir);
+    snprintf(out, sizeof out, "%s/.out", dir);
+    snprintf(snap, sizeof snap, "%s/snap.json", dir);
+    const char *env[] = {xdg, "LEAKWATCH_REPORT=none", NULL};
+    const char *args[] = {"wait", "60000", NULL};
+    pid_t pid = lw_spawn(lw_program_path("rt_safety_job"), args, env, 1, out);
+    ck_assert(lw_wait_for_text(out, "ready", 30000));
+    snprintf(pid_s, sizeof pid_s, "%ld", (long)pid);
+    kill(pid, SIGSTOP);
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
+    ck_assert(WIFSTOPPED(st));
+    const char *snap_args[] = {"snapshot", "-o", snap, pid_s, NULL};
+    const char *detach_args[] = {"attach", "--detach", pid_s, NULL};
+    const char *const *cmds[] = {snap_args, detach_args};
+    for (int i = 0; i < 2; i++) {
+        lw_run c;
+        lw_cli_run(&c, cmds[i], env);
+        ck_assert_msg(c.exit_code != 0 && strstr(c.err, "is stopped") && !strstr(c.err, "stuck"),
+                      "%s: exit %d: %s", cmds[i][0], c.exit_code, c.err);
+        lw_run_free(&c);
+    }
+    kill(pid, SIGKILL);
+    kill(pid, SIGCONT);
+    waitpid(pid, &st, 0);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 /* ---- the command's checks ---- */
 
 START_TEST(run_refuses_library_paths_ld_preload_splits) {
@@ -1021,6 +1056,7 @@ int main(void) {
     tcase_add_test(tc, run_refuses_library_paths_ld_preload_splits);
     tcase_add_test(tc, sockets_of_gone_processes_are_removed);
     tcase_add_test(tc, ps_asks_every_process_at_once);
+    tcase_add_test(tc, a_stopped_job_is_said_to_be_stopped);
     tcase_add_test(tc, root_watches_another_users_job);
     suite_add_tcase(s, tc);
     TCase *prom = tcase_create("prometheus"); /* CK_RUN_CASE=prometheus */
