@@ -101,16 +101,15 @@ static void start(void) {
         lw_report_forked_child();
         forked = 0;
     }
-    /* A seccomp filter: no thread, socket or helper process of ours
-     * (sandbox.h), said once, before the first of them. */
-    int sandboxed = lw_sandboxed();
-    if (sandboxed && !lw_log_quiet)
+    /* A seccomp filter: no socket or helper process of ours (sandbox.h),
+     * said once, before the first of them. */
+    if (lw_sandboxed() && !lw_log_quiet)
         lw_log_once(said_seccomp,
                     "this process runs under a seccomp filter (Seccomp: %d in /proc/self/status): "
-                    "leakwatch counts and writes its report at exit, but starts no thread, socket "
-                    "or helper process, which the filter may punish by killing the job (no live "
-                    "view, no time intervals, no source lines, no report on SIGTERM); set "
-                    "LEAKWATCH_SECCOMP=full if the filter allows them",
+                    "leakwatch keeps to what a CUDA job itself does (memory, files, threads) and "
+                    "opens no socket and starts no process, which the filter may punish by "
+                    "killing the job: no live view (leakwatch top, ps, snapshot) and no source "
+                    "lines; set LEAKWATCH_SECCOMP=full if the filter allows them",
                     lw_seccomp_mode());
     lw_torch_mode_started(); /* its deferred notice: this process uses CUDA */
     lw_sites_set_cap((size_t)lw_opt_int(LW_OPT_MAX_SITES));
@@ -130,7 +129,7 @@ static void start(void) {
     lw_worker_start();
     /* Attached too (issue 32): SIGTERM's final report and socket; the
      * detach puts the default dispositions back (lw_end_signals_stop). */
-    if (!sandboxed) lw_end_signals_start(end_signal_report);
+    lw_end_signals_start(end_signal_report);
 }
 
 int lw_started(void) {

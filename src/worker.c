@@ -148,17 +148,15 @@ void lw_worker_start(void) {
     pthread_mutex_lock(&outputs_lock);
     outputs_stopped = 0;
     pthread_mutex_unlock(&outputs_lock);
-    /* Under a seccomp filter (sandbox.h): no thread and no socket; the steps
-     * and the report at exit still work (lifecycle.c said so once). */
-    if (lw_sandboxed()) return;
     if (lw_thread_start_arg(run, (void *)(uintptr_t)atomic_load(&generation)) != 0)
         lw_log("cannot start the sampler thread; without step marks no growth is followed");
     else
         thread_pid = me;
     /* The live view (leakwatch top/snapshot/ps): a socket served by its own
      * thread (which blocks the job's signals itself), also only in processes
-     * that use CUDA; LEAKWATCH_CONTROL=0 turns it off. */
-    if (lw_opt_int(LW_OPT_CONTROL)) lw_control_start();
+     * that use CUDA; LEAKWATCH_CONTROL=0 turns it off, and so does a seccomp
+     * filter (sandbox.h; lifecycle.c said so once). */
+    if (lw_opt_int(LW_OPT_CONTROL) && !lw_sandboxed()) lw_control_start();
 }
 
 void lw_worker_stop(void) {

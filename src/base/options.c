@@ -76,9 +76,9 @@ static const lw_option_def table[LW_OPT_COUNT] = {
              "unwinder and count differences (tracker.stack_mismatches); slow"),
     [LW_OPT_SECCOMP] = TEXT("SECCOMP", "safe",
                             "under a seccomp filter (Seccomp: in /proc/self/status): safe (no "
-                            "thread, socket or helper process of leakwatch's own, which the "
-                            "filter may punish by killing the job: counters and the report only) "
-                            "or full (all of them, as without a filter)",
+                            "socket and no helper process, which the filter may punish by killing "
+                            "the job: no live view and no source lines) or full (both, as without "
+                            "a filter)",
                             "safe full"),
     [LW_OPT_CONTROL] = BOOL("CONTROL", 1,
                             "0: no control socket (no leakwatch top, ps, snapshot or attach "

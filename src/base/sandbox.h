@@ -3,8 +3,10 @@
  * profile, a sandbox of its own) is killed, or refused, by the first system
  * call its filter forbids, and a filter that forbids socket() kills the job
  * at leakwatch's control socket. Under a filter leakwatch therefore keeps to
- * what the job itself does (memory, its own files): no thread, socket or
- * helper process of its own, unless LEAKWATCH_SECCOMP=full. */
+ * what a CUDA job itself does (memory, files, threads: the CUDA driver starts
+ * threads of its own, so a working CUDA job's filter allows them): no
+ * socket (the live view), no helper process (addr2line: socketpair, clone,
+ * execve) and no getrandom, unless LEAKWATCH_SECCOMP=full. */
 #ifndef LW_SANDBOX_H
 #define LW_SANDBOX_H
 
@@ -14,7 +16,7 @@
  * remembered: it can never be removed. */
 int lw_seccomp_mode(void);
 
-/* 1 when leakwatch must start no thread, socket or helper process: the
+/* 1 when leakwatch must open no socket and start no helper process: the
  * process runs under a seccomp filter (looked at again on each call until
  * one is seen: a job may install its filter after leakwatch started) and
  * LEAKWATCH_SECCOMP is not full. */

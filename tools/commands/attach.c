@@ -424,7 +424,7 @@ static int check_seccomp(long pid) {
                  "may kill it at leakwatch's first socket or thread (systemd's "
                  "SystemCallFilter= does): not attached; if its filter allows sockets and "
                  "threads, attach with --set seccomp=full, or start the job under 'leakwatch run', "
-                 "which keeps to counters and the report under a filter",
+                 "which opens no socket under a filter",
                  pid, mode == 1 ? "strict mode" : "filter", mode, pid);
     return LW_EXIT_ERROR;
 }
