@@ -462,6 +462,40 @@ START_TEST(a_seccomp_filtered_job_is_refused) {
 }
 END_TEST
 
+/* A second attach (or a debugger) takes the thread the attach would borrow
+ * after the checks, as two attaches at once do: the refusal names the
+ * tracer (issue 43: "it may have been made undumpable"). The test traces the
+ * job's one borrowable thread, a second thread, itself. */
+START_TEST(a_thread_traced_since_the_checks_names_its_tracer) {
+    if (!can_attach()) return;
+    char dir[64], out[160], exe[PATH_MAX];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(out, sizeof out, "%s/out.txt", dir);
+    snprintf(exe, sizeof exe, "%s/tests/programs/rt_attach_sidesleep", lw_build_dir());
+    const char *args[] = {"60000", NULL};
+    pid_t pid = lw_spawn(exe, args, NULL, 0, out);
+    ck_assert_msg(lw_wait_for_text(out, "ready", 20000), "%s", lw_slurp_file(out));
+    char *text = lw_slurp_file(out);
+    long p = 0, tid = 0;
+    ck_assert_int_eq(sscanf(strstr(text, "ready"), "ready %ld %ld", &p, &tid), 2);
+    free(text);
+    ck_assert_int_eq(ptrace(PTRACE_SEIZE, (pid_t)tid, 0, 0), 0);
+    char pid_s[32], want[96];
+    pid_text(pid, pid_s, sizeof pid_s);
+    snprintf(want, sizeof want, "is being traced by process %ld", (long)getpid());
+    lw_run r;
+    attach_cli(&r, "--background", "--wait-ms", "3000", pid_s, NULL, NULL);
+    ck_assert_msg(r.exit_code == 1 && strstr(r.err, want) && !strstr(r.err, "undumpable"),
+                  "exit %d: %s", r.exit_code, r.err);
+    lw_run_free(&r);
+    int st;
+    kill(pid, SIGKILL);
+    waitpid((pid_t)tid, &st, __WALL);
+    waitpid(pid, &st, 0);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 START_TEST(refusals_leave_the_job_untouched) {
     if (!can_attach()) return;
     lw_run r;
@@ -1578,6 +1612,7 @@ int main(void) {
     tcase_add_test(tc, refusals_leave_the_job_untouched);
     tcase_add_test(tc, a_renamed_copy_already_watching_is_refused);
     tcase_add_test(tc, a_seccomp_filtered_job_is_refused);
+    tcase_add_test(tc, a_thread_traced_since_the_checks_names_its_tracer);
     tcase_add_test(tc, no_thread_at_a_safe_point_is_refused);
     tcase_add_test(tc, bare_clone_thread_is_never_borrowed);
     tcase_add_test(tc, python_torch_job_gets_step_marks);
