@@ -16,6 +16,7 @@
 #include "record.h"
 #include "vmm.h"
 #include "imports.h"
+#include "instance.h"
 #include "report.h"
 #include "summary.h"
 #include "report_file.h"
@@ -23,6 +24,7 @@
 #include "real.h"
 #include "hook_depth.h"
 #include "runstate.h"
+#include "sandbox.h"
 #include "warning.h"
 #include "where.h"
 #include "worker.h"
@@ -75,9 +77,22 @@ static void forget_parent(void) {
     lw_torch_info_forget();
 }
 
+/* The marker of every copy of the library (instance.h): the first copy
+ * loaded records, whatever its file name; another one stays inert. */
+LW_EXPORT void leakwatch__instance(void) {}
+
 static void start(void) {
     lw_options_load();
     if (lw_opt_int(LW_OPT_DISABLE)) {
+        atomic_store(&state, OFF);
+        return;
+    }
+    char other[PATH_MAX];
+    if (lw_instance_other(other, sizeof other)) {
+        lw_log_once(said_other,
+                    "another copy of the library is loaded first (%s): it watches "
+                    "this process, this copy stays inert (one report per process)",
+                    other);
         atomic_store(&state, OFF);
         return;
     }
@@ -87,6 +102,16 @@ static void start(void) {
         lw_report_forked_child();
         forked = 0;
     }
+    /* A seccomp filter: no socket or helper process of ours (sandbox.h),
+     * said once, before the first of them. */
+    if (lw_sandboxed() && !lw_log_quiet)
+        lw_log_once(said_seccomp,
+                    "this process runs under a seccomp filter (Seccomp: %d in /proc/self/status): "
+                    "leakwatch keeps to what a CUDA job itself does (memory, files, threads) and "
+                    "opens no socket and starts no process, which the filter may punish by "
+                    "killing the job: no live view (leakwatch top, ps, snapshot) and no source "
+                    "lines; set LEAKWATCH_SECCOMP=full if the filter allows them",
+                    lw_seccomp_mode());
     lw_torch_mode_started(); /* its deferred notice: this process uses CUDA */
     lw_sites_set_cap((size_t)lw_opt_int(LW_OPT_MAX_SITES));
     lw_test_clock_init();

@@ -12,6 +12,7 @@
 #include "report.h"
 #include "report_file.h"
 #include "runstate.h"
+#include "sandbox.h"
 #include "warning.h"
 
 #include <pthread.h>
@@ -175,8 +176,9 @@ void lw_worker_start(void) {
     }
     /* The live view (leakwatch top/snapshot/ps): a socket served by its own
      * thread (which blocks the job's signals itself), also only in processes
-     * that use CUDA. */
-    lw_control_start();
+     * that use CUDA; LEAKWATCH_CONTROL=0 turns it off, and so does a seccomp
+     * filter (sandbox.h; lifecycle.c said so once). */
+    if (lw_opt_int(LW_OPT_CONTROL) && !lw_sandboxed()) lw_control_start();
 }
 
 void lw_worker_stop(void) {
