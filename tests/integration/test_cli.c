@@ -392,14 +392,83 @@ START_TEST(fail_on_leak_end_to_end) {
     lw_cli_run(&r, args, NULL);
     ck_assert_int_eq(r.exit_code, 9);
     lw_run_free(&r);
-    /* A real job whose verdict is not leak must not fail. */
+    /* A real job too short to decide (inconclusive) does not pass the gate
+     * (issue 42, item 5: it exited 0): status 5, unless the user accepts it;
+     * the reason is given. */
     char prog[PATH_MAX];
     snprintf(prog, sizeof prog, "%s/tests/programs/rt_paths", lw_build_dir());
     const char *real[] = {"run", "--fail-on-leak", "--", prog, "malloc", "3", "1048576", NULL};
     lw_cli_run(&r, real, NULL);
+    ck_assert_msg(r.exit_code == 5, "exit %d: %s", r.exit_code, r.err);
+    ck_assert_msg(strstr(r.err, "verdict inconclusive (") != NULL, "%s", r.err);
+    ck_assert_msg(strstr(r.err, "--allow-inconclusive") != NULL, "%s", r.err);
+    lw_run_free(&r);
+    const char *allowed[] = {
+        "run", "--fail-on-leak", "--allow-inconclusive", "--", prog, "malloc", "3", "1048576",
+        NULL};
+    lw_cli_run(&r, allowed, NULL);
     ck_assert_msg(r.exit_code == 0, "exit %d: %s", r.exit_code, r.err);
     ck_assert_msg(strstr(r.err, "verdict inconclusive") != NULL, "%s", r.err);
     lw_run_free(&r);
+    /* The same for leakwatch report: inconclusive fails the gate with 5. */
+    write_crafted(src, "inconclusive");
+    const char *rep[] = {"report", "--fail-on-leak", src, NULL};
+    lw_cli_run(&r, rep, NULL);
+    ck_assert_msg(r.exit_code == 5, "exit %d: %s", r.exit_code, r.err);
+    lw_run_free(&r);
+    const char *rep_ok[] = {"report", "--fail-on-leak", "--allow-inconclusive", src, NULL};
+    lw_cli_run(&r, rep_ok, NULL);
+    ck_assert_msg(r.exit_code == 0, "exit %d: %s", r.exit_code, r.err);
+    lw_run_free(&r);
+    lw_remove_dir(dir);
+}
+END_TEST
+
+/* The CI gate without --report (issue 42, item 5): the reports go next to
+ * the job (the folder it was started in), never only into a temporary
+ * folder, and none is left under $TMPDIR; under --quiet the failing line
+ * names the place to look; a report left there by an earlier run is not
+ * read as this job's (run twice: the leak, then a clean job in the same
+ * folder passes). */
+START_TEST(fail_on_leak_reports_next_to_the_job) {
+    char dir[64], tmp[64], src[128], tmpdir[128], script[PATH_MAX * 2 + 512], asan[PATH_MAX + 16];
+    lw_temp_dir(dir, sizeof dir);
+    lw_temp_dir(tmp, sizeof tmp);
+    snprintf(src, sizeof src, "%s/leak.src", dir);
+    write_crafted(src, "leak");
+    snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", tmp);
+    const char *rt = getenv("LW_ASAN_RT");
+    snprintf(asan, sizeof asan, "LD_PRELOAD=%s", rt ? rt : "");
+    const char *env[] = {asan, NULL};
+    /* The job copies the crafted report to where it was told, as the
+     * library would write it. */
+    snprintf(script, sizeof script,
+             "cd %s && cp %s \"$(dirname \"$LEAKWATCH_REPORT\")/leakwatch-$$.json\"", dir, src);
+    const char *args[] = {
+        "-u", "LEAKWATCH_REPORT", tmpdir, lw_cli_exe(), "run", "-q", "--fail-on-leak",
+        "--", "/bin/sh",          "-c",   script,       NULL};
+    lw_run r;
+    lw_run_exe(&r, 0, "/usr/bin/env", args, env);
+    ck_assert_msg(r.exit_code == 3, "exit %d: %s", r.exit_code, r.err);
+    ck_assert_msg(strstr(r.err, "verdict leak in model.py:42 in forward"), "%s", r.err);
+    /* In the job's folder (lw_run_exe starts it in r.dir), not under $TMPDIR. */
+    ck_assert_int_eq(lw_files_matching(r.dir, "leakwatch-", ".json"), 1);
+    ck_assert_int_eq(lw_files_matching(tmp, "leakwatch", ""), 0);
+    /* Again in the same folder, a job that writes nothing: the earlier
+     * run's report stays, and is not this job's verdict. */
+    char job_dir[PATH_MAX];
+    snprintf(job_dir, sizeof job_dir, "%s", r.dir);
+    snprintf(script, sizeof script,
+             "cd %s && exec %s -u LEAKWATCH_REPORT %s %s run -q --fail-on-leak -- /bin/true",
+             job_dir, "/usr/bin/env", tmpdir, lw_cli_exe());
+    lw_run r2;
+    const char *again[] = {"-c", script, NULL};
+    lw_run_exe(&r2, 0, "/bin/sh", again, env);
+    ck_assert_msg(r2.exit_code == 0, "exit %d: %s", r2.exit_code, r2.err);
+    ck_assert_int_eq(lw_files_matching(tmp, "leakwatch", ""), 0);
+    lw_run_free(&r2);
+    lw_run_free(&r);
+    lw_remove_dir(tmp);
     lw_remove_dir(dir);
 }
 END_TEST
@@ -1321,6 +1390,7 @@ int main(void) {
     tcase_add_test(tc, fail_on_leak_decision);
     tcase_add_test(tc, fail_on_leak_end_to_end);
     tcase_add_test(tc, fail_on_leak_reads_every_rank);
+    tcase_add_test(tc, fail_on_leak_reports_next_to_the_job);
     tcase_add_test(tc, run_forwards_signals);
     tcase_add_test(tc, report_text_json_html);
     tcase_add_test(tc, report_of_a_real_run);
