@@ -26,6 +26,10 @@
 #    leakwatch on PATH: the block must say how it gets there). No line may
 #    print "not found" or "No such file or directory", and a line that ends
 #    `echo $?   # N` must print N.
+# 4. docs/report-screenshot.png (README's picture of the HTML report) is not
+#    older, in git's history, than the renderer that draws the page
+#    (tools/render/render_html.c, tools/render/templates/): make screenshot
+#    takes it again from a real run. Skipped outside a git checkout.
 #
 # Usage: scripts/check-doc-drift.py [--root DIR] [--build DIR] [--no-run]
 # Exit 1 with one line per drift, naming the file and line to fix.
@@ -276,6 +280,33 @@ if not args.no_run:
                         "    run:    %s" % (cmd, mode, q, "\n            ".join(near) or "(none)"))
                 else:
                     k = j + 1
+
+
+
+def screenshot_is_current():
+    shot = "docs/report-screenshot.png"
+    drawn_by = ["tools/render/render_html.c", "tools/render/templates"]
+    if not os.path.exists(os.path.join(root, shot)):
+        return
+
+    def git(*a):
+        p = subprocess.run(["git", "-C", root] + list(a), stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL)
+        return p.returncode, p.stdout.decode().strip()
+
+    rc, taken = git("log", "-1", "--format=%H", "--", shot)
+    if rc != 0 or not taken:
+        return  # not a git checkout, or not committed yet
+    rc, changed = git("log", "-1", "--format=%H", "--", *drawn_by)
+    if rc != 0 or not changed:
+        return
+    if git("merge-base", "--is-ancestor", changed, taken)[0] != 0:
+        bad(shot, 1, "older than the renderer's last change (%s, commit %s): run make screenshot"
+            " (a real run, drawn by headless Chromium) and commit it" % (" ".join(drawn_by),
+                                                                        changed[:12]))
+
+
+screenshot_is_current()
 
 for p in problems:
     print("docs-check: " + p)
