@@ -400,7 +400,8 @@ START_TEST(fail_on_leak_end_to_end) {
     const char *real[] = {"run", "--fail-on-leak", "--", prog, "malloc", "3", "1048576", NULL};
     lw_cli_run(&r, real, NULL);
     ck_assert_msg(r.exit_code == 5, "exit %d: %s", r.exit_code, r.err);
-    ck_assert_msg(strstr(r.err, "verdict inconclusive (") != NULL, "%s", r.err);
+    ck_assert_msg(strstr(r.err, "verdict inconclusive: ") && strstr(r.err, "; to decide: "), "%s",
+                  r.err);
     ck_assert_msg(strstr(r.err, "--allow-inconclusive") != NULL, "%s", r.err);
     lw_run_free(&r);
     const char *allowed[] = {
@@ -1334,6 +1335,33 @@ START_TEST(prometheus_textfile_is_valid) {
 }
 END_TEST
 
+/* A run too short to decide names the site that grows, not the largest (the
+ * weights), its reason and what would decide it (issue 42, item 4). */
+START_TEST(inconclusive_names_the_growing_site) {
+    char prog[PATH_MAX], rep[PATH_MAX], dir[64];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(prog, sizeof prog, "%s/examples/train_loop", lw_build_dir());
+    snprintf(rep, sizeof rep, "%s/short.json", dir);
+    lw_run r;
+    const char *args[] = {"run", "--report", rep, "--", prog, "--steps", "20", NULL};
+    lw_cli_run(&r, args, NULL);
+    RUN_OK(&r);
+    ck_assert_msg(strstr(r.err, "leakwatch: inconclusive: too few steps yet over 20 steps; "
+                                "growing site: train_loop.c:46 in keep_loss_history") &&
+                      strstr(r.err, "; to decide: run "),
+                  "%s", r.err);
+    lw_run_free(&r);
+    const char *rargs[] = {"report", rep, NULL};
+    lw_cli_run(&r, rargs, NULL);
+    RUN_OK(&r);
+    static const char want[] = "inconclusive: too few steps yet over 20 steps; growing site: "
+                               "train_loop.c:46 in keep_loss_history";
+    ck_assert_msg(!strncmp(r.out, want, strlen(want)), "%s", r.out);
+    lw_run_free(&r);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 /* The y coordinates of the main plot's data line (the first polyline of
  * plot-0) into y (at most max); their count. *height: the plot's height. */
 static size_t main_plot_ys(const char *page, double *y, size_t max, double *height) {
@@ -1479,6 +1507,7 @@ int main(void) {
     tcase_add_test(tc, prometheus_textfile_is_valid);
     tcase_add_test(tc, html_renders_in_chromium);
     tcase_add_test(tc, html_plot_shows_the_demo_leak);
+    tcase_add_test(tc, inconclusive_names_the_growing_site);
     suite_add_tcase(s, tc);
     /* What a newcomer's first run says (issue 30): CK_RUN_CASE=first-run. */
     TCase *first = tcase_create("first-run");

@@ -271,17 +271,15 @@ static int allow_inconclusive; /* --allow-inconclusive */
  * for a leak (a CI log under --quiet must still name the line), with the
  * reason for an inconclusive one. */
 static void say_verdict(const char *path, const lw_model *m) {
-    char where[512] = "", shown[PATH_MAX], reason[512];
+    char where[512] = "", shown[PATH_MAX], reason[1200], line[1200];
     lw_answer a;
     lw_model_answer(m, &a, where, sizeof where);
     lw_safe_text(path, shown, sizeof shown);
     if (m->verdict == LW_MV_LEAK && a.where)
         fprintf(stderr, "leakwatch: %s: verdict leak in %s\n", shown, a.where);
-    else if (m->verdict == LW_MV_INCONCLUSIVE &&
-             lw_json_string(lw_json_path(m->doc, "growth.reason")))
-        fprintf(stderr, "leakwatch: %s: verdict inconclusive (%s)\n", shown,
-                lw_safe_text(lw_json_string(lw_json_path(m->doc, "growth.reason")), reason,
-                             sizeof reason));
+    else if (m->verdict == LW_MV_INCONCLUSIVE) /* its reason, and what would decide it */
+        fprintf(stderr, "leakwatch: %s: verdict %s\n", shown,
+                lw_safe_text(lw_answer_line(&a, line, sizeof line), reason, sizeof reason));
     else
         fprintf(stderr, "leakwatch: %s: verdict %s\n", shown, lw_mverdict_name(m->verdict));
 }
@@ -669,7 +667,7 @@ static int finish(int status, int exec_errno, const char *prog, int fail_on_leak
      * leak whenever the job was cut short. */
     if (leak == LW_EXIT_INCONCLUSIVE) {
         lw_cli_error("no verdict yet (inconclusive): exiting with status %d (--fail-on-leak); "
-                     "run more steps, mark steps, or accept it with --allow-inconclusive",
+                     "decide it as said above, or accept it with --allow-inconclusive",
                      LW_EXIT_INCONCLUSIVE);
         return LW_EXIT_INCONCLUSIVE;
     }
