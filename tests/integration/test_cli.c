@@ -1362,6 +1362,40 @@ START_TEST(inconclusive_names_the_growing_site) {
 }
 END_TEST
 
+/* A job the kernel's OOM killer ends (SIGKILL: no handler, no exit report)
+ * right after its LEAK line still leaves a report (issue 42, item 6): the
+ * first one is written at the first verdict (or 10 s in), not only after
+ * LEAKWATCH_REPORT_EVERY (here an hour; 60 s by default). */
+START_TEST(sigkill_after_the_first_verdict_leaves_a_report) {
+    char dir[64], out[128], rep[128], env_rep[160], exe[PATH_MAX];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(out, sizeof out, "%s/out.txt", dir);
+    snprintf(rep, sizeof rep, "%s/r.json", dir);
+    snprintf(env_rep, sizeof env_rep, "LEAKWATCH_REPORT=%s", rep);
+    snprintf(exe, sizeof exe, "%s/examples/train_loop", lw_build_dir());
+    const char *args[] = {"--steps", "100000000", "--step-us", "1000", NULL};
+    const char *env[] = {env_rep, "LEAKWATCH_REPORT_EVERY=3600", NULL};
+    pid_t p = lw_spawn(exe, args, env, 1, out);
+    int said = lw_wait_for_text(out, "leakwatch: LEAK in train_loop.c:46", 120000);
+    int written = 0;
+    for (int i = 0; said && i < 600 && !written; i++) {
+        struct stat st;
+        written = stat(rep, &st) == 0 && st.st_size > 0;
+        if (!written) usleep(100 * 1000);
+    }
+    kill(p, SIGKILL);
+    int st = 0;
+    waitpid(p, &st, 0);
+    ck_assert_msg(said, "no LEAK line: %s", lw_slurp_file(out));
+    ck_assert_msg(written, "no report before the SIGKILL: %s", lw_slurp_file(out));
+    char *text = lw_slurp_file(rep);
+    ck_assert_msg(strstr(text, "\"verdict\": \"leak\"") || strstr(text, "\"verdict\":\"leak\""),
+                  "%.300s", text);
+    free(text);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 /* The y coordinates of the main plot's data line (the first polyline of
  * plot-0) into y (at most max); their count. *height: the plot's height. */
 static size_t main_plot_ys(const char *page, double *y, size_t max, double *height) {
@@ -1508,6 +1542,7 @@ int main(void) {
     tcase_add_test(tc, html_renders_in_chromium);
     tcase_add_test(tc, html_plot_shows_the_demo_leak);
     tcase_add_test(tc, inconclusive_names_the_growing_site);
+    tcase_add_test(tc, sigkill_after_the_first_verdict_leaves_a_report);
     suite_add_tcase(s, tc);
     /* What a newcomer's first run says (issue 30): CK_RUN_CASE=first-run. */
     TCase *first = tcase_create("first-run");
