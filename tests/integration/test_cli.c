@@ -115,11 +115,16 @@ START_TEST(run_records_the_job_and_passes_its_status) {
     ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
     ck_assert_int_eq(lw_rep_int(&r, "totals.live_bytes"), 3 * MiB);
     ck_assert_ptr_nonnull(lw_rep_site_named(&r, "leak_runtime"));
+    /* A job that never called CUDA: one line says so (issue 42, item 6: run
+     * said nothing after "watching PID"); a job that did gets none. */
+    ck_assert_msg(!strstr(r.err, "nothing seen"), "%s", r.err);
     lw_run_free(&r);
 
     const char *exit7[] = {"run", "--", "/bin/sh", "-c", "exit 7", NULL};
     lw_cli_run(&r, exit7, NULL);
     ck_assert_int_eq(r.exit_code, 7);
+    ck_assert_msg(strstr(r.err, "leakwatch: nothing seen: /bin/sh made no CUDA allocation"), "%s",
+                  r.err);
     lw_run_free(&r);
 
     const char *missing[] = {"run", "--", "/nonexistent/program", NULL};

@@ -419,6 +419,36 @@ static int job_leaks(const char *tpl, const char *folder_pattern, pid_t pid, tim
     return r;
 }
 
+/* A job that never called CUDA gets no report and no word from the
+ * library (it must not print in such a process): run says so, once, when no
+ * report of the job (nor of a child, with %p) was written since the start. */
+static void say_if_nothing_seen(const char *tpl, const char *prog, pid_t pid, time_t started) {
+    if (!strcmp(tpl, "none") || !strcmp(tpl, "/dev/null") || strstr(tpl, "%r")) return;
+    char any[PATH_MAX], pattern[PATH_MAX], shown[256];
+    size_t o = 0;
+    for (const char *p = tpl; *p && o + 2 < sizeof any; p++) {
+        if (p[0] == '%' && p[1] == 'p')
+            any[o++] = '*', p++;
+        else
+            any[o++] = *p;
+    }
+    any[o] = '\0';
+    expand(any, pid, "0", pattern, sizeof pattern);
+    glob_t g;
+    int seen = 0;
+    if (glob(pattern, GLOB_NOSORT, NULL, &g) == 0)
+        for (size_t i = 0; i < g.gl_pathc && !seen; i++) {
+            struct stat st;
+            seen = stat(g.gl_pathv[i], &st) == 0 && st.st_mtime >= started;
+        }
+    globfree(&g);
+    if (!seen)
+        fprintf(stderr,
+                "leakwatch: nothing seen: %s made no CUDA allocation, so no report was written "
+                "(leakwatch starts at the first allocation)\n",
+                lw_safe_text(prog, shown, sizeof shown));
+}
+
 static int finish(int status, int exec_errno, const char *prog, int fail_on_leak, const char *tpl,
                   const char *folder_pattern, pid_t pid, time_t started, int quiet);
 
@@ -650,7 +680,10 @@ static int finish(int status, int exec_errno, const char *prog, int fail_on_leak
     }
     int code = lw_run_exit_code(status);
     if (!fail_on_leak) {
-        if (quiet) say_report_path(tpl, pid, started);
+        if (quiet)
+            say_report_path(tpl, pid, started);
+        else
+            say_if_nothing_seen(tpl, prog, pid, started);
         return code;
     }
     int leak = job_leaks(tpl, folder_pattern, pid, started, quiet);
