@@ -1093,6 +1093,39 @@ START_TEST(top_follows_run_to_its_job) {
 }
 END_TEST
 
+/* top's floor line says a small rise (make demo's 512 B per step on 192 MiB)
+ * as the rise itself: its two ends read the same (issue 42, item 7:
+ * "192.2 MiB .. 192.2 MiB" under a rising sparkline). */
+START_TEST(top_says_a_small_rise_of_the_floor) {
+    char dir[64], out[128], prog[PATH_MAX], cli[PATH_MAX], rep[160];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(rep, sizeof rep, "%s/r.json", dir);
+    snprintf(prog, sizeof prog, "%s/examples/train_loop", lw_build_dir());
+    snprintf(cli, sizeof cli, "%s/leakwatch", lw_build_dir());
+    const char *args[] = {"run",     "-r",        rep,         "--",   prog,
+                          "--steps", "100000000", "--step-us", "2000", NULL};
+    pid_t run = lw_spawn(cli, args, NULL, 0, out);
+    char pidtxt[32], floor_line[512] = "";
+    snprintf(pidtxt, sizeof pidtxt, "%ld", (long)run);
+    lw_run r;
+    /* Until the floor has risen over several samples (or a minute). */
+    for (int i = 0; i < 600 && !strstr(floor_line, ", +"); i++) {
+        const char *top[] = {"top", "--once", pidtxt, NULL};
+        lw_cli_run(&r, top, NULL);
+        const char *f = strstr(r.out, "\nfloor ");
+        if (f) snprintf(floor_line, sizeof floor_line, "%.*s", (int)strcspn(f + 1, "\n"), f + 1);
+        lw_run_free(&r);
+        if (!strstr(floor_line, ", +")) usleep(100000);
+    }
+    kill(run, SIGTERM);
+    int st;
+    if (lw_wait_pid(run, 20000, &st) != 0) kill(run, SIGKILL), waitpid(run, &st, 0);
+    ck_assert_msg(strstr(floor_line, " MiB, +") && strstr(floor_line, "KiB"), "%s", floor_line);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 /* `leakwatch run CMD &` leaves $! = run's own pid: run says the job's, once
  * it has started (the pid its report gives), and not under --quiet. */
 START_TEST(run_says_the_jobs_pid) {
@@ -1548,6 +1581,7 @@ int main(void) {
     tcase_add_test(tc, html_plot_shows_the_demo_leak);
     tcase_add_test(tc, inconclusive_names_the_growing_site);
     tcase_add_test(tc, sigkill_after_the_first_verdict_leaves_a_report);
+    tcase_add_test(tc, top_says_a_small_rise_of_the_floor);
     suite_add_tcase(s, tc);
     /* What a newcomer's first run says (issue 30): CK_RUN_CASE=first-run. */
     TCase *first = tcase_create("first-run");
