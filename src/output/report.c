@@ -635,6 +635,8 @@ int lw_report_emit(FILE *f, const char *reason) {
         lw_site_frames_collect(&l, syms, named);
         lw_jw_object(&w, "answer");
         lw_jw_uint(&w, "site", named->id);
+        /* Not decided yet: whether the named site is one that grows. */
+        if (g.verdict == LW_VERDICT_INCONCLUSIVE) lw_jw_bool(&w, "grows", ans.a.where_grows);
         emit_where(&w, &l, named == top ? top_distinct : lw_site_distinct(syms, &g, named));
         lw_jw_end(&w);
         lw_site_frames_free(&l);

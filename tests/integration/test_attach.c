@@ -375,6 +375,66 @@ START_TEST(the_end_of_a_foreground_attach_names_the_real_file) {
 }
 END_TEST
 
+/* A foreground attach says what run says while the job runs (issue 42, item
+ * 3: it was silent until Ctrl-C): the LEAK line, "[as of step N]", once the
+ * leak is established, before any detach. */
+START_TEST(a_foreground_attach_prints_the_live_line) {
+    if (!can_attach()) return;
+    job j;
+    start_job(&j, "rt_attach", "100000", NULL, 1, 0);
+    char pid[32], out[160];
+    pid_text(j.pid, pid, sizeof pid);
+    snprintf(out, sizeof out, "%s/attach.txt", j.dir);
+    const char *args[] = {"attach", "-o", j.report, pid, NULL};
+    pid_t a = lw_spawn(lw_cli_exe(), args, NULL, 0, out);
+    int seen = lw_wait_for_text(out, "[as of step ", 120000);
+    char *text = lw_slurp_file(out);
+    kill(a, SIGINT);
+    int st = 0;
+    ck_assert_msg(lw_wait_pid(a, 30000, &st) == 0, "attach did not end");
+    ck_assert_msg(seen && strstr(text, "leakwatch: LEAK in rt_attach.c:") &&
+                      !strstr(text, "detached"),
+                  "no live line before the detach: %s", text);
+    free(text);
+    kill(j.pid, SIGKILL);
+    waitpid(j.pid, &st, 0);
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
+/* The recipe to try attach on the stand-ins (README, docs/cli.md): make
+ * demo's C loop started on its own, then a foreground attach: the leak is
+ * seen after the attach, named at its line, before any detach. */
+START_TEST(the_attach_recipe_on_the_stand_ins) {
+    if (!can_attach()) return;
+    char dir[64], exe[PATH_MAX], out[160], jout[160], pid[32];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(exe, sizeof exe, "%s/examples/train_loop", lw_build_dir());
+    snprintf(out, sizeof out, "%s/attach.txt", dir);
+    snprintf(jout, sizeof jout, "%s/job.txt", dir);
+    const char *jargs[] = {"--steps", "1000000", "--step-us", "5000", NULL};
+    pid_t jp = lw_spawn(exe, jargs, NULL, 0, jout); /* the stand-ins on LD_LIBRARY_PATH */
+    pid_text(jp, pid, sizeof pid);
+    /* Started: the program runs, its runtime is loaded. */
+    for (int i = 0; i < 20000 && !maps_have(jp, "libcudart"); i++)
+        usleep(1000);
+    ck_assert_msg(maps_have(jp, "libcudart"), "the example never started: %s", lw_slurp_file(jout));
+    const char *args[] = {"attach", "-o", "none", pid, NULL};
+    pid_t a = lw_spawn(lw_cli_exe(), args, NULL, 0, out);
+    int seen = lw_wait_for_text(out, "[as of step ", 120000);
+    char *text = lw_slurp_file(out);
+    kill(a, SIGINT);
+    int st = 0;
+    ck_assert_msg(lw_wait_pid(a, 30000, &st) == 0, "attach did not end");
+    ck_assert_msg(seen && strstr(text, "leakwatch: LEAK in train_loop.c:46 in keep_loss_history"),
+                  "the example's leak was not seen after the attach: %s", text);
+    free(text);
+    kill(jp, SIGKILL);
+    waitpid(jp, &st, 0);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 /* Real-time signals sent all through the attach all arrive. */
 START_TEST(signals_during_the_attach_are_not_lost) {
     if (!can_attach()) return;
@@ -1651,6 +1711,8 @@ int main(void) {
     tcase_add_test(tc, earlier_allocations_and_a_second_session);
     tcase_add_test(tc, ctrl_c_of_a_foreground_attach_detaches);
     tcase_add_test(tc, the_end_of_a_foreground_attach_names_the_real_file);
+    tcase_add_test(tc, a_foreground_attach_prints_the_live_line);
+    tcase_add_test(tc, the_attach_recipe_on_the_stand_ins);
     tcase_add_test(tc, signals_during_the_attach_are_not_lost);
     tcase_add_test(tc, refusals_leave_the_job_untouched);
     tcase_add_test(tc, a_renamed_copy_already_watching_is_refused);
