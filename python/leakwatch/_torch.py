@@ -651,31 +651,55 @@ def _user_roots(roots_of_files, tensor_type):
     """The names the user wrote: the locals of user frames (every thread, the
     innermost first) and the globals of user modules (__main__ included)."""
     out = []
+    me = threading.get_ident()
     try:
-        frames = sys._current_frames()
+        # Other threads' frames only: this thread's entry is this very
+        # frame, and a dict holding it from one of its own locals is a
+        # reference cycle that would keep every root's value (the job's
+        # tensors) alive until the garbage collector runs.
+        frames = {k: v for k, v in sys._current_frames().items() if k != me}
     except Exception:
         frames = {}
-    me = threading.get_ident()
-    order = [me] + [k for k in frames if k != me]
-    seen_code = set()
-    for tid in order:
-        f = sys._getframe(1) if tid == me else frames.get(tid)
-        while f is not None:
-            code = f.f_code
-            if _is_user_file(code.co_filename, roots_of_files) and id(f) not in seen_code:
-                seen_code.add(id(f))
-                fn = getattr(code, "co_qualname", code.co_name)
-                try:
-                    local = dict(f.f_locals) if code.co_name != "<module>" else {}
-                except Exception:
-                    local = {}
-                tensors = frozenset(k for k, v in local.items() if isinstance(v, tensor_type))
-                for k, v in local.items():
-                    r = _Root(k, f"local of `{fn}`", fn, code.co_filename, code.co_firstlineno,
-                              code, v)
-                    r.tensor_names = tensors
-                    out.append(r)
-            f = f.f_back
+    try:
+        _frame_roots(out, [sys._getframe(1)] + list(frames.values()), roots_of_files,
+                     tensor_type)
+    finally:
+        frames.clear()
+        del frames
+    _module_roots(out, roots_of_files)
+    return out
+
+
+def _frame_roots(out, tops, roots_of_files, tensor_type):
+    """Roots from the locals of the user's frames of each stack (its top
+    frame in tops), innermost first. Holds no frame once it returns."""
+    seen_frames = set()
+    try:
+        for f in tops:
+            while f is not None:
+                code = f.f_code
+                if _is_user_file(code.co_filename, roots_of_files) and id(f) not in seen_frames:
+                    seen_frames.add(id(f))
+                    fn = getattr(code, "co_qualname", code.co_name)
+                    try:
+                        local = dict(f.f_locals) if code.co_name != "<module>" else {}
+                    except Exception:
+                        local = {}
+                    tensors = frozenset(k for k, v in local.items()
+                                        if isinstance(v, tensor_type))
+                    for k, v in local.items():
+                        r = _Root(k, f"local of `{fn}`", fn, code.co_filename,
+                                  code.co_firstlineno, code, v)
+                        r.tensor_names = tensors
+                        out.append(r)
+                    local.clear()
+                f = f.f_back
+    finally:
+        f = local = None
+        tops[:] = ()
+
+
+def _module_roots(out, roots_of_files):
     for mod in list(sys.modules.values()):
         name = getattr(mod, "__name__", None)
         path = getattr(mod, "__file__", None)
@@ -689,7 +713,6 @@ def _user_roots(roots_of_files, tensor_type):
             if k.startswith("__") or isinstance(v, (types.ModuleType, types.FunctionType, type)):
                 continue
             out.append(_Root(k, f"global of `{name}`", None, path, None, None, v))
-    return out
 
 
 def _grown_at(root, holder, code_object=None):
@@ -808,10 +831,38 @@ def _unnamed_holder(torch, blocks, search, deadline):
 def find_owners(torch, sites, site_blocks, steps, budget_s, max_objects=300000,
                 max_nodes=200000):
     """Adds sites[i]["owner"] (and "owners") for the sites whose blocks are
-    given; returns a summary of the search for the diagnosis."""
+    given; returns a summary of the search for the diagnosis. Holds nothing
+    of the job's once it returns, whether it ends or fails: every root's
+    value and every object the walk kept is dropped here, so that nothing
+    waits for the garbage collector (a step's batch kept until then would
+    change the job's memory and the verdict)."""
+    held = {}
+    try:
+        return _find_owners(torch, sites, site_blocks, steps, budget_s, max_objects, max_nodes,
+                            held)
+    finally:
+        _teardown(held)
+
+
+def _teardown(held):
+    for r in held.pop("roots", None) or ():
+        r.value = None
+        r.tensor_names = ()
+    search = held.pop("search", None)
+    if search is not None:
+        search.roots = None
+        search.seen.clear()
+        search.seen_nodes.clear()
+        search.via.clear()
+        search.counted_blocks.clear()
+    held.clear()
+
+
+def _find_owners(torch, sites, site_blocks, steps, budget_s, max_objects, max_nodes, held):
     t0 = time.monotonic()
-    roots = _user_roots(_library_roots(), torch.Tensor)
-    search = _OwnerSearch(torch, site_blocks, budget_s, max_objects, max_nodes, roots)
+    roots = held["roots"] = _user_roots(_library_roots(), torch.Tensor)
+    search = held["search"] = _OwnerSearch(torch, site_blocks, budget_s, max_objects, max_nodes,
+                                           roots)
     stopped = search.run()
     for i, site in enumerate(sites):
         cands = []
