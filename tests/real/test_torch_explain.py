@@ -45,3 +45,49 @@ def test_owner_search_holds_nothing_of_the_job(lw):
     assert run.exit_line().startswith(
         f"leakwatch: LEAK in torch_explain.py:{marker_line(EXPLAIN, '# LEAK-BATCH')} "), run
     assert "withdrawn" not in run.err, run
+
+
+def owner_of(run):
+    lead = run.lead()
+    assert lead is not None and lead.get("source") == "pytorch_history", run
+    owner = lead.get("owner")
+    assert owner and owner.get("name"), (owner, run)
+    return owner
+
+
+def test_owner_filled_by_a_forward_hook(lw):
+    """A module attribute filled by a forward hook, two modules deep: the
+    search does not fail, names it as the user spells it, at the hook's
+    append."""
+    run = lw(EXPLAIN, "hookattr", env={"STEPS": "200"})
+    assert run.rc == 0 and run.verdict == "leak", run
+    search = run.report["torch"]["diagnosis"]["owner_search"]
+    assert not search.get("stopped"), search
+    owner = owner_of(run)
+    assert owner["name"] == "model.layers[2].hidden_states", owner
+    assert owner["line"] == marker_line(EXPLAIN, "# OWNER-HOOK"), owner
+    assert owner["text"] in run.err, run
+
+
+def test_owner_line_in_a_helper_function(lw):
+    """The list is appended to in a helper it is passed to: the line named
+    is the helper's append, not the first line of the loop's function."""
+    run = lw(EXPLAIN, "helper", env={"STEPS": "200"})
+    assert run.rc == 0 and run.verdict == "leak", run
+    owner = owner_of(run)
+    assert owner["name"] == "losses", owner
+    assert owner["line"] == marker_line(EXPLAIN, "# OWNER-HELPER"), owner
+    assert owner["code"] == "store.append(value)  # OWNER-HELPER", owner
+
+
+def test_no_no_grad_hint_for_a_loop_that_runs_backward(lw):
+    """Gradient accumulation with backward(retain_graph=True): the graphs'
+    saved tensors are kept, and backward ran: the hint never says
+    torch.no_grad() (it would stop training); it names retain_graph."""
+    run = lw(EXPLAIN, "accum", env={"STEPS": "200"})
+    assert run.rc == 0 and run.verdict == "leak", run
+    owner = owner_of(run)
+    assert owner["name"] == "kept" and owner["line"] == marker_line(EXPLAIN, "# OWNER-ACCUM"), owner
+    assert owner["shape"] == "retain_graph", owner
+    assert "no_grad" not in owner["hint"] and "retain_graph" in owner["hint"], owner
+    assert "torch.no_grad()" not in run.err and "no backward" not in run.err, run

@@ -8,7 +8,7 @@ that never calls leakwatch:
              prints "alloc STEP BYTES" (torch.cuda.memory_allocated())
              after each step
   hookattr   a forward hook appends each output to a module attribute
-             (model[2].hidden_states.append(out))
+             (model.layers[2].hidden_states, filled by the hook)
   accum      gradient accumulation: loss.backward(retain_graph=True),
              loss_sum = loss_sum + loss, the sum kept per update
   helper     a helper function appends to a list passed to it
@@ -49,16 +49,26 @@ def batch_loop():
         print("alloc", step, torch.cuda.memory_allocated(), flush=True)
 
 
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 64),
+                                     nn.ReLU(), nn.Linear(64, 10)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def keep_hidden(module, args, out):
+    module.hidden_states.append(out)  # OWNER-HOOK
+
+
 def hookattr_loop():
-    model = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 64), nn.ReLU(),
-                          nn.Linear(64, 10)).cuda()
-    layer = model[2]
-    layer.hidden_states = []
-
-    def keep(module, args, out):
-        module.hidden_states.append(out)  # OWNER-HOOK
-
-    layer.register_forward_hook(keep)
+    model = Net().cuda()
+    model.layers[2].hidden_states = []
+    model.layers[2].register_forward_hook(keep_hidden)
     opt = optim.SGD(model.parameters(), lr=0.01)
     for _ in range(STEPS):
         x = torch.randn(64, 128).cuda()
