@@ -876,13 +876,29 @@ def _code_lines(file):
     return got
 
 
-def _grows_in(file, lo, hi, name, tensor_names):
+def _spelt(holder):
+    """A regular expression for the holder as the source spells it:
+    metrics['targets'] also as metrics["targets"]; any index expression
+    for a number."""
+    m = re.match(r"[^\[]+", holder)
+    if not m:
+        return None
+    out = re.escape(m.group(0))
+    for key in re.findall(r"\[([^\]]*)\]", holder[m.end():]):
+        if len(key) >= 2 and key[0] == key[-1] and key[0] in "'\"":
+            out += r"\s*\[\s*['\"]" + re.escape(key[1:-1]) + r"['\"]\s*\]"
+        else:
+            out += r"\s*\[[^\]]*\]"
+    return out
+
+
+def _grows_in(file, lo, hi, name, tensor_names, pattern=None):
     """The best line in file[lo..hi] that adds to NAME (NAME.append( /
     .extend( / += / NAME[...] =): (score, line, text) or None. Of several
     (a fixed and an unfixed branch), the one whose operands are tensors in
     the frame now, and not one that converts them (.item(), .cpu(), ...)."""
     lines = linecache.getlines(file) if file else []
-    pat = re.compile(_GROWS.replace("{name}", re.escape(name)))
+    pat = re.compile(_GROWS.replace("{name}", pattern or re.escape(name)))
     code = _code_lines(file) if lines else None
     best = None
     for n in range(max(lo, 1), min(hi, len(lines)) + 1):
@@ -973,7 +989,10 @@ def _add_site(root, holder, code_object=None):
         lo, hi = _code_span(code_object)
     else:
         lo, hi = 1, len(linecache.getlines(file))
-    best = _grows_in(file, lo, hi, base, root.tensor_names)
+    best = None
+    if "[" in holder:
+        best = _grows_in(file, lo, hi, base, root.tensor_names, _spelt(holder))
+    best = best or _grows_in(file, lo, hi, base, root.tensor_names)
     if best:
         return file, best[1], best[2]
     if "." not in base:
@@ -1266,6 +1285,37 @@ def _call_accepted(fn, impl, **kw):
     return fn(**kw)
 
 
+def _also_leaking(sites):
+    """The other leaking sites, biggest first, one line each under the
+    first one's ("also leaking: PLACE: +RATE/step; kept by ..."): two
+    leaks are both named. Sites of at least a tenth of the first's rate,
+    two more at most."""
+    if not sites:
+        return ""
+    top = sites[0]["bytes_per_step"]
+    out = []
+    for s in sites[1:3]:
+        if not top or s["bytes_per_step"] < top / 10 or s["bytes_per_step"] <= 0:
+            break
+        where = s["where"]["label"] if s.get("where") else "?"
+        text = f"also leaking: {where}: +{_fmt_bytes(s['bytes_per_step'])}/step"
+        owner = s.get("owner") or {}
+        if owner.get("name"):
+            text += "; " + owner["text"].replace("\n", " ")
+        out.append("\n" + text)
+    return "".join(out)
+
+
+def _kept_rate(g, n, marks):
+    """A site's rate: the growth of what it keeps, not of what it allocates.
+    What was allocated in the window's last step is still alive at its end
+    whether it is kept or not (the step's input, made on the same line as a
+    kept target): counted out, and the rate taken over the steps before."""
+    if not marks or n < 2:
+        return g["bytes"] / max(n, 1)
+    return (g["bytes"] - g.get("last_step", 0)) / (n - 1)
+
+
 class _Window:
     def __init__(self, torch, device, steps, max_entries, lib, first_step, owner_ms=1000):
         self.torch, self.device, self.steps, self.max_entries = torch, device, steps, max_entries
@@ -1371,10 +1421,14 @@ class _Window:
             if g is None:
                 g = groups[key] = {"frames": frames, "note": note, "bytes": 0, "count": 0,
                                    "steps": set(), "blocks": []}
-            g["bytes"] += int(e.get("size") or 0)
-            g["blocks"].append((e.get("addr"), int(e.get("size") or 0)))
+            size = int(e.get("size") or 0)
+            g["bytes"] += size
+            g["blocks"].append((e.get("addr"), size))
             g["count"] += 1
-            g["steps"].add(bisect.bisect_left(marks, t) if marks else 0)
+            k = bisect.bisect_left(marks, t) if marks else 0
+            g["steps"].add(k)
+            if marks and k >= len(marks) - 1:
+                g["last_step"] = g.get("last_step", 0) + size
         n = max(len(marks) if marks else len(self.marks), 1)
         sites = []
         for g in groups.values():
@@ -1393,7 +1447,7 @@ class _Window:
                 "kind": "pytorch_allocator",
                 "device": self.device,
                 "leak": True,
-                "bytes_per_step": g["bytes"] / n,
+                "bytes_per_step": _kept_rate(g, n, marks),
                 "live_bytes": g["bytes"],
                 "live_count": g["count"],
                 "alloc_count": g["count"],
@@ -1607,6 +1661,9 @@ class _Helper:
                 # The library shows what follows the newline on its own line
                 # under the place (src/output/torch_info.c).
                 label += "\n" + owner["text"].replace("\n", " ")
+            also = _also_leaking(sites)
+            if also:
+                label += ("" if owner and owner.get("text") else "\n") + also
             self.lib.tell("sites", sites, label)
             self.lib.tell("answer", {"site": top["id"], "where": top["where"]})
             self.sites_told = len(sites)

@@ -60,7 +60,13 @@ static void warn_locked(void) {
     lw_log("%s", lw_answer_line(&r.a, line, sizeof line));
     atomic_store_explicit(&announced, 1, memory_order_relaxed);
     /* Under PyTorch's signal, what keeps the named line's tensors alive. */
-    if (r.owner[0]) lw_log("  %s", r.owner);
+    for (const char *k = r.owner; *k;) {
+        const char *nl = strchr(k, '\n');
+        int len = nl ? (int)(nl - k) : (int)strlen(k);
+        if (len > 0) lw_log("  %.*s", len, k);
+        if (!nl) break;
+        k = nl + 1;
+    }
 }
 
 void lw_warning_leak(void) {

@@ -91,3 +91,41 @@ def test_no_no_grad_hint_for_a_loop_that_runs_backward(lw):
     assert owner["shape"] == "retain_graph", owner
     assert "no_grad" not in owner["hint"] and "retain_graph" in owner["hint"], owner
     assert "torch.no_grad()" not in run.err and "no backward" not in run.err, run
+
+
+def test_two_leaks_both_named_biggest_first(lw):
+    """logits (1.5 KiB/step) and y (0.5 KiB/step) kept in metrics[...]; the
+    step's input x is made on y's line and not kept: it does not count into
+    that line's rate. Both leaks named, logits first, in the report and on
+    stderr."""
+    run = lw(EXPLAIN, "two", env={"STEPS": "300"})
+    assert run.rc == 0 and run.verdict == "leak", run
+    sites = [s for s in run.report["sites"] if s.get("source") == "pytorch_history"]
+    assert len(sites) >= 2, run
+    first, second = sites[0], sites[1]
+    assert first["place_to_look"]["line"] == marker_line(EXPLAIN, "# MAKE-LOGITS"), first
+    assert second["place_to_look"]["line"] == marker_line(EXPLAIN, "# LINE-XY"), second
+    assert first["owner"]["name"] == "metrics['logits']", first["owner"]
+    assert first["owner"]["line"] == marker_line(EXPLAIN, "# LEAK-LOGITS"), first["owner"]
+    assert second["owner"]["name"] == "metrics['targets']", second["owner"]
+    assert second["owner"]["line"] == marker_line(EXPLAIN, "# LEAK-TARGETS"), second["owner"]
+    assert first["bytes_per_step"] == 1536 and second["bytes_per_step"] == 512, sites[:2]
+    assert first["rank"] < second["rank"], sites[:2]
+    # The y site's hint says nothing of a graph it does not have.
+    assert "graph" not in second["owner"]["hint"], second["owner"]
+    assert "also leaking: " in run.err and "metrics['targets']" in run.err, run
+    err = run.err
+    assert err.index("kept by list `metrics['logits']`") < err.index("also leaking: "), run
+
+
+def test_detection_floor_never_zero(lw):
+    """A clean run says the smallest leak it could call: never 0, and no
+    noise figure for a floor that did not move."""
+    run = lw(EXPLAIN, "clean", env={"STEPS": "300"})
+    assert run.rc == 0 and run.verdict == "no_leak", run
+    growth = run.report["growth"]
+    assert growth["detectable_bytes_per_step"] >= 256 / 300, growth
+    line = [l for l in run.err.splitlines() if "could call a leak of" in l]
+    assert line, run
+    assert "could call a leak of 0 B" not in line[0], line
+    assert "the floor is flat" in line[0], line

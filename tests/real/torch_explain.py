@@ -124,7 +124,7 @@ def two_loop():
     opt = optim.SGD(model.parameters(), lr=0.01)
     for _ in range(STEPS):
         x, y = torch.randn(128, 256).cuda(), torch.randn(128).cuda()  # LINE-XY
-        logits = model(x)
+        logits = model(x)  # MAKE-LOGITS
         loss = (logits.sum(1) - y).square().mean()
         loss.backward()
         opt.step()
