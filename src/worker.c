@@ -124,6 +124,7 @@ static void *run(void *arg) {
         lw_growth_update(timed_out);
         if (timed_out) lw_warning_steps_hint();
         if (lw_growth_take_warning()) lw_warning_leak();
+        if (lw_growth_take_growing()) lw_warning_growing();
         lw_warning_check();
         periodic_outputs();
         tick_fn hook = atomic_load(&tick_hook);

@@ -74,6 +74,9 @@ static const lw_option_def table[LW_OPT_COUNT] = {
         BOOL("VERIFY_STACKS", 0,
              "1 (debugging): unwind every stack a second time with the fallback "
              "unwinder and count differences (tracker.stack_mismatches); slow"),
+    [LW_OPT_LIVE_HOLD] = INT("LIVE_HOLD", 256, 0, 100000000,
+                             "PyTorch: steps a leak must hold, not slowing nor cycling, before "
+                             "it is said while the job runs (0: as soon as it is announced)"),
 };
 
 long lw_opt_values_[LW_OPT_COUNT];

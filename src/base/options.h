@@ -28,6 +28,7 @@ typedef enum {
     LW_OPT_SOURCE_LINES,
     LW_OPT_USER_CODE,
     LW_OPT_VERIFY_STACKS,
+    LW_OPT_LIVE_HOLD,
     LW_OPT_COUNT
 } lw_option_id;
 

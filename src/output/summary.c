@@ -10,6 +10,7 @@
 #include "log.h"
 #include "sites.h"
 #include "totals.h"
+#include "warning.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -45,6 +46,17 @@ static void owner_lines(const char *kept) {
     }
 }
 
+/* A LEAK said live and withdrawn later: the exit says it took it back. */
+static void withdrawn_line(void) {
+    lw_withdrawn_alarm a;
+    if (!lw_warning_withdrawn(&a)) return;
+    char s1[32], s2[32];
+    lw_log("the LEAK said at %s %s while the job ran was withdrawn at %s %s (%s)%s", a.unit,
+           lw_fmt_count((double)a.said_at, s1, sizeof s1), a.unit,
+           lw_fmt_count((double)a.withdrawn_at, s2, sizeof s2), a.reason,
+           a.count > 1 ? "; and earlier ones" : "");
+}
+
 /* A rate as small as a run can call (a fraction of a byte per step on a
  * long flat floor): never "0 B". */
 static void small_bytes(double b, char *out, size_t n) {
@@ -75,6 +87,7 @@ void lw_report_summary(const lw_run_answer *r, const char *path) {
     lw_log("%s", lw_answer_line(&a, line, sizeof line));
     if (kept) owner_lines(kept);
     cycles_line(&g);
+    withdrawn_line();
     /* What an undecided run still needs, and what a clean one could have
      * seen (only once the detector has evaluated something). */
     const char *unit = strcmp(g.step_source, "time") ? "step" : "interval";
