@@ -52,6 +52,7 @@ static struct {
 static uint64_t evaluations; /* of the global, tensor and unmarked series */
 static int marker_mode;
 static int warning_due;
+static int growing_due; /* an announced leak not yet alarmed (lw_growth_take_growing) */
 
 /* ---- a release at the end of the run ----
  * Memory a job frees at teardown (interpreter exit, a final cleanup) after
@@ -179,6 +180,15 @@ void lw_growth_host_get(lw_host_state *out, lw_bin *bins, int max, int *nbins) {
     pthread_mutex_unlock(&lock);
 }
 
+/* LEAKWATCH_LIVE_HOLD: the marked steps a leak of PyTorch's tensor memory
+ * holds before it is said while the run goes on (lw_tracked_alarm). The
+ * device's own floor and the phases without marks keep the former rule
+ * (lw_tracked_warning_due). */
+static uint64_t live_hold(void) {
+    long h = lw_opt_int(LW_OPT_LIVE_HOLD);
+    return h > 0 ? (uint64_t)h : 0;
+}
+
 /* ---- the tensor series per device ---- */
 
 /* The rule of every tracked series (tracked.h): confirmation, withdrawal
@@ -189,7 +199,10 @@ static void torch_evaluate(int d, torch_track *tr) {
     evaluations++;
     atomic_store_explicit(&tgrowing[d], tr->t.last.verdict == LW_VERDICT_LEAK,
                           memory_order_relaxed);
-    if (lw_tracked_warning_due(&tr->t)) warning_due = 1;
+    if (lw_tracked_alarm(&tr->t, live_hold()))
+        warning_due = 1;
+    else if (tr->t.hold && tr->t.decision.announced == LW_VERDICT_LEAK)
+        growing_due = 1;
 }
 
 static torch_track *torch_track_of(int d) {
@@ -301,7 +314,7 @@ static void evaluate(void) {
     if ((global.decision.announced == LW_VERDICT_LEAK || global.last.verdict == LW_VERDICT_LEAK) &&
         !releasing())
         evaluate_sites();
-    if (lw_tracked_warning_due(&global)) warning_due = 1;
+    if (lw_tracked_alarm(&global, 0)) warning_due = 1;
 }
 
 static int is_low(int64_t floor) {
@@ -368,7 +381,7 @@ static void gap_evaluate(void) {
         (u->decision.announced == LW_VERDICT_LEAK || u->last.verdict == LW_VERDICT_LEAK) &&
         !releasing())
         judge_sites_unmarked();
-    if (lw_tracked_warning_due(u)) warning_due = 1;
+    if (lw_tracked_alarm(&unmarked.t, 0)) warning_due = 1;
 }
 
 /* The sampling period of a phase without marks: half a mean step (the time
@@ -559,6 +572,14 @@ void lw_growth_update(int close_interval_now) {
     if (close_interval_now && !marker_mode && !finished) close_interval();
     if (close_interval_now && marker_mode && !finished) gap_interval();
     pthread_mutex_unlock(&lock);
+}
+
+int lw_growth_take_growing(void) {
+    pthread_mutex_lock(&lock);
+    int due = growing_due;
+    growing_due = 0;
+    pthread_mutex_unlock(&lock);
+    return due;
 }
 
 int lw_growth_take_warning(void) {
@@ -753,6 +774,27 @@ static void growth_cycles(lw_growth_state *st) {
     st->cycles_signal = signal;
 }
 
+/* While the run goes on, an announced leak whose live alarm is not raised
+ * (lw_tracked_alarm: not held long enough yet, or its latest evaluation
+ * holds back) is said as growth, not as a leak, in every view (the live
+ * line, top, Prometheus, a dump): no alarm the end of the run takes back.
+ * The end of the run decides on all its data. Called with `lock` held. */
+static void not_yet_a_leak(lw_growth_state *st) {
+    st->growing = 0;
+    if (finished || st->verdict != LW_VERDICT_LEAK) return;
+    const lw_tracked *t = &global;
+    if (st->from_unmarked)
+        t = &unmarked.t;
+    else if (st->signal_device >= 0 && ttracks[st->signal_device])
+        t = &ttracks[st->signal_device]->t;
+    if (t->alarm || !t->hold) return;
+    st->verdict = LW_VERDICT_INCONCLUSIVE;
+    st->growing = 1;
+    char why[sizeof st->reason];
+    snprintf(why, sizeof why, "%s", st->reason);
+    snprintf(st->reason, sizeof st->reason, "growing, not yet a leak (%.130s)", why);
+}
+
 void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
     pthread_mutex_lock(&lock);
     memset(st, 0, sizeof *st);
@@ -812,6 +854,7 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
     if (!st->from_unmarked) st->interval_s = (double)lw_opt_int(LW_OPT_INTERVAL_MS) / 1000.0;
     st->bin_width = shown->width;
     if (bins && nbins) *nbins = lw_series_get(shown, bins, max);
+    not_yet_a_leak(st);
     pthread_mutex_unlock(&lock);
 }
 
@@ -855,4 +898,5 @@ void lw_growth_forget_parent(void) {
     evaluations = 0;
     global.points_at_eval = 0;
     warning_due = 0;
+    growing_due = 0;
 }

@@ -62,6 +62,10 @@ void lw_growth_finish(void);
 /* 1 once each time a confirmed leak has run long enough to be announced on
  * stderr (output/warning.c says it, with its own rate limit). */
 int lw_growth_take_warning(void);
+/* 1 (once per call that finds it) when a series announced a leak that is
+ * not yet said live (lw_tracked_alarm): the live line "growing, not yet a
+ * leak" (warning.c). */
+int lw_growth_take_growing(void);
 
 typedef struct {
     lw_verdict verdict; /* as announced: a leak needs LEAKWATCH_CONFIRM agreeing evaluations */
@@ -90,6 +94,8 @@ typedef struct {
      * release, and whether the verdict was decided at the end, on all data. */
     int64_t released_bytes;
     int decided_at_exit;
+    int growing; /* an announced leak not yet said while the run goes on: verdict
+                    inconclusive, reason "growing, not yet a leak (...)" */
     /* A marked run's phases without marks (growth.h, gap): the intervals
      * closed in them, and whether their series gave the verdict (then
      * step_source is "time", steps and last are theirs). */

@@ -18,7 +18,7 @@ typedef struct {
     const struct lw_site *site; /* the site named; NULL: none, or PyTorch's history */
     int torch;                  /* named from PyTorch's allocation history */
     char where[512];
-    char owner[512]; /* under PyTorch: what keeps the named tensors alive; "" */
+    char owner[1024]; /* under PyTorch: what keeps the named tensors alive; "" */
 } lw_run_answer;
 
 /* The numbers of the answer from g, without a place to look. */

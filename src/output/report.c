@@ -24,6 +24,7 @@
 #include "sites.h"
 #include "symbolize.h"
 #include "torch_info.h"
+#include "warning.h"
 #include "totals.h"
 #include "where.h"
 #include "rank.h"
@@ -372,6 +373,25 @@ static void emit_cycles(lw_jw *w, const lw_growth_state *g) {
     lw_jw_end(w);
 }
 
+/* The live alarm (issue 38): whether the growth is said as a leak while the
+ * run goes on, and the LEAK lines said live and withdrawn later. */
+static void emit_live_alarms(lw_jw *w, const lw_growth_state *g) {
+    lw_jw_bool(w, "growing_not_yet_leak", g->growing);
+    lw_withdrawn_alarm a;
+    unsigned n = lw_warning_withdrawn(&a);
+    lw_jw_uint(w, "live_alarms_withdrawn", n);
+    if (!n) {
+        lw_jw_null(w, "live_alarm_withdrawn");
+        return;
+    }
+    lw_jw_object(w, "live_alarm_withdrawn");
+    lw_jw_str(w, "unit", a.unit);
+    lw_jw_uint(w, "said_at", a.said_at);
+    lw_jw_uint(w, "withdrawn_at", a.withdrawn_at);
+    lw_jw_str(w, "reason", a.reason);
+    lw_jw_end(w);
+}
+
 static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     const lw_growth *l = &g->last;
     int leak = g->verdict == LW_VERDICT_LEAK;
@@ -404,6 +424,7 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     if (!strcmp(g->step_source, "time")) lw_jw_double(w, "interval_seconds", g->interval_s);
     lw_jw_uint(w, "evaluations", g->evaluations);
     lw_jw_uint(w, "leak_verdicts_withdrawn", g->withdrawn);
+    emit_live_alarms(w, g);
     /* The end of the run: memory released after the last step (teardown)
      * does not erase growth before it; a decided fit is reported decided. */
     lw_jw_bool(w, "released_at_exit", g->released_bytes >= 0);
