@@ -83,8 +83,9 @@ leakwatch = sys.modules[__name__.rpartition(".")[0]]
 
 OPTIM = "torch.optim.optimizer"
 AUTOGRAD = "torch.autograd"
+NN_MODULE = "torch.nn.modules.module"
 SCALERS = ("torch.amp.grad_scaler", "torch.cuda.amp.grad_scaler")
-TARGETS = (OPTIM, AUTOGRAD) + SCALERS
+TARGETS = (OPTIM, AUTOGRAD, NN_MODULE) + SCALERS
 
 SITE_ID_BASE = 1 << 30  # ids of sites from PyTorch's history, apart from the library's
 MAX_SITES = 20
@@ -736,6 +737,8 @@ def _hint(kind, shape, function=None):
         "detach_cpu": "keep .detach().cpu() of it, not the GPU tensor with its graph",
         "cpu": "keep .cpu() of it (or drop the reference)",
         "graph_item": "accumulate loss.item(), not the tensor: each += adds the step's graph",
+        "cache": "bound it or evict its entries (e.g. drop a session's entries when it ends, "
+                 "or keep the newest N): it only grows",
     }[shape]
 
 
@@ -805,6 +808,50 @@ def _unnamed_holder(torch, blocks, search, deadline):
     return what + " that no local of your frames or global of your modules leads to"
 
 
+def _owners_by_root(torch, roots, i, place):
+    """Owners of site i when no single holder keeps 3 of the window's
+    tensors: each root's holders summed (the name the user wrote: `cache`
+    for cache[session][n]), the largest first. A dict without autograd
+    graphs is a cache: the hint is to bound it or evict its entries."""
+    sums = []
+    for r in roots:
+        tensors = nbytes = count = total = graph = 0
+        for h in r.holders.values():
+            b = h["sites"].get(i, 0)
+            if b:
+                tensors += h["window_tensors"]
+                nbytes += b
+                graph += h["graph"]
+            count += h["tensors"]
+            total += h["bytes"]
+        if tensors >= 3:
+            sums.append((nbytes, tensors, count, total, graph, r))
+    sums.sort(key=lambda c: -c[0])
+    owners = []
+    for nbytes, tensors, count, total, graph, r in sums[:1]:
+        value = r.value
+        kind = type(value).__name__.lower() if isinstance(value, (list, dict, tuple, set)) \
+            else "variable"
+        if graph and r.saved_alive:
+            shape = "no_grad"
+        elif isinstance(value, dict) and not r.with_graph:
+            shape = "cache"
+        elif r.with_graph:
+            shape = "detach_cpu"
+        else:
+            shape = "cpu"
+        line, code = _grown_at(r, r.name)
+        owners.append({
+            "kind": kind, "name": r.name, "scope": r.scope, "function": r.function,
+            "file": r.file, "line": line, "code": code, "count": count, "bytes": total,
+            "window_count": tensors, "window_bytes": nbytes, "via_graph": graph,
+            "graph_nodes": r.graph_nodes, "passes": r.passes or None, "graph_top": None,
+            "graph_top_count": None, "shape": shape,
+            "hint": _hint(kind, shape, place.get("function")),
+        })
+    return owners
+
+
 def find_owners(torch, sites, site_blocks, steps, budget_s, max_objects=300000,
                 max_nodes=200000):
     """Adds sites[i]["owner"] (and "owners") for the sites whose blocks are
@@ -858,6 +905,11 @@ def find_owners(torch, sites, site_blocks, steps, budget_s, max_objects=300000,
                 "shape": shape,
                 "hint": _hint(kind, shape, place.get("function")),
             })
+        if not owners:
+            # A container of many small holders (a dict of sessions, each a
+            # list of (k, v) tuples): none holds 3 of the window's tensors,
+            # their root does.
+            owners = _owners_by_root(torch, roots, i, place)
         # A tensor the user named whose own graph spans many forward passes
         # (total_loss += loss): a graph that grows with the steps, whatever
         # the memory it holds.
@@ -1100,6 +1152,34 @@ class _Helper:
         self.async_backend = False
         self.off = False
         self.sites_told = 0
+        self.unit_told = False
+        self.read_after = 0.0  # module-call steps: the next mark that reads the counters
+
+    def tell_unit(self, unit):
+        """What a step is, once (the report's growth.step_unit)."""
+        self.unit_told = True
+        try:
+            self.lib.tell("step_unit", unit)
+        except Exception:
+            pass
+
+    def module_mark(self, name):
+        """A step ended by the next call of the job's outermost module
+        (_ModuleSteps): marked like an optimizer step, but PyTorch's counters
+        (a dict of ~100 entries, tens of microseconds) are read at most at 1%
+        of the job's time outside a diagnosis window, so that a server's
+        request of a millisecond pays microseconds."""
+        if not self.unit_told:
+            self.tell_unit({"unit": "module_call", "module": name})
+        now = time.perf_counter()
+        if self.window is not None or now >= self.read_after:
+            self.mark()
+            # At most every 50 ms whatever one read cost (the first ones
+            # also check the backend and the driver's free memory).
+            self.read_after = now + min(100 * (time.perf_counter() - now), 0.05)
+        else:
+            leakwatch._auto_step()
+            self.steps += 1
 
     # -- steps --
 
@@ -1108,6 +1188,8 @@ class _Helper:
             return  # GradScaler.step reports it once it returns
         if leakwatch.manual_steps:
             return
+        if not self.unit_told:
+            self.tell_unit({"unit": "optimizer_step"})
         with self.lock:
             self.optimizer_calls += 1
             self.skipped += bool(skipped)
@@ -1375,6 +1457,7 @@ def _wrap_autograd(module):
             continue
 
         def wrapped(*args, __original=original, **kwargs):
+            _backward_seen[0] = True  # a training job: no module-call steps
             h = _helper
             lib = h.lib if h is not None else None
             window = h.window if h is not None else None
@@ -1429,6 +1512,8 @@ def _after_import(name, module):
     elif name == AUTOGRAD:
         _get_helper()
         _wrap_autograd(module)
+    elif name == NN_MODULE:
+        _module_steps.install(module)
     else:
         _wrap_scaler(module)
 
@@ -1470,6 +1555,120 @@ class _Finder:
         return spec
 
 
+# ---- steps for jobs without an optimizer step ----
+
+# Set by the autograd wrapper: the job runs backward (a training job, whose
+# steps come from its optimizer).
+_backward_seen = [False]
+
+
+class _ModuleSteps:
+    """A step for jobs that never call optimizer.step() (inference servers,
+    evaluation and generation loops): a call of the job's outermost
+    nn.Module. Global forward hooks (torch.nn.modules.module.
+    register_module_forward_pre_hook / register_module_forward_hook) find
+    it: the first call not nested in another module's call, of a module that
+    has parameters. Then they are removed (with any global hook every module
+    call leaves PyTorch's fast path) and a forward pre-hook on that module
+    alone marks a step at the start of each of its calls, so that a step is
+    one call and what the job did with its output (the request's whole
+    work). An optimizer step, a backward (a training job) or leakwatch.step()
+    (the job's own marks) turns these steps off for good; without such a
+    module the library's time intervals stay the steps."""
+
+    MAX_OUTER = 100000  # outermost calls without a module with parameters: give up
+
+    def __init__(self):
+        self.local = threading.local()
+        self.hooks = []
+        self.step_hook = None
+        self.name = None
+        self.outer = 0
+        self.done = False
+
+    def install(self, mod):
+        if self.hooks or self.step_hook is not None or self.done:
+            return
+        pre = getattr(mod, "register_module_forward_pre_hook", None)
+        post = getattr(mod, "register_module_forward_hook", None)
+        if pre is None or post is None:
+            return
+        self.hooks.append(pre(self._pre))
+        try:
+            self.hooks.append(post(self._post, always_call=True))
+        except TypeError:
+            self.hooks.append(post(self._post))
+
+    def _remove_global(self):
+        hooks, self.hooks = self.hooks, []
+        for h in hooks:
+            try:
+                h.remove()
+            except Exception:
+                pass
+
+    def uninstall(self):
+        self._remove_global()
+        h, self.step_hook = self.step_hook, None
+        if h is not None:
+            try:
+                h.remove()
+            except Exception:
+                pass
+        self.done = False
+
+    def _training(self):
+        h = _helper
+        return bool(_backward_seen[0] or leakwatch.manual_steps or
+                    (h is not None and (h.optimizer_calls or h.off)))
+
+    def _pre(self, module, args):
+        try:
+            local = self.local
+            depth = getattr(local, "depth", 0)
+            local.depth = depth + 1
+            if depth == 0:
+                local.top = module
+        except Exception:
+            pass
+
+    def _post(self, module, args, output):
+        try:
+            local = self.local
+            local.depth = max(getattr(local, "depth", 1) - 1, 0)
+            if local.depth or getattr(local, "top", None) is not module:
+                return
+            local.top = None
+            self.outer += 1
+            if self._training() or self.outer > self.MAX_OUTER:
+                self.done = True
+                self._remove_global()
+                return
+            if next(module.parameters(), None) is None:
+                return
+            self.done = True
+            self._remove_global()
+            self.name = type(module).__name__
+            self.step_hook = module.register_forward_pre_hook(self._step)
+        except Exception:
+            self.done = True
+            self._remove_global()
+
+    def _step(self, module, args):
+        try:
+            if self._training():
+                h, self.step_hook = self.step_hook, None
+                if h is not None:
+                    h.remove()
+                return
+            _get_helper().module_mark(self.name)
+        except Exception:
+            pass
+
+
+_module_steps = _ModuleSteps()
+
+
 def install():
     """Idempotent; works whether torch is imported later (the usual case, from
     sitecustomize) or already was."""
@@ -1505,6 +1704,7 @@ def uninstall():
         step = cls.__dict__.get("step") if cls is not None else None
         if getattr(step, "_leakwatch", False):
             cls.step = step.__wrapped__
+    _module_steps.uninstall()
     if _helper is not None:
         _helper.off = True
     _helper = None

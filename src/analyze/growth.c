@@ -728,6 +728,13 @@ static void growth_cycles(lw_growth_state *st) {
     st->cycles_signal = signal;
 }
 
+/* The unmarked phases' points before an idle tail: the time after a
+ * server's last request (or a short job's teardown) is no phase of work,
+ * and a floor flat while the GPU is idle rules no leak out. */
+static uint64_t unmarked_busy_points(void) {
+    return unmarked.idle_tail ? unmarked_busy.series.points : unmarked.t.series.points;
+}
+
 void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
     pthread_mutex_lock(&lock);
     memset(st, 0, sizeof *st);
@@ -757,7 +764,7 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
         marker_mode &&
         ((st->verdict != LW_VERDICT_LEAK && u->decision.announced == LW_VERDICT_LEAK) ||
          (st->verdict == LW_VERDICT_INCONCLUSIVE && u->decision.announced == LW_VERDICT_NO_LEAK &&
-          u->series.points > st->steps));
+          unmarked_busy_points() > st->steps));
     if (from_unmarked) {
         st->verdict = u->decision.announced;
         st->signal = "live_bytes";
