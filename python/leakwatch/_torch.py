@@ -3,7 +3,7 @@
 allocator. Installed at interpreter start by the shim's auto-start
 (leakwatch/_autostart/sitecustomize.py), before torch can be imported.
 
-It does five things:
+It does six things:
 
 1. Steps. torch.optim.optimizer.register_optimizer_step_post_hook (PyTorch
    >= 2.0, torch/optim/optimizer.py) runs a hook after every
@@ -55,6 +55,15 @@ It does five things:
    allocator configuration before importing torch, a PyTorch version that
    reads another variable): said once, and the helper works as in segments
    mode. The report's torch.backend records it either way.
+
+6. Steps without an optimizer (_ModuleSteps). A job that never calls
+   optimizer.step() (an inference server, an evaluation or generation loop)
+   gets a step per call of its outermost nn.Module: global forward hooks
+   find the first call not nested in another module's call of a module with
+   parameters, then give way to a forward pre-hook on that module alone. A
+   backward, an optimizer step or leakwatch.step() turns them off. The
+   counters and the window follow these marks; the report's growth.step_unit
+   says "module_call" (leakwatch_torch_info("step_unit")).
 
 Nothing here imports torch: the hooks are installed when the job imports
 it. A failure in the helper never reaches the job (every entry point

@@ -4,9 +4,10 @@ servers, generation and evaluation loops get a step per call of their
 outermost nn.Module, PyTorch's own counters and allocation history, the
 line that creates the kept tensors, their owner with a fix hint, growth per
 call and per second -- and never a wrong "no leak"."""
+import subprocess
 from pathlib import Path
 
-from conftest import SEED, marker_line
+from conftest import LEAKWATCH, SEED, marker_line
 
 SERVER = Path(__file__).resolve().parent / "torch_server.py"
 
@@ -38,6 +39,13 @@ def test_kv_server_named_at_the_kept_tensors_with_its_cache(lw):
     line = run.exit_line()
     assert "KiB/call" in line and "/s," in line, line
     assert "kept by dict `cache`" in run.err, run
+    # leakwatch report says the same, as text and as a web page.
+    for fmt in ("text", "html"):
+        out = subprocess.run([str(LEAKWATCH), "report", "--format", fmt,
+                              run.report["report_path"]], capture_output=True, text=True,
+                             timeout=120)
+        assert out.returncode == 0 and "KiB/call" in out.stdout and "/s," in out.stdout, (
+            fmt, out.stderr, out.stdout[-2000:])
 
 
 def test_slow_kv_server_is_never_no_leak(lw):
