@@ -1163,6 +1163,7 @@ class _Helper:
         self.sites_told = 0
         self.unit_told = False
         self.read_after = 0  # module-call steps: the next step that reads the counters
+        self.ticks = 0  # time intervals read by _IntervalReader (no step marked)
 
     def tell_unit(self, unit):
         """What a step is, once (the report's growth.step_unit)."""
@@ -1294,7 +1295,23 @@ class _Helper:
 
     def may_open(self):
         return (self.window_steps > 0 and not self.async_backend and self.windows_left > 0
-                and self.steps >= self.next_window_at)
+                and self.steps + self.ticks >= self.next_window_at)
+
+    def interval_tick(self):
+        """A time interval of a job that marks no steps at all
+        (_IntervalReader): the counters and the window as at a mark, with
+        no step marked."""
+        if self.off or self.steps or not self.mark_lock.acquire(blocking=False):
+            return
+        try:
+            self.ticks += 1
+            self.after_mark()
+        except Exception as e:  # never break the job
+            self.off = True
+            self._close_window_quietly()
+            self.lib.tell("diagnosis", {"state": "off", "error": f"{type(e).__name__}: {e}"})
+        finally:
+            self.mark_lock.release()
 
     def open_window(self, torch, device):
         try:
@@ -1317,7 +1334,7 @@ class _Helper:
         if not sites:
             # Nothing kept across the window (growth outside tensors, or too
             # slow to show in it): one more try, later and longer.
-            self.next_window_at = self.steps + 4 * self.window_steps
+            self.next_window_at = self.steps + self.ticks + 4 * self.window_steps
             self.window_steps *= 2
         else:
             self.windows_left = 0
@@ -1390,7 +1407,43 @@ def _get_helper():
         import atexit
 
         atexit.register(_at_exit)
+        _IntervalReader.start(_helper)
     return _helper
+
+
+class _IntervalReader:
+    """PyTorch's counters and the diagnosis window for a job that marks no
+    step at all (no optimizer step, no nn.Module call, no leakwatch.step()):
+    a daemon thread reads them once per time interval (LEAKWATCH_INTERVAL_MS,
+    the library's steps then), once CUDA is initialised. It ends for good at
+    the first step mark of any kind, or when the helper stops."""
+
+    @staticmethod
+    def start(helper):
+        if helper.lib.counters is None:
+            return
+        try:
+            t = threading.Thread(target=_IntervalReader.run, args=(helper,), daemon=True,
+                                 name="leakwatch-torch-intervals")
+            t.start()
+        except Exception:
+            pass
+
+    @staticmethod
+    def run(helper):
+        period = _env_int("LEAKWATCH_INTERVAL_MS", 1000, 10, 3600000) / 1000.0
+        try:
+            while True:
+                time.sleep(period)
+                if helper.off or helper.steps or leakwatch.manual_steps or _helper is not helper:
+                    return
+                torch = sys.modules.get("torch")
+                cuda = getattr(torch, "cuda", None) if torch is not None else None
+                if cuda is None or not cuda.is_initialized():
+                    continue
+                helper.interval_tick()
+        except Exception:
+            pass
 
 
 def _after_manual_step():

@@ -209,10 +209,14 @@ static torch_track *torch_track_of(int d) {
 static void torch_add(const torch_point *pt) {
     torch_track *tr = torch_track_of(pt->device);
     if (!tr) return;
-    lw_tracked_add(&tr->t, pt->x, pt->t, (double)pt->allocated, (double)pt->reserved);
     tr->allocated = pt->allocated;
     tr->reserved = pt->reserved;
     if (pt->device_free >= 0) tr->device_free = pt->device_free;
+    /* One point per step or interval: a second reading within the same
+     * interval (the helper's clock and the worker's drift apart) only
+     * updates the latest values; the series' x must rise. */
+    if (tr->t.series.points && !(pt->x > tr->t.last_x)) return;
+    lw_tracked_add(&tr->t, pt->x, pt->t, (double)pt->allocated, (double)pt->reserved);
     if (lw_tracked_due(&tr->t)) torch_evaluate(pt->device, tr);
 }
 
@@ -236,8 +240,11 @@ static void torch_forget(void) {
 
 int lw_growth_torch_counters(int device, int64_t allocated, int64_t reserved, int64_t device_free) {
     if (device < 0 || device >= LW_TORCH_MAX_DEVICES || allocated < 0 || reserved < 0) return 0;
-    torch_point pt = {device, (double)lw_step_now(), now_s(), allocated, reserved, device_free};
+    torch_point pt = {device, 0, now_s(), allocated, reserved, device_free};
     pthread_mutex_lock(&ring_lock);
+    /* Read at a step mark, or, in a run that marks none, once per time
+     * interval (the helper's interval reader): x on the run's own scale. */
+    pt.x = marker_requested ? (double)lw_step_now() : (double)lw_intervals_now();
     if (tring_len == TORCH_RING) {
         /* The sampler is behind: the newest point replaces the last one. */
         tring_len--;
@@ -557,6 +564,7 @@ void lw_growth_step(void) {
          * series (drain_ring). */
         marker_requested = 1;
         ring_len = 0;
+        tring_len = 0; /* PyTorch's counters read per interval, too */
     }
     if (ring_len == RING) {
         /* The sampler is behind: fold this step into the newest one. */
@@ -703,6 +711,11 @@ static void torch_primary(lw_growth_state *st) {
                   : all_no                                  ? LW_VERDICT_NO_LEAK
                                                             : LW_VERDICT_INCONCLUSIVE;
     st->last = tr->last;
+    /* Never before step (or interval) 1, as cap_onset says it. */
+    if (isfinite(st->last.onset_x) && st->last.onset_x < 1) {
+        st->last.onset_x = st->last.onset_lo = 1;
+        if (isfinite(st->last.onset_hi) && st->last.onset_hi < 1) st->last.onset_hi = 1;
+    }
     st->first_leak_step = lw_tracked_first_leak_step(tr);
     if (st->verdict == tr->decision.announced)
         snprintf(st->reason, sizeof st->reason, "tensor memory: %.140s", tr->decision.reason);

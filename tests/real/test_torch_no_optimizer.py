@@ -123,3 +123,22 @@ def test_training_steps_stay_the_optimizers(lw):
     assert unit(run) == ("optimizer_step", None), run
     assert run.report["growth"]["steps"] == 200, run
     assert "/step" in run.exit_line(), run
+
+
+def test_tensor_ops_without_module_or_optimizer_in_time_intervals(lw):
+    """No nn.Module and no optimizer: time intervals are the steps, and
+    PyTorch's counters and allocation history still come (read once per
+    interval): the kept tensors' line and their owner. 2,500 iterations of
+    at least 2 ms each: over 5 s, a hundred intervals of 50 ms at least."""
+    env = {"REQUESTS": "2500", "LEAKWATCH_INTERVAL_MS": "50"}
+    run = lw(SERVER, "tensors", env=env)
+    assert run.rc == 0 and run.verdict == "leak", run
+    assert unit(run) == ("interval", None), run
+    assert run.report["growth"]["signal"] == "torch_allocated", run
+    assert run.answer() == ("torch_server.py", marker_line(SERVER, "# TENSORS-KEPT")), run
+    _, owner = lead_owner(run)
+    assert owner.get("name") == "results", (owner, run)
+    assert owner.get("line") == marker_line(SERVER, "# TENSORS-APPEND"), owner
+    assert "/interval" in run.exit_line() and "/s," in run.exit_line(), run
+    fixed = lw(SERVER, "tensors", "fixed", env=env)
+    assert fixed.rc == 0 and fixed.verdict == "no_leak", fixed

@@ -15,11 +15,15 @@ JOB:
             output_scores); fixed: their maximum as a Python float
   eval      an evaluation loop under torch.no_grad() keeping every batch's
             outputs on the GPU; fixed: .cpu()
+  tensors   no nn.Module, no optimizer: tensor operations alone, every
+            result kept in a list (steps are time intervals), PACE_MS
+            (default 2) of other work per iteration; fixed: a Python float
 
 Environment: REQUESTS (default 600), KV_BYTES (bytes kept per request, k
 and v half each; default 81920), SESSIONS (default 8)."""
 import os
 import sys
+import time
 
 import torch
 from torch import nn
@@ -108,8 +112,20 @@ def evaluate():
     return len(predictions)
 
 
+def tensors():
+    pace = float(os.environ.get("PACE_MS", "2")) / 1000
+    w = torch.randn(DIM, DIM, device="cuda")
+    results = []
+    for _ in range(REQUESTS):
+        x = torch.randn(1, DIM, device="cuda")
+        y = torch.tanh(x @ w)  # TENSORS-KEPT
+        results.append(y.sum().item() if FIXED else y)  # TENSORS-APPEND
+        time.sleep(pace)  # the job's other work (I/O, the CPU), not synchronisation
+    return len(results)
+
+
 def main():
-    fn = {"kv": kv_server, "generate": generate, "eval": evaluate}[JOB]
+    fn = {"kv": kv_server, "generate": generate, "eval": evaluate, "tensors": tensors}[JOB]
     before = torch.cuda.memory_allocated()
     fn()
     grown = torch.cuda.memory_allocated() - before
