@@ -49,7 +49,8 @@ static struct {
     lw_tracked t;
     int seen;
 } host;
-static uint64_t evaluations; /* of the global, tensor and unmarked series */
+static uint64_t evaluations;        /* of the global, tensor and unmarked series */
+static _Atomic int steps_are_calls; /* lw_growth_steps_are_calls */
 static int marker_mode;
 static int warning_due;
 
@@ -506,6 +507,7 @@ void lw_growth_init(void) {
     lw_tracked_init(&host.t, 0);
     forget_history();
     marker_mode = 0;
+    atomic_store(&steps_are_calls, 0);
     lw_intervals_reset();
     pthread_mutex_lock(&ring_lock);
     ring_len = 0;
@@ -741,11 +743,12 @@ static void growth_cycles(lw_growth_state *st) {
     st->cycles_signal = signal;
 }
 
-/* The unmarked phases' points before an idle tail: the time after a
- * server's last request (or a short job's teardown) is no phase of work,
- * and a floor flat while the GPU is idle rules no leak out. */
-static uint64_t unmarked_busy_points(void) {
-    return unmarked.idle_tail ? unmarked_busy.series.points : unmarked.t.series.points;
+/* Steps are calls of the job's outermost nn.Module (an inference server,
+ * an evaluation loop): between them the job does not work on the GPU (the
+ * time after its last request, its teardown), so a floor flat there is no
+ * evidence of a clean run. */
+void lw_growth_steps_are_calls(void) {
+    atomic_store(&steps_are_calls, 1);
 }
 
 void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
@@ -777,7 +780,7 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
         marker_mode &&
         ((st->verdict != LW_VERDICT_LEAK && u->decision.announced == LW_VERDICT_LEAK) ||
          (st->verdict == LW_VERDICT_INCONCLUSIVE && u->decision.announced == LW_VERDICT_NO_LEAK &&
-          unmarked_busy_points() > st->steps));
+          !steps_are_calls && u->series.points > st->steps));
     if (from_unmarked) {
         st->verdict = u->decision.announced;
         st->signal = "live_bytes";
@@ -840,6 +843,7 @@ void lw_growth_oom(const lw_growth_state *g, double *seconds, double *steps) {
  * with their tracks, are forgotten by sites.c. Single-threaded here. */
 void lw_growth_forget_parent(void) {
     forget_history();
+    atomic_store(&steps_are_calls, 0);
     lw_attribution_forget_parent();
     marker_mode = 0;
     ring_len = 0;
