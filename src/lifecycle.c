@@ -353,5 +353,10 @@ LW_EXPORT void leakwatch_torch_rank(int rank, int world_size) {
 
 LW_EXPORT int leakwatch_torch_info(const char *field, const char *json, const char *message) {
     if (!recording_here()) return -1;
-    return lw_torch_info_set(field, json, message);
+    int rc = lw_torch_info_set(field, json, message);
+    /* What a step is: module calls (no optimizer) tell the detector that the
+     * time between marks is no work (growth.h). */
+    if (rc == 0 && !strcmp(field, "step_unit") && strstr(json, "\"module_call\""))
+        lw_growth_steps_are_calls();
+    return rc;
 }

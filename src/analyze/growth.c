@@ -49,7 +49,8 @@ static struct {
     lw_tracked t;
     int seen;
 } host;
-static uint64_t evaluations; /* of the global, tensor and unmarked series */
+static uint64_t evaluations;        /* of the global, tensor and unmarked series */
+static _Atomic int steps_are_calls; /* lw_growth_steps_are_calls */
 static int marker_mode;
 static int warning_due;
 static int growing_due; /* an announced leak not yet alarmed (lw_growth_take_growing) */
@@ -222,10 +223,14 @@ static torch_track *torch_track_of(int d) {
 static void torch_add(const torch_point *pt) {
     torch_track *tr = torch_track_of(pt->device);
     if (!tr) return;
-    lw_tracked_add(&tr->t, pt->x, pt->t, (double)pt->allocated, (double)pt->reserved);
     tr->allocated = pt->allocated;
     tr->reserved = pt->reserved;
     if (pt->device_free >= 0) tr->device_free = pt->device_free;
+    /* One point per step or interval: a second reading within the same
+     * interval (the helper's clock and the worker's drift apart) only
+     * updates the latest values; the series' x must rise. */
+    if (tr->t.series.points && !(pt->x > tr->t.last_x)) return;
+    lw_tracked_add(&tr->t, pt->x, pt->t, (double)pt->allocated, (double)pt->reserved);
     if (lw_tracked_due(&tr->t)) torch_evaluate(pt->device, tr);
 }
 
@@ -249,8 +254,11 @@ static void torch_forget(void) {
 
 int lw_growth_torch_counters(int device, int64_t allocated, int64_t reserved, int64_t device_free) {
     if (device < 0 || device >= LW_TORCH_MAX_DEVICES || allocated < 0 || reserved < 0) return 0;
-    torch_point pt = {device, (double)lw_step_now(), now_s(), allocated, reserved, device_free};
+    torch_point pt = {device, 0, now_s(), allocated, reserved, device_free};
     pthread_mutex_lock(&ring_lock);
+    /* Read at a step mark, or, in a run that marks none, once per time
+     * interval (the helper's interval reader): x on the run's own scale. */
+    pt.x = marker_requested ? (double)lw_step_now() : (double)lw_intervals_now();
     if (tring_len == TORCH_RING) {
         /* The sampler is behind: the newest point replaces the last one. */
         tring_len--;
@@ -512,6 +520,7 @@ void lw_growth_init(void) {
     lw_tracked_init(&host.t, 0);
     forget_history();
     marker_mode = 0;
+    atomic_store(&steps_are_calls, 0);
     lw_intervals_reset();
     pthread_mutex_lock(&ring_lock);
     ring_len = 0;
@@ -602,6 +611,7 @@ void lw_growth_step(void) {
          * series (drain_ring). */
         marker_requested = 1;
         ring_len = 0;
+        tring_len = 0; /* PyTorch's counters read per interval, too */
     }
     if (ring_len == RING) {
         /* The sampler is behind: fold this step into the newest one. */
@@ -749,6 +759,11 @@ static void torch_primary(lw_growth_state *st) {
                   : all_no                                  ? LW_VERDICT_NO_LEAK
                                                             : LW_VERDICT_INCONCLUSIVE;
     st->last = tr->last;
+    /* Never before step (or interval) 1, as cap_onset says it. */
+    if (isfinite(st->last.onset_x) && st->last.onset_x < 1) {
+        st->last.onset_x = st->last.onset_lo = 1;
+        if (isfinite(st->last.onset_hi) && st->last.onset_hi < 1) st->last.onset_hi = 1;
+    }
     st->first_leak_step = lw_tracked_first_leak_step(tr);
     if (st->verdict == tr->decision.announced)
         snprintf(st->reason, sizeof st->reason, "tensor memory: %.140s", tr->decision.reason);
@@ -795,6 +810,14 @@ static void not_yet_a_leak(lw_growth_state *st) {
     snprintf(st->reason, sizeof st->reason, "growing, not yet a leak (%.130s)", why);
 }
 
+/* Steps are calls of the job's outermost nn.Module (an inference server,
+ * an evaluation loop): between them the job does not work on the GPU (the
+ * time after its last request, its teardown), so a floor flat there is no
+ * evidence of a clean run. */
+void lw_growth_steps_are_calls(void) {
+    atomic_store(&steps_are_calls, 1);
+}
+
 void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
     pthread_mutex_lock(&lock);
     memset(st, 0, sizeof *st);
@@ -824,7 +847,7 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
         marker_mode &&
         ((st->verdict != LW_VERDICT_LEAK && u->decision.announced == LW_VERDICT_LEAK) ||
          (st->verdict == LW_VERDICT_INCONCLUSIVE && u->decision.announced == LW_VERDICT_NO_LEAK &&
-          u->series.points > st->steps));
+          !steps_are_calls && u->series.points > st->steps));
     if (from_unmarked) {
         st->verdict = u->decision.announced;
         st->signal = "live_bytes";
@@ -888,6 +911,7 @@ void lw_growth_oom(const lw_growth_state *g, double *seconds, double *steps) {
  * with their tracks, are forgotten by sites.c. Single-threaded here. */
 void lw_growth_forget_parent(void) {
     forget_history();
+    atomic_store(&steps_are_calls, 0);
     lw_attribution_forget_parent();
     marker_mode = 0;
     ring_len = 0;

@@ -47,6 +47,11 @@ void lw_growth_update(int close_interval);
 double lw_growth_unmarked_period(void);
 void lw_growth_unmarked_tick(void);
 
+/* The PyTorch helper marks a call of the job's outermost nn.Module as a step
+ * (no optimizer): the time without marks is no phase of work, and a clean
+ * series of it no longer turns an undecided verdict into "no leak". */
+void lw_growth_steps_are_calls(void);
+
 /* Takes in the steps not yet seen and evaluates once more (before a report). */
 void lw_growth_flush(void);
 

@@ -14,10 +14,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *lw_answer_step_unit(const lw_growth_state *g, char *module, size_t mn) {
+    char unit[32];
+    if (module && mn) module[0] = '\0';
+    if (!strcmp(g->step_source, "time")) return "interval";
+    if (lw_torch_info_step_unit(unit, sizeof unit, module, mn)) {
+        if (!strcmp(unit, "module_call")) return "module_call";
+        if (!strcmp(unit, "optimizer_step")) return "optimizer_step";
+    }
+    return "leakwatch_step";
+}
+
+const char *lw_answer_unit_word(const lw_growth_state *g) {
+    const char *u = lw_answer_step_unit(g, NULL, 0);
+    return !strcmp(u, "interval") ? "interval" : !strcmp(u, "module_call") ? "call" : "step";
+}
+
 void lw_report_answer(lw_answer *a, const lw_growth_state *g) {
     lw_answer_init(a);
     a->verdict = lw_verdict_name(g->verdict);
-    a->unit = strcmp(g->step_source, "time") ? "step" : "interval";
+    a->unit = lw_answer_unit_word(g);
     a->steps = (double)g->steps;
     if (g->device_free >= 0) a->free_bytes = (double)g->device_free;
     if (g->device_total >= 0) a->total_bytes = (double)g->device_total;
@@ -25,6 +41,14 @@ void lw_report_answer(lw_answer *a, const lw_growth_state *g) {
         /* Its own reason and what would decide it (fmt.c says them). */
         a->reason = g->reason;
         a->more_steps = g->last.more_steps;
+    }
+    if (g->verdict == LW_VERDICT_INCONCLUSIVE && isfinite(g->last.slope) && g->last.slope > 0 &&
+        isfinite(g->last.lo) && g->last.lo >= 0) {
+        /* Growth seen, not yet confirmed: said with its size (fmt.c). */
+        a->rate = g->last.slope;
+        a->lo = g->last.lo;
+        a->hi = g->last.hi;
+        a->per_second = g->last.bytes_per_second;
     }
     if (g->verdict != LW_VERDICT_LEAK) return;
     a->rate = g->last.slope;

@@ -21,6 +21,15 @@ typedef struct {
     char owner[1024]; /* under PyTorch: what keeps the named tensors alive; "" */
 } lw_run_answer;
 
+/* What one step of g is (the report's growth.step_unit): "interval" (time
+ * intervals), "module_call" (a call of the job's outermost nn.Module, marked
+ * by the PyTorch helper where no optimizer marks steps), "optimizer_step"
+ * (the helper's optimizer hook), "leakwatch_step" (the job's own marks).
+ * module, if not NULL, gets the module's class name ("" when none). */
+const char *lw_answer_step_unit(const lw_growth_state *g, char *module, size_t mn);
+/* The word for one step in every line: "interval", "call" or "step". */
+const char *lw_answer_unit_word(const lw_growth_state *g);
+
 /* The numbers of the answer from g, without a place to look. */
 void lw_report_answer(lw_answer *a, const lw_growth_state *g);
 

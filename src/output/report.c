@@ -392,6 +392,18 @@ static void emit_live_alarms(lw_jw *w, const lw_growth_state *g) {
     lw_jw_end(w);
 }
 
+/* What one step is (answer.h, lw_answer_step_unit), and for module calls
+ * the module's class; and the growth per second beside the growth per step
+ * (bytes_per_second) already in the fit. */
+static void emit_step_unit(lw_jw *w, const lw_growth_state *g) {
+    char module[128];
+    lw_jw_str(w, "step_unit", lw_answer_step_unit(g, module, sizeof module));
+    if (module[0])
+        lw_jw_str(w, "step_module", module);
+    else
+        lw_jw_null(w, "step_module");
+}
+
 static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     const lw_growth *l = &g->last;
     int leak = g->verdict == LW_VERDICT_LEAK;
@@ -399,6 +411,7 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     emit_fit(w, l);
     lw_jw_uint(w, "steps", g->steps);
     lw_jw_str(w, "step_source", g->step_source);
+    emit_step_unit(w, g);
     lw_jw_str(w, "signal", g->signal);
     emit_opt_int(w, "signal_device", g->signal_device);
     if (leak)

@@ -341,6 +341,7 @@ static void read_growth(lw_model *m, const lw_json *root) {
     o->device_free_bytes = num(m, g, "device_free_bytes", "growth.");
     o->device_total_bytes = num(m, g, "device_total_bytes", "growth.");
     o->step_source = str(m, g, "step_source", "growth.");
+    o->step_unit = str(m, g, "step_unit", "growth.");
     o->onset_lo = o->onset_hi = NAN;
     const lw_json *range = g ? lw_json_get(g, "onset_range") : NULL;
     if (range && lw_json_type_of(range) == LW_JSON_ARRAY && lw_json_len(range) == 2) {
@@ -772,10 +773,20 @@ void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn) {
     const lw_m_growth *g = &m->growth;
     lw_answer_init(a);
     a->verdict = lw_mverdict_name(m->verdict);
-    a->unit = g->step_source && !strcmp(g->step_source, "time") ? "interval" : "step";
+    a->unit = g->step_source && !strcmp(g->step_source, "time")      ? "interval"
+              : g->step_unit && !strcmp(g->step_unit, "module_call") ? "call"
+                                                                     : "step";
     a->steps = g->steps;
     a->free_bytes = g->device_free_bytes;
     a->total_bytes = g->device_total_bytes;
+    if (m->verdict == LW_MV_INCONCLUSIVE && isfinite(g->bytes_per_step) && g->bytes_per_step > 0 &&
+        isfinite(g->ci_lo) && g->ci_lo >= 0) {
+        /* Growth seen, not yet confirmed (as the library's answer.c). */
+        a->rate = g->bytes_per_step;
+        a->lo = g->ci_lo;
+        a->hi = g->ci_hi;
+        a->per_second = g->bytes_per_second;
+    }
     if (m->verdict == LW_MV_LEAK) {
         a->rate = g->bytes_per_step;
         a->lo = g->ci_lo;

@@ -83,6 +83,7 @@ typedef struct {
     double oom_eta_seconds, oom_eta_steps, device_free_bytes, device_total_bytes;
     const char *step_source;
     double onset_lo, onset_hi; /* growth.onset_range; NAN when absent (older reports) */
+    const char *step_unit;     /* growth.step_unit; NULL in older reports */
 } lw_m_growth;
 
 typedef struct {
