@@ -68,7 +68,15 @@ typedef struct {
      * device, from leakwatch_torch_counters; primary once it has points). */
     const char *signal;
     int signal_device; /* torch_allocated: the device whose series decided; -1 otherwise */
-    lw_growth last;    /* the latest evaluation */
+    /* The kind of memory the verdict is about: "device" (device and managed
+     * memory), or "pinned_host" when a leak of pinned host memory (its own
+     * series, signal "pinned_host") is the run's leak and the device gives
+     * none. */
+    const char *memory_kind;
+    /* pinned_host: the host's available and total memory, read now (what
+     * `available` is then); -1: unknown or not asked. */
+    int64_t host_available, host_total;
+    lw_growth last; /* the latest evaluation */
     const char *step_source;
     uint64_t steps;
     int64_t first_leak_step; /* step the current leak verdict was reached; -1: none */

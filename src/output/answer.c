@@ -21,6 +21,11 @@ void lw_report_answer(lw_answer *a, const lw_growth_state *g) {
     if (g->device_free >= 0) a->free_bytes = (double)g->device_free;
     if (g->device_total >= 0) a->total_bytes = (double)g->device_total;
     if (g->verdict != LW_VERDICT_LEAK) return;
+    if (g->memory_kind && !strcmp(g->memory_kind, "pinned_host")) {
+        a->kind = "pinned_host";
+        a->free_bytes = g->host_available >= 0 ? (double)g->host_available : NAN;
+        a->total_bytes = g->host_total >= 0 ? (double)g->host_total : NAN;
+    }
     a->rate = g->last.slope;
     a->lo = g->last.lo;
     a->hi = g->last.hi;

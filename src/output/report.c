@@ -372,6 +372,15 @@ static void emit_cycles(lw_jw *w, const lw_growth_state *g) {
     lw_jw_end(w);
 }
 
+/* Which kind of memory the verdict is about (device, or pinned host memory
+ * when its leak is the run's), and for pinned host memory the host's
+ * memory it runs out of (what oom_eta_* count against). */
+static void emit_memory_kind(lw_jw *w, const lw_growth_state *g) {
+    lw_jw_str(w, "memory_kind", g->memory_kind ? g->memory_kind : "device");
+    emit_opt_int(w, "host_available_bytes", g->host_available);
+    emit_opt_int(w, "host_total_bytes", g->host_total);
+}
+
 static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     const lw_growth *l = &g->last;
     int leak = g->verdict == LW_VERDICT_LEAK;
@@ -401,6 +410,7 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     lw_jw_double(w, "oom_eta_steps", eta_steps);
     emit_opt_int(w, "device_free_bytes", g->device_free);
     emit_opt_int(w, "device_total_bytes", g->device_total);
+    emit_memory_kind(w, g);
     if (!strcmp(g->step_source, "time")) lw_jw_double(w, "interval_seconds", g->interval_s);
     lw_jw_uint(w, "evaluations", g->evaluations);
     lw_jw_uint(w, "leak_verdicts_withdrawn", g->withdrawn);
@@ -634,6 +644,7 @@ int lw_report_emit(FILE *f, const char *reason) {
         lw_site_frames_collect(&l, syms, named);
         lw_jw_object(&w, "answer");
         lw_jw_uint(&w, "site", named->id);
+        lw_jw_str(&w, "kind", g.verdict == LW_VERDICT_LEAK && g.memory_kind ? g.memory_kind : NULL);
         emit_where(&w, &l, named == top ? top_distinct : lw_site_distinct(syms, &g, named));
         lw_jw_end(&w);
         lw_site_frames_free(&l);

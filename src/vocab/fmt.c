@@ -121,8 +121,9 @@ char *lw_answer_line(const lw_answer *a, char *out, size_t n) {
     if (n == 0) return out;
     out[0] = '\0';
     int verdict = lw_verdict_parse(a->verdict);
+    int host = a->kind && !strcmp(a->kind, "pinned_host");
     if (verdict == LW_VERDICT_LEAK) {
-        add(out, n, &o, "LEAK");
+        add(out, n, &o, host ? "LEAK of pinned host memory" : "LEAK");
         if (a->where) add(out, n, &o, " in %s", a->where);
         add(out, n, &o, ": %s", lw_fmt_rate(a->rate, unit, r, sizeof r));
         if (isfinite(a->lo) && isfinite(a->hi))
@@ -136,7 +137,7 @@ char *lw_answer_line(const lw_answer *a, char *out, size_t n) {
             add(out, n, &o, " since %s %s", unit, lw_fmt_count(a->onset, s, sizeof s));
         }
         if (isfinite(a->oom_seconds) || isfinite(a->oom_steps)) {
-            add(out, n, &o, "; out of memory in ");
+            add(out, n, &o, host ? "; host memory used up in " : "; out of memory in ");
             if (isfinite(a->oom_seconds))
                 add(out, n, &o, "%s", lw_fmt_duration(a->oom_seconds, d, sizeof d));
             if (isfinite(a->oom_steps))
@@ -144,10 +145,13 @@ char *lw_answer_line(const lw_answer *a, char *out, size_t n) {
                     lw_fmt_count(a->oom_steps, s, sizeof s), unit);
             add(out, n, &o, " at this rate");
         } else {
-            add(out, n, &o, "; no out-of-memory projection (device memory unknown)");
+            add(out, n, &o,
+                host ? "; no out-of-memory projection (host memory unknown)"
+                     : "; no out-of-memory projection (device memory unknown)");
         }
         if (isfinite(a->free_bytes)) {
-            add(out, n, &o, " (%s free", lw_fmt_bytes(a->free_bytes, f, sizeof f));
+            add(out, n, &o, host ? " (%s of host memory available" : " (%s free",
+                lw_fmt_bytes(a->free_bytes, f, sizeof f));
             if (isfinite(a->total_bytes))
                 add(out, n, &o, " of %s", lw_fmt_bytes(a->total_bytes, t, sizeof t));
             add(out, n, &o, ")");

@@ -39,6 +39,10 @@ typedef struct {
     double where_live;  /* bytes the named site holds (shown when there is no leak) */
     double onset_hi;    /* the last unit of the onset's bin: the onset is a range
                            "within steps onset-onset_hi" when above onset; NAN: a point */
+    /* The kind of memory a leak is of: NULL or "device" (device memory, the
+     * default), "pinned_host" (page-locked host RAM: free_bytes and
+     * total_bytes are then the host's available and total memory). */
+    const char *kind;
 } lw_answer;
 
 /* An answer with every number unknown. */

@@ -341,6 +341,9 @@ static void read_growth(lw_model *m, const lw_json *root) {
     o->device_free_bytes = num(m, g, "device_free_bytes", "growth.");
     o->device_total_bytes = num(m, g, "device_total_bytes", "growth.");
     o->step_source = str(m, g, "step_source", "growth.");
+    o->memory_kind = str(m, g, "memory_kind", "growth.");
+    o->host_available_bytes = num(m, g, "host_available_bytes", "growth.");
+    o->host_total_bytes = num(m, g, "host_total_bytes", "growth.");
     o->onset_lo = o->onset_hi = NAN;
     const lw_json *range = g ? lw_json_get(g, "onset_range") : NULL;
     if (range && lw_json_type_of(range) == LW_JSON_ARRAY && lw_json_len(range) == 2) {
@@ -761,6 +764,12 @@ void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn) {
         if (isfinite(g->onset_hi) && g->onset_hi > g->onset_step) a->onset_hi = g->onset_hi;
         a->oom_seconds = g->oom_eta_seconds;
         a->oom_steps = g->oom_eta_steps;
+        if (g->memory_kind && !strcmp(g->memory_kind, "pinned_host")) {
+            /* A leak of pinned host memory runs out of the host's memory. */
+            a->kind = "pinned_host";
+            a->free_bytes = g->host_available_bytes;
+            a->total_bytes = g->host_total_bytes;
+        }
     }
     const lw_m_site *top = lw_model_top_site(m);
     if (top && (m->verdict == LW_MV_LEAK || (isfinite(top->live_bytes) && top->live_bytes > 0))) {

@@ -83,6 +83,10 @@ typedef struct {
     double oom_eta_seconds, oom_eta_steps, device_free_bytes, device_total_bytes;
     const char *step_source;
     double onset_lo, onset_hi; /* growth.onset_range; NAN when absent (older reports) */
+    /* growth.memory_kind ("device", "pinned_host"; NULL in older reports) and
+     * the host's memory a pinned host leak runs out of (NAN: not given). */
+    const char *memory_kind;
+    double host_available_bytes, host_total_bytes;
 } lw_m_growth;
 
 typedef struct {

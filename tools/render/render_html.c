@@ -538,7 +538,10 @@ static void answer_header(FILE *o, const lw_model *m) {
         if (isfinite(g->oom_eta_seconds) || isfinite(g->oom_eta_steps)) {
             snprintf(b, sizeof b, "%s (%s %ss)", lw_fmt_duration(g->oom_eta_seconds, c, sizeof c),
                      lw_fmt_count(g->oom_eta_steps, d, sizeof d), a.unit);
-            fact(o, "out of memory in", b);
+            fact(o,
+                 a.kind && !strcmp(a.kind, "pinned_host") ? "host memory used up in"
+                                                          : "out of memory in",
+                 b);
         } else {
             fact(o, "out of memory in", "unknown (device memory not known)");
         }

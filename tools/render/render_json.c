@@ -146,6 +146,9 @@ static void one(lw_jw *w, const lw_model *m) {
     num(w, "oom_eta_steps", g->oom_eta_steps);
     num(w, "device_free_bytes", g->device_free_bytes);
     num(w, "device_total_bytes", g->device_total_bytes);
+    lw_jw_str(w, "memory_kind", g->memory_kind);
+    num(w, "host_available_bytes", g->host_available_bytes);
+    num(w, "host_total_bytes", g->host_total_bytes);
     lw_jw_end(w);
 
     lw_jw_object(w, "series");
@@ -201,6 +204,8 @@ static void one(lw_jw *w, const lw_model *m) {
         char where[512];
         lw_jw_object(w, "answer");
         num(w, "site", top->id);
+        lw_jw_str(w, "kind",
+                  m->verdict == LW_MV_LEAK ? (g->memory_kind ? g->memory_kind : "device") : NULL);
         lw_model_where(top, where, sizeof where);
         lw_jw_object(w, "where");
         lw_jw_str(w, "label", where);

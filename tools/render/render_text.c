@@ -120,7 +120,24 @@ static void print_growth(FILE *out, const lw_model *m) {
             fprintf(out, "; growth began near step %.0f", g->onset_step);
         fputc('\n', out);
     }
-    if (isfinite(g->oom_eta_seconds) || isfinite(g->oom_eta_steps)) {
+    int host = g->memory_kind && !strcmp(g->memory_kind, "pinned_host");
+    if (host && m->verdict == LW_MV_LEAK)
+        fprintf(out,
+                "  memory    pinned host memory (page-locked RAM) leaks; the device's does not\n");
+    if (host && (isfinite(g->oom_eta_seconds) || isfinite(g->oom_eta_steps))) {
+        fprintf(out, "  host OOM  projected in ");
+        if (isfinite(g->oom_eta_seconds))
+            fprintf(out, "%s", lw_fmt_duration(g->oom_eta_seconds, a, sizeof a));
+        if (isfinite(g->oom_eta_steps))
+            fprintf(out, "%s%s steps%s", isfinite(g->oom_eta_seconds) ? " (" : "",
+                    lw_fmt_count(g->oom_eta_steps, b, sizeof b),
+                    isfinite(g->oom_eta_seconds) ? ")" : "");
+        if (isfinite(g->host_available_bytes) && isfinite(g->host_total_bytes))
+            fprintf(out, "; %s of host memory available of %s",
+                    lw_fmt_bytes(g->host_available_bytes, c, sizeof c),
+                    lw_fmt_bytes(g->host_total_bytes, d, sizeof d));
+        fputc('\n', out);
+    } else if (isfinite(g->oom_eta_seconds) || isfinite(g->oom_eta_steps)) {
         fprintf(out, "  OOM       projected in ");
         if (isfinite(g->oom_eta_seconds))
             fprintf(out, "%s", lw_fmt_duration(g->oom_eta_seconds, a, sizeof a));

@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Jobs for the anatomy of GPU memory, the pinned host leak and the
+out-of-memory post-mortem (issue 40), plain PyTorch that never calls
+leakwatch, run on the stand-ins (a small device: FAKE_CUDA_MEM_BYTES).
+
+    memory_jobs.py JOB [fixed]
+
+JOB:
+  pinned      an offloading loop that keeps the pinned host buffer it
+              copies each step's activations into (torch.empty(N,
+              pin_memory=True), kept in a list); fixed: a ring of 4 buffers
+  adam        an fp32 MLP trained with Adam for STEPS steps; prints
+              "params: P" (the parameters' count)
+  oom-model   a model too large for the device once Adam's state is added
+  oom-batch   a model that fits, trained on batches that grow until one
+              does not
+  oom-leak    a training loop that keeps each step's output on the device
+  oom-frag    tensors of alternating sizes, every other one freed, then one
+              larger than any hole (fragmentation)
+The OOM jobs print "oom at step N" and exit 1 when PyTorch raises
+torch.cuda.OutOfMemoryError."""
+import os
+import sys
+
+import torch
+from torch import nn, optim
+
+JOB = sys.argv[1]
+FIXED = "fixed" in sys.argv[2:]
+STEPS = int(os.environ.get("STEPS", "200"))
+dev = torch.device("cuda")
+
+
+def mlp(width, depth):
+    layers = []
+    for _ in range(depth):
+        layers += [nn.Linear(width, width), nn.ReLU()]
+    return nn.Sequential(*layers).to(dev)
+
+
+def train_step(model, opt, batch, width):
+    x = torch.randn(batch, width, device=dev)
+    loss = model(x).square().mean()
+    opt.zero_grad(set_to_none=False)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def pinned():
+    model = mlp(256, 2)
+    opt = optim.SGD(model.parameters(), lr=0.01)
+    kept, ring = [], []
+    for i in range(STEPS):
+        loss = train_step(model, opt, 64, 256)
+        if FIXED:
+            if len(ring) < 4:
+                ring.append(torch.empty(65536, pin_memory=True))
+            buf = ring[i % 4]
+        else:
+            buf = torch.empty(65536, pin_memory=True)  # LEAK-PINNED
+            kept.append(buf)
+        buf[:1].copy_(loss.detach().reshape(1))
+
+
+def adam():
+    model = mlp(512, 4)
+    opt = optim.Adam(model.parameters(), lr=1e-3)
+    print("params:", sum(p.numel() for p in model.parameters()), flush=True)
+    for _ in range(STEPS):
+        train_step(model, opt, 32, 512)
+
+
+def oom(run):
+    try:
+        run()
+    except torch.cuda.OutOfMemoryError as e:
+        print("oom:", str(e).splitlines()[0], flush=True)
+        sys.exit(1)
+    print("no oom", flush=True)
+
+
+def oom_model():
+    # 4 x 4096x4096 fp32 weights: 256 MiB; with gradients and Adam's two
+    # moments, 1 GiB: more than the device.
+    model = mlp(4096, 4)
+    opt = optim.Adam(model.parameters(), lr=1e-3)
+    for i in range(STEPS):
+        print("step", i, flush=True)
+        train_step(model, opt, 8, 4096)
+
+
+def oom_batch():
+    model = mlp(1024, 4)
+    opt = optim.Adam(model.parameters(), lr=1e-3)
+    batch = 64
+    for i in range(STEPS):
+        print("step", i, "batch", batch, flush=True)
+        for _ in range(5):
+            train_step(model, opt, batch, 1024)
+        batch *= 2
+
+
+def oom_leak():
+    model = mlp(256, 2)
+    opt = optim.Adam(model.parameters(), lr=1e-3)
+    kept = []
+    for i in range(100000):
+        x = torch.randn(256, 256, device=dev)
+        out = model(x)
+        loss = out.square().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        kept.append(out.detach() * 1.0)  # LEAK-OUTPUTS: 256 KiB a step
+
+
+def oom_frag():
+    model = mlp(256, 2)
+    opt = optim.SGD(model.parameters(), lr=0.01)
+    for _ in range(20):
+        train_step(model, opt, 16, 256)
+    # 40 blocks of 12 MiB, each in its own 20 MiB-rounded segment... then
+    # free every other one and ask for one larger than any hole.
+    small = []
+    try:
+        while True:
+            small.append(torch.empty(3 * 1024 * 1024, device=dev))  # 12 MiB
+    except torch.cuda.OutOfMemoryError:
+        pass
+    del small[::2]
+    big = torch.empty(64 * 1024 * 1024, device=dev)  # 256 MiB
+    return big
+
+
+if __name__ == "__main__":
+    if JOB == "pinned":
+        pinned()
+    elif JOB == "adam":
+        adam()
+    elif JOB.startswith("oom-"):
+        oom({"oom-model": oom_model, "oom-batch": oom_batch, "oom-leak": oom_leak,
+             "oom-frag": oom_frag}[JOB])
+    else:
+        sys.exit(f"unknown job {JOB}")
+    print("done", flush=True)
