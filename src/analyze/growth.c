@@ -745,7 +745,7 @@ static void torch_primary(lw_growth_state *st) {
 static void growth_cycles(lw_growth_state *st) {
     lw_cycles_init(&st->cycles_raw);
     st->cycles_signal = NULL;
-    if (st->from_unmarked || !strcmp(st->memory_kind, "pinned_host")) return;
+    if (st->from_unmarked || (st->memory_kind && !strcmp(st->memory_kind, "pinned_host"))) return;
     const lw_cycles *c = &global.cycles;
     const char *signal = "live_bytes";
     if (st->signal_device >= 0 && ttracks[st->signal_device]) {
@@ -872,9 +872,18 @@ void lw_growth_unlock_after_fork(void) {
     pthread_mutex_unlock(&lock);
 }
 
+/* Set at an out-of-memory (output/anatomy.c): a run that ran out of memory
+ * is never forecast to. */
+static _Atomic int oom_seen;
+
+void lw_growth_note_oom(void) {
+    atomic_store(&oom_seen, 1);
+}
+
 void lw_growth_oom(const lw_growth_state *g, double *seconds, double *steps) {
     *seconds = *steps = NAN;
     if (g->verdict != LW_VERDICT_LEAK || g->available < 0) return;
+    if (atomic_load(&oom_seen) && (!g->memory_kind || !strcmp(g->memory_kind, "device"))) return;
     lw_answer_oom((double)g->available, g->last.bytes_per_second, g->last.slope, seconds, steps);
 }
 
@@ -883,6 +892,7 @@ void lw_growth_oom(const lw_growth_state *g, double *seconds, double *steps) {
  * with their tracks, are forgotten by sites.c. Single-threaded here. */
 void lw_growth_forget_parent(void) {
     forget_history();
+    atomic_store(&oom_seen, 0);
     lw_attribution_forget_parent();
     marker_mode = 0;
     ring_len = 0;

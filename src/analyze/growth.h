@@ -115,6 +115,9 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins);
  * unless the verdict is a leak and the device's free memory is known. Every
  * output's projection comes from here. */
 void lw_growth_oom(const lw_growth_state *g, double *seconds, double *steps);
+/* The device ran out of memory (output/anatomy.c): from then on no
+ * projection of device memory (a run that died of it never forecasts it). */
+void lw_growth_note_oom(void);
 
 /* ---- PyTorch's own counters, per device (leakwatch_torch_counters) ----
  * device >= 0: bytes of live tensors (torch.cuda.memory_allocated) and

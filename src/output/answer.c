@@ -2,6 +2,7 @@
 /* The run's answer, chosen once (answer.h). */
 #include "answer.h"
 
+#include "anatomy.h"
 #include "site_name.h"
 #include "site_rank.h"
 #include "sites.h"
@@ -57,6 +58,12 @@ void lw_run_answer_from(lw_run_answer *r, const lw_growth_state *g) {
     memset(r, 0, sizeof *r);
     r->g = *g;
     lw_report_answer(&r->a, g);
+    if (lw_anatomy_oom_get(r->oom_cause, sizeof r->oom_cause, r->oom_evidence,
+                           sizeof r->oom_evidence, r->oom_remedy, sizeof r->oom_remedy)) {
+        r->a.oom_cause = r->oom_cause;
+        r->a.oom_evidence = r->oom_evidence;
+        r->a.oom_remedy = r->oom_remedy;
+    }
     int leak = g->verdict == LW_VERDICT_LEAK;
     double rate = 0;
     /* The PyTorch override, here only. */
@@ -96,6 +103,11 @@ void lw_run_answer_copy(lw_run_answer *dst, const lw_run_answer *src) {
     if (dst == src) return;
     *dst = *src;
     if (src->a.where == src->where) dst->a.where = dst->where;
+    if (src->a.oom_cause == src->oom_cause) {
+        dst->a.oom_cause = dst->oom_cause;
+        dst->a.oom_evidence = dst->oom_evidence;
+        dst->a.oom_remedy = dst->oom_remedy;
+    }
 }
 
 /* Per thread: the exit summary renders the report its own thread wrote, not

@@ -19,6 +19,8 @@ typedef struct {
     int torch;                  /* named from PyTorch's allocation history */
     char where[512];
     char owner[512]; /* under PyTorch: what keeps the named tensors alive; "" */
+    /* An out-of-memory's post-mortem (anatomy.h): a.oom_* point here. */
+    char oom_cause[32], oom_evidence[400], oom_remedy[400];
 } lw_run_answer;
 
 /* The numbers of the answer from g, without a place to look. */

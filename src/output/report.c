@@ -9,6 +9,7 @@
 #include "report_file.h"
 
 #include "answer.h"
+#include "anatomy.h"
 #include "site_name.h"
 #include "site_rank.h"
 
@@ -610,6 +611,9 @@ int lw_report_emit(FILE *f, const char *reason) {
         snprintf(g.reason, sizeof g.reason, "%s", NOTHING_SEEN_REASON);
     }
     lw_jw_str(&w, "verdict", lw_verdict_name(g.verdict));
+    /* What fills the device by role, and the post-mortem of an
+     * out-of-memory (anatomy.h). */
+    lw_anatomy_emit(&w);
     emit_totals(&w);
     emit_growth(&w, &g);
     /* The floor and peak per step, downsampled. */

@@ -114,6 +114,19 @@ static void add(char *out, size_t n, size_t *o, const char *fmt, ...) {
     if (w > 0) *o = *o + (size_t)w < n ? *o + (size_t)w : n - 1;
 }
 
+const char *lw_oom_cause_text(const char *cause) {
+    static const char *const words[][2] = {
+        {"model_and_optimizer", "the model and its optimizer do not fit"},
+        {"activations", "activations: the step needs more than the device has"},
+        {"leak", "a leak filled the device"},
+        {"fragmentation", "fragmentation"},
+        {"outside_pytorch", "memory held outside PyTorch"},
+    };
+    for (size_t i = 0; cause && i < sizeof words / sizeof words[0]; i++)
+        if (!strcmp(cause, words[i][0])) return words[i][1];
+    return cause ? cause : "?";
+}
+
 char *lw_answer_line(const lw_answer *a, char *out, size_t n) {
     size_t o = 0;
     char r[64], lo[48], hi[48], d[48], s[48], f[48], t[48];
@@ -122,6 +135,12 @@ char *lw_answer_line(const lw_answer *a, char *out, size_t n) {
     out[0] = '\0';
     int verdict = lw_verdict_parse(a->verdict);
     int host = a->kind && !strcmp(a->kind, "pinned_host");
+    if (a->oom_cause) {
+        add(out, n, &o, "out of memory: %s", lw_oom_cause_text(a->oom_cause));
+        if (a->oom_evidence) add(out, n, &o, ": %s", a->oom_evidence);
+        if (a->oom_remedy) add(out, n, &o, "; remedy: %s", a->oom_remedy);
+        add(out, n, &o, ". ");
+    }
     if (verdict == LW_VERDICT_LEAK) {
         add(out, n, &o, host ? "LEAK of pinned host memory" : "LEAK");
         if (a->where) add(out, n, &o, " in %s", a->where);
@@ -144,6 +163,8 @@ char *lw_answer_line(const lw_answer *a, char *out, size_t n) {
                 add(out, n, &o, isfinite(a->oom_seconds) ? " (%s %ss)" : "%s %ss",
                     lw_fmt_count(a->oom_steps, s, sizeof s), unit);
             add(out, n, &o, " at this rate");
+        } else if (a->oom_cause && !host) {
+            /* It ran out already: no projection. */
         } else {
             add(out, n, &o,
                 host ? "; no out-of-memory projection (host memory unknown)"

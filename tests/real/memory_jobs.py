@@ -69,6 +69,7 @@ def adam():
     print("params:", sum(p.numel() for p in model.parameters()), flush=True)
     for _ in range(STEPS):
         train_step(model, opt, 32, 512)
+    return model, opt  # kept to the end, as a script's globals are
 
 
 def oom(run):
@@ -120,24 +121,23 @@ def oom_frag():
     opt = optim.SGD(model.parameters(), lr=0.01)
     for _ in range(20):
         train_step(model, opt, 16, 256)
-    # 40 blocks of 12 MiB, each in its own 20 MiB-rounded segment... then
-    # free every other one and ask for one larger than any hole.
+    # Blocks of 512 KiB, four to each 2 MiB segment of PyTorch's small pool,
+    # until the device is nearly full; then three of each four freed: most
+    # of the memory is reserved but unallocated, in 1.5 MiB holes that no
+    # segment can give back, and a 256 MiB tensor fits in none.
     small = []
-    try:
-        while True:
-            small.append(torch.empty(3 * 1024 * 1024, device=dev))  # 12 MiB
-    except torch.cuda.OutOfMemoryError:
-        pass
-    del small[::2]
+    while torch.cuda.mem_get_info()[0] > 48 * 1024 * 1024:
+        small.append(torch.empty(128 * 1024, device=dev))  # 512 KiB
+    small = small[::4]  # LEAK-FRAG: every fourth kept
     big = torch.empty(64 * 1024 * 1024, device=dev)  # 256 MiB
-    return big
+    return big, small
 
 
 if __name__ == "__main__":
     if JOB == "pinned":
         pinned()
     elif JOB == "adam":
-        adam()
+        kept = adam()
     elif JOB.startswith("oom-"):
         oom({"oom-model": oom_model, "oom-batch": oom_batch, "oom-leak": oom_leak,
              "oom-frag": oom_frag}[JOB])

@@ -61,3 +61,76 @@ def test_pinned_host_ring_of_buffers_is_clean(lw):
     assert run.verdict == "no_leak", run
     assert run.report["growth"]["memory_kind"] == "device", run
     assert run.report["growth"]["pinned_host"]["verdict"] == "no_leak", run
+
+
+# ---- the anatomy and the post-mortem at out-of-memory (1 GiB stand-in) ----
+
+SMALL = {"FAKE_CUDA_MEM_BYTES": "1G"}
+
+
+def test_adam_roles_match_the_formula(lw, tmp_path):
+    """fp32 Adam: weights 4P, gradients 4P, optimizer state (two moments) 8P."""
+    run = lw(JOBS, "adam", env={**SMALL, "STEPS": "100"})
+    assert run.rc == 0, run
+    params = int(next(l for l in run.out.splitlines() if l.startswith("params:")).split()[1])
+    anatomy = run.report["anatomy"]
+    assert anatomy["method"] == "pytorch", anatomy
+    (dev,) = anatomy["devices"]
+    for moment in ("now", "peak"):
+        roles = dev[moment]
+        for role, per_param in (("weights", 4), ("gradients", 4), ("optimizer_state", 8)):
+            assert abs(roles[role] - per_param * params) <= 0.01 * per_param * params, (
+                moment, role, roles, params)
+        assert roles["leak"] == 0 and roles["cached_free"] >= 0, roles
+    assert run.report["oom"] is None, run
+    # Shown first in leakwatch report's text and in its HTML.
+    report = tmp_path / "report.json"
+    text = leakwatch("report", report).stdout
+    assert "anatomy" in text.split("verdict")[0], text
+
+
+def oom_run(lw, job):
+    run = lw(JOBS, job, env={**SMALL, "STEPS": "200"})
+    assert run.rc == 1, run  # the job died of torch.cuda.OutOfMemoryError
+    assert "oom: CUDA out of memory" in run.out, run
+    oom = run.report["oom"]
+    assert oom is not None and oom["source"] == "pytorch_observer", run
+    # The moment it happened: leakwatch said so before PyTorch raised.
+    said = [l for l in run.err.splitlines() if l.startswith("leakwatch: out of memory: ")]
+    assert said, run
+    # The exit line leads with it, and forecasts no out-of-memory.
+    last = [l for l in run.err.splitlines()
+            if l.startswith("leakwatch: out of memory: ") and "; report: " not in l]
+    assert last, run
+    assert "out of memory in" not in last[-1], last[-1]
+    assert run.report["growth"]["oom_eta_seconds"] is None, run
+    # Free memory as it was then (the observer's figure), not a stale one.
+    assert oom["device_free_bytes"] < 256 << 20, oom
+    assert run.report["growth"]["device_free_bytes"] == oom["device_free_bytes"], run
+    return run, oom
+
+
+def test_oom_model_and_optimizer(lw):
+    run, oom = oom_run(lw, "oom-model")
+    assert oom["cause"] == "model_and_optimizer", oom
+    assert "8-bit optimizer" in oom["remedy"] and "LoRA" in oom["remedy"], oom
+
+
+def test_oom_activations(lw):
+    run, oom = oom_run(lw, "oom-batch")
+    assert oom["cause"] == "activations", oom
+    assert "smaller batch" in oom["remedy"] and "checkpointing" in oom["remedy"], oom
+
+
+def test_oom_leak(lw):
+    run, oom = oom_run(lw, "oom-leak")
+    assert oom["cause"] == "leak", oom
+    assert oom["leak_bytes"] > 512 << 20, oom
+    line = marker_line(JOBS, "LEAK-OUTPUTS")
+    assert run.answer() == ("memory_jobs.py", line), run
+
+
+def test_oom_fragmentation(lw):
+    run, oom = oom_run(lw, "oom-frag")
+    assert oom["cause"] == "fragmentation", oom
+    assert "expandable_segments:True" in oom["remedy"], oom

@@ -231,6 +231,12 @@ static void screen(FILE *out, const lw_model *m, long pid, size_t max_sites, int
                 lw_fmt_count(m->imported.live_count, b, sizeof b));
     fputc('\n', out);
     device_bars(out, m, width);
+    /* What fills each device, by role (the report's anatomy). */
+    for (size_t i = 0; i < m->nanatomy; i++) {
+        char roles[600];
+        fprintf(out, "roles %-3.0f %s\n", m->anatomy[i].device,
+                lw_model_anatomy_line(&m->anatomy[i], 0, roles, sizeof roles));
+    }
     trend_line(out, m, width - 36 > 10 ? width - 36 : 10);
     if (!m->nsites) {
         fprintf(out, "\n(no call sites yet)\n");

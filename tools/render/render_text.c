@@ -275,8 +275,30 @@ static void print_failures(FILE *out, const lw_model *m) {
     }
 }
 
+/* What fills each device, by role (the report's anatomy): a bar and the
+ * bytes, now and at the run's peak. */
+static void print_anatomy(FILE *out, const lw_model *m) {
+    if (!m->nanatomy) return;
+    for (size_t i = 0; i < m->nanatomy; i++) {
+        const lw_m_anatomy *a = &m->anatomy[i];
+        char bar[48], line[600];
+        fprintf(out, "  anatomy   gpu %.0f [%s] %s\n", a->device,
+                lw_model_anatomy_bar(a, 40, bar, sizeof bar),
+                lw_model_anatomy_line(a, 0, line, sizeof line));
+        if (m->anatomy_method && !strcmp(m->anatomy_method, "pytorch"))
+            fprintf(out, "            at the peak: %s\n",
+                    lw_model_anatomy_line(a, 1, line, sizeof line));
+    }
+    if (m->anatomy_method && strcmp(m->anatomy_method, "pytorch"))
+        fprintf(out, "            (no PyTorch: roles unknown, the memory by call site is below)\n");
+    else
+        fprintf(out, "            (W weights, G gradients, O optimizer state, A activations, "
+                     "c cached free, X outside PyTorch, L leak)\n");
+}
+
 static void render_one(FILE *out, const lw_model *m, const lw_render_opts *o) {
     print_answer(out, m);
+    print_anatomy(out, m);
     print_header(out, m);
     print_growth(out, m);
     print_sites(out, m, o);
