@@ -11,6 +11,9 @@ JOB:
               pin_memory=True), kept in a list); fixed: a ring of 4 buffers
   adam        an fp32 MLP trained with Adam for STEPS steps; prints
               "params: P" (the parameters' count)
+  lora        a frozen fp32 MLP (the base) with a small trainable adapter
+              (LoRA-like), Adam on the adapter only; prints "base: B" and
+              "adapter: A" (parameter counts)
   oom-model   a model too large for the device once Adam's state is added
   oom-batch   a model that fits, trained on batches that grow until one
               does not
@@ -70,6 +73,30 @@ def adam():
     for _ in range(STEPS):
         train_step(model, opt, 32, 512)
     return model, opt  # kept to the end, as a script's globals are
+
+
+class _Lora(nn.Module):
+    def __init__(self, width, rank):
+        super().__init__()
+        self.base = mlp(width, 4)
+        for p in self.base.parameters():
+            p.requires_grad_(False)  # frozen: reachable only through the module
+        self.down = nn.Linear(width, rank, bias=False).to(dev)
+        self.up = nn.Linear(rank, width, bias=False).to(dev)
+
+    def forward(self, x):
+        return self.base(x) + self.up(self.down(x))
+
+
+def lora():
+    model = _Lora(512, 8)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    opt = optim.Adam(trainable, lr=1e-3)
+    print("base:", sum(p.numel() for p in model.base.parameters()), flush=True)
+    print("adapter:", sum(p.numel() for p in trainable), flush=True)
+    for _ in range(STEPS):
+        train_step(model, opt, 32, 512)
+    return model, opt
 
 
 def oom(run):
@@ -138,6 +165,8 @@ if __name__ == "__main__":
         pinned()
     elif JOB == "adam":
         kept = adam()
+    elif JOB == "lora":
+        kept = lora()
     elif JOB.startswith("oom-"):
         oom({"oom-model": oom_model, "oom-batch": oom_batch, "oom-leak": oom_leak,
              "oom-frag": oom_frag}[JOB])

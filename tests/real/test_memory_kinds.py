@@ -89,6 +89,22 @@ def test_adam_roles_match_the_formula(lw, tmp_path):
     assert "anatomy" in text.split("verdict")[0], text
 
 
+def test_lora_frozen_base_counts_as_weights(lw):
+    """A frozen base (reachable only through its module) is weights; only the
+    adapter has gradients and optimizer state."""
+    run = lw(JOBS, "lora", env={**SMALL, "STEPS": "50"})
+    assert run.rc == 0, run
+    count = {l.split(":")[0]: int(l.split()[1]) for l in run.out.splitlines()
+             if l.startswith(("base:", "adapter:"))}
+    base, adapter = count["base"], count["adapter"]
+    (dev,) = run.report["anatomy"]["devices"]
+    roles = dev["now"]
+    want = {"weights": 4 * (base + adapter), "gradients": 4 * adapter,
+            "optimizer_state": 8 * adapter}
+    for role, b in want.items():
+        assert abs(roles[role] - b) <= 0.01 * b, (role, roles, want)
+
+
 def oom_run(lw, job):
     run = lw(JOBS, job, env={**SMALL, "STEPS": "200"})
     assert run.rc == 1, run  # the job died of torch.cuda.OutOfMemoryError

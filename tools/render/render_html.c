@@ -506,7 +506,8 @@ static void answer_header(FILE *o, const lw_model *m) {
     lw_model_answer(m, &a, where, sizeof where);
     fprintf(o, "<header id=\"answer\" class=\"answer %s\">\n<div class=\"verdict\">%s</div>\n",
             lw_mverdict_name(m->verdict),
-            m->verdict == LW_MV_LEAK           ? "Leak: the floor of GPU memory grows"
+            m->verdict == LW_MV_LEAK && a.kind ? "Leak: pinned host memory grows"
+            : m->verdict == LW_MV_LEAK         ? "Leak: the floor of GPU memory grows"
             : m->verdict == LW_MV_NO_LEAK      ? "No leak"
             : m->verdict == LW_MV_INCONCLUSIVE ? "Inconclusive"
             : m->verdict == LW_MV_NOTHING_SEEN ? "Nothing seen since the attach"
