@@ -355,8 +355,7 @@ START_TEST(failed_allocation_is_recorded) {
     const char *cause = lw_json_string(lw_json_path(with.report, "oom.cause"));
     ck_assert_msg(cause && !strcmp(cause, "model_and_optimizer"), "oom.cause %s",
                   cause ? cause : "(none)");
-    ck_assert_str_eq(lw_json_string(lw_json_path(with.report, "oom.source")),
-                     "allocation_failure");
+    ck_assert_str_eq(lw_json_string(lw_json_path(with.report, "oom.source")), "allocation_failure");
     ck_assert_int_eq(lw_rep_int(&with, "oom.request_bytes"), 4294967296LL);
     ck_assert_msg(strstr(with.err, "leakwatch: out of memory: the model and its optimizer"),
                   "stderr: %s", with.err);
