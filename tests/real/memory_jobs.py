@@ -11,6 +11,8 @@ JOB:
               pin_memory=True), kept in a list); fixed: a ring of 4 buffers
   adam        an fp32 MLP trained with Adam for STEPS steps; prints
               "params: P" (the parameters' count)
+  amp         the adam job's model trained under torch.autocast (bf16):
+              weights, gradients and Adam's state stay fp32
   lora        a frozen fp32 MLP (the base) with a small trainable adapter
               (LoRA-like), Adam on the adapter only; prints "base: B" and
               "adapter: A" (parameter counts)
@@ -73,6 +75,20 @@ def adam():
     for _ in range(STEPS):
         train_step(model, opt, 32, 512)
     return model, opt  # kept to the end, as a script's globals are
+
+
+def amp():
+    model = mlp(512, 4)
+    opt = optim.Adam(model.parameters(), lr=1e-3)
+    print("params:", sum(p.numel() for p in model.parameters()), flush=True)
+    for _ in range(STEPS):
+        x = torch.randn(32, 512, device=dev)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x).float().square().mean()
+        opt.zero_grad(set_to_none=False)
+        loss.backward()
+        opt.step()
+    return model, opt
 
 
 class _Lora(nn.Module):
@@ -165,6 +181,8 @@ if __name__ == "__main__":
         pinned()
     elif JOB == "adam":
         kept = adam()
+    elif JOB == "amp":
+        kept = amp()
     elif JOB == "lora":
         kept = lora()
     elif JOB.startswith("oom-"):

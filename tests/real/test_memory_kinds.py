@@ -6,6 +6,8 @@ tests/real/memory_jobs.py, plain PyTorch that never calls leakwatch."""
 import json
 import subprocess
 
+import pytest
+
 from conftest import HERE, LEAKWATCH, marker_line
 
 JOBS = HERE / "memory_jobs.py"
@@ -68,9 +70,11 @@ def test_pinned_host_ring_of_buffers_is_clean(lw):
 SMALL = {"FAKE_CUDA_MEM_BYTES": "1G"}
 
 
-def test_adam_roles_match_the_formula(lw, tmp_path):
-    """fp32 Adam: weights 4P, gradients 4P, optimizer state (two moments) 8P."""
-    run = lw(JOBS, "adam", env={**SMALL, "STEPS": "100"})
+@pytest.mark.parametrize("job", ["adam", "amp"])
+def test_adam_roles_match_the_formula(lw, tmp_path, job):
+    """fp32 Adam: weights 4P, gradients 4P, optimizer state (two moments) 8P;
+    the same under autocast (the bf16 copies are the step's, not weights)."""
+    run = lw(JOBS, job, env={**SMALL, "STEPS": "100"})
     assert run.rc == 0, run
     params = int(next(l for l in run.out.splitlines() if l.startswith("params:")).split()[1])
     anatomy = run.report["anatomy"]
