@@ -4,6 +4,7 @@
 #include "anatomy.h"
 
 #include "growth.h"
+#include "site_name.h"
 
 #include "device.h"
 #include "runstate.h"
@@ -185,6 +186,29 @@ static void explain(oom_facts *f) {
     }
 }
 
+/* Memory outside PyTorch: the call site holding the most device memory
+ * (PyTorch's own segments are usually many and smaller), named in the
+ * remedy. */
+static void name_outside(void) {
+    const lw_site *best = NULL;
+    int64_t most = 0;
+    for (lw_site *s = lw_sites_first(); s; s = s->next) {
+        int64_t live = lw_site_live_bytes(s);
+        if (live > most) most = live, best = s;
+    }
+    if (!best) return;
+    char label[512], b[32];
+    lw_site_label(best, label, sizeof label);
+    pthread_mutex_lock(&lock);
+    if (oom.cause && !strcmp(oom.cause, "outside_pytorch"))
+        snprintf(oom.remedy, sizeof oom.remedy,
+                 "the call site holding the most device memory is %.200s (%s): shrink or free "
+                 "what it holds (a library's workspace or pool: NCCL buffers, cuBLAS "
+                 "workspaces, another framework)",
+                 label, lw_fmt_bytes((double)most, b, sizeof b));
+    pthread_mutex_unlock(&lock);
+}
+
 /* ---- the helper's samples and out-of-memory ---- */
 
 int lw_anatomy_torch(int device, int event, const long long *values, int n) {
@@ -217,7 +241,9 @@ int lw_anatomy_torch(int device, int event, const long long *values, int n) {
         lw_device_note_mem(s.v[LW_AN_FREE], s.v[LW_AN_TOTAL]);
         due = 1;
     }
+    int outside = due && !strcmp(oom.cause, "outside_pytorch");
     pthread_mutex_unlock(&lock);
+    if (outside) name_outside();
     return due;
 }
 

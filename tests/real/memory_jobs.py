@@ -20,6 +20,8 @@ JOB:
   oom-batch   a model that fits, trained on batches that grow until one
               does not
   oom-leak    a training loop that keeps each step's output on the device
+  oom-outside 768 MiB taken by another library (the CUDA runtime called
+              through ctypes, outside PyTorch's allocator), then training
   oom-frag    tensors of alternating sizes, every other one freed, then one
               larger than any hole (fragmentation)
 The OOM jobs print "oom at step N" and exit 1 when PyTorch raises
@@ -159,6 +161,21 @@ def oom_leak():
         kept.append(out.detach() * 1.0)  # LEAK-OUTPUTS: 256 KiB a step
 
 
+def oom_outside():
+    import ctypes
+
+    torch.cuda.init()
+    rt = ctypes.CDLL("libcudart.so.12")
+    rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+    held = ctypes.c_void_p()
+    assert rt.cudaMalloc(ctypes.byref(held), 768 << 20) == 0  # LEAK-OUTSIDE
+    model = mlp(1024, 4)
+    opt = optim.Adam(model.parameters(), lr=1e-3)
+    for i in range(STEPS):
+        print("step", i, flush=True)
+        train_step(model, opt, 8192, 1024)
+
+
 def oom_frag():
     model = mlp(256, 2)
     opt = optim.SGD(model.parameters(), lr=0.01)
@@ -187,7 +204,7 @@ if __name__ == "__main__":
         kept = lora()
     elif JOB.startswith("oom-"):
         oom({"oom-model": oom_model, "oom-batch": oom_batch, "oom-leak": oom_leak,
-             "oom-frag": oom_frag}[JOB])
+             "oom-frag": oom_frag, "oom-outside": oom_outside}[JOB])
     else:
         sys.exit(f"unknown job {JOB}")
     print("done", flush=True)

@@ -154,3 +154,10 @@ def test_oom_fragmentation(lw):
     run, oom = oom_run(lw, "oom-frag")
     assert oom["cause"] == "fragmentation", oom
     assert "expandable_segments:True" in oom["remedy"], oom
+
+
+def test_oom_outside_pytorch(lw):
+    run, oom = oom_run(lw, "oom-outside")
+    assert oom["cause"] == "outside_pytorch", oom
+    line = marker_line(JOBS, "LEAK-OUTSIDE")
+    assert f"memory_jobs.py:{line} in oom_outside" in oom["remedy"], oom
