@@ -428,6 +428,14 @@ void lw_anatomy_emit(lw_jw *w) {
     emit_oom(w, &f);
 }
 
+void lw_anatomy_lock_for_fork(void) {
+    pthread_mutex_lock(&lock);
+}
+
+void lw_anatomy_unlock_after_fork(void) {
+    pthread_mutex_unlock(&lock);
+}
+
 void lw_anatomy_forget(void) {
     memset(latest, 0, sizeof latest);
     memset(peak, 0, sizeof peak);

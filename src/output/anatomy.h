@@ -65,6 +65,10 @@ int lw_anatomy_oom_get(char *cause, size_t cn, char *evidence, size_t en, char *
 /* The report's "anatomy" and "oom" objects (oom: null when none). */
 void lw_anatomy_emit(lw_jw *w);
 
+/* Fork safety (fork_locks.c): no lock of ours held across fork. */
+void lw_anatomy_lock_for_fork(void);
+void lw_anatomy_unlock_after_fork(void);
+
 /* A forked child's start: the parent's samples and out-of-memory are not its. */
 void lw_anatomy_forget(void);
 
