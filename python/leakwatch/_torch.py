@@ -1709,6 +1709,7 @@ class _Helper:
                 growing.append(d)
         if capturing:
             return
+        _anatomy_module().after_mark(torch, self.steps)
         if self.window is not None:
             if self.window.mark():
                 self.close_window()
@@ -1919,6 +1920,7 @@ def _at_exit():
         if not h.backend_checked and not h.off and torch is not None:
             h.check_backend(torch)
         h.at_exit()
+        _anatomy_module().at_exit()
         h.lib.tell("steps", {"mode": h.mode, "marks": h.steps,
                              "optimizer_calls": h.optimizer_calls,
                              "skipped_by_grad_scaler": h.skipped})
@@ -2042,9 +2044,23 @@ def _register_counting(module):
     return True
 
 
+_anatomy = []
+
+
+def _anatomy_module():
+    """The roles and the out-of-memory observer (_anatomy.py, issue 40),
+    imported once."""
+    if not _anatomy:
+        import importlib
+
+        _anatomy.append(importlib.import_module(__name__.rpartition(".")[0] + "._anatomy"))
+    return _anatomy[0]
+
+
 def _after_import(name, module):
     if name == OPTIM:
         _register_counting(module)
+        _anatomy_module().install(sys.modules.get("torch.cuda"))
     elif name == AUTOGRAD:
         _get_helper()
         _wrap_autograd(module)

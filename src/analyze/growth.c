@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "device.h"
+#include "host_mem.h"
 #include "options.h"
 #include "runstate.h"
 #include "sites.h"
@@ -158,16 +159,39 @@ static void cap_onset(lw_growth *g) {
 
 /* ---- pinned host memory ---- */
 
-static void host_add(const point *pt) {
+/* Returns 1 when the series was evaluated. */
+static int host_add(const point *pt) {
     if (pt->host_peak > 0) host.seen = 1;
-    if (!host.seen) return;
+    if (!host.seen) return 0;
     lw_tracked_add(&host.t, pt->x, pt->t, (double)pt->host_floor, (double)pt->host_peak);
-    if (lw_tracked_due(&host.t)) lw_tracked_evaluate(&host.t);
+    if (!lw_tracked_due(&host.t)) return 0;
+    lw_tracked_evaluate(&host.t);
+    return 1;
 }
 
 static void host_forget(void) {
     lw_tracked_forget(&host.t);
     host.seen = 0;
+}
+
+/* The sites a pinned host leak comes from, when it alone grows: neither the
+ * device's floor nor the phases without marks do (their own judgements of
+ * the sites stand then). Called with `lock` held. */
+static double host_sites_onset = NAN;
+static int host_leaking(void) {
+    return host.seen &&
+           (host.t.decision.announced == LW_VERDICT_LEAK || host.t.last.verdict == LW_VERDICT_LEAK);
+}
+static void host_judge_sites(void) {
+    if (!host_leaking()) {
+        host_sites_onset = NAN;
+        return;
+    }
+    if (global.decision.announced == LW_VERDICT_LEAK || global.last.verdict == LW_VERDICT_LEAK ||
+        unmarked.t.decision.announced == LW_VERDICT_LEAK ||
+        unmarked.t.last.verdict == LW_VERDICT_LEAK)
+        return;
+    host_sites_onset = lw_attribution_judge(&host.t.last);
 }
 
 void lw_growth_host_get(lw_host_state *out, lw_bin *bins, int max, int *nbins) {
@@ -368,10 +392,11 @@ static void watch_release(const point *pt) {
  * every 1/32 of the points seen. The verdict thus does not depend on how
  * promptly this thread was scheduled. */
 static void add_point(const point *pt) {
-    host_add(pt);
+    int host_evaluated = host_add(pt);
     watch_release(pt);
     lw_tracked_add(&global, pt->x, pt->t, (double)pt->floor, (double)pt->peak);
     if (lw_tracked_due(&global)) evaluate();
+    if (host_evaluated) host_judge_sites();
 }
 
 /* Which sites the unmarked phases' growth comes from: those that keep
@@ -502,6 +527,7 @@ static void close_interval(void) {
 static void forget_history(void) {
     torch_forget();
     host_forget();
+    host_sites_onset = NAN;
     lw_tracked_forget(&global);
     sites_onset = NAN;
     release_tail = have_base = 0;
@@ -640,6 +666,7 @@ void lw_growth_flush(void) {
     else if (global.decision.announced == LW_VERDICT_LEAK)
         evaluate_sites(); /* sites may have gained points since */
     if (host.seen && lw_tracked_changed(&host.t)) lw_tracked_evaluate(&host.t);
+    host_judge_sites();
     for (int d = 0; d < LW_TORCH_MAX_DEVICES; d++)
         if (ttracks[d] && lw_tracked_changed(&ttracks[d]->t)) torch_evaluate(d, ttracks[d]);
     pthread_mutex_unlock(&lock);
@@ -713,6 +740,7 @@ void lw_growth_finish(void) {
     finish_unmarked();
     if (host.seen && lw_tracked_changed(&host.t)) lw_tracked_evaluate(&host.t);
     lw_tracked_final(&host.t);
+    host_judge_sites();
     for (int d = 0; d < LW_TORCH_MAX_DEVICES; d++) {
         torch_track *tr = ttracks[d];
         if (!tr) continue;
@@ -778,7 +806,7 @@ static void torch_primary(lw_growth_state *st) {
 static void growth_cycles(lw_growth_state *st) {
     lw_cycles_init(&st->cycles_raw);
     st->cycles_signal = NULL;
-    if (st->from_unmarked) return;
+    if (st->from_unmarked || (st->memory_kind && !strcmp(st->memory_kind, "pinned_host"))) return;
     const lw_cycles *c = &global.cycles;
     const char *signal = "live_bytes";
     if (st->signal_device >= 0 && ttracks[st->signal_device]) {
@@ -818,9 +846,37 @@ void lw_growth_steps_are_calls(void) {
     atomic_store(&steps_are_calls, 1);
 }
 
+/* One verdict over every kind of memory the job can run out of: a leak of
+ * pinned host memory (host RAM, its own series) is the run's leak when the
+ * device's memory gives none. Returns 1 when it gave the verdict. Called
+ * with `lock` held. */
+static int host_primary(lw_growth_state *st) {
+    if (st->verdict == LW_VERDICT_LEAK || !host.seen ||
+        host.t.decision.announced != LW_VERDICT_LEAK)
+        return 0;
+    st->verdict = LW_VERDICT_LEAK;
+    st->memory_kind = "pinned_host";
+    st->signal = "pinned_host";
+    st->signal_device = -1;
+    st->from_unmarked = 0;
+    st->last = host.t.last;
+    double hi = isfinite(st->last.onset_hi) ? st->last.onset_hi : st->last.onset_x;
+    if (isfinite(st->last.onset_x) && isfinite(host_sites_onset) && host_sites_onset <= hi)
+        st->last.onset_x = st->last.onset_lo = st->last.onset_hi = host_sites_onset;
+    if (isfinite(st->last.onset_x) && st->last.onset_x < 1)
+        st->last.onset_x = st->last.onset_lo = 1;
+    st->first_leak_step = lw_tracked_first_leak_step(&host.t);
+    st->step_source = marker_mode ? "marker" : "time";
+    st->steps = marker_mode ? lw_step_now() : lw_intervals_now();
+    snprintf(st->reason, sizeof st->reason, "pinned host memory: %.130s", host.t.decision.reason);
+    return 1;
+}
+
 void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
     pthread_mutex_lock(&lock);
     memset(st, 0, sizeof *st);
+    st->memory_kind = "device";
+    st->host_available = st->host_total = -1;
     st->verdict = global.decision.announced;
     st->last = global.last;
     cap_onset(&st->last);
@@ -862,6 +918,7 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
                  u->decision.reason);
         shown = &u->series;
     }
+    if (host_primary(st)) shown = &host.t.series;
     st->evaluations = evaluations;
     lw_device_last_mem(&st->device_free, &st->device_total);
     st->available = st->device_free;
@@ -872,6 +929,12 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
         const torch_track *tr = ttracks[st->signal_device];
         st->available =
             tr->device_free + (tr->reserved > tr->allocated ? tr->reserved - tr->allocated : 0);
+    }
+    if (!strcmp(st->memory_kind, "pinned_host")) {
+        /* Pinned host memory is page-locked RAM: what runs out is the
+         * host's memory (read now). */
+        lw_host_mem(&st->host_available, &st->host_total);
+        st->available = st->host_available;
     }
     growth_cycles(st);
     if (!st->from_unmarked) st->interval_s = (double)lw_opt_int(LW_OPT_INTERVAL_MS) / 1000.0;
@@ -900,9 +963,18 @@ void lw_growth_unlock_after_fork(void) {
     pthread_mutex_unlock(&lock);
 }
 
+/* Set at an out-of-memory (output/anatomy.c): a run that ran out of memory
+ * is never forecast to. */
+static _Atomic int oom_seen;
+
+void lw_growth_note_oom(void) {
+    atomic_store(&oom_seen, 1);
+}
+
 void lw_growth_oom(const lw_growth_state *g, double *seconds, double *steps) {
     *seconds = *steps = NAN;
     if (g->verdict != LW_VERDICT_LEAK || g->available < 0) return;
+    if (atomic_load(&oom_seen) && (!g->memory_kind || !strcmp(g->memory_kind, "device"))) return;
     lw_answer_oom((double)g->available, g->last.bytes_per_second, g->last.slope, seconds, steps);
 }
 
@@ -912,6 +984,7 @@ void lw_growth_oom(const lw_growth_state *g, double *seconds, double *steps) {
 void lw_growth_forget_parent(void) {
     forget_history();
     atomic_store(&steps_are_calls, 0);
+    atomic_store(&oom_seen, 0);
     lw_attribution_forget_parent();
     marker_mode = 0;
     ring_len = 0;

@@ -80,7 +80,15 @@ typedef struct {
      * device, from leakwatch_torch_counters; primary once it has points). */
     const char *signal;
     int signal_device; /* torch_allocated: the device whose series decided; -1 otherwise */
-    lw_growth last;    /* the latest evaluation */
+    /* The kind of memory the verdict is about: "device" (device and managed
+     * memory), or "pinned_host" when a leak of pinned host memory (its own
+     * series, signal "pinned_host") is the run's leak and the device gives
+     * none. */
+    const char *memory_kind;
+    /* pinned_host: the host's available and total memory, read now (what
+     * `available` is then); -1: unknown or not asked. */
+    int64_t host_available, host_total;
+    lw_growth last; /* the latest evaluation */
     const char *step_source;
     uint64_t steps;
     int64_t first_leak_step; /* step the current leak verdict was reached; -1: none */
@@ -121,6 +129,9 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins);
  * unless the verdict is a leak and the device's free memory is known. Every
  * output's projection comes from here. */
 void lw_growth_oom(const lw_growth_state *g, double *seconds, double *steps);
+/* The device ran out of memory (output/anatomy.c): from then on no
+ * projection of device memory (a run that died of it never forecasts it). */
+void lw_growth_note_oom(void);
 
 /* ---- PyTorch's own counters, per device (leakwatch_torch_counters) ----
  * device >= 0: bytes of live tensors (torch.cuda.memory_allocated) and

@@ -3,6 +3,7 @@
 #include "answer.h"
 
 #include "live.h"
+#include "anatomy.h"
 #include "site_name.h"
 #include "site_rank.h"
 #include "sites.h"
@@ -51,6 +52,11 @@ void lw_report_answer(lw_answer *a, const lw_growth_state *g) {
         a->per_second = g->last.bytes_per_second;
     }
     if (g->verdict != LW_VERDICT_LEAK) return;
+    if (g->memory_kind && !strcmp(g->memory_kind, "pinned_host")) {
+        a->kind = "pinned_host";
+        a->free_bytes = g->host_available >= 0 ? (double)g->host_available : NAN;
+        a->total_bytes = g->host_total >= 0 ? (double)g->host_total : NAN;
+    }
     a->rate = g->last.slope;
     a->lo = g->last.lo;
     a->hi = g->last.hi;
@@ -138,6 +144,12 @@ void lw_run_answer_from(lw_run_answer *r, const lw_growth_state *g) {
     memset(r, 0, sizeof *r);
     r->g = *g;
     lw_report_answer(&r->a, &r->g); /* its reason points into r->g */
+    if (lw_anatomy_oom_get(r->oom_cause, sizeof r->oom_cause, r->oom_evidence,
+                           sizeof r->oom_evidence, r->oom_remedy, sizeof r->oom_remedy)) {
+        r->a.oom_cause = r->oom_cause;
+        r->a.oom_evidence = r->oom_evidence;
+        r->a.oom_remedy = r->oom_remedy;
+    }
     int leak = g->verdict == LW_VERDICT_LEAK;
     double rate = 0;
     /* The PyTorch override, here only. */
@@ -182,6 +194,11 @@ void lw_run_answer_copy(lw_run_answer *dst, const lw_run_answer *src) {
     *dst = *src;
     if (src->a.where == src->where) dst->a.where = dst->where;
     if (src->a.reason == src->g.reason) dst->a.reason = dst->g.reason;
+    if (src->a.oom_cause == src->oom_cause) {
+        dst->a.oom_cause = dst->oom_cause;
+        dst->a.oom_evidence = dst->oom_evidence;
+        dst->a.oom_remedy = dst->oom_remedy;
+    }
 }
 
 /* Per thread: the exit summary renders the report its own thread wrote, not

@@ -125,6 +125,19 @@ static int add_per_second(char *out, size_t n, size_t *o, const lw_answer *a) {
     return 1;
 }
 
+const char *lw_oom_cause_text(const char *cause) {
+    static const char *const words[][2] = {
+        {"model_and_optimizer", "the model and its optimizer do not fit"},
+        {"activations", "activations: the step needs more than the device has"},
+        {"leak", "a leak filled the device"},
+        {"fragmentation", "fragmentation"},
+        {"outside_pytorch", "memory held outside PyTorch"},
+    };
+    for (size_t i = 0; cause && i < sizeof words / sizeof words[0]; i++)
+        if (!strcmp(cause, words[i][0])) return words[i][1];
+    return cause ? cause : "?";
+}
+
 char *lw_answer_line(const lw_answer *a, char *out, size_t n) {
     size_t o = 0;
     char r[64], lo[48], hi[48], d[48], s[48], f[48], t[48];
@@ -132,8 +145,15 @@ char *lw_answer_line(const lw_answer *a, char *out, size_t n) {
     if (n == 0) return out;
     out[0] = '\0';
     int verdict = lw_verdict_parse(a->verdict);
+    int host = a->kind && !strcmp(a->kind, "pinned_host");
+    if (a->oom_cause) {
+        add(out, n, &o, "out of memory: %s", lw_oom_cause_text(a->oom_cause));
+        if (a->oom_evidence) add(out, n, &o, ": %s", a->oom_evidence);
+        if (a->oom_remedy) add(out, n, &o, "; remedy: %s", a->oom_remedy);
+        add(out, n, &o, ". ");
+    }
     if (verdict == LW_VERDICT_LEAK) {
-        add(out, n, &o, "LEAK");
+        add(out, n, &o, host ? "LEAK of pinned host memory" : "LEAK");
         if (a->where) add(out, n, &o, " in %s", a->where);
         add(out, n, &o, ": %s", lw_fmt_rate(a->rate, unit, r, sizeof r));
         if (isfinite(a->lo) && isfinite(a->hi))
@@ -149,18 +169,23 @@ char *lw_answer_line(const lw_answer *a, char *out, size_t n) {
             add(out, n, &o, "%s since %s %s", sep, unit, lw_fmt_count(a->onset, s, sizeof s));
         }
         if (isfinite(a->oom_seconds) || isfinite(a->oom_steps)) {
-            add(out, n, &o, "; out of memory in ");
+            add(out, n, &o, host ? "; host memory used up in " : "; out of memory in ");
             if (isfinite(a->oom_seconds))
                 add(out, n, &o, "%s", lw_fmt_duration(a->oom_seconds, d, sizeof d));
             if (isfinite(a->oom_steps))
                 add(out, n, &o, isfinite(a->oom_seconds) ? " (%s %ss)" : "%s %ss",
                     lw_fmt_count(a->oom_steps, s, sizeof s), unit);
             add(out, n, &o, " at this rate");
+        } else if (a->oom_cause && !host) {
+            /* It ran out already: no projection. */
         } else {
-            add(out, n, &o, "; no out-of-memory projection (device memory unknown)");
+            add(out, n, &o,
+                host ? "; no out-of-memory projection (host memory unknown)"
+                     : "; no out-of-memory projection (device memory unknown)");
         }
         if (isfinite(a->free_bytes)) {
-            add(out, n, &o, " (%s free", lw_fmt_bytes(a->free_bytes, f, sizeof f));
+            add(out, n, &o, host ? " (%s of host memory available" : " (%s free",
+                lw_fmt_bytes(a->free_bytes, f, sizeof f));
             if (isfinite(a->total_bytes))
                 add(out, n, &o, " of %s", lw_fmt_bytes(a->total_bytes, t, sizeof t));
             add(out, n, &o, ")");
