@@ -19,12 +19,19 @@ It does six things:
    optimizer.step()). LEAKWATCH_TORCH_STEPS=optimizer marks every
    optimizer.step() instead.
 
-2. Counters. At each mark it reads PyTorch's own counters for every device
+2. Counters. At a mark it reads PyTorch's own counters for every device
    its allocator has used -- the bytes held by live tensors (what
    torch.cuda.memory_allocated(d) returns: "allocated_bytes.all.current" of
    torch._C._cuda_memoryStats(d), read directly to skip memory_stats'
-   flattening and sorting) and the reserved bytes -- and hands them to the
-   library (leakwatch_torch_counters). The driver's free memory is read at
+   flattening and sorting; PyTorch 2.6 has no cheaper call that gives them)
+   and the reserved bytes -- and hands them to the library
+   (leakwatch_torch_counters). The read costs tens of microseconds (it builds
+   the allocator's whole statistics dictionary), so it is timed, and the next
+   one waits until READ_BUDGET times that cost has passed: at most 1 % of the
+   job's time, every step of a step slower than that, fewer points (each at
+   its own step number) for faster ones. The first ALWAYS_READ marks are
+   all read (a short job keeps every point; the detector needs 24). The
+   driver's free memory is read at
    most once a second per device (torch.cuda.mem_get_info), for the
    out-of-memory projection; never while a stream is being captured.
 
@@ -96,6 +103,11 @@ AUTOGRAD = "torch.autograd"
 NN_MODULE = "torch.nn.modules.module"
 SCALERS = ("torch.amp.grad_scaler", "torch.cuda.amp.grad_scaler")
 TARGETS = (OPTIM, AUTOGRAD, NN_MODULE) + SCALERS
+
+# The counters' read (point 2) takes at most 1/READ_BUDGET of the job's time,
+# after the first ALWAYS_READ marks (all read: a short job keeps every point).
+READ_BUDGET = 100
+ALWAYS_READ = 200
 
 SITE_ID_BASE = 1 << 30  # ids of sites from PyTorch's history, apart from the library's
 MAX_SITES = 20
@@ -1582,6 +1594,7 @@ class _Helper:
         self.off = False
         self.sites_told = 0
         self.unit_told = False
+        self.read_at = 0.0  # time.monotonic() before which no counters are read
         self.read_after = 0  # module-call steps: the next step that reads the counters
         self.ticks = 0  # time intervals read by _IntervalReader (no step marked)
 
@@ -1687,9 +1700,26 @@ class _Helper:
         if not self.backend_checked:
             self.check_backend(torch)
         capturing = cuda.is_current_stream_capturing()
+        now = time.monotonic()
+        read = now >= self.read_at or self.steps <= ALWAYS_READ
+        growing = self.read_counters(torch, cuda, capturing, now) if read else ()
+        if capturing:
+            return
+        _anatomy_module().after_mark(torch, self.steps)
+        if self.window is not None:
+            if self.window.mark():
+                self.close_window()
+        elif growing and self.may_open():
+            self.open_window(torch, growing[0])
+
+    def read_counters(self, torch, cuda, capturing, now):
+        """PyTorch's counters of each device used, to the library; the devices
+        whose tensor series grows. The next read waits READ_BUDGET times
+        what this one took (point 2)."""
+        t0 = time.perf_counter()
         stats_of = getattr(torch._C, "_cuda_memoryStats", None)
         growing = []
-        now = time.monotonic()
+        free_cost = 0.0
         for d in range(cuda.device_count()):
             if stats_of is not None:
                 st = stats_of(d)
@@ -1703,18 +1733,15 @@ class _Helper:
                 self.devices.add(d)
             free = -1
             if not capturing and now >= self.free_at.get(d, 0):
+                # Once a second, not counted in the budget.
                 self.free_at[d] = now + 1.0
+                f0 = time.perf_counter()
                 free = cuda.mem_get_info(d)[0]
+                free_cost += time.perf_counter() - f0
             if self.lib.counters(d, allocated, reserved, free):
                 growing.append(d)
-        if capturing:
-            return
-        _anatomy_module().after_mark(torch, self.steps)
-        if self.window is not None:
-            if self.window.mark():
-                self.close_window()
-        elif growing and self.may_open():
-            self.open_window(torch, growing[0])
+        self.read_at = now + min(READ_BUDGET * (time.perf_counter() - t0 - free_cost), 1.0)
+        return growing
 
     def may_open(self):
         return (self.window_steps > 0 and not self.async_backend and self.windows_left > 0
@@ -1968,6 +1995,16 @@ def _wrap_scaler(module):
     cls.step = wrapped
 
 
+def _caller_frames(f):
+    """(file, line, function) of f and its callers, innermost first."""
+    frames = []
+    while f is not None:
+        code = f.f_code
+        frames.append({"filename": code.co_filename, "line": f.f_lineno, "name": code.co_name})
+        f = f.f_back
+    return frames
+
+
 def _wrap_autograd(module):
     """torch.autograd.backward and grad (Tensor.backward looks the former up
     at each call, torch/_tensor.py): the library learns which thread waits in
@@ -1981,20 +2018,22 @@ def _wrap_autograd(module):
         def wrapped(*args, __original=original, __name=name, **kwargs):
             _backward_seen[0] = True  # a training job: no module-call steps
             h = _helper
-            lib = h.lib if h is not None else None
+            back = h.lib.backward if h is not None else None
             window = h.window if h is not None else None
-            caller = traceback.extract_stack(sys._getframe(1)) if window is not None else None
-            start = time.time() * 1e6
-            if lib is not None and lib.backward is not None:
-                lib.backward(1)
+            if window is not None:
+                # The caller's frames, innermost first, as the window's
+                # analysis reads them; no source lines (traceback's
+                # extract_stack reads each file: tens of microseconds).
+                frames = _caller_frames(sys._getframe(1))
+                start = time.time() * 1e6
+            if back is not None:
+                back(1)
             try:
                 return __original(*args, **kwargs)
             finally:
-                if lib is not None and lib.backward is not None:
-                    lib.backward(0)
-                if caller is not None:
-                    frames = [{"filename": fs.filename, "line": fs.lineno, "name": fs.name}
-                              for fs in reversed(caller)]
+                if back is not None:
+                    back(0)
+                if window is not None:
                     window.backward_calls.append((start, time.time() * 1e6, frames))
                     if _retains_graph(__name, args, kwargs):
                         window.retain_graph_calls += 1

@@ -40,7 +40,17 @@ static pthread_cond_t wake;
 static point ring[RING];
 static int ring_len;
 static int marker_requested; /* set by the first step mark, under ring_lock */
-static point batch[RING];    /* the sampler's copy of the queue, under lock */
+/* The worker is woken by the first WAKE_MARKS marks (it learns the job's
+ * pace from them) and whenever the queue is half full; after that it takes
+ * the queue in on its own schedule: every gap_period() (half a mean step,
+ * 5 ms at least) in lw_growth_unmarked_tick, and every interval. A step mark
+ * then costs no wake-up of another thread (a futex call and a context switch
+ * per step on the training thread's core). Under ring_lock. */
+#define WAKE_MARKS 8
+static unsigned marks_queued;
+static int wake_asked;
+static uint64_t wakes;    /* signals sent (lw_growth_wakes) */
+static point batch[RING]; /* the sampler's copy of the queue, under lock */
 /* The floor of the CUDA allocations leakwatch records itself, per step (or
  * interval): the run's verdict, with the job's pace and its cycles. */
 static lw_tracked global;
@@ -471,8 +481,13 @@ double lw_growth_unmarked_period(void) {
     return p;
 }
 
+static void drain_ring(void);
+
 void lw_growth_unmarked_tick(void) {
     pthread_mutex_lock(&lock);
+    /* The marks queued since (a mark wakes no one once the pace is known):
+     * the time of the newest decides whether a phase without marks began. */
+    drain_ring();
     if (marker_mode && !finished) gap_interval();
     pthread_mutex_unlock(&lock);
 }
@@ -552,6 +567,8 @@ void lw_growth_init(void) {
     ring_len = 0;
     tring_len = 0;
     marker_requested = 0;
+    marks_queued = 0;
+    wake_asked = 0;
     pthread_mutex_unlock(&ring_lock);
     pthread_mutex_unlock(&lock);
     /* Once per process: the sampler of a session that was just detached may
@@ -595,8 +612,10 @@ int lw_growth_wait(const struct timespec *deadline) {
     if (lw_test_clock_on()) return test_clock_wait(deadline);
     int timed_out = 0;
     pthread_mutex_lock(&ring_lock);
-    while (!ring_len && !timed_out)
+    while (!wake_asked && !timed_out)
         timed_out = pthread_cond_timedwait(&wake, &ring_lock, deadline) != 0;
+    if (wake_asked) timed_out = 0;
+    wake_asked = 0;
     pthread_mutex_unlock(&ring_lock);
     return timed_out;
 }
@@ -651,9 +670,21 @@ void lw_growth_step(void) {
     } else {
         ring[ring_len++] = pt;
     }
-    if (lw_test_clock_on()) lw_test_clock_sampler_woken();
-    pthread_cond_signal(&wake);
+    if (marks_queued < WAKE_MARKS) marks_queued++;
+    if (marks_queued < WAKE_MARKS || ring_len >= RING / 2) {
+        wake_asked = 1;
+        wakes++;
+        if (lw_test_clock_on()) lw_test_clock_sampler_woken();
+        pthread_cond_signal(&wake);
+    }
     pthread_mutex_unlock(&ring_lock);
+}
+
+uint64_t lw_growth_wakes(void) {
+    pthread_mutex_lock(&ring_lock);
+    uint64_t n = wakes;
+    pthread_mutex_unlock(&ring_lock);
+    return n;
 }
 
 void lw_growth_flush(void) {
@@ -990,6 +1021,8 @@ void lw_growth_forget_parent(void) {
     ring_len = 0;
     tring_len = 0;
     marker_requested = 0;
+    marks_queued = 0;
+    wake_asked = 0;
     lw_intervals_reset();
     lw_device_forget();
     evaluations = 0;

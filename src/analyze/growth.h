@@ -26,10 +26,14 @@ struct lw_site;
 void lw_growth_init(void);
 
 /* A step mark from a training thread (after lw_step_mark): queues the floor
- * and peak since the last mark and wakes the worker. */
+ * and peak since the last mark; wakes the worker only for the first marks
+ * and when the queue is half full (it takes the queue in on its own
+ * schedule otherwise: lw_growth_unmarked_tick). */
 void lw_growth_step(void);
+/* How many times a step mark woke the worker (tests). */
+uint64_t lw_growth_wakes(void);
 
-/* The worker's loop: waits until a step is queued or the deadline passes
+/* The worker's loop: waits until a step mark wakes it or the deadline passes
  * (on lw_run_now_ns()'s clock: CLOCK_MONOTONIC, or the test clock); returns
  * 1 when the deadline passed. */
 struct timespec;
@@ -42,8 +46,8 @@ void lw_growth_update(int close_interval);
 
 /* A marked run's phases without marks (a validation loop): the worker wakes
  * every lw_growth_unmarked_period() seconds (0: no need) and calls
- * lw_growth_unmarked_tick(), which adds a point once no mark has come for a
- * while. */
+ * lw_growth_unmarked_tick(), which takes in the queued marks and adds a
+ * point once no mark has come for a while. */
 double lw_growth_unmarked_period(void);
 void lw_growth_unmarked_tick(void);
 
