@@ -16,6 +16,7 @@
 #include "record.h"
 #include "vmm.h"
 #include "imports.h"
+#include "instance.h"
 #include "report.h"
 #include "summary.h"
 #include "report_file.h"
@@ -23,6 +24,7 @@
 #include "real.h"
 #include "hook_depth.h"
 #include "runstate.h"
+#include "sandbox.h"
 #include "warning.h"
 #include "where.h"
 #include "worker.h"
@@ -75,9 +77,22 @@ static void forget_parent(void) {
     lw_torch_info_forget();
 }
 
+/* The marker of every copy of the library (instance.h): the first copy
+ * loaded records, whatever its file name; another one stays inert. */
+LW_EXPORT void leakwatch__instance(void) {}
+
 static void start(void) {
     lw_options_load();
     if (lw_opt_int(LW_OPT_DISABLE)) {
+        atomic_store(&state, OFF);
+        return;
+    }
+    char other[PATH_MAX];
+    if (lw_instance_other(other, sizeof other)) {
+        lw_log_once(said_other,
+                    "another copy of the library is loaded first (%s): it watches "
+                    "this process, this copy stays inert (one report per process)",
+                    other);
         atomic_store(&state, OFF);
         return;
     }
@@ -87,9 +102,20 @@ static void start(void) {
         lw_report_forked_child();
         forked = 0;
     }
+    /* A seccomp filter: no socket or helper process of ours (sandbox.h),
+     * said once, before the first of them. */
+    if (lw_sandboxed() && !lw_log_quiet)
+        lw_log_once(said_seccomp,
+                    "this process runs under a seccomp filter (Seccomp: %d in /proc/self/status): "
+                    "leakwatch keeps to what a CUDA job itself does (memory, files, threads) and "
+                    "opens no socket and starts no process, which the filter may punish by "
+                    "killing the job: no live view (leakwatch top, ps, snapshot) and no source "
+                    "lines; set LEAKWATCH_SECCOMP=full if the filter allows them",
+                    lw_seccomp_mode());
     lw_torch_mode_started(); /* its deferred notice: this process uses CUDA */
     lw_sites_set_cap((size_t)lw_opt_int(LW_OPT_MAX_SITES));
-    lw_set_start_time_ns(lw_now_ns());
+    lw_test_clock_init();
+    lw_set_start_time_ns(lw_run_now_ns());
     owner_pid = getpid();
     if (!handlers_registered) {
         if (atexit(at_exit) != 0)
@@ -229,6 +255,15 @@ LW_EXPORT void leakwatch_step(void) {
     if (recording_here()) {
         lw_growth_step();
     }
+}
+
+/* For tests only (LEAKWATCH_TEST_CLOCK=1, runstate.h): moves the run's time
+ * on by ns and returns once the sampler has done what fell due (intervals
+ * closed, warnings said); -1, nothing done, when the test clock is off. Not
+ * in leakwatch.h: test programs look it up with dlsym. */
+LW_EXPORT int leakwatch__test_clock_advance(long long ns) {
+    if (ns < 0) return -1;
+    return lw_test_clock_advance((uint64_t)ns, lw_growth_wake_sampler);
 }
 
 LW_EXPORT void leakwatch_dump(void) {

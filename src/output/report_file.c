@@ -9,6 +9,7 @@
 #include "options.h"
 #include "path_template.h"
 #include "report.h"
+#include "sandbox.h"
 #include "symbolize.h"
 
 #include "rank.h"
@@ -17,10 +18,12 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -311,6 +314,64 @@ int lw_report_write_path(const char *path, const char *reason, char *why, size_t
     return lw_atomic_write(path, emit_to, (void *)reason, why, whylen);
 }
 
+/* The fallback's name under $TMPDIR (or /tmp): leakwatch-PID-RANDOM.json,
+ * 64 random bits, so that another user of a shared folder cannot plant a
+ * link, a folder or a FIFO at the name this process will use (issue 43: at
+ * leakwatch-PID.json, the result was "no report was written"). The name is
+ * reserved by creating the file, exclusively and without following a link
+ * (O_CREAT | O_EXCL | O_NOFOLLOW, mode 0600): the atomic writer then
+ * replaces a regular file of ours. A name already taken is never used: the
+ * next try draws another. A later fallback of the same process reuses its
+ * file while it is still that file. Under write_lock. */
+static char fallback_name[PATH_MAX];
+static pid_t fallback_pid;
+static struct stat fallback_st; /* the file reserved, to remove it unused */
+
+static uint64_t random64(void) {
+    uint64_t r = 0;
+    if (!lw_sandboxed() && getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r) return r;
+    /* No entropy yet (very early boot), no system call, or a seccomp
+     * filter that may not allow it: what cannot be told from outside the
+     * process, mixed. */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)(uintptr_t)&r;
+    x ^= (uint64_t)getpid() << 17;
+    x ^= x >> 30, x *= 0xbf58476d1ce4e5b9ull, x ^= x >> 27, x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static int fallback_path(char *alt, size_t n, char *why, size_t whylen) {
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir) dir = "/tmp";
+    struct stat st;
+    if (fallback_pid == getpid() && lstat(fallback_name, &st) == 0 && S_ISREG(st.st_mode) &&
+        st.st_uid == geteuid()) {
+        snprintf(alt, n, "%s", fallback_name);
+        return 0;
+    }
+    int e = EEXIST;
+    for (int tries = 0; tries < 8; tries++) {
+        if (snprintf(alt, n, "%s/leakwatch-%ld-%016llx.json", dir, (long)getpid(),
+                     (unsigned long long)random64()) >= (int)n) {
+            e = ENAMETOOLONG;
+            break;
+        }
+        int fd = open(alt, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            fstat(fd, &fallback_st);
+            close(fd);
+            snprintf(fallback_name, sizeof fallback_name, "%s", alt);
+            fallback_pid = getpid();
+            return 0;
+        }
+        e = errno;
+        if (e != EEXIST) break; /* EEXIST: planted or taken; draw another name */
+    }
+    if (why) snprintf(why, whylen, "%s", strerror(e));
+    return -1;
+}
+
 static int is_final(const char *reason) {
     return !strcmp(reason, "exit") || !strncmp(reason, "signal", 6);
 }
@@ -344,15 +405,26 @@ static int write_locked(const char *reason, int fallback, char *written, size_t 
         snprintf(last_why, sizeof last_why, "%s", why);
     }
     if (!fallback) return -1;
-    const char *dir = getenv("TMPDIR");
-    if (!dir || !*dir) dir = "/tmp";
     char alt[PATH_MAX];
-    snprintf(alt, sizeof alt, "%s/leakwatch-%ld.json", dir, (long)getpid());
+    if (fallback_path(alt, sizeof alt, why, sizeof why) != 0) {
+        const char *dir = getenv("TMPDIR");
+        lw_log("cannot write the report to %s either: %s; no report was written",
+               dir && *dir ? dir : "/tmp", why);
+        return -1;
+    }
     if (lw_report_write_path(alt, reason, why, sizeof why) == LW_AF_WRITTEN) {
         lw_log("wrote the report to %s instead", alt);
         if (written) snprintf(written, writtenlen, "%s", alt);
         if (is_final(reason)) final_written = 1;
         return 0;
+    }
+    /* The name reserved and nothing written there: the empty file goes
+     * (only while it is still the one created). */
+    struct stat st;
+    if (lstat(alt, &st) == 0 && st.st_dev == fallback_st.st_dev &&
+        st.st_ino == fallback_st.st_ino && st.st_size == 0) {
+        unlink(alt);
+        fallback_pid = 0;
     }
     lw_log("cannot write the report to %s either: %s; no report was written", alt, why);
     return -1;

@@ -32,8 +32,13 @@ static const char *verdict_explained(const lw_model *m) {
         return "the floor of live memory grows step after step";
     case LW_MV_NO_LEAK:
         return "the floor of live memory is flat";
-    case LW_MV_INCONCLUSIVE:
-        return "not enough steps or too much noise to decide";
+    case LW_MV_INCONCLUSIVE: {
+        /* The decision's own reason (the answer line says what decides it). */
+        static char safe[200];
+        const char *why = lw_json_string(lw_json_path(m->doc, "growth.reason"));
+        return why && why[0] ? lw_safe_text(why, safe, sizeof safe)
+                             : "not enough steps or too much noise to decide";
+    }
     case LW_MV_NOTHING_SEEN:
         return "no CUDA allocation was seen since the attach: the job allocated nothing "
                "since, or calls the allocation functions through pointers it looked up "
