@@ -5,6 +5,7 @@
  * with CMD's status. */
 #include "cli.h"
 #include "commands.h"
+#include "merge.h"
 #include "model.h"
 #include "run_decisions.h"
 
@@ -303,14 +304,77 @@ static int report_leaks(const char *path, time_t started, int quiet) {
     return gate;
 }
 
+/* The reports of this run counted so far (their paths), for the merged
+ * view at the end. */
+static char **counted;
+static size_t ncounted;
+
 /* One more of a job's reports into the tally: *found counts the reports
  * written since the start; *leak joins their gate statuses
  * (lw_run_gate_join: -1 once one cannot be read). */
 static void tally(const char *path, time_t started, int quiet, int *found, int *leak) {
+    for (size_t i = 0; i < ncounted; i++)
+        if (!strcmp(counted[i], path)) return; /* matched by two patterns */
     int r = report_leaks(path, started, quiet);
     if (r == -2) return;
     ++*found;
     *leak = lw_run_gate_join(*leak, r);
+    char **more = realloc(counted, (ncounted + 1) * sizeof *more);
+    if (!more) return;
+    counted = more;
+    if ((counted[ncounted] = strdup(path)) != NULL) ncounted++;
+}
+
+/* Several reports of one run (ranks, processes): the merged view's first
+ * line, the skew of a leaking rank against the others, and how to see them
+ * together. */
+static void say_merged(int quiet) {
+    if (ncounted < 2) return;
+    lw_model *ms = calloc(ncounted, sizeof *ms);
+    size_t n = 0;
+    char err[1024], line[1400], shown[1400];
+    for (size_t i = 0; ms && i < ncounted; i++) {
+        if (lw_model_load(&ms[n], counted[i], err, sizeof err) == 0)
+            n++;
+        else
+            lw_model_free(&ms[n]);
+    }
+    if (n >= 2) {
+        int kind = lw_merge_headline(ms, n, line, sizeof line);
+        if (!quiet || kind == 1) {
+            fprintf(stderr, "leakwatch: %zu reports of this run: %s\n", n,
+                    lw_safe_text(line, shown, sizeof shown));
+            if (lw_merge_skew(ms, n, line, sizeof line))
+                fprintf(stderr, "leakwatch: %s\n", lw_safe_text(line, shown, sizeof shown));
+            fprintf(stderr, "leakwatch: see them together: leakwatch report");
+            for (size_t i = 0; i < ncounted && i < 16; i++)
+                fprintf(stderr, " %s", lw_safe_text(counted[i], shown, sizeof shown));
+            fprintf(stderr, "%s\n", ncounted > 16 ? " ..." : "");
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        lw_model_free(&ms[i]);
+    free(ms);
+}
+
+/* The reports of processes that found the template's file taken (NAME.PID.json,
+ * the library's report_file.c) or forked children: written since the start. */
+static void tally_own_names(const char *path, time_t started, int quiet, int *found, int *leak) {
+    char pattern[PATH_MAX + 8];
+    size_t len = strlen(path);
+    size_t at = len >= 5 && !strcmp(path + len - 5, ".json") ? len - 5 : len;
+    size_t o = 0;
+    for (size_t i = 0; i < at && o + 2 < PATH_MAX; i++) {
+        if (strchr("*?[\\", path[i])) pattern[o++] = '\\';
+        pattern[o++] = path[i];
+    }
+    snprintf(pattern + o, sizeof pattern - o, ".[0-9]*%s", path + at);
+    glob_t g;
+    if (glob(pattern, GLOB_NOSORT, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            tally(g.gl_pathv[i], started, quiet, found, leak);
+    }
+    globfree(&g);
 }
 
 /* A --report with %r: every process of the job wrote the report of its own
@@ -404,7 +468,14 @@ static int job_leaks(const char *tpl, const char *folder_pattern, pid_t pid, tim
     char path[PATH_MAX];
     if (strstr(tpl, "%r")) return ranks_leak(tpl, pid, started, quiet);
     expand(tpl, pid, "0", path, sizeof path);
-    int r = report_leaks(path, started, quiet);
+    int found = 0, r = 0;
+    tally(path, started, quiet, &found, &r);
+    if (!found) r = -2;
+    if (!strstr(tpl, "%p")) {
+        int more = 0, leak = r == -2 ? 0 : r;
+        tally_own_names(path, started, quiet, &more, &leak);
+        if (more) r = leak;
+    }
     if (r == LW_EXIT_OK && quiet) say_report_path(tpl, pid, started);
     if (r == -2) {
         if (!quiet)
@@ -697,6 +768,7 @@ static int finish(int status, int exec_errno, const char *prog, int fail_on_leak
         return code;
     }
     int leak = job_leaks(tpl, folder_pattern, pid, started, quiet);
+    say_merged(quiet);
     if (code != 0) {
         if (leak == LW_EXIT_LEAK) lw_cli_error("the program failed (status %d) and leaks", code);
         return code;
