@@ -6,8 +6,7 @@ torch.multiprocessing.spawn (PyTorch's DDP tutorial: no RANK variable) and
 under torchrun (tests/real/torchrun_nolibuv.py: Debian's PyTorch has no
 libuv, which torchrun's TCPStore asks for). Each rank's report is its own,
 named by the rank the process group gives; rank 1 is no leak and rank 0 is
-called LEAK within 400 steps, as a single process is (those checks wait for
-issue 38: NEEDS_ISSUE_38 below); every line leakwatch prints names the rank;
+called LEAK within 400 steps, as a single process is; every line leakwatch prints names the rank;
 `leakwatch run --fail-on-leak` reads all ranks' reports (exit 3 when rank 0
 leaks) and prints their merged view; the fixed job is clean."""
 import json
@@ -68,19 +67,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-# Rank 0's LEAK at 400 steps depends on issue 38 (the owner search at the
-# end of the diagnosis window keeps a step's batch alive): without that fix
-# rank 0's verdict is often withdrawn at step ~79 ("leak verdict withdrawn
-# ... no significant growth of the floor") and the run ends no leak or
-# inconclusive: under torchrun in 3 runs of 3 outside pytest and 1 of 3 in
-# it; under mp.spawn rank 0 was called in all 6 runs here, but the cause is
-# the same. Every other check (file names, ranks, the
-# prefix of each line, rank 1's verdict, the merged view, --fail-on-leak
-# reading every report) is a plain test. The lead enables these once issue
-# 38 is merged: remove NEEDS_ISSUE_38.
-NEEDS_ISSUE_38 = pytest.mark.xfail(
-    reason="issue 38: the owner search keeps a batch alive; rank 0's leak can be withdrawn "
-           "at 400 steps", strict=False)
+# Rank 0's LEAK at 400 steps needed issue 38 (the owner search at the end of
+# the diagnosis window kept a step's batch alive): before it, rank 0's
+# verdict was often withdrawn at step ~79 under torchrun and the run ended
+# no leak or inconclusive, or called with an onset of "steps 69-72". With
+# issue 38 merged, rank 0 was called, onset "within steps 1-2", in every run
+# here (torchrun 5 of 5, mp.spawn 8 of 8).
 
 _runs = {}
 
@@ -162,7 +154,6 @@ def test_spawn_one_report_per_rank(ddp):
     assert run.reports["leak-0.json"]["rank"] == 0, run
 
 
-@NEEDS_ISSUE_38
 def test_spawn_rank0_leak(ddp):
     check_rank0_leaks(ddp("spawn"))
 
@@ -179,7 +170,6 @@ def test_spawn_one_template_two_files(ddp):
     check_ranks(run, "process group")
 
 
-@NEEDS_ISSUE_38
 def test_spawn_one_template_rank0_leak(ddp):
     check_rank0_leaks(ddp("spawn", report="leak.json"))
 
@@ -201,7 +191,6 @@ def test_torchrun_one_report_per_rank(ddp):
     check_ranks(run, "process group")
 
 
-@NEEDS_ISSUE_38
 def test_torchrun_rank0_leak(ddp):
     check_rank0_leaks(ddp("torchrun"))
 
