@@ -12,6 +12,7 @@
 #include "options.h"
 #include "prometheus.h"
 #include "pyframes.h"
+#include "rank.h"
 #include "record.h"
 #include "vmm.h"
 #include "imports.h"
@@ -113,7 +114,8 @@ static void start(void) {
                     lw_seccomp_mode());
     lw_torch_mode_started(); /* its deferred notice: this process uses CUDA */
     lw_sites_set_cap((size_t)lw_opt_int(LW_OPT_MAX_SITES));
-    lw_set_start_time_ns(lw_now_ns());
+    lw_test_clock_init();
+    lw_set_start_time_ns(lw_run_now_ns());
     owner_pid = getpid();
     if (!handlers_registered) {
         if (atexit(at_exit) != 0)
@@ -123,7 +125,8 @@ static void start(void) {
     }
     if (lw_py_init() != 0 && lw_py_unavailable() != NULL)
         lw_log("no Python lines: %s", lw_py_unavailable());
-    lw_report_cleanup(); /* temporary files of a writer killed mid-write */
+    lw_report_cleanup();     /* temporary files of a writer killed mid-write */
+    lw_report_claim_start(); /* from now, another process's report is a sibling's */
     lw_stack_init();
     atomic_store_explicit(&state, RECORDING, memory_order_release);
     lw_worker_start();
@@ -254,6 +257,15 @@ LW_EXPORT void leakwatch_step(void) {
     }
 }
 
+/* For tests only (LEAKWATCH_TEST_CLOCK=1, runstate.h): moves the run's time
+ * on by ns and returns once the sampler has done what fell due (intervals
+ * closed, warnings said); -1, nothing done, when the test clock is off. Not
+ * in leakwatch.h: test programs look it up with dlsym. */
+LW_EXPORT int leakwatch__test_clock_advance(long long ns) {
+    if (ns < 0) return -1;
+    return lw_test_clock_advance((uint64_t)ns, lw_growth_wake_sampler);
+}
+
 LW_EXPORT void leakwatch_dump(void) {
     if (atomic_load(&state) != RECORDING) return;
     write_report("dump", 0);
@@ -333,6 +345,10 @@ LW_EXPORT int leakwatch_torch_counters(int device, long long allocated, long lon
 LW_EXPORT void leakwatch_torch_backward(int entering) {
     if (!recording_here()) return;
     lw_record_backward(entering);
+}
+
+LW_EXPORT void leakwatch_torch_rank(int rank, int world_size) {
+    lw_rank_set_group(rank, world_size);
 }
 
 LW_EXPORT int leakwatch_torch_info(const char *field, const char *json, const char *message) {

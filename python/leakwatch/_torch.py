@@ -1146,6 +1146,8 @@ class _Helper:
         if not manual:
             leakwatch._auto_step()
         self.steps += 1
+        if not _rank_told[0]:
+            _tell_rank()
         # One thread at a time reads the counters and drives the window; a
         # mark from another thread meanwhile only counts. After an error of
         # its own the helper only marks steps.
@@ -1287,6 +1289,36 @@ class _Helper:
         self.lib.tell("backend", info, message)
 
 
+# ---- the rank, from the job's process group ----
+# mp.spawn (the launcher of PyTorch's DDP tutorial) sets no RANK: the rank is
+# known for sure only once the job has called
+# torch.distributed.init_process_group. Looked at each step until then (two
+# attribute reads), and at exit; told to the library once
+# (leakwatch_torch_rank), which names it in %r, on stderr and in the report.
+_rank_told = [False]
+
+
+def _tell_rank():
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is None or not dist.is_available() or not dist.is_initialized():
+            return
+        rank, world = dist.get_rank(), dist.get_world_size()
+    except Exception:
+        return
+    _rank_told[0] = True
+    try:
+        import ctypes
+
+        fn = ctypes.CDLL(None).leakwatch_torch_rank
+        fn.restype = None
+        fn.argtypes = [ctypes.c_int, ctypes.c_int]
+        if isinstance(rank, int) and isinstance(world, int) and rank >= 0:
+            fn(rank, world)
+    except (OSError, AttributeError, TypeError):
+        pass
+
+
 _helper = None
 
 
@@ -1313,6 +1345,8 @@ def _at_exit():
     if h is None:
         return
     try:
+        if not _rank_told[0]:
+            _tell_rank()
         torch = sys.modules.get("torch")
         if not h.backend_checked and not h.off and torch is not None:
             h.check_backend(torch)

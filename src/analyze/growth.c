@@ -129,7 +129,7 @@ static torch_track *ttracks[LW_TORCH_MAX_DEVICES]; /* under lock; NULL: no point
 static _Atomic unsigned char tgrowing[LW_TORCH_MAX_DEVICES];
 
 static double now_s(void) {
-    return (double)(lw_now_ns() - lw_start_time_ns()) / 1e9;
+    return (double)(lw_run_now_ns() - lw_start_time_ns()) / 1e9;
 }
 
 /* ---- the sites the growth comes from (attribution.h) ----
@@ -520,7 +520,31 @@ void lw_growth_init(void) {
     pthread_condattr_destroy(&ca);
 }
 
+/* lw_growth_wait under the test clock (runstate.h): the deadline is on the
+ * run's time, which only the job moves; it wakes the sampler through
+ * lw_growth_wake_sampler after each move and waits until the sampler waits
+ * again (lw_test_clock_advance). */
+static int test_clock_wait(const struct timespec *deadline) {
+    uint64_t until = (uint64_t)deadline->tv_sec * 1000000000u + (uint64_t)deadline->tv_nsec;
+    pthread_mutex_lock(&ring_lock);
+    while (!ring_len && lw_run_now_ns() < until) {
+        lw_test_clock_sampler_waits(until);
+        pthread_cond_wait(&wake, &ring_lock);
+    }
+    int timed_out = !ring_len;
+    lw_test_clock_sampler_works();
+    pthread_mutex_unlock(&ring_lock);
+    return timed_out;
+}
+
+void lw_growth_wake_sampler(void) {
+    pthread_mutex_lock(&ring_lock);
+    pthread_cond_signal(&wake);
+    pthread_mutex_unlock(&ring_lock);
+}
+
 int lw_growth_wait(const struct timespec *deadline) {
+    if (lw_test_clock_on()) return test_clock_wait(deadline);
     int timed_out = 0;
     pthread_mutex_lock(&ring_lock);
     while (!ring_len && !timed_out)
@@ -570,6 +594,7 @@ void lw_growth_step(void) {
     } else {
         ring[ring_len++] = pt;
     }
+    if (lw_test_clock_on()) lw_test_clock_sampler_woken();
     pthread_cond_signal(&wake);
     pthread_mutex_unlock(&ring_lock);
 }

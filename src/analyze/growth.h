@@ -30,9 +30,12 @@ void lw_growth_init(void);
 void lw_growth_step(void);
 
 /* The worker's loop: waits until a step is queued or the deadline passes
- * (CLOCK_MONOTONIC); returns 1 when the deadline passed. */
+ * (on lw_run_now_ns()'s clock: CLOCK_MONOTONIC, or the test clock); returns
+ * 1 when the deadline passed. */
 struct timespec;
 int lw_growth_wait(const struct timespec *deadline);
+/* Wakes the worker's wait (the test clock moved). */
+void lw_growth_wake_sampler(void);
 /* Takes in the queued steps; with close_interval (time mode, the interval
  * ran out) closes one time interval as a step. */
 void lw_growth_update(int close_interval);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "log.h"
 
+#include "rank.h"
 #include "sig_guard.h"
 
 #include <errno.h>
@@ -80,6 +81,14 @@ size_t lw_log_escape(const char *in, char *out, size_t n) {
     return o;
 }
 
+size_t lw_log_prefix(char *out, size_t n) {
+    lw_rank_info r;
+    lw_rank_get_cached(&r);
+    int w = r.rank >= 0 && r.world_size != 1 ? snprintf(out, n, "leakwatch[rank %ld]: ", r.rank)
+                                             : snprintf(out, n, "leakwatch: ");
+    return w < 0 ? 0 : (size_t)w >= n ? n - 1 : (size_t)w;
+}
+
 void lw_log(const char *fmt, ...) {
     char msg[1024], buf[1200];
     int saved = errno; /* never disturb the caller's errno */
@@ -92,8 +101,8 @@ void lw_log(const char *fmt, ...) {
     int m = vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (m < 0) msg[0] = '\0';
-    memcpy(buf, "leakwatch: ", 11);
-    size_t len = 11 + lw_log_escape(msg, buf + 11, sizeof buf - 12);
+    size_t pre = lw_log_prefix(buf, 64);
+    size_t len = pre + lw_log_escape(msg, buf + pre, sizeof buf - pre - 1);
     buf[len++] = '\n';
     /* A pipe whose reader has gone or a file over its size limit must not end
      * the job: the line is dropped instead. */

@@ -74,6 +74,9 @@ static const lw_option_def table[LW_OPT_COUNT] = {
         BOOL("VERIFY_STACKS", 0,
              "1 (debugging): unwind every stack a second time with the fallback "
              "unwinder and count differences (tracker.stack_mismatches); slow"),
+    [LW_OPT_TEST_CLOCK] = BOOL("TEST_CLOCK", 0,
+                               "1 (for tests): the run's time moves only when the job calls "
+                               "leakwatch__test_clock_advance(ns), which waits for the sampler"),
     [LW_OPT_SECCOMP] = TEXT("SECCOMP", "safe",
                             "under a seccomp filter (Seccomp: in /proc/self/status): safe (no "
                             "socket and no helper process, which the filter may punish by killing "

@@ -167,7 +167,7 @@ static int build_stats(FILE *f) {
     lw_jw_object(&w, NULL);
     lw_jw_int(&w, "pid", getpid());
     lw_jw_str(&w, "version", LEAKWATCH_VERSION);
-    lw_jw_double(&w, "uptime_s", (double)(lw_now_ns() - lw_start_time_ns()) / 1e9);
+    lw_jw_double(&w, "uptime_s", (double)(lw_run_now_ns() - lw_start_time_ns()) / 1e9);
     lw_jw_int(&w, "live_bytes", c.live_bytes);
     lw_jw_int(&w, "live_count", c.live_count);
     lw_jw_int(&w, "peak_live_bytes", c.peak_live_bytes);

@@ -528,6 +528,7 @@ static void emit_rank(lw_jw *w) {
     emit_opt_int(w, "rank", r.rank);
     emit_opt_int(w, "local_rank", r.local_rank);
     emit_opt_int(w, "world_size", r.world_size);
+    lw_jw_str(w, "rank_source", lw_rank_source_name(&r));
     /* The device this process uses: the current one, else the one that held
      * the most memory. */
     int dev = lw_device_current();
@@ -573,7 +574,7 @@ int lw_report_emit(FILE *f, const char *reason) {
     lw_symtab *syms = lw_symtab_new();
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    uint64_t now = lw_now_ns();
+    uint64_t now = lw_run_now_ns();
     double uptime = (double)(now - lw_start_time_ns()) / 1e9;
 
     lw_jw_object(&w, NULL);
@@ -634,6 +635,8 @@ int lw_report_emit(FILE *f, const char *reason) {
         lw_site_frames_collect(&l, syms, named);
         lw_jw_object(&w, "answer");
         lw_jw_uint(&w, "site", named->id);
+        /* Not decided yet: whether the named site is one that grows. */
+        if (g.verdict == LW_VERDICT_INCONCLUSIVE) lw_jw_bool(&w, "grows", ans.a.where_grows);
         emit_where(&w, &l, named == top ? top_distinct : lw_site_distinct(syms, &g, named));
         lw_jw_end(&w);
         lw_site_frames_free(&l);

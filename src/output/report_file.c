@@ -12,6 +12,8 @@
 #include "sandbox.h"
 #include "symbolize.h"
 
+#include "rank.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -20,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -42,10 +45,13 @@ void lw_report_forked_child(void) {
     forked_child = 1;
 }
 
+static void claim_after_fork_child(void);
+
 void lw_report_after_fork_child(void) {
     /* The thread that held it, if any, does not exist in the child. */
     pthread_mutex_init(&write_lock, NULL);
     final_written = 0;
+    claim_after_fork_child();
     lw_symtab_after_fork_child();
 }
 
@@ -63,6 +69,170 @@ static void child_path(const char *tpl, char *path, size_t n) {
     memcpy(path + at, pid, plen);
 }
 
+/* ---- one process per report file ----
+ * A process claims the path its template gives when it first writes there:
+ * an exclusive lock (flock) on ".NAME.lock" beside it, held until its final
+ * report (then removed). A path held by another process, or whose report
+ * another process wrote since this one started recording (a sibling that
+ * ended first), is not this process's: it writes NAME.PID.json instead and
+ * says so once. So the first of a job's processes to write keeps the name,
+ * a process that never writes (one that leaves with _exit) takes nothing,
+ * and a later run still replaces an earlier run's report. Where no lock can
+ * be taken (a read-only folder, a file system without locks) the path is
+ * used as before. A template with %p names one file per process: nothing to
+ * claim. */
+static pthread_mutex_t claim_lock = PTHREAD_MUTEX_INITIALIZER;
+static char claimed[PATH_MAX]; /* the path claimed (the template's) */
+static char own[PATH_MAX];     /* the path written: claimed, or this process's own name */
+static char lock_path[PATH_MAX];
+static int claim_fd = -1;
+static int claim_wrote;       /* a report was written at own */
+static int claim_provisional; /* claimed with %r before any rank was known */
+static struct timespec started_at;
+
+static void claim_after_fork_child(void) {
+    pthread_mutex_init(&claim_lock, NULL);
+    /* The lock is the parent's (flock's is shared with the open file): closing
+     * the child's descriptor leaves it held by the parent. */
+    if (claim_fd >= 0) close(claim_fd);
+    claim_fd = -1;
+    claimed[0] = own[0] = lock_path[0] = '\0';
+    claim_wrote = claim_provisional = 0;
+}
+
+static void lock_name(const char *path, char *out, size_t n) {
+    const char *slash = strrchr(path, '/');
+    size_t dl = slash ? (size_t)(slash - path) + 1 : 0;
+    if (snprintf(out, n, "%.*s.%s.lock", (int)dl, path, slash ? slash + 1 : path) >= (int)n)
+        out[0] = '\0';
+}
+
+/* The lock of path: its descriptor; -2 when another process holds it (who,
+ * in holder); -1 when none can be taken. */
+static int take_lock(const char *lock, char *holder, size_t hn) {
+    for (int tries = 0; tries < 4 && lock[0]; tries++) {
+        int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0) return -1;
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            int e = errno;
+            if (e == EWOULDBLOCK) {
+                ssize_t r = pread(fd, holder, hn - 1, 0);
+                holder[r > 0 ? r : 0] = '\0';
+                holder[strcspn(holder, "\n")] = '\0';
+            }
+            close(fd);
+            return e == EWOULDBLOCK ? -2 : -1;
+        }
+        /* Locked: still the file at that name (not one a holder removed
+         * meanwhile)? */
+        struct stat a, b;
+        if (fstat(fd, &a) == 0 && stat(lock, &b) == 0 && a.st_dev == b.st_dev &&
+            a.st_ino == b.st_ino) {
+            char me[300], host[256] = "";
+            gethostname(host, sizeof host - 1);
+            int len = snprintf(me, sizeof me, "pid %ld on %s\n", (long)getpid(), host);
+            if (ftruncate(fd, 0) == 0 && len > 0 && pwrite(fd, me, (size_t)len, 0) < 0) {
+                /* the holder's name is only for messages */
+            }
+            return fd;
+        }
+        close(fd);
+    }
+    return -1;
+}
+
+/* 1 when path holds a report another process wrote since this one started
+ * recording: a sibling's, which this process must not replace. */
+static int written_since_start(const char *path) {
+    struct stat st;
+    if (started_at.tv_sec == 0 || stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    return st.st_mtim.tv_sec > started_at.tv_sec ||
+           (st.st_mtim.tv_sec == started_at.tv_sec && st.st_mtim.tv_nsec >= started_at.tv_nsec);
+}
+
+/* NAME.json -> NAME.PID.json (NAME -> NAME.PID). */
+static void own_name(const char *path, char *out, size_t n) {
+    size_t len = strlen(path);
+    size_t at = len >= 5 && strcmp(path + len - 5, ".json") == 0 ? len - 5 : len;
+    if (snprintf(out, n, "%.*s.%ld%s", (int)at, path, (long)getpid(), path + at) >= (int)n)
+        snprintf(out, n, "%s", path);
+}
+
+static void release_claim(void) {
+    if (claim_fd < 0) return;
+    /* A report written under a name given before the rank was known is this
+     * process's own mistake: removed, so that the rank it named is free. */
+    if (claim_provisional && claim_wrote && !strcmp(own, claimed)) unlink(own);
+    unlink(lock_path); /* ours while held (take_lock checks the name after locking) */
+    close(claim_fd);
+    claim_fd = -1;
+}
+
+/* path: the template expanded for this process. Under claim_lock. */
+static void claim(const char *path, int provisional) {
+    release_claim();
+    snprintf(claimed, sizeof claimed, "%s", path);
+    snprintf(own, sizeof own, "%s", path);
+    claim_wrote = 0;
+    claim_provisional = provisional;
+    char holder[300] = "";
+    lock_name(path, lock_path, sizeof lock_path);
+    int fd = take_lock(lock_path, holder, sizeof holder);
+    if (fd >= 0 && !written_since_start(path)) {
+        claim_fd = fd;
+        return;
+    }
+    if (fd == -1) return; /* no lock here: as before */
+    if (fd >= 0) {
+        unlink(lock_path); /* held: ours to remove, the path is not ours to take */
+        close(fd);
+        snprintf(holder, sizeof holder, "a process that ended before this one");
+    }
+    own_name(path, own, sizeof own);
+    char own_lock[PATH_MAX], h2[300];
+    lock_name(own, own_lock, sizeof own_lock);
+    fd = take_lock(own_lock, h2, sizeof h2);
+    if (fd >= 0) {
+        claim_fd = fd;
+        snprintf(lock_path, sizeof lock_path, "%s", own_lock);
+    }
+    lw_log("%s is the report of another process (%s); this process's report goes to %s "
+           "instead",
+           path, holder[0] ? holder : "unknown", own);
+}
+
+/* The path this process writes for the template's expansion path (in
+ * place). */
+static void claimed_path(char *path, size_t n, int claim_it) {
+    pthread_mutex_lock(&claim_lock);
+    if (strcmp(path, claimed) != 0 && claim_it) {
+        lw_rank_info r;
+        lw_rank_get(&r);
+        claim(path, r.source == LW_RANK_NONE && strstr(lw_opt_str(LW_OPT_REPORT), "%r") != NULL);
+    }
+    if (!strcmp(path, claimed)) snprintf(path, n, "%s", own);
+    pthread_mutex_unlock(&claim_lock);
+}
+
+static void note_written(const char *path, int final) {
+    pthread_mutex_lock(&claim_lock);
+    if (!strcmp(path, own)) {
+        claim_wrote = 1;
+        if (final && claim_fd >= 0) {
+            unlink(lock_path);
+            close(claim_fd);
+            claim_fd = -1;
+        }
+    }
+    pthread_mutex_unlock(&claim_lock);
+}
+
+void lw_report_claim_start(void) {
+    pthread_mutex_lock(&claim_lock);
+    if (started_at.tv_sec == 0) clock_gettime(CLOCK_REALTIME, &started_at);
+    pthread_mutex_unlock(&claim_lock);
+}
+
 void lw_report_final_path(char *path, size_t n) {
     const char *tpl = lw_opt_str(LW_OPT_REPORT);
     if (!strcmp(tpl, "none") || lw_path_expand(tpl, path, n) != 0) {
@@ -70,6 +240,7 @@ void lw_report_final_path(char *path, size_t n) {
         return;
     }
     child_path(tpl, path, n);
+    if (!strstr(tpl, "%p")) claimed_path(path, n, 0);
     if (path[0] != '/') {
         /* Absolute, so that it means the same to a reader elsewhere. */
         char cwd[PATH_MAX], abs[PATH_MAX];
@@ -87,6 +258,9 @@ int lw_report_path(char *path, size_t n) {
     const char *tpl = lw_opt_str(LW_OPT_REPORT);
     if (lw_path_expand(tpl, path, n) != 0) return -1;
     child_path(tpl, path, n);
+    /* /dev/null and other non-files are the atomic writer's to judge. */
+    if (strcmp(tpl, "none") && strcmp(path, "/dev/null") && !strstr(tpl, "%p"))
+        claimed_path(path, n, 1);
     return 0;
 }
 
@@ -216,6 +390,7 @@ static int write_locked(const char *reason, int fallback, char *written, size_t 
         int rc = lw_report_write_path(path, reason, why, sizeof why);
         if (rc == LW_AF_OFF) return 0; /* /dev/null: no file, as asked */
         if (rc == LW_AF_WRITTEN) {
+            note_written(path, is_final(reason));
             if (written) snprintf(written, writtenlen, "%s", path);
             if (is_final(reason)) final_written = 1;
             return 0;

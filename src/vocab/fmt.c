@@ -92,6 +92,7 @@ void lw_answer_init(lw_answer *a) {
     a->rate = a->lo = a->hi = a->per_second = a->onset = a->steps = NAN;
     a->free_bytes = a->total_bytes = a->oom_seconds = a->oom_steps = NAN;
     a->computed_at = a->where_rate = a->where_live = a->onset_hi = NAN;
+    a->more_steps = NAN;
 }
 
 void lw_answer_oom(double free_bytes, double per_second, double per_step, double *seconds,
@@ -162,14 +163,35 @@ char *lw_answer_line(const lw_answer *a, char *out, size_t n) {
             add(out, n, &o, ": no CUDA allocation was seen since the attach");
         else if (verdict == LW_VERDICT_NO_LEAK)
             add(out, n, &o, ": the floor of live memory is flat");
-        else if (verdict == LW_VERDICT_INCONCLUSIVE)
+        else if (verdict == LW_VERDICT_INCONCLUSIVE && a->reason && a->reason[0]) {
+            /* A report's text, read back: no control character gets through. */
+            char why[200];
+            size_t k = 0;
+            for (const char *c = a->reason; *c && k + 1 < sizeof why; c++)
+                why[k++] = (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c;
+            why[k] = '\0';
+            add(out, n, &o, ": %s", why);
+        } else if (verdict == LW_VERDICT_INCONCLUSIVE)
             add(out, n, &o, ": not enough %ss or too much noise to decide", unit);
         if (isfinite(a->steps))
             add(out, n, &o, " over %s %ss", lw_fmt_count(a->steps, s, sizeof s), unit);
         if (a->where) {
-            add(out, n, &o, "; largest site: %s", a->where);
+            add(out, n, &o, "; %s site: %s", a->where_grows ? "growing" : "largest", a->where);
             if (isfinite(a->where_live))
                 add(out, n, &o, " (%s live)", lw_fmt_bytes(a->where_live, f, sizeof f));
+        }
+        /* The one thing that would decide it. */
+        if (verdict == LW_VERDICT_INCONCLUSIVE) {
+            int more = isfinite(a->more_steps) && a->more_steps >= 1;
+            if (!strcmp(unit, "interval"))
+                add(out, n, &o,
+                    "; to decide: mark steps (leakwatch_step() in C, leakwatch.step() in "
+                    "Python) or a shorter --interval");
+            else
+                add(out, n, &o, "; to decide: run %s", more ? "about " : "more steps");
+            if (more)
+                add(out, n, &o, "%s%s more %ss", strcmp(unit, "interval") ? "" : ", or about ",
+                    lw_fmt_count(ceil(a->more_steps), s, sizeof s), unit);
         }
     }
     if (isfinite(a->computed_at))

@@ -63,11 +63,49 @@ START_TEST(answer_line_is_one_format) {
 }
 END_TEST
 
+/* inconclusive says its real reason, the evidence so far, the growing site
+ * and the one thing that would decide it (issue 42, item 4: it said "not
+ * enough intervals or too much noise" whatever the reason, named the largest
+ * site, and suggested nothing). */
+START_TEST(inconclusive_says_why_and_what_decides_it) {
+    lw_answer a;
+    char line[768];
+    lw_answer_init(&a);
+    a.verdict = "inconclusive";
+    a.unit = "interval";
+    a.steps = 25;
+    a.reason = "the floor grows; confirming (2 of 3 evaluations in a row)";
+    a.more_steps = 3.2;
+    a.where = "train.py:40 in train";
+    a.where_grows = 1;
+    a.where_live = 1024;
+    lw_answer_line(&a, line, sizeof line);
+    ck_assert_str_eq(line, "inconclusive: the floor grows; confirming (2 of 3 evaluations in a "
+                           "row) over 25 intervals; growing site: train.py:40 in train (1.00 KiB "
+                           "live); to decide: mark steps (leakwatch_step() in C, leakwatch.step() "
+                           "in Python) or a shorter --interval, or about 4 more intervals");
+    a.unit = "step";
+    a.reason = "too few steps yet";
+    a.more_steps = NAN;
+    a.where_grows = 0;
+    lw_answer_line(&a, line, sizeof line);
+    ck_assert_str_eq(line, "inconclusive: too few steps yet over 25 steps; largest site: "
+                           "train.py:40 in train (1.00 KiB live); to decide: run more steps");
+    a.more_steps = 40;
+    a.reason = "noisy\033[2J";
+    lw_answer_line(&a, line, sizeof line);
+    ck_assert_msg(strstr(line, "inconclusive: noisy?[2J over") &&
+                      strstr(line, "run about 40 more steps"),
+                  "%s", line);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("fmt");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, byte_formats);
     tcase_add_test(tc, answer_line_is_one_format);
+    tcase_add_test(tc, inconclusive_says_why_and_what_decides_it);
     suite_add_tcase(s, tc);
     return lw_check_run(s) ? 1 : 0;
 }

@@ -470,6 +470,47 @@ static int do_detach(long pid, int quiet) {
 }
 
 /* ---- the foreground attach's last line ---- */
+/* The live lines of `leakwatch run`, for a foreground attach: the job's
+ * library is told to print nothing in the job's own output (LEAKWATCH_QUIET,
+ * LEAKWATCH_WARN=0), so this command asks the job for its answer now and then
+ * and prints what run's library would have: the LEAK line once a leak is
+ * established ("[as of step N]"), its withdrawal, and once, that steps are
+ * not marked. *state: bit 0 a LEAK line stands, bit 1 the note was said. */
+static void live_lines(const char *sock, int *state) {
+    size_t len = 0;
+    char err[1200];
+    char *body = lw_sock_request_within(sock, "report", 5000, &len, err, sizeof err);
+    if (!body) return;
+    lw_model m;
+    if (lw_model_load_text(&m, "the job's answer", body, len, err, sizeof err) == 0) {
+        const lw_m_growth *g = &m.growth;
+        int by_time = g->step_source && !strcmp(g->step_source, "time");
+        char line[1400], where[512], n[48];
+        if (m.verdict == LW_MV_LEAK && !(*state & 1)) {
+            lw_answer a;
+            lw_model_answer(&m, &a, where, sizeof where);
+            a.computed_at = g->steps;
+            fprintf(stderr, "leakwatch: %s\n", lw_answer_line(&a, line, sizeof line));
+            *state |= 1;
+        } else if (m.verdict != LW_MV_LEAK && (*state & 1)) {
+            const char *why = lw_json_string(lw_json_path(m.doc, "growth.reason"));
+            fprintf(stderr, "leakwatch: leak verdict withdrawn at %s %s: %s\n",
+                    by_time ? "interval" : "step", lw_fmt_count(g->steps, n, sizeof n),
+                    lw_safe_text(why ? why : "the growth stopped", line, sizeof line));
+            *state &= ~1;
+        }
+        if (by_time && g->steps >= 1 && !(*state & 2)) {
+            fprintf(stderr,
+                    "leakwatch: no step marks yet: each interval counts as a step "
+                    "(--set interval_ms=MS); for a faster answer mark steps: "
+                    "leakwatch_step() in C, leakwatch.step() in Python (in PyTorch an optimizer "
+                    "marks them)\n");
+            *state |= 2;
+        }
+    }
+    lw_model_free(&m);
+    free(body);
+}
 
 static volatile sig_atomic_t got_signal;
 
@@ -709,12 +750,15 @@ int lw_cmd_attach(int argc, char **argv) {
     struct timespec since;
     clock_gettime(CLOCK_REALTIME, &since);
     char sock[4200];
-    for (;;) {
+    int live = 0;
+    for (long tick = 0;; tick++) {
         if (got_signal) {
             return do_detach(pid, quiet);
         }
         if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) break;
         if (lw_sock_find(pid, sock, sizeof sock, err, sizeof err) != 0) break;
+        /* The job's answer every second, as top reads it. */
+        if (!quiet && tick % 10 == 9) live_lines(sock, &live);
         struct timespec ts = {0, 100 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }

@@ -155,6 +155,10 @@ int lw_model_where(const lw_m_site *s, char *out, size_t n);
  * one. NULL when the report has no sites. */
 const lw_m_site *lw_model_top_site(const lw_model *m);
 
+/* The site that grows most (its growth per step, else how far its own floor
+ * rose), for an answer not decided yet; NULL when none grows. */
+const lw_m_site *lw_model_growing_site(const lw_model *m);
+
 /* The report's answer as every output states it (fmt.h); where is the
  * buffer for the place to look. */
 #include "fmt.h"
