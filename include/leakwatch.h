@@ -70,6 +70,16 @@ void leakwatch_torch_rank(int rank, int world_size);
  * is not JSON of that shape (arrays for sites, objects otherwise; at most 1 MiB). */
 int leakwatch_torch_info(const char *field, const char *json, const char *message);
 
+/* The anatomy of a device's memory and out-of-memory (python/leakwatch/
+ * _anatomy.py): values[] = weights, gradients, optimizer state (bytes, each
+ * storage once), PyTorch's allocated, reserved, peak allocated, peak
+ * reserved, the driver's free and total, the failed request (-1 unknown);
+ * n at least 10. event 0: a sample (sparse: never per step); 1: PyTorch's
+ * out-of-memory observer fired on that device (the report is written now,
+ * with its post-mortem, the report's "oom"); 2: the observer is attached
+ * (device, values ignored). Returns 0, or -1 when not recording. */
+int leakwatch_torch_anatomy(int device, int event, const long long *values, int n);
+
 /* For the Python package (imported, with the GIL held): registers, once per
  * process, a Py_AtExit callback that writes the final report and summary at
  * the end of CPython's finalisation. It runs on every ending that finalises,

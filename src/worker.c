@@ -156,6 +156,7 @@ static void *run(void *arg) {
             lw_warning_leak();
             decided_unwritten = 1;
         }
+        if (lw_growth_take_growing()) lw_warning_growing();
         lw_warning_check();
         periodic_outputs();
         tick_fn hook = atomic_load(&tick_hook);

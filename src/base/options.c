@@ -86,6 +86,9 @@ static const lw_option_def table[LW_OPT_COUNT] = {
     [LW_OPT_CONTROL] = BOOL("CONTROL", 1,
                             "0: no control socket (no leakwatch top, ps, snapshot or attach "
                             "--detach for this job; one descriptor fewer)"),
+    [LW_OPT_LIVE_HOLD] = INT("LIVE_HOLD", 256, 0, 100000000,
+                             "PyTorch: steps a leak must hold, not slowing nor cycling, before "
+                             "it is said while the job runs (0: as soon as it is announced)"),
 };
 
 long lw_opt_values_[LW_OPT_COUNT];

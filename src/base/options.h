@@ -31,6 +31,7 @@ typedef enum {
     LW_OPT_TEST_CLOCK,
     LW_OPT_SECCOMP,
     LW_OPT_CONTROL,
+    LW_OPT_LIVE_HOLD,
     LW_OPT_COUNT
 } lw_option_id;
 

@@ -3,6 +3,7 @@
 #include "answer.h"
 
 #include "live.h"
+#include "anatomy.h"
 #include "site_name.h"
 #include "site_rank.h"
 #include "sites.h"
@@ -14,10 +15,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *lw_answer_step_unit(const lw_growth_state *g, char *module, size_t mn) {
+    char unit[32];
+    if (module && mn) module[0] = '\0';
+    if (!strcmp(g->step_source, "time")) return "interval";
+    if (lw_torch_info_step_unit(unit, sizeof unit, module, mn)) {
+        if (!strcmp(unit, "module_call")) return "module_call";
+        if (!strcmp(unit, "optimizer_step")) return "optimizer_step";
+    }
+    return "leakwatch_step";
+}
+
+const char *lw_answer_unit_word(const lw_growth_state *g) {
+    const char *u = lw_answer_step_unit(g, NULL, 0);
+    return !strcmp(u, "interval") ? "interval" : !strcmp(u, "module_call") ? "call" : "step";
+}
+
 void lw_report_answer(lw_answer *a, const lw_growth_state *g) {
     lw_answer_init(a);
     a->verdict = lw_verdict_name(g->verdict);
-    a->unit = strcmp(g->step_source, "time") ? "step" : "interval";
+    a->unit = lw_answer_unit_word(g);
     a->steps = (double)g->steps;
     if (g->device_free >= 0) a->free_bytes = (double)g->device_free;
     if (g->device_total >= 0) a->total_bytes = (double)g->device_total;
@@ -26,7 +43,20 @@ void lw_report_answer(lw_answer *a, const lw_growth_state *g) {
         a->reason = g->reason;
         a->more_steps = g->last.more_steps;
     }
+    if (g->verdict == LW_VERDICT_INCONCLUSIVE && isfinite(g->last.slope) && g->last.slope > 0 &&
+        isfinite(g->last.lo) && g->last.lo >= 0) {
+        /* Growth seen, not yet confirmed: said with its size (fmt.c). */
+        a->rate = g->last.slope;
+        a->lo = g->last.lo;
+        a->hi = g->last.hi;
+        a->per_second = g->last.bytes_per_second;
+    }
     if (g->verdict != LW_VERDICT_LEAK) return;
+    if (g->memory_kind && !strcmp(g->memory_kind, "pinned_host")) {
+        a->kind = "pinned_host";
+        a->free_bytes = g->host_available >= 0 ? (double)g->host_available : NAN;
+        a->total_bytes = g->host_total >= 0 ? (double)g->host_total : NAN;
+    }
     a->rate = g->last.slope;
     a->lo = g->last.lo;
     a->hi = g->last.hi;
@@ -114,6 +144,12 @@ void lw_run_answer_from(lw_run_answer *r, const lw_growth_state *g) {
     memset(r, 0, sizeof *r);
     r->g = *g;
     lw_report_answer(&r->a, &r->g); /* its reason points into r->g */
+    if (lw_anatomy_oom_get(r->oom_cause, sizeof r->oom_cause, r->oom_evidence,
+                           sizeof r->oom_evidence, r->oom_remedy, sizeof r->oom_remedy)) {
+        r->a.oom_cause = r->oom_cause;
+        r->a.oom_evidence = r->oom_evidence;
+        r->a.oom_remedy = r->oom_remedy;
+    }
     int leak = g->verdict == LW_VERDICT_LEAK;
     double rate = 0;
     /* The PyTorch override, here only. */
@@ -158,6 +194,11 @@ void lw_run_answer_copy(lw_run_answer *dst, const lw_run_answer *src) {
     *dst = *src;
     if (src->a.where == src->where) dst->a.where = dst->where;
     if (src->a.reason == src->g.reason) dst->a.reason = dst->g.reason;
+    if (src->a.oom_cause == src->oom_cause) {
+        dst->a.oom_cause = dst->oom_cause;
+        dst->a.oom_evidence = dst->oom_evidence;
+        dst->a.oom_remedy = dst->oom_remedy;
+    }
 }
 
 /* Per thread: the exit summary renders the report its own thread wrote, not

@@ -251,7 +251,8 @@ static void screen(FILE *out, const lw_model *m, long pid, size_t max_sites, int
     fprintf(out, "verdict %-12s growth %s", lw_mverdict_label(m->verdict),
             lw_fmt_rate(g->bytes_per_step, "step", a, sizeof a));
     if (isfinite(g->steps)) fprintf(out, "  steps %s", lw_fmt_count(g->steps, c, sizeof c));
-    fprintf(out, "  OOM in %s\n",
+    fprintf(out, "  %s in %s\n",
+            g->memory_kind && !strcmp(g->memory_kind, "pinned_host") ? "host memory full" : "OOM",
             isfinite(g->oom_eta_seconds) ? lw_fmt_duration(g->oom_eta_seconds, b, sizeof b) : "-");
     fprintf(out, "live    %s in %s allocations, peak %s",
             lw_fmt_bytes(m->totals.live_bytes, a, sizeof a),
@@ -263,6 +264,12 @@ static void screen(FILE *out, const lw_model *m, long pid, size_t max_sites, int
                 lw_fmt_count(m->imported.live_count, b, sizeof b));
     fputc('\n', out);
     device_bars(out, m, width);
+    /* What fills each device, by role (the report's anatomy). */
+    for (size_t i = 0; i < m->nanatomy; i++) {
+        char roles[600];
+        fprintf(out, "roles %-3.0f %s\n", m->anatomy[i].device,
+                lw_model_anatomy_line(&m->anatomy[i], 0, roles, sizeof roles));
+    }
     trend_line(out, m, width - 36 > 10 ? width - 36 : 10);
     if (!m->nsites) {
         fprintf(out, "\n(no call sites yet)\n");

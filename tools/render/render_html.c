@@ -596,7 +596,8 @@ static void answer_header(FILE *o, const lw_model *m) {
     lw_model_answer(m, &a, where, sizeof where);
     fprintf(o, "<header id=\"answer\" class=\"answer %s\">\n<div class=\"verdict\">%s</div>\n",
             lw_mverdict_name(m->verdict),
-            m->verdict == LW_MV_LEAK           ? "Leak: the floor of GPU memory grows"
+            m->verdict == LW_MV_LEAK && a.kind ? "Leak: pinned host memory grows"
+            : m->verdict == LW_MV_LEAK         ? "Leak: the floor of GPU memory grows"
             : m->verdict == LW_MV_NO_LEAK      ? "No leak"
             : m->verdict == LW_MV_INCONCLUSIVE ? "Inconclusive"
             : m->verdict == LW_MV_NOTHING_SEEN ? "Nothing seen since the attach"
@@ -628,7 +629,10 @@ static void answer_header(FILE *o, const lw_model *m) {
         if (isfinite(g->oom_eta_seconds) || isfinite(g->oom_eta_steps)) {
             snprintf(b, sizeof b, "%s (%s %ss)", lw_fmt_duration(g->oom_eta_seconds, c, sizeof c),
                      lw_fmt_count(g->oom_eta_steps, d, sizeof d), a.unit);
-            fact(o, "out of memory in", b);
+            fact(o,
+                 a.kind && !strcmp(a.kind, "pinned_host") ? "host memory used up in"
+                                                          : "out of memory in",
+                 b);
         } else {
             fact(o, "out of memory in", "unknown (device memory not known)");
         }
@@ -667,9 +671,57 @@ static void answer_header(FILE *o, const lw_model *m) {
     fputs("</p>\n</header>\n", o);
 }
 
+/* What fills each device, by role (the report's anatomy): one stacked bar
+ * per device, the bytes beside it. */
+static void anatomy(FILE *o, const lw_model *m) {
+    static const char *const colors[LW_ROLES] = {"#4e79a7", "#76b7b2", "#59a14f", "#edc948",
+                                                 "#bab0ac", "#b07aa1", "#e15759"};
+    if (!m->nanatomy) return;
+    fputs("<div class=\"anatomy\" id=\"anatomy\">\n<h3>What fills the device</h3>\n", o);
+    for (size_t i = 0; i < m->nanatomy; i++) {
+        const lw_m_anatomy *a = &m->anatomy[i];
+        double total = a->total_bytes, sum = 0;
+        for (int k = 0; k < LW_ROLES; k++)
+            if (isfinite(a->now[k]) && a->now[k] > 0) sum += a->now[k];
+        if (!isfinite(total) || total < sum) total = sum;
+        fprintf(o,
+                "<div>gpu %.0f</div><div style=\"display:flex;height:1.2em;width:100%%;"
+                "border:1px solid #888;background:#fff\">",
+                a->device);
+        for (int k = 0; k < LW_ROLES && total > 0; k++) {
+            if (!isfinite(a->now[k]) || a->now[k] <= 0) continue;
+            char b[32];
+            fprintf(o, "<span style=\"width:%.2f%%;background:%s\" title=\"%s %s\"></span>",
+                    100 * a->now[k] / total, colors[k], lw_model_role_labels[k],
+                    lw_fmt_bytes(a->now[k], b, sizeof b));
+        }
+        fputs("</div>\n<p>", o);
+        for (int k = 0; k < LW_ROLES; k++) {
+            if (!isfinite(a->now[k])) continue;
+            char b[32];
+            fprintf(o, "<span style=\"color:%s\">&#9632;</span> %s %s &#160; ", colors[k],
+                    lw_model_role_labels[k], lw_fmt_bytes(a->now[k], b, sizeof b));
+        }
+        if (isfinite(total)) {
+            char b[32];
+            fprintf(o, "of %s", lw_fmt_bytes(a->total_bytes, b, sizeof b));
+        }
+        char line[600];
+        if (m->anatomy_method && !strcmp(m->anatomy_method, "pytorch")) {
+            fputs("<br>at the peak: ", o);
+            esc(o, lw_model_anatomy_line(a, 1, line, sizeof line));
+        }
+        fputs("</p>\n", o);
+    }
+    if (m->anatomy_method && strcmp(m->anatomy_method, "pytorch"))
+        fputs("<p>No PyTorch: the roles are unknown; the memory by call site is below.</p>\n", o);
+    fputs("</div>\n", o);
+}
+
 static void section(FILE *o, const lw_model *m, int idx, const lw_render_opts *ro) {
     fprintf(o, "<section id=\"report-%d\">\n", idx);
     answer_header(o, m);
+    anatomy(o, m);
     plot(o, m, idx);
     peak_plot(o, m, idx);
     sites(o, m, ro);

@@ -136,7 +136,24 @@ static void print_growth(FILE *out, const lw_model *m) {
             fprintf(out, "; growth began near step %.0f", g->onset_step);
         fputc('\n', out);
     }
-    if (isfinite(g->oom_eta_seconds) || isfinite(g->oom_eta_steps)) {
+    int host = g->memory_kind && !strcmp(g->memory_kind, "pinned_host");
+    if (host && m->verdict == LW_MV_LEAK)
+        fprintf(out,
+                "  memory    pinned host memory (page-locked RAM) leaks; the device's does not\n");
+    if (host && (isfinite(g->oom_eta_seconds) || isfinite(g->oom_eta_steps))) {
+        fprintf(out, "  host OOM  projected in ");
+        if (isfinite(g->oom_eta_seconds))
+            fprintf(out, "%s", lw_fmt_duration(g->oom_eta_seconds, a, sizeof a));
+        if (isfinite(g->oom_eta_steps))
+            fprintf(out, "%s%s steps%s", isfinite(g->oom_eta_seconds) ? " (" : "",
+                    lw_fmt_count(g->oom_eta_steps, b, sizeof b),
+                    isfinite(g->oom_eta_seconds) ? ")" : "");
+        if (isfinite(g->host_available_bytes) && isfinite(g->host_total_bytes))
+            fprintf(out, "; %s of host memory available of %s",
+                    lw_fmt_bytes(g->host_available_bytes, c, sizeof c),
+                    lw_fmt_bytes(g->host_total_bytes, d, sizeof d));
+        fputc('\n', out);
+    } else if (isfinite(g->oom_eta_seconds) || isfinite(g->oom_eta_steps)) {
         fprintf(out, "  OOM       projected in ");
         if (isfinite(g->oom_eta_seconds))
             fprintf(out, "%s", lw_fmt_duration(g->oom_eta_seconds, a, sizeof a));
@@ -274,8 +291,30 @@ static void print_failures(FILE *out, const lw_model *m) {
     }
 }
 
+/* What fills each device, by role (the report's anatomy): a bar and the
+ * bytes, now and at the run's peak. */
+static void print_anatomy(FILE *out, const lw_model *m) {
+    if (!m->nanatomy) return;
+    for (size_t i = 0; i < m->nanatomy; i++) {
+        const lw_m_anatomy *a = &m->anatomy[i];
+        char bar[48], line[600];
+        fprintf(out, "  anatomy   gpu %.0f [%s] %s\n", a->device,
+                lw_model_anatomy_bar(a, 40, bar, sizeof bar),
+                lw_model_anatomy_line(a, 0, line, sizeof line));
+        if (m->anatomy_method && !strcmp(m->anatomy_method, "pytorch"))
+            fprintf(out, "            at the peak: %s\n",
+                    lw_model_anatomy_line(a, 1, line, sizeof line));
+    }
+    if (m->anatomy_method && strcmp(m->anatomy_method, "pytorch"))
+        fprintf(out, "            (no PyTorch: roles unknown, the memory by call site is below)\n");
+    else
+        fprintf(out, "            (W weights, G gradients, O optimizer state, A activations, "
+                     "c cached free, X outside PyTorch, L leak)\n");
+}
+
 static void render_one(FILE *out, const lw_model *m, const lw_render_opts *o) {
     print_answer(out, m);
+    print_anatomy(out, m);
     print_header(out, m);
     print_growth(out, m);
     print_sites(out, m, o);
