@@ -51,6 +51,8 @@ def one(kind, steps, tmp):
         env["LD_LIBRARY_PATH"] = STAND_INS
         cmd = py
     else:
+        if kind == "no-anatomy":  # the same build with the anatomy's sampling off
+            env["LEAKWATCH_TORCH_ANATOMY"] = "0"
         cmd = [LEAKWATCH, "run", "--cuda-stand-ins", "-q", "-r", os.path.join(tmp, "r.json")]
         if kind == "tensors":
             cmd += ["--mode", "tensors"]
@@ -68,7 +70,7 @@ def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     steps = 400
     tmp = os.environ.get("TMPDIR", "/tmp")
-    kinds = ("bare", "default", "tensors")
+    kinds = ("bare", "default", "tensors", "no-anatomy")
     rates = {k: [] for k in kinds}
     ratios = {k: [] for k in kinds[1:]}
     for _ in range(rounds):
@@ -82,6 +84,11 @@ def main():
     for k in kinds[1:]:
         print(f"  leakwatch {k:8s} {statistics.median(rates[k]):8.1f} steps/s,"
               f" {statistics.median(ratios[k]):.3f}x bare ({min(ratios[k]):.3f}..{max(ratios[k]):.3f})")
+    # The anatomy's per-step cost: default against the same build with it off
+    # (LEAKWATCH_TORCH_ANATOMY=0), round by round.
+    own = [d / n for d, n in zip(rates["default"], rates["no-anatomy"])]
+    print(f"  anatomy on/off (default mode): {statistics.median(own):.3f}x"
+          f" ({min(own):.3f}..{max(own):.3f})")
 
 
 if __name__ == "__main__":
