@@ -54,6 +54,13 @@ int leakwatch_torch_counters(int device, long long allocated, long long reserved
  * site is marked as made in backward. */
 void leakwatch_torch_backward(int entering);
 
+/* The rank and world size of the job's default process group
+ * (torch.distributed.get_rank(), get_world_size()), once the job has created
+ * it: from then on they are the process's rank (the report's rank and
+ * world_size, %r in LEAKWATCH_REPORT, the rank every line on stderr names),
+ * whatever the launcher (mp.spawn sets no RANK). */
+void leakwatch_torch_rank(int rank, int world_size);
+
 /* What the helper found, for the report: field "sites" (a JSON array of site
  * objects from PyTorch's allocation history; message: the first one's label
  * for the summary line), "answer" (the report's answer, {"site", "where"},

@@ -12,9 +12,11 @@
 #include "options.h"
 #include "prometheus.h"
 #include "pyframes.h"
+#include "rank.h"
 #include "record.h"
 #include "vmm.h"
 #include "imports.h"
+#include "instance.h"
 #include "report.h"
 #include "summary.h"
 #include "report_file.h"
@@ -22,6 +24,7 @@
 #include "real.h"
 #include "hook_depth.h"
 #include "runstate.h"
+#include "sandbox.h"
 #include "warning.h"
 #include "where.h"
 #include "worker.h"
@@ -77,9 +80,22 @@ static void forget_parent(void) {
     lw_anatomy_forget();
 }
 
+/* The marker of every copy of the library (instance.h): the first copy
+ * loaded records, whatever its file name; another one stays inert. */
+LW_EXPORT void leakwatch__instance(void) {}
+
 static void start(void) {
     lw_options_load();
     if (lw_opt_int(LW_OPT_DISABLE)) {
+        atomic_store(&state, OFF);
+        return;
+    }
+    char other[PATH_MAX];
+    if (lw_instance_other(other, sizeof other)) {
+        lw_log_once(said_other,
+                    "another copy of the library is loaded first (%s): it watches "
+                    "this process, this copy stays inert (one report per process)",
+                    other);
         atomic_store(&state, OFF);
         return;
     }
@@ -89,9 +105,20 @@ static void start(void) {
         lw_report_forked_child();
         forked = 0;
     }
+    /* A seccomp filter: no socket or helper process of ours (sandbox.h),
+     * said once, before the first of them. */
+    if (lw_sandboxed() && !lw_log_quiet)
+        lw_log_once(said_seccomp,
+                    "this process runs under a seccomp filter (Seccomp: %d in /proc/self/status): "
+                    "leakwatch keeps to what a CUDA job itself does (memory, files, threads) and "
+                    "opens no socket and starts no process, which the filter may punish by "
+                    "killing the job: no live view (leakwatch top, ps, snapshot) and no source "
+                    "lines; set LEAKWATCH_SECCOMP=full if the filter allows them",
+                    lw_seccomp_mode());
     lw_torch_mode_started(); /* its deferred notice: this process uses CUDA */
     lw_sites_set_cap((size_t)lw_opt_int(LW_OPT_MAX_SITES));
-    lw_set_start_time_ns(lw_now_ns());
+    lw_test_clock_init();
+    lw_set_start_time_ns(lw_run_now_ns());
     owner_pid = getpid();
     if (!handlers_registered) {
         if (atexit(at_exit) != 0)
@@ -101,7 +128,8 @@ static void start(void) {
     }
     if (lw_py_init() != 0 && lw_py_unavailable() != NULL)
         lw_log("no Python lines: %s", lw_py_unavailable());
-    lw_report_cleanup(); /* temporary files of a writer killed mid-write */
+    lw_report_cleanup();     /* temporary files of a writer killed mid-write */
+    lw_report_claim_start(); /* from now, another process's report is a sibling's */
     lw_stack_init();
     lw_record_set_failure_hook(on_failure);
     atomic_store_explicit(&state, RECORDING, memory_order_release);
@@ -255,6 +283,15 @@ LW_EXPORT void leakwatch_step(void) {
     }
 }
 
+/* For tests only (LEAKWATCH_TEST_CLOCK=1, runstate.h): moves the run's time
+ * on by ns and returns once the sampler has done what fell due (intervals
+ * closed, warnings said); -1, nothing done, when the test clock is off. Not
+ * in leakwatch.h: test programs look it up with dlsym. */
+LW_EXPORT int leakwatch__test_clock_advance(long long ns) {
+    if (ns < 0) return -1;
+    return lw_test_clock_advance((uint64_t)ns, lw_growth_wake_sampler);
+}
+
 LW_EXPORT void leakwatch_dump(void) {
     if (atomic_load(&state) != RECORDING) return;
     write_report("dump", 0);
@@ -336,6 +373,10 @@ LW_EXPORT void leakwatch_torch_backward(int entering) {
     lw_record_backward(entering);
 }
 
+LW_EXPORT void leakwatch_torch_rank(int rank, int world_size) {
+    lw_rank_set_group(rank, world_size);
+}
+
 LW_EXPORT int leakwatch_torch_anatomy(int device, int event, const long long *values, int n) {
     /* The observer is attached when CUDA initialises, before this process
      * records anything: said whatever the state. */
@@ -347,5 +388,10 @@ LW_EXPORT int leakwatch_torch_anatomy(int device, int event, const long long *va
 
 LW_EXPORT int leakwatch_torch_info(const char *field, const char *json, const char *message) {
     if (!recording_here()) return -1;
-    return lw_torch_info_set(field, json, message);
+    int rc = lw_torch_info_set(field, json, message);
+    /* What a step is: module calls (no optimizer) tell the detector that the
+     * time between marks is no work (growth.h). */
+    if (rc == 0 && !strcmp(field, "step_unit") && strstr(json, "\"module_call\""))
+        lw_growth_steps_are_calls();
+    return rc;
 }

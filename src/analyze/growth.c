@@ -40,7 +40,17 @@ static pthread_cond_t wake;
 static point ring[RING];
 static int ring_len;
 static int marker_requested; /* set by the first step mark, under ring_lock */
-static point batch[RING];    /* the sampler's copy of the queue, under lock */
+/* The worker is woken by the first WAKE_MARKS marks (it learns the job's
+ * pace from them) and whenever the queue is half full; after that it takes
+ * the queue in on its own schedule: every gap_period() (half a mean step,
+ * 5 ms at least) in lw_growth_unmarked_tick, and every interval. A step mark
+ * then costs no wake-up of another thread (a futex call and a context switch
+ * per step on the training thread's core). Under ring_lock. */
+#define WAKE_MARKS 8
+static unsigned marks_queued;
+static int wake_asked;
+static uint64_t wakes;    /* signals sent (lw_growth_wakes) */
+static point batch[RING]; /* the sampler's copy of the queue, under lock */
 /* The floor of the CUDA allocations leakwatch records itself, per step (or
  * interval): the run's verdict, with the job's pace and its cycles. */
 static lw_tracked global;
@@ -50,9 +60,11 @@ static struct {
     lw_tracked t;
     int seen;
 } host;
-static uint64_t evaluations; /* of the global, tensor and unmarked series */
+static uint64_t evaluations;        /* of the global, tensor and unmarked series */
+static _Atomic int steps_are_calls; /* lw_growth_steps_are_calls */
 static int marker_mode;
 static int warning_due;
+static int growing_due; /* an announced leak not yet alarmed (lw_growth_take_growing) */
 
 /* ---- a release at the end of the run ----
  * Memory a job frees at teardown (interpreter exit, a final cleanup) after
@@ -130,7 +142,7 @@ static torch_track *ttracks[LW_TORCH_MAX_DEVICES]; /* under lock; NULL: no point
 static _Atomic unsigned char tgrowing[LW_TORCH_MAX_DEVICES];
 
 static double now_s(void) {
-    return (double)(lw_now_ns() - lw_start_time_ns()) / 1e9;
+    return (double)(lw_run_now_ns() - lw_start_time_ns()) / 1e9;
 }
 
 /* ---- the sites the growth comes from (attribution.h) ----
@@ -203,6 +215,15 @@ void lw_growth_host_get(lw_host_state *out, lw_bin *bins, int max, int *nbins) {
     pthread_mutex_unlock(&lock);
 }
 
+/* LEAKWATCH_LIVE_HOLD: the marked steps a leak of PyTorch's tensor memory
+ * holds before it is said while the run goes on (lw_tracked_alarm). The
+ * device's own floor and the phases without marks keep the former rule
+ * (lw_tracked_warning_due). */
+static uint64_t live_hold(void) {
+    long h = lw_opt_int(LW_OPT_LIVE_HOLD);
+    return h > 0 ? (uint64_t)h : 0;
+}
+
 /* ---- the tensor series per device ---- */
 
 /* The rule of every tracked series (tracked.h): confirmation, withdrawal
@@ -213,7 +234,10 @@ static void torch_evaluate(int d, torch_track *tr) {
     evaluations++;
     atomic_store_explicit(&tgrowing[d], tr->t.last.verdict == LW_VERDICT_LEAK,
                           memory_order_relaxed);
-    if (lw_tracked_warning_due(&tr->t)) warning_due = 1;
+    if (lw_tracked_alarm(&tr->t, live_hold()))
+        warning_due = 1;
+    else if (tr->t.hold && tr->t.decision.announced == LW_VERDICT_LEAK)
+        growing_due = 1;
 }
 
 static torch_track *torch_track_of(int d) {
@@ -233,10 +257,14 @@ static torch_track *torch_track_of(int d) {
 static void torch_add(const torch_point *pt) {
     torch_track *tr = torch_track_of(pt->device);
     if (!tr) return;
-    lw_tracked_add(&tr->t, pt->x, pt->t, (double)pt->allocated, (double)pt->reserved);
     tr->allocated = pt->allocated;
     tr->reserved = pt->reserved;
     if (pt->device_free >= 0) tr->device_free = pt->device_free;
+    /* One point per step or interval: a second reading within the same
+     * interval (the helper's clock and the worker's drift apart) only
+     * updates the latest values; the series' x must rise. */
+    if (tr->t.series.points && !(pt->x > tr->t.last_x)) return;
+    lw_tracked_add(&tr->t, pt->x, pt->t, (double)pt->allocated, (double)pt->reserved);
     if (lw_tracked_due(&tr->t)) torch_evaluate(pt->device, tr);
 }
 
@@ -260,8 +288,11 @@ static void torch_forget(void) {
 
 int lw_growth_torch_counters(int device, int64_t allocated, int64_t reserved, int64_t device_free) {
     if (device < 0 || device >= LW_TORCH_MAX_DEVICES || allocated < 0 || reserved < 0) return 0;
-    torch_point pt = {device, (double)lw_step_now(), now_s(), allocated, reserved, device_free};
+    torch_point pt = {device, 0, now_s(), allocated, reserved, device_free};
     pthread_mutex_lock(&ring_lock);
+    /* Read at a step mark, or, in a run that marks none, once per time
+     * interval (the helper's interval reader): x on the run's own scale. */
+    pt.x = marker_requested ? (double)lw_step_now() : (double)lw_intervals_now();
     if (tring_len == TORCH_RING) {
         /* The sampler is behind: the newest point replaces the last one. */
         tring_len--;
@@ -325,7 +356,7 @@ static void evaluate(void) {
     if ((global.decision.announced == LW_VERDICT_LEAK || global.last.verdict == LW_VERDICT_LEAK) &&
         !releasing())
         evaluate_sites();
-    if (lw_tracked_warning_due(&global)) warning_due = 1;
+    if (lw_tracked_alarm(&global, 0)) warning_due = 1;
 }
 
 static int is_low(int64_t floor) {
@@ -393,7 +424,7 @@ static void gap_evaluate(void) {
         (u->decision.announced == LW_VERDICT_LEAK || u->last.verdict == LW_VERDICT_LEAK) &&
         !releasing())
         judge_sites_unmarked();
-    if (lw_tracked_warning_due(u)) warning_due = 1;
+    if (lw_tracked_alarm(&unmarked.t, 0)) warning_due = 1;
 }
 
 /* The sampling period of a phase without marks: half a mean step (the time
@@ -450,8 +481,13 @@ double lw_growth_unmarked_period(void) {
     return p;
 }
 
+static void drain_ring(void);
+
 void lw_growth_unmarked_tick(void) {
     pthread_mutex_lock(&lock);
+    /* The marks queued since (a mark wakes no one once the pace is known):
+     * the time of the newest decides whether a phase without marks began. */
+    drain_ring();
     if (marker_mode && !finished) gap_interval();
     pthread_mutex_unlock(&lock);
 }
@@ -525,11 +561,14 @@ void lw_growth_init(void) {
     lw_tracked_init(&host.t, 0);
     forget_history();
     marker_mode = 0;
+    atomic_store(&steps_are_calls, 0);
     lw_intervals_reset();
     pthread_mutex_lock(&ring_lock);
     ring_len = 0;
     tring_len = 0;
     marker_requested = 0;
+    marks_queued = 0;
+    wake_asked = 0;
     pthread_mutex_unlock(&ring_lock);
     pthread_mutex_unlock(&lock);
     /* Once per process: the sampler of a session that was just detached may
@@ -546,11 +585,37 @@ void lw_growth_init(void) {
     pthread_condattr_destroy(&ca);
 }
 
+/* lw_growth_wait under the test clock (runstate.h): the deadline is on the
+ * run's time, which only the job moves; it wakes the sampler through
+ * lw_growth_wake_sampler after each move and waits until the sampler waits
+ * again (lw_test_clock_advance). */
+static int test_clock_wait(const struct timespec *deadline) {
+    uint64_t until = (uint64_t)deadline->tv_sec * 1000000000u + (uint64_t)deadline->tv_nsec;
+    pthread_mutex_lock(&ring_lock);
+    while (!ring_len && lw_run_now_ns() < until) {
+        lw_test_clock_sampler_waits(until);
+        pthread_cond_wait(&wake, &ring_lock);
+    }
+    int timed_out = !ring_len;
+    lw_test_clock_sampler_works();
+    pthread_mutex_unlock(&ring_lock);
+    return timed_out;
+}
+
+void lw_growth_wake_sampler(void) {
+    pthread_mutex_lock(&ring_lock);
+    pthread_cond_signal(&wake);
+    pthread_mutex_unlock(&ring_lock);
+}
+
 int lw_growth_wait(const struct timespec *deadline) {
+    if (lw_test_clock_on()) return test_clock_wait(deadline);
     int timed_out = 0;
     pthread_mutex_lock(&ring_lock);
-    while (!ring_len && !timed_out)
+    while (!wake_asked && !timed_out)
         timed_out = pthread_cond_timedwait(&wake, &ring_lock, deadline) != 0;
+    if (wake_asked) timed_out = 0;
+    wake_asked = 0;
     pthread_mutex_unlock(&ring_lock);
     return timed_out;
 }
@@ -561,6 +626,14 @@ void lw_growth_update(int close_interval_now) {
     if (close_interval_now && !marker_mode && !finished) close_interval();
     if (close_interval_now && marker_mode && !finished) gap_interval();
     pthread_mutex_unlock(&lock);
+}
+
+int lw_growth_take_growing(void) {
+    pthread_mutex_lock(&lock);
+    int due = growing_due;
+    growing_due = 0;
+    pthread_mutex_unlock(&lock);
+    return due;
 }
 
 int lw_growth_take_warning(void) {
@@ -583,6 +656,7 @@ void lw_growth_step(void) {
          * series (drain_ring). */
         marker_requested = 1;
         ring_len = 0;
+        tring_len = 0; /* PyTorch's counters read per interval, too */
     }
     if (ring_len == RING) {
         /* The sampler is behind: fold this step into the newest one. */
@@ -596,8 +670,21 @@ void lw_growth_step(void) {
     } else {
         ring[ring_len++] = pt;
     }
-    pthread_cond_signal(&wake);
+    if (marks_queued < WAKE_MARKS) marks_queued++;
+    if (marks_queued < WAKE_MARKS || ring_len >= RING / 2) {
+        wake_asked = 1;
+        wakes++;
+        if (lw_test_clock_on()) lw_test_clock_sampler_woken();
+        pthread_cond_signal(&wake);
+    }
     pthread_mutex_unlock(&ring_lock);
+}
+
+uint64_t lw_growth_wakes(void) {
+    pthread_mutex_lock(&ring_lock);
+    uint64_t n = wakes;
+    pthread_mutex_unlock(&ring_lock);
+    return n;
 }
 
 void lw_growth_flush(void) {
@@ -731,6 +818,11 @@ static void torch_primary(lw_growth_state *st) {
                   : all_no                                  ? LW_VERDICT_NO_LEAK
                                                             : LW_VERDICT_INCONCLUSIVE;
     st->last = tr->last;
+    /* Never before step (or interval) 1, as cap_onset says it. */
+    if (isfinite(st->last.onset_x) && st->last.onset_x < 1) {
+        st->last.onset_x = st->last.onset_lo = 1;
+        if (isfinite(st->last.onset_hi) && st->last.onset_hi < 1) st->last.onset_hi = 1;
+    }
     st->first_leak_step = lw_tracked_first_leak_step(tr);
     if (st->verdict == tr->decision.announced)
         snprintf(st->reason, sizeof st->reason, "tensor memory: %.140s", tr->decision.reason);
@@ -754,6 +846,35 @@ static void growth_cycles(lw_growth_state *st) {
     }
     st->cycles_raw = *c;
     st->cycles_signal = signal;
+}
+
+/* While the run goes on, an announced leak whose live alarm is not raised
+ * (lw_tracked_alarm: not held long enough yet, or its latest evaluation
+ * holds back) is said as growth, not as a leak, in every view (the live
+ * line, top, Prometheus, a dump): no alarm the end of the run takes back.
+ * The end of the run decides on all its data. Called with `lock` held. */
+static void not_yet_a_leak(lw_growth_state *st) {
+    st->growing = 0;
+    if (finished || st->verdict != LW_VERDICT_LEAK) return;
+    const lw_tracked *t = &global;
+    if (st->from_unmarked)
+        t = &unmarked.t;
+    else if (st->signal_device >= 0 && ttracks[st->signal_device])
+        t = &ttracks[st->signal_device]->t;
+    if (t->alarm || !t->hold) return;
+    st->verdict = LW_VERDICT_INCONCLUSIVE;
+    st->growing = 1;
+    char why[sizeof st->reason];
+    snprintf(why, sizeof why, "%s", st->reason);
+    snprintf(st->reason, sizeof st->reason, "growing, not yet a leak (%.130s)", why);
+}
+
+/* Steps are calls of the job's outermost nn.Module (an inference server,
+ * an evaluation loop): between them the job does not work on the GPU (the
+ * time after its last request, its teardown), so a floor flat there is no
+ * evidence of a clean run. */
+void lw_growth_steps_are_calls(void) {
+    atomic_store(&steps_are_calls, 1);
 }
 
 /* One verdict over every kind of memory the job can run out of: a leak of
@@ -813,7 +934,7 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
         marker_mode &&
         ((st->verdict != LW_VERDICT_LEAK && u->decision.announced == LW_VERDICT_LEAK) ||
          (st->verdict == LW_VERDICT_INCONCLUSIVE && u->decision.announced == LW_VERDICT_NO_LEAK &&
-          u->series.points > st->steps));
+          !steps_are_calls && u->series.points > st->steps));
     if (from_unmarked) {
         st->verdict = u->decision.announced;
         st->signal = "live_bytes";
@@ -850,6 +971,7 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
     if (!st->from_unmarked) st->interval_s = (double)lw_opt_int(LW_OPT_INTERVAL_MS) / 1000.0;
     st->bin_width = shown->width;
     if (bins && nbins) *nbins = lw_series_get(shown, bins, max);
+    not_yet_a_leak(st);
     pthread_mutex_unlock(&lock);
 }
 
@@ -892,15 +1014,19 @@ void lw_growth_oom(const lw_growth_state *g, double *seconds, double *steps) {
  * with their tracks, are forgotten by sites.c. Single-threaded here. */
 void lw_growth_forget_parent(void) {
     forget_history();
+    atomic_store(&steps_are_calls, 0);
     atomic_store(&oom_seen, 0);
     lw_attribution_forget_parent();
     marker_mode = 0;
     ring_len = 0;
     tring_len = 0;
     marker_requested = 0;
+    marks_queued = 0;
+    wake_asked = 0;
     lw_intervals_reset();
     lw_device_forget();
     evaluations = 0;
     global.points_at_eval = 0;
     warning_due = 0;
+    growing_due = 0;
 }

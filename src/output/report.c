@@ -25,6 +25,7 @@
 #include "sites.h"
 #include "symbolize.h"
 #include "torch_info.h"
+#include "warning.h"
 #include "totals.h"
 #include "where.h"
 #include "rank.h"
@@ -373,6 +374,37 @@ static void emit_cycles(lw_jw *w, const lw_growth_state *g) {
     lw_jw_end(w);
 }
 
+/* The live alarm (issue 38): whether the growth is said as a leak while the
+ * run goes on, and the LEAK lines said live and withdrawn later. */
+static void emit_live_alarms(lw_jw *w, const lw_growth_state *g) {
+    lw_jw_bool(w, "growing_not_yet_leak", g->growing);
+    lw_withdrawn_alarm a;
+    unsigned n = lw_warning_withdrawn(&a);
+    lw_jw_uint(w, "live_alarms_withdrawn", n);
+    if (!n) {
+        lw_jw_null(w, "live_alarm_withdrawn");
+        return;
+    }
+    lw_jw_object(w, "live_alarm_withdrawn");
+    lw_jw_str(w, "unit", a.unit);
+    lw_jw_uint(w, "said_at", a.said_at);
+    lw_jw_uint(w, "withdrawn_at", a.withdrawn_at);
+    lw_jw_str(w, "reason", a.reason);
+    lw_jw_end(w);
+}
+
+/* What one step is (answer.h, lw_answer_step_unit), and for module calls
+ * the module's class; and the growth per second beside the growth per step
+ * (bytes_per_second) already in the fit. */
+static void emit_step_unit(lw_jw *w, const lw_growth_state *g) {
+    char module[128];
+    lw_jw_str(w, "step_unit", lw_answer_step_unit(g, module, sizeof module));
+    if (module[0])
+        lw_jw_str(w, "step_module", module);
+    else
+        lw_jw_null(w, "step_module");
+}
+
 /* Which kind of memory the verdict is about (device, or pinned host memory
  * when its leak is the run's), and for pinned host memory the host's
  * memory it runs out of (what oom_eta_* count against). */
@@ -389,6 +421,7 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     emit_fit(w, l);
     lw_jw_uint(w, "steps", g->steps);
     lw_jw_str(w, "step_source", g->step_source);
+    emit_step_unit(w, g);
     lw_jw_str(w, "signal", g->signal);
     emit_opt_int(w, "signal_device", g->signal_device);
     if (leak)
@@ -415,6 +448,7 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     if (!strcmp(g->step_source, "time")) lw_jw_double(w, "interval_seconds", g->interval_s);
     lw_jw_uint(w, "evaluations", g->evaluations);
     lw_jw_uint(w, "leak_verdicts_withdrawn", g->withdrawn);
+    emit_live_alarms(w, g);
     /* The end of the run: memory released after the last step (teardown)
      * does not erase growth before it; a decided fit is reported decided. */
     lw_jw_bool(w, "released_at_exit", g->released_bytes >= 0);
@@ -539,6 +573,7 @@ static void emit_rank(lw_jw *w) {
     emit_opt_int(w, "rank", r.rank);
     emit_opt_int(w, "local_rank", r.local_rank);
     emit_opt_int(w, "world_size", r.world_size);
+    lw_jw_str(w, "rank_source", lw_rank_source_name(&r));
     /* The device this process uses: the current one, else the one that held
      * the most memory. */
     int dev = lw_device_current();
@@ -584,7 +619,7 @@ int lw_report_emit(FILE *f, const char *reason) {
     lw_symtab *syms = lw_symtab_new();
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    uint64_t now = lw_now_ns();
+    uint64_t now = lw_run_now_ns();
     double uptime = (double)(now - lw_start_time_ns()) / 1e9;
 
     lw_jw_object(&w, NULL);
@@ -648,6 +683,8 @@ int lw_report_emit(FILE *f, const char *reason) {
         lw_site_frames_collect(&l, syms, named);
         lw_jw_object(&w, "answer");
         lw_jw_uint(&w, "site", named->id);
+        /* Not decided yet: whether the named site is one that grows. */
+        if (g.verdict == LW_VERDICT_INCONCLUSIVE) lw_jw_bool(&w, "grows", ans.a.where_grows);
         lw_jw_str(&w, "kind", g.verdict == LW_VERDICT_LEAK && g.memory_kind ? g.memory_kind : NULL);
         emit_where(&w, &l, named == top ? top_distinct : lw_site_distinct(syms, &g, named));
         lw_jw_end(&w);

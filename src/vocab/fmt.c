@@ -92,6 +92,7 @@ void lw_answer_init(lw_answer *a) {
     a->rate = a->lo = a->hi = a->per_second = a->onset = a->steps = NAN;
     a->free_bytes = a->total_bytes = a->oom_seconds = a->oom_steps = NAN;
     a->computed_at = a->where_rate = a->where_live = a->onset_hi = NAN;
+    a->more_steps = NAN;
 }
 
 void lw_answer_oom(double free_bytes, double per_second, double per_step, double *seconds,
@@ -112,6 +113,16 @@ static void add(char *out, size_t n, size_t *o, const char *fmt, ...) {
     int w = vsnprintf(out + *o, n - *o, fmt, ap);
     va_end(ap);
     if (w > 0) *o = *o + (size_t)w < n ? *o + (size_t)w : n - 1;
+}
+
+/* ", +97.6 KiB/s": the growth per second beside the growth per unit (a
+ * server's user thinks in requests and in hours); nothing when unknown or
+ * the unit is already a second's worth of time. */
+static int add_per_second(char *out, size_t n, size_t *o, const lw_answer *a) {
+    char ps[64];
+    if (!(isfinite(a->per_second) && a->per_second > 0)) return 0;
+    add(out, n, o, ", %s", lw_fmt_rate(a->per_second, "s", ps, sizeof ps));
+    return 1;
 }
 
 const char *lw_oom_cause_text(const char *cause) {
@@ -148,12 +159,14 @@ char *lw_answer_line(const lw_answer *a, char *out, size_t n) {
         if (isfinite(a->lo) && isfinite(a->hi))
             add(out, n, &o, " (95%% CI %s .. %s)", lw_fmt_bytes(a->lo, lo, sizeof lo),
                 lw_fmt_bytes(a->hi, hi, sizeof hi));
+        const char *sep = add_per_second(out, n, &o, a) ? "," : "";
         if (isfinite(a->onset) && isfinite(a->onset_hi) && a->onset_hi > a->onset) {
             /* Coarse bins: the onset is known to a bin's steps. */
-            add(out, n, &o, " starting within %ss %s", unit, lw_fmt_count(a->onset, s, sizeof s));
+            add(out, n, &o, "%s starting within %ss %s", sep, unit,
+                lw_fmt_count(a->onset, s, sizeof s));
             add(out, n, &o, "-%s", lw_fmt_count(a->onset_hi, s, sizeof s));
         } else if (isfinite(a->onset)) {
-            add(out, n, &o, " since %s %s", unit, lw_fmt_count(a->onset, s, sizeof s));
+            add(out, n, &o, "%s since %s %s", sep, unit, lw_fmt_count(a->onset, s, sizeof s));
         }
         if (isfinite(a->oom_seconds) || isfinite(a->oom_steps)) {
             add(out, n, &o, host ? "; host memory used up in " : "; out of memory in ");
@@ -187,14 +200,47 @@ char *lw_answer_line(const lw_answer *a, char *out, size_t n) {
             add(out, n, &o, ": no CUDA allocation was seen since the attach");
         else if (verdict == LW_VERDICT_NO_LEAK)
             add(out, n, &o, ": the floor of live memory is flat");
-        else if (verdict == LW_VERDICT_INCONCLUSIVE)
+        else if (verdict == LW_VERDICT_INCONCLUSIVE &&
+                 ((isfinite(a->rate) && a->rate > 0) || (a->reason && a->reason[0]))) {
+            if (isfinite(a->rate) && a->rate > 0) {
+                /* Growth seen but not yet confirmed: its size, never hidden. */
+                add(out, n, &o, ": the floor rises %s", lw_fmt_rate(a->rate, unit, r, sizeof r));
+                if (isfinite(a->lo) && isfinite(a->hi))
+                    add(out, n, &o, " (95%% CI %s .. %s)", lw_fmt_bytes(a->lo, lo, sizeof lo),
+                        lw_fmt_bytes(a->hi, hi, sizeof hi));
+                add_per_second(out, n, &o, a);
+                add(out, n, &o, ", not yet confirmed");
+            }
+            if (a->reason && a->reason[0]) {
+                /* A report's text, read back: no control character gets through. */
+                char why[200];
+                size_t k = 0;
+                for (const char *c = a->reason; *c && k + 1 < sizeof why; c++)
+                    why[k++] = (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c;
+                why[k] = '\0';
+                add(out, n, &o, isfinite(a->rate) && a->rate > 0 ? " (%s)" : ": %s", why);
+            }
+        } else if (verdict == LW_VERDICT_INCONCLUSIVE)
             add(out, n, &o, ": not enough %ss or too much noise to decide", unit);
         if (isfinite(a->steps))
             add(out, n, &o, " over %s %ss", lw_fmt_count(a->steps, s, sizeof s), unit);
         if (a->where) {
-            add(out, n, &o, "; largest site: %s", a->where);
+            add(out, n, &o, "; %s site: %s", a->where_grows ? "growing" : "largest", a->where);
             if (isfinite(a->where_live))
                 add(out, n, &o, " (%s live)", lw_fmt_bytes(a->where_live, f, sizeof f));
+        }
+        /* The one thing that would decide it. */
+        if (verdict == LW_VERDICT_INCONCLUSIVE) {
+            int more = isfinite(a->more_steps) && a->more_steps >= 1;
+            if (!strcmp(unit, "interval"))
+                add(out, n, &o,
+                    "; to decide: mark steps (leakwatch_step() in C, leakwatch.step() in "
+                    "Python) or a shorter --interval");
+            else
+                add(out, n, &o, "; to decide: run %s", more ? "about " : "more steps");
+            if (more)
+                add(out, n, &o, "%s%s more %ss", strcmp(unit, "interval") ? "" : ", or about ",
+                    lw_fmt_count(ceil(a->more_steps), s, sizeof s), unit);
         }
     }
     if (isfinite(a->computed_at))

@@ -39,6 +39,13 @@ typedef struct {
     double where_live;  /* bytes the named site holds (shown when there is no leak) */
     double onset_hi;    /* the last unit of the onset's bin: the onset is a range
                            "within steps onset-onset_hi" when above onset; NAN: a point */
+    /* An inconclusive answer: the decision's own reason ("the floor grows;
+     * confirming (2 of 3 ...)"; NULL: unknown), the units still needed at the
+     * current rate (NAN: unknown), and whether the named site is one that
+     * grows (1) rather than the largest (0). */
+    const char *reason;
+    double more_steps;
+    int where_grows;
     /* The kind of memory a leak is of: NULL or "device" (device memory, the
      * default), "pinned_host" (page-locked host RAM: free_bytes and
      * total_bytes are then the host's available and total memory). */

@@ -341,6 +341,7 @@ static void read_growth(lw_model *m, const lw_json *root) {
     o->device_free_bytes = num(m, g, "device_free_bytes", "growth.");
     o->device_total_bytes = num(m, g, "device_total_bytes", "growth.");
     o->step_source = str(m, g, "step_source", "growth.");
+    o->step_unit = str(m, g, "step_unit", "growth.");
     o->memory_kind = str(m, g, "memory_kind", "growth.");
     o->host_available_bytes = num(m, g, "host_available_bytes", "growth.");
     o->host_total_bytes = num(m, g, "host_total_bytes", "growth.");
@@ -856,14 +857,48 @@ const lw_m_site *lw_model_top_site(const lw_model *m) {
     return s;
 }
 
+/* How much a site's own floor rose over its series (0: none, or no series). */
+static double site_rise(const lw_m_site *s) {
+    double first = NAN, last = NAN;
+    for (size_t i = 0; i < s->nseries; i++) {
+        if (!isfinite(s->series_floor[i])) continue;
+        if (!isfinite(first)) first = s->series_floor[i];
+        last = s->series_floor[i];
+    }
+    return isfinite(first) && last > first ? last - first : 0;
+}
+
+const lw_m_site *lw_model_growing_site(const lw_model *m) {
+    const lw_m_site *best = NULL;
+    double best_rate = 0, best_rise = 0;
+    for (size_t i = 0; i < m->nsites; i++) {
+        const lw_m_site *s = &m->sites[i];
+        double rate = isfinite(s->bytes_per_step) ? s->bytes_per_step : 0, rise = site_rise(s);
+        if (rate <= 0 && rise <= 0) continue;
+        if (rate > best_rate || (rate == best_rate && rise > best_rise))
+            best = s, best_rate = rate, best_rise = rise;
+    }
+    return best;
+}
+
 void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn) {
     const lw_m_growth *g = &m->growth;
     lw_answer_init(a);
     a->verdict = lw_mverdict_name(m->verdict);
-    a->unit = g->step_source && !strcmp(g->step_source, "time") ? "interval" : "step";
+    a->unit = g->step_source && !strcmp(g->step_source, "time")      ? "interval"
+              : g->step_unit && !strcmp(g->step_unit, "module_call") ? "call"
+                                                                     : "step";
     a->steps = g->steps;
     a->free_bytes = g->device_free_bytes;
     a->total_bytes = g->device_total_bytes;
+    if (m->verdict == LW_MV_INCONCLUSIVE && isfinite(g->bytes_per_step) && g->bytes_per_step > 0 &&
+        isfinite(g->ci_lo) && g->ci_lo >= 0) {
+        /* Growth seen, not yet confirmed (as the library's answer.c). */
+        a->rate = g->bytes_per_step;
+        a->lo = g->ci_lo;
+        a->hi = g->ci_hi;
+        a->per_second = g->bytes_per_second;
+    }
     if (m->verdict == LW_MV_LEAK) {
         a->rate = g->bytes_per_step;
         a->lo = g->ci_lo;
@@ -886,6 +921,16 @@ void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn) {
         a->oom_remedy = m->oom.remedy;
     }
     const lw_m_site *top = lw_model_top_site(m);
+    if (m->verdict == LW_MV_INCONCLUSIVE) {
+        /* Its own reason, what would decide it, and the site that grows. */
+        a->reason = lw_json_string(lw_json_path(m->doc, "growth.reason"));
+        a->more_steps = lw_json_number(lw_json_path(m->doc, "growth.steps_to_decide"), NAN);
+        const lw_m_site *grows = lw_model_growing_site(m);
+        if (grows)
+            top = grows, a->where_grows = 1;
+        else if (top && lw_json_bool(lw_json_path(m->doc, "answer.grows"), 0) == 1)
+            a->where_grows = 1; /* the library saw it grow in its own series */
+    }
     if (top && (m->verdict == LW_MV_LEAK || (isfinite(top->live_bytes) && top->live_bytes > 0))) {
         lw_model_where(top, where, wn);
         a->where = where;

@@ -83,6 +83,7 @@ typedef struct {
     double oom_eta_seconds, oom_eta_steps, device_free_bytes, device_total_bytes;
     const char *step_source;
     double onset_lo, onset_hi; /* growth.onset_range; NAN when absent (older reports) */
+    const char *step_unit;     /* growth.step_unit; NULL in older reports */
     /* growth.memory_kind ("device", "pinned_host"; NULL in older reports) and
      * the host's memory a pinned host leak runs out of (NAN: not given). */
     const char *memory_kind;
@@ -181,6 +182,10 @@ int lw_model_where(const lw_m_site *s, char *out, size_t n);
 /* The site the answer names: the report's "answer", else the most worrying
  * one. NULL when the report has no sites. */
 const lw_m_site *lw_model_top_site(const lw_model *m);
+
+/* The site that grows most (its growth per step, else how far its own floor
+ * rose), for an answer not decided yet; NULL when none grows. */
+const lw_m_site *lw_model_growing_site(const lw_model *m);
 
 /* The report's answer as every output states it (fmt.h); where is the
  * buffer for the place to look. */
