@@ -152,6 +152,10 @@ def test_no_live_alarm_for_a_cache_that_stops(lw):
     growth = run.report["growth"]
     assert growth["live_alarms_withdrawn"] == 0 and growth["live_alarm_withdrawn"] is None, growth
     assert growth["growing_not_yet_leak"] is False, growth
+    # The hint follows the container: a dict keyed by step is a cache.
+    owner = owner_of(run)
+    assert owner["name"] == "cache" and owner["kind"] == "cache", owner
+    assert "bound the cache" in owner["hint"], owner
 
 
 def test_withdrawn_live_alarm_recorded_and_said(lw):
@@ -178,3 +182,8 @@ def test_late_onset_said_live_within_a_few_hundred_steps(lw):
     assert run.rc == 0 and run.verdict == "leak", run
     said = live_leak_steps(run)
     assert said and 500 < said[0] <= 1000, (said, run)
+    # Of the fixed branch (.item()) and the leaking one, the owner's line is
+    # the leaking append.
+    owner = owner_of(run)
+    assert owner["name"] == "history", owner
+    assert owner["line"] == marker_line(EXPLAIN, "# OWNER-LATE"), owner

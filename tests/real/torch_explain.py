@@ -173,10 +173,10 @@ def late_loop():
         loss.backward()
         opt.step()
         opt.zero_grad()
-        if step >= ONSET:
-            history.append(loss.detach())  # LEAK-LATE
+        if step < ONSET:
+            history.append(loss.item())  # FIXED-LATE
         else:
-            history.append(loss.item())
+            history.append(loss.detach())  # OWNER-LATE
 
 
 def clean_loop():
