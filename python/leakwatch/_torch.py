@@ -3,7 +3,7 @@
 allocator. Installed at interpreter start by the shim's auto-start
 (leakwatch/_autostart/sitecustomize.py), before torch can be imported.
 
-It does five things:
+It does six things:
 
 1. Steps. torch.optim.optimizer.register_optimizer_step_post_hook (PyTorch
    >= 2.0, torch/optim/optimizer.py) runs a hook after every
@@ -19,12 +19,19 @@ It does five things:
    optimizer.step()). LEAKWATCH_TORCH_STEPS=optimizer marks every
    optimizer.step() instead.
 
-2. Counters. At each mark it reads PyTorch's own counters for every device
+2. Counters. At a mark it reads PyTorch's own counters for every device
    its allocator has used -- the bytes held by live tensors (what
    torch.cuda.memory_allocated(d) returns: "allocated_bytes.all.current" of
    torch._C._cuda_memoryStats(d), read directly to skip memory_stats'
-   flattening and sorting) and the reserved bytes -- and hands them to the
-   library (leakwatch_torch_counters). The driver's free memory is read at
+   flattening and sorting; PyTorch 2.6 has no cheaper call that gives them)
+   and the reserved bytes -- and hands them to the library
+   (leakwatch_torch_counters). The read costs tens of microseconds (it builds
+   the allocator's whole statistics dictionary), so it is timed, and the next
+   one waits until READ_BUDGET times that cost has passed: at most 1 % of the
+   job's time, every step of a step slower than that, fewer points (each at
+   its own step number) for faster ones. The first ALWAYS_READ marks are
+   all read (a short job keeps every point; the detector needs 24). The
+   driver's free memory is read at
    most once a second per device (torch.cuda.mem_get_info), for the
    out-of-memory projection; never while a stream is being captured.
 
@@ -56,6 +63,15 @@ It does five things:
    reads another variable): said once, and the helper works as in segments
    mode. The report's torch.backend records it either way.
 
+6. Steps without an optimizer (_ModuleSteps). A job that never calls
+   optimizer.step() (an inference server, an evaluation or generation loop)
+   gets a step per call of its outermost nn.Module: global forward hooks
+   find the first call not nested in another module's call of a module with
+   parameters, then give way to a forward pre-hook on that module alone. A
+   backward, an optimizer step or leakwatch.step() turns them off. The
+   counters and the window follow these marks; the report's growth.step_unit
+   says "module_call" (leakwatch_torch_info("step_unit")).
+
 Nothing here imports torch: the hooks are installed when the job imports
 it. A failure in the helper never reaches the job (every entry point
 catches its own exceptions and turns itself off).
@@ -84,8 +100,14 @@ leakwatch = sys.modules[__name__.rpartition(".")[0]]
 
 OPTIM = "torch.optim.optimizer"
 AUTOGRAD = "torch.autograd"
+NN_MODULE = "torch.nn.modules.module"
 SCALERS = ("torch.amp.grad_scaler", "torch.cuda.amp.grad_scaler")
-TARGETS = (OPTIM, AUTOGRAD) + SCALERS
+TARGETS = (OPTIM, AUTOGRAD, NN_MODULE) + SCALERS
+
+# The counters' read (point 2) takes at most 1/READ_BUDGET of the job's time,
+# after the first ALWAYS_READ marks (all read: a short job keeps every point).
+READ_BUDGET = 100
+ALWAYS_READ = 200
 
 SITE_ID_BASE = 1 << 30  # ids of sites from PyTorch's history, apart from the library's
 MAX_SITES = 20
@@ -1041,6 +1063,8 @@ def _shape_hint(shape, function=None):
         "detach_cpu": "keep .detach().cpu() of it, not the GPU tensor with its graph",
         "cpu": "keep .cpu() of it (or drop the reference)",
         "graph_item": "accumulate loss.item(), not the tensor: each += adds the step's graph",
+        "cache": "bound it or evict its entries (e.g. drop a session's entries when it ends, "
+                 "or keep the newest N): it only grows",
     }[shape]
 
 
@@ -1110,6 +1134,48 @@ def _unnamed_holder(torch, blocks, search, deadline):
     if best:
         what += f", {best[0]:,} of them held by a {best[1]} of {best[2]:,} elements"
     return what + " that no local of your frames or global of your modules leads to"
+
+
+def _owners_by_root(torch, roots, i, place, evidence):
+    """Owners of site i when no single holder keeps 3 of the window's
+    tensors: each root's holders summed (the name the user wrote: `cache`
+    for cache[session][n]), the largest first. A dict without autograd
+    graphs is a cache: the hint is to bound it or evict its entries."""
+    sums = []
+    for r in roots:
+        agg = {"graph": 0, "with_graph": 0, "scalars": 0, "window_tensors": 0}
+        nbytes = count = total = 0
+        for h in r.holders.values():
+            b = h["sites"].get(i, 0)
+            if b:
+                agg["window_tensors"] += h["window_tensors"]
+                agg["graph"] += h["graph"]
+                agg["with_graph"] += h.get("with_graph", 0)
+                agg["scalars"] += h.get("scalars", 0)
+                nbytes += b
+            count += h["tensors"]
+            total += h["bytes"]
+        if agg["window_tensors"] >= 3:
+            sums.append((nbytes, count, total, agg, r))
+    sums.sort(key=lambda c: -c[0])
+    owners = []
+    for nbytes, count, total, agg, r in sums[:1]:
+        value = r.value
+        kind = type(value).__name__.lower() if isinstance(
+            value, (list, dict, tuple, set, collections.deque)) else "variable"
+        shape = _shape(agg, evidence, place)
+        if shape == "cpu" and isinstance(value, dict):
+            shape = "cache"
+        file, line, code = _add_site(r, r.name)
+        owners.append({
+            "kind": kind, "name": r.name, "scope": r.scope, "function": r.function,
+            "file": file, "line": line, "code": code, "count": count, "bytes": total,
+            "window_count": agg["window_tensors"], "window_bytes": nbytes,
+            "via_graph": agg["graph"], "graph_nodes": r.graph_nodes, "passes": r.passes or None,
+            "graph_top": None, "graph_top_count": None, "shape": shape,
+            "hint": _hint(kind, shape, place.get("function"), r.name),
+        })
+    return owners
 
 
 def find_owners(torch, sites, site_blocks, steps, budget_s, max_objects=300000,
@@ -1255,6 +1321,11 @@ def _site_owners(torch, i, site, roots, search, steps, evidence):
             "shape": shape,
             "hint": _hint(kind, shape, place.get("function"), path),
         })
+    if not owners:
+        # A container of many small holders (a dict of sessions, each a
+        # list of (k, v) tuples): none holds 3 of the window's tensors,
+        # their root does.
+        owners = _owners_by_root(torch, roots, i, place, evidence)
     # A tensor the user named whose own graph spans many forward passes
     # (total_loss += loss): a graph that grows with the steps, whatever
     # the memory it holds.
@@ -1530,6 +1601,37 @@ class _Helper:
         self.async_backend = False
         self.off = False
         self.sites_told = 0
+        self.unit_told = False
+        self.read_at = 0.0  # time.monotonic() before which no counters are read
+        self.read_after = 0  # module-call steps: the next step that reads the counters
+        self.ticks = 0  # time intervals read by _IntervalReader (no step marked)
+
+    def tell_unit(self, unit):
+        """What a step is, once (the report's growth.step_unit)."""
+        self.unit_told = True
+        try:
+            self.lib.tell("step_unit", unit)
+        except Exception:
+            pass
+
+    def module_mark(self, name):
+        """A step ended by the next call of the job's outermost module
+        (_ModuleSteps): marked like an optimizer step, but outside a
+        diagnosis window PyTorch's counters (a dict of ~100 entries, tens of
+        microseconds) are read at the first 128 steps, then at every k-th
+        with k = steps / 128: about 128 (1 + ln(steps / 128)) reads in all
+        (1,300 over a million requests), so that a server's request pays
+        well under a microsecond for them once it has run a while. The
+        schedule counts steps, not time: the same run reads at the same
+        steps however loaded the machine."""
+        if not self.unit_told:
+            self.tell_unit({"unit": "module_call", "module": name})
+        if self.window is not None or self.steps + 1 >= self.read_after:
+            self.mark()
+            self.read_after = self.steps + max(1, self.steps // 128)
+        else:
+            leakwatch._auto_step()
+            self.steps += 1
 
     # -- steps --
 
@@ -1538,6 +1640,8 @@ class _Helper:
             return  # GradScaler.step reports it once it returns
         if leakwatch.manual_steps:
             return
+        if not self.unit_told:
+            self.tell_unit({"unit": "optimizer_step"})
         with self.lock:
             self.optimizer_calls += 1
             self.skipped += bool(skipped)
@@ -1576,6 +1680,8 @@ class _Helper:
         if not manual:
             leakwatch._auto_step()
         self.steps += 1
+        if not _rank_told[0]:
+            _tell_rank()
         # One thread at a time reads the counters and drives the window; a
         # mark from another thread meanwhile only counts. After an error of
         # its own the helper only marks steps.
@@ -1602,9 +1708,26 @@ class _Helper:
         if not self.backend_checked:
             self.check_backend(torch)
         capturing = cuda.is_current_stream_capturing()
+        now = time.monotonic()
+        read = now >= self.read_at or self.steps <= ALWAYS_READ
+        growing = self.read_counters(torch, cuda, capturing, now) if read else ()
+        if capturing:
+            return
+        _anatomy_module().after_mark(torch, self.steps)
+        if self.window is not None:
+            if self.window.mark():
+                self.close_window()
+        elif growing and self.may_open():
+            self.open_window(torch, growing[0])
+
+    def read_counters(self, torch, cuda, capturing, now):
+        """PyTorch's counters of each device used, to the library; the devices
+        whose tensor series grows. The next read waits READ_BUDGET times
+        what this one took (point 2)."""
+        t0 = time.perf_counter()
         stats_of = getattr(torch._C, "_cuda_memoryStats", None)
         growing = []
-        now = time.monotonic()
+        free_cost = 0.0
         for d in range(cuda.device_count()):
             if stats_of is not None:
                 st = stats_of(d)
@@ -1618,21 +1741,35 @@ class _Helper:
                 self.devices.add(d)
             free = -1
             if not capturing and now >= self.free_at.get(d, 0):
+                # Once a second, not counted in the budget.
                 self.free_at[d] = now + 1.0
+                f0 = time.perf_counter()
                 free = cuda.mem_get_info(d)[0]
+                free_cost += time.perf_counter() - f0
             if self.lib.counters(d, allocated, reserved, free):
                 growing.append(d)
-        if capturing:
-            return
-        if self.window is not None:
-            if self.window.mark():
-                self.close_window()
-        elif growing and self.may_open():
-            self.open_window(torch, growing[0])
+        self.read_at = now + min(READ_BUDGET * (time.perf_counter() - t0 - free_cost), 1.0)
+        return growing
 
     def may_open(self):
         return (self.window_steps > 0 and not self.async_backend and self.windows_left > 0
-                and self.steps >= self.next_window_at)
+                and self.steps + self.ticks >= self.next_window_at)
+
+    def interval_tick(self):
+        """A time interval of a job that marks no steps at all
+        (_IntervalReader): the counters and the window as at a mark, with
+        no step marked."""
+        if self.off or self.steps or not self.mark_lock.acquire(blocking=False):
+            return
+        try:
+            self.ticks += 1
+            self.after_mark()
+        except Exception as e:  # never break the job
+            self.off = True
+            self._close_window_quietly()
+            self.lib.tell("diagnosis", {"state": "off", "error": f"{type(e).__name__}: {e}"})
+        finally:
+            self.mark_lock.release()
 
     def open_window(self, torch, device):
         try:
@@ -1655,7 +1792,7 @@ class _Helper:
         if not sites:
             # Nothing kept across the window (growth outside tensors, or too
             # slow to show in it): one more try, later and longer.
-            self.next_window_at = self.steps + 4 * self.window_steps
+            self.next_window_at = self.steps + self.ticks + 4 * self.window_steps
             self.window_steps *= 2
         else:
             self.windows_left = 0
@@ -1720,6 +1857,36 @@ class _Helper:
         self.lib.tell("backend", info, message)
 
 
+# ---- the rank, from the job's process group ----
+# mp.spawn (the launcher of PyTorch's DDP tutorial) sets no RANK: the rank is
+# known for sure only once the job has called
+# torch.distributed.init_process_group. Looked at each step until then (two
+# attribute reads), and at exit; told to the library once
+# (leakwatch_torch_rank), which names it in %r, on stderr and in the report.
+_rank_told = [False]
+
+
+def _tell_rank():
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is None or not dist.is_available() or not dist.is_initialized():
+            return
+        rank, world = dist.get_rank(), dist.get_world_size()
+    except Exception:
+        return
+    _rank_told[0] = True
+    try:
+        import ctypes
+
+        fn = ctypes.CDLL(None).leakwatch_torch_rank
+        fn.restype = None
+        fn.argtypes = [ctypes.c_int, ctypes.c_int]
+        if isinstance(rank, int) and isinstance(world, int) and rank >= 0:
+            fn(rank, world)
+    except (OSError, AttributeError, TypeError):
+        pass
+
+
 _helper = None
 
 
@@ -1731,7 +1898,43 @@ def _get_helper():
         import atexit
 
         atexit.register(_at_exit)
+        _IntervalReader.start(_helper)
     return _helper
+
+
+class _IntervalReader:
+    """PyTorch's counters and the diagnosis window for a job that marks no
+    step at all (no optimizer step, no nn.Module call, no leakwatch.step()):
+    a daemon thread reads them once per time interval (LEAKWATCH_INTERVAL_MS,
+    the library's steps then), once CUDA is initialised. It ends for good at
+    the first step mark of any kind, or when the helper stops."""
+
+    @staticmethod
+    def start(helper):
+        if helper.lib.counters is None:
+            return
+        try:
+            t = threading.Thread(target=_IntervalReader.run, args=(helper,), daemon=True,
+                                 name="leakwatch-torch-intervals")
+            t.start()
+        except Exception:
+            pass
+
+    @staticmethod
+    def run(helper):
+        period = _env_int("LEAKWATCH_INTERVAL_MS", 1000, 10, 3600000) / 1000.0
+        try:
+            while True:
+                time.sleep(period)
+                if helper.off or helper.steps or leakwatch.manual_steps or _helper is not helper:
+                    return
+                torch = sys.modules.get("torch")
+                cuda = getattr(torch, "cuda", None) if torch is not None else None
+                if cuda is None or not cuda.is_initialized():
+                    continue
+                helper.interval_tick()
+        except Exception:
+            pass
 
 
 def _after_manual_step():
@@ -1746,10 +1949,13 @@ def _at_exit():
     if h is None:
         return
     try:
+        if not _rank_told[0]:
+            _tell_rank()
         torch = sys.modules.get("torch")
         if not h.backend_checked and not h.off and torch is not None:
             h.check_backend(torch)
         h.at_exit()
+        _anatomy_module().at_exit()
         h.lib.tell("steps", {"mode": h.mode, "marks": h.steps,
                              "optimizer_calls": h.optimizer_calls,
                              "skipped_by_grad_scaler": h.skipped})
@@ -1797,6 +2003,16 @@ def _wrap_scaler(module):
     cls.step = wrapped
 
 
+def _caller_frames(f):
+    """(file, line, function) of f and its callers, innermost first."""
+    frames = []
+    while f is not None:
+        code = f.f_code
+        frames.append({"filename": code.co_filename, "line": f.f_lineno, "name": code.co_name})
+        f = f.f_back
+    return frames
+
+
 def _wrap_autograd(module):
     """torch.autograd.backward and grad (Tensor.backward looks the former up
     at each call, torch/_tensor.py): the library learns which thread waits in
@@ -1808,21 +2024,24 @@ def _wrap_autograd(module):
             continue
 
         def wrapped(*args, __original=original, __name=name, **kwargs):
+            _backward_seen[0] = True  # a training job: no module-call steps
             h = _helper
-            lib = h.lib if h is not None else None
+            back = h.lib.backward if h is not None else None
             window = h.window if h is not None else None
-            caller = traceback.extract_stack(sys._getframe(1)) if window is not None else None
-            start = time.time() * 1e6
-            if lib is not None and lib.backward is not None:
-                lib.backward(1)
+            if window is not None:
+                # The caller's frames, innermost first, as the window's
+                # analysis reads them; no source lines (traceback's
+                # extract_stack reads each file: tens of microseconds).
+                frames = _caller_frames(sys._getframe(1))
+                start = time.time() * 1e6
+            if back is not None:
+                back(1)
             try:
                 return __original(*args, **kwargs)
             finally:
-                if lib is not None and lib.backward is not None:
-                    lib.backward(0)
-                if caller is not None:
-                    frames = [{"filename": fs.filename, "line": fs.lineno, "name": fs.name}
-                              for fs in reversed(caller)]
+                if back is not None:
+                    back(0)
+                if window is not None:
                     window.backward_calls.append((start, time.time() * 1e6, frames))
                     if _retains_graph(__name, args, kwargs):
                         window.retain_graph_calls += 1
@@ -1872,12 +2091,28 @@ def _register_counting(module):
     return True
 
 
+_anatomy = []
+
+
+def _anatomy_module():
+    """The roles and the out-of-memory observer (_anatomy.py, issue 40),
+    imported once."""
+    if not _anatomy:
+        import importlib
+
+        _anatomy.append(importlib.import_module(__name__.rpartition(".")[0] + "._anatomy"))
+    return _anatomy[0]
+
+
 def _after_import(name, module):
     if name == OPTIM:
         _register_counting(module)
+        _anatomy_module().install(sys.modules.get("torch.cuda"))
     elif name == AUTOGRAD:
         _get_helper()
         _wrap_autograd(module)
+    elif name == NN_MODULE:
+        _module_steps.install(module)
     else:
         _wrap_scaler(module)
 
@@ -1919,6 +2154,120 @@ class _Finder:
         return spec
 
 
+# ---- steps for jobs without an optimizer step ----
+
+# Set by the autograd wrapper: the job runs backward (a training job, whose
+# steps come from its optimizer).
+_backward_seen = [False]
+
+
+class _ModuleSteps:
+    """A step for jobs that never call optimizer.step() (inference servers,
+    evaluation and generation loops): a call of the job's outermost
+    nn.Module. Global forward hooks (torch.nn.modules.module.
+    register_module_forward_pre_hook / register_module_forward_hook) find
+    it: the first call not nested in another module's call, of a module that
+    has parameters. Then they are removed (with any global hook every module
+    call leaves PyTorch's fast path) and a forward pre-hook on that module
+    alone marks a step at the start of each of its calls, so that a step is
+    one call and what the job did with its output (the request's whole
+    work). An optimizer step, a backward (a training job) or leakwatch.step()
+    (the job's own marks) turns these steps off for good; without such a
+    module the library's time intervals stay the steps."""
+
+    MAX_OUTER = 100000  # outermost calls without a module with parameters: give up
+
+    def __init__(self):
+        self.local = threading.local()
+        self.hooks = []
+        self.step_hook = None
+        self.name = None
+        self.outer = 0
+        self.done = False
+
+    def install(self, mod):
+        if self.hooks or self.step_hook is not None or self.done:
+            return
+        pre = getattr(mod, "register_module_forward_pre_hook", None)
+        post = getattr(mod, "register_module_forward_hook", None)
+        if pre is None or post is None:
+            return
+        self.hooks.append(pre(self._pre))
+        try:
+            self.hooks.append(post(self._post, always_call=True))
+        except TypeError:
+            self.hooks.append(post(self._post))
+
+    def _remove_global(self):
+        hooks, self.hooks = self.hooks, []
+        for h in hooks:
+            try:
+                h.remove()
+            except Exception:
+                pass
+
+    def uninstall(self):
+        self._remove_global()
+        h, self.step_hook = self.step_hook, None
+        if h is not None:
+            try:
+                h.remove()
+            except Exception:
+                pass
+        self.done = False
+
+    def _training(self):
+        h = _helper
+        return bool(_backward_seen[0] or leakwatch.manual_steps or
+                    (h is not None and (h.optimizer_calls or h.off)))
+
+    def _pre(self, module, args):
+        try:
+            local = self.local
+            depth = getattr(local, "depth", 0)
+            local.depth = depth + 1
+            if depth == 0:
+                local.top = module
+        except Exception:
+            pass
+
+    def _post(self, module, args, output):
+        try:
+            local = self.local
+            local.depth = max(getattr(local, "depth", 1) - 1, 0)
+            if local.depth or getattr(local, "top", None) is not module:
+                return
+            local.top = None
+            self.outer += 1
+            if self._training() or self.outer > self.MAX_OUTER:
+                self.done = True
+                self._remove_global()
+                return
+            if next(module.parameters(), None) is None:
+                return
+            self.done = True
+            self._remove_global()
+            self.name = type(module).__name__
+            self.step_hook = module.register_forward_pre_hook(self._step)
+        except Exception:
+            self.done = True
+            self._remove_global()
+
+    def _step(self, module, args):
+        try:
+            if self._training():
+                h, self.step_hook = self.step_hook, None
+                if h is not None:
+                    h.remove()
+                return
+            _get_helper().module_mark(self.name)
+        except Exception:
+            pass
+
+
+_module_steps = _ModuleSteps()
+
+
 def install():
     """Idempotent; works whether torch is imported later (the usual case, from
     sitecustomize) or already was."""
@@ -1954,6 +2303,7 @@ def uninstall():
         step = cls.__dict__.get("step") if cls is not None else None
         if getattr(step, "_leakwatch", False):
             cls.step = step.__wrapped__
+    _module_steps.uninstall()
     if _helper is not None:
         _helper.off = True
     _helper = None

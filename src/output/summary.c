@@ -90,7 +90,7 @@ void lw_report_summary(const lw_run_answer *r, const char *path) {
     withdrawn_line();
     /* What an undecided run still needs, and what a clean one could have
      * seen (only once the detector has evaluated something). */
-    const char *unit = strcmp(g.step_source, "time") ? "step" : "interval";
+    const char *unit = lw_answer_unit_word(&g);
     /* Only a leak needs saying so: a clean job that frees its memory at
      * exit is the rule. */
     if (g.released_bytes > 0 && g.verdict == LW_VERDICT_LEAK) {

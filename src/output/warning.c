@@ -51,7 +51,7 @@ static atomic_int announced;
 static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void warn_locked(void) {
-    uint64_t now = lw_now_ns();
+    uint64_t now = lw_run_now_ns();
     if (warned && now - last_warn_ns < WARN_AGAIN_NS) return;
     lw_run_answer r;
     answer_now(&r);
