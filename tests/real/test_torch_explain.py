@@ -184,11 +184,13 @@ def test_late_onset_said_live_within_a_few_hundred_steps(lw):
     first = run.report["torch"]["devices"][0]["first_leak_step"]
     # PyTorch's counters are read every few steps once the job is under
     # way (at most 1 % of its time), so when the leak is announced depends
-    # on the machine; the live line follows the announcement at once, 256
-    # steps after the onset having passed. The former rule waited for twice
-    # the points it was first seen at.
-    assert 0 < first < 2900, run
-    assert said and said[0] >= 756 and said[0] <= first + 64, (said, first, run)
+    # on the machine; the live line follows the announcement soon after (its
+    # onset's estimate, from bins of several steps, and the worker's tick
+    # move it by some steps), never before 256 steps after the onset. The
+    # former rule waited for twice the points it was first seen at (about
+    # step 2,000 here).
+    assert 0 < first < 2600, run
+    assert said and said[0] >= 756 and said[0] <= first + 400, (said, first, run)
 
 
 def test_owner_line_is_the_leaking_branch(lw):
