@@ -45,8 +45,9 @@ static int marker_requested; /* set by the first step mark, under ring_lock */
  * mean step instead) saved 20 us of its CPU per step of a 1 ms training step,
  * but changed the verdict of a phase without marks after a few marked steps
  * (tests/real/test_torch_seed.py test_validation_phase_without_optimizer_steps:
- * 83 intervals, no growth, instead of 31 and a leak): not done until that is
- * understood (docs/cost.md). Under ring_lock. */
+ * 83 intervals, no growth, instead of 31 and a leak; the test also fails
+ * without that change, in fast runs): not done until that is understood
+ * (docs/cost.md). Under ring_lock. */
 static int wake_asked;
 static uint64_t wakes;    /* signals sent (lw_growth_wakes) */
 static point batch[RING]; /* the sampler's copy of the queue, under lock */
