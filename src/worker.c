@@ -11,6 +11,8 @@
 #include "prometheus.h"
 #include "report.h"
 #include "report_file.h"
+#include "runstate.h"
+#include "sandbox.h"
 #include "warning.h"
 
 #include <pthread.h>
@@ -30,6 +32,10 @@ static _Atomic(tick_fn) tick_hook;
  * worker starts its own clock: the parent's would make it write a periodic
  * report at once, while its exit report may be written. */
 static uint64_t last_report_ns, last_metrics_ns;
+/* The run's time when the worker was started: its intervals count from
+ * there (under the test clock, the job may move the time before the new
+ * thread first runs). */
+static uint64_t started_ns;
 
 /* Held while the worker writes; set once the process ends. */
 static pthread_mutex_t outputs_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -50,14 +56,26 @@ void lw_worker_after_fork_child(void) {
 /* What the worker writes on its own schedule: the report every
  * LEAKWATCH_REPORT_EVERY seconds (so a job killed by the OOM killer still
  * leaves a recent one), Prometheus metrics every interval. */
+/* The first report comes early: once the first verdict is announced, or
+ * FIRST_REPORT_S after the start, whichever comes first (at most
+ * LEAKWATCH_REPORT_EVERY), so that a job the kernel's OOM killer ends with
+ * SIGKILL in its first minute still leaves one; then every
+ * LEAKWATCH_REPORT_EVERY seconds. */
+#define FIRST_REPORT_S 10
+static int first_report_written, decided_unwritten;
+
 static void periodic_outputs_locked(void) {
-    uint64_t now = lw_now_ns();
+    uint64_t now = lw_run_now_ns();
     long every = lw_opt_int(LW_OPT_REPORT_EVERY);
+    long due = first_report_written || every < FIRST_REPORT_S ? every : FIRST_REPORT_S;
     if (!last_report_ns) last_report_ns = now;
-    if (every > 0 && now - last_report_ns >= (uint64_t)every * 1000000000ull) {
+    if (every > 0 && ((decided_unwritten && !first_report_written) ||
+                      now - last_report_ns >= (uint64_t)due * 1000000000ull)) {
         last_report_ns = now;
+        first_report_written = 1;
         lw_report_write("periodic", 0, NULL, 0);
     }
+    decided_unwritten = 0;
     const char *prom = lw_opt_str(LW_OPT_PROMETHEUS);
     uint64_t interval = (uint64_t)lw_opt_int(LW_OPT_INTERVAL_MS) * 1000000ull;
     if (prom && now - last_metrics_ns >= interval) {
@@ -72,10 +90,17 @@ static void periodic_outputs(void) {
     pthread_mutex_unlock(&outputs_lock);
 }
 
+/* The run's time (runstate.h: the monotonic clock or the test clock). */
+static void run_now(struct timespec *ts) {
+    uint64_t ns = lw_run_now_ns();
+    ts->tv_sec = (time_t)(ns / 1000000000u);
+    ts->tv_nsec = (long)(ns % 1000000000u);
+}
+
 /* Moves *until to now + ns when that comes first; 1 when it did. */
 static int sooner(struct timespec *until, long ns) {
     struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    run_now(&now);
     now.tv_sec += ns / 1000000000L;
     now.tv_nsec += ns % 1000000000L;
     if (now.tv_nsec >= 1000000000L) now.tv_sec++, now.tv_nsec -= 1000000000L;
@@ -92,7 +117,8 @@ static void *run(void *arg) {
     long interval_ms = lw_opt_int(LW_OPT_INTERVAL_MS);
     struct timespec deadline;
     int first_polls = 0;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec = (time_t)(started_ns / 1000000000u);
+    deadline.tv_nsec = (long)(started_ns % 1000000000u);
     for (;;) {
         deadline.tv_sec += interval_ms / 1000;
         deadline.tv_nsec += (interval_ms % 1000) * 1000000L;
@@ -116,14 +142,21 @@ static void *run(void *arg) {
             double period = lw_growth_unmarked_period();
             if (period > 0) early |= sooner(&until, (long)(period * 1e9));
             timed_out = lw_growth_wait(&until);
-            if (atomic_load(&generation) != gen) return NULL;
+            if (atomic_load(&generation) != gen) {
+                lw_test_clock_sampler_gone();
+                return NULL;
+            }
             lw_device_sample();
             if (timed_out && early) lw_growth_unmarked_tick();
             if (!timed_out || !early) break;
         }
         lw_growth_update(timed_out);
         if (timed_out) lw_warning_steps_hint();
-        if (lw_growth_take_warning()) lw_warning_leak();
+        if (lw_growth_take_warning()) {
+            lw_warning_leak();
+            decided_unwritten = 1;
+        }
+        if (lw_growth_take_growing()) lw_warning_growing();
         lw_warning_check();
         periodic_outputs();
         tick_fn hook = atomic_load(&tick_hook);
@@ -144,17 +177,25 @@ void lw_worker_start(void) {
     lw_growth_init();
     lw_warning_forget();
     last_report_ns = last_metrics_ns = 0;
+    first_report_written = decided_unwritten = 0;
     pthread_mutex_lock(&outputs_lock);
     outputs_stopped = 0;
     pthread_mutex_unlock(&outputs_lock);
-    if (lw_thread_start_arg(run, (void *)(uintptr_t)atomic_load(&generation)) != 0)
+    started_ns = lw_run_now_ns();
+    /* Under the test clock, a move of the time waits for the new thread
+     * from now on. */
+    if (lw_test_clock_on()) lw_test_clock_sampler_works();
+    if (lw_thread_start_arg(run, (void *)(uintptr_t)atomic_load(&generation)) != 0) {
+        lw_test_clock_sampler_gone();
         lw_log("cannot start the sampler thread; without step marks no growth is followed");
-    else
+    } else {
         thread_pid = me;
+    }
     /* The live view (leakwatch top/snapshot/ps): a socket served by its own
      * thread (which blocks the job's signals itself), also only in processes
-     * that use CUDA. */
-    lw_control_start();
+     * that use CUDA; LEAKWATCH_CONTROL=0 turns it off, and so does a seccomp
+     * filter (sandbox.h; lifecycle.c said so once). */
+    if (lw_opt_int(LW_OPT_CONTROL) && !lw_sandboxed()) lw_control_start();
 }
 
 void lw_worker_stop(void) {

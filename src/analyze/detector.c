@@ -521,6 +521,11 @@ static void sensitivity(const series_view *v, const window_choice *c, lw_growth 
     /* Steps still needed at the current rate: Sxx of a span L with one point
      * per x unit is L^3/12, the window is a fixed share of the series. */
     double span = wx[w - 1] - wx[0], total = x[n - 1] - x[0];
+    /* Nor less than what is_significant asks: growth of one allocation
+     * granule over the window (a flat floor's slope error is tiny, but a
+     * leak of less than a granule over the window is never called). */
+    if (isfinite(out->min_rate) && span > 0)
+        out->min_rate = fmax(out->min_rate, LW_NOISE_FLOOR / span);
     double sstep = out->noise_step * sqrt(ratio > 1 ? ratio : 1);
     double slope = c->ts.slope;
     if (slope > 0 && span > 0 && total > 0) {

@@ -18,7 +18,9 @@ typedef struct {
     const struct lw_site *site; /* the site named; NULL: none, or PyTorch's history */
     int torch;                  /* named from PyTorch's allocation history */
     char where[512];
-    char owner[512]; /* under PyTorch: what keeps the named tensors alive; "" */
+    char owner[1024]; /* under PyTorch: what keeps the named tensors alive; "" */
+    /* An out-of-memory's post-mortem (anatomy.h): a.oom_* point here. */
+    char oom_cause[32], oom_evidence[400], oom_remedy[400];
 } lw_run_answer;
 
 /* What one step of g is (the report's growth.step_unit): "interval" (time

@@ -118,7 +118,9 @@ static char *demo_with_prometheus(lw_run *r, const char *steps, const char *step
     snprintf(prom, sizeof prom, "%s/job.prom", pdir);
     snprintf(promenv, sizeof promenv, "LEAKWATCH_PROMETHEUS=%s", prom);
     const char *args[] = {"--steps", steps, "--step-us", step_us, NULL};
-    const char *env[] = {promenv, env_extra, NULL};
+    /* Under the test clock the steps' time is the run's, and the sampler
+     * follows each step: the live warning falls due while the job runs. */
+    const char *env[] = {promenv, "LEAKWATCH_TEST_CLOCK=1", env_extra, NULL};
     lw_run_exe(r, 1, exe, args, env);
     RUN_OK(r);
     ck_assert_ptr_nonnull(r->report);
@@ -274,8 +276,11 @@ START_TEST(no_marks_says_how_steps_are_counted) {
         "leakwatch: no step marks yet: each 100 ms interval counts as a step";
     const char *unmarked[] = {"--steps", "400", "--step-us", "2500", "--no-marks", NULL};
     const char *marked[] = {"--steps", "400", "--step-us", "2500", NULL};
-    const char *env[] = {"LEAKWATCH_INTERVAL_MS=100", NULL};
-    const char *quiet[] = {"LEAKWATCH_INTERVAL_MS=100", "LEAKWATCH_QUIET=1", NULL};
+    /* The steps' 2.5 ms move the test clock: the first interval closes while
+     * the job runs, however slow the machine. */
+    const char *env[] = {"LEAKWATCH_INTERVAL_MS=100", "LEAKWATCH_TEST_CLOCK=1", NULL};
+    const char *quiet[] = {"LEAKWATCH_INTERVAL_MS=100", "LEAKWATCH_QUIET=1",
+                           "LEAKWATCH_TEST_CLOCK=1", NULL};
     lw_run r;
     run_demo(&r, unmarked, env);
     RUN_OK(&r);
@@ -334,7 +339,11 @@ END_TEST
 START_TEST(withdrawn_leak_is_withdrawn_on_stderr) {
     lw_run r;
     const char *args[] = {"--steps", "3000", "--warmup", "16M:1000", "--step-ms", "1", NULL};
-    const char *env[] = {"LEAKWATCH_WARN=1", NULL};
+    /* The steps' 1 ms move the test clock, which waits for the sampler
+     * after each step: the live line and its withdrawal come while the job
+     * runs, however slow the machine (a sampler that ran late would see
+     * the rise and the level in one batch). */
+    const char *env[] = {"LEAKWATCH_WARN=1", "LEAKWATCH_TEST_CLOCK=1", NULL};
     lw_run_prog(&r, 1, "rt_workload", args, env);
     RUN_OK(&r);
     ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
@@ -403,7 +412,9 @@ static double oom_seconds_in(const char *line) {
 START_TEST(live_and_exit_lines_agree) {
     lw_run r;
     const char *args[] = {"slowstart", "1500", "4096", "2000", "20", "50000", NULL};
-    const char *env[] = {"LEAKWATCH_WARN=1", NULL};
+    /* The steps' times move the test clock: the slow start is exactly that
+     * in every run, and the sampler follows each step. */
+    const char *env[] = {"LEAKWATCH_WARN=1", "LEAKWATCH_TEST_CLOCK=1", NULL};
     lw_run_prog(&r, 1, "rt_edges", args, env);
     RUN_OK(&r);
     ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
@@ -446,20 +457,22 @@ static void onset_in(const char *line, char *out, size_t n) {
     if (p) snprintf(out, n, "%.*s", (int)strcspn(p, ";"), p);
 }
 
-/* make demo's C loop as it is run there: steps of some 25 us, as fast as the
- * machine goes. The live line and the exit line, compared with each other
- * (not with the clock): the same onset, step 1 (the leaking allocation is
- * made in the first step), and the same time to out-of-memory within well
- * under a factor of 2 (the pace is the recent steps' own, not the bins', so
- * neither the start-up nor a few descheduled milliseconds move it; before,
- * 2.5 to 3 times apart). The bound leaves room for the job's own speed, which
- * on a loaded machine of 2 cores moves by up to about 1.5 within its run. */
+/* make demo's C loop with steps of 25 us, as fast as an idle machine runs it,
+ * here on the test clock. The live line and the exit line, compared with
+ * each other (not with the clock): the same onset, step 1 (the leaking
+ * allocation is made in the first step), and the same time to out-of-memory
+ * within well under a factor of 2 (the pace is the recent steps' own, not
+ * the bins'; before, 2.5 to 3 times apart). */
 START_TEST(live_and_exit_lines_agree_with_very_fast_steps) {
     char exe[PATH_MAX];
     snprintf(exe, sizeof exe, "%s/examples/train_loop", lw_build_dir());
     lw_run r;
-    const char *args[] = {"--steps", "2000", NULL};
-    const char *env[] = {"LEAKWATCH_WARN=1", NULL};
+    /* Steps of 25 us of the test clock's time: on the wall clock a sampler
+     * starved for the job's 50 ms gave its live line only at the exit, before
+     * its first device reading ("no out-of-memory projection", seen on a
+     * loaded machine); the test clock waits for the sampler at each step. */
+    const char *args[] = {"--steps", "2000", "--step-us", "25", NULL};
+    const char *env[] = {"LEAKWATCH_WARN=1", "LEAKWATCH_TEST_CLOCK=1", NULL};
     lw_run_exe(&r, 1, exe, args, env);
     RUN_OK(&r);
     char live[2048], last[2048] = "", a_on[128], b_on[128];
@@ -469,9 +482,6 @@ START_TEST(live_and_exit_lines_agree_with_very_fast_steps) {
     ck_assert_msg(a_on[0] && !strcmp(a_on, b_on), "onsets differ:\nlive %s\nexit %s", live, last);
     ck_assert_msg(!strcmp(b_on, " since step 1"), "onset: %s", last);
     double a = oom_seconds_in(live), b = oom_seconds_in(last);
-    /* Steps that take only CPU time keep their pace only as well as the
-     * machine lets them: 1.49x was seen between the two lines on a machine
-     * loaded 3.5 times over; the old pace gave 2.5-3x unloaded. */
     ck_assert_msg(isfinite(a) && isfinite(b) && a < 2 * b && b < 2 * a,
                   "time to out-of-memory: live %s\nexit %s", live, last);
     lw_run_free(&r);
@@ -795,8 +805,13 @@ START_TEST(top_keys_and_job_exit_in_tmux) {
     /* The job ends when its standard input closes. */
     int in[2];
     ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0); /* not inherited by tmux */
+    /* Under the test clock rt_sleeper moves the run's time on by a second
+     * before it says "ready", and that returns once leakwatch's sampler has
+     * taken its first samples (the device's memory, the first interval):
+     * top's first frame has them, however fast tmux starts. */
     static lw_child_env ce;
-    lw_child_env_build(&ce, LW_PRELOAD_SHIM, rep, NULL);
+    const char *extra[] = {"LEAKWATCH_TEST_CLOCK=1", NULL};
+    lw_child_env_build(&ce, LW_PRELOAD_SHIM, rep, extra);
     pid_t job = fork();
     ck_assert_int_ge(job, 0);
     if (job == 0) {

@@ -9,7 +9,11 @@
  * marked with leakwatch_step when the library is there, looked up each time
  * as a program that may be attached to must (dlsym(RTLD_DEFAULT) finds it
  * after an attach; not after a detach). Real-time signals
- * (SIGRTMIN) are counted, so a test can tell that none was lost. */
+ * (SIGRTMIN) are counted, so a test can tell that none was lost.
+ * ATTACH_HOLD=N:FILE in the environment: after each N steps the job says
+ * "held I" (I steps made) and waits until FILE exists, then removes it and
+ * goes on, so that a test can look at it, attach and detach while it surely
+ * runs, however slow the machine. */
 #ifndef LW_TEST_ATTACH_H
 #define LW_TEST_ATTACH_H
 
@@ -61,8 +65,20 @@ static int attach_main(int argc, char **argv) {
     fflush(stdout);
     while (strcmp(go, "-") != 0 && access(go, F_OK) != 0)
         attach_sleep_ms(2);
-    long failed = 0;
+    long failed = 0, hold_at = -1;
+    const char *hold = getenv("ATTACH_HOLD"), *resume = NULL;
+    if (hold && strchr(hold, ':')) {
+        hold_at = strtol(hold, NULL, 10);
+        resume = strchr(hold, ':') + 1;
+    }
     for (long i = 0; i < steps; i++) {
+        if (hold_at > 0 && i > 0 && i % hold_at == 0) {
+            printf("held %ld\n", i);
+            fflush(stdout);
+            while (access(resume, F_OK) != 0)
+                attach_sleep_ms(2);
+            unlink(resume);
+        }
         if (attach_step(i, size) != 0) failed++;
         attach_mark_step();
         attach_sleep_ms(step_ms);

@@ -32,8 +32,11 @@
  *       waits (60 s at most) until the Prometheus textfile
  *       (LEAKWATCH_PROMETHEUS) says "leakwatch_leak 1", copies that text to
  *       the textfile's path + ".mid" and exits: what a scrape sees while
- *       the job runs, before the live warning is due. */
+ *       the job runs, before the live warning is due.
+ * Pauses (STEP_US, TAIL_MS) move leakwatch's test clock instead of sleeping
+ * when the test sets LEAKWATCH_TEST_CLOCK=1 (test_clock.h). */
 #include "paths.h"
+#include "test_clock.h"
 
 #include <errno.h>
 #include <dlfcn.h>
@@ -56,6 +59,7 @@ static void mark_step(void) {
 }
 
 static void wait_until(struct timespec *next, long us) {
+    if (test_clock_advance_us(us)) return;
     next->tv_nsec += us * 1000;
     while (next->tv_nsec >= 1000000000L)
         next->tv_sec++, next->tv_nsec -= 1000000000L;
@@ -67,15 +71,11 @@ static void wait_until(struct timespec *next, long us) {
  * instead of catching up in a burst of short steps (wait_until's schedule),
  * which no measure of the pace over a few steps can see through. */
 static void sleep_us(long us) {
-    struct timespec d = {us / 1000000, (us % 1000000) * 1000};
-    while (nanosleep(&d, &d) != 0 && errno == EINTR) {
-    }
+    pass_us(us);
 }
 
 static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+    return job_now_ms();
 }
 
 NOINLINE static void transients(void) {
@@ -252,9 +252,10 @@ static int promwait(int argc, char **argv) {
         leak_kept(kept, i, (size_t)leak);
         mark_step();
     }
-    double end = now_ms() + 60000;
+    /* A bound on the wait for the worker, on the wall clock. */
+    time_t end = time(NULL) + 60;
     const char *text = NULL;
-    while (now_ms() < end) {
+    while (time(NULL) < end) {
         text = slurp(prom);
         /* The metric's line, not its HELP text ("leakwatch_leak 1 when ..."). */
         if (text && strstr(text, "\nleakwatch_leak 1\n")) break;

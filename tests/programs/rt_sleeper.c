@@ -3,9 +3,12 @@
  * through the runtime, says "ready" on stdout, then waits, either until its
  * standard input closes ("stdin") or until a signal ends it ("sleep", the
  * default). With "grow", it allocates SIZE more each STEP_MS and marks a
- * step, a slow leak for 'leakwatch top'.
+ * step, a slow leak for 'leakwatch top'. Under leakwatch's test clock
+ * (LEAKWATCH_TEST_CLOCK=1) "ready" comes after a second of the run's time
+ * (test_clock.h): the sampler's first samples are taken by then.
  * Usage: rt_sleeper [COUNT [SIZE [stdin|sleep|grow [STEP_MS]]]] */
 #include "paths.h"
+#include "test_clock.h"
 
 #include <dlfcn.h>
 #include <signal.h>
@@ -33,6 +36,10 @@ int main(int argc, char **argv) {
     const char *mode = argc > 3 ? argv[3] : "sleep";
     long step_ms = arg_long(argc, argv, 4, 50);
     leak_sleeper(count, size);
+    /* Under leakwatch's test clock (LEAKWATCH_TEST_CLOCK=1), a second of the
+     * run's time first: it returns once the sampler has taken its first
+     * samples, so whatever looks after "ready" sees them. */
+    test_clock_advance_us(1000000);
     printf("ready %ld\n", (long)getpid());
     fflush(stdout);
     if (!strcmp(mode, "stdin")) {

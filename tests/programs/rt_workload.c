@@ -44,13 +44,16 @@
  *                        a quarter replaced by fresh ones each step
  *   --threads T          threads doing the steps, in lockstep (1)
  *   --marked 0|1         call leakwatch_step() at each step's end (1)
- *   --step-ms MS         sleep this long at each step's end (0)
+ *   --step-ms MS         sleep this long at each step's end (0); under
+ *                        LEAKWATCH_TEST_CLOCK=1 it moves leakwatch's test
+ *                        clock instead (test_clock.h)
  *   --carry SIZE         the block held across step marks (auto; 0: none)
  *   --trace FILE         write "step F(s) lowest-live-bytes-seen" for each step
  * At the end it prints one line: "rt_workload: steps=... wall_s=... ", with
  * floor_mismatch=N: the steps whose lowest live bytes (after any free, or at
  * the previous mark) were not F(s); 0 unless the construction is broken. */
 #include "paths.h"
+#include "test_clock.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -642,6 +645,8 @@ static int64_t floor_now(void) {
 
 static void sleep_ms(double ms) {
     if (ms <= 0) return;
+    /* Under leakwatch's test clock the step's time is the run's, not slept. */
+    if (test_clock_advance_us((long)(ms * 1000))) return;
     long long ns = (long long)(ms * 1e6);
     struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {

@@ -31,7 +31,8 @@ Environment: JOB_ALLOC_CONF (set as PYTORCH_CUDA_ALLOC_CONF before the
 import, as some jobs do), STEPS (default 160 training steps), OPTIMIZERS (2: a second
 optimizer stepping every iteration, as a GAN's), ACCUM (optimizer.step()
 every ACCUM batches), SCALER=1 (steps through torch.amp.GradScaler),
-SLEEP_MS (a pause per batch: slow steps), LOADER=fork|spawn (batches from a
+SLEEP_MS (a pause per batch: slow steps; under leakwatch's test clock,
+LEAKWATCH_TEST_CLOCK=1, it moves leakwatch's time instead of sleeping), LOADER=fork|spawn (batches from a
 torch.utils.data.DataLoader with two worker processes started that way; real
 PyTorch only). The last line gives torch.cuda.memory_allocated()'s growth
 per step over the leaking loop ("allocated per step: N")."""
@@ -60,6 +61,24 @@ LOADER = os.environ.get("LOADER")
 _seen = {}
 
 
+def pause(seconds):
+    """A pause between batches. Under leakwatch's test clock
+    (LEAKWATCH_TEST_CLOCK=1, for tests) it moves the run's time on and
+    returns once leakwatch's sampler has caught up: the same run whatever
+    the machine's load. Otherwise it sleeps."""
+    if os.environ.get("LEAKWATCH_TEST_CLOCK") == "1":
+        import ctypes
+        try:
+            advance = ctypes.CDLL(None).leakwatch__test_clock_advance
+        except AttributeError:
+            advance = None
+        if advance is not None:
+            advance.argtypes = [ctypes.c_longlong]
+            if advance(int(seconds * 1e9)) == 0:
+                return
+    time.sleep(seconds)
+
+
 def note(i):
     """Samples torch.cuda.memory_allocated() at batch 10 (past the first
     steps' optimizer state and caches) and at the last batch of the leaking
@@ -78,7 +97,7 @@ def batches(n):
         return
     for _ in range(n):
         if SLEEP:
-            time.sleep(SLEEP)
+            pause(SLEEP)
         yield torch.randn(64, 128), torch.randint(10, (64,))
 
 

@@ -2,15 +2,17 @@
 """A numba.cuda loop that leaks device arrays through a helper module.
 
     python3 tests/real/numba_leak.py [--steps 300] [--n 4096] [--fixed]
-                                     [--unmarked] [--pace-ms MS]
+                                     [--unmarked] [--step-ms MS]
                                      [--release-then SECONDS]
 
 Each step uploads a host array and reads it back (temporary device memory,
 freed), then calls numba_mylib.stash(), which keeps a new device array of n
 float32 for good: 16 KiB a step by default. --fixed: nothing is kept.
---pace-ms: step i starts MS * i ms after the first (a fixed rate, as long as
-a step's work fits in MS): with --unmarked, leakwatch's time intervals then
-see the same growth each whatever the machine's load.
+--step-ms: each step ends with a pause of MS ms; under leakwatch's test clock
+(LEAKWATCH_TEST_CLOCK=1, for tests) the pause moves leakwatch's time on
+instead of sleeping (and returns once its sampler has caught up), so that
+with --unmarked its time intervals see the same steps each whatever the
+machine's load. The pauses after --release-then are 2 ms each, the same way.
 Marks each step with leakwatch.step() when the leakwatch package is
 importable (PYTHONPATH=python), so the growth is per step. Runs on real
 numba's ctypes binding; on a CPU, on the stand-in driver (a CUDA 12.8 one:
@@ -37,6 +39,23 @@ except ImportError:  # runs without leakwatch too
         pass
 
 
+def pause(seconds):
+    """Moves leakwatch's test clock on by seconds when the test runs on it
+    (LEAKWATCH_TEST_CLOCK=1; it returns once leakwatch's sampler has closed
+    the intervals that fell due); otherwise sleeps."""
+    if os.environ.get("LEAKWATCH_TEST_CLOCK") == "1":
+        import ctypes
+        try:
+            advance = ctypes.CDLL(None).leakwatch__test_clock_advance
+        except AttributeError:
+            advance = None
+        if advance is not None:
+            advance.argtypes = [ctypes.c_longlong]
+            if advance(int(seconds * 1e9)) == 0:
+                return
+    time.sleep(seconds)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=300)
@@ -44,8 +63,8 @@ def main():
     ap.add_argument("--fixed", action="store_true", help="keep nothing")
     ap.add_argument("--unmarked", action="store_true",
                     help="no leakwatch.step(): leakwatch follows time intervals")
-    ap.add_argument("--pace-ms", type=float, default=0, metavar="MS",
-                    help="start step i at i * MS ms (a fixed rate; 0: as fast as it runs)")
+    ap.add_argument("--step-ms", type=float, default=0, metavar="MS",
+                    help="a pause of MS ms after each step (0: as fast as it runs)")
     ap.add_argument("--release-then", type=float, default=0, metavar="SECONDS",
                     help="at the end, free what was kept (a teardown), then go on "
                          "with temporary arrays for SECONDS")
@@ -55,18 +74,15 @@ def main():
     dev = cuda.get_current_device()
     free0, total = cuda.current_context().get_memory_info()
     print(f"numba {dev.name.decode()} cc {dev.compute_capability}, {total >> 30} GiB", flush=True)
-    t0 = time.monotonic()
     for i in range(args.steps):
-        if args.pace_ms:
-            wait = t0 + i * args.pace_ms / 1000 - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)
         host = np.full(args.n, i, dtype=np.float32)
         back = numba_mylib.roundtrip(host)
         assert back[0] == i and back[-1] == i, (i, back[:4])
         if not args.fixed:
             numba_mylib.stash(args.n)  # CALL-LINE
         mark()
+        if args.step_ms:
+            pause(args.step_ms / 1000)
     free1, _ = cuda.current_context().get_memory_info()
     print(
         f"steps {args.steps}, kept {numba_mylib.kept_bytes()} B, "
@@ -76,10 +92,9 @@ def main():
     if args.release_then:
         # A teardown: everything kept goes back, then the job works on.
         numba_mylib.release()
-        end = time.monotonic() + args.release_then
-        while time.monotonic() < end:
+        for _ in range(max(1, round(args.release_then / 0.002))):
             numba_mylib.roundtrip(np.zeros(args.n, dtype=np.float32))
-            time.sleep(0.002)
+            pause(0.002)
         print("released", flush=True)
 
 
