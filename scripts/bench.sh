@@ -10,7 +10,7 @@
 #   LW_BENCH_ROUNDS    rounds per comparison (default 7, at least 5 advised)
 #   LW_BENCH_SECTIONS  sections to run, in order (default: all of
 #                      "native floor threads python heaptrack memory report attach
-#                      owner realtorch")
+#                      owner realtorch server")
 #   LW_BENCH_BASE_LIB  report section: another build of the shim (main's, say)
 #                      whose reports are timed in alternation with LW_BENCH_LIB's
 #   LW_BENCH_REPORT_SITES  report section: the site counts (default "200 600 10000 100000")
@@ -31,7 +31,7 @@ B=${1:-build}
 B=$(cd "$B" && pwd) || exit 2
 LIB=${LW_BENCH_LIB:-$B/libleakwatch.so}
 ROUNDS=${LW_BENCH_ROUNDS:-7}
-SECTIONS=${LW_BENCH_SECTIONS:-native floor threads python heaptrack memory report attach owner realtorch}
+SECTIONS=${LW_BENCH_SECTIONS:-native floor threads python heaptrack memory report attach owner realtorch server}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 BENCH=$B/bench/rt_bench
 PYBENCH=$HERE/bench/perf/py_bench.py
@@ -498,6 +498,20 @@ section_realtorch() {
     fi
     sh "$HERE/scripts/in-real-root.sh" "$root" LW_REALTORCH_LOOPS="${LW_REALTORCH_LOOPS:-}" \
         python3 bench/perf/real_torch.py "$ROUNDS"
+}
+
+# An inference server that never calls optimizer.step(): each request is a
+# step (a call of its outermost nn.Module); its cost per request, bare and
+# under leakwatch (bench/perf/real_server.py, real PyTorch 2.6).
+section_server() {
+    local root
+    echo
+    echo "== real PyTorch: an inference server's cost per request, bare and under leakwatch =="
+    if ! root=$(sh "$HERE/scripts/setup-real-clients.sh" 2>"$TMP/server.err"); then
+        echo "skipped: $(tail -1 "$TMP/server.err")"
+        return 0
+    fi
+    sh "$HERE/scripts/in-real-root.sh" "$root" python3 bench/perf/real_server.py "$ROUNDS"
 }
 
 # The owner search of the PyTorch helper's diagnosis window (what keeps a

@@ -1326,6 +1326,15 @@ def _site_owners(torch, i, site, roots, search, steps, evidence):
         # list of (k, v) tuples): none holds 3 of the window's tensors,
         # their root does.
         owners = _owners_by_root(torch, roots, i, place, evidence)
+    else:
+        # A dict whose entries together hold at least twice what the
+        # largest single holder does (a cache of sessions, of which one
+        # session's list, or a local alias of it, is the largest holder):
+        # the dict is the owner, with the cache's hint.
+        whole = _owners_by_root(torch, roots, i, place, evidence)
+        if whole and whole[0]["kind"] == "dict" and \
+                whole[0]["window_bytes"] >= 2 * owners[0]["window_bytes"]:
+            owners = whole + [o for o in owners if o["name"] != whole[0]["name"]][:2]
     # A tensor the user named whose own graph spans many forward passes
     # (total_loss += loss): a graph that grows with the steps, whatever
     # the memory it holds.

@@ -292,7 +292,7 @@ int lw_growth_torch_counters(int device, int64_t allocated, int64_t reserved, in
     pthread_mutex_lock(&ring_lock);
     /* Read at a step mark, or, in a run that marks none, once per time
      * interval (the helper's interval reader): x on the run's own scale. */
-    pt.x = marker_requested ? (double)lw_step_now() : (double)lw_intervals_now();
+    pt.x = (double)lw_run_clock();
     if (tring_len == TORCH_RING) {
         /* The sampler is behind: the newest point replaces the last one. */
         tring_len--;
