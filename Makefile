@@ -114,7 +114,7 @@ SUBMAKE_J = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(NPROC))
 .PHONY: all deps test-deps test-bins tsan-bins check-bins stand-ins docs format lint clean \
     check check-fast check-san check-tsan check-valgrind check-layers check-scripts check-cuda-abi \
     check-gpu-dry check-golden golden-update check-install check-real check-aarch64 check-dist check-spdx check-docs docs-check \
-    fuzz fuzz-inputs fuzz-smoke fuzz-smoke-inputs demo bench bench-accuracy ablate \
+    fuzz fuzz-inputs fuzz-smoke fuzz-smoke-inputs demo screenshot bench bench-accuracy ablate \
     install uninstall wheel dist distcheck check-under-load
 TOOL_MAIN := $(wildcard tools/main.c)
 all: $(B)/libleakwatch.so $(if $(TOOL_MAIN),$(B)/leakwatch)
@@ -247,6 +247,11 @@ check: test-deps check-bins check-docs check-scripts check-layers check-golden c
 
 demo: all $(STAND_INS) $(B)/examples/train_loop
 	@scripts/demo.sh $(B)
+
+# docs/report-screenshot.png from a real run of make demo's C loop (headless
+# Chromium); docs-check fails when the renderer changed after it.
+screenshot: all $(STAND_INS) $(B)/examples/train_loop
+	@scripts/report-screenshot.sh $(B)
 
 clean:
 	rm -rf build

@@ -30,14 +30,14 @@ cudaError_t cudaFree(void *p);
 
 #define MiB (1024u * 1024u)
 
-/* leakwatch_step() when the library is loaded; nothing otherwise. */
+/* leakwatch_step() when the library is loaded; nothing otherwise. Looked up
+ * again every 64 steps until found: a job that `leakwatch attach` joins later
+ * marks its steps too (a lookup kept from before the attach would not). */
 static void mark_step(void) {
     static void (*step)(void);
-    static int looked;
-    if (!looked) {
+    static unsigned steps_since;
+    if (!step && steps_since++ % 64 == 0)
         step = (void (*)(void))dlsym(RTLD_DEFAULT, "leakwatch_step");
-        looked = 1;
-    }
     if (step) step();
 }
 

@@ -54,6 +54,13 @@ int leakwatch_torch_counters(int device, long long allocated, long long reserved
  * site is marked as made in backward. */
 void leakwatch_torch_backward(int entering);
 
+/* The rank and world size of the job's default process group
+ * (torch.distributed.get_rank(), get_world_size()), once the job has created
+ * it: from then on they are the process's rank (the report's rank and
+ * world_size, %r in LEAKWATCH_REPORT, the rank every line on stderr names),
+ * whatever the launcher (mp.spawn sets no RANK). */
+void leakwatch_torch_rank(int rank, int world_size);
+
 /* What the helper found, for the report: field "sites" (a JSON array of site
  * objects from PyTorch's allocation history; message: the first one's label
  * for the summary line), "answer" (the report's answer, {"site", "where"},
@@ -62,6 +69,16 @@ void leakwatch_torch_backward(int entering);
  * message, if not NULL, is printed once on stderr). Returns 0, or -1 when not recording or the text
  * is not JSON of that shape (arrays for sites, objects otherwise; at most 1 MiB). */
 int leakwatch_torch_info(const char *field, const char *json, const char *message);
+
+/* The anatomy of a device's memory and out-of-memory (python/leakwatch/
+ * _anatomy.py): values[] = weights, gradients, optimizer state (bytes, each
+ * storage once), PyTorch's allocated, reserved, peak allocated, peak
+ * reserved, the driver's free and total, the failed request (-1 unknown);
+ * n at least 10. event 0: a sample (sparse: never per step); 1: PyTorch's
+ * out-of-memory observer fired on that device (the report is written now,
+ * with its post-mortem, the report's "oom"); 2: the observer is attached
+ * (device, values ignored). Returns 0, or -1 when not recording. */
+int leakwatch_torch_anatomy(int device, int event, const long long *values, int n);
 
 /* For the Python package (imported, with the GIL held): registers, once per
  * process, a Py_AtExit callback that writes the final report and summary at

@@ -28,6 +28,7 @@ $(LIB_OBJS) $(TOOL_OBJS): $(VERSION_H)
 $(B)/leakwatch: tools/main.c $(B)/liblw_tools.a $(B)/liblw_core.a $(VERSION_H)
 	$(Q)$(CC) $(CFLAGS_LIB) $(INC_vocab) $(TOOL_INC) -o $@ $< $(B)/liblw_tools.a $(B)/liblw_core.a $(SAN_LDFLAGS) $(JSON_LIBS) $(LIB_LIBS) \
 	    -Wl,-rpath,'$$ORIGIN'
+	@echo "make: built $@"
 
 # The man page and the bash completion, generated from the command's own
 # --help texts (and its table of LEAKWATCH_* variables), so they cannot drift.

@@ -11,7 +11,7 @@ FAKE_CUDA_SRCS := tests/stubs/fake_cuda.c tests/stubs/fake_cuda_clients.c
 $(STUB_DIR)/libcuda.so.1: $(FAKE_CUDA_SRCS) $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(STUB_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_CUDA_SRCS) -ldl
-	ln -sf libcuda.so.1 $(STUB_DIR)/libcuda.so
+	$(Q)ln -sf libcuda.so.1 $(STUB_DIR)/libcuda.so
 # Versioned symbols, as the real runtime's (cudaMalloc@@libcudart.so.13).
 $(STUB_DIR)/libcudart.so: tests/stubs/fake_cudart.c $(wildcard tests/stubs/*.h) include/leakwatch/cuda_api.h | deps
 	@mkdir -p $(@D) $(B)/obj/stubs
@@ -85,7 +85,7 @@ $(CUDA12_STUB_DIR)/libcuda.so.1: $(FAKE_CUDA_SRCS) $(wildcard tests/stubs/*.h) i
 	@printf '{ global: *; local: cuCtxGetDevice_v2; };\n' > $(@D)/cuda12.map
 	$(Q)$(CC) $(STUB_CFLAGS) -DFAKE_DRIVER_VERSION=12080 -shared -Wl,-soname,libcuda.so.1 \
 	    -Wl,--version-script,$(@D)/cuda12.map -o $@ $(FAKE_CUDA_SRCS) -ldl
-	ln -sf libcuda.so.1 $(@D)/libcuda.so
+	$(Q)ln -sf libcuda.so.1 $(@D)/libcuda.so
 STUBS += $(CUDA12_STUB_DIR)/libcuda.so.1
 
 # Layout modules (tests/modules/mod_layout.c), opened by dl_* programs as

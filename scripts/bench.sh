@@ -481,19 +481,23 @@ section_report() {
     rm -f "$TMP/report.json"
 }
 
-# Real PyTorch 2.6 (the real-clients root of make check-real): steps per
-# second of a training loop bare and under leakwatch in both PyTorch modes,
-# alternated (bench/perf/real_torch.py). Needs root (chroot); skipped with the
-# reason where the root cannot be had.
+# Real PyTorch 2.6 (the real-clients root of make check-real): what leakwatch
+# adds to each step, against the bare loop in the same invocation, alternated
+# (bench/perf/real_torch.py): a training loop in both PyTorch modes, the same
+# loop keeping each loss (the diagnosis window open, its closing step and the
+# owner search), and ~1 ms inference requests. LW_REALTORCH_LOOPS="train
+# leak infer" picks loops. Needs root (chroot); skipped with the reason where
+# the root cannot be had.
 section_realtorch() {
     local root
     echo
-    echo "== real PyTorch: a training loop's steps per second, bare and under leakwatch =="
+    echo "== real PyTorch: microseconds added per step, against the bare loop =="
     if ! root=$(sh "$HERE/scripts/setup-real-clients.sh" 2>"$TMP/realtorch.err"); then
         echo "skipped: $(tail -1 "$TMP/realtorch.err")"
         return 0
     fi
-    sh "$HERE/scripts/in-real-root.sh" "$root" python3 bench/perf/real_torch.py "$ROUNDS"
+    sh "$HERE/scripts/in-real-root.sh" "$root" LW_REALTORCH_LOOPS="${LW_REALTORCH_LOOPS:-}" \
+        python3 bench/perf/real_torch.py "$ROUNDS"
 }
 
 # The owner search of the PyTorch helper's diagnosis window (what keeps a

@@ -19,6 +19,18 @@
 #    the verdict words and the words around them; numbers that move from run
 #    to run (times, counts, steps, free memory, pids) are not compared.
 #    "shape" compares the words only (an invented place and rate are fine).
+# 3. A fenced block right after
+#        <!-- docs-check: paste -->
+#    is pasted, line by line in order, into one fresh shell in a folder that
+#    looks like a clone where only make has run (build/ and examples/; no
+#    leakwatch on PATH: the block must say how it gets there). No line may
+#    print "not found" or "No such file or directory", and a line that ends
+#    `echo $?   # N` must print N.
+# 4. docs/report-screenshot.png (README's picture of the HTML report) is not
+#    older, in git's history, than the renderer that draws the page
+#    (tools/render/render_html.c, tools/render/templates/): make screenshot
+#    takes it again from a real run. Skipped outside a git checkout.
+# 5. README.md has at most 250 lines.
 #
 # Usage: scripts/check-doc-drift.py [--root DIR] [--build DIR] [--no-run]
 # Exit 1 with one line per drift, naming the file and line to fix.
@@ -146,8 +158,15 @@ def facts(line):
     return PLACE.findall(line) + RATE.findall(line)
 
 
+AS_OF = re.compile(r"\[as of (step|interval) (\d[\d,]*)\]")
+
+
 def same(quoted, real, shape):
     if skeleton(quoted, shape) != skeleton(real, shape):
+        return False
+    # The step a live line comes at (64 for marked steps) is the detector's,
+    # not the clock's: a shape quotes it too.
+    if AS_OF.findall(quoted) != AS_OF.findall(real):
         return False
     return shape or facts(quoted) == facts(real)
 
@@ -182,6 +201,46 @@ def run(cmd, doc, lineno):
 
 
 MARK = re.compile(r"^<!-- docs-check: (run|shape) (.+?) -->\s*$")
+PASTE = re.compile(r"^<!-- docs-check: paste -->\s*$")
+STATUS = re.compile(r"^(.*\becho \$\?)\s+#\s*(\d+)\s*$")
+
+
+def paste(block, doc):
+    """Runs the block's lines as pasted into a fresh shell at a clone's root."""
+    if not os.path.exists(os.path.join(build, "leakwatch")):
+        bad(doc, block[0][0] if block else 0, "no %s/leakwatch: build first" % build)
+        return
+    tmp = tempfile.mkdtemp(prefix="leakwatch-docs-paste.")
+    try:
+        os.symlink(build, os.path.join(tmp, "build"))
+        os.symlink(os.path.join(root, "examples"), os.path.join(tmp, "examples"))
+        script, expect = [], {}
+        for ln, line in block:
+            m = STATUS.match(line)
+            if m:
+                line = m.group(1)[:-len("echo $?")] + 'echo "docs-check-status %d $?"' % ln
+                expect[ln] = m.group(2)
+            script.append(line)
+        env = dict((k, v) for k, v in os.environ.items() if not k.startswith("LEAKWATCH_"))
+        env["PATH"] = os.pathsep.join(d for d in env.get("PATH", "").split(os.pathsep)
+                                      if not os.path.exists(os.path.join(d, "leakwatch")))
+        p = subprocess.run(["sh", "-c", "\n".join(script)], cwd=tmp, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+        out = p.stdout.decode("utf-8", "replace").split("\n")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    for o in out:
+        if re.search(r": not found|No such file or directory|command not found", o):
+            bad(doc, block[0][0], "a pasted command fails: %s" % o)
+    seen = {}
+    for o in out:
+        m = re.match(r"docs-check-status (\d+) (\d+)$", o)
+        if m:
+            seen[int(m.group(1))] = m.group(2)
+    for ln, want in expect.items():
+        if seen.get(ln) != want:
+            bad(doc, ln, "pasted, this line's status is %s, the doc says %s"
+                % (seen.get(ln, "(not printed)"), want))
 
 if not args.no_run:
     for doc in docs:
@@ -192,7 +251,16 @@ if not args.no_run:
         i = 0
         while i < len(text):
             m = MARK.match(text[i])
+            pm = PASTE.match(text[i])
             i += 1
+            if pm and i < len(text) and text[i].startswith("```"):
+                block = []
+                i += 1
+                while i < len(text) and not text[i].startswith("```"):
+                    block.append((i + 1, text[i]))
+                    i += 1
+                paste(block, doc)
+                continue
             if not m:
                 continue
             mode, cmd, at = m.group(1), m.group(2), i
@@ -220,6 +288,40 @@ if not args.no_run:
                         "    run:    %s" % (cmd, mode, q, "\n            ".join(near) or "(none)"))
                 else:
                     k = j + 1
+
+
+
+def screenshot_is_current():
+    shot = "docs/report-screenshot.png"
+    drawn_by = ["tools/render/render_html.c", "tools/render/templates"]
+    if not os.path.exists(os.path.join(root, shot)):
+        return
+
+    def git(*a):
+        p = subprocess.run(["git", "-C", root] + list(a), stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL)
+        return p.returncode, p.stdout.decode().strip()
+
+    rc, taken = git("log", "-1", "--format=%H", "--", shot)
+    if rc != 0 or not taken:
+        return  # not a git checkout, or not committed yet
+    rc, changed = git("log", "-1", "--format=%H", "--", *drawn_by)
+    if rc != 0 or not changed:
+        return
+    if git("merge-base", "--is-ancestor", changed, taken)[0] != 0:
+        bad(shot, 1, "older than the renderer's last change (%s, commit %s): run make screenshot"
+            " (a real run, drawn by headless Chromium) and commit it" % (" ".join(drawn_by),
+                                                                        changed[:12]))
+
+
+screenshot_is_current()
+
+# 5. README.md is a first page, not a manual: at most 250 lines.
+README_MAX_LINES = 250
+if os.path.exists(os.path.join(root, "README.md")):
+    n = len(open(os.path.join(root, "README.md"), encoding="utf-8").read().splitlines())
+    if n > README_MAX_LINES:
+        bad("README.md", n, "%d lines, over %d: move detail to docs/" % (n, README_MAX_LINES))
 
 for p in problems:
     print("docs-check: " + p)

@@ -54,6 +54,7 @@ $B/include/leakwatch/version.h include/leakwatch/version.h 0644
 python/leakwatch/__init__.py $PYDIR/__init__.py 0644
 python/leakwatch/__main__.py $PYDIR/__main__.py 0644
 python/leakwatch/_torch.py $PYDIR/_torch.py 0644
+python/leakwatch/_anatomy.py $PYDIR/_anatomy.py 0644
 python/leakwatch/_autostart/sitecustomize.py $PYDIR/_autostart/sitecustomize.py 0644
 - $PYDIR/_version.py 0644
 $B/doc/leakwatch.1 share/man/man1/leakwatch.1 0644

@@ -5,45 +5,56 @@
 #include "thread.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #define END_WAIT_MS 10000
 
 static const int end_signals[] = {SIGINT, SIGTERM, SIGHUP};
 enum { N_END = sizeof end_signals / sizeof end_signals[0] };
-static int end_pipe[2] = {-1, -1}, ack_pipe[2] = {-1, -1};
-static struct stat end_id[2][2]; /* the pipes' device and inode */
-static volatile pid_t end_pid;   /* the process whose thread reads end_pipe */
+/* The handler and the thread meet on two words of memory, through futexes,
+ * not descriptors: a job that closes every descriptor it did not open
+ * (close_range, a daemon's clean slate) or reuses their numbers still gets
+ * its final report (issue 43), and leakwatch holds no descriptor for it.
+ * end_word: 0 while waiting, the signal's number once one came, -1 after a
+ * detach (the thread ends). end_ack: 1 once the report is written.
+ * end_gen: the thread that serves; an older one (before a detach and a new
+ * attach) leaves when it wakes. */
+static atomic_int end_word, end_ack;
+static atomic_uint end_gen;
+static volatile pid_t end_pid; /* the process whose thread waits on end_word */
 static atomic_int end_taken;
 /* What the thread calls: set at start, before the thread exists. */
 typedef void (*report_fn)(const char *signal_name);
 static _Atomic(report_fn) end_report;
 
-static int fd_is(int fd, const struct stat *id) {
-    struct stat st;
-    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == id->st_dev && st.st_ino == id->st_ino;
+/* The futex calls: system calls only, so safe in a signal handler. A
+ * process-private futex: the words are this process's memory. */
+static void futex_wait(atomic_int *word, int expected, const struct timespec *rel) {
+    syscall(SYS_futex, (int *)word, FUTEX_WAIT_PRIVATE, expected, rel, NULL, 0);
+}
+
+static void futex_wake(atomic_int *word) {
+    syscall(SYS_futex, (int *)word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 static void end_handler(int sig) {
     int saved = errno;
-    if (end_pid == getpid() && !atomic_exchange(&end_taken, 1) &&
-        fd_is(end_pipe[1], &end_id[0][1]) && fd_is(ack_pipe[0], &end_id[1][0])) {
-        unsigned char c = (unsigned char)sig;
-        if (write(end_pipe[1], &c, 1) == 1) {
-            struct pollfd p = {ack_pipe[0], POLLIN, 0};
-            int left = END_WAIT_MS;
-            while (left > 0) {
-                int r = poll(&p, 1, 100);
-                if (r != 0 || end_pid != getpid()) break;
-                left -= 100;
-            }
+    if (end_pid == getpid() && !atomic_exchange(&end_taken, 1) && atomic_load(&end_word) == 0) {
+        atomic_store(&end_word, sig);
+        futex_wake(&end_word);
+        const struct timespec step = {0, 100 * 1000000L};
+        for (int left = END_WAIT_MS; left > 0 && !atomic_load(&end_ack); left -= 100) {
+            if (end_pid != getpid()) break;
+            futex_wait(&end_ack, 0, &step);
         }
     }
     struct sigaction dfl;
@@ -72,44 +83,32 @@ static const char *signal_name(int sig) {
 }
 
 static void *end_thread(void *arg) {
-    (void)arg;
-    unsigned char c;
-    ssize_t r;
-    do
-        r = read(end_pipe[0], &c, 1);
-    while (r < 0 && errno == EINTR);
-    report_fn report = atomic_load(&end_report);
-    if (r == 1) report(signal_name(c));
-    c = 1;
-    if (fd_is(ack_pipe[1], &end_id[1][1]) && write(ack_pipe[1], &c, 1) < 0) {
-        /* the handler then waits its full time */
+    unsigned gen = (unsigned)(uintptr_t)arg;
+    int v;
+    for (;;) {
+        if (atomic_load(&end_gen) != gen) return NULL; /* a newer thread serves */
+        v = atomic_load(&end_word);
+        if (v != 0) break;
+        futex_wait(&end_word, 0, NULL);
     }
+    if (v < 0) return NULL; /* the detach */
+    report_fn report = atomic_load(&end_report);
+    report(signal_name(v));
+    atomic_store(&end_ack, 1);
+    futex_wake(&end_ack);
     return NULL;
 }
 
 void lw_end_signals_start(void (*report)(const char *signal_name)) {
-    /* A forked child gets pipes and a thread of its own; the parent's
-     * descriptors, inherited, are closed where they are still the pipes. */
-    for (int i = 0; i < 2; i++)
-        for (int k = 0; k < 2; k++) {
-            int *fd = i ? &ack_pipe[k] : &end_pipe[k];
-            if (fd_is(*fd, &end_id[i][k])) close(*fd);
-            *fd = -1;
-        }
+    /* A forked child gets a thread of its own (the parent's is not in it). */
     end_pid = 0;
+    unsigned gen = atomic_fetch_add(&end_gen, 1) + 1;
     atomic_store(&end_taken, 0);
+    atomic_store(&end_ack, 0);
+    atomic_store(&end_word, 0);
+    futex_wake(&end_word); /* an older thread, if any, sees the new generation and leaves */
     atomic_store(&end_report, report);
-    if (pipe2(end_pipe, O_CLOEXEC) != 0) return;
-    if (pipe2(ack_pipe, O_CLOEXEC) != 0) {
-        close(end_pipe[0]), close(end_pipe[1]);
-        end_pipe[0] = end_pipe[1] = -1;
-        return;
-    }
-    for (int k = 0; k < 2; k++) {
-        fstat(end_pipe[k], &end_id[0][k]);
-        fstat(ack_pipe[k], &end_id[1][k]);
-    }
-    int ok = lw_thread_start(end_thread) == 0;
+    int ok = lw_thread_start_arg(end_thread, (void *)(uintptr_t)gen) == 0;
     if (!ok) return; /* no final report on these signals; the job is as without us */
     end_pid = getpid();
     for (int i = 0; i < N_END; i++) {
@@ -128,8 +127,7 @@ void lw_end_signals_start(void (*report)(const char *signal_name)) {
 
 /* The detach: the signals whose handler is still ours get their default
  * action back (the job's dispositions as they were before the attach), and
- * the thread that waited for them ends (its pipe's write end closed: end of
- * file). */
+ * the thread that waited for them ends. */
 void lw_end_signals_stop(void) {
     for (int i = 0; i < N_END; i++) {
         struct sigaction cur;
@@ -142,6 +140,6 @@ void lw_end_signals_stop(void) {
         sigaction(end_signals[i], &dfl, NULL);
     }
     end_pid = 0;
-    if (fd_is(end_pipe[1], &end_id[0][1])) close(end_pipe[1]);
-    end_pipe[1] = -1;
+    int idle = 0;
+    if (atomic_compare_exchange_strong(&end_word, &idle, -1)) futex_wake(&end_word);
 }

@@ -2,6 +2,7 @@
 /* The fork-handler registry (fork_locks.h says the contract). */
 #include "fork_locks.h"
 
+#include "anatomy.h"
 #include "growth.h"
 #include "imports.h"
 #include "lifecycle.h"
@@ -44,6 +45,8 @@ static const lw_fork_row rows[] = {
     {lw_record_lock_for_fork, lw_record_unlock_after_fork, NULL},
     {lw_vmm_lock_for_fork, lw_vmm_unlock_after_fork, NULL},
     {lw_imports_lock_for_fork, lw_imports_unlock_after_fork, NULL},
+    /* anatomy.c's lock: a leaf (nothing else is taken under it). */
+    {lw_anatomy_lock_for_fork, lw_anatomy_unlock_after_fork, NULL},
     /* src/attach: patch_lock, taken; attach_lock, made new in the child. */
     {attach_prepare, attach_parent, attach_child},
 };

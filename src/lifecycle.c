@@ -12,9 +12,11 @@
 #include "options.h"
 #include "prometheus.h"
 #include "pyframes.h"
+#include "rank.h"
 #include "record.h"
 #include "vmm.h"
 #include "imports.h"
+#include "instance.h"
 #include "report.h"
 #include "summary.h"
 #include "report_file.h"
@@ -22,12 +24,14 @@
 #include "real.h"
 #include "hook_depth.h"
 #include "runstate.h"
+#include "sandbox.h"
 #include "warning.h"
 #include "where.h"
 #include "worker.h"
 #include "sites.h"
 #include "stack.h"
 #include "torch_info.h"
+#include "anatomy.h"
 #include "torch_mode.h"
 #include "totals.h"
 #include "tracker_mem.h"
@@ -59,6 +63,7 @@ static int attached;
 
 static void at_exit(void);
 static void end_signal_report(const char *signal_name);
+static void on_failure(lw_kind kind, uint64_t size, int device, int result);
 
 /* The child reports only what it allocates itself. Runs under start_lock
  * while the state is NOT_STARTED, so no thread records meanwhile. */
@@ -72,11 +77,25 @@ static void forget_parent(void) {
     lw_growth_forget_parent();
     lw_warning_forget();
     lw_torch_info_forget();
+    lw_anatomy_forget();
 }
+
+/* The marker of every copy of the library (instance.h): the first copy
+ * loaded records, whatever its file name; another one stays inert. */
+LW_EXPORT void leakwatch__instance(void) {}
 
 static void start(void) {
     lw_options_load();
     if (lw_opt_int(LW_OPT_DISABLE)) {
+        atomic_store(&state, OFF);
+        return;
+    }
+    char other[PATH_MAX];
+    if (lw_instance_other(other, sizeof other)) {
+        lw_log_once(said_other,
+                    "another copy of the library is loaded first (%s): it watches "
+                    "this process, this copy stays inert (one report per process)",
+                    other);
         atomic_store(&state, OFF);
         return;
     }
@@ -86,6 +105,16 @@ static void start(void) {
         lw_report_forked_child();
         forked = 0;
     }
+    /* A seccomp filter: no socket or helper process of ours (sandbox.h),
+     * said once, before the first of them. */
+    if (lw_sandboxed() && !lw_log_quiet)
+        lw_log_once(said_seccomp,
+                    "this process runs under a seccomp filter (Seccomp: %d in /proc/self/status): "
+                    "leakwatch keeps to what a CUDA job itself does (memory, files, threads) and "
+                    "opens no socket and starts no process, which the filter may punish by "
+                    "killing the job: no live view (leakwatch top, ps, snapshot) and no source "
+                    "lines; set LEAKWATCH_SECCOMP=full if the filter allows them",
+                    lw_seccomp_mode());
     lw_torch_mode_started(); /* its deferred notice: this process uses CUDA */
     lw_sites_set_cap((size_t)lw_opt_int(LW_OPT_MAX_SITES));
     lw_test_clock_init();
@@ -99,8 +128,10 @@ static void start(void) {
     }
     if (lw_py_init() != 0 && lw_py_unavailable() != NULL)
         lw_log("no Python lines: %s", lw_py_unavailable());
-    lw_report_cleanup(); /* temporary files of a writer killed mid-write */
+    lw_report_cleanup();     /* temporary files of a writer killed mid-write */
+    lw_report_claim_start(); /* from now, another process's report is a sibling's */
     lw_stack_init();
+    lw_record_set_failure_hook(on_failure);
     atomic_store_explicit(&state, RECORDING, memory_order_release);
     lw_worker_start();
     /* Attached too (issue 32): SIGTERM's final report and socket; the
@@ -142,6 +173,28 @@ static void write_report(const char *reason, int fallback) {
      * tick (which may predate the final verdict). */
     const char *prom = lw_opt_str(LW_OPT_PROMETHEUS);
     if (prom) lw_prometheus_write_answer(prom, &ans);
+}
+
+/* An out-of-memory (anatomy.h): the report now, with its post-mortem, and
+ * one line on stderr that leads with it; the run goes on (a job may catch
+ * the error), so the verdict is not final. */
+static void write_oom_report(void) {
+    lw_hook_depth++; /* CUDA calls from here are not the job's */
+    lw_growth_flush();
+    char path[PATH_MAX];
+    lw_run_answer_forget();
+    int rc = lw_report_write("oom", 0, path, sizeof path);
+    char cause[32], evidence[400], remedy[400];
+    if (!lw_log_quiet &&
+        lw_anatomy_oom_get(cause, sizeof cause, evidence, sizeof evidence, remedy, sizeof remedy))
+        lw_log("out of memory: %s: %s; remedy: %s%s%s", lw_oom_cause_text(cause), evidence, remedy,
+               rc == 0 ? "; report: " : "", rc == 0 ? path : "");
+    lw_hook_depth--;
+}
+
+static void on_failure(lw_kind kind, uint64_t size, int device, int result) {
+    if (recording_here() && lw_anatomy_alloc_failed((int)kind, size, device, result))
+        write_oom_report();
 }
 
 /* The process whose final report is written: at most one per process
@@ -320,7 +373,25 @@ LW_EXPORT void leakwatch_torch_backward(int entering) {
     lw_record_backward(entering);
 }
 
+LW_EXPORT void leakwatch_torch_rank(int rank, int world_size) {
+    lw_rank_set_group(rank, world_size);
+}
+
+LW_EXPORT int leakwatch_torch_anatomy(int device, int event, const long long *values, int n) {
+    /* The observer is attached when CUDA initialises, before this process
+     * records anything: said whatever the state. */
+    if (event == LW_AN_OBSERVING) return lw_anatomy_torch(device, event, values, n);
+    if (!recording_here()) return -1;
+    if (lw_anatomy_torch(device, event, values, n)) write_oom_report();
+    return 0;
+}
+
 LW_EXPORT int leakwatch_torch_info(const char *field, const char *json, const char *message) {
     if (!recording_here()) return -1;
-    return lw_torch_info_set(field, json, message);
+    int rc = lw_torch_info_set(field, json, message);
+    /* What a step is: module calls (no optimizer) tell the detector that the
+     * time between marks is no work (growth.h). */
+    if (rc == 0 && !strcmp(field, "step_unit") && strstr(json, "\"module_call\""))
+        lw_growth_steps_are_calls();
+    return rc;
 }

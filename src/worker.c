@@ -12,6 +12,7 @@
 #include "report.h"
 #include "report_file.h"
 #include "runstate.h"
+#include "sandbox.h"
 #include "warning.h"
 
 #include <pthread.h>
@@ -55,14 +56,26 @@ void lw_worker_after_fork_child(void) {
 /* What the worker writes on its own schedule: the report every
  * LEAKWATCH_REPORT_EVERY seconds (so a job killed by the OOM killer still
  * leaves a recent one), Prometheus metrics every interval. */
+/* The first report comes early: once the first verdict is announced, or
+ * FIRST_REPORT_S after the start, whichever comes first (at most
+ * LEAKWATCH_REPORT_EVERY), so that a job the kernel's OOM killer ends with
+ * SIGKILL in its first minute still leaves one; then every
+ * LEAKWATCH_REPORT_EVERY seconds. */
+#define FIRST_REPORT_S 10
+static int first_report_written, decided_unwritten;
+
 static void periodic_outputs_locked(void) {
     uint64_t now = lw_run_now_ns();
     long every = lw_opt_int(LW_OPT_REPORT_EVERY);
+    long due = first_report_written || every < FIRST_REPORT_S ? every : FIRST_REPORT_S;
     if (!last_report_ns) last_report_ns = now;
-    if (every > 0 && now - last_report_ns >= (uint64_t)every * 1000000000ull) {
+    if (every > 0 && ((decided_unwritten && !first_report_written) ||
+                      now - last_report_ns >= (uint64_t)due * 1000000000ull)) {
         last_report_ns = now;
+        first_report_written = 1;
         lw_report_write("periodic", 0, NULL, 0);
     }
+    decided_unwritten = 0;
     const char *prom = lw_opt_str(LW_OPT_PROMETHEUS);
     uint64_t interval = (uint64_t)lw_opt_int(LW_OPT_INTERVAL_MS) * 1000000ull;
     if (prom && now - last_metrics_ns >= interval) {
@@ -139,7 +152,11 @@ static void *run(void *arg) {
         }
         lw_growth_update(timed_out);
         if (timed_out) lw_warning_steps_hint();
-        if (lw_growth_take_warning()) lw_warning_leak();
+        if (lw_growth_take_warning()) {
+            lw_warning_leak();
+            decided_unwritten = 1;
+        }
+        if (lw_growth_take_growing()) lw_warning_growing();
         lw_warning_check();
         periodic_outputs();
         tick_fn hook = atomic_load(&tick_hook);
@@ -160,6 +177,7 @@ void lw_worker_start(void) {
     lw_growth_init();
     lw_warning_forget();
     last_report_ns = last_metrics_ns = 0;
+    first_report_written = decided_unwritten = 0;
     pthread_mutex_lock(&outputs_lock);
     outputs_stopped = 0;
     pthread_mutex_unlock(&outputs_lock);
@@ -175,8 +193,9 @@ void lw_worker_start(void) {
     }
     /* The live view (leakwatch top/snapshot/ps): a socket served by its own
      * thread (which blocks the job's signals itself), also only in processes
-     * that use CUDA. */
-    lw_control_start();
+     * that use CUDA; LEAKWATCH_CONTROL=0 turns it off, and so does a seccomp
+     * filter (sandbox.h; lifecycle.c said so once). */
+    if (lw_opt_int(LW_OPT_CONTROL) && !lw_sandboxed()) lw_control_start();
 }
 
 void lw_worker_stop(void) {

@@ -52,7 +52,8 @@ CLASSIFIERS = [
     "Topic :: Scientific/Engineering :: Artificial Intelligence",
 ]
 # Python files of the package (python/leakwatch), relative to it.
-PY_FILES = ["__init__.py", "__main__.py", "_torch.py", "_autostart/sitecustomize.py"]
+PY_FILES = ["__init__.py", "__main__.py", "_torch.py", "_anatomy.py",
+            "_autostart/sitecustomize.py"]
 # Built files, relative to the build folder -> place in the package, mode.
 NATIVE = [
     ("leakwatch", "_bin/leakwatch", 0o755),

@@ -3,7 +3,7 @@
 allocator. Installed at interpreter start by the shim's auto-start
 (leakwatch/_autostart/sitecustomize.py), before torch can be imported.
 
-It does five things:
+It does six things:
 
 1. Steps. torch.optim.optimizer.register_optimizer_step_post_hook (PyTorch
    >= 2.0, torch/optim/optimizer.py) runs a hook after every
@@ -19,12 +19,19 @@ It does five things:
    optimizer.step()). LEAKWATCH_TORCH_STEPS=optimizer marks every
    optimizer.step() instead.
 
-2. Counters. At each mark it reads PyTorch's own counters for every device
+2. Counters. At a mark it reads PyTorch's own counters for every device
    its allocator has used -- the bytes held by live tensors (what
    torch.cuda.memory_allocated(d) returns: "allocated_bytes.all.current" of
    torch._C._cuda_memoryStats(d), read directly to skip memory_stats'
-   flattening and sorting) and the reserved bytes -- and hands them to the
-   library (leakwatch_torch_counters). The driver's free memory is read at
+   flattening and sorting; PyTorch 2.6 has no cheaper call that gives them)
+   and the reserved bytes -- and hands them to the library
+   (leakwatch_torch_counters). The read costs tens of microseconds (it builds
+   the allocator's whole statistics dictionary), so it is timed, and the next
+   one waits until READ_BUDGET times that cost has passed: at most 1 % of the
+   job's time, every step of a step slower than that, fewer points (each at
+   its own step number) for faster ones. The first ALWAYS_READ marks are
+   all read (a short job keeps every point; the detector needs 24). The
+   driver's free memory is read at
    most once a second per device (torch.cuda.mem_get_info), for the
    out-of-memory projection; never while a stream is being captured.
 
@@ -56,6 +63,15 @@ It does five things:
    reads another variable): said once, and the helper works as in segments
    mode. The report's torch.backend records it either way.
 
+6. Steps without an optimizer (_ModuleSteps). A job that never calls
+   optimizer.step() (an inference server, an evaluation or generation loop)
+   gets a step per call of its outermost nn.Module: global forward hooks
+   find the first call not nested in another module's call of a module with
+   parameters, then give way to a forward pre-hook on that module alone. A
+   backward, an optimizer step or leakwatch.step() turns them off. The
+   counters and the window follow these marks; the report's growth.step_unit
+   says "module_call" (leakwatch_torch_info("step_unit")).
+
 Nothing here imports torch: the hooks are installed when the job imports
 it. A failure in the helper never reaches the job (every entry point
 catches its own exceptions and turns itself off).
@@ -63,6 +79,7 @@ catches its own exceptions and turns itself off).
 
 import bisect
 import collections
+import functools
 import inspect
 import itertools
 import json
@@ -83,8 +100,14 @@ leakwatch = sys.modules[__name__.rpartition(".")[0]]
 
 OPTIM = "torch.optim.optimizer"
 AUTOGRAD = "torch.autograd"
+NN_MODULE = "torch.nn.modules.module"
 SCALERS = ("torch.amp.grad_scaler", "torch.cuda.amp.grad_scaler")
-TARGETS = (OPTIM, AUTOGRAD) + SCALERS
+TARGETS = (OPTIM, AUTOGRAD, NN_MODULE) + SCALERS
+
+# The counters' read (point 2) takes at most 1/READ_BUDGET of the job's time,
+# after the first ALWAYS_READ marks (all read: a short job keeps every point).
+READ_BUDGET = 100
+ALWAYS_READ = 200
 
 SITE_ID_BASE = 1 << 30  # ids of sites from PyTorch's history, apart from the library's
 MAX_SITES = 20
@@ -369,12 +392,16 @@ class _OwnerSearch:
     graph node count and a time budget; the walk calls no user code (only
     builtin containers and instance __dict__ are entered)."""
 
-    MAX_DEPTH = 6
+    MAX_DEPTH = 16
     MAX_ITEMS = 100000  # elements taken from one container
 
     def __init__(self, torch, site_blocks, budget_s, max_objects, max_nodes, roots):
         self.torch = torch
         self.Tensor = torch.Tensor
+        try:
+            self.Module = torch.nn.Module
+        except Exception:
+            self.Module = None
         starts = []
         for i, blocks in enumerate(site_blocks):
             for addr, size in blocks:
@@ -440,7 +467,8 @@ class _OwnerSearch:
         h = root.holders.get(path)
         if h is None:
             h = root.holders[path] = {"tensors": 0, "bytes": 0, "kind": kind, "graph": 0,
-                                      "window_tensors": 0, "sites": {}}
+                                      "window_tensors": 0, "sites": {}, "scalars": 0,
+                                      "with_graph": 0}
         h["tensors"] += 1
         h["bytes"] += nbytes
         block = self.block_of(ptr)
@@ -460,17 +488,19 @@ class _OwnerSearch:
         return self.out_of_budget
 
     def walk(self, root):
-        """Depth first from root.value. Each stack entry: the object, its
-        depth, its path (spelt only down to depth 3: the holder named is the
-        innermost container the user can spell) and the holder's path and
-        kind for a tensor in it."""
-        Tensor, seen, scalar = self.Tensor, self.seen, _SCALARS
-        stack = [(root.value, 0, root.name, "name", root.name)]
+        """Depth first from root.value, at any depth up to MAX_DEPTH. Each
+        stack entry: the object, its depth, its path (as the user spells
+        it), the holder a tensor found below it is said to be kept by, that
+        holder's kind, and whether the holder is fixed (below an element of
+        a collection that grows: a list, a deque, a set, a dict keyed by
+        other than names, the holder is that collection)."""
+        Tensor, seen = self.Tensor, self.seen
+        stack = [(root.value, 0, root.name, root.name, "name", False)]
         pop, push = stack.pop, stack.append
         while stack:
             if self.objects & 255 == 0 and not self.budget_left():
                 break
-            obj, depth, path, kind, holder = pop()
+            obj, depth, path, holder, hkind, fixed = pop()
             oid = id(obj)
             if oid in seen:
                 continue
@@ -479,69 +509,159 @@ class _OwnerSearch:
             if self.objects >= self.max_objects:
                 self.out_of_budget = "objects"
             if isinstance(obj, Tensor):
-                self.tensor(root, obj, holder, kind, depth == 0)
+                self.tensor(root, obj, holder, hkind, depth == 0)
                 continue
             if depth >= self.MAX_DEPTH:
                 continue
-            t = type(obj)
-            if t is types.FunctionType and depth < 3:
-                # A closure's variables (keep = make_keeper(): its list
-                # lives in a cell): named as the code that wrote them.
+            try:
+                for child in self.children(root, obj, path, holder, hkind, fixed):
+                    push((child[0], depth + 1) + child[1:])
+            except Exception:
+                continue  # an object that cannot be read: not entered
+
+    def children(self, root, obj, path, holder, hkind, fixed):
+        """(child, path, holder, kind, fixed) for each object obj refers to
+        that the user can reach by name; calls no user code: only the base
+        types' own storage, instance and class __dict__, a function's
+        closure cells and defaults, a partial's and a bound method's parts."""
+        Tensor, scalar = self.Tensor, _SCALARS
+        t = type(obj)
+        if t is types.FunctionType:
+            # A closure's variables (keep = make_keeper(): its list lives in
+            # a cell) and default arguments (def f(x, _kept=[])): named as
+            # the code that wrote them.
+            code = obj.__code__
+            if not _is_user_file(code.co_filename):
+                return  # a library's function: not entered
+            qual = getattr(code, "co_qualname", code.co_name)
+            held = f", held by `{path}`" if path != qual else ""
+            named = list(zip(code.co_freevars, obj.__closure__ or ()))
+            out = []
+            for name, cell in named:
                 try:
-                    cells = obj.__closure__ or ()
-                    names = obj.__code__.co_freevars
-                    fname = obj.__code__.co_qualname if hasattr(obj.__code__, "co_qualname") \
-                        else obj.__code__.co_name
-                except Exception:
+                    v = cell.cell_contents
+                except ValueError:
                     continue
-                for name, cell in zip(names, cells):
-                    try:
-                        v = cell.cell_contents
-                    except ValueError:
-                        continue
-                    if type(v) in scalar:
-                        continue
-                    self.via[(id(root), name)] = (f"closure of `{fname}`, held by `{path}`", obj.__code__,
-                                      type(v).__name__)
-                    push((v, depth + 1, name, "closure", name))
-                continue
-            if isinstance(obj, _SKIP_TYPES):
-                continue
-            if isinstance(obj, (list, tuple, collections.deque)):
-                # The base type's own storage: no __iter__ of a subclass runs.
-                items = list.copy(obj) if isinstance(obj, list) else \
-                    tuple.__getitem__(obj, slice(0, self.MAX_ITEMS)) if isinstance(obj, tuple) \
-                    else list(itertools.islice(collections.deque.__iter__(obj), self.MAX_ITEMS))
-                keyed = enumerate(items[:self.MAX_ITEMS])
-                here, fmt = ("list" if isinstance(obj, list) else
-                             "tuple" if isinstance(obj, tuple) else "deque"), "{}[{}]"
-            elif isinstance(obj, dict):
-                keyed = itertools.islice(dict.items(obj), self.MAX_ITEMS)
-                here, fmt = "dict", "{}[{}]"
-            elif t in (set, frozenset):
-                keyed = ((None, v) for v in itertools.islice(obj, self.MAX_ITEMS))
-                here, fmt = t.__name__, None
-            else:
-                try:
-                    d = object.__getattribute__(obj, "__dict__")
-                except Exception:
-                    continue
-                if not isinstance(d, dict):
-                    continue
-                keyed = itertools.islice(dict.items(d), self.MAX_ITEMS)
-                here, fmt = "object", "{}.{}"
-            spell = depth < 3
-            for k, v in keyed:
+                if type(v) not in scalar:
+                    out.append((name, v, f"closure of `{qual}`{held}", "closure"))
+            defaults = obj.__defaults__ or ()
+            if defaults:
+                n = code.co_argcount
+                for name, v in zip(code.co_varnames[n - len(defaults):n], defaults):
+                    if type(v) not in scalar:
+                        out.append((name, v, f"default argument of `{qual}`{held}", "default"))
+            for name, v in dict.items(obj.__kwdefaults__ or {}):
+                if type(v) not in scalar:
+                    out.append((name, v, f"default argument of `{qual}`{held}", "default"))
+            for name, v, text, kind in out:
+                self.via.setdefault((id(root), name), (text, code, type(v).__name__, kind,
+                                                       name))
+                yield (v, name, name, kind, False)
+            return
+        if t is types.MethodType:
+            yield (obj.__func__, path, holder, hkind, fixed)
+            yield (obj.__self__, f"{path}.__self__", holder if fixed else f"{path}.__self__",
+                   hkind if fixed else "object", fixed)
+            return
+        if isinstance(obj, functools.partial):
+            parts = [(obj.func, f"{path}.func", None)]
+            parts += [(v, f"{path}.args[{i}]", i) for i, v in enumerate(obj.args or ())]
+            parts += [(v, f"{path}.keywords[{k!r}]", k)
+                      for k, v in dict.items(obj.keywords or {})]
+            func = obj.func
+            code = func.__code__ if type(func) is types.FunctionType else None
+            for v, p, arg in parts:
                 if type(v) in scalar:
                     continue
+                if code is not None and arg is not None and _is_user_file(code.co_filename):
+                    # Bound to a parameter of the user's function: its
+                    # line is where that parameter grows.
+                    param = arg if isinstance(arg, str) else \
+                        code.co_varnames[arg] if arg < code.co_argcount else None
+                    if param:
+                        qual = getattr(code, "co_qualname", code.co_name)
+                        self.via.setdefault((id(root), p), (
+                            f"argument `{param}` of `{qual}` bound by functools.partial",
+                            code, type(v).__name__, "partial", param))
                 if isinstance(v, Tensor):
-                    push((v, depth + 1, None, here, path))
-                elif spell:
-                    key = k if here == "object" and type(k) is str else _key_text(k)
-                    p = fmt.format(path, key) if fmt else path
-                    push((v, depth + 1, p, here, p))
+                    yield (v, p, holder if fixed else path, hkind if fixed else "partial", fixed)
                 else:
-                    push((v, depth + 1, None, here, holder))
+                    yield (v, p, holder if fixed else p, hkind if fixed else "partial", fixed)
+            return
+        if isinstance(obj, type):
+            # A class of the user's own code: its class attributes.
+            if not _defined_by_user(obj):
+                return
+            items = [(k, v) for k, v in type.__dict__["__dict__"].__get__(obj).items()
+                     if not (k.startswith("__") and k.endswith("__"))]
+            for k, v in items:
+                if type(v) in scalar or isinstance(v, (staticmethod, classmethod, property)):
+                    continue
+                p = f"{path}.{k}"
+                if isinstance(v, Tensor):
+                    yield (v, p, holder if fixed else path, hkind if fixed else "class", fixed)
+                else:
+                    yield (v, p, holder if fixed else p, hkind if fixed else "class", fixed)
+            return
+        if isinstance(obj, _SKIP_TYPES):
+            return
+        grows = False
+        if isinstance(obj, (list, tuple, collections.deque)):
+            # The base type's own storage: no __iter__ of a subclass runs.
+            items = list.copy(obj) if isinstance(obj, list) else \
+                tuple.__getitem__(obj, slice(0, self.MAX_ITEMS)) if isinstance(obj, tuple) \
+                else list(itertools.islice(collections.deque.__iter__(obj), self.MAX_ITEMS))
+            keyed = [(f"{path}[{i}]", v) for i, v in enumerate(items[:self.MAX_ITEMS])
+                     if type(v) not in scalar]
+            here = "list" if isinstance(obj, list) else \
+                "tuple" if isinstance(obj, tuple) else "deque"
+            grows = here != "tuple"
+        elif isinstance(obj, dict):
+            pairs = list(itertools.islice(dict.items(obj), self.MAX_ITEMS))
+            here = "dict"
+            grows = any(type(k) is not str for k, _ in pairs[:64])
+            keyed = [(f"{path}[{_key_text(k)}]", v) for k, v in pairs if type(v) not in scalar]
+        elif t in (set, frozenset):
+            keyed = [(path, v) for v in itertools.islice(obj, self.MAX_ITEMS)
+                     if type(v) not in scalar]
+            here, grows = t.__name__, True
+        else:
+            try:
+                d = object.__getattribute__(obj, "__dict__")
+            except Exception:
+                return
+            if not isinstance(d, dict):
+                return
+            keyed = []
+            module = self.Module is not None and isinstance(obj, self.Module)
+            for k, v in itertools.islice(dict.items(d), self.MAX_ITEMS):
+                if type(v) in scalar or type(k) is not str:
+                    continue
+                if module and k in ("_modules", "_buffers") and type(v) in (dict,
+                                                                           collections.OrderedDict):
+                    # nn.Module's submodules and buffers, spelt as the user
+                    # does: model.encoder, model.layers[2], model.running_mean.
+                    for name, sub in dict.items(v):
+                        if sub is None or type(name) is not str:
+                            continue
+                        keyed.append((f"{path}[{name}]" if name.isdigit() else f"{path}.{name}",
+                                      sub))
+                    continue
+                if module and k == "_parameters":
+                    continue  # the weights: not a leak's memory
+                keyed.append((f"{path}.{k}", v))
+            here = "module" if module else "object"
+        for p, v in keyed:
+            if fixed and not _big_collection(v):
+                yield (v, p, holder, hkind, True)
+            elif isinstance(v, Tensor):
+                yield (v, p, path, here, False)
+            elif grows and not _big_collection(v):
+                # An element of a collection that grows (a step's tuple or
+                # record): what it holds is kept by the collection.
+                yield (v, p, path, here, True)
+            else:
+                yield (v, p, p, here, False)
 
     def tensor(self, root, t, holder, kind, is_root):
         try:
@@ -552,13 +672,16 @@ class _OwnerSearch:
             return
         block = self.count(root, holder, "tensor" if is_root else kind, t, 0)
         if block is not None:
+            h = root.holders.get(holder) or {}
             try:
                 if t.numel() == 1:
                     root.scalars += 1
+                    h["scalars"] = h.get("scalars", 0) + 1
             except Exception:
                 pass
             if fn is not None:
                 root.with_graph += 1
+                h["with_graph"] = h.get("with_graph", 0) + 1
         if fn is not None:
             nodes, passes, top = self.graph(root, fn, holder, kind if not is_root else "tensor")
             if is_root:
@@ -637,6 +760,16 @@ class _OwnerSearch:
         return nodes, passes, (names.get(first, 0), first)
 
 
+def _big_collection(v):
+    """A list, deque, set or dict of 8 elements or more: a holder of its
+    own even inside another collection (runs[0]["outs"])."""
+    try:
+        return type(v) in (list, dict, set, collections.deque, collections.OrderedDict) and \
+            len(v) >= 8
+    except Exception:
+        return False
+
+
 def _key_text(k):
     """A container key as the user would spell it, without calling any of
     its methods: repr() of a str, number, bool or None only; other keys (an
@@ -651,31 +784,67 @@ def _user_roots(roots_of_files, tensor_type):
     """The names the user wrote: the locals of user frames (every thread, the
     innermost first) and the globals of user modules (__main__ included)."""
     out = []
+    me = threading.get_ident()
     try:
-        frames = sys._current_frames()
+        # Other threads' frames only: this thread's entry is this very
+        # frame, and a dict holding it from one of its own locals is a
+        # reference cycle that would keep every root's value (the job's
+        # tensors) alive until the garbage collector runs.
+        frames = {k: v for k, v in sys._current_frames().items() if k != me}
     except Exception:
         frames = {}
-    me = threading.get_ident()
-    order = [me] + [k for k in frames if k != me]
-    seen_code = set()
-    for tid in order:
-        f = sys._getframe(1) if tid == me else frames.get(tid)
-        while f is not None:
-            code = f.f_code
-            if _is_user_file(code.co_filename, roots_of_files) and id(f) not in seen_code:
-                seen_code.add(id(f))
-                fn = getattr(code, "co_qualname", code.co_name)
-                try:
-                    local = dict(f.f_locals) if code.co_name != "<module>" else {}
-                except Exception:
-                    local = {}
-                tensors = frozenset(k for k, v in local.items() if isinstance(v, tensor_type))
-                for k, v in local.items():
-                    r = _Root(k, f"local of `{fn}`", fn, code.co_filename, code.co_firstlineno,
-                              code, v)
-                    r.tensor_names = tensors
-                    out.append(r)
-            f = f.f_back
+    try:
+        _frame_roots(out, [sys._getframe(1)] + list(frames.values()), roots_of_files,
+                     tensor_type)
+    finally:
+        frames.clear()
+        del frames
+    _module_roots(out, roots_of_files)
+    return out
+
+
+def _frame_roots(out, tops, roots_of_files, tensor_type):
+    """Roots from the locals of the user's frames of each stack (its top
+    frame in tops), innermost first. Holds no frame once it returns."""
+    seen_frames = set()
+    try:
+        for f in tops:
+            while f is not None:
+                code = f.f_code
+                if _is_user_file(code.co_filename, roots_of_files) and id(f) not in seen_frames:
+                    seen_frames.add(id(f))
+                    fn = getattr(code, "co_qualname", code.co_name)
+                    try:
+                        local = dict(f.f_locals) if code.co_name != "<module>" else {}
+                    except Exception:
+                        local = {}
+                    tensors = frozenset(k for k, v in local.items()
+                                        if isinstance(v, tensor_type))
+                    for k, v in local.items():
+                        r = _Root(k, f"local of `{fn}`", fn, code.co_filename,
+                                  code.co_firstlineno, code, v)
+                        r.tensor_names = tensors
+                        out.append(r)
+                    local.clear()
+                f = f.f_back
+    finally:
+        f = local = None
+        tops[:] = ()
+
+
+def _defined_by_user(v):
+    """A function or class written in the user's own code."""
+    try:
+        if isinstance(v, types.FunctionType):
+            return _is_user_file(v.__code__.co_filename)
+        mod = sys.modules.get(getattr(v, "__module__", None) or "")
+        return mod is not None and (mod.__name__ == "__main__" or
+                                    _is_user_file(getattr(mod, "__file__", None)))
+    except Exception:
+        return False
+
+
+def _module_roots(out, roots_of_files):
     for mod in list(sys.modules.values()):
         name = getattr(mod, "__name__", None)
         path = getattr(mod, "__file__", None)
@@ -686,56 +855,208 @@ def _user_roots(roots_of_files, tensor_type):
         except Exception:
             continue
         for k, v in items:
-            if k.startswith("__") or isinstance(v, (types.ModuleType, types.FunctionType, type)):
+            if k.startswith("__") or isinstance(v, types.ModuleType):
                 continue
+            if isinstance(v, (types.FunctionType, type)) and not _defined_by_user(v):
+                continue  # imported from a library: not the user's
             out.append(_Root(k, f"global of `{name}`", None, path, None, None, v))
+
+
+_CONVERTS = re.compile(r"\.\s*(item|tolist|cpu|numpy)\s*\(|\b(float|int)\s*\(")
+
+
+def _code_span(code_object):
+    try:
+        nums = sorted({ln for _, _, ln in code_object.co_lines() if ln})
+        return nums[0], nums[-1]
+    except Exception:
+        return code_object.co_firstlineno, code_object.co_firstlineno + 400
+
+
+_CODE_LINES = {}
+
+
+def _code_lines(file):
+    """The lines of file that hold code (not docstrings or comments): those
+    of its compiled code objects' line tables. Cached per file; None when
+    it cannot be compiled."""
+    if file in _CODE_LINES:
+        return _CODE_LINES[file]
+    got = None
+    try:
+        text = "".join(linecache.getlines(file))
+        if text:
+            got, todo = set(), [compile(text, file, "exec", dont_inherit=True)]
+            while todo:
+                c = todo.pop()
+                got.update(ln for _, _, ln in c.co_lines() if ln)
+                todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    except Exception:
+        got = None
+    if len(_CODE_LINES) < 256:
+        _CODE_LINES[file] = got
+    return got
+
+
+def _spelt(holder):
+    """A regular expression for the holder as the source spells it:
+    metrics['targets'] also as metrics["targets"]; any index expression
+    for a number."""
+    m = re.match(r"[^\[]+", holder)
+    if not m:
+        return None
+    out = re.escape(m.group(0))
+    for key in re.findall(r"\[([^\]]*)\]", holder[m.end():]):
+        if len(key) >= 2 and key[0] == key[-1] and key[0] in "'\"":
+            out += r"\s*\[\s*['\"]" + re.escape(key[1:-1]) + r"['\"]\s*\]"
+        else:
+            out += r"\s*\[[^\]]*\]"
     return out
 
 
-def _grown_at(root, holder, code_object=None):
-    """The line of the root's function (or module) that grows the holder:
-    NAME.append( / .extend( / += / NAME[...] =; else the function's first
-    line."""
-    code_object = code_object or root.code
-    file = code_object.co_filename if code_object is not None else root.file
-    if not file:
-        return None, None
-    lines = linecache.getlines(file)
-    if code_object is not None:
-        try:
-            nums = sorted({ln for _, _, ln in code_object.co_lines() if ln})
-            lo, hi = nums[0], nums[-1]
-        except Exception:
-            lo, hi = code_object.co_firstlineno, code_object.co_firstlineno + 400
-    else:
-        lo, hi = 1, len(lines)
-    base = holder.split("[")[0]
-    pat = re.compile(_GROWS.replace("{name}", re.escape(base)))
+def _grows_in(file, lo, hi, name, tensor_names, pattern=None):
+    """The best line in file[lo..hi] that adds to NAME (NAME.append( /
+    .extend( / += / NAME[...] =): (score, line, text) or None. Of several
+    (a fixed and an unfixed branch), the one whose operands are tensors in
+    the frame now, and not one that converts them (.item(), .cpu(), ...)."""
+    lines = linecache.getlines(file) if file else []
+    pat = re.compile(_GROWS.replace("{name}", pattern or re.escape(name)))
+    code = _code_lines(file) if lines else None
     best = None
     for n in range(max(lo, 1), min(hi, len(lines)) + 1):
+        if code is not None and n not in code:
+            continue
         text = lines[n - 1].split("#")[0]
         m = pat.search(text)
         if m:
-            # Of several such lines (a fixed and an unfixed branch), the one
-            # whose operands are tensors in the frame now.
-            score = sum(w in root.tensor_names for w in re.findall(r"[A-Za-z_]\w*",
-                                                                  text[m.end():]))
+            rest = text[m.end():]
+            score = sum(w in tensor_names for w in re.findall(r"[A-Za-z_]\w*", rest))
+            score -= 2 * len(_CONVERTS.findall(rest))
             if best is None or score > best[0]:
                 best = (score, n, lines[n - 1].strip())
+    return best
+
+
+def _module_globals_of(file):
+    for mod in list(sys.modules.values()):
+        f = getattr(mod, "__file__", None)
+        if f and file and os.path.realpath(f) == os.path.realpath(file):
+            return vars(mod)
+    main = sys.modules.get("__main__")
+    if main is not None and file and os.path.realpath(getattr(main, "__file__", "") or "") == \
+            os.path.realpath(file):
+        return vars(main)
+    return {}
+
+
+def _passed_to(code_object, name, tensor_names, depth):
+    """The line that adds to NAME in a function NAME is passed to from
+    code_object's function (record(losses, loss) -> store.append(value)),
+    two calls deep at most: (file, line, text) or None."""
+    if depth > 2 or code_object is None:
+        return None
+    file = code_object.co_filename
+    lines = linecache.getlines(file)
+    lo, hi = _code_span(code_object)
+    call = re.compile(r"([A-Za-z_][\w.]*)\s*\(([^()]*)\)")
+    g = None
+    for n in range(max(lo, 1), min(hi, len(lines)) + 1):
+        text = lines[n - 1].split("#")[0]
+        for m in call.finditer(text):
+            args = [a.strip() for a in m.group(2).split(",")]
+            if name not in args:
+                continue
+            if g is None:
+                g = _module_globals_of(file)
+            fn = g.get(m.group(1).split(".")[-1]) if "." not in m.group(1) else None
+            if type(fn) is not types.FunctionType or not _is_user_file(fn.__code__.co_filename):
+                continue
+            k = args.index(name)
+            if "=" in args[k] or k >= fn.__code__.co_argcount:
+                continue
+            param = fn.__code__.co_varnames[k]
+            c = fn.__code__
+            l, h = _code_span(c)
+            best = _grows_in(c.co_filename, l, h, param, tensor_names)
+            if best:
+                return c.co_filename, best[1], best[2]
+            deeper = _passed_to(c, param, tensor_names, depth + 1)
+            if deeper:
+                return deeper
+    return None
+
+
+def _user_files():
+    files = []
+    for mod in list(sys.modules.values()):
+        f = getattr(mod, "__file__", None)
+        if f and f.endswith(".py") and (getattr(mod, "__name__", None) == "__main__" or
+                                        _is_user_file(f)):
+            files.append(f)
+    return files[:64]
+
+
+def _add_site(root, holder, code_object=None):
+    """Where the holder grows, in whatever function: (file, line, text).
+    The root's own function (or module) first; then the functions it is
+    passed to; then, by the holder's last name (module.hidden_states in a
+    hook), any line of the user's files that adds to it; else the
+    function's first line."""
+    code_object = code_object or root.code
+    file = code_object.co_filename if code_object is not None else root.file
+    if not file:
+        return None, None, None
+    base = holder.split("[")[0]
+    if code_object is not None:
+        lo, hi = _code_span(code_object)
+    else:
+        lo, hi = 1, len(linecache.getlines(file))
+    best = None
+    if "[" in holder:
+        best = _grows_in(file, lo, hi, base, root.tensor_names, _spelt(holder))
+    best = best or _grows_in(file, lo, hi, base, root.tensor_names)
     if best:
-        return best[1], best[2]
-    return (code_object.co_firstlineno if code_object is not None else root.line), None
+        return file, best[1], best[2]
+    if "." not in base:
+        found = _passed_to(code_object, base, root.tensor_names, 1)
+        if found:
+            return found
+    last = re.split(r"[.\[\]]", holder.rstrip("]"))
+    last = [w for w in last if re.fullmatch(r"[A-Za-z_]\w*", w)]
+    if last:
+        hits = []
+        for f in dict.fromkeys([file] + _user_files()):
+            got = _grows_in(f, 1, 1 << 30, last[-1], root.tensor_names)
+            if got:
+                hits.append((got[0], f, got[1], got[2]))
+        if hits:
+            hits.sort(key=lambda h: -h[0])
+            return hits[0][1], hits[0][2], hits[0][3]
+    return file, (code_object.co_firstlineno if code_object is not None else root.line), None
 
 
-def _hint(kind, shape, function=None):
+def _grown_at(root, holder, code_object=None):
+    """(line, text) of _add_site (kept for callers)."""
+    _, line, text = _add_site(root, holder, code_object)
+    return line, text
+
+
+def _hint(kind, shape, function=None, name=None):
     loop = f"the loop in `{function}`" if function else "the loop"
     return {
         "no_grad": f"wrap {loop} in torch.no_grad() (or torch.inference_mode()): its graphs "
                    "are never backpropagated",
+        "retain_graph": "keep loss.detach() (or loss.item()), not the tensor with its graph: "
+                        "backward(retain_graph=True) leaves each graph's saved tensors alive "
+                        "while it is referenced",
+        "detach": "keep .detach() of it (or .item()), not the tensor with its graph: the "
+                  "graph's saved tensors stay alive with it",
         "item": "keep loss.item() (a Python float), not the tensor",
         "detach_cpu": "keep .detach().cpu() of it, not the GPU tensor with its graph",
         "cpu": "keep .cpu() of it (or drop the reference)",
         "graph_item": "accumulate loss.item(), not the tensor: each += adds the step's graph",
+        "cache": "bound it or evict its entries (e.g. drop a session's entries when it ends, "
+                 "or keep the newest N): it only grows",
     }[shape]
 
 
@@ -751,10 +1072,12 @@ def _describe(owner):
                 f"{owner['graph_top']}, {owner['passes']:,} forward passes): {owner['hint']}")
     what = f"kept by {owner['kind']} {name} ({where}): {owner['count']:,} tensor" \
         f"{'s' if owner['count'] != 1 else ''}, {_fmt_bytes(owner['bytes'])}"
-    if owner["shape"] == "no_grad":
+    if owner["shape"] in ("no_grad", "retain_graph", "detach"):
         what += (f" in the saved tensors of autograd graphs of {owner['graph_nodes']:,} nodes"
                  + (f" ({owner['passes']:,} forward passes)" if owner.get("passes") else "")
-                 + " (grad mode on, no backward)")
+                 + {"no_grad": " (grad mode on, no backward)",
+                    "retain_graph": " (backward ran with retain_graph=True)",
+                    "detach": " (backward ran)"}[owner["shape"]])
     return f"{what}; {owner['hint']}"
 
 
@@ -805,78 +1128,95 @@ def _unnamed_holder(torch, blocks, search, deadline):
     return what + " that no local of your frames or global of your modules leads to"
 
 
+def _owners_by_root(torch, roots, i, place, evidence):
+    """Owners of site i when no single holder keeps 3 of the window's
+    tensors: each root's holders summed (the name the user wrote: `cache`
+    for cache[session][n]), the largest first. A dict without autograd
+    graphs is a cache: the hint is to bound it or evict its entries."""
+    sums = []
+    for r in roots:
+        agg = {"graph": 0, "with_graph": 0, "scalars": 0, "window_tensors": 0}
+        nbytes = count = total = 0
+        for h in r.holders.values():
+            b = h["sites"].get(i, 0)
+            if b:
+                agg["window_tensors"] += h["window_tensors"]
+                agg["graph"] += h["graph"]
+                agg["with_graph"] += h.get("with_graph", 0)
+                agg["scalars"] += h.get("scalars", 0)
+                nbytes += b
+            count += h["tensors"]
+            total += h["bytes"]
+        if agg["window_tensors"] >= 3:
+            sums.append((nbytes, count, total, agg, r))
+    sums.sort(key=lambda c: -c[0])
+    owners = []
+    for nbytes, count, total, agg, r in sums[:1]:
+        value = r.value
+        kind = type(value).__name__.lower() if isinstance(
+            value, (list, dict, tuple, set, collections.deque)) else "variable"
+        shape = _shape(agg, evidence, place)
+        if shape == "cpu" and isinstance(value, dict):
+            shape = "cache"
+        file, line, code = _add_site(r, r.name)
+        owners.append({
+            "kind": kind, "name": r.name, "scope": r.scope, "function": r.function,
+            "file": file, "line": line, "code": code, "count": count, "bytes": total,
+            "window_count": agg["window_tensors"], "window_bytes": nbytes,
+            "via_graph": agg["graph"], "graph_nodes": r.graph_nodes, "passes": r.passes or None,
+            "graph_top": None, "graph_top_count": None, "shape": shape,
+            "hint": _hint(kind, shape, place.get("function"), r.name),
+        })
+    return owners
+
+
 def find_owners(torch, sites, site_blocks, steps, budget_s, max_objects=300000,
-                max_nodes=200000):
+                max_nodes=200000, evidence=None):
     """Adds sites[i]["owner"] (and "owners") for the sites whose blocks are
-    given; returns a summary of the search for the diagnosis."""
+    given; returns a summary of the search for the diagnosis. Holds nothing
+    of the job's once it returns, whether it ends or fails: every root's
+    value and every object the walk kept is dropped here, so that nothing
+    waits for the garbage collector (a step's batch kept until then would
+    change the job's memory and the verdict)."""
+    held = {}
+    try:
+        return _find_owners(torch, sites, site_blocks, steps, budget_s, max_objects, max_nodes,
+                            held, evidence)
+    finally:
+        _teardown(held)
+
+
+def _teardown(held):
+    for r in held.pop("roots", None) or ():
+        r.value = None
+        r.tensor_names = ()
+    search = held.pop("search", None)
+    if search is not None:
+        search.roots = None
+        search.seen.clear()
+        search.seen_nodes.clear()
+        search.via.clear()
+        search.counted_blocks.clear()
+    held.clear()
+
+
+def _find_owners(torch, sites, site_blocks, steps, budget_s, max_objects, max_nodes, held,
+                 evidence=None):
     t0 = time.monotonic()
-    roots = _user_roots(_library_roots(), torch.Tensor)
-    search = _OwnerSearch(torch, site_blocks, budget_s, max_objects, max_nodes, roots)
-    stopped = search.run()
+    roots = held["roots"] = _user_roots(_library_roots(), torch.Tensor)
+    search = held["search"] = _OwnerSearch(torch, site_blocks, budget_s, max_objects, max_nodes,
+                                           roots)
+    stopped = None
+    try:
+        stopped = search.run()
+    except Exception as e:  # what was found so far still counts
+        stopped = f"error: {type(e).__name__}: {e}"
     for i, site in enumerate(sites):
-        cands = []
-        for r in roots:
-            for path, h in r.holders.items():
-                b = h["sites"].get(i, 0)
-                if b:
-                    cands.append((b, r, path, h))
-        cands.sort(key=lambda c: -c[0])
-        owners = []
-        place = site.get("place_to_look") or {}
-        for b, r, path, h in cands[:3]:
-            if h["window_tensors"] < 3:
-                continue  # one step's tensor (the current loss), not a keeper
-            graph = h["graph"] > 0 and r.saved_alive > 0
-            if graph:
-                shape = "no_grad"
-            elif r.scalars and r.scalars * 2 >= r.tensors and r.with_graph:
-                shape = "item"
-            elif r.with_graph:
-                shape = "detach_cpu"
-            else:
-                shape = "cpu"
-            kind = h["kind"] if h["kind"] not in ("name", "object") else \
-                ("attribute" if "." in path else type(r.value).__name__.lower()
-                 if isinstance(r.value, (list, dict, tuple, set)) else "variable")
-            if path == r.name and isinstance(r.value, torch.Tensor):
-                kind = "tensor"
-            line, code = _grown_at(r, path)
-            scope, file = r.scope, r.file
-            via = search.via.get((id(r), path))
-            if via is not None:
-                scope = f"{via[0]} ({r.scope})"
-                if h["kind"] == "closure":
-                    kind = via[2]
-                file = via[1].co_filename
-                line, code = _grown_at(r, path, via[1])
-            owners.append({
-                "kind": kind, "name": path, "scope": scope, "function": r.function,
-                "file": file, "line": line, "code": code, "count": h["tensors"],
-                "bytes": h["bytes"], "window_count": h["window_tensors"], "window_bytes": b,
-                "via_graph": h["graph"], "graph_nodes": r.graph_nodes,
-                "passes": r.passes or None, "graph_top": None, "graph_top_count": None,
-                "shape": shape,
-                "hint": _hint(kind, shape, place.get("function")),
-            })
-        # A tensor the user named whose own graph spans many forward passes
-        # (total_loss += loss): a graph that grows with the steps, whatever
-        # the memory it holds.
-        if i == 0:
-            for r in roots:
-                g = r.graph_root
-                if not g or g[1] < max(3, steps // 2) or any(o["name"] == r.name
-                                                             for o in owners):
-                    continue
-                line, code = _grown_at(r, r.name)
-                owners.append({
-                    "kind": "tensor", "name": r.name, "scope": r.scope, "function": r.function,
-                    "file": r.file, "line": line, "code": code, "count": 0, "bytes": 0,
-                    "window_count": 0, "window_bytes": 0, "via_graph": 0, "graph_nodes": g[0], "graph_top": g[2][1],
-                    "graph_top_count": g[2][0], "passes": g[1], "shape": "graph_item",
-                    "hint": _hint("tensor", "graph_item"),
-                })
-        for o in owners:
-            o["text"] = _describe(o)
+        try:
+            owners = _site_owners(torch, i, site, roots, search, steps, evidence or {})
+        except Exception as e:
+            owners = []
+            stopped = stopped or f"error: {type(e).__name__}: {e}"
         unnamed = None
         if not owners and i == 0 and not stopped:
             try:
@@ -884,12 +1224,119 @@ def find_owners(torch, sites, site_blocks, steps, budget_s, max_objects=300000,
             except Exception:
                 unnamed = None
         site["owner"] = owners[0] if owners else {
-            "kind": None, "name": None, "text": "owner not found: " + (
-                unnamed or "no name in the job's frames or modules leads to these blocks") +
-            (f" (search stopped: {stopped} budget)" if stopped else "")}
+            "kind": None, "name": None,
+            "text": "owner not found: " + (unnamed or "none of them leads to these blocks") +
+            "; searched " + _searched(roots, search) +
+            (f" (search stopped: {stopped}{'' if stopped.startswith('error') else ' budget'})"
+             if stopped else "")}
         site["owners"] = owners
     return {"roots": len(roots), "objects": search.objects, "graph_nodes": search.nodes,
             "stopped": stopped, "seconds": round(time.monotonic() - t0, 4)}
+
+
+def _searched(roots, search):
+    """What the owner search looked at, in words."""
+    frames = {r.scope for r in roots if r.scope.startswith("local of")}
+    mods = {r.scope for r in roots if r.scope.startswith("global of")}
+    return (f"{len(roots):,} names (the locals of {len(frames):,} of your functions on the "
+            f"stack, the globals of {len(mods):,} of your modules), {search.objects:,} objects "
+            f"below them (attributes, containers, closures, default arguments) and "
+            f"{search.nodes:,} autograd graph nodes")
+
+
+def _runs_backward(evidence, place):
+    """Whether backward was called, in the window, from the function that
+    makes the kept tensors (any backward when that function is unknown)."""
+    callers = evidence.get("backward_callers") or ()
+    if not place or not place.get("function"):
+        return bool(evidence.get("backward_calls"))
+    return (place.get("file"), place.get("function")) in callers
+
+
+def _shape(h, evidence, place=None):
+    """The fix that follows what was observed: whether the kept tensors'
+    graphs hold saved tensors, whether backward ran in the window and with
+    retain_graph=True, whether the tensors have a graph at all."""
+    if h["graph"] > 0:
+        # Saved tensors alive: graphs never backpropagated, or
+        # backpropagated with retain_graph=True. torch.no_grad() only for a
+        # loop that runs no backward itself (validation inside training).
+        if not _runs_backward(evidence, place):
+            return "no_grad"
+        if evidence.get("retain_graph"):
+            return "retain_graph"
+        return "detach"
+    if h.get("with_graph"):
+        if h.get("scalars", 0) * 2 >= max(h["window_tensors"], 1):
+            return "item"
+        return "detach_cpu"
+    return "cpu"
+
+
+def _site_owners(torch, i, site, roots, search, steps, evidence):
+    cands = []
+    for r in roots:
+        for path, h in r.holders.items():
+            b = h["sites"].get(i, 0)
+            if b:
+                cands.append((b, r, path, h))
+    cands.sort(key=lambda c: -c[0])
+    owners = []
+    place = site.get("place_to_look") or {}
+    for b, r, path, h in cands[:3]:
+        if h["window_tensors"] < 3:
+            continue  # one step's tensor (the current loss), not a keeper
+        shape = _shape(h, evidence, place)
+        kind = h["kind"]
+        via = search.via.get((id(r), path))
+        if via is not None and kind in ("closure", "default"):
+            kind = via[2]
+        elif kind in ("name", "object", "module", "class", "partial"):
+            if path == r.name:
+                kind = "tensor" if isinstance(r.value, torch.Tensor) else \
+                    type(r.value).__name__.lower() if isinstance(
+                        r.value, (list, dict, tuple, set, collections.deque)) else "variable"
+            else:
+                kind = "module attribute" if h["kind"] == "module" else \
+                    "class attribute" if h["kind"] == "class" else "attribute"
+        scope, code_object, grown = r.scope, None, path
+        if via is not None:
+            scope = f"{via[0]} ({r.scope})"
+            code_object, grown = via[1], via[4]
+        file, line, code = _add_site(r, grown, code_object)
+        owners.append({
+            "kind": kind, "name": path, "scope": scope, "function": r.function,
+            "file": file, "line": line, "code": code, "count": h["tensors"],
+            "bytes": h["bytes"], "window_count": h["window_tensors"], "window_bytes": b,
+            "via_graph": h["graph"], "graph_nodes": r.graph_nodes,
+            "passes": r.passes or None, "graph_top": None, "graph_top_count": None,
+            "shape": shape,
+            "hint": _hint(kind, shape, place.get("function"), path),
+        })
+    if not owners:
+        # A container of many small holders (a dict of sessions, each a
+        # list of (k, v) tuples): none holds 3 of the window's tensors,
+        # their root does.
+        owners = _owners_by_root(torch, roots, i, place, evidence)
+    # A tensor the user named whose own graph spans many forward passes
+    # (total_loss += loss): a graph that grows with the steps, whatever
+    # the memory it holds.
+    if i == 0:
+        for r in roots:
+            g = r.graph_root
+            if not g or g[1] < max(3, steps // 2) or any(o["name"] == r.name for o in owners):
+                continue
+            file, line, code = _add_site(r, r.name)
+            owners.append({
+                "kind": "tensor", "name": r.name, "scope": r.scope, "function": r.function,
+                "file": file, "line": line, "code": code, "count": 0, "bytes": 0,
+                "window_count": 0, "window_bytes": 0, "via_graph": 0, "graph_nodes": g[0],
+                "graph_top": g[2][1], "graph_top_count": g[2][0], "passes": g[1],
+                "shape": "graph_item", "hint": _hint("tensor", "graph_item"),
+            })
+    for o in owners:
+        o["text"] = _describe(o)
+    return owners
 
 
 # ---- the diagnosis window ----
@@ -909,6 +1356,37 @@ def _call_accepted(fn, impl, **kw):
     return fn(**kw)
 
 
+def _also_leaking(sites):
+    """The other leaking sites, biggest first, one line each under the
+    first one's ("also leaking: PLACE: +RATE/step; kept by ..."): two
+    leaks are both named. Sites of at least a tenth of the first's rate,
+    two more at most."""
+    if not sites:
+        return ""
+    top = sites[0]["bytes_per_step"]
+    out = []
+    for s in sites[1:3]:
+        if not top or s["bytes_per_step"] < top / 10 or s["bytes_per_step"] <= 0:
+            break
+        where = s["where"]["label"] if s.get("where") else "?"
+        text = f"also leaking: {where}: +{_fmt_bytes(s['bytes_per_step'])}/step"
+        owner = s.get("owner") or {}
+        if owner.get("name"):
+            text += "; " + owner["text"].replace("\n", " ")
+        out.append("\n" + text)
+    return "".join(out)
+
+
+def _kept_rate(g, n, marks):
+    """A site's rate: the growth of what it keeps, not of what it allocates.
+    What was allocated in the window's last step is still alive at its end
+    whether it is kept or not (the step's input, made on the same line as a
+    kept target): counted out, and the rate taken over the steps before."""
+    if not marks or n < 2:
+        return g["bytes"] / max(n, 1)
+    return (g["bytes"] - g.get("last_step", 0)) / (n - 1)
+
+
 class _Window:
     def __init__(self, torch, device, steps, max_entries, lib, first_step, owner_ms=1000):
         self.torch, self.device, self.steps, self.max_entries = torch, device, steps, max_entries
@@ -916,6 +1394,7 @@ class _Window:
         self.lib, self.first_step = lib, first_step
         self.marks = []  # time (us) at each step mark in the window
         self.backward_calls = []  # (start_us, end_us, caller frames innermost first)
+        self.retain_graph_calls = 0  # backward calls with retain_graph=True
         self.ours = False
         self.start_us = time.time() * 1e6
         mem = torch.cuda.memory
@@ -937,6 +1416,16 @@ class _Window:
                                          "snapshot"])
             self.ours = True
 
+
+    def evidence(self):
+        """What the window saw that the fix hints follow: backward calls,
+        from which functions, and how many with retain_graph=True."""
+        callers = set()
+        for _, _, frames in self.backward_calls:
+            for f in frames:
+                callers.add((f.get("filename"), f.get("name")))
+        return {"backward_calls": len(self.backward_calls), "backward_callers": callers,
+                "retain_graph": self.retain_graph_calls}
 
     def mark(self):
         self.marks.append(time.time() * 1e6)
@@ -1003,10 +1492,14 @@ class _Window:
             if g is None:
                 g = groups[key] = {"frames": frames, "note": note, "bytes": 0, "count": 0,
                                    "steps": set(), "blocks": []}
-            g["bytes"] += int(e.get("size") or 0)
-            g["blocks"].append((e.get("addr"), int(e.get("size") or 0)))
+            size = int(e.get("size") or 0)
+            g["bytes"] += size
+            g["blocks"].append((e.get("addr"), size))
             g["count"] += 1
-            g["steps"].add(bisect.bisect_left(marks, t) if marks else 0)
+            k = bisect.bisect_left(marks, t) if marks else 0
+            g["steps"].add(k)
+            if marks and k >= len(marks) - 1:
+                g["last_step"] = g.get("last_step", 0) + size
         n = max(len(marks) if marks else len(self.marks), 1)
         sites = []
         for g in groups.values():
@@ -1025,7 +1518,7 @@ class _Window:
                 "kind": "pytorch_allocator",
                 "device": self.device,
                 "leak": True,
-                "bytes_per_step": g["bytes"] / n,
+                "bytes_per_step": _kept_rate(g, n, marks),
                 "live_bytes": g["bytes"],
                 "live_count": g["count"],
                 "alloc_count": g["count"],
@@ -1053,7 +1546,7 @@ class _Window:
             # job's thread, within its budget; never breaks the window.
             try:
                 owners = find_owners(self.torch, sites[:3], blocks[:3], len(self.marks),
-                                     self.owner_ms / 1000.0)
+                                     self.owner_ms / 1000.0, evidence=self.evidence())
             except Exception as e:
                 owners = {"stopped": f"error: {type(e).__name__}: {e}"}
         summary = {
@@ -1100,6 +1593,37 @@ class _Helper:
         self.async_backend = False
         self.off = False
         self.sites_told = 0
+        self.unit_told = False
+        self.read_at = 0.0  # time.monotonic() before which no counters are read
+        self.read_after = 0  # module-call steps: the next step that reads the counters
+        self.ticks = 0  # time intervals read by _IntervalReader (no step marked)
+
+    def tell_unit(self, unit):
+        """What a step is, once (the report's growth.step_unit)."""
+        self.unit_told = True
+        try:
+            self.lib.tell("step_unit", unit)
+        except Exception:
+            pass
+
+    def module_mark(self, name):
+        """A step ended by the next call of the job's outermost module
+        (_ModuleSteps): marked like an optimizer step, but outside a
+        diagnosis window PyTorch's counters (a dict of ~100 entries, tens of
+        microseconds) are read at the first 128 steps, then at every k-th
+        with k = steps / 128: about 128 (1 + ln(steps / 128)) reads in all
+        (1,300 over a million requests), so that a server's request pays
+        well under a microsecond for them once it has run a while. The
+        schedule counts steps, not time: the same run reads at the same
+        steps however loaded the machine."""
+        if not self.unit_told:
+            self.tell_unit({"unit": "module_call", "module": name})
+        if self.window is not None or self.steps + 1 >= self.read_after:
+            self.mark()
+            self.read_after = self.steps + max(1, self.steps // 128)
+        else:
+            leakwatch._auto_step()
+            self.steps += 1
 
     # -- steps --
 
@@ -1108,6 +1632,8 @@ class _Helper:
             return  # GradScaler.step reports it once it returns
         if leakwatch.manual_steps:
             return
+        if not self.unit_told:
+            self.tell_unit({"unit": "optimizer_step"})
         with self.lock:
             self.optimizer_calls += 1
             self.skipped += bool(skipped)
@@ -1146,6 +1672,8 @@ class _Helper:
         if not manual:
             leakwatch._auto_step()
         self.steps += 1
+        if not _rank_told[0]:
+            _tell_rank()
         # One thread at a time reads the counters and drives the window; a
         # mark from another thread meanwhile only counts. After an error of
         # its own the helper only marks steps.
@@ -1172,9 +1700,26 @@ class _Helper:
         if not self.backend_checked:
             self.check_backend(torch)
         capturing = cuda.is_current_stream_capturing()
+        now = time.monotonic()
+        read = now >= self.read_at or self.steps <= ALWAYS_READ
+        growing = self.read_counters(torch, cuda, capturing, now) if read else ()
+        if capturing:
+            return
+        _anatomy_module().after_mark(torch, self.steps)
+        if self.window is not None:
+            if self.window.mark():
+                self.close_window()
+        elif growing and self.may_open():
+            self.open_window(torch, growing[0])
+
+    def read_counters(self, torch, cuda, capturing, now):
+        """PyTorch's counters of each device used, to the library; the devices
+        whose tensor series grows. The next read waits READ_BUDGET times
+        what this one took (point 2)."""
+        t0 = time.perf_counter()
         stats_of = getattr(torch._C, "_cuda_memoryStats", None)
         growing = []
-        now = time.monotonic()
+        free_cost = 0.0
         for d in range(cuda.device_count()):
             if stats_of is not None:
                 st = stats_of(d)
@@ -1188,21 +1733,35 @@ class _Helper:
                 self.devices.add(d)
             free = -1
             if not capturing and now >= self.free_at.get(d, 0):
+                # Once a second, not counted in the budget.
                 self.free_at[d] = now + 1.0
+                f0 = time.perf_counter()
                 free = cuda.mem_get_info(d)[0]
+                free_cost += time.perf_counter() - f0
             if self.lib.counters(d, allocated, reserved, free):
                 growing.append(d)
-        if capturing:
-            return
-        if self.window is not None:
-            if self.window.mark():
-                self.close_window()
-        elif growing and self.may_open():
-            self.open_window(torch, growing[0])
+        self.read_at = now + min(READ_BUDGET * (time.perf_counter() - t0 - free_cost), 1.0)
+        return growing
 
     def may_open(self):
         return (self.window_steps > 0 and not self.async_backend and self.windows_left > 0
-                and self.steps >= self.next_window_at)
+                and self.steps + self.ticks >= self.next_window_at)
+
+    def interval_tick(self):
+        """A time interval of a job that marks no steps at all
+        (_IntervalReader): the counters and the window as at a mark, with
+        no step marked."""
+        if self.off or self.steps or not self.mark_lock.acquire(blocking=False):
+            return
+        try:
+            self.ticks += 1
+            self.after_mark()
+        except Exception as e:  # never break the job
+            self.off = True
+            self._close_window_quietly()
+            self.lib.tell("diagnosis", {"state": "off", "error": f"{type(e).__name__}: {e}"})
+        finally:
+            self.mark_lock.release()
 
     def open_window(self, torch, device):
         try:
@@ -1225,7 +1784,7 @@ class _Helper:
         if not sites:
             # Nothing kept across the window (growth outside tensors, or too
             # slow to show in it): one more try, later and longer.
-            self.next_window_at = self.steps + 4 * self.window_steps
+            self.next_window_at = self.steps + self.ticks + 4 * self.window_steps
             self.window_steps *= 2
         else:
             self.windows_left = 0
@@ -1239,6 +1798,9 @@ class _Helper:
                 # The library shows what follows the newline on its own line
                 # under the place (src/output/torch_info.c).
                 label += "\n" + owner["text"].replace("\n", " ")
+            also = _also_leaking(sites)
+            if also:
+                label += ("" if owner and owner.get("text") else "\n") + also
             self.lib.tell("sites", sites, label)
             self.lib.tell("answer", {"site": top["id"], "where": top["where"]})
             self.sites_told = len(sites)
@@ -1287,6 +1849,36 @@ class _Helper:
         self.lib.tell("backend", info, message)
 
 
+# ---- the rank, from the job's process group ----
+# mp.spawn (the launcher of PyTorch's DDP tutorial) sets no RANK: the rank is
+# known for sure only once the job has called
+# torch.distributed.init_process_group. Looked at each step until then (two
+# attribute reads), and at exit; told to the library once
+# (leakwatch_torch_rank), which names it in %r, on stderr and in the report.
+_rank_told = [False]
+
+
+def _tell_rank():
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is None or not dist.is_available() or not dist.is_initialized():
+            return
+        rank, world = dist.get_rank(), dist.get_world_size()
+    except Exception:
+        return
+    _rank_told[0] = True
+    try:
+        import ctypes
+
+        fn = ctypes.CDLL(None).leakwatch_torch_rank
+        fn.restype = None
+        fn.argtypes = [ctypes.c_int, ctypes.c_int]
+        if isinstance(rank, int) and isinstance(world, int) and rank >= 0:
+            fn(rank, world)
+    except (OSError, AttributeError, TypeError):
+        pass
+
+
 _helper = None
 
 
@@ -1298,7 +1890,43 @@ def _get_helper():
         import atexit
 
         atexit.register(_at_exit)
+        _IntervalReader.start(_helper)
     return _helper
+
+
+class _IntervalReader:
+    """PyTorch's counters and the diagnosis window for a job that marks no
+    step at all (no optimizer step, no nn.Module call, no leakwatch.step()):
+    a daemon thread reads them once per time interval (LEAKWATCH_INTERVAL_MS,
+    the library's steps then), once CUDA is initialised. It ends for good at
+    the first step mark of any kind, or when the helper stops."""
+
+    @staticmethod
+    def start(helper):
+        if helper.lib.counters is None:
+            return
+        try:
+            t = threading.Thread(target=_IntervalReader.run, args=(helper,), daemon=True,
+                                 name="leakwatch-torch-intervals")
+            t.start()
+        except Exception:
+            pass
+
+    @staticmethod
+    def run(helper):
+        period = _env_int("LEAKWATCH_INTERVAL_MS", 1000, 10, 3600000) / 1000.0
+        try:
+            while True:
+                time.sleep(period)
+                if helper.off or helper.steps or leakwatch.manual_steps or _helper is not helper:
+                    return
+                torch = sys.modules.get("torch")
+                cuda = getattr(torch, "cuda", None) if torch is not None else None
+                if cuda is None or not cuda.is_initialized():
+                    continue
+                helper.interval_tick()
+        except Exception:
+            pass
 
 
 def _after_manual_step():
@@ -1313,10 +1941,13 @@ def _at_exit():
     if h is None:
         return
     try:
+        if not _rank_told[0]:
+            _tell_rank()
         torch = sys.modules.get("torch")
         if not h.backend_checked and not h.off and torch is not None:
             h.check_backend(torch)
         h.at_exit()
+        _anatomy_module().at_exit()
         h.lib.tell("steps", {"mode": h.mode, "marks": h.steps,
                              "optimizer_calls": h.optimizer_calls,
                              "skipped_by_grad_scaler": h.skipped})
@@ -1364,6 +1995,16 @@ def _wrap_scaler(module):
     cls.step = wrapped
 
 
+def _caller_frames(f):
+    """(file, line, function) of f and its callers, innermost first."""
+    frames = []
+    while f is not None:
+        code = f.f_code
+        frames.append({"filename": code.co_filename, "line": f.f_lineno, "name": code.co_name})
+        f = f.f_back
+    return frames
+
+
 def _wrap_autograd(module):
     """torch.autograd.backward and grad (Tensor.backward looks the former up
     at each call, torch/_tensor.py): the library learns which thread waits in
@@ -1374,23 +2015,28 @@ def _wrap_autograd(module):
         if original is None or getattr(original, "_leakwatch", False):
             continue
 
-        def wrapped(*args, __original=original, **kwargs):
+        def wrapped(*args, __original=original, __name=name, **kwargs):
+            _backward_seen[0] = True  # a training job: no module-call steps
             h = _helper
-            lib = h.lib if h is not None else None
+            back = h.lib.backward if h is not None else None
             window = h.window if h is not None else None
-            caller = traceback.extract_stack(sys._getframe(1)) if window is not None else None
-            start = time.time() * 1e6
-            if lib is not None and lib.backward is not None:
-                lib.backward(1)
+            if window is not None:
+                # The caller's frames, innermost first, as the window's
+                # analysis reads them; no source lines (traceback's
+                # extract_stack reads each file: tens of microseconds).
+                frames = _caller_frames(sys._getframe(1))
+                start = time.time() * 1e6
+            if back is not None:
+                back(1)
             try:
                 return __original(*args, **kwargs)
             finally:
-                if lib is not None and lib.backward is not None:
-                    lib.backward(0)
-                if caller is not None:
-                    frames = [{"filename": fs.filename, "line": fs.lineno, "name": fs.name}
-                              for fs in reversed(caller)]
+                if back is not None:
+                    back(0)
+                if window is not None:
                     window.backward_calls.append((start, time.time() * 1e6, frames))
+                    if _retains_graph(__name, args, kwargs):
+                        window.retain_graph_calls += 1
 
         wrapped._leakwatch = True
         wrapped.__wrapped__ = original
@@ -1398,6 +2044,20 @@ def _wrap_autograd(module):
         wrapped.__qualname__ = getattr(original, "__qualname__", name)
         wrapped.__doc__ = getattr(original, "__doc__", None)
         setattr(module, name, wrapped)
+
+
+def _retains_graph(name, args, kwargs):
+    """Whether a call of torch.autograd.backward(tensors, grad_tensors,
+    retain_graph, create_graph, ...) or grad(outputs, inputs, grad_outputs,
+    retain_graph, create_graph, ...) keeps the graph: retain_graph, which
+    defaults to create_graph."""
+    try:
+        k = 2 if name == "backward" else 3
+        retain = kwargs.get("retain_graph", args[k] if len(args) > k else None)
+        create = kwargs.get("create_graph", args[k + 1] if len(args) > k + 1 else False)
+        return bool(create if retain is None else retain)
+    except Exception:
+        return False
 
 
 # Post-hook calls seen, including those swallowed inside GradScaler.step.
@@ -1423,12 +2083,28 @@ def _register_counting(module):
     return True
 
 
+_anatomy = []
+
+
+def _anatomy_module():
+    """The roles and the out-of-memory observer (_anatomy.py, issue 40),
+    imported once."""
+    if not _anatomy:
+        import importlib
+
+        _anatomy.append(importlib.import_module(__name__.rpartition(".")[0] + "._anatomy"))
+    return _anatomy[0]
+
+
 def _after_import(name, module):
     if name == OPTIM:
         _register_counting(module)
+        _anatomy_module().install(sys.modules.get("torch.cuda"))
     elif name == AUTOGRAD:
         _get_helper()
         _wrap_autograd(module)
+    elif name == NN_MODULE:
+        _module_steps.install(module)
     else:
         _wrap_scaler(module)
 
@@ -1470,6 +2146,120 @@ class _Finder:
         return spec
 
 
+# ---- steps for jobs without an optimizer step ----
+
+# Set by the autograd wrapper: the job runs backward (a training job, whose
+# steps come from its optimizer).
+_backward_seen = [False]
+
+
+class _ModuleSteps:
+    """A step for jobs that never call optimizer.step() (inference servers,
+    evaluation and generation loops): a call of the job's outermost
+    nn.Module. Global forward hooks (torch.nn.modules.module.
+    register_module_forward_pre_hook / register_module_forward_hook) find
+    it: the first call not nested in another module's call, of a module that
+    has parameters. Then they are removed (with any global hook every module
+    call leaves PyTorch's fast path) and a forward pre-hook on that module
+    alone marks a step at the start of each of its calls, so that a step is
+    one call and what the job did with its output (the request's whole
+    work). An optimizer step, a backward (a training job) or leakwatch.step()
+    (the job's own marks) turns these steps off for good; without such a
+    module the library's time intervals stay the steps."""
+
+    MAX_OUTER = 100000  # outermost calls without a module with parameters: give up
+
+    def __init__(self):
+        self.local = threading.local()
+        self.hooks = []
+        self.step_hook = None
+        self.name = None
+        self.outer = 0
+        self.done = False
+
+    def install(self, mod):
+        if self.hooks or self.step_hook is not None or self.done:
+            return
+        pre = getattr(mod, "register_module_forward_pre_hook", None)
+        post = getattr(mod, "register_module_forward_hook", None)
+        if pre is None or post is None:
+            return
+        self.hooks.append(pre(self._pre))
+        try:
+            self.hooks.append(post(self._post, always_call=True))
+        except TypeError:
+            self.hooks.append(post(self._post))
+
+    def _remove_global(self):
+        hooks, self.hooks = self.hooks, []
+        for h in hooks:
+            try:
+                h.remove()
+            except Exception:
+                pass
+
+    def uninstall(self):
+        self._remove_global()
+        h, self.step_hook = self.step_hook, None
+        if h is not None:
+            try:
+                h.remove()
+            except Exception:
+                pass
+        self.done = False
+
+    def _training(self):
+        h = _helper
+        return bool(_backward_seen[0] or leakwatch.manual_steps or
+                    (h is not None and (h.optimizer_calls or h.off)))
+
+    def _pre(self, module, args):
+        try:
+            local = self.local
+            depth = getattr(local, "depth", 0)
+            local.depth = depth + 1
+            if depth == 0:
+                local.top = module
+        except Exception:
+            pass
+
+    def _post(self, module, args, output):
+        try:
+            local = self.local
+            local.depth = max(getattr(local, "depth", 1) - 1, 0)
+            if local.depth or getattr(local, "top", None) is not module:
+                return
+            local.top = None
+            self.outer += 1
+            if self._training() or self.outer > self.MAX_OUTER:
+                self.done = True
+                self._remove_global()
+                return
+            if next(module.parameters(), None) is None:
+                return
+            self.done = True
+            self._remove_global()
+            self.name = type(module).__name__
+            self.step_hook = module.register_forward_pre_hook(self._step)
+        except Exception:
+            self.done = True
+            self._remove_global()
+
+    def _step(self, module, args):
+        try:
+            if self._training():
+                h, self.step_hook = self.step_hook, None
+                if h is not None:
+                    h.remove()
+                return
+            _get_helper().module_mark(self.name)
+        except Exception:
+            pass
+
+
+_module_steps = _ModuleSteps()
+
+
 def install():
     """Idempotent; works whether torch is imported later (the usual case, from
     sitecustomize) or already was."""
@@ -1505,6 +2295,7 @@ def uninstall():
         step = cls.__dict__.get("step") if cls is not None else None
         if getattr(step, "_leakwatch", False):
             cls.step = step.__wrapped__
+    _module_steps.uninstall()
     if _helper is not None:
         _helper.off = True
     _helper = None

@@ -521,6 +521,11 @@ static void sensitivity(const series_view *v, const window_choice *c, lw_growth 
     /* Steps still needed at the current rate: Sxx of a span L with one point
      * per x unit is L^3/12, the window is a fixed share of the series. */
     double span = wx[w - 1] - wx[0], total = x[n - 1] - x[0];
+    /* Nor less than what is_significant asks: growth of one allocation
+     * granule over the window (a flat floor's slope error is tiny, but a
+     * leak of less than a granule over the window is never called). */
+    if (isfinite(out->min_rate) && span > 0)
+        out->min_rate = fmax(out->min_rate, LW_NOISE_FLOOR / span);
     double sstep = out->noise_step * sqrt(ratio > 1 ? ratio : 1);
     double slope = c->ts.slope;
     if (slope > 0 && span > 0 && total > 0) {
@@ -539,6 +544,50 @@ static int is_significant(const series_view *v, const window_choice *c) {
     const lw_theil_sen_result *ts = &c->ts;
     return c->mk.p_increasing < v->p->alpha && ts->lo > 0 && ts->slope > 0 &&
            ts->slope * (wx[c->w - 1] - wx[0]) >= LW_NOISE_FLOOR;
+}
+
+/* Evidence of growth short of significance: a positive Theil–Sen slope
+ * whose 95% interval does not reach below zero, with a trend at the level an
+ * announced leak is kept at (alpha_keep), adding up to at least a granule
+ * over the window. Such a run cannot say "no leak" of the size it
+ * measured. (A clean floor under heavy noise shows this at about 2% of
+ * evaluations: an inconclusive answer, never a wrong one.) */
+static int growth_suggested(const series_view *v, const window_choice *c) {
+    const double *wx = v->x + (v->n - c->w);
+    const lw_theil_sen_result *ts = &c->ts;
+    return ts->slope > 0 && ts->lo >= 0 && c->mk.p_increasing < v->p->alpha_keep &&
+           ts->slope * (wx[c->w - 1] - wx[0]) >= LW_NOISE_FLOOR;
+}
+
+/* What a run that did not call a leak can claim to rule out (min_rate),
+ * consistent with what it measured: never below the rate it saw without
+ * calling it, scaled to the trend test's level (the test statistic grows
+ * with the rate at a given noise), nor below the upper end of that rate's
+ * 95% interval, nor below a granule over the window. */
+static void rule_out(const series_view *v, const window_choice *c, lw_growth *out) {
+    if (out->verdict == LW_VERDICT_LEAK || out->window < 2) return;
+    const double *wx = v->x + (v->n - c->w);
+    double span = wx[c->w - 1] - wx[0];
+    double m = isfinite(out->min_rate) ? out->min_rate : 0;
+    if (span > 0) m = fmax(m, LW_NOISE_FLOOR / span);
+    if (isfinite(c->ts.hi)) m = fmax(m, c->ts.hi);
+    /* A floor that moves in granules (a caching allocator's segments) shows
+     * a leak only as its next rise: the flat stretch since the last rise
+     * beyond the noise rules out only leaks that would have filled a granule
+     * in it. */
+    double rise = 0, since = 0;
+    for (int i = 1; i < v->n; i++)
+        if (v->y[i] - v->y[i - 1] > 8 * c->sigma && v->y[i] - v->y[i - 1] >= rise)
+            rise = v->y[i] - v->y[i - 1], since = v->x[v->n - 1] - v->x[i - 1];
+    if (rise > 0 && since > 0) m = fmax(m, rise / since);
+    int tested = c->tested > 0 ? c->tested : 1;
+    double p_raw = c->mk.p_increasing / tested;
+    if (c->ts.slope > 0 && p_raw < 0.5 && p_raw > 0) {
+        double z_obs = lw_normal_quantile(1 - p_raw),
+               zt = lw_normal_quantile(1 - v->p->alpha / tested);
+        if (z_obs > 0) m = fmax(m, c->ts.slope * zt / z_obs);
+    }
+    out->min_rate = m;
 }
 
 /* The guards on the chosen window: the cycle guard on the whole series
@@ -599,6 +648,11 @@ static void give_verdict(const series_view *v, const window_choice *c, int signi
         out->guard_why = f->overruled.why;
         out->guard_p = f->overruled.p;
         out->reason = f->overruled.why;
+    } else if (!significant && !f->overruled.name && growth_suggested(v, c)) {
+        /* Growth the data show but do not yet confirm is no evidence of a
+         * clean run: "no leak" would rule out what the same run measured. */
+        out->verdict = LW_VERDICT_INCONCLUSIVE;
+        out->reason = "the floor rises, but not yet significantly: more steps needed";
     } else if (!significant) {
         out->verdict = LW_VERDICT_NO_LEAK;
         out->reason = "no significant growth of the floor";
@@ -660,6 +714,7 @@ int lw_detect(const lw_bin *bins, int n, const lw_detect_params *p, lw_growth *o
     guard_findings f;
     run_guards(&v, &c, significant, &f);
     give_verdict(&v, &c, significant, &f, out);
+    rule_out(&v, &c, out);
     if (out->verdict == LW_VERDICT_LEAK || out->supports_leak) place_onset(&v, &c, out);
     free(v.x);
     return 0;

@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "device.h"
+#include "host_mem.h"
 #include "options.h"
 #include "runstate.h"
 #include "sites.h"
@@ -39,7 +40,17 @@ static pthread_cond_t wake;
 static point ring[RING];
 static int ring_len;
 static int marker_requested; /* set by the first step mark, under ring_lock */
-static point batch[RING];    /* the sampler's copy of the queue, under lock */
+/* The worker is woken by the first WAKE_MARKS marks (it learns the job's
+ * pace from them) and whenever the queue is half full; after that it takes
+ * the queue in on its own schedule: every gap_period() (half a mean step,
+ * 5 ms at least) in lw_growth_unmarked_tick, and every interval. A step mark
+ * then costs no wake-up of another thread (a futex call and a context switch
+ * per step on the training thread's core). Under ring_lock. */
+#define WAKE_MARKS 8
+static unsigned marks_queued;
+static int wake_asked;
+static uint64_t wakes;    /* signals sent (lw_growth_wakes) */
+static point batch[RING]; /* the sampler's copy of the queue, under lock */
 /* The floor of the CUDA allocations leakwatch records itself, per step (or
  * interval): the run's verdict, with the job's pace and its cycles. */
 static lw_tracked global;
@@ -49,9 +60,11 @@ static struct {
     lw_tracked t;
     int seen;
 } host;
-static uint64_t evaluations; /* of the global, tensor and unmarked series */
+static uint64_t evaluations;        /* of the global, tensor and unmarked series */
+static _Atomic int steps_are_calls; /* lw_growth_steps_are_calls */
 static int marker_mode;
 static int warning_due;
+static int growing_due; /* an announced leak not yet alarmed (lw_growth_take_growing) */
 
 /* ---- a release at the end of the run ----
  * Memory a job frees at teardown (interpreter exit, a final cleanup) after
@@ -156,16 +169,39 @@ static void cap_onset(lw_growth *g) {
 
 /* ---- pinned host memory ---- */
 
-static void host_add(const point *pt) {
+/* Returns 1 when the series was evaluated. */
+static int host_add(const point *pt) {
     if (pt->host_peak > 0) host.seen = 1;
-    if (!host.seen) return;
+    if (!host.seen) return 0;
     lw_tracked_add(&host.t, pt->x, pt->t, (double)pt->host_floor, (double)pt->host_peak);
-    if (lw_tracked_due(&host.t)) lw_tracked_evaluate(&host.t);
+    if (!lw_tracked_due(&host.t)) return 0;
+    lw_tracked_evaluate(&host.t);
+    return 1;
 }
 
 static void host_forget(void) {
     lw_tracked_forget(&host.t);
     host.seen = 0;
+}
+
+/* The sites a pinned host leak comes from, when it alone grows: neither the
+ * device's floor nor the phases without marks do (their own judgements of
+ * the sites stand then). Called with `lock` held. */
+static double host_sites_onset = NAN;
+static int host_leaking(void) {
+    return host.seen &&
+           (host.t.decision.announced == LW_VERDICT_LEAK || host.t.last.verdict == LW_VERDICT_LEAK);
+}
+static void host_judge_sites(void) {
+    if (!host_leaking()) {
+        host_sites_onset = NAN;
+        return;
+    }
+    if (global.decision.announced == LW_VERDICT_LEAK || global.last.verdict == LW_VERDICT_LEAK ||
+        unmarked.t.decision.announced == LW_VERDICT_LEAK ||
+        unmarked.t.last.verdict == LW_VERDICT_LEAK)
+        return;
+    host_sites_onset = lw_attribution_judge(&host.t.last);
 }
 
 void lw_growth_host_get(lw_host_state *out, lw_bin *bins, int max, int *nbins) {
@@ -179,6 +215,15 @@ void lw_growth_host_get(lw_host_state *out, lw_bin *bins, int max, int *nbins) {
     pthread_mutex_unlock(&lock);
 }
 
+/* LEAKWATCH_LIVE_HOLD: the marked steps a leak of PyTorch's tensor memory
+ * holds before it is said while the run goes on (lw_tracked_alarm). The
+ * device's own floor and the phases without marks keep the former rule
+ * (lw_tracked_warning_due). */
+static uint64_t live_hold(void) {
+    long h = lw_opt_int(LW_OPT_LIVE_HOLD);
+    return h > 0 ? (uint64_t)h : 0;
+}
+
 /* ---- the tensor series per device ---- */
 
 /* The rule of every tracked series (tracked.h): confirmation, withdrawal
@@ -189,7 +234,10 @@ static void torch_evaluate(int d, torch_track *tr) {
     evaluations++;
     atomic_store_explicit(&tgrowing[d], tr->t.last.verdict == LW_VERDICT_LEAK,
                           memory_order_relaxed);
-    if (lw_tracked_warning_due(&tr->t)) warning_due = 1;
+    if (lw_tracked_alarm(&tr->t, live_hold()))
+        warning_due = 1;
+    else if (tr->t.hold && tr->t.decision.announced == LW_VERDICT_LEAK)
+        growing_due = 1;
 }
 
 static torch_track *torch_track_of(int d) {
@@ -209,10 +257,14 @@ static torch_track *torch_track_of(int d) {
 static void torch_add(const torch_point *pt) {
     torch_track *tr = torch_track_of(pt->device);
     if (!tr) return;
-    lw_tracked_add(&tr->t, pt->x, pt->t, (double)pt->allocated, (double)pt->reserved);
     tr->allocated = pt->allocated;
     tr->reserved = pt->reserved;
     if (pt->device_free >= 0) tr->device_free = pt->device_free;
+    /* One point per step or interval: a second reading within the same
+     * interval (the helper's clock and the worker's drift apart) only
+     * updates the latest values; the series' x must rise. */
+    if (tr->t.series.points && !(pt->x > tr->t.last_x)) return;
+    lw_tracked_add(&tr->t, pt->x, pt->t, (double)pt->allocated, (double)pt->reserved);
     if (lw_tracked_due(&tr->t)) torch_evaluate(pt->device, tr);
 }
 
@@ -236,8 +288,11 @@ static void torch_forget(void) {
 
 int lw_growth_torch_counters(int device, int64_t allocated, int64_t reserved, int64_t device_free) {
     if (device < 0 || device >= LW_TORCH_MAX_DEVICES || allocated < 0 || reserved < 0) return 0;
-    torch_point pt = {device, (double)lw_step_now(), now_s(), allocated, reserved, device_free};
+    torch_point pt = {device, 0, now_s(), allocated, reserved, device_free};
     pthread_mutex_lock(&ring_lock);
+    /* Read at a step mark, or, in a run that marks none, once per time
+     * interval (the helper's interval reader): x on the run's own scale. */
+    pt.x = marker_requested ? (double)lw_step_now() : (double)lw_intervals_now();
     if (tring_len == TORCH_RING) {
         /* The sampler is behind: the newest point replaces the last one. */
         tring_len--;
@@ -301,7 +356,7 @@ static void evaluate(void) {
     if ((global.decision.announced == LW_VERDICT_LEAK || global.last.verdict == LW_VERDICT_LEAK) &&
         !releasing())
         evaluate_sites();
-    if (lw_tracked_warning_due(&global)) warning_due = 1;
+    if (lw_tracked_alarm(&global, 0)) warning_due = 1;
 }
 
 static int is_low(int64_t floor) {
@@ -347,10 +402,11 @@ static void watch_release(const point *pt) {
  * every 1/32 of the points seen. The verdict thus does not depend on how
  * promptly this thread was scheduled. */
 static void add_point(const point *pt) {
-    host_add(pt);
+    int host_evaluated = host_add(pt);
     watch_release(pt);
     lw_tracked_add(&global, pt->x, pt->t, (double)pt->floor, (double)pt->peak);
     if (lw_tracked_due(&global)) evaluate();
+    if (host_evaluated) host_judge_sites();
 }
 
 /* Which sites the unmarked phases' growth comes from: those that keep
@@ -368,7 +424,7 @@ static void gap_evaluate(void) {
         (u->decision.announced == LW_VERDICT_LEAK || u->last.verdict == LW_VERDICT_LEAK) &&
         !releasing())
         judge_sites_unmarked();
-    if (lw_tracked_warning_due(u)) warning_due = 1;
+    if (lw_tracked_alarm(&unmarked.t, 0)) warning_due = 1;
 }
 
 /* The sampling period of a phase without marks: half a mean step (the time
@@ -425,8 +481,13 @@ double lw_growth_unmarked_period(void) {
     return p;
 }
 
+static void drain_ring(void);
+
 void lw_growth_unmarked_tick(void) {
     pthread_mutex_lock(&lock);
+    /* The marks queued since (a mark wakes no one once the pace is known):
+     * the time of the newest decides whether a phase without marks began. */
+    drain_ring();
     if (marker_mode && !finished) gap_interval();
     pthread_mutex_unlock(&lock);
 }
@@ -481,6 +542,7 @@ static void close_interval(void) {
 static void forget_history(void) {
     torch_forget();
     host_forget();
+    host_sites_onset = NAN;
     lw_tracked_forget(&global);
     sites_onset = NAN;
     release_tail = have_base = 0;
@@ -499,11 +561,14 @@ void lw_growth_init(void) {
     lw_tracked_init(&host.t, 0);
     forget_history();
     marker_mode = 0;
+    atomic_store(&steps_are_calls, 0);
     lw_intervals_reset();
     pthread_mutex_lock(&ring_lock);
     ring_len = 0;
     tring_len = 0;
     marker_requested = 0;
+    marks_queued = 0;
+    wake_asked = 0;
     pthread_mutex_unlock(&ring_lock);
     pthread_mutex_unlock(&lock);
     /* Once per process: the sampler of a session that was just detached may
@@ -547,8 +612,10 @@ int lw_growth_wait(const struct timespec *deadline) {
     if (lw_test_clock_on()) return test_clock_wait(deadline);
     int timed_out = 0;
     pthread_mutex_lock(&ring_lock);
-    while (!ring_len && !timed_out)
+    while (!wake_asked && !timed_out)
         timed_out = pthread_cond_timedwait(&wake, &ring_lock, deadline) != 0;
+    if (wake_asked) timed_out = 0;
+    wake_asked = 0;
     pthread_mutex_unlock(&ring_lock);
     return timed_out;
 }
@@ -559,6 +626,14 @@ void lw_growth_update(int close_interval_now) {
     if (close_interval_now && !marker_mode && !finished) close_interval();
     if (close_interval_now && marker_mode && !finished) gap_interval();
     pthread_mutex_unlock(&lock);
+}
+
+int lw_growth_take_growing(void) {
+    pthread_mutex_lock(&lock);
+    int due = growing_due;
+    growing_due = 0;
+    pthread_mutex_unlock(&lock);
+    return due;
 }
 
 int lw_growth_take_warning(void) {
@@ -581,6 +656,7 @@ void lw_growth_step(void) {
          * series (drain_ring). */
         marker_requested = 1;
         ring_len = 0;
+        tring_len = 0; /* PyTorch's counters read per interval, too */
     }
     if (ring_len == RING) {
         /* The sampler is behind: fold this step into the newest one. */
@@ -594,9 +670,21 @@ void lw_growth_step(void) {
     } else {
         ring[ring_len++] = pt;
     }
-    if (lw_test_clock_on()) lw_test_clock_sampler_woken();
-    pthread_cond_signal(&wake);
+    if (marks_queued < WAKE_MARKS) marks_queued++;
+    if (marks_queued < WAKE_MARKS || ring_len >= RING / 2) {
+        wake_asked = 1;
+        wakes++;
+        if (lw_test_clock_on()) lw_test_clock_sampler_woken();
+        pthread_cond_signal(&wake);
+    }
     pthread_mutex_unlock(&ring_lock);
+}
+
+uint64_t lw_growth_wakes(void) {
+    pthread_mutex_lock(&ring_lock);
+    uint64_t n = wakes;
+    pthread_mutex_unlock(&ring_lock);
+    return n;
 }
 
 void lw_growth_flush(void) {
@@ -609,6 +697,7 @@ void lw_growth_flush(void) {
     else if (global.decision.announced == LW_VERDICT_LEAK)
         evaluate_sites(); /* sites may have gained points since */
     if (host.seen && lw_tracked_changed(&host.t)) lw_tracked_evaluate(&host.t);
+    host_judge_sites();
     for (int d = 0; d < LW_TORCH_MAX_DEVICES; d++)
         if (ttracks[d] && lw_tracked_changed(&ttracks[d]->t)) torch_evaluate(d, ttracks[d]);
     pthread_mutex_unlock(&lock);
@@ -682,6 +771,7 @@ void lw_growth_finish(void) {
     finish_unmarked();
     if (host.seen && lw_tracked_changed(&host.t)) lw_tracked_evaluate(&host.t);
     lw_tracked_final(&host.t);
+    host_judge_sites();
     for (int d = 0; d < LW_TORCH_MAX_DEVICES; d++) {
         torch_track *tr = ttracks[d];
         if (!tr) continue;
@@ -728,6 +818,11 @@ static void torch_primary(lw_growth_state *st) {
                   : all_no                                  ? LW_VERDICT_NO_LEAK
                                                             : LW_VERDICT_INCONCLUSIVE;
     st->last = tr->last;
+    /* Never before step (or interval) 1, as cap_onset says it. */
+    if (isfinite(st->last.onset_x) && st->last.onset_x < 1) {
+        st->last.onset_x = st->last.onset_lo = 1;
+        if (isfinite(st->last.onset_hi) && st->last.onset_hi < 1) st->last.onset_hi = 1;
+    }
     st->first_leak_step = lw_tracked_first_leak_step(tr);
     if (st->verdict == tr->decision.announced)
         snprintf(st->reason, sizeof st->reason, "tensor memory: %.140s", tr->decision.reason);
@@ -742,7 +837,7 @@ static void torch_primary(lw_growth_state *st) {
 static void growth_cycles(lw_growth_state *st) {
     lw_cycles_init(&st->cycles_raw);
     st->cycles_signal = NULL;
-    if (st->from_unmarked) return;
+    if (st->from_unmarked || (st->memory_kind && !strcmp(st->memory_kind, "pinned_host"))) return;
     const lw_cycles *c = &global.cycles;
     const char *signal = "live_bytes";
     if (st->signal_device >= 0 && ttracks[st->signal_device]) {
@@ -753,9 +848,66 @@ static void growth_cycles(lw_growth_state *st) {
     st->cycles_signal = signal;
 }
 
+/* While the run goes on, an announced leak whose live alarm is not raised
+ * (lw_tracked_alarm: not held long enough yet, or its latest evaluation
+ * holds back) is said as growth, not as a leak, in every view (the live
+ * line, top, Prometheus, a dump): no alarm the end of the run takes back.
+ * The end of the run decides on all its data. Called with `lock` held. */
+static void not_yet_a_leak(lw_growth_state *st) {
+    st->growing = 0;
+    if (finished || st->verdict != LW_VERDICT_LEAK) return;
+    const lw_tracked *t = &global;
+    if (st->from_unmarked)
+        t = &unmarked.t;
+    else if (st->signal_device >= 0 && ttracks[st->signal_device])
+        t = &ttracks[st->signal_device]->t;
+    if (t->alarm || !t->hold) return;
+    st->verdict = LW_VERDICT_INCONCLUSIVE;
+    st->growing = 1;
+    char why[sizeof st->reason];
+    snprintf(why, sizeof why, "%s", st->reason);
+    snprintf(st->reason, sizeof st->reason, "growing, not yet a leak (%.130s)", why);
+}
+
+/* Steps are calls of the job's outermost nn.Module (an inference server,
+ * an evaluation loop): between them the job does not work on the GPU (the
+ * time after its last request, its teardown), so a floor flat there is no
+ * evidence of a clean run. */
+void lw_growth_steps_are_calls(void) {
+    atomic_store(&steps_are_calls, 1);
+}
+
+/* One verdict over every kind of memory the job can run out of: a leak of
+ * pinned host memory (host RAM, its own series) is the run's leak when the
+ * device's memory gives none. Returns 1 when it gave the verdict. Called
+ * with `lock` held. */
+static int host_primary(lw_growth_state *st) {
+    if (st->verdict == LW_VERDICT_LEAK || !host.seen ||
+        host.t.decision.announced != LW_VERDICT_LEAK)
+        return 0;
+    st->verdict = LW_VERDICT_LEAK;
+    st->memory_kind = "pinned_host";
+    st->signal = "pinned_host";
+    st->signal_device = -1;
+    st->from_unmarked = 0;
+    st->last = host.t.last;
+    double hi = isfinite(st->last.onset_hi) ? st->last.onset_hi : st->last.onset_x;
+    if (isfinite(st->last.onset_x) && isfinite(host_sites_onset) && host_sites_onset <= hi)
+        st->last.onset_x = st->last.onset_lo = st->last.onset_hi = host_sites_onset;
+    if (isfinite(st->last.onset_x) && st->last.onset_x < 1)
+        st->last.onset_x = st->last.onset_lo = 1;
+    st->first_leak_step = lw_tracked_first_leak_step(&host.t);
+    st->step_source = marker_mode ? "marker" : "time";
+    st->steps = marker_mode ? lw_step_now() : lw_intervals_now();
+    snprintf(st->reason, sizeof st->reason, "pinned host memory: %.130s", host.t.decision.reason);
+    return 1;
+}
+
 void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
     pthread_mutex_lock(&lock);
     memset(st, 0, sizeof *st);
+    st->memory_kind = "device";
+    st->host_available = st->host_total = -1;
     st->verdict = global.decision.announced;
     st->last = global.last;
     cap_onset(&st->last);
@@ -782,7 +934,7 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
         marker_mode &&
         ((st->verdict != LW_VERDICT_LEAK && u->decision.announced == LW_VERDICT_LEAK) ||
          (st->verdict == LW_VERDICT_INCONCLUSIVE && u->decision.announced == LW_VERDICT_NO_LEAK &&
-          u->series.points > st->steps));
+          !steps_are_calls && u->series.points > st->steps));
     if (from_unmarked) {
         st->verdict = u->decision.announced;
         st->signal = "live_bytes";
@@ -797,6 +949,7 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
                  u->decision.reason);
         shown = &u->series;
     }
+    if (host_primary(st)) shown = &host.t.series;
     st->evaluations = evaluations;
     lw_device_last_mem(&st->device_free, &st->device_total);
     st->available = st->device_free;
@@ -808,10 +961,17 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins) {
         st->available =
             tr->device_free + (tr->reserved > tr->allocated ? tr->reserved - tr->allocated : 0);
     }
+    if (!strcmp(st->memory_kind, "pinned_host")) {
+        /* Pinned host memory is page-locked RAM: what runs out is the
+         * host's memory (read now). */
+        lw_host_mem(&st->host_available, &st->host_total);
+        st->available = st->host_available;
+    }
     growth_cycles(st);
     if (!st->from_unmarked) st->interval_s = (double)lw_opt_int(LW_OPT_INTERVAL_MS) / 1000.0;
     st->bin_width = shown->width;
     if (bins && nbins) *nbins = lw_series_get(shown, bins, max);
+    not_yet_a_leak(st);
     pthread_mutex_unlock(&lock);
 }
 
@@ -834,9 +994,18 @@ void lw_growth_unlock_after_fork(void) {
     pthread_mutex_unlock(&lock);
 }
 
+/* Set at an out-of-memory (output/anatomy.c): a run that ran out of memory
+ * is never forecast to. */
+static _Atomic int oom_seen;
+
+void lw_growth_note_oom(void) {
+    atomic_store(&oom_seen, 1);
+}
+
 void lw_growth_oom(const lw_growth_state *g, double *seconds, double *steps) {
     *seconds = *steps = NAN;
     if (g->verdict != LW_VERDICT_LEAK || g->available < 0) return;
+    if (atomic_load(&oom_seen) && (!g->memory_kind || !strcmp(g->memory_kind, "device"))) return;
     lw_answer_oom((double)g->available, g->last.bytes_per_second, g->last.slope, seconds, steps);
 }
 
@@ -845,14 +1014,19 @@ void lw_growth_oom(const lw_growth_state *g, double *seconds, double *steps) {
  * with their tracks, are forgotten by sites.c. Single-threaded here. */
 void lw_growth_forget_parent(void) {
     forget_history();
+    atomic_store(&steps_are_calls, 0);
+    atomic_store(&oom_seen, 0);
     lw_attribution_forget_parent();
     marker_mode = 0;
     ring_len = 0;
     tring_len = 0;
     marker_requested = 0;
+    marks_queued = 0;
+    wake_asked = 0;
     lw_intervals_reset();
     lw_device_forget();
     evaluations = 0;
     global.points_at_eval = 0;
     warning_due = 0;
+    growing_due = 0;
 }

@@ -26,10 +26,14 @@ struct lw_site;
 void lw_growth_init(void);
 
 /* A step mark from a training thread (after lw_step_mark): queues the floor
- * and peak since the last mark and wakes the worker. */
+ * and peak since the last mark; wakes the worker only for the first marks
+ * and when the queue is half full (it takes the queue in on its own
+ * schedule otherwise: lw_growth_unmarked_tick). */
 void lw_growth_step(void);
+/* How many times a step mark woke the worker (tests). */
+uint64_t lw_growth_wakes(void);
 
-/* The worker's loop: waits until a step is queued or the deadline passes
+/* The worker's loop: waits until a step mark wakes it or the deadline passes
  * (on lw_run_now_ns()'s clock: CLOCK_MONOTONIC, or the test clock); returns
  * 1 when the deadline passed. */
 struct timespec;
@@ -42,10 +46,15 @@ void lw_growth_update(int close_interval);
 
 /* A marked run's phases without marks (a validation loop): the worker wakes
  * every lw_growth_unmarked_period() seconds (0: no need) and calls
- * lw_growth_unmarked_tick(), which adds a point once no mark has come for a
- * while. */
+ * lw_growth_unmarked_tick(), which takes in the queued marks and adds a
+ * point once no mark has come for a while. */
 double lw_growth_unmarked_period(void);
 void lw_growth_unmarked_tick(void);
+
+/* The PyTorch helper marks a call of the job's outermost nn.Module as a step
+ * (no optimizer): the time without marks is no phase of work, and a clean
+ * series of it no longer turns an undecided verdict into "no leak". */
+void lw_growth_steps_are_calls(void);
 
 /* Takes in the steps not yet seen and evaluates once more (before a report). */
 void lw_growth_flush(void);
@@ -62,6 +71,10 @@ void lw_growth_finish(void);
 /* 1 once each time a confirmed leak has run long enough to be announced on
  * stderr (output/warning.c says it, with its own rate limit). */
 int lw_growth_take_warning(void);
+/* 1 (once per call that finds it) when a series announced a leak that is
+ * not yet said live (lw_tracked_alarm): the live line "growing, not yet a
+ * leak" (warning.c). */
+int lw_growth_take_growing(void);
 
 typedef struct {
     lw_verdict verdict; /* as announced: a leak needs LEAKWATCH_CONFIRM agreeing evaluations */
@@ -71,7 +84,15 @@ typedef struct {
      * device, from leakwatch_torch_counters; primary once it has points). */
     const char *signal;
     int signal_device; /* torch_allocated: the device whose series decided; -1 otherwise */
-    lw_growth last;    /* the latest evaluation */
+    /* The kind of memory the verdict is about: "device" (device and managed
+     * memory), or "pinned_host" when a leak of pinned host memory (its own
+     * series, signal "pinned_host") is the run's leak and the device gives
+     * none. */
+    const char *memory_kind;
+    /* pinned_host: the host's available and total memory, read now (what
+     * `available` is then); -1: unknown or not asked. */
+    int64_t host_available, host_total;
+    lw_growth last; /* the latest evaluation */
     const char *step_source;
     uint64_t steps;
     int64_t first_leak_step; /* step the current leak verdict was reached; -1: none */
@@ -90,6 +111,8 @@ typedef struct {
      * release, and whether the verdict was decided at the end, on all data. */
     int64_t released_bytes;
     int decided_at_exit;
+    int growing; /* an announced leak not yet said while the run goes on: verdict
+                    inconclusive, reason "growing, not yet a leak (...)" */
     /* A marked run's phases without marks (growth.h, gap): the intervals
      * closed in them, and whether their series gave the verdict (then
      * step_source is "time", steps and last are theirs). */
@@ -110,6 +133,9 @@ void lw_growth_get(lw_growth_state *st, lw_bin *bins, int max, int *nbins);
  * unless the verdict is a leak and the device's free memory is known. Every
  * output's projection comes from here. */
 void lw_growth_oom(const lw_growth_state *g, double *seconds, double *steps);
+/* The device ran out of memory (output/anatomy.c): from then on no
+ * projection of device memory (a run that died of it never forecasts it). */
+void lw_growth_note_oom(void);
 
 /* ---- PyTorch's own counters, per device (leakwatch_torch_counters) ----
  * device >= 0: bytes of live tensors (torch.cuda.memory_allocated) and

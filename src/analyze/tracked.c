@@ -20,6 +20,8 @@ void lw_tracked_forget(lw_tracked *t) {
     t->next_eval_at = 0;
     lw_pace_reset(&t->pace);
     lw_cycles_init(&t->cycles);
+    t->alarm = 0;
+    t->hold = 0;
 }
 
 void lw_tracked_add(lw_tracked *t, double x, double time, double floor, double peak) {
@@ -70,6 +72,31 @@ int lw_tracked_warning_due(const lw_tracked *t) {
            t->series.points >= 2 * t->decision.raw_leak_since;
 }
 
+int lw_tracked_alarm(lw_tracked *t, uint64_t hold) {
+    t->hold = hold;
+    if (t->decision.announced != LW_VERDICT_LEAK) {
+        t->alarm = 0;
+        return 0;
+    }
+    if (t->alarm) return 1;
+    int due;
+    if (!hold) {
+        due = lw_tracked_warning_due(t);
+    } else {
+        uint64_t points = t->series.points, since = t->decision.raw_leak_since;
+        /* The onset in points (x runs ahead of the points by a constant
+         * offset in a marked series). */
+        double off = t->last_x - (double)points;
+        double onset = isfinite(t->last.onset_x) ? t->last.onset_x - off : 0;
+        double seen_after = (double)since - onset;
+        double need = fmax((double)hold, seen_after > 0 ? seen_after : 0);
+        due = t->last.verdict == LW_VERDICT_LEAK && points >= 64 &&
+              (double)points >= (double)since + need;
+    }
+    if (due) t->alarm = 1;
+    return due;
+}
+
 int64_t lw_tracked_first_leak_step(const lw_tracked *t) {
     return isnan(t->decision.first_leak_x) ? -1 : (int64_t)llround(t->decision.first_leak_x);
 }
@@ -83,4 +110,6 @@ void lw_tracked_copy(lw_tracked *dst, const lw_tracked *src) {
     dst->last_x = src->last_x;
     dst->next_eval_at = src->next_eval_at;
     dst->points_at_eval = src->points_at_eval;
+    dst->alarm = src->alarm;
+    dst->hold = src->hold;
 }

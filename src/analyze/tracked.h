@@ -45,6 +45,8 @@ typedef struct {
     int flags;        /* LW_TRACKED_* */
     lw_pace pace;     /* with LW_TRACKED_PACE */
     lw_cycles cycles; /* with LW_TRACKED_CYCLES */
+    int alarm;        /* the announced leak may be said live (lw_tracked_alarm) */
+    uint64_t hold;    /* the hold lw_tracked_alarm was last called with */
 } lw_tracked;
 
 /* An empty series keeping what flags name. */
@@ -79,6 +81,19 @@ int lw_tracked_final(lw_tracked *t);
  * points, and twice the points it was first seen at): a job's log is no
  * place for a warm-up mistaken for a leak. */
 int lw_tracked_warning_due(const lw_tracked *t);
+
+/* The live alarm (issue 38): a leak is said while the run goes on (the
+ * live line, top, Prometheus) only on evidence the end of the run would
+ * also accept. With hold > 0 (a series of marked steps): an announced leak
+ * whose latest evaluation is itself a leak (trend, newest half rising, no
+ * slowdown or cycle guard objecting even at 1e-3: what lw_decision_final
+ * accepts) and that has held for `hold` points since it was first seen, and
+ * for as long again as it took to be seen from its onset (a late onset is
+ * said within a few hundred steps of it, a fill that stops is not said).
+ * hold 0: lw_tracked_warning_due's rule, and the verdict is said as it is
+ * announced (no "growing, not yet a leak"). Latched in t->alarm until the
+ * verdict is withdrawn; returns 1 while it stands. */
+int lw_tracked_alarm(lw_tracked *t, uint64_t hold);
 
 /* The step (or interval) where the announced leak was reached; -1: none. */
 int64_t lw_tracked_first_leak_step(const lw_tracked *t);

@@ -21,8 +21,10 @@
 #include "control.h"
 #include "export.h"
 #include "hook_names.h"
+#include "instance.h"
 #include "late_dlopen.h"
 #include "lifecycle.h"
+#include "log.h"
 #include "options.h"
 #include "patch.h"
 #include "python_helper.h"
@@ -59,6 +61,18 @@ static int attach_now(const char *settings, char *msg, size_t n) {
     if (lw_patch_installed()) {
         snprintf(msg, n, "leakwatch is already attached");
         rc = 1;
+        goto out;
+    }
+    char other[PATH_MAX];
+    if (lw_instance_other(other, sizeof other)) {
+        /* A copy of the library under another name (or another
+         * installation's) was loaded first: it is the one that watches. */
+        char safe[PATH_MAX];
+        lw_log_escape(other, safe, sizeof safe);
+        snprintf(msg, n,
+                 "another copy of leakwatch's library is loaded in this process (%s): one "
+                 "instance per process; use that copy's leakwatch",
+                 safe);
         goto out;
     }
     if (!lw_hook_names_built()) {

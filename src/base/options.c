@@ -77,6 +77,18 @@ static const lw_option_def table[LW_OPT_COUNT] = {
     [LW_OPT_TEST_CLOCK] = BOOL("TEST_CLOCK", 0,
                                "1 (for tests): the run's time moves only when the job calls "
                                "leakwatch__test_clock_advance(ns), which waits for the sampler"),
+    [LW_OPT_SECCOMP] = TEXT("SECCOMP", "safe",
+                            "under a seccomp filter (Seccomp: in /proc/self/status): safe (no "
+                            "socket and no helper process, which the filter may punish by killing "
+                            "the job: no live view and no source lines) or full (both, as without "
+                            "a filter)",
+                            "safe full"),
+    [LW_OPT_CONTROL] = BOOL("CONTROL", 1,
+                            "0: no control socket (no leakwatch top, ps, snapshot or attach "
+                            "--detach for this job; one descriptor fewer)"),
+    [LW_OPT_LIVE_HOLD] = INT("LIVE_HOLD", 256, 0, 100000000,
+                             "PyTorch: steps a leak must hold, not slowing nor cycling, before "
+                             "it is said while the job runs (0: as soon as it is announced)"),
 };
 
 long lw_opt_values_[LW_OPT_COUNT];

@@ -29,6 +29,9 @@ typedef enum {
     LW_OPT_USER_CODE,
     LW_OPT_VERIFY_STACKS,
     LW_OPT_TEST_CLOCK,
+    LW_OPT_SECCOMP,
+    LW_OPT_CONTROL,
+    LW_OPT_LIVE_HOLD,
     LW_OPT_COUNT
 } lw_option_id;
 

@@ -15,7 +15,7 @@ int lw_thread_start_arg(void *(*fn)(void *), void *arg) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
+    pthread_attr_setstacksize(&attr, LW_THREAD_STACK);
     pthread_t t;
     int rc = pthread_create(&t, &attr, fn, arg) == 0 ? 0 : -1;
     pthread_attr_destroy(&attr);

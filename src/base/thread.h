@@ -10,4 +10,8 @@ int lw_thread_start(void *(*fn)(void *));
 /* The same, with fn(arg). */
 int lw_thread_start_arg(void *(*fn)(void *), void *arg);
 
+/* The stack size of every thread of ours (the glibc default is 8 MiB of
+ * address space, which a job under ulimit -v would miss: issue 43). */
+#define LW_THREAD_STACK (256 * 1024)
+
 #endif

@@ -223,14 +223,101 @@ static int counts_of(struct dl_phdr_info *info, size_t size, void *data) {
     return 1;
 }
 
+/* ---- the loader's count of objects added, read without its lock ----
+ * dl_iterate_phdr hands out glibc's count of objects ever added
+ * (GL(dl_load_adds), dlpi_adds), but only under the loader's recursive lock:
+ * about 185 instructions, a poll per call of an export (ctypes, cffi: 370 a
+ * cudaMalloc + cudaFree pair). The count itself is a word of ld.so's
+ * _rtld_global, never freed, bumped by every load, whoever asked for it
+ * (dlopen from code not bound yet, glibc's own loads, a dependency). Its
+ * offset there differs between glibc versions, so it is found by value:
+ * `cand` holds every 8-byte word of _rtld_global that has equalled dlpi_adds
+ * at each bind since the first (read under the loader's lock, in the
+ * dl_iterate_phdr callback, where the count is exactly dlpi_adds); the true
+ * count is always among them. lw_bind_poll skips the lock when every one of
+ * them still holds seen_adds: a load changes the true one, so nothing
+ * loaded is missed; a word that merely matched only sends a poll the slow
+ * way. No candidates (no _rtld_global: another C library, or more than
+ * MAX_CAND matches so far): every poll takes the slow way, as before. */
+#define MAX_CAND 16
+static _Atomic(const unsigned long long *) cand[MAX_CAND];
+static atomic_int ncand;
+static const unsigned long long *rtld_lo; /* _rtld_global's words, [lo, hi) */
+static size_t rtld_words;
+
+static void find_rtld_global(void) {
+    void *g = lw_real_dlsym(RTLD_DEFAULT, "_rtld_global");
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (!g || !dladdr1(g, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym) return;
+    if (sym->st_size < sizeof(unsigned long long) || sym->st_size > 65536) return;
+    uintptr_t a = ((uintptr_t)g + 7) & ~(uintptr_t)7;
+    size_t end = (uintptr_t)g + sym->st_size;
+    if (a >= end) return;
+    rtld_lo = (const unsigned long long *)a;
+    rtld_words = (end - a) / sizeof(unsigned long long);
+}
+
+typedef struct {
+    unsigned long long adds, subs;
+} counts;
+
+/* Under the loader's lock (dl_iterate_phdr): the counts, and the candidates
+ * narrowed to the words that hold dlpi_adds now (all of _rtld_global's the
+ * first time, and whenever none is left). Only bind_all writes `cand`
+ * (under bind_lock); a poll reading a shorter list meanwhile still
+ * compares the true count. */
+static int counts_and_cand(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    counts *c = data;
+    c->adds = info->dlpi_adds;
+    c->subs = info->dlpi_subs;
+    if (!rtld_lo) return 1;
+    int n = atomic_load_explicit(&ncand, memory_order_relaxed), k = 0;
+    const unsigned long long *keep[MAX_CAND];
+    for (int i = 0; i < n; i++) {
+        const unsigned long long *w = atomic_load_explicit(&cand[i], memory_order_relaxed);
+        if (__atomic_load_n(w, __ATOMIC_RELAXED) == c->adds) keep[k++] = w;
+    }
+    if (!k) {
+        for (size_t i = 0; i < rtld_words; i++) {
+            if (__atomic_load_n(&rtld_lo[i], __ATOMIC_RELAXED) != c->adds) continue;
+            if (k == MAX_CAND) {
+                k = 0; /* too many to compare at each call */
+                break;
+            }
+            keep[k++] = &rtld_lo[i];
+        }
+    }
+    /* Shrink first, so that a concurrent poll never compares fewer words
+     * than are valid, then write the list, then publish its length. */
+    atomic_store_explicit(&ncand, 0, memory_order_release);
+    for (int i = 0; i < k; i++)
+        atomic_store_explicit(&cand[i], keep[i], memory_order_relaxed);
+    atomic_store_explicit(&ncand, k, memory_order_release);
+    return 1;
+}
+
+/* 1: every candidate still holds seen_adds (nothing loaded since). */
+static inline int nothing_added(void) {
+    int n = atomic_load_explicit(&ncand, memory_order_acquire);
+    if (!n) return 0;
+    unsigned long long seen = atomic_load_explicit(&seen_adds, memory_order_acquire);
+    for (int i = 0; i < n; i++) {
+        const unsigned long long *w = atomic_load_explicit(&cand[i], memory_order_relaxed);
+        if (__atomic_load_n(w, __ATOMIC_ACQUIRE) != seen) return 0;
+    }
+    return 1;
+}
+
 static void bind_all(void) {
     if (pthread_mutex_trylock(&bind_lock) != 0) return;
     int saved = errno;
-    unsigned long long c[2] = {0, 0};
-    dl_iterate_phdr(counts_of, c);
-    if (c[1] != seen_subs) {
+    counts c = {0, 0};
+    dl_iterate_phdr(counts_and_cand, &c);
+    if (c.subs != seen_subs) {
         ndone = 0;
-        seen_subs = c[1];
+        seen_subs = c.subs;
     }
     scan s = {0};
     for (int f = 0; f < nexports; f++)
@@ -252,13 +339,14 @@ static void bind_all(void) {
     /* The count from before the walk: what was added during it is looked at
      * again next time (the list makes that cheap); so is everything while
      * an object was left for later. */
-    atomic_store_explicit(&seen_adds, pending ? 0 : c[0], memory_order_release);
+    atomic_store_explicit(&seen_adds, pending ? 0 : c.adds, memory_order_release);
     errno = saved;
     pthread_mutex_unlock(&bind_lock);
 }
 
 void lw_bind_poll(void) {
     if (!atomic_load_explicit(&enabled, memory_order_relaxed)) return;
+    if (nothing_added()) return;
     unsigned long long c[2] = {0, 0};
     int saved = errno;
     dl_iterate_phdr(counts_of, c);
@@ -313,6 +401,7 @@ __attribute__((constructor)) static void bind_init(void) {
         }
         atomic_store(&real_dlopen, (dlopen_fn)lw_real_dlsym(RTLD_NEXT, "dlopen"));
         pthread_atfork(NULL, NULL, fork_child);
+        find_rtld_global();
         atomic_store(&enabled, 1);
         bind_all();
     }

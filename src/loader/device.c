@@ -159,6 +159,12 @@ void lw_device_last_mem(int64_t *free_bytes, int64_t *total_bytes) {
     *total_bytes = atomic_load(&dev_total);
 }
 
+void lw_device_note_mem(int64_t free_bytes, int64_t total_bytes) {
+    if (free_bytes < 0 || total_bytes <= 0) return;
+    atomic_store(&dev_free, free_bytes);
+    atomic_store(&dev_total, total_bytes);
+}
+
 void lw_device_forget(void) {
     atomic_store(&dev_free, -1);
     atomic_store(&dev_total, -1);

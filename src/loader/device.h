@@ -30,6 +30,10 @@ void lw_device_sample(void);
 int lw_device_have_reading(void);
 /* The latest reading; -1 when unknown. */
 void lw_device_last_mem(int64_t *free_bytes, int64_t *total_bytes);
+/* A reading taken by someone else at a moment that matters (PyTorch's
+ * out-of-memory observer): it replaces the latest; negative values are
+ * ignored. */
+void lw_device_note_mem(int64_t free_bytes, int64_t total_bytes);
 /* A forked child forgets its parent's reading and contexts. */
 void lw_device_forget(void);
 

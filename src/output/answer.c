@@ -2,6 +2,8 @@
 /* The run's answer, chosen once (answer.h). */
 #include "answer.h"
 
+#include "live.h"
+#include "anatomy.h"
 #include "site_name.h"
 #include "site_rank.h"
 #include "sites.h"
@@ -13,14 +15,48 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *lw_answer_step_unit(const lw_growth_state *g, char *module, size_t mn) {
+    char unit[32];
+    if (module && mn) module[0] = '\0';
+    if (!strcmp(g->step_source, "time")) return "interval";
+    if (lw_torch_info_step_unit(unit, sizeof unit, module, mn)) {
+        if (!strcmp(unit, "module_call")) return "module_call";
+        if (!strcmp(unit, "optimizer_step")) return "optimizer_step";
+    }
+    return "leakwatch_step";
+}
+
+const char *lw_answer_unit_word(const lw_growth_state *g) {
+    const char *u = lw_answer_step_unit(g, NULL, 0);
+    return !strcmp(u, "interval") ? "interval" : !strcmp(u, "module_call") ? "call" : "step";
+}
+
 void lw_report_answer(lw_answer *a, const lw_growth_state *g) {
     lw_answer_init(a);
     a->verdict = lw_verdict_name(g->verdict);
-    a->unit = strcmp(g->step_source, "time") ? "step" : "interval";
+    a->unit = lw_answer_unit_word(g);
     a->steps = (double)g->steps;
     if (g->device_free >= 0) a->free_bytes = (double)g->device_free;
     if (g->device_total >= 0) a->total_bytes = (double)g->device_total;
+    if (g->verdict == LW_VERDICT_INCONCLUSIVE) {
+        /* Its own reason and what would decide it (fmt.c says them). */
+        a->reason = g->reason;
+        a->more_steps = g->last.more_steps;
+    }
+    if (g->verdict == LW_VERDICT_INCONCLUSIVE && isfinite(g->last.slope) && g->last.slope > 0 &&
+        isfinite(g->last.lo) && g->last.lo >= 0) {
+        /* Growth seen, not yet confirmed: said with its size (fmt.c). */
+        a->rate = g->last.slope;
+        a->lo = g->last.lo;
+        a->hi = g->last.hi;
+        a->per_second = g->last.bytes_per_second;
+    }
     if (g->verdict != LW_VERDICT_LEAK) return;
+    if (g->memory_kind && !strcmp(g->memory_kind, "pinned_host")) {
+        a->kind = "pinned_host";
+        a->free_bytes = g->host_available >= 0 ? (double)g->host_available : NAN;
+        a->total_bytes = g->host_total >= 0 ? (double)g->host_total : NAN;
+    }
     a->rate = g->last.slope;
     a->lo = g->last.lo;
     a->hi = g->last.hi;
@@ -48,10 +84,72 @@ static void consider(lw_site *s, const lw_site_track *t, void *arg) {
         r->by = by, r->site = s;
 }
 
+/* Not decided yet: the site whose floor rose most from its second point on
+ * (its first holds its start: the weights' one allocation is a jump, not a
+ * growth), given three points or more. */
+static void consider_undecided(lw_site *s, const lw_site_track *t, void *arg) {
+    rising_site *r = arg;
+    lw_bin b[LW_SITE_BINS + 1];
+    int n = lw_series_get(&t->series, b, LW_SITE_BINS + 1);
+    if (n < 3) return;
+    double by = b[n - 1].floor - b[1].floor;
+    if (by > 0 && (by > r->by || (by == r->by && r->site && s->id < r->site->id)))
+        r->by = by, r->site = s;
+}
+
+/* Not decided yet, and no site has points enough of its own (a short run):
+ * the site whose live allocations were made over the most steps (at least 3
+ * of them, over 2 steps or more), from the live table: a site that keeps
+ * something from step after step, not one that allocated its memory once
+ * (weights, however large, however many tensors). Exact, whatever the pace. */
+typedef struct {
+    uint32_t *lo, *hi, *count;
+    size_t n;
+} kept_steps;
+
+static void tally_steps(const lw_alloc *a, void *arg) {
+    kept_steps *k = arg;
+    const lw_site *s = a->site;
+    if (!s || !s->id || s->id >= k->n) return;
+    uint32_t i = s->id;
+    if (!k->count[i] || a->step < k->lo[i]) k->lo[i] = a->step;
+    if (!k->count[i] || a->step > k->hi[i]) k->hi[i] = a->step;
+    k->count[i]++;
+}
+
+static const lw_site *kept_over_steps(void) {
+    kept_steps k;
+    k.n = lw_sites_count() + 2;
+    k.lo = calloc(k.n, sizeof *k.lo);
+    k.hi = calloc(k.n, sizeof *k.hi);
+    k.count = calloc(k.n, sizeof *k.count);
+    const lw_site *best = NULL;
+    if (k.lo && k.hi && k.count) {
+        lw_live_scan(tally_steps, &k);
+        uint32_t best_span = 1, best_count = 0;
+        for (lw_site *s = lw_sites_first(); s; s = s->next) {
+            if (!s->id || s->id >= k.n || k.count[s->id] < 3) continue;
+            uint32_t span = k.hi[s->id] - k.lo[s->id];
+            if (span > best_span || (span == best_span && best && k.count[s->id] > best_count))
+                best = s, best_span = span, best_count = k.count[s->id];
+        }
+    }
+    free(k.lo);
+    free(k.hi);
+    free(k.count);
+    return best;
+}
+
 void lw_run_answer_from(lw_run_answer *r, const lw_growth_state *g) {
     memset(r, 0, sizeof *r);
     r->g = *g;
-    lw_report_answer(&r->a, g);
+    lw_report_answer(&r->a, &r->g); /* its reason points into r->g */
+    if (lw_anatomy_oom_get(r->oom_cause, sizeof r->oom_cause, r->oom_evidence,
+                           sizeof r->oom_evidence, r->oom_remedy, sizeof r->oom_remedy)) {
+        r->a.oom_cause = r->oom_cause;
+        r->a.oom_evidence = r->oom_evidence;
+        r->a.oom_remedy = r->oom_remedy;
+    }
     int leak = g->verdict == LW_VERDICT_LEAK;
     double rate = 0;
     /* The PyTorch override, here only. */
@@ -66,10 +164,14 @@ void lw_run_answer_from(lw_run_answer *r, const lw_growth_state *g) {
     const lw_site *top = NULL;
     double srate = NAN;
     int leaking = lw_site_lead(leak, &top, &srate);
-    if (leak && leaking != 1) {
+    /* Not decided yet: the site that grows, not the largest (a model's
+     * weights), is the place to look. */
+    int undecided = g->verdict == LW_VERDICT_INCONCLUSIVE && leaking != 1;
+    if ((leak && leaking != 1) || undecided) {
         rising_site rs = {NULL, 0};
-        lw_growth_each_site(consider, &rs);
-        if (rs.site) top = rs.site, leaking = 0;
+        lw_growth_each_site(undecided ? consider_undecided : consider, &rs);
+        if (!rs.site && undecided) rs.site = kept_over_steps();
+        if (rs.site) top = rs.site, leaking = 0, r->a.where_grows = undecided;
     }
     if (!top) return;
     r->site = top;
@@ -91,6 +193,12 @@ void lw_run_answer_copy(lw_run_answer *dst, const lw_run_answer *src) {
     if (dst == src) return;
     *dst = *src;
     if (src->a.where == src->where) dst->a.where = dst->where;
+    if (src->a.reason == src->g.reason) dst->a.reason = dst->g.reason;
+    if (src->a.oom_cause == src->oom_cause) {
+        dst->a.oom_cause = dst->oom_cause;
+        dst->a.oom_evidence = dst->oom_evidence;
+        dst->a.oom_remedy = dst->oom_remedy;
+    }
 }
 
 /* Per thread: the exit summary renders the report its own thread wrote, not

@@ -18,8 +18,19 @@ typedef struct {
     const struct lw_site *site; /* the site named; NULL: none, or PyTorch's history */
     int torch;                  /* named from PyTorch's allocation history */
     char where[512];
-    char owner[512]; /* under PyTorch: what keeps the named tensors alive; "" */
+    char owner[1024]; /* under PyTorch: what keeps the named tensors alive; "" */
+    /* An out-of-memory's post-mortem (anatomy.h): a.oom_* point here. */
+    char oom_cause[32], oom_evidence[400], oom_remedy[400];
 } lw_run_answer;
+
+/* What one step of g is (the report's growth.step_unit): "interval" (time
+ * intervals), "module_call" (a call of the job's outermost nn.Module, marked
+ * by the PyTorch helper where no optimizer marks steps), "optimizer_step"
+ * (the helper's optimizer hook), "leakwatch_step" (the job's own marks).
+ * module, if not NULL, gets the module's class name ("" when none). */
+const char *lw_answer_step_unit(const lw_growth_state *g, char *module, size_t mn);
+/* The word for one step in every line: "interval", "call" or "step". */
+const char *lw_answer_unit_word(const lw_growth_state *g);
 
 /* The numbers of the answer from g, without a place to look. */
 void lw_report_answer(lw_answer *a, const lw_growth_state *g);

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "report.h"
 #include "report_file.h"
+#include "thread.h"
 #include "totals.h"
 #include "verdict.h"
 
@@ -37,8 +38,9 @@
 #include <unistd.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* The one descriptor the live view holds for the job's whole life (no wake
+ * pipe: stopping shuts the socket down, which wakes the thread's poll). */
 static int listen_fd = -1;
-static int wake[2] = {-1, -1};
 static pthread_t thread;
 static int running;
 static pid_t owner;   /* the process that serves; a forked child must not use our fds */
@@ -52,14 +54,14 @@ typedef struct {
     dev_t dev;
     ino_t ino;
 } fd_id;
-static fd_id listen_id, wake_id[2];
+static fd_id listen_id;
 /* The serving thread's own copy of its descriptors, written before it starts
  * and never while it runs: stopping closes and clears the globals above while
  * the thread may still be on its way out, and the two must not share memory
  * (pthread_timedjoin_np is not a synchronisation point for every checker). */
 typedef struct {
-    int listen_fd, wake_fd;
-    fd_id listen_id, wake_id;
+    int listen_fd;
+    fd_id listen_id;
 } served_fds;
 static served_fds served;
 
@@ -82,13 +84,20 @@ static int ours(int fd, fd_id id) {
     return now.ino != 0 && now.dev == id.dev && now.ino == id.ino;
 }
 
-/* Waits for fd to be ready, or for the wake pipe (stop), or the timeout. */
+/* 1 when the listening socket was shut down (a stop) or is gone: poll
+ * reports POLLHUP (or POLLNVAL) for it whatever events were asked. */
+static int stopped(short revents) {
+    return (revents & (POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+/* Waits for fd to be ready, or for the stop (the listening socket shut
+ * down), or the timeout. */
 static int wait_client(int fd, short events) {
-    struct pollfd p[2] = {{fd, events, 0}, {served.wake_fd, POLLIN, 0}};
+    struct pollfd p[2] = {{fd, events, 0}, {served.listen_fd, 0, 0}};
     for (;;) {
         int r = poll(p, 2, IO_TIMEOUT_MS);
         if (r < 0 && errno == EINTR) continue;
-        if (r <= 0 || p[1].revents) return -1;
+        if (r <= 0 || stopped(p[1].revents)) return -1;
         return 0;
     }
 }
@@ -284,17 +293,17 @@ static void stop_from_thread(void);
 static void *serve(void *arg) {
     (void)arg;
     const served_fds *s = &served;
-    struct pollfd p[2] = {{s->listen_fd, POLLIN, 0}, {s->wake_fd, POLLIN, 0}};
+    struct pollfd p[1] = {{s->listen_fd, POLLIN, 0}};
     for (;;) {
-        if (poll(p, 2, -1) < 0) {
+        if (poll(p, 1, -1) < 0) {
             if (errno == EINTR) continue;
             break;
         }
-        if (p[1].revents) break;
+        if (stopped(p[0].revents)) break;
         if (!(p[0].revents & POLLIN)) continue;
         /* The job may have closed our socket and got the number back for a
          * socket of its own: never accept its connections. */
-        if (!ours(s->listen_fd, s->listen_id) || !ours(s->wake_fd, s->wake_id)) break;
+        if (!ours(s->listen_fd, s->listen_id)) break;
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) continue;
         serve_one(fd);
@@ -310,9 +319,7 @@ static void *serve(void *arg) {
 /* Closes only what is still ours; a number the job reuses is left to it. */
 static void close_fds(void) {
     if (ours(listen_fd, listen_id)) close(listen_fd);
-    for (int i = 0; i < 2; i++)
-        if (ours(wake[i], wake_id[i])) close(wake[i]);
-    listen_fd = wake[0] = wake[1] = -1;
+    listen_fd = -1;
 }
 
 /* After a detach, on the serving thread: the socket goes, the thread ends
@@ -375,16 +382,19 @@ static int start_locked(void) {
     unlink(sock_path); /* left by a dead process that had our pid */
     if (bind(listen_fd, (struct sockaddr *)&a, sizeof a) != 0) goto fail;
     if (chmod(sock_path, 0600) != 0 || listen(listen_fd, 16) != 0) goto fail_unlink;
-    if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) goto fail_unlink;
     listen_id = id_of(listen_fd);
-    wake_id[0] = id_of(wake[0]);
-    wake_id[1] = id_of(wake[1]);
-    served = (served_fds){listen_fd, wake[0], listen_id, wake_id[0]};
+    served = (served_fds){listen_fd, listen_id};
     /* The thread takes no signal: they belong to the program's threads. */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&thread, NULL, serve, NULL);
+    /* Joinable (lw_control_stop waits for it), with our threads' small
+     * stack rather than the default 8 MiB of address space. */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, LW_THREAD_STACK);
+    int rc = pthread_create(&thread, &attr, serve, NULL);
+    pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         errno = rc;
@@ -424,15 +434,13 @@ void lw_control_start(void) {
 void lw_control_stop(void) {
     pthread_mutex_lock(&lock);
     if (running && owner == getpid()) {
-        if (ours(wake[1], wake_id[1])) {
-            char c = 1;
-            if (write(wake[1], &c, 1) < 0) {
-                /* the pipe is never full: one byte ends the thread */
-            }
-        }
-        /* A thread busy with a client (or one whose wake pipe the job
-         * closed) is not waited for longer than STOP_WAIT_MS: the process
-         * ends it when it exits. Its descriptors are then left open. */
+        /* Shut down, the socket wakes the thread's poll (POLLHUP) and
+         * refuses new clients; a closed one wakes it with POLLNVAL. */
+        if (ours(listen_fd, listen_id)) shutdown(listen_fd, SHUT_RDWR);
+        /* A thread busy with a client (or one polling a number the job
+         * reused for a file of its own) is not waited for longer than
+         * STOP_WAIT_MS: the process ends it when it exits. Its descriptor is
+         * then left open. */
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += STOP_WAIT_MS / 1000;

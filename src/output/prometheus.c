@@ -120,6 +120,12 @@ static int emit(FILE *f, const lw_run_answer *given) {
             }
             fputs("\"} 1\n", f);
         }
+        if (g.verdict == LW_VERDICT_LEAK) {
+            header(f, "leakwatch_leak_memory_kind_info", "gauge",
+                   "The kind of memory the leak is of (device, pinned_host), as the label kind.");
+            fprintf(f, "leakwatch_leak_memory_kind_info{kind=\"%s\"} 1\n",
+                    g.memory_kind ? g.memory_kind : "device");
+        }
         if (isfinite(oom_s)) {
             header(f, "leakwatch_oom_eta_seconds", "gauge",
                    "Projected seconds until device memory runs out at the fitted growth.");

@@ -9,6 +9,7 @@
 #include "report_file.h"
 
 #include "answer.h"
+#include "anatomy.h"
 #include "site_name.h"
 #include "site_rank.h"
 
@@ -24,6 +25,7 @@
 #include "sites.h"
 #include "symbolize.h"
 #include "torch_info.h"
+#include "warning.h"
 #include "totals.h"
 #include "where.h"
 #include "rank.h"
@@ -372,6 +374,46 @@ static void emit_cycles(lw_jw *w, const lw_growth_state *g) {
     lw_jw_end(w);
 }
 
+/* The live alarm (issue 38): whether the growth is said as a leak while the
+ * run goes on, and the LEAK lines said live and withdrawn later. */
+static void emit_live_alarms(lw_jw *w, const lw_growth_state *g) {
+    lw_jw_bool(w, "growing_not_yet_leak", g->growing);
+    lw_withdrawn_alarm a;
+    unsigned n = lw_warning_withdrawn(&a);
+    lw_jw_uint(w, "live_alarms_withdrawn", n);
+    if (!n) {
+        lw_jw_null(w, "live_alarm_withdrawn");
+        return;
+    }
+    lw_jw_object(w, "live_alarm_withdrawn");
+    lw_jw_str(w, "unit", a.unit);
+    lw_jw_uint(w, "said_at", a.said_at);
+    lw_jw_uint(w, "withdrawn_at", a.withdrawn_at);
+    lw_jw_str(w, "reason", a.reason);
+    lw_jw_end(w);
+}
+
+/* What one step is (answer.h, lw_answer_step_unit), and for module calls
+ * the module's class; and the growth per second beside the growth per step
+ * (bytes_per_second) already in the fit. */
+static void emit_step_unit(lw_jw *w, const lw_growth_state *g) {
+    char module[128];
+    lw_jw_str(w, "step_unit", lw_answer_step_unit(g, module, sizeof module));
+    if (module[0])
+        lw_jw_str(w, "step_module", module);
+    else
+        lw_jw_null(w, "step_module");
+}
+
+/* Which kind of memory the verdict is about (device, or pinned host memory
+ * when its leak is the run's), and for pinned host memory the host's
+ * memory it runs out of (what oom_eta_* count against). */
+static void emit_memory_kind(lw_jw *w, const lw_growth_state *g) {
+    lw_jw_str(w, "memory_kind", g->memory_kind ? g->memory_kind : "device");
+    emit_opt_int(w, "host_available_bytes", g->host_available);
+    emit_opt_int(w, "host_total_bytes", g->host_total);
+}
+
 static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     const lw_growth *l = &g->last;
     int leak = g->verdict == LW_VERDICT_LEAK;
@@ -379,6 +421,7 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     emit_fit(w, l);
     lw_jw_uint(w, "steps", g->steps);
     lw_jw_str(w, "step_source", g->step_source);
+    emit_step_unit(w, g);
     lw_jw_str(w, "signal", g->signal);
     emit_opt_int(w, "signal_device", g->signal_device);
     if (leak)
@@ -401,9 +444,11 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     lw_jw_double(w, "oom_eta_steps", eta_steps);
     emit_opt_int(w, "device_free_bytes", g->device_free);
     emit_opt_int(w, "device_total_bytes", g->device_total);
+    emit_memory_kind(w, g);
     if (!strcmp(g->step_source, "time")) lw_jw_double(w, "interval_seconds", g->interval_s);
     lw_jw_uint(w, "evaluations", g->evaluations);
     lw_jw_uint(w, "leak_verdicts_withdrawn", g->withdrawn);
+    emit_live_alarms(w, g);
     /* The end of the run: memory released after the last step (teardown)
      * does not erase growth before it; a decided fit is reported decided. */
     lw_jw_bool(w, "released_at_exit", g->released_bytes >= 0);
@@ -528,6 +573,7 @@ static void emit_rank(lw_jw *w) {
     emit_opt_int(w, "rank", r.rank);
     emit_opt_int(w, "local_rank", r.local_rank);
     emit_opt_int(w, "world_size", r.world_size);
+    lw_jw_str(w, "rank_source", lw_rank_source_name(&r));
     /* The device this process uses: the current one, else the one that held
      * the most memory. */
     int dev = lw_device_current();
@@ -600,6 +646,9 @@ int lw_report_emit(FILE *f, const char *reason) {
         snprintf(g.reason, sizeof g.reason, "%s", NOTHING_SEEN_REASON);
     }
     lw_jw_str(&w, "verdict", lw_verdict_name(g.verdict));
+    /* What fills the device by role, and the post-mortem of an
+     * out-of-memory (anatomy.h). */
+    lw_anatomy_emit(&w);
     emit_totals(&w);
     emit_growth(&w, &g);
     /* The floor and peak per step, downsampled. */
@@ -634,6 +683,9 @@ int lw_report_emit(FILE *f, const char *reason) {
         lw_site_frames_collect(&l, syms, named);
         lw_jw_object(&w, "answer");
         lw_jw_uint(&w, "site", named->id);
+        /* Not decided yet: whether the named site is one that grows. */
+        if (g.verdict == LW_VERDICT_INCONCLUSIVE) lw_jw_bool(&w, "grows", ans.a.where_grows);
+        lw_jw_str(&w, "kind", g.verdict == LW_VERDICT_LEAK && g.memory_kind ? g.memory_kind : NULL);
         emit_where(&w, &l, named == top ? top_distinct : lw_site_distinct(syms, &g, named));
         lw_jw_end(&w);
         lw_site_frames_free(&l);

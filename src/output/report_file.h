@@ -20,7 +20,8 @@ int lw_report_write_path(const char *path, const char *reason, char *why, size_t
 /* 1 when LEAKWATCH_REPORT=none: no report file. */
 int lw_report_off(void);
 
-/* The report's path for this process (the template expanded); -1 if too long. */
+/* The report's path for this process (the template expanded, then claimed:
+ * its own name when another process writes there); -1 if too long. */
 int lw_report_path(char *path, size_t n);
 
 /* Removes the temporary files a writer killed mid-write left beside the
@@ -34,6 +35,11 @@ void lw_report_forked_child(void);
 
 /* In a forked child, at once: the writers' lock is free, no final report yet. */
 void lw_report_after_fork_child(void);
+
+/* At the start of recording: the time from which a report another process
+ * writes at this process's path is a sibling's, which this process does not
+ * replace (it writes NAME.PID.json instead, said once on stderr). */
+void lw_report_claim_start(void);
 
 /* The report's path for this process as written into it: absolute; "" with
  * LEAKWATCH_REPORT=none or a path that cannot be formed. */

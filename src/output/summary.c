@@ -10,9 +10,11 @@
 #include "log.h"
 #include "sites.h"
 #include "totals.h"
+#include "warning.h"
 
 #include <math.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Growth released at each cycle's end, under a clean verdict: what it is,
@@ -32,6 +34,44 @@ static void cycles_line(const lw_growth_state *g) {
            c.period, unit, (unsigned long long)c.count, peak, floor);
 }
 
+/* What keeps the leak alive, under the line: one line each (the first
+ * site's owner, then the other leaking sites, biggest first). */
+static void owner_lines(const char *kept) {
+    while (*kept) {
+        const char *nl = strchr(kept, '\n');
+        int len = nl ? (int)(nl - kept) : (int)strlen(kept);
+        if (len > 0) lw_log("  %.*s", len, kept);
+        if (!nl) break;
+        kept = nl + 1;
+    }
+}
+
+/* A LEAK said live and withdrawn later: the exit says it took it back. */
+static void withdrawn_line(void) {
+    lw_withdrawn_alarm a;
+    if (!lw_warning_withdrawn(&a)) return;
+    char s1[32], s2[32];
+    lw_log("the LEAK said at %s %s while the job ran was withdrawn at %s %s (%s)%s", a.unit,
+           lw_fmt_count((double)a.said_at, s1, sizeof s1), a.unit,
+           lw_fmt_count((double)a.withdrawn_at, s2, sizeof s2), a.reason,
+           a.count > 1 ? "; and earlier ones" : "");
+}
+
+/* A rate as small as a run can call (a fraction of a byte per step on a
+ * long flat floor): never "0 B". */
+static void small_bytes(double b, char *out, size_t n) {
+    if (isfinite(b) && b > 0 && b < 10)
+        snprintf(out, n, "%.2g B", b);
+    else
+        lw_fmt_bytes(b, out, n);
+}
+
+/* The floor's noise is the detector's least (one allocation granule, 256 B
+ * per bin): nothing was measured, so no noise figure is said. */
+static int flat_floor(const lw_growth_state *g) {
+    return isfinite(g->last.noise_bin) && g->last.noise_bin <= 256.0 + 1e-6;
+}
+
 void lw_report_summary(const lw_run_answer *r, const char *path) {
     if (lw_log_quiet) return;
     lw_counts c = lw_totals_get(-2, LW_KIND_COUNT);
@@ -45,11 +85,12 @@ void lw_report_summary(const lw_run_answer *r, const char *path) {
     const char *kept = r->owner[0] ? r->owner : NULL;
     char line[1024];
     lw_log("%s", lw_answer_line(&a, line, sizeof line));
-    if (kept) lw_log("  %s", kept);
+    if (kept) owner_lines(kept);
     cycles_line(&g);
+    withdrawn_line();
     /* What an undecided run still needs, and what a clean one could have
      * seen (only once the detector has evaluated something). */
-    const char *unit = strcmp(g.step_source, "time") ? "step" : "interval";
+    const char *unit = lw_answer_unit_word(&g);
     /* Only a leak needs saying so: a clean job that frees its memory at
      * exit is the rule. */
     if (g.released_bytes > 0 && g.verdict == LW_VERDICT_LEAK) {
@@ -61,12 +102,16 @@ void lw_report_summary(const lw_run_answer *r, const char *path) {
     }
     char noise[32], minr[32];
     lw_fmt_bytes(g.last.noise_step, noise, sizeof noise);
-    lw_fmt_bytes(g.last.min_rate, minr, sizeof minr);
+    small_bytes(g.last.min_rate, minr, sizeof minr);
     if (!g.evaluations || !isfinite(g.last.noise_step)) {
     } else if (g.verdict == LW_VERDICT_INCONCLUSIVE && g.last.more_steps >= 1 &&
                isfinite(g.last.more_steps))
         lw_log("%s; about %.0f more %ss to decide at the current rate (floor noise %s per %s)",
                g.reason, ceil(g.last.more_steps), unit, noise, unit);
+    else if (g.verdict == LW_VERDICT_NO_LEAK && isfinite(g.last.min_rate) && flat_floor(&g))
+        lw_log("%s; this run could call a leak of %s per %s or more (the floor is flat: no "
+               "noise beyond one allocation granule)",
+               g.reason, minr, unit);
     else if (g.verdict == LW_VERDICT_NO_LEAK && isfinite(g.last.min_rate))
         lw_log("%s; this run could call a leak of %s per %s or more (floor noise %s per %s)",
                g.reason, minr, unit, noise, unit);

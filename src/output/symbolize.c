@@ -12,6 +12,7 @@
 #include "elf_symbols.h"
 #include "lw_uthash.h"
 #include "options.h"
+#include "sandbox.h"
 #include "real.h"
 
 #include <dlfcn.h>
@@ -172,7 +173,9 @@ lw_symtab *lw_symtab_new(void) {
     pthread_once(&exe_once, exe_init);
     lw_symtab *t = calloc(1, sizeof *t);
     if (!t) return NULL;
-    int source_lines = lw_opt_int(LW_OPT_SOURCE_LINES) != 0;
+    /* Under a seccomp filter no addr2line process (clone, execve,
+     * socketpair: calls a filter may punish by killing the job). */
+    int source_lines = lw_opt_int(LW_OPT_SOURCE_LINES) != 0 && !lw_sandboxed();
     unsigned long long subs = unload_count();
     pthread_mutex_lock(&lock);
     if (current && (current->subs != subs || current->source_lines != source_lines)) {

@@ -9,8 +9,9 @@
 
 #define MAX_TEXT (1u << 20)
 
-enum { F_SITES, F_DIAGNOSIS, F_BACKEND, F_STEPS, F_ANSWER, F_COUNT };
-static const char *const names[F_COUNT] = {"sites", "diagnosis", "backend", "steps", "answer"};
+enum { F_SITES, F_DIAGNOSIS, F_BACKEND, F_STEPS, F_ANSWER, F_STEP_UNIT, F_COUNT };
+static const char *const names[F_COUNT] = {"sites", "diagnosis", "backend",
+                                           "steps", "answer",    "step_unit"};
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char *texts[F_COUNT];
@@ -256,6 +257,31 @@ const char *lw_torch_info_owner(char *out, size_t n) {
     }
     pthread_mutex_unlock(&lock);
     return r;
+}
+
+/* The string value of "key" in the helper's compact JSON text (json.dumps
+ * with separators (",", ":"), so no space follows the colon), without
+ * escapes: the unit and the module's class name are identifiers. */
+static int string_value(const char *text, const char *key, char *out, size_t n) {
+    char pat[32];
+    snprintf(pat, sizeof pat, "\"%s\":\"", key);
+    const char *k = text ? strstr(text, pat) : NULL;
+    if (!k || !n) return 0;
+    k += strlen(pat);
+    size_t i = 0;
+    for (; k[i] && k[i] != '"' && k[i] != '\\' && i + 1 < n; i++)
+        out[i] = k[i];
+    out[i] = '\0';
+    return i > 0;
+}
+
+int lw_torch_info_step_unit(char *unit, size_t un, char *module, size_t mn) {
+    pthread_mutex_lock(&lock);
+    const char *t = texts[F_STEP_UNIT];
+    int have = string_value(t, "unit", unit, un);
+    if (module && mn && !string_value(t, "module", module, mn)) module[0] = '\0';
+    pthread_mutex_unlock(&lock);
+    return have;
 }
 
 void lw_torch_info_forget(void) {

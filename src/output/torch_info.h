@@ -13,7 +13,8 @@
 
 /* field: "sites" (a JSON array of site objects; message: the top site's
  * label for the summary line), "answer" (the report's answer when PyTorch's
- * signal decided: {"site", "where"}), or "diagnosis", "backend", "steps" (a
+ * signal decided: {"site", "where"}), "step_unit" (what a step is:
+ * lw_torch_info_step_unit), or "diagnosis", "backend", "steps" (a
  * JSON object each; message, if not NULL, is said once on stderr). A later call
  * replaces an earlier one. Returns 0, or -1 for an unknown field, a text
  * that is not JSON of the right type, or one over 1 MiB. */
@@ -35,6 +36,12 @@ const char *lw_torch_info_label(char *out, size_t n);
 /* What keeps the top site's blocks alive (the helper's owner sentence: the
  * label's text after its first newline), or NULL. Copies into out. */
 const char *lw_torch_info_owner(char *out, size_t n);
+
+/* How the helper marks steps ("step_unit": {"unit": "module_call",
+ * "module": "TinyLM"} or {"unit": "optimizer_step"}): copies the unit, and
+ * the module's class name (empty when none), returns 1; 0 when the helper
+ * told none. */
+int lw_torch_info_step_unit(char *unit, size_t un, char *module, size_t mn);
 
 /* Pure: 1 when text is one JSON value of the given type ('[' array, '{'
  * object), nothing else around it but white space. */

@@ -16,6 +16,7 @@
 #include "sites.h"
 
 #include <link.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -25,6 +26,11 @@
 
 static uint64_t last_warn_ns;
 static int warned;
+/* The LEAK lines withdrawn (under warn_lock), and the step of the line
+ * said last. */
+static lw_withdrawn_alarm withdrawn_alarm;
+static unsigned long long said_at_step;
+static int growing_said;
 
 /* The answer of this step (answer.c: the same rule and numbers as the exit
  * summary, the report and Prometheus). */
@@ -59,8 +65,15 @@ static void warn_locked(void) {
     char line[1024];
     lw_log("%s", lw_answer_line(&r.a, line, sizeof line));
     atomic_store_explicit(&announced, 1, memory_order_relaxed);
+    said_at_step = (unsigned long long)r.g.steps;
     /* Under PyTorch's signal, what keeps the named line's tensors alive. */
-    if (r.owner[0]) lw_log("  %s", r.owner);
+    for (const char *k = r.owner; *k;) {
+        const char *nl = strchr(k, '\n');
+        int len = nl ? (int)(nl - k) : (int)strlen(k);
+        if (len > 0) lw_log("  %.*s", len, k);
+        if (!nl) break;
+        k = nl + 1;
+    }
 }
 
 void lw_warning_leak(void) {
@@ -95,9 +108,55 @@ static void check_locked(void) {
     lw_log("leak verdict withdrawn at %s %s: %s",
            strcmp(g.step_source, "time") ? "step" : "interval",
            lw_fmt_count((double)g.steps, s, sizeof s), why);
+    withdrawn_alarm.count++;
+    withdrawn_alarm.said_at = said_at_step;
+    withdrawn_alarm.withdrawn_at = (unsigned long long)g.steps;
+    withdrawn_alarm.unit = strcmp(g.step_source, "time") ? "step" : "interval";
+    const char *pre = strstr(why, prefix);
+    if (pre)
+        snprintf(withdrawn_alarm.reason, sizeof withdrawn_alarm.reason, "%.*s%.120s",
+                 (int)(pre - why < 30 ? pre - why : 30), why, pre + sizeof prefix - 1);
+    else
+        snprintf(withdrawn_alarm.reason, sizeof withdrawn_alarm.reason, "%.150s", why);
+    growing_said = 0;
     atomic_store_explicit(&announced, 0, memory_order_relaxed);
     warned = 0;
     last_warn_ns = 0;
+}
+
+void lw_warning_growing(void) {
+    if (!lw_opt_int(LW_OPT_WARN) || lw_log_quiet) return;
+    if (pthread_mutex_trylock(&warn_lock) != 0) return;
+    lw_growth_state g;
+    if (!growing_said && !atomic_load_explicit(&announced, memory_order_relaxed)) {
+        lw_growth_get(&g, NULL, 0, NULL);
+        if (g.growing) {
+            growing_said = 1;
+            const char *unit = strcmp(g.step_source, "time") ? "step" : "interval";
+            char rate[48], lo[32], s[32], hold[32], from[32];
+            lw_fmt_rate(g.last.slope, unit, rate, sizeof rate);
+            lw_fmt_count(isfinite(g.last.onset_x) && g.last.onset_x >= 1 ? g.last.onset_x : 1, from,
+                         sizeof from);
+            lw_fmt_bytes(g.last.lo, lo, sizeof lo);
+            long h = lw_opt_int(LW_OPT_LIVE_HOLD);
+            if (strcmp(unit, "step") || h <= 0)
+                snprintf(hold, sizeof hold, "a little longer");
+            else
+                snprintf(hold, sizeof hold, "over %ld steps", h);
+            lw_log("growing, not yet a leak: %s since %s %s (95%% CI from %s, p = %.1e); said as a "
+                   "leak once it holds %s without slowing or cycling [as of %s %s]",
+                   rate, unit, from, lo, g.last.p_value, hold, unit,
+                   lw_fmt_count((double)g.steps, s, sizeof s));
+        }
+    }
+    pthread_mutex_unlock(&warn_lock);
+}
+
+unsigned lw_warning_withdrawn(lw_withdrawn_alarm *out) {
+    pthread_mutex_lock(&warn_lock);
+    *out = withdrawn_alarm;
+    pthread_mutex_unlock(&warn_lock);
+    return out->count;
 }
 
 static int is_c10_cuda(struct dl_phdr_info *info, size_t size, void *found) {
@@ -143,6 +202,9 @@ void lw_warning_steps_hint(void) {
 
 void lw_warning_forget(void) {
     warned = 0;
+    memset(&withdrawn_alarm, 0, sizeof withdrawn_alarm);
+    said_at_step = 0;
+    growing_said = 0;
     atomic_store_explicit(&announced, 0, memory_order_relaxed);
     last_warn_ns = 0;
 }

@@ -13,6 +13,23 @@ void lw_warning_check(void);
  * without any step mark, one line says that steps are time intervals and
  * how to mark them (not under LEAKWATCH_QUIET, nor with PyTorch's helper). */
 void lw_warning_steps_hint(void);
+/* An announced leak not yet said as one (growth.h, lw_growth_take_growing):
+ * once, until a LEAK line or a withdrawal, "growing, not yet a leak: ..."
+ * with the evidence so far. */
+void lw_warning_growing(void);
+
+/* A LEAK line said while the job ran and withdrawn later (issue 38): the
+ * report records it and the exit says it. */
+typedef struct {
+    unsigned count;                           /* LEAK lines withdrawn */
+    unsigned long long said_at, withdrawn_at; /* the last one's steps (or intervals) */
+    const char *unit;                         /* "step" or "interval" */
+    char reason[160];                         /* why it was withdrawn */
+} lw_withdrawn_alarm;
+
+/* Fills *out; returns its count (0: none withdrawn). */
+unsigned lw_warning_withdrawn(lw_withdrawn_alarm *out);
+
 /* A forked child's own start: its warnings are its own. */
 void lw_warning_forget(void);
 

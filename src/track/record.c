@@ -315,6 +315,12 @@ static void say_no_gpu(int result) {
                 result, why);
 }
 
+static void (*_Atomic failure_hook)(lw_kind, uint64_t, int, int);
+
+void lw_record_set_failure_hook(void (*fn)(lw_kind kind, uint64_t size, int device, int result)) {
+    atomic_store(&failure_hook, fn);
+}
+
 void lw_record_failure(lw_kind kind, uint64_t size, int device, int result) {
     say_no_gpu(result);
     lw_site *s = site_for_this_stack();
@@ -332,6 +338,8 @@ void lw_record_failure(lw_kind kind, uint64_t size, int device, int result) {
     pthread_mutex_lock(&failures_lock);
     failures[failures_total++ % LW_FAILURES_KEPT] = f;
     pthread_mutex_unlock(&failures_lock);
+    void (*hook)(lw_kind, uint64_t, int, int) = atomic_load(&failure_hook);
+    if (hook) hook(kind, size, device, result);
 }
 
 int lw_failures_get(lw_failure *out, int max) {

@@ -28,6 +28,9 @@ void lw_record_free_end(lw_free_ticket *t, int succeeded);
 /* A failed allocation (out of memory, most often): counted, and kept with its
  * stack, since that is the moment users most want to see. */
 void lw_record_failure(lw_kind kind, uint64_t size, int device, int result);
+/* Called after each failure is recorded, on the failing thread (the
+ * lifecycle's out-of-memory post-mortem); NULL: none. */
+void lw_record_set_failure_hook(void (*fn)(lw_kind kind, uint64_t size, int device, int result));
 
 /* The newest failed allocations, oldest first; returns how many were copied. */
 typedef struct {

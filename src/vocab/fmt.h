@@ -39,7 +39,27 @@ typedef struct {
     double where_live;  /* bytes the named site holds (shown when there is no leak) */
     double onset_hi;    /* the last unit of the onset's bin: the onset is a range
                            "within steps onset-onset_hi" when above onset; NAN: a point */
+    /* An inconclusive answer: the decision's own reason ("the floor grows;
+     * confirming (2 of 3 ...)"; NULL: unknown), the units still needed at the
+     * current rate (NAN: unknown), and whether the named site is one that
+     * grows (1) rather than the largest (0). */
+    const char *reason;
+    double more_steps;
+    int where_grows;
+    /* The kind of memory a leak is of: NULL or "device" (device memory, the
+     * default), "pinned_host" (page-locked host RAM: free_bytes and
+     * total_bytes are then the host's available and total memory). */
+    const char *kind;
+    /* The post-mortem of an out-of-memory (the report's "oom"): its cause
+     * (model_and_optimizer, activations, leak, fragmentation,
+     * outside_pytorch), evidence and remedy; NULL: none. The line then leads
+     * with it and forecasts no out-of-memory. */
+    const char *oom_cause, *oom_evidence, *oom_remedy;
 } lw_answer;
+
+/* An out-of-memory cause in words ("the model and its optimizer do not
+ * fit"); the name itself when unknown. */
+const char *lw_oom_cause_text(const char *cause);
 
 /* An answer with every number unknown. */
 void lw_answer_init(lw_answer *a);

@@ -344,6 +344,97 @@ START_TEST(ctrl_c_of_a_foreground_attach_detaches) {
 }
 END_TEST
 
+/* A job that ends under a foreground attach: the last line names the file
+ * the job wrote, its %p expanded, once it is there (issue 43: it named the
+ * template, leakwatch-%p.json, before the file existed). */
+START_TEST(the_end_of_a_foreground_attach_names_the_real_file) {
+    if (!can_attach()) return;
+    job j;
+    start_job(&j, "rt_attach", "100", NULL, 0, 0);
+    char pid[32], out[160], tpl[200], want[200];
+    pid_text(j.pid, pid, sizeof pid);
+    snprintf(out, sizeof out, "%s/attach.txt", j.dir);
+    snprintf(tpl, sizeof tpl, "%s/r-%%p.json", j.dir);
+    snprintf(want, sizeof want, "%s/r-%s.json", j.dir, pid);
+    const char *args[] = {"attach", "-o", tpl, pid, NULL};
+    pid_t a = lw_spawn(lw_cli_exe(), args, NULL, 0, out);
+    ck_assert_msg(lw_wait_for_text(out, "Ctrl-C", 20000), "%s", lw_slurp_file(out));
+    go(&j);
+    int st = 0;
+    ck_assert_msg(lw_wait_pid(a, 60000, &st) == 0, "attach did not end");
+    /* Right when the command ends, the file it names is there. */
+    int there = access(want, F_OK) == 0;
+    char *text = lw_slurp_file(out);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st, text);
+    const char *last = strstr(text, "ended or was detached");
+    ck_assert_msg(last && strstr(last, want) && !strstr(last, "%p"), "want %s in: %s", want, text);
+    ck_assert_msg(there, "%s is not there when the command ends: %s", want, text);
+    free(text);
+    free(finish_job(&j));
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
+/* A foreground attach says what run says while the job runs (issue 42, item
+ * 3: it was silent until Ctrl-C): the LEAK line, "[as of step N]", once the
+ * leak is established, before any detach. */
+START_TEST(a_foreground_attach_prints_the_live_line) {
+    if (!can_attach()) return;
+    job j;
+    start_job(&j, "rt_attach", "100000", NULL, 1, 0);
+    char pid[32], out[160];
+    pid_text(j.pid, pid, sizeof pid);
+    snprintf(out, sizeof out, "%s/attach.txt", j.dir);
+    const char *args[] = {"attach", "-o", j.report, pid, NULL};
+    pid_t a = lw_spawn(lw_cli_exe(), args, NULL, 0, out);
+    int seen = lw_wait_for_text(out, "[as of step ", 120000);
+    char *text = lw_slurp_file(out);
+    kill(a, SIGINT);
+    int st = 0;
+    ck_assert_msg(lw_wait_pid(a, 30000, &st) == 0, "attach did not end");
+    ck_assert_msg(seen && strstr(text, "leakwatch: LEAK in rt_attach.c:") &&
+                      !strstr(text, "detached"),
+                  "no live line before the detach: %s", text);
+    free(text);
+    kill(j.pid, SIGKILL);
+    waitpid(j.pid, &st, 0);
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
+/* The recipe to try attach on the stand-ins (README, docs/cli.md): make
+ * demo's C loop started on its own, then a foreground attach: the leak is
+ * seen after the attach, named at its line, before any detach. */
+START_TEST(the_attach_recipe_on_the_stand_ins) {
+    if (!can_attach()) return;
+    char dir[64], exe[PATH_MAX], out[160], jout[160], pid[32];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(exe, sizeof exe, "%s/examples/train_loop", lw_build_dir());
+    snprintf(out, sizeof out, "%s/attach.txt", dir);
+    snprintf(jout, sizeof jout, "%s/job.txt", dir);
+    const char *jargs[] = {"--steps", "1000000", "--step-us", "5000", NULL};
+    pid_t jp = lw_spawn(exe, jargs, NULL, 0, jout); /* the stand-ins on LD_LIBRARY_PATH */
+    pid_text(jp, pid, sizeof pid);
+    /* Started: the program runs, its runtime is loaded. */
+    for (int i = 0; i < 20000 && !maps_have(jp, "libcudart"); i++)
+        usleep(1000);
+    ck_assert_msg(maps_have(jp, "libcudart"), "the example never started: %s", lw_slurp_file(jout));
+    const char *args[] = {"attach", "-o", "none", pid, NULL};
+    pid_t a = lw_spawn(lw_cli_exe(), args, NULL, 0, out);
+    int seen = lw_wait_for_text(out, "[as of step ", 120000);
+    char *text = lw_slurp_file(out);
+    kill(a, SIGINT);
+    int st = 0;
+    ck_assert_msg(lw_wait_pid(a, 30000, &st) == 0, "attach did not end");
+    ck_assert_msg(seen && strstr(text, "leakwatch: LEAK in train_loop.c:46 in keep_loss_history"),
+                  "the example's leak was not seen after the attach: %s", text);
+    free(text);
+    kill(jp, SIGKILL);
+    waitpid(jp, &st, 0);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 /* Real-time signals sent all through the attach all arrive. */
 START_TEST(signals_during_the_attach_are_not_lost) {
     if (!can_attach()) return;
@@ -402,6 +493,103 @@ static void refused(const job *j, const lw_run *r, int st, const char *text) {
         ck_assert_msg(kill(j->pid, 0) == 0, "the job is gone");
     }
 }
+
+/* A job preloaded with a copy of the library under another name: attach
+ * refuses it (issue 43: it injected a second leakwatch, two instances, two
+ * reports), and the job ends with its one report, from the copy. */
+START_TEST(a_renamed_copy_already_watching_is_refused) {
+    if (!can_attach()) return;
+    job j;
+    lw_temp_dir(j.dir, sizeof j.dir);
+    snprintf(j.out, sizeof j.out, "%s/out.txt", j.dir);
+    snprintf(j.report, sizeof j.report, "%s/report.json", j.dir);
+    char copy[PATH_MAX], cmd[PATH_MAX * 2 + 32], preload[PATH_MAX + 600], rep[PATH_MAX];
+    snprintf(copy, sizeof copy, "%s/libwatchcopy.so", j.dir);
+    snprintf(cmd, sizeof cmd, "cp '%s/libleakwatch.so' '%s'", lw_build_dir(), copy);
+    ck_assert_int_eq(system(cmd), 0);
+    const char *rt = getenv("LW_ASAN_RT");
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s%s%s", rt && *rt ? rt : "",
+             rt && *rt ? " " : "", copy);
+    snprintf(rep, sizeof rep, "LEAKWATCH_REPORT=%s", j.report);
+    char exe[PATH_MAX];
+    snprintf(exe, sizeof exe, "%s/tests/programs/rt_attach", lw_build_dir());
+    const char *args[] = {preload, rep, exe, "300", "10", "-", "1048576", NULL};
+    j.pid = lw_spawn("/usr/bin/env", args, NULL, 0, j.out);
+    ck_assert_msg(lw_wait_for_text(j.out, "ready", 20000), "never started: %s",
+                  lw_slurp_file(j.out));
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    lw_run r;
+    attach_cli(&r, "--background", pid, NULL, NULL, NULL, NULL);
+    refused(&j, &r, 1, "under another name");
+    ck_assert_msg(strstr(r.err, "libwatchcopy.so"), "%s", r.err);
+    ck_assert(!maps_have(j.pid, "libleakwatch.so"));
+    lw_run_free(&r);
+    free(finish_job(&j));
+    lw_run rp;
+    load_report(&rp, j.report);
+    ck_assert_str_eq(lw_json_string(lw_json_get(rp.report, "reason")), "exit");
+    lw_json_free(rp.report);
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
+/* A job whose seccomp filter kills the process at socket(): attach refuses
+ * it, naming the filter, and the job runs on untouched (issue 43: the
+ * attach went on and the job died with SIGSYS at the library's socket). */
+START_TEST(a_seccomp_filtered_job_is_refused) {
+    if (!can_attach()) return;
+    job j;
+    start_job(&j, "rt_seccomp", "50", NULL, 0, 0);
+    char pid[32];
+    pid_text(j.pid, pid, sizeof pid);
+    lw_run r;
+    attach_cli(&r, "--background", "-o", j.report, pid, NULL, NULL);
+    refused(&j, &r, 1, "seccomp filter");
+    ck_assert_msg(strstr(r.err, "Seccomp: 2") && strstr(r.err, "--set seccomp=full"), "%s", r.err);
+    ck_assert(!maps_have(j.pid, "libleakwatch"));
+    lw_run_free(&r);
+    go(&j);
+    char *out = finish_job(&j);
+    ck_assert_msg(strstr(out, "done 50 steps, 0 failed"), "%s", out);
+    free(out);
+    lw_remove_dir(j.dir);
+}
+END_TEST
+
+/* A second attach (or a debugger) takes the thread the attach would borrow
+ * after the checks, as two attaches at once do: the refusal names the
+ * tracer (issue 43: "it may have been made undumpable"). The test traces the
+ * job's one borrowable thread, a second thread, itself. */
+START_TEST(a_thread_traced_since_the_checks_names_its_tracer) {
+    if (!can_attach()) return;
+    char dir[64], out[160], exe[PATH_MAX];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(out, sizeof out, "%s/out.txt", dir);
+    snprintf(exe, sizeof exe, "%s/tests/programs/rt_attach_sidesleep", lw_build_dir());
+    const char *args[] = {"60000", NULL};
+    pid_t pid = lw_spawn(exe, args, NULL, 0, out);
+    ck_assert_msg(lw_wait_for_text(out, "ready", 20000), "%s", lw_slurp_file(out));
+    char *text = lw_slurp_file(out);
+    long p = 0, tid = 0;
+    ck_assert_int_eq(sscanf(strstr(text, "ready"), "ready %ld %ld", &p, &tid), 2);
+    free(text);
+    ck_assert_int_eq(ptrace(PTRACE_SEIZE, (pid_t)tid, 0, 0), 0);
+    char pid_s[32], want[96];
+    pid_text(pid, pid_s, sizeof pid_s);
+    snprintf(want, sizeof want, "is being traced by process %ld", (long)getpid());
+    lw_run r;
+    attach_cli(&r, "--background", "--wait-ms", "3000", pid_s, NULL, NULL);
+    ck_assert_msg(r.exit_code == 1 && strstr(r.err, want) && !strstr(r.err, "undumpable"),
+                  "exit %d: %s", r.exit_code, r.err);
+    lw_run_free(&r);
+    int st;
+    kill(pid, SIGKILL);
+    waitpid((pid_t)tid, &st, __WALL);
+    waitpid(pid, &st, 0);
+    lw_remove_dir(dir);
+}
+END_TEST
 
 START_TEST(refusals_leave_the_job_untouched) {
     if (!can_attach()) return;
@@ -1566,8 +1754,14 @@ int main(void) {
     tcase_add_test(tc, static_runtime_attached_before_its_start);
     tcase_add_test(tc, earlier_allocations_and_a_second_session);
     tcase_add_test(tc, ctrl_c_of_a_foreground_attach_detaches);
+    tcase_add_test(tc, the_end_of_a_foreground_attach_names_the_real_file);
+    tcase_add_test(tc, a_foreground_attach_prints_the_live_line);
+    tcase_add_test(tc, the_attach_recipe_on_the_stand_ins);
     tcase_add_test(tc, signals_during_the_attach_are_not_lost);
     tcase_add_test(tc, refusals_leave_the_job_untouched);
+    tcase_add_test(tc, a_renamed_copy_already_watching_is_refused);
+    tcase_add_test(tc, a_seccomp_filtered_job_is_refused);
+    tcase_add_test(tc, a_thread_traced_since_the_checks_names_its_tracer);
     tcase_add_test(tc, no_thread_at_a_safe_point_is_refused);
     tcase_add_test(tc, bare_clone_thread_is_never_borrowed);
     tcase_add_test(tc, python_torch_job_gets_step_marks);

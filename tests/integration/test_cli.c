@@ -115,11 +115,16 @@ START_TEST(run_records_the_job_and_passes_its_status) {
     ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
     ck_assert_int_eq(lw_rep_int(&r, "totals.live_bytes"), 3 * MiB);
     ck_assert_ptr_nonnull(lw_rep_site_named(&r, "leak_runtime"));
+    /* A job that never called CUDA: one line says so (issue 42, item 6: run
+     * said nothing after "watching PID"); a job that did gets none. */
+    ck_assert_msg(!strstr(r.err, "nothing seen"), "%s", r.err);
     lw_run_free(&r);
 
     const char *exit7[] = {"run", "--", "/bin/sh", "-c", "exit 7", NULL};
     lw_cli_run(&r, exit7, NULL);
     ck_assert_int_eq(r.exit_code, 7);
+    ck_assert_msg(strstr(r.err, "leakwatch: nothing seen: /bin/sh made no CUDA allocation"), "%s",
+                  r.err);
     lw_run_free(&r);
 
     const char *missing[] = {"run", "--", "/nonexistent/program", NULL};
@@ -392,14 +397,84 @@ START_TEST(fail_on_leak_end_to_end) {
     lw_cli_run(&r, args, NULL);
     ck_assert_int_eq(r.exit_code, 9);
     lw_run_free(&r);
-    /* A real job whose verdict is not leak must not fail. */
+    /* A real job too short to decide (inconclusive) does not pass the gate
+     * (issue 42, item 5: it exited 0): status 5, unless the user accepts it;
+     * the reason is given. */
     char prog[PATH_MAX];
     snprintf(prog, sizeof prog, "%s/tests/programs/rt_paths", lw_build_dir());
     const char *real[] = {"run", "--fail-on-leak", "--", prog, "malloc", "3", "1048576", NULL};
     lw_cli_run(&r, real, NULL);
+    ck_assert_msg(r.exit_code == 5, "exit %d: %s", r.exit_code, r.err);
+    ck_assert_msg(strstr(r.err, "verdict inconclusive: ") && strstr(r.err, "; to decide: "), "%s",
+                  r.err);
+    ck_assert_msg(strstr(r.err, "--allow-inconclusive") != NULL, "%s", r.err);
+    lw_run_free(&r);
+    const char *allowed[] = {
+        "run", "--fail-on-leak", "--allow-inconclusive", "--", prog, "malloc", "3", "1048576",
+        NULL};
+    lw_cli_run(&r, allowed, NULL);
     ck_assert_msg(r.exit_code == 0, "exit %d: %s", r.exit_code, r.err);
     ck_assert_msg(strstr(r.err, "verdict inconclusive") != NULL, "%s", r.err);
     lw_run_free(&r);
+    /* The same for leakwatch report: inconclusive fails the gate with 5. */
+    write_crafted(src, "inconclusive");
+    const char *rep[] = {"report", "--fail-on-leak", src, NULL};
+    lw_cli_run(&r, rep, NULL);
+    ck_assert_msg(r.exit_code == 5, "exit %d: %s", r.exit_code, r.err);
+    lw_run_free(&r);
+    const char *rep_ok[] = {"report", "--fail-on-leak", "--allow-inconclusive", src, NULL};
+    lw_cli_run(&r, rep_ok, NULL);
+    ck_assert_msg(r.exit_code == 0, "exit %d: %s", r.exit_code, r.err);
+    lw_run_free(&r);
+    lw_remove_dir(dir);
+}
+END_TEST
+
+/* The CI gate without --report (issue 42, item 5): the reports go next to
+ * the job (the folder it was started in), never only into a temporary
+ * folder, and none is left under $TMPDIR; under --quiet the failing line
+ * names the place to look; a report left there by an earlier run is not
+ * read as this job's (run twice: the leak, then a clean job in the same
+ * folder passes). */
+START_TEST(fail_on_leak_reports_next_to_the_job) {
+    char dir[64], tmp[64], src[128], tmpdir[128], script[PATH_MAX * 2 + 512], asan[PATH_MAX + 16];
+    lw_temp_dir(dir, sizeof dir);
+    lw_temp_dir(tmp, sizeof tmp);
+    snprintf(src, sizeof src, "%s/leak.src", dir);
+    write_crafted(src, "leak");
+    snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", tmp);
+    const char *rt = getenv("LW_ASAN_RT");
+    snprintf(asan, sizeof asan, "LD_PRELOAD=%s", rt ? rt : "");
+    const char *env[] = {asan, NULL};
+    /* The job copies the crafted report to where it was told, as the
+     * library would write it. */
+    snprintf(script, sizeof script,
+             "cd %s && cp %s \"$(dirname \"$LEAKWATCH_REPORT\")/leakwatch-$$.json\"", dir, src);
+    const char *args[] = {
+        "-u", "LEAKWATCH_REPORT", tmpdir, lw_cli_exe(), "run", "-q", "--fail-on-leak",
+        "--", "/bin/sh",          "-c",   script,       NULL};
+    lw_run r;
+    lw_run_exe(&r, 0, "/usr/bin/env", args, env);
+    ck_assert_msg(r.exit_code == 3, "exit %d: %s", r.exit_code, r.err);
+    ck_assert_msg(strstr(r.err, "verdict leak in model.py:42 in forward"), "%s", r.err);
+    /* In the job's folder (lw_run_exe starts it in r.dir), not under $TMPDIR. */
+    ck_assert_int_eq(lw_files_matching(r.dir, "leakwatch-", ".json"), 1);
+    ck_assert_int_eq(lw_files_matching(tmp, "leakwatch", ""), 0);
+    /* Again in the same folder, a job that writes nothing: the earlier
+     * run's report stays, and is not this job's verdict. */
+    char job_dir[PATH_MAX];
+    snprintf(job_dir, sizeof job_dir, "%s", r.dir);
+    snprintf(script, sizeof script,
+             "cd %s && exec %s -u LEAKWATCH_REPORT %s %s run -q --fail-on-leak -- /bin/true",
+             job_dir, "/usr/bin/env", tmpdir, lw_cli_exe());
+    lw_run r2;
+    const char *again[] = {"-c", script, NULL};
+    lw_run_exe(&r2, 0, "/bin/sh", again, env);
+    ck_assert_msg(r2.exit_code == 0, "exit %d: %s", r2.exit_code, r2.err);
+    ck_assert_int_eq(lw_files_matching(tmp, "leakwatch", ""), 0);
+    lw_run_free(&r2);
+    lw_run_free(&r);
+    lw_remove_dir(tmp);
     lw_remove_dir(dir);
 }
 END_TEST
@@ -522,7 +597,8 @@ START_TEST(report_text_json_html) {
     lw_cli_run(&r, h, NULL);
     RUN_OK(&r);
     char *page = lw_slurp_file(html);
-    ck_assert_ptr_nonnull(strstr(page, "<polyline id=\"floor\""));
+    /* The leaking site's own series, on its scale (issue 42). */
+    ck_assert_ptr_nonnull(strstr(page, "<polyline id=\"site-live\""));
     ck_assert_ptr_nonnull(strstr(page, "id=\"trend\""));
     ck_assert_ptr_nonnull(strstr(page, "id=\"oom\""));
     ck_assert_ptr_null(strstr(page, "<script"));
@@ -1009,6 +1085,39 @@ START_TEST(top_follows_run_to_its_job) {
 }
 END_TEST
 
+/* top's floor line says a small rise (make demo's 512 B per step on 192 MiB)
+ * as the rise itself: its two ends read the same (issue 42, item 7:
+ * "192.2 MiB .. 192.2 MiB" under a rising sparkline). */
+START_TEST(top_says_a_small_rise_of_the_floor) {
+    char dir[64], out[128], prog[PATH_MAX], cli[PATH_MAX], rep[160];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(rep, sizeof rep, "%s/r.json", dir);
+    snprintf(prog, sizeof prog, "%s/examples/train_loop", lw_build_dir());
+    snprintf(cli, sizeof cli, "%s/leakwatch", lw_build_dir());
+    const char *args[] = {"run",     "-r",        rep,         "--",   prog,
+                          "--steps", "100000000", "--step-us", "2000", NULL};
+    pid_t run = lw_spawn(cli, args, NULL, 0, out);
+    char pidtxt[32], floor_line[512] = "";
+    snprintf(pidtxt, sizeof pidtxt, "%ld", (long)run);
+    lw_run r;
+    /* Until the floor has risen over several samples (or a minute). */
+    for (int i = 0; i < 600 && !strstr(floor_line, ", +"); i++) {
+        const char *top[] = {"top", "--once", pidtxt, NULL};
+        lw_cli_run(&r, top, NULL);
+        const char *f = strstr(r.out, "\nfloor ");
+        if (f) snprintf(floor_line, sizeof floor_line, "%.*s", (int)strcspn(f + 1, "\n"), f + 1);
+        lw_run_free(&r);
+        if (!strstr(floor_line, ", +")) usleep(100000);
+    }
+    kill(run, SIGTERM);
+    int st;
+    if (lw_wait_pid(run, 20000, &st) != 0) kill(run, SIGKILL), waitpid(run, &st, 0);
+    ck_assert_msg(strstr(floor_line, " MiB, +") && strstr(floor_line, "KiB"), "%s", floor_line);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 /* `leakwatch run CMD &` leaves $! = run's own pid: run says the job's, once
  * it has started (the pid its report gives), and not under --quiet. */
 START_TEST(run_says_the_jobs_pid) {
@@ -1256,6 +1365,139 @@ START_TEST(prometheus_textfile_is_valid) {
 }
 END_TEST
 
+/* A run too short to decide names the site that grows, not the largest (the
+ * weights), its reason and what would decide it (issue 42, item 4). */
+START_TEST(inconclusive_names_the_growing_site) {
+    char prog[PATH_MAX], rep[PATH_MAX], dir[64];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(prog, sizeof prog, "%s/examples/train_loop", lw_build_dir());
+    snprintf(rep, sizeof rep, "%s/short.json", dir);
+    lw_run r;
+    const char *args[] = {"run", "--report", rep, "--", prog, "--steps", "20", NULL};
+    lw_cli_run(&r, args, NULL);
+    RUN_OK(&r);
+    ck_assert_msg(strstr(r.err, "leakwatch: inconclusive: too few steps yet over 20 steps; "
+                                "growing site: train_loop.c:46 in keep_loss_history") &&
+                      strstr(r.err, "; to decide: run "),
+                  "%s", r.err);
+    lw_run_free(&r);
+    const char *rargs[] = {"report", rep, NULL};
+    lw_cli_run(&r, rargs, NULL);
+    RUN_OK(&r);
+    static const char want[] = "inconclusive: too few steps yet over 20 steps; growing site: "
+                               "train_loop.c:46 in keep_loss_history";
+    ck_assert_msg(!strncmp(r.out, want, strlen(want)), "%s", r.out);
+    lw_run_free(&r);
+    lw_remove_dir(dir);
+}
+END_TEST
+
+/* A job the kernel's OOM killer ends (SIGKILL: no handler, no exit report)
+ * right after its LEAK line still leaves a report (issue 42, item 6): the
+ * first one is written at the first verdict (or 10 s in), not only after
+ * LEAKWATCH_REPORT_EVERY (here an hour; 60 s by default). */
+START_TEST(sigkill_after_the_first_verdict_leaves_a_report) {
+    char dir[64], out[128], rep[128], env_rep[160], exe[PATH_MAX];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(out, sizeof out, "%s/out.txt", dir);
+    snprintf(rep, sizeof rep, "%s/r.json", dir);
+    snprintf(env_rep, sizeof env_rep, "LEAKWATCH_REPORT=%s", rep);
+    snprintf(exe, sizeof exe, "%s/examples/train_loop", lw_build_dir());
+    const char *args[] = {"--steps", "100000000", "--step-us", "1000", NULL};
+    const char *env[] = {env_rep, "LEAKWATCH_REPORT_EVERY=3600", NULL};
+    pid_t p = lw_spawn(exe, args, env, 1, out);
+    int said = lw_wait_for_text(out, "leakwatch: LEAK in train_loop.c:46", 120000);
+    int written = 0;
+    for (int i = 0; said && i < 600 && !written; i++) {
+        struct stat st;
+        written = stat(rep, &st) == 0 && st.st_size > 0;
+        if (!written) usleep(100 * 1000);
+    }
+    kill(p, SIGKILL);
+    int st = 0;
+    waitpid(p, &st, 0);
+    ck_assert_msg(said, "no LEAK line: %s", lw_slurp_file(out));
+    ck_assert_msg(written, "no report before the SIGKILL: %s", lw_slurp_file(out));
+    char *text = lw_slurp_file(rep);
+    ck_assert_msg(strstr(text, "\"verdict\": \"leak\"") || strstr(text, "\"verdict\":\"leak\""),
+                  "%.300s", text);
+    free(text);
+    lw_remove_dir(dir);
+}
+END_TEST
+
+/* The y coordinates of the main plot's data line (the first polyline of
+ * plot-0) into y (at most max); their count. *height: the plot's height. */
+static size_t main_plot_ys(const char *page, double *y, size_t max, double *height) {
+    const char *svg = strstr(page, "<svg id=\"plot-0\"");
+    ck_assert_msg(svg != NULL, "no main plot");
+    const char *clip = strstr(svg, "<clipPath");
+    ck_assert_ptr_nonnull(clip);
+    const char *hh = strstr(clip, "height=\"");
+    ck_assert_ptr_nonnull(hh);
+    *height = strtod(hh + 8, NULL);
+    const char *pl = strstr(svg, "<polyline");
+    ck_assert_ptr_nonnull(pl);
+    const char *p = strstr(pl, "points=\"");
+    ck_assert_ptr_nonnull(p);
+    p += 8;
+    size_t n = 0;
+    while (*p && *p != '"' && n < max) {
+        char *end;
+        strtod(p, &end); /* x */
+        if (end == p || *end != ',') break;
+        y[n++] = strtod(end + 1, &end);
+        p = end;
+        while (*p == ' ')
+            p++;
+    }
+    return n;
+}
+
+/* The HTML report of make demo's C loop shows the leak (issue 42, item 1):
+ * from its second point (the first holds the start-up) to its last, the main
+ * plot's line rises over at least half the plot's height. Before, the floor
+ * was drawn on a scale from the start-up: 300 KiB of growth on 192 MiB was a
+ * flat line at the top. The legend is above the data, outside the plot. */
+START_TEST(html_plot_shows_the_demo_leak) {
+    char prog[PATH_MAX], rep[PATH_MAX], html[PATH_MAX], dir[64];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(prog, sizeof prog, "%s/examples/train_loop", lw_build_dir());
+    snprintf(rep, sizeof rep, "%s/train_loop.json", dir);
+    snprintf(html, sizeof html, "%s/report.html", dir);
+    lw_run r;
+    const char *args[] = {"run",     "--report", rep,         "--",   prog,
+                          "--steps", "600",      "--step-us", "2000", NULL};
+    lw_cli_run(&r, args, NULL);
+    RUN_OK(&r);
+    lw_run_free(&r);
+    const char *h[] = {"report", "--format", "html", "-o", html, rep, NULL};
+    lw_cli_run(&r, h, NULL);
+    RUN_OK(&r);
+    lw_run_free(&r);
+    char *page = lw_slurp_file(html);
+    ck_assert_msg(strstr(page, "class=\"answer leak\"") || strstr(page, "LEAK"), "no leak");
+    double y[4096], height = 0;
+    size_t n = main_plot_ys(page, y, 4096, &height);
+    ck_assert_msg(n >= 3, "%zu points", n);
+    /* SVG's y grows downwards: a rise is a smaller y. */
+    double rise = y[1] - y[n - 1];
+    ck_assert_msg(rise >= height / 2, "the leak rises %.1f px of a plot %.1f px high", rise,
+                  height);
+    /* The legend sits above the plot's frame, not on the data. */
+    const char *legend = strstr(page, "<g id=\"legend\" transform=\"translate(");
+    ck_assert_msg(legend != NULL, "no legend");
+    const char *clip = strstr(page, "<clipPath");
+    const char *top = strstr(clip, " y=\"");
+    double frame_top = strtod(top + 4, NULL), ly = 0;
+    const char *comma = strchr(legend, ',');
+    ly = strtod(comma + 1, NULL);
+    ck_assert_msg(ly + 24 <= frame_top, "legend at %.1f, plot from %.1f", ly, frame_top);
+    free(page);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 /* ---- the page in a browser ---- */
 
 START_TEST(html_renders_in_chromium) {
@@ -1271,8 +1513,8 @@ START_TEST(html_renders_in_chromium) {
     snprintf(png, sizeof png, "%s/shot.png", dir);
     write_crafted(rep, "leak");
     char *d = lw_html_in_chromium(chrome, dir, rep);
-    const char *floor_line = strstr(d, "id=\"floor\"");
-    ck_assert_msg(floor_line != NULL, "no floor polyline in the DOM");
+    const char *floor_line = strstr(d, "id=\"site-live\"");
+    ck_assert_msg(floor_line != NULL, "no polyline of the leaking site in the DOM");
     const char *pts = strstr(floor_line, "points=\"");
     if (!pts) { /* attribute order may differ: look before the id */
         const char *start = floor_line;
@@ -1284,7 +1526,7 @@ START_TEST(html_renders_in_chromium) {
     int commas = 0;
     for (const char *c = pts + 8; *c && *c != '"'; c++)
         commas += *c == ',';
-    ck_assert_msg(commas >= 50, "the floor has %d points", commas);
+    ck_assert_msg(commas >= 6, "the site's line has %d points", commas);
     ck_assert_ptr_nonnull(strstr(d, "projected out of memory"));
     free(d);
     struct stat st;
@@ -1313,6 +1555,7 @@ int main(void) {
     tcase_add_test(tc, fail_on_leak_decision);
     tcase_add_test(tc, fail_on_leak_end_to_end);
     tcase_add_test(tc, fail_on_leak_reads_every_rank);
+    tcase_add_test(tc, fail_on_leak_reports_next_to_the_job);
     tcase_add_test(tc, run_forwards_signals);
     tcase_add_test(tc, report_text_json_html);
     tcase_add_test(tc, report_of_a_real_run);
@@ -1327,6 +1570,10 @@ int main(void) {
     tcase_add_test(tc, top_follows_run_to_its_job);
     tcase_add_test(tc, prometheus_textfile_is_valid);
     tcase_add_test(tc, html_renders_in_chromium);
+    tcase_add_test(tc, html_plot_shows_the_demo_leak);
+    tcase_add_test(tc, inconclusive_names_the_growing_site);
+    tcase_add_test(tc, sigkill_after_the_first_verdict_leaves_a_report);
+    tcase_add_test(tc, top_says_a_small_rise_of_the_floor);
     suite_add_tcase(s, tc);
     /* What a newcomer's first run says (issue 30): CK_RUN_CASE=first-run. */
     TCase *first = tcase_create("first-run");

@@ -5,8 +5,13 @@
 #include "harness_cli.h"
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define HAS(r, text)                                                                               \
@@ -91,6 +96,42 @@ START_TEST(doctor_with_a_hanging_driver) {
 }
 END_TEST
 
+/* A PyTorch probe that hangs (a python whose import never returns) does not
+ * outlive doctor ended by SIGTERM (timeout(1), a closed terminal): issue
+ * 43, the hung probe kept running. This process is the subreaper of
+ * doctor's orphans, so that the probe's end is waited for, not guessed. */
+START_TEST(a_hung_probe_does_not_outlive_doctor) {
+    ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+    char dir[256], py[300], pidf[300], out[300], script[1024];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(py, sizeof py, "%s/python", dir);
+    snprintf(pidf, sizeof pidf, "%s/probe.pid", dir);
+    snprintf(out, sizeof out, "%s/out.txt", dir);
+    snprintf(script, sizeof script, "#!/bin/sh\necho $$ > %s.tmp && mv %s.tmp %s\nexec sleep 600\n",
+             pidf, pidf, pidf);
+    lw_write_text(py, script);
+    ck_assert_int_eq(chmod(py, 0755), 0);
+    const char *args[] = {"doctor", "--cuda-stand-ins", "--python", py, "--timeout", "600", NULL};
+    pid_t doc = lw_spawn(lw_cli_exe(), args, NULL, 0, out);
+    ck_assert_msg(lw_wait_for_text(pidf, "\n", 60000), "no probe: %s", lw_slurp_file(out));
+    char *text = lw_slurp_file(pidf);
+    pid_t probe = (pid_t)atol(text);
+    free(text);
+    ck_assert_int_gt(probe, 1);
+    kill(doc, SIGTERM);
+    int st = 0;
+    ck_assert_int_eq(lw_wait_pid(doc, 30000, &st), 0);
+    int ended = lw_wait_pid(probe, 30000, &st) == 0;
+    if (!ended) {
+        kill(probe, SIGKILL);
+        waitpid(probe, &st, 0);
+    }
+    prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+    ck_assert_msg(ended, "the probe %ld outlived doctor", (long)probe);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 START_TEST(doctor_bad_usage) {
     const char *args[] = {"doctor", "--cuda-libs", "/nonexistent/dir", NULL};
     lw_run r;
@@ -120,6 +161,7 @@ int main(void) {
     tcase_add_test(tc, doctor_with_cuda_stand_ins);
     tcase_add_test(tc, doctor_without_a_driver);
     tcase_add_test(tc, doctor_bad_usage);
+    tcase_add_test(tc, a_hung_probe_does_not_outlive_doctor);
     tcase_add_test(tc, doctor_with_a_hanging_driver);
     suite_add_tcase(s, tc);
     return lw_check_run(s) ? 1 : 0;

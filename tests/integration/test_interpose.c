@@ -350,6 +350,16 @@ START_TEST(failed_allocation_is_recorded) {
     long long failed = 0;
     ck_assert_int_eq(lw_json_int64(lw_json_get(site, "failed_alloc_count"), &failed), 0);
     ck_assert_int_eq(failed, 1);
+    /* The post-mortem (issue 40): written at that moment, said on stderr;
+     * without PyTorch the cause comes from the step (none made yet). */
+    const char *cause = lw_json_string(lw_json_path(with.report, "oom.cause"));
+    ck_assert_msg(cause && !strcmp(cause, "model_and_optimizer"), "oom.cause %s",
+                  cause ? cause : "(none)");
+    ck_assert_str_eq(lw_json_string(lw_json_path(with.report, "oom.source")), "allocation_failure");
+    ck_assert_int_eq(lw_rep_int(&with, "oom.request_bytes"), 4294967296LL);
+    ck_assert_msg(strstr(with.err, "leakwatch: out of memory: the model and its optimizer"),
+                  "stderr: %s", with.err);
+    ck_assert_str_eq(lw_json_string(lw_json_path(with.report, "anatomy.method")), "call_site");
     lw_run_free(&with);
     lw_run_free(&without);
 

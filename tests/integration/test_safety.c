@@ -286,7 +286,7 @@ static void remove_dir(const char *dir) {
     while (d && (e = readdir(d))) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
+        if (unlink(p) != 0) rmdir(p); /* a planted folder */
     }
     if (d) closedir(d);
     rmdir(dir);
@@ -434,6 +434,46 @@ START_TEST(planted_links_are_not_followed) {
     ck_assert_int_eq(st.st_mode & 0777, 0600);
     ck_assert_ptr_nonnull(r.report);
     lw_run_free(&r);
+}
+END_TEST
+
+/* Another user of a shared $TMPDIR plants a folder at the fallback report's
+ * name, leakwatch-PID.json (the job's pid is easy to guess ahead): the
+ * report is still written, under a name that cannot be guessed, and nothing
+ * planted is followed (issue 43: "no report was written"). */
+START_TEST(planted_fallback_names_never_win) {
+    char dir[64], rep[PATH_MAX], tmpdir[PATH_MAX];
+    own_dir(dir, sizeof dir);
+    snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", dir);
+    snprintf(rep, sizeof rep, "LEAKWATCH_REPORT=%s/missing/report.json", dir);
+    const char *set[] = {rep, tmpdir, "LEAKWATCH_QUIET=0", NULL};
+    const char *args[] = {"plantfallback", NULL};
+    lw_run r;
+    lw_run_set(&r, set, "rt_safety_files", args, NULL);
+    RUN_OK(&r);
+    ck_assert_msg(!strstr(r.err, "no report was written"), "stderr: %s", r.err);
+    ck_assert_msg(lw_count_substr(r.err, "instead") == 1, "stderr: %s", r.err);
+    char p[PATH_MAX + 32];
+    snprintf(p, sizeof p, "%s/victim", dir);
+    ck_assert_str_eq(slurp(p), "precious\n");
+    /* The report: the one leakwatch-PID-*.json file, complete, private. */
+    const char *at = strstr(r.err, "wrote the report to ");
+    ck_assert_ptr_nonnull(at);
+    char path[PATH_MAX];
+    ck_assert_int_eq(sscanf(at + 20, "%4095s", path), 1);
+    ck_assert_msg(!strncmp(path, dir, strlen(dir)) && strstr(path, "/leakwatch-") &&
+                      strlen(path) > 5 && !strcmp(path + strlen(path) - 5, ".json"),
+                  "%s", path);
+    struct stat st;
+    ck_assert_int_eq(lstat(path, &st), 0);
+    ck_assert(S_ISREG(st.st_mode));
+    ck_assert_int_eq(st.st_mode & 0777, 0600);
+    char err[256];
+    lw_json *j = lw_json_parse_file(path, NULL, err, sizeof err);
+    ck_assert_msg(j != NULL, "%s: %s", path, err);
+    lw_json_free(j);
+    lw_run_free(&r);
+    remove_dir(dir);
 }
 END_TEST
 
@@ -611,6 +651,7 @@ int main(void) {
     tcase_add_test(tc, report_cannot_be_written);
     tcase_add_test(tc, disk_full_keeps_the_earlier_report);
     tcase_add_test(tc, planted_links_are_not_followed);
+    tcase_add_test(tc, planted_fallback_names_never_win);
     tcase_add_test(tc, bad_option_values);
     tcase_add_test(tc, site_cap_pools_the_rest);
     tcase_add_test(tc, tracker_bytes_per_live_allocation);

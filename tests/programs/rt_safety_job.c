@@ -24,7 +24,22 @@
  *                                libtorch_cuda's exit handlers do; it writes
  *                                "late handler" on stderr and prints "late
  *                                getdevice R dev D malloc R free R sync R"
- *                                (the runtime's results) */
+ *                                (the runtime's results)
+ *   rt_safety_job stderrdata DIR closes its stderr, opens DIR/data (which gets
+ *                                descriptor 2) and writes its records there
+ *                                around its CUDA calls and its exit
+ *   rt_safety_job fdlimit N      allocates (leakwatch starts), lowers its limit
+ *                                of descriptors to N (ulimit -n N), opens
+ *                                /dev/null until it can no more and prints
+ *                                "opened K"
+ *   rt_safety_job stacks         allocates (leakwatch starts its threads), then
+ *                                prints "thread stacks K KiB": the address
+ *                                space of the thread stacks in its memory map
+ *                                (writable private mappings right above a
+ *                                one-page guard)
+ *   rt_safety_job closerange SIG allocates, closes every descriptor from 3 up
+ *                                (close_range, as a daemon or a sandbox
+ *                                helper does), then raises SIG */
 #include "safety.h"
 
 #include <errno.h>
@@ -32,6 +47,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -183,6 +200,65 @@ int main(int argc, char **argv) {
         atexit(late_exit_handler);
         for (int i = 0; i < 8; i++)
             leak_job(1 << 20);
+        return 0;
+    }
+    if (!strcmp(mode, "stderrdata") && argc > 2) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/data", argv[2]);
+        close(2);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd != 2) return 3;
+        dprintf(fd, "record 0\n");
+        leak_job(4096);
+        lw_call("leakwatch_dump");
+        dprintf(fd, "record 1\n");
+        leak_job(4096);
+        return 0; /* the exit report and summary come after this */
+    }
+    if (!strcmp(mode, "fdlimit") && argc > 2) {
+        leak_job(4096);
+        struct rlimit rl = {(rlim_t)atol(argv[2]), (rlim_t)atol(argv[2])};
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) return 3;
+        int fds[256], n = 0;
+        while (n < 256 && (fds[n] = open("/dev/null", O_RDONLY)) >= 0)
+            n++;
+        printf("opened %d\n", n);
+        for (int i = 0; i < n; i++)
+            close(fds[i]);
+        return 0;
+    }
+    if (!strcmp(mode, "stacks")) {
+        leak_job(4096);
+        FILE *m = fopen("/proc/self/maps", "re");
+        if (!m) return 3;
+        char line[512];
+        unsigned long prev_end = 0, prev_size = 0, total = 0;
+        int prev_guard = 0;
+        while (fgets(line, sizeof line, m)) {
+            unsigned long lo, hi;
+            char perms[8];
+            if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3) continue;
+            if (!strcmp(perms, "rw-p") && prev_guard && prev_end == lo && prev_size == 4096 &&
+                !strchr(line, '['))
+                total += hi - lo;
+            prev_guard = !strcmp(perms, "---p");
+            prev_end = hi, prev_size = hi - lo;
+        }
+        fclose(m);
+        printf("thread stacks %lu KiB\n", total / 1024);
+        return 0;
+    }
+    if (!strcmp(mode, "closerange") && argc > 2) {
+        int sig = atoi(argv[2]);
+        leak_job(4096);
+        /* close_range(3, ~0U, 0), by its number (436 on every architecture):
+         * older C libraries lack the wrapper. Without it, the same by hand. */
+        if (syscall(436, 3u, ~0u, 0u) != 0)
+            for (int fd = 3; fd < 65536; fd++)
+                close(fd);
+        printf("raising\n");
+        fflush(stdout);
+        raise(sig);
         return 0;
     }
     if (!strcmp(mode, "wait") && argc > 2) {

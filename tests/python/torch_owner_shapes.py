@@ -5,7 +5,14 @@
 
   attr     Trainer.fit: self.history["loss"].append(loss)
   closure  a list in a closure's cell: keep = make_keeper(); keep(out)
-  hidden   a list that is a function's default argument (no name leads to it)"""
+  default  a list that is a function's default argument: stash(x, _kept=[])
+  partial  a list bound by functools.partial: keep = partial(record, store)
+  classattr  a class attribute: Registry.kept.append(x)
+  nested   containers four deep: self.state["runs"][0]["outs"].append(x)
+  hidden   a list only a library module's attribute leads to (no name of the
+           user's code does)"""
+import functools
+import json
 import sys
 
 import torch
@@ -27,15 +34,32 @@ def make_keeper():
 
 
 def stash(x, _kept=[]):
-    _kept.append(x)
+    _kept.append(x)  # OWNER-DEFAULT
+
+
+def record(store, x):
+    store.append(x)  # OWNER-PARTIAL
+
+
+class Registry:
+    kept = []
+
+
+def hide(x):
+    json._leakwatch_test_kept.append(x)
+
+
+json._leakwatch_test_kept = []
 
 
 class Trainer:
     def __init__(self):
         self.history = {"loss": []}
+        self.state = {"runs": [{"outs": []}]}
 
     def fit(self, steps):
         keep = make_keeper()
+        keep_partial = functools.partial(record, [])
         for _ in range(steps):
             outputs = model(torch.randn(64, 128).cuda())
             loss = criterion(outputs, torch.randint(10, (64,)).cuda())  # LEAK-LOSS
@@ -46,8 +70,16 @@ class Trainer:
                 self.history["loss"].append(loss)  # OWNER-ATTR
             elif SHAPE == "closure":
                 keep(outputs)
-            else:
+            elif SHAPE == "default":
                 stash(outputs)
+            elif SHAPE == "partial":
+                keep_partial(outputs)
+            elif SHAPE == "classattr":
+                Registry.kept.append(outputs)  # OWNER-CLASSATTR
+            elif SHAPE == "nested":
+                self.state["runs"][0]["outs"].append(outputs)  # OWNER-NESTED
+            else:
+                hide(outputs)
 
 
 Trainer().fit(160)

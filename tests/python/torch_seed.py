@@ -21,6 +21,9 @@ LEAK:
   validation-only
                a few training steps, then validate_bad alone over STEPS
                batches: a long phase with no optimizer step (no step mark)
+  validation-alone
+               validate_bad alone over STEPS batches, no training at all
+               (no optimizer step, no backward: an evaluation job)
 fixed: the article's fix (loss.item(), @torch.no_grad() + model.eval(),
 .detach().cpu(); for gradients, a norm as a Python float).
 
@@ -234,6 +237,8 @@ def main():
         for inputs, targets in batches(20):
             train_plain(inputs, targets)
         _seen.clear()
+        kept = validate_good(batches(STEPS)) if FIXED else validate_bad(batches(STEPS))  # noqa: F841
+    elif LEAK == "validation-alone":
         kept = validate_good(batches(STEPS)) if FIXED else validate_bad(batches(STEPS))  # noqa: F841
     elif LEAK == "predictions":
         all_preds = []

@@ -6,6 +6,7 @@ keeps the seed's leak. It is named at the trainer's own line with the rate
 PyTorch's counter grows by, the memory mapped from the producer is counted
 apart (imported), and the fixed trainer is clean. The script is
 tests/real/torch_mp.py, plain PyTorch."""
+import json
 import re
 
 import pytest
@@ -22,18 +23,35 @@ def trainer_line(run, prefix):
     return lines[-1] if lines else ""
 
 
+def use_trainers_report(run, folder):
+    """The trainer's report: the producer and the trainer write one each
+    (issue 41: the first to write keeps report.json, the other gets
+    report.PID.json and says so; the producer, which ends first, used to have
+    its report overwritten). The trainer is the process leakwatch run
+    started."""
+    m = re.search(r"watching PID (\d+)", run.err)
+    assert m, run
+    reports = []
+    for p in sorted(folder.glob("report*.json")):
+        with open(p) as f:
+            reports.append(json.load(f))
+    assert len(reports) == 2, run
+    mine = [r for r in reports if r.get("pid") == int(m.group(1))]
+    assert len(mine) == 1, run
+    run.report = mine[0]
+
+
 def allocated_per_step(run):
     m = re.search(r"^allocated per step: ([\d.]+)$", run.out, re.M)
     assert m, run
     return float(m.group(1))
 
 
-def test_leak_in_the_trainer_named_at_its_line(lw):
+def test_leak_in_the_trainer_named_at_its_line(lw, tmp_path):
     run = lw(MP, env={"STEPS": "400"})
     assert run.rc == 0, run
     assert "trained 400 steps" in run.out, run
-    # The report file is the trainer's (the producer's, written first, is
-    # replaced when the trainer ends).
+    use_trainers_report(run, tmp_path)
     assert run.verdict == "leak", run
     line = marker_line(MP, "# LEAK-MP")
     assert run.answer() == ("torch_mp.py", line), run
@@ -50,10 +68,11 @@ def test_leak_in_the_trainer_named_at_its_line(lw):
     assert m and int(m.group(1).replace(",", "")) >= 300, run
 
 
-def test_fixed_trainer_is_clean(lw):
+def test_fixed_trainer_is_clean(lw, tmp_path):
     run = lw(MP, "fixed", env={"STEPS": "400"})
     assert run.rc == 0, run
     assert "trained 400 steps" in run.out, run
+    use_trainers_report(run, tmp_path)
     assert run.verdict == "no_leak", run
     assert "leakwatch: LEAK" not in run.err, run
 

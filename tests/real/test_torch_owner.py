@@ -5,6 +5,8 @@ container, the autograd graph -- with a fix hint, in the report and in the
 exit summary under the line; the fixed loops name none."""
 import subprocess
 
+import pytest
+
 from conftest import LEAKWATCH, SEED, marker_line
 
 
@@ -114,4 +116,24 @@ def test_owner_not_found_said_honestly(lw):
     assert owner["name"] is None and not all_, (owner, run)
     assert owner["text"].startswith("owner not found: "), owner
     assert "held by a list" in owner["text"], owner
+    # One plain line: that nothing was found, and what was searched (issue 38).
+    assert "; searched " in owner["text"] and "of your modules" in owner["text"], owner
     assert "owner not found: " in run.err, run
+
+
+@pytest.mark.parametrize("shape,name,scope", [
+    ("default", "_kept", "default argument of `stash` (global of `__main__`)"),
+    ("partial", "keep_partial.args[0]",
+     "argument `store` of `record` bound by functools.partial (local of `Trainer.fit`)"),
+    ("classattr", "Registry.kept", "global of `__main__`"),
+    ("nested", "self.state['runs'][0]['outs']", "local of `Trainer.fit`"),
+])
+def test_owners_at_any_depth(lw, shape, name, scope):
+    """Default arguments, functools.partial, class attributes, containers
+    at any depth (issue 38): named, with the line that adds to them."""
+    run = lw(SHAPES, shape)
+    assert run.rc == 0 and run.verdict == "leak", run
+    owner, _ = owners(run)
+    assert owner["name"] == name and owner["scope"] == scope, (owner, run)
+    assert owner["line"] == marker_line(SHAPES, f"# OWNER-{shape.upper()}"), owner
+    assert owner["text"] in run.err, run

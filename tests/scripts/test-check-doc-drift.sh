@@ -5,7 +5,9 @@
 # (other times, counts and pids included: nothing flaky), and fails, naming
 # the doc's line, on each drift planted: a cited line moved, a function
 # renamed, "line N" in examples/README.md, a quoted place, rate or verdict
-# word, a shape whose words changed. A stand-in leakwatch prints the run's
+# word, a shape whose words changed, a pasted block (docs-check: paste) with a
+# command not found or another exit status than it says, the step a live
+# line comes at ("[as of step N]": the detector's, not the clock's). A stand-in leakwatch prints the run's
 # output. Also: the project's own docs agree with its examples (--no-run).
 #   tests/scripts/test-check-doc-drift.sh      (make check-scripts)
 set -u
@@ -33,7 +35,7 @@ EOF
 cat >"$T/build/leakwatch" <<'EOF'
 #!/bin/sh
 echo "leakwatch: watching PID 777 (build/examples/loop --steps 9); leakwatch top 777"
-echo "leakwatch: LEAK in loop.c:2 in keep: +512 B/step (95% CI 512 B .. 512 B) since step 2; out of memory in 3 d 20 h (167,378,943 steps) at this rate (79.8 GiB free of 80.0 GiB) [as of step 71]"
+echo "leakwatch: LEAK in loop.c:2 in keep: +512 B/step (95% CI 512 B .. 512 B) since step 2; out of memory in 3 d 20 h (167,378,943 steps) at this rate (79.8 GiB free of 80.0 GiB) [as of step 64]"
 echo "trained"
 echo "leakwatch: 602 allocations live (192.3 MiB, peak 224.4 MiB) in 4 call sites; 5,402 allocated, 4,800 freed, 0 failed"
 EOF
@@ -48,7 +50,7 @@ The place: `loop.c:2 in keep`; in Python, loop.py:3 in train. Invented: `train.p
 
 <!-- docs-check: shape leakwatch run -- build/examples/loop --steps 9 -->
 ```
-leakwatch: LEAK in train.py:27 in train: +1.5 KiB/step (95% CI 1.0 KiB .. 2.0 KiB) since step 4; out of memory in 6 h 12 min (9,000 steps) at this rate (8.0 GiB free of 8.0 GiB) [as of step 40]
+leakwatch: LEAK in train.py:27 in train: +1.5 KiB/step (95% CI 1.0 KiB .. 2.0 KiB) since step 4; out of memory in 6 h 12 min (9,000 steps) at this rate (8.0 GiB free of 8.0 GiB) [as of step 64]
 ```
 
 <!-- docs-check: run leakwatch run -- build/examples/loop --steps 9 -->
@@ -57,6 +59,12 @@ $ leakwatch run -- build/examples/loop --steps 9
 leakwatch: watching PID 4242 (build/examples/loop --steps 9); leakwatch top 4242
 leakwatch: LEAK in loop.c:2 in keep: +512 B/step (95% CI 512 B .. 512 B) since step 2; out of memory in 3 d 21 h (167,378,444 steps) at this rate (79.8 GiB free of 80.0 GiB) [as of step 64]
 leakwatch: 600 allocations live (192.1 MiB, peak 224.3 MiB) in 4 call sites; 5,400 allocated, 4,800 freed, 0 failed
+```
+
+<!-- docs-check: paste -->
+```sh
+export PATH="$PWD/build:$PATH"   # after make
+leakwatch run -- build/examples/loop --steps 9; echo $?   # 0
 ```
 EOF
 }
@@ -97,6 +105,9 @@ plant "a quoted rate" '/docs-check: run/,$ s/+512 B\/step/+256 B\/step/' 'README
 plant "a quoted verdict word" '/docs-check: run/,$ s/LEAK in/leak in/' 'README.md:14: quoted output'
 plant "a quoted summary's words" '/docs-check: run/,$ s/call sites/sites/' 'README.md:15: quoted output'
 plant "a shape's words" '/LEAK in train\.py/ s/at this rate/at that rate/' 'README.md:7: quoted output'
+plant "a live line's step" '/LEAK in train\.py/ s/as of step 64/as of step 40/' 'README.md:7: quoted output'
+plant "a pasted command not on PATH" '/^export PATH/d' 'a pasted command fails: '
+plant "a pasted status" 's/echo \$?   # 0/echo $?   # 3/' "README.md:21: pasted, this line's status is 0, the doc says 3"
 plant "a block without its comment's fence" 's/^<!-- docs-check: run \(.*\) -->$/<!-- docs-check: run \1 -->\n/' \
     'not followed by a fenced block'
 

@@ -63,11 +63,88 @@ START_TEST(answer_line_is_one_format) {
 }
 END_TEST
 
+/* inconclusive says its real reason, the evidence so far, the growing site
+ * and the one thing that would decide it (issue 42, item 4: it said "not
+ * enough intervals or too much noise" whatever the reason, named the largest
+ * site, and suggested nothing). */
+START_TEST(inconclusive_says_why_and_what_decides_it) {
+    lw_answer a;
+    char line[768];
+    lw_answer_init(&a);
+    a.verdict = "inconclusive";
+    a.unit = "interval";
+    a.steps = 25;
+    a.reason = "the floor grows; confirming (2 of 3 evaluations in a row)";
+    a.more_steps = 3.2;
+    a.where = "train.py:40 in train";
+    a.where_grows = 1;
+    a.where_live = 1024;
+    lw_answer_line(&a, line, sizeof line);
+    ck_assert_str_eq(line, "inconclusive: the floor grows; confirming (2 of 3 evaluations in a "
+                           "row) over 25 intervals; growing site: train.py:40 in train (1.00 KiB "
+                           "live); to decide: mark steps (leakwatch_step() in C, leakwatch.step() "
+                           "in Python) or a shorter --interval, or about 4 more intervals");
+    a.unit = "step";
+    a.reason = "too few steps yet";
+    a.more_steps = NAN;
+    a.where_grows = 0;
+    lw_answer_line(&a, line, sizeof line);
+    ck_assert_str_eq(line, "inconclusive: too few steps yet over 25 steps; largest site: "
+                           "train.py:40 in train (1.00 KiB live); to decide: run more steps");
+    a.more_steps = 40;
+    a.reason = "noisy\033[2J";
+    lw_answer_line(&a, line, sizeof line);
+    ck_assert_msg(strstr(line, "inconclusive: noisy?[2J over") &&
+                      strstr(line, "run about 40 more steps"),
+                  "%s", line);
+}
+END_TEST
+
+/* Issue 37: growth per second beside growth per unit, and an undecided run
+ * that saw growth says its size instead of "not enough steps". */
+START_TEST(answer_line_gives_per_second_and_undecided_growth) {
+    lw_answer a;
+    lw_answer_init(&a);
+    a.verdict = "leak";
+    a.where = "server.py:46 in forward";
+    a.unit = "call";
+    a.rate = a.lo = a.hi = 2048;
+    a.per_second = 97.5 * 1024;
+    a.onset = 1;
+    char line[512];
+    lw_answer_line(&a, line, sizeof line);
+    const char *want = "LEAK in server.py:46 in forward: +2.00 KiB/call (95% CI 2.00 KiB .. "
+                       "2.00 KiB), +97.5 KiB/s, since call 1;";
+    ck_assert_msg(!strncmp(line, want, strlen(want)), "%s", line);
+    lw_answer_init(&a);
+    a.verdict = "inconclusive";
+    a.unit = "interval";
+    a.rate = 82 * 1024;
+    a.lo = 62 * 1024;
+    a.hi = 98 * 1024;
+    a.per_second = 82 * 1024;
+    a.steps = 61;
+    lw_answer_line(&a, line, sizeof line);
+    ck_assert_str_eq(line, "inconclusive: the floor rises +82.0 KiB/interval (95% CI 62.0 KiB .. "
+                           "98.0 KiB), +82.0 KiB/s, not yet confirmed over 61 intervals; to "
+                           "decide: mark steps (leakwatch_step() in C, leakwatch.step() in "
+                           "Python) or a shorter --interval");
+    /* Both: the growth's size, then its reason (issues 37 and 42 together). */
+    a.reason = "confirming (2 of 3 evaluations in a row)";
+    lw_answer_line(&a, line, sizeof line);
+    ck_assert_msg(strstr(line, "not yet confirmed (confirming (2 of 3 evaluations in a row)) over "
+                               "61 intervals"),
+                  "%s", line);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("fmt");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, byte_formats);
     tcase_add_test(tc, answer_line_is_one_format);
+    tcase_add_test(tc, inconclusive_says_why_and_what_decides_it);
+    tcase_add_test(tc, answer_line_gives_per_second_and_undecided_growth);
     suite_add_tcase(s, tc);
     return lw_check_run(s) ? 1 : 0;
 }

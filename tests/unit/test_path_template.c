@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Output path templates (src/base/path_template.c): %p, %r, %h, %%. */
 #include "path_template.h"
+#include "rank.h"
 
 #include "../check_run.h"
 
@@ -37,10 +38,24 @@ START_TEST(path_templates) {
 }
 END_TEST
 
+/* %r is the process group's rank once the job told it (mp.spawn: no RANK). */
+START_TEST(rank_of_the_process_group) {
+    char out[256];
+    unsetenv("RANK"), unsetenv("LOCAL_RANK"), unsetenv("SLURM_PROCID"), unsetenv("PMI_RANK");
+    ck_assert_int_eq(lw_path_expand("leak-%r.json", out, sizeof out), 0);
+    ck_assert_str_eq(out, "leak-0.json");
+    lw_rank_set_group(1, 2);
+    ck_assert_int_eq(lw_path_expand("leak-%r.json", out, sizeof out), 0);
+    ck_assert_str_eq(out, "leak-1.json");
+    lw_rank_set_group(-1, 0);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("path_template");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, path_templates);
+    tcase_add_test(tc, rank_of_the_process_group);
     suite_add_tcase(s, tc);
     return lw_check_run(s) ? 1 : 0;
 }

@@ -45,10 +45,35 @@ START_TEST(rank_from_launchers) {
 }
 END_TEST
 
+/* The job's process group, once it said (mp.spawn sets no variable), wins
+ * over the launcher's variables; a negative rank forgets it. */
+START_TEST(rank_from_the_process_group) {
+    unsetenv("RANK"), unsetenv("WORLD_SIZE"), unsetenv("SLURM_PROCID"), unsetenv("SLURM_NTASKS");
+    unsetenv("PMI_RANK"), unsetenv("PMI_SIZE"), unsetenv("OMPI_COMM_WORLD_SIZE");
+    lw_rank_info r;
+    lw_rank_get(&r);
+    ck_assert(r.rank == -1 && r.source == LW_RANK_NONE && lw_rank_source_name(&r) == NULL);
+    lw_rank_set_group(1, 2);
+    lw_rank_get(&r);
+    ck_assert(r.rank == 1 && r.world_size == 2 && r.source == LW_RANK_GROUP);
+    ck_assert_str_eq(lw_rank_source_name(&r), "process group");
+    setenv("RANK", "3", 1);
+    setenv("WORLD_SIZE", "4", 1);
+    lw_rank_get(&r);
+    ck_assert(r.rank == 1 && r.world_size == 2);
+    lw_rank_set_group(-1, 0);
+    lw_rank_get(&r);
+    ck_assert(r.rank == 3 && r.world_size == 4 && r.source == LW_RANK_LAUNCHER);
+    ck_assert_str_eq(lw_rank_source_name(&r), "launcher");
+    unsetenv("RANK"), unsetenv("WORLD_SIZE");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("rank");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, rank_from_launchers);
+    tcase_add_test(tc, rank_from_the_process_group);
     suite_add_tcase(s, tc);
     return lw_check_run(s) ? 1 : 0;
 }

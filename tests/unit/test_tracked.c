@@ -81,6 +81,39 @@ START_TEST(a_leak_is_confirmed_then_warned) {
 }
 END_TEST
 
+/* The live alarm with a hold (issue 38): a floor that grows for 200 steps
+ * and then stops is announced while it grows, but never alarmed; a steady
+ * leak is alarmed once it has held for the hold since first seen, and the
+ * alarm stands. */
+START_TEST(the_live_alarm_waits_for_the_hold) {
+    lw_tracked_init(&a, LW_TRACKED_CYCLES);
+    uint64_t seed = 7;
+    int announced = 0, alarmed = 0;
+    for (int i = 0; i < 800; i++) {
+        feed(&a, 1, i < 200 ? 4096 : 0, &seed);
+        announced |= a.decision.announced == LW_VERDICT_LEAK;
+        alarmed |= lw_tracked_alarm(&a, 256);
+    }
+    ck_assert_msg(announced, "the growth was never announced");
+    ck_assert_msg(!alarmed, "a fill that stopped was alarmed");
+    ck_assert_int_ne(a.decision.announced, LW_VERDICT_LEAK);
+
+    lw_tracked_init(&b, LW_TRACKED_CYCLES);
+    seed = 7;
+    int alarmed_at = 0;
+    for (int i = 0; i < 800; i++) {
+        feed(&b, 1, 4096, &seed);
+        if (lw_tracked_alarm(&b, 256) && !alarmed_at) alarmed_at = (int)b.series.points;
+        if (alarmed_at) ck_assert_msg(b.alarm, "the alarm fell at %d", (int)b.series.points);
+    }
+    ck_assert_int_gt(alarmed_at, 0);
+    ck_assert_uint_ge((uint64_t)alarmed_at, b.decision.raw_leak_since + 256);
+    ck_assert_int_le(alarmed_at, (int)b.decision.raw_leak_since + 256 + 32);
+    /* Hold 0: the former rule, alarmed as lw_tracked_warning_due says. */
+    ck_assert_int_eq(lw_tracked_alarm(&b, 0), 1);
+}
+END_TEST
+
 /* A flat series: no leak, no warning, no first leak step. */
 START_TEST(a_flat_series_is_no_leak) {
     lw_tracked_init(&a, 0);
@@ -142,6 +175,7 @@ int main(void) {
     tcase_add_test(tc, evaluations_follow_the_points);
     tcase_add_test(tc, a_leak_is_confirmed_then_warned);
     tcase_add_test(tc, a_flat_series_is_no_leak);
+    tcase_add_test(tc, the_live_alarm_waits_for_the_hold);
     tcase_add_test(tc, forget_starts_over);
     tcase_add_test(tc, copy_takes_the_series_not_the_pace);
     suite_add_tcase(s, tc);

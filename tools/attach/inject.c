@@ -689,6 +689,22 @@ static int to_restart_point(thread_ctx *c) {
 static int seize(thread_ctx *c, char *err, size_t en) {
     if (ptrace(PTRACE_SEIZE, c->tid, 0, (void *)(intptr_t)PTRACE_O_TRACESYSGOOD) != 0) {
         if (errno == ESRCH) return 0; /* the thread ended: pick another */
+        int e = errno;
+        char st[96], line[256];
+        snprintf(st, sizeof st, "/proc/%d/task/%d/status", (int)c->pid, (int)c->tid);
+        const char *tp = lw_proc_status_field(st, "TracerPid:", line, sizeof line);
+        long tracer = tp ? strtol(tp, NULL, 10) : 0;
+        if (e == EPERM && tracer > 0) {
+            /* Another attach (or a debugger) took the thread since the
+             * checks: two attaches at once. */
+            snprintf(err, en,
+                     "thread %d of process %d is being traced by process %ld (another leakwatch "
+                     "attach, a debugger or strace): a thread has one tracer at a time; attach "
+                     "once that one has let it go",
+                     (int)c->tid, (int)c->pid, tracer);
+            return -1;
+        }
+        errno = e;
         snprintf(err, en,
                  "not permitted to trace process %d (ptrace: %s): it may have been made "
                  "undumpable (prctl PR_SET_DUMPABLE), or a security module forbids it",

@@ -17,6 +17,8 @@ enum {
     LW_EXIT_USAGE = 2,        /* bad option or value */
     LW_EXIT_LEAK = 3,         /* --fail-on-leak and the verdict is "leak" */
     LW_EXIT_NO_PROCESS = 4,   /* the PID is not running, or not watched by leakwatch */
+    LW_EXIT_INCONCLUSIVE = 5, /* --fail-on-leak, no leak, but a verdict is "inconclusive"
+                                 (and --allow-inconclusive was not given) */
     LW_EXIT_RUN_FAILED = 125, /* leakwatch run itself failed (the job's status is unknown) */
     LW_EXIT_CANNOT_EXEC = 126,
     LW_EXIT_NOT_FOUND = 127,

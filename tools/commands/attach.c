@@ -17,11 +17,14 @@
 #include "elf_symbols.h"
 #include "options.h"
 
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -110,10 +113,92 @@ static int shadow_stack(long pid) {
     return v && strstr(v, "shstk");
 }
 
-/* What the target has mapped, by base name. */
+/* ---- one leakwatch per process, whatever its file name ----
+ * Every copy of the library exports the function leakwatch__instance
+ * (src/loader/instance.h): a renamed copy, or another installation's, is
+ * found by that export in the ELF file, not by its name. */
+
+static int pread_all(int fd, void *buf, size_t n, off_t at) {
+    return pread(fd, buf, n, at) == (ssize_t)n ? 0 : -1;
+}
+
+/* 1 when the dynamic symbol at index i of the file is a definition of name. */
+static int dynsym_is(int fd, const Elf64_Shdr *sym, const Elf64_Shdr *str, uint32_t i,
+                     const char *name) {
+    Elf64_Sym e;
+    if ((uint64_t)(i + 1) * sizeof e > sym->sh_size ||
+        pread_all(fd, &e, sizeof e, (off_t)(sym->sh_offset + (uint64_t)i * sizeof e)) != 0)
+        return 0;
+    if (e.st_shndx == SHN_UNDEF || e.st_name >= str->sh_size) return 0;
+    size_t len = strlen(name) + 1;
+    char got[64];
+    if (len > sizeof got || e.st_name + len > str->sh_size ||
+        pread_all(fd, got, len, (off_t)(str->sh_offset + e.st_name)) != 0)
+        return 0;
+    return memcmp(got, name, len) == 0;
+}
+
+/* 1 when the 64-bit ELF file at path defines name in its dynamic symbol
+ * table: through its GNU hash table (a few reads, whatever the file's
+ * size), else by reading the table (at most 1 << 20 symbols). */
+static int file_exports(const char *path, const char *name) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return 0;
+    int yes = 0;
+    Elf64_Ehdr eh;
+    Elf64_Shdr *sh = NULL;
+    uint32_t *gh = NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || pread_all(fd, &eh, sizeof eh, 0) != 0 ||
+        memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 || eh.e_shnum > 4096)
+        goto out;
+    sh = malloc(eh.e_shnum * sizeof *sh);
+    if (!sh || pread_all(fd, sh, eh.e_shnum * sizeof *sh, (off_t)eh.e_shoff) != 0) goto out;
+    const Elf64_Shdr *sym = NULL, *hash = NULL;
+    for (int i = 0; i < eh.e_shnum; i++) {
+        if (sh[i].sh_type == SHT_DYNSYM && sh[i].sh_link < eh.e_shnum) sym = &sh[i];
+        if (sh[i].sh_type == SHT_GNU_HASH) hash = &sh[i];
+    }
+    if (!sym) goto out;
+    const Elf64_Shdr *str = &sh[sym->sh_link];
+    uint64_t nsym = sym->sh_size / sizeof(Elf64_Sym);
+    if (hash && hash->sh_size >= 16 && hash->sh_size <= (64u << 20)) {
+        gh = malloc(hash->sh_size);
+        if (!gh || pread_all(fd, gh, hash->sh_size, (off_t)hash->sh_offset) != 0) goto out;
+        uint32_t nbuckets = gh[0], symoffset = gh[1], bloom = gh[2];
+        uint64_t words = hash->sh_size / 4, buckets_at = 4 + (uint64_t)bloom * 2;
+        if (nbuckets == 0 || buckets_at + nbuckets > words) goto out;
+        uint32_t h = 5381;
+        for (const unsigned char *u = (const unsigned char *)name; *u; u++)
+            h = h * 33 + *u;
+        uint32_t i = gh[buckets_at + h % nbuckets];
+        const uint32_t *chain = gh + buckets_at + nbuckets;
+        for (; i >= symoffset && buckets_at + nbuckets + (i - symoffset) < words && i < nsym; i++) {
+            uint32_t ch = chain[i - symoffset];
+            if ((ch | 1) == (h | 1) && dynsym_is(fd, sym, str, i, name)) {
+                yes = 1;
+                break;
+            }
+            if (ch & 1) break;
+        }
+        goto out;
+    }
+    for (uint32_t i = 1; i < nsym && i < (1u << 20) && !yes; i++)
+        yes = dynsym_is(fd, sym, str, i, name);
+out:
+    free(gh);
+    free(sh);
+    close(fd);
+    return yes;
+}
+
+/* What the target has mapped, by base name; and a copy of the library by
+ * another name (other_copy: its path), found by its export. */
 typedef struct {
     int leakwatch, cuda_driver, cuda_runtime;
     char leakwatch_path[PATH_MAX];
+    char other_copy[PATH_MAX];
 } target_maps;
 
 static void scan_maps(long pid, target_maps *t) {
@@ -129,6 +214,13 @@ static void scan_maps(long pid, target_maps *t) {
         if (!strcmp(base, "libleakwatch.so")) {
             t->leakwatch = 1;
             snprintf(t->leakwatch_path, sizeof t->leakwatch_path, "%s", path);
+        } else if (!t->other_copy[0] && strstr(line, " r-xp ") && !strstr(path, " (deleted)")) {
+            /* Each object once (its code mapping), read as the job sees it. */
+            char in_target[PATH_MAX + 64];
+            snprintf(in_target, sizeof in_target, "/proc/%ld/root%s", pid, path);
+            if (file_exports(in_target, "leakwatch__instance") ||
+                (access(in_target, F_OK) != 0 && file_exports(path, "leakwatch__instance")))
+                snprintf(t->other_copy, sizeof t->other_copy, "%s", path);
         }
         if (!strncmp(base, "libcuda.so", 10)) t->cuda_driver = 1;
         if (!strncmp(base, "libcudart", 9)) t->cuda_runtime = 1;
@@ -259,6 +351,15 @@ static int check_target(long pid, const char *lib) {
     }
     target_maps t;
     scan_maps(pid, &t);
+    if (t.other_copy[0]) {
+        /* Two copies would hook the same calls and write two reports. */
+        char safe[PATH_MAX];
+        lw_cli_error("process %ld already has a copy of leakwatch's library loaded under "
+                     "another name (%s): one leakwatch per process; see it with "
+                     "'leakwatch top %ld', or use that copy's leakwatch",
+                     pid, lw_safe_text(t.other_copy, safe, sizeof safe), pid);
+        return LW_EXIT_ERROR;
+    }
     if (t.leakwatch) {
         char sock[4200];
         if (lw_sock_find(pid, sock, sizeof sock, err, sizeof err) == 0) {
@@ -309,6 +410,25 @@ static int check_target(long pid, const char *lib) {
     return 0;
 }
 
+/* 0 when pid runs without a seccomp filter; else the exit status, after one
+ * line. A filter may kill the job at the library's first socket or thread
+ * (systemd's SystemCallFilter= does, with SIGSYS): refused unless the user
+ * says the filter allows them (--set seccomp=full). */
+static int check_seccomp(long pid) {
+    char p[64], line[256];
+    snprintf(p, sizeof p, "/proc/%ld/status", pid);
+    const char *v = lw_proc_status_field(p, "Seccomp:", line, sizeof line);
+    long mode = v ? strtol(v, NULL, 10) : 0;
+    if (mode <= 0) return 0;
+    lw_cli_error("process %ld runs under a seccomp %s (Seccomp: %ld in /proc/%ld/status), which "
+                 "may kill it at leakwatch's first socket or thread (systemd's "
+                 "SystemCallFilter= does): not attached; if its filter allows sockets and "
+                 "threads, attach with --set seccomp=full, or start the job under 'leakwatch run', "
+                 "which opens no socket under a filter",
+                 pid, mode == 1 ? "strict mode" : "filter", mode, pid);
+    return LW_EXIT_ERROR;
+}
+
 /* ---- settings ---- */
 static int add_setting(char *buf, size_t n, const char *name, const char *value) {
     size_t used = strlen(buf);
@@ -349,7 +469,114 @@ static int do_detach(long pid, int quiet) {
     return LW_EXIT_OK;
 }
 
+/* ---- the foreground attach's last line ---- */
+/* The live lines of `leakwatch run`, for a foreground attach: the job's
+ * library is told to print nothing in the job's own output (LEAKWATCH_QUIET,
+ * LEAKWATCH_WARN=0), so this command asks the job for its answer now and then
+ * and prints what run's library would have: the LEAK line once a leak is
+ * established ("[as of step N]"), its withdrawal, and once, that steps are
+ * not marked. *state: bit 0 a LEAK line stands, bit 1 the note was said. */
+static void live_lines(const char *sock, int *state) {
+    size_t len = 0;
+    char err[1200];
+    char *body = lw_sock_request_within(sock, "report", 5000, &len, err, sizeof err);
+    if (!body) return;
+    lw_model m;
+    if (lw_model_load_text(&m, "the job's answer", body, len, err, sizeof err) == 0) {
+        const lw_m_growth *g = &m.growth;
+        int by_time = g->step_source && !strcmp(g->step_source, "time");
+        char line[1400], where[512], n[48];
+        if (m.verdict == LW_MV_LEAK && !(*state & 1)) {
+            lw_answer a;
+            lw_model_answer(&m, &a, where, sizeof where);
+            a.computed_at = g->steps;
+            fprintf(stderr, "leakwatch: %s\n", lw_answer_line(&a, line, sizeof line));
+            *state |= 1;
+        } else if (m.verdict != LW_MV_LEAK && (*state & 1)) {
+            const char *why = lw_json_string(lw_json_path(m.doc, "growth.reason"));
+            fprintf(stderr, "leakwatch: leak verdict withdrawn at %s %s: %s\n",
+                    by_time ? "interval" : "step", lw_fmt_count(g->steps, n, sizeof n),
+                    lw_safe_text(why ? why : "the growth stopped", line, sizeof line));
+            *state &= ~1;
+        }
+        if (by_time && g->steps >= 1 && !(*state & 2)) {
+            fprintf(stderr,
+                    "leakwatch: no step marks yet: each interval counts as a step "
+                    "(--set interval_ms=MS); for a faster answer mark steps: "
+                    "leakwatch_step() in C, leakwatch.step() in Python (in PyTorch an optimizer "
+                    "marks them)\n");
+            *state |= 2;
+        }
+    }
+    lw_model_free(&m);
+    free(body);
+}
+
 static volatile sig_atomic_t got_signal;
+
+/* The report's path as the library in the job expands it: %p the job's pid,
+ * %h the host name, %% a %. (%r, the job's rank, is left as written.) */
+static void job_report_path(const char *tpl, long pid, char *out, size_t n) {
+    size_t o = 0;
+    out[0] = '\0';
+    for (const char *p = tpl; *p && o + 1 < n; p++) {
+        char add[300];
+        if (p[0] == '%' && p[1] == 'p') {
+            snprintf(add, sizeof add, "%ld", pid);
+            p++;
+        } else if (p[0] == '%' && p[1] == 'h') {
+            if (gethostname(add, sizeof add - 1) != 0) snprintf(add, sizeof add, "localhost");
+            add[sizeof add - 1] = '\0';
+            p++;
+        } else if (p[0] == '%' && p[1] == '%') {
+            snprintf(add, sizeof add, "%%");
+            p++;
+        } else {
+            add[0] = *p, add[1] = '\0';
+        }
+        size_t al = strlen(add);
+        if (o + al >= n) break;
+        memcpy(out + o, add, al + 1);
+        o += al;
+    }
+}
+
+/* 1 once the process is gone or a zombie: its exit handlers have run. */
+static int process_over(long pid) {
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) return 1;
+    char s = proc_state_letter(pid);
+    return s == 'Z' || s == 'X';
+}
+
+/* 1 when the report at path is this session's detach report (written
+ * after since, with reason "detach"). */
+static int detached_since(const char *path, const struct timespec *since) {
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    if (st.st_mtim.tv_sec < since->tv_sec ||
+        (st.st_mtim.tv_sec == since->tv_sec && st.st_mtim.tv_nsec < since->tv_nsec))
+        return 0;
+    char err[256];
+    lw_json *j = lw_json_parse_file(path, NULL, err, sizeof err);
+    const char *reason = j ? lw_json_string(lw_json_get(j, "reason")) : NULL;
+    int yes = reason && !strcmp(reason, "detach");
+    lw_json_free(j);
+    return yes;
+}
+
+/* The socket went: the job is ending (the library writes its exit report
+ * after its socket is gone) or was detached from elsewhere (the report
+ * written before). Waits for the process to be over, or at most 60 s for a
+ * report of this session at path while it runs on (a detach). */
+static void wait_for_the_end(long pid, const char *path, const struct timespec *since) {
+    for (int i = 0; i < 600 && !got_signal; i++) {
+        if (process_over(pid)) return;
+        if (detached_since(path, since)) return; /* detached from elsewhere: it runs on */
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static void on_signal(int sig) {
     got_signal = sig;
 }
@@ -420,6 +647,7 @@ int lw_cmd_attach(int argc, char **argv) {
     }
     int st = check_target(pid, lib);
     if (st != 0) return st;
+    if (!strstr(settings, "LEAKWATCH_SECCOMP=full\n") && (st = check_seccomp(pid)) != 0) return st;
 
     /* The report lands where the user is, not in the job's folder. */
     char report[PATH_MAX + 64], cwd[PATH_MAX];
@@ -519,18 +747,41 @@ int lw_cmd_attach(int argc, char **argv) {
         return LW_EXIT_OK;
     }
     if (!quiet) fprintf(stderr, "leakwatch: watching; Ctrl-C detaches and writes the report\n");
+    struct timespec since;
+    clock_gettime(CLOCK_REALTIME, &since);
     char sock[4200];
-    for (;;) {
+    int live = 0;
+    for (long tick = 0;; tick++) {
         if (got_signal) {
             return do_detach(pid, quiet);
         }
         if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) break;
         if (lw_sock_find(pid, sock, sizeof sock, err, sizeof err) != 0) break;
+        /* The job's answer every second, as top reads it. */
+        if (!quiet && tick % 10 == 9) live_lines(sock, &live);
         struct timespec ts = {0, 100 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    if (!quiet)
-        fprintf(stderr, "leakwatch: process %ld ended or was detached; its report: %s\n", pid,
-                report);
+    /* The file the job writes, once it is there (issue 43: the template,
+     * leakwatch-%p.json, was named before the file existed). */
+    char path[PATH_MAX + 64];
+    job_report_path(report, pid, path, sizeof path);
+    if (strcmp(report, "none") != 0) wait_for_the_end(pid, path, &since);
+    if (!quiet) {
+        char shown[PATH_MAX + 64];
+        lw_safe_text(path, shown, sizeof shown);
+        if (!strcmp(report, "none"))
+            fprintf(stderr,
+                    "leakwatch: process %ld ended or was detached; no report file (-o none)\n",
+                    pid);
+        else if (access(path, F_OK) == 0)
+            fprintf(stderr, "leakwatch: process %ld ended or was detached; its report: %s\n", pid,
+                    shown);
+        else
+            fprintf(stderr,
+                    "leakwatch: process %ld ended or was detached; no report at %s (the job's "
+                    "stderr says where it went)\n",
+                    pid, shown);
+    }
     return LW_EXIT_OK;
 }

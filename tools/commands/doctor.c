@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 static const char usage[] =
@@ -289,9 +290,15 @@ static long probe_timeout_s = 120;
  * Returns the exit code, -1, or -2 when it was killed for taking too long. */
 static int run_child(char *const argv[], const char *shim, const char *cuda_libs,
                      const char *report, const char *log) {
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) return -1;
     if (pid == 0) {
+        /* A probe that hangs (a driver's cuInit, an import that never
+         * returns) ends with doctor, however doctor ends (timeout(1)'s
+         * SIGTERM, a closed terminal): it is not left running. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (getppid() != parent) _exit(127); /* doctor ended meanwhile */
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         if (fd >= 0) {
             dup2(fd, 1);

@@ -35,14 +35,15 @@ static const char usage[] =
     "                     ':' or ',' (default: LEAKWATCH_USER_CODE)\n"
     "      --details      several reports: each one in full after the merged view\n"
     "      --rank N       several reports: rank N in full after the merged view\n"
-    "      --fail-on-leak exit with status 3 when any report's verdict is leak, 1\n"
-    "                     when one saw nothing (nothing_seen: an attach that saw\n"
-    "                     no allocation)\n"
+    "      --fail-on-leak exit with status 3 when any report's verdict is leak, 5\n"
+    "                     when none leaks but one is inconclusive, 1 when one saw\n"
+    "                     nothing (nothing_seen: an attach that saw no allocation)\n"
+    "      --allow-inconclusive  with --fail-on-leak: inconclusive passes\n"
     "  -h, --help         this help\n"
     "\n"
     "exit status: 0 done, 1 a file is missing or not a valid report (or, with\n"
     "--fail-on-leak, a report saw nothing), 2 bad option, 3 leak found (with\n"
-    "--fail-on-leak).\n";
+    "--fail-on-leak), 5 no verdict (inconclusive, with --fail-on-leak).\n";
 
 int lw_cmd_report(int argc, char **argv) {
     static const struct option longs[] = {{"format", required_argument, NULL, 'f'},
@@ -51,13 +52,14 @@ int lw_cmd_report(int argc, char **argv) {
                                           {"frames", required_argument, NULL, 'F'},
                                           {"full-stacks", no_argument, NULL, 'S'},
                                           {"fail-on-leak", no_argument, NULL, 'L'},
+                                          {"allow-inconclusive", no_argument, NULL, 'A'},
                                           {"user-code", required_argument, NULL, 'U'},
                                           {"details", no_argument, NULL, 'D'},
                                           {"rank", required_argument, NULL, 'R'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
     const char *format = "text", *output = NULL;
-    int fail_on_leak = 0, c;
+    int fail_on_leak = 0, allow_inconclusive = 0, c;
     long v;
     lw_render_opts ro;
     lw_render_opts_default(&ro);
@@ -91,6 +93,9 @@ int lw_cmd_report(int argc, char **argv) {
             break;
         case 'L':
             fail_on_leak = 1;
+            break;
+        case 'A':
+            allow_inconclusive = 1;
             break;
         case 'U':
             lw_model_set_user_code(optarg);
@@ -166,9 +171,17 @@ int lw_cmd_report(int argc, char **argv) {
         }
         free(body);
     }
-    int leak = 0, blind = 0;
+    int leak = 0, blind = 0, undecided = 0;
     for (int i = 0; i < loaded; i++) {
         leak |= ms[i].verdict == LW_MV_LEAK;
+        if (ms[i].verdict == LW_MV_INCONCLUSIVE && fail_on_leak && !allow_inconclusive &&
+            !undecided++) {
+            char shown[PATH_MAX];
+            lw_cli_error("%s has no verdict yet (inconclusive); with no leak elsewhere the gate "
+                         "exits with status %d (--fail-on-leak; --allow-inconclusive accepts it)",
+                         lw_safe_text(ms[i].path ? ms[i].path : "a report", shown, sizeof shown),
+                         LW_EXIT_INCONCLUSIVE);
+        }
         if (ms[i].verdict == LW_MV_NOTHING_SEEN && fail_on_leak && !blind++) {
             char shown[PATH_MAX];
             lw_cli_error("%s saw no allocation (verdict nothing_seen): it cannot tell a leak "
@@ -182,5 +195,6 @@ int lw_cmd_report(int argc, char **argv) {
     if (status == LW_EXIT_OK && fail_on_leak && leak) return LW_EXIT_LEAK;
     /* No answer is not a pass: a gate must not go green on it. */
     if (status == LW_EXIT_OK && fail_on_leak && blind) return LW_EXIT_ERROR;
+    if (status == LW_EXIT_OK && fail_on_leak && undecided) return LW_EXIT_INCONCLUSIVE;
     return status;
 }

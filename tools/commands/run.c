@@ -5,12 +5,12 @@
  * with CMD's status. */
 #include "cli.h"
 #include "commands.h"
+#include "merge.h"
 #include "model.h"
 #include "run_decisions.h"
 
 #include "options.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -60,7 +60,8 @@ static const char usage[] =
     "  -q, --quiet             errors only, and the report's path at the end\n"
     "                          (LEAKWATCH_QUIET)\n"
     "      --fail-on-leak      exit with status 3 when the program succeeded but the\n"
-    "                          report's verdict is leak\n"
+    "                          report's verdict is leak, 5 when it is inconclusive\n"
+    "      --allow-inconclusive  with --fail-on-leak: an inconclusive verdict passes\n"
     "      --library PATH      preload this libleakwatch.so instead of the one\n"
     "                          installed with this command\n"
     "      --cuda-stand-ins    run CMD on leakwatch's CPU stand-ins for libcuda.so.1\n"
@@ -71,10 +72,12 @@ static const char usage[] =
     "Signals INT, TERM, HUP, QUIT, USR1 and USR2 sent to leakwatch are passed on to\n"
     "CMD (Ctrl-C reaches CMD directly, once). Without --report the library writes\n"
     "leakwatch-PID.json in the current folder; with --fail-on-leak and no --report,\n"
-    "reports go to a private folder under $TMPDIR, printed at the end.\n"
+    "every process writes it in the folder CMD was started in, and each one written\n"
+    "there during the run is read.\n"
     "\n"
     "exit status: CMD's own status, 128+N when CMD was killed by signal N;\n"
-    "3 with --fail-on-leak when CMD exited 0 and the verdict is leak;\n"
+    "3 with --fail-on-leak when CMD exited 0 and the verdict is leak, 5 when it is\n"
+    "inconclusive (unless --allow-inconclusive);\n"
     "125 leakwatch run failed (bad option, library not found or not loadable,\n"
     "unreadable report; the program is not started when the library cannot be loaded);\n"
     "126 CMD cannot be executed; 127 CMD not found.\n";
@@ -263,7 +266,27 @@ static void say_report_path(const char *tpl, pid_t pid, time_t started) {
     fprintf(stderr, "leakwatch: report: %s\n", lw_safe_text(path, shown, sizeof shown));
 }
 
-/* Checks one report; 1 leak, 0 not, -1 unreadable (message printed). */
+static int allow_inconclusive; /* --allow-inconclusive */
+
+/* The verdict of one report, as the gate reads it: with the place to look
+ * for a leak (a CI log under --quiet must still name the line), with the
+ * reason for an inconclusive one. */
+static void say_verdict(const char *path, const lw_model *m) {
+    char where[512] = "", shown[PATH_MAX], reason[1200], line[1200];
+    lw_answer a;
+    lw_model_answer(m, &a, where, sizeof where);
+    lw_safe_text(path, shown, sizeof shown);
+    if (m->verdict == LW_MV_LEAK && a.where)
+        fprintf(stderr, "leakwatch: %s: verdict leak in %s\n", shown, a.where);
+    else if (m->verdict == LW_MV_INCONCLUSIVE) /* its reason, and what would decide it */
+        fprintf(stderr, "leakwatch: %s: verdict %s\n", shown,
+                lw_safe_text(lw_answer_line(&a, line, sizeof line), reason, sizeof reason));
+    else
+        fprintf(stderr, "leakwatch: %s: verdict %s\n", shown, lw_mverdict_name(m->verdict));
+}
+
+/* Checks one report: its gate status (lw_run_gate), -1 unreadable (message
+ * printed), -2 none written since the start. */
 static int report_leaks(const char *path, time_t started, int quiet) {
     struct stat st;
     if (stat(path, &st) != 0) return -2;
@@ -275,26 +298,88 @@ static int report_leaks(const char *path, time_t started, int quiet) {
         lw_model_free(&m);
         return -1;
     }
-    int leak = lw_run_decide(&m);
-    if (!quiet || leak)
-        fprintf(stderr, "leakwatch: %s: verdict %s\n", path, lw_mverdict_name(m.verdict));
+    int gate = lw_run_gate(&m, allow_inconclusive);
+    if (!quiet || gate) say_verdict(path, &m);
     lw_model_free(&m);
-    return leak;
+    return gate;
 }
 
+/* The reports of this run counted so far (their paths), for the merged
+ * view at the end. */
+static char **counted;
+static size_t ncounted;
+
 /* One more of a job's reports into the tally: *found counts the reports
- * written since the start; *leak is 1 if one says leak, -1 once one cannot be
- * read. */
+ * written since the start; *leak joins their gate statuses
+ * (lw_run_gate_join: -1 once one cannot be read). */
 static void tally(const char *path, time_t started, int quiet, int *found, int *leak) {
+    for (size_t i = 0; i < ncounted; i++)
+        if (!strcmp(counted[i], path)) return; /* matched by two patterns */
     int r = report_leaks(path, started, quiet);
     if (r == -2) return;
     ++*found;
-    *leak = r < 0 || *leak < 0 ? -1 : *leak | r;
+    *leak = lw_run_gate_join(*leak, r);
+    char **more = realloc(counted, (ncounted + 1) * sizeof *more);
+    if (!more) return;
+    counted = more;
+    if ((counted[ncounted] = strdup(path)) != NULL) ncounted++;
+}
+
+/* Several reports of one run (ranks, processes): the merged view's first
+ * line, the skew of a leaking rank against the others, and how to see them
+ * together. */
+static void say_merged(int quiet) {
+    if (ncounted < 2) return;
+    lw_model *ms = calloc(ncounted, sizeof *ms);
+    size_t n = 0;
+    char err[1024], line[1400], shown[1400];
+    for (size_t i = 0; ms && i < ncounted; i++) {
+        if (lw_model_load(&ms[n], counted[i], err, sizeof err) == 0)
+            n++;
+        else
+            lw_model_free(&ms[n]);
+    }
+    if (n >= 2) {
+        int kind = lw_merge_headline(ms, n, line, sizeof line);
+        if (!quiet || kind == 1) {
+            fprintf(stderr, "leakwatch: %zu reports of this run: %s\n", n,
+                    lw_safe_text(line, shown, sizeof shown));
+            if (lw_merge_skew(ms, n, line, sizeof line))
+                fprintf(stderr, "leakwatch: %s\n", lw_safe_text(line, shown, sizeof shown));
+            fprintf(stderr, "leakwatch: see them together: leakwatch report");
+            for (size_t i = 0; i < ncounted && i < 16; i++)
+                fprintf(stderr, " %s", lw_safe_text(counted[i], shown, sizeof shown));
+            fprintf(stderr, "%s\n", ncounted > 16 ? " ..." : "");
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        lw_model_free(&ms[i]);
+    free(ms);
+}
+
+/* The reports of processes that found the template's file taken (NAME.PID.json,
+ * the library's report_file.c) or forked children: written since the start. */
+static void tally_own_names(const char *path, time_t started, int quiet, int *found, int *leak) {
+    char pattern[PATH_MAX + 8];
+    size_t len = strlen(path);
+    size_t at = len >= 5 && !strcmp(path + len - 5, ".json") ? len - 5 : len;
+    size_t o = 0;
+    for (size_t i = 0; i < at && o + 2 < PATH_MAX; i++) {
+        if (strchr("*?[\\", path[i])) pattern[o++] = '\\';
+        pattern[o++] = path[i];
+    }
+    snprintf(pattern + o, sizeof pattern - o, ".[0-9]*%s", path + at);
+    glob_t g;
+    if (glob(pattern, GLOB_NOSORT, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            tally(g.gl_pathv[i], started, quiet, found, leak);
+    }
+    globfree(&g);
 }
 
 /* A --report with %r: every process of the job wrote the report of its own
  * rank (a launcher's workers), so every rank's report written since the start
- * counts, as in the private folder. */
+ * counts, as in the folder of --fail-on-leak without --report. */
 static int ranks_leak(const char *tpl, pid_t pid, time_t started, int quiet) {
     char pattern[PATH_MAX];
     expand(tpl, pid, "*", pattern, sizeof pattern);
@@ -311,34 +396,87 @@ static int ranks_leak(const char *tpl, pid_t pid, time_t started, int quiet) {
     return leak;
 }
 
-/* 1 if any report of the job says leak, 0 if none, -1 on an unreadable one. */
-static int job_leaks(const char *tpl, const char *private_dir, pid_t pid, time_t started,
-                     int quiet) {
-    if (private_dir) {
-        DIR *d = opendir(private_dir);
-        int leak = 0, found = 0;
-        struct dirent *e;
-        while (d && (e = readdir(d))) {
-            size_t l = strlen(e->d_name);
-            if (l < 6 || strcmp(e->d_name + l - 5, ".json") != 0 || e->d_name[0] == '.') continue;
-            char p[PATH_MAX + 256];
-            snprintf(p, sizeof p, "%s/%s", private_dir, e->d_name);
-            tally(p, started, quiet, &found, &leak);
+/* --fail-on-leak without --report: every process of the job writes
+ * leakwatch-PID.json in the folder the job was started in (the pattern is
+ * that folder's leakwatch-*.json). The files there before the start are
+ * remembered (name, inode, modification time to the nanosecond), so that a
+ * report left by an earlier run, even one in the same second, is never read
+ * as this job's, whatever the clock. */
+typedef struct {
+    char *path;
+    ino_t ino;
+    struct timespec mtime;
+} seen_file;
+static seen_file *before_start;
+static size_t nbefore_start;
+
+static void remember_folder(const char *pattern) {
+    glob_t g;
+    if (glob(pattern, 0, NULL, &g) == 0 &&
+        (before_start = calloc(g.gl_pathc, sizeof *before_start))) {
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            struct stat st;
+            if (stat(g.gl_pathv[i], &st) != 0 ||
+                !(before_start[nbefore_start].path = strdup(g.gl_pathv[i])))
+                continue;
+            before_start[nbefore_start].ino = st.st_ino;
+            before_start[nbefore_start++].mtime = st.st_mtim;
         }
-        if (d) closedir(d);
-        if (!found && !quiet)
-            fprintf(stderr, "leakwatch: no report was written: the program never allocated CUDA "
-                            "memory (leakwatch starts at the first allocation)\n");
-        else if (found && (!quiet || leak == 0)) /* quiet: a leaking one was named */
-            fprintf(stderr, "leakwatch: reports are in %s\n", private_dir);
-        if (!found) rmdir(private_dir);
-        return leak;
     }
+    globfree(&g);
+}
+
+/* 1 when path was written since the start (new, or changed). */
+static int written_since_start(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return 0;
+    for (size_t i = 0; i < nbefore_start; i++)
+        if (!strcmp(before_start[i].path, path))
+            return before_start[i].ino != st.st_ino ||
+                   before_start[i].mtime.tv_sec != st.st_mtim.tv_sec ||
+                   before_start[i].mtime.tv_nsec != st.st_mtim.tv_nsec;
+    return 1;
+}
+
+/* Under --quiet, where the reports are is said when the gate passes (a
+ * failing one was named). */
+static int folder_leaks(const char *pattern, int quiet) {
+    glob_t g;
+    int leak = 0, found = 0;
+    if (glob(pattern, 0, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            if (!written_since_start(g.gl_pathv[i])) continue;
+            tally(g.gl_pathv[i], 0, quiet, &found, &leak);
+            if (quiet && leak == 0) fprintf(stderr, "leakwatch: report: %s\n", g.gl_pathv[i]);
+        }
+    }
+    globfree(&g);
+    for (size_t i = 0; i < nbefore_start; i++)
+        free(before_start[i].path);
+    free(before_start);
+    before_start = NULL, nbefore_start = 0;
+    if (!found && !quiet)
+        fprintf(stderr, "leakwatch: no report was written: the program never allocated CUDA "
+                        "memory (leakwatch starts at the first allocation)\n");
+    return leak;
+}
+
+/* The gate status of the job's reports (lw_run_gate_join of each). */
+static int job_leaks(const char *tpl, const char *folder_pattern, pid_t pid, time_t started,
+                     int quiet) {
+    if (folder_pattern) return folder_leaks(folder_pattern, quiet);
     char path[PATH_MAX];
     if (strstr(tpl, "%r")) return ranks_leak(tpl, pid, started, quiet);
     expand(tpl, pid, "0", path, sizeof path);
-    int r = report_leaks(path, started, quiet);
-    if (r == 0 && quiet) say_report_path(tpl, pid, started);
+    int found = 0, r = 0;
+    tally(path, started, quiet, &found, &r);
+    if (!found) r = -2;
+    if (!strstr(tpl, "%p")) {
+        int more = 0, leak = r == -2 ? 0 : r;
+        tally_own_names(path, started, quiet, &more, &leak);
+        if (more) r = leak;
+    }
+    if (r == LW_EXIT_OK && quiet) say_report_path(tpl, pid, started);
     if (r == -2) {
         if (!quiet)
             fprintf(stderr,
@@ -352,8 +490,38 @@ static int job_leaks(const char *tpl, const char *private_dir, pid_t pid, time_t
     return r;
 }
 
+/* A job that never called CUDA gets no report and no word from the
+ * library (it must not print in such a process): run says so, once, when no
+ * report of the job (nor of a child, with %p) was written since the start. */
+static void say_if_nothing_seen(const char *tpl, const char *prog, pid_t pid, time_t started) {
+    if (!strcmp(tpl, "none") || !strcmp(tpl, "/dev/null") || strstr(tpl, "%r")) return;
+    char any[PATH_MAX], pattern[PATH_MAX], shown[256];
+    size_t o = 0;
+    for (const char *p = tpl; *p && o + 2 < sizeof any; p++) {
+        if (p[0] == '%' && p[1] == 'p')
+            any[o++] = '*', p++;
+        else
+            any[o++] = *p;
+    }
+    any[o] = '\0';
+    expand(any, pid, "0", pattern, sizeof pattern);
+    glob_t g;
+    int seen = 0;
+    if (glob(pattern, GLOB_NOSORT, NULL, &g) == 0)
+        for (size_t i = 0; i < g.gl_pathc && !seen; i++) {
+            struct stat st;
+            seen = stat(g.gl_pathv[i], &st) == 0 && st.st_mtime >= started;
+        }
+    globfree(&g);
+    if (!seen)
+        fprintf(stderr,
+                "leakwatch: nothing seen: %s made no CUDA allocation, so no report was written "
+                "(leakwatch starts at the first allocation)\n",
+                lw_safe_text(prog, shown, sizeof shown));
+}
+
 static int finish(int status, int exec_errno, const char *prog, int fail_on_leak, const char *tpl,
-                  const char *private_dir, pid_t pid, time_t started, int quiet);
+                  const char *folder_pattern, pid_t pid, time_t started, int quiet);
 
 /* ---- options ---- */
 
@@ -370,7 +538,8 @@ int lw_cmd_run(int argc, char **argv) {
         O_FAIL,
         O_LIB,
         O_STANDINS,
-        O_USER_CODE
+        O_USER_CODE,
+        O_ALLOW
     };
     static const struct option longs[] = {{"report", required_argument, NULL, 'r'},
                                           {"interval", required_argument, NULL, O_INTERVAL},
@@ -384,6 +553,7 @@ int lw_cmd_run(int argc, char **argv) {
                                           {"set", required_argument, NULL, 's'},
                                           {"quiet", no_argument, NULL, 'q'},
                                           {"fail-on-leak", no_argument, NULL, O_FAIL},
+                                          {"allow-inconclusive", no_argument, NULL, O_ALLOW},
                                           {"library", required_argument, NULL, O_LIB},
                                           {"cuda-stand-ins", no_argument, NULL, O_STANDINS},
                                           {"user-code", required_argument, NULL, O_USER_CODE},
@@ -450,6 +620,9 @@ int lw_cmd_run(int argc, char **argv) {
         }
         case O_FAIL:
             fail_on_leak = 1;
+            break;
+        case O_ALLOW:
+            allow_inconclusive = 1;
             break;
         case O_LIB:
             library = optarg;
@@ -519,24 +692,27 @@ int lw_cmd_run(int argc, char **argv) {
         return LW_EXIT_RUN_FAILED;
     }
 
-    /* --fail-on-leak must find the report afterwards: without a path of the
-     * user's, reports go to a private folder, one file per process. */
-    char private_dir[PATH_MAX] = "";
+    /* --fail-on-leak must find the reports afterwards: without a path of the
+     * user's, each process writes leakwatch-PID.json in the folder the job
+     * is started in (named whole, so a job that changes folder still writes
+     * there), where a CI job keeps its files: never only in a temporary
+     * folder. */
+    char folder_pattern[PATH_MAX] = "";
     const char *tpl = setting_value("LEAKWATCH_REPORT");
     if (!tpl) tpl = getenv("LEAKWATCH_REPORT");
     if (fail_on_leak && !tpl) {
-        const char *tmp = getenv("TMPDIR");
-        snprintf(private_dir, sizeof private_dir, "%s/leakwatch-run.XXXXXX",
-                 tmp && *tmp ? tmp : "/tmp");
-        if (!mkdtemp(private_dir)) {
-            lw_cli_error("cannot create a folder for the report under %s: %s; pass --report PATH",
-                         tmp && *tmp ? tmp : "/tmp", strerror(errno));
+        char cwd[PATH_MAX - 32];
+        if (!getcwd(cwd, sizeof cwd)) {
+            lw_cli_error("cannot tell the current folder for the report: %s; pass --report PATH",
+                         strerror(errno));
             return LW_EXIT_RUN_FAILED;
         }
-        char p[PATH_MAX + 32];
-        snprintf(p, sizeof p, "%s/report-%%p.json", private_dir);
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/leakwatch-%%p.json", cwd);
         if (add_setting(NULL, "LEAKWATCH_REPORT", p) != 0) return LW_EXIT_RUN_FAILED;
         tpl = setting_value("LEAKWATCH_REPORT");
+        snprintf(folder_pattern, sizeof folder_pattern, "%s/leakwatch-*.json", cwd);
+        remember_folder(folder_pattern);
     }
     if (!tpl) tpl = "leakwatch-%p.json";
     for (int i = 0; i < nsettings; i++)
@@ -547,7 +723,7 @@ int lw_cmd_run(int argc, char **argv) {
     pid_t pid = 0;
     int status = run_job(argv + optind, &exec_errno, &pid, quiet);
     int rc = finish(status, exec_errno, argv[optind], fail_on_leak, tpl,
-                    private_dir[0] ? private_dir : NULL, pid, started, quiet);
+                    folder_pattern[0] ? folder_pattern : NULL, pid, started, quiet);
     for (int i = 0; i < nsettings; i++)
         free(settings[i].value);
     return rc;
@@ -555,7 +731,7 @@ int lw_cmd_run(int argc, char **argv) {
 
 /* The status to exit with, once the job has ended. */
 static int finish(int status, int exec_errno, const char *prog, int fail_on_leak, const char *tpl,
-                  const char *private_dir, pid_t pid, time_t started, int quiet) {
+                  const char *folder_pattern, pid_t pid, time_t started, int quiet) {
     if (status < 0) {
         char shown[256];
         if (exec_errno == 0) {
@@ -571,23 +747,34 @@ static int finish(int status, int exec_errno, const char *prog, int fail_on_leak
         else
             lw_cli_error("cannot run %s: %s%s", shown, strerror(exec_errno),
                          exec_errno == ENOENT ? " (check the name and PATH)" : "");
-        if (private_dir) rmdir(private_dir);
         return exec_errno == ENOENT ? LW_EXIT_NOT_FOUND : LW_EXIT_CANNOT_EXEC;
     }
     int code = lw_run_exit_code(status);
     if (!fail_on_leak) {
-        if (quiet) say_report_path(tpl, pid, started);
+        if (quiet)
+            say_report_path(tpl, pid, started);
+        else
+            say_if_nothing_seen(tpl, prog, pid, started);
         return code;
     }
-    int leak = job_leaks(tpl, private_dir, pid, started, quiet);
+    int leak = job_leaks(tpl, folder_pattern, pid, started, quiet);
+    say_merged(quiet);
     if (code != 0) {
-        if (leak > 0) lw_cli_error("the program failed (status %d) and leaks", code);
+        if (leak == LW_EXIT_LEAK) lw_cli_error("the program failed (status %d) and leaks", code);
         return code;
     }
     if (leak < 0) return LW_EXIT_RUN_FAILED;
-    if (leak > 0) {
+    if (leak == LW_EXIT_LEAK) {
         lw_cli_error("leak found: exiting with status %d (--fail-on-leak)", LW_EXIT_LEAK);
         return LW_EXIT_LEAK;
+    }
+    /* Too short to decide is not clean: a gate that passed it would pass a
+     * leak whenever the job was cut short. */
+    if (leak == LW_EXIT_INCONCLUSIVE) {
+        lw_cli_error("no verdict yet (inconclusive): exiting with status %d (--fail-on-leak); "
+                     "decide it as said above, or accept it with --allow-inconclusive",
+                     LW_EXIT_INCONCLUSIVE);
+        return LW_EXIT_INCONCLUSIVE;
     }
     return LW_EXIT_OK;
 }

@@ -432,3 +432,16 @@ int lw_run_exit_code(int st) {
 int lw_run_decide(const lw_model *m) {
     return m->verdict == LW_MV_LEAK;
 }
+
+int lw_run_gate(const lw_model *m, int allow_inconclusive) {
+    if (m->verdict == LW_MV_LEAK) return LW_EXIT_LEAK;
+    if (m->verdict == LW_MV_INCONCLUSIVE && !allow_inconclusive) return LW_EXIT_INCONCLUSIVE;
+    return LW_EXIT_OK;
+}
+
+int lw_run_gate_join(int a, int b) {
+    if (a < 0 || b < 0) return -1;
+    if (a == LW_EXIT_LEAK || b == LW_EXIT_LEAK) return LW_EXIT_LEAK;
+    if (a == LW_EXIT_INCONCLUSIVE || b == LW_EXIT_INCONCLUSIVE) return LW_EXIT_INCONCLUSIVE;
+    return LW_EXIT_OK;
+}

@@ -64,4 +64,15 @@ int lw_run_exit_code(int wait_status);
 /* The --fail-on-leak decision for one report: 1 when its verdict is leak. */
 int lw_run_decide(const lw_model *m);
 
+/* The CI gate (--fail-on-leak) for one report: LW_EXIT_LEAK when its verdict
+ * is leak; LW_EXIT_INCONCLUSIVE when it is inconclusive and the user did not
+ * accept that (--allow-inconclusive): a run too short to decide must not pass
+ * as clean; else LW_EXIT_OK. */
+int lw_run_gate(const lw_model *m, int allow_inconclusive);
+
+/* Two gate results together (each LW_EXIT_OK, LW_EXIT_LEAK,
+ * LW_EXIT_INCONCLUSIVE, or -1 for an unreadable report): -1 wins, then a
+ * leak, then inconclusive. */
+int lw_run_gate_join(int a, int b);
+
 #endif

@@ -118,8 +118,38 @@ static void trend_line(FILE *out, const lw_model *m, int width) {
         int level = hi > lo ? (int)((m->sfloor[i] - lo) / (hi - lo) * 7.999) : 0;
         fputs(utf8 ? blocks[level] : (char[]){ascii[level], 0}, out);
     }
-    char a[32], b[32];
-    fprintf(out, " %s .. %s\n", lw_fmt_bytes(lo, a, sizeof a), lw_fmt_bytes(hi, b, sizeof b));
+    char a[32], b[32], d[32];
+    lw_fmt_bytes(lo, a, sizeof a);
+    lw_fmt_bytes(hi, b, sizeof b);
+    /* A rise too small for the two ends to read apart (300 KiB on 192 MiB)
+     * is said as the rise itself. */
+    if (hi > lo && (!strcmp(a, b) || hi - lo < hi / 100))
+        fprintf(out, " %s, +%s\n", a, lw_fmt_bytes(hi - lo, d, sizeof d));
+    else
+        fprintf(out, " %s .. %s\n", a, b);
+}
+
+/* The answer line, broken between words to width display columns (UTF-8
+ * aware), its continuation lines indented: never cut mid-word. */
+static void print_wrapped(FILE *out, const char *text, int width) {
+    const char *p = text;
+    int indent = 0;
+    while (*p) {
+        int room = width - indent, cols = 0;
+        const char *q = p, *brk = NULL;
+        for (; *q; q++) {
+            if (((unsigned char)*q & 0xC0) == 0x80) continue;
+            if (cols == room) break;
+            if (*q == ' ') brk = q;
+            cols++;
+        }
+        if (!*q || !brk) brk = q; /* the rest fits, or one word longer than a line */
+        fprintf(out, "%*s%.*s\n", indent, "", (int)(brk - p), p);
+        p = brk;
+        while (*p == ' ')
+            p++;
+        indent = 2;
+    }
 }
 
 /* Used of total memory of each device, as a bar; the total is known for the
@@ -201,7 +231,9 @@ static void screen(FILE *out, const lw_model *m, long pid, size_t max_sites, int
     char a[64], b[64], c[64], cmd[200], line[1200], where[512];
     lw_answer ans;
     lw_model_answer(m, &ans, where, sizeof where);
-    fprintf(out, "%s\n", lw_answer_line(&ans, line, sizeof line));
+    /* On a terminal, broken between words; piped, whole (as print_cut). */
+    print_wrapped(out, lw_answer_line(&ans, line, sizeof line),
+                  isatty(1) ? (width > 20 ? width : 20) : 1 << 20);
     /* What keeps the named site alive (PyTorch's sites), as the exit line. */
     const lw_m_site *named = m->verdict == LW_MV_LEAK ? lw_model_top_site(m) : NULL;
     if (named && named->owner_text)
@@ -219,7 +251,8 @@ static void screen(FILE *out, const lw_model *m, long pid, size_t max_sites, int
     fprintf(out, "verdict %-12s growth %s", lw_mverdict_label(m->verdict),
             lw_fmt_rate(g->bytes_per_step, "step", a, sizeof a));
     if (isfinite(g->steps)) fprintf(out, "  steps %s", lw_fmt_count(g->steps, c, sizeof c));
-    fprintf(out, "  OOM in %s\n",
+    fprintf(out, "  %s in %s\n",
+            g->memory_kind && !strcmp(g->memory_kind, "pinned_host") ? "host memory full" : "OOM",
             isfinite(g->oom_eta_seconds) ? lw_fmt_duration(g->oom_eta_seconds, b, sizeof b) : "-");
     fprintf(out, "live    %s in %s allocations, peak %s",
             lw_fmt_bytes(m->totals.live_bytes, a, sizeof a),
@@ -231,6 +264,12 @@ static void screen(FILE *out, const lw_model *m, long pid, size_t max_sites, int
                 lw_fmt_count(m->imported.live_count, b, sizeof b));
     fputc('\n', out);
     device_bars(out, m, width);
+    /* What fills each device, by role (the report's anatomy). */
+    for (size_t i = 0; i < m->nanatomy; i++) {
+        char roles[600];
+        fprintf(out, "roles %-3.0f %s\n", m->anatomy[i].device,
+                lw_model_anatomy_line(&m->anatomy[i], 0, roles, sizeof roles));
+    }
     trend_line(out, m, width - 36 > 10 ? width - 36 : 10);
     if (!m->nsites) {
         fprintf(out, "\n(no call sites yet)\n");

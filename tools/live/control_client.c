@@ -241,6 +241,38 @@ static int wait_io(int fd, short ev, int ms) {
     return r;
 }
 
+/* 1 when process pid is stopped (Ctrl-Z, SIGSTOP, a debugger): its server
+ * thread cannot answer until it is continued. */
+static int process_stopped(pid_t pid) {
+    char p[64], buf[1024];
+    snprintf(p, sizeof p, "/proc/%ld/stat", (long)pid);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0) close(fd);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    const char *rp = strrchr(buf, ')'); /* the command name may hold ')' */
+    return rp && rp[1] == ' ' && (rp[2] == 'T' || rp[2] == 't');
+}
+
+/* Waits for an answer on fd for at most ms, looking every 200 ms whether the
+ * serving process (server, 0: unknown) was stopped meanwhile: then 1 at
+ * once, not a wait of 30 s that ends in "may be stuck". */
+static int wait_answer(int fd, int ms, pid_t server, int *stopped) {
+    *stopped = 0;
+    for (int left = ms; left > 0;) {
+        int slice = left < 200 ? left : 200;
+        int r = wait_io(fd, POLLIN, slice);
+        if (r != 0) return r;
+        left -= slice;
+        if (server > 0 && process_stopped(server)) {
+            *stopped = 1;
+            return 0;
+        }
+    }
+    return 0;
+}
+
 char *lw_sock_request(const char *path, const char *req, size_t *len, char *err, size_t errlen) {
     return lw_sock_request_within(path, req, REPLY_TIMEOUT_MS, len, err, errlen);
 }
@@ -288,9 +320,16 @@ char *lw_sock_request_within(const char *path, const char *req, int timeout_ms, 
         return NULL;
     }
     for (;;) {
-        if (wait_io(fd, POLLIN, timeout_ms) <= 0) {
-            snprintf(err, errlen, "no answer from %s within %d s; the process may be stuck", path,
-                     timeout_ms / 1000);
+        int stopped = 0;
+        if (wait_answer(fd, timeout_ms, cred.pid, &stopped) <= 0) {
+            if (stopped)
+                snprintf(err, errlen,
+                         "the process is stopped (Ctrl-Z or SIGSTOP): it cannot answer until it "
+                         "is continued ('kill -CONT %ld', or 'fg' in its shell)",
+                         (long)cred.pid);
+            else
+                snprintf(err, errlen, "no answer from %s within %d s; the process may be stuck",
+                         path, timeout_ms / 1000);
             free(buf);
             close(fd);
             return NULL;

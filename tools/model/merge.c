@@ -7,6 +7,7 @@
 #include "cli.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,6 +80,9 @@ size_t lw_merge_groups(const lw_model *ms, size_t n, lw_merge_group **out) {
     size_t ng = 0;
     for (size_t i = 0; i < n; i++) {
         const lw_model *m = &ms[i];
+        /* Only a rank whose verdict is a leak leaks somewhere: a site an
+         * inconclusive rank flags is not a leak of the job (issue 41). */
+        if (m->verdict != LW_MV_LEAK) continue;
         /* The site the rank's answer names, at the answer's rate: for a
          * PyTorch leak that is the tensors' growth, not the rate of the
          * history site that names the line (a few bytes a step), so this
@@ -148,4 +152,90 @@ void lw_merge_group_line(const lw_model *ms, const lw_merge_group *g, char *out,
         snprintf(out, n, "%s leaks on %s, %s%s", g->where, ranks, a, g->n > 1 ? " each" : "");
     else
         snprintf(out, n, "%s leaks on %s, %s to %s", g->where, ranks, a, b);
+}
+
+/* The rates of the reports that do not leak, finite ones only; *k of them. */
+static double *others_rates(const lw_model *ms, size_t n, size_t *k) {
+    double *r = malloc((n ? n : 1) * sizeof *r);
+    *k = 0;
+    if (!r) return NULL;
+    for (size_t i = 0; i < n; i++)
+        if (ms[i].verdict != LW_MV_LEAK && isfinite(ms[i].growth.bytes_per_step))
+            r[(*k)++] = ms[i].growth.bytes_per_step;
+    qsort(r, *k, sizeof *r, cmp_double);
+    return r;
+}
+
+int lw_merge_skew(const lw_model *ms, size_t n, char *out, size_t len) {
+    out[0] = '\0';
+    size_t leaking = 0, lead = n;
+    for (size_t i = 0; i < n; i++)
+        if (ms[i].verdict == LW_MV_LEAK) {
+            leaking++;
+            if (lead == n || ms[i].growth.bytes_per_step > ms[lead].growth.bytes_per_step) lead = i;
+        }
+    if (!leaking || leaking == n) return 0;
+    size_t k = 0;
+    double *r = others_rates(ms, n, &k);
+    if (!r) return 0;
+    char who[200], a[64], med[64], hi[64];
+    size_t lead_i = lead;
+    lw_merge_ranks_text(ms, &lead_i, 1, who, sizeof who);
+    lw_fmt_rate(ms[lead].growth.bytes_per_step, "step", a, sizeof a);
+    size_t others = n - leaking;
+    /* "rank" when every other report has one, else "report". */
+    const char *noun = "rank";
+    for (size_t i = 0; i < n; i++)
+        if (ms[i].verdict != LW_MV_LEAK && !isfinite(ms[i].rank)) noun = "report";
+    if (k == 1 && others == 1) {
+        lw_fmt_rate(r[0], "step", med, sizeof med);
+        snprintf(out, len, "skew: %s grows %s; the other %s, which does not leak: %s", who, a, noun,
+                 med);
+    } else if (k) {
+        lw_fmt_rate(r[k / 2], "step", med, sizeof med);
+        lw_fmt_rate(r[k - 1], "step", hi, sizeof hi);
+        snprintf(out, len,
+                 "skew: %s grows %s; the %zu other %ss, which do not leak: median %s, "
+                 "highest %s",
+                 who, a, others, noun, med, hi);
+    } else {
+        snprintf(out, len, "skew: %s grows %s; the %zu other %s%s do%s not leak", who, a, others,
+                 noun, others == 1 ? "" : "s", others == 1 ? "es" : "");
+    }
+    free(r);
+    return 1;
+}
+
+int lw_merge_headline(const lw_model *ms, size_t n, char *out, size_t len) {
+    size_t leaking = 0, undecided = 0;
+    for (size_t i = 0; i < n; i++) {
+        leaking += ms[i].verdict == LW_MV_LEAK;
+        undecided += ms[i].verdict == LW_MV_INCONCLUSIVE;
+    }
+    lw_merge_group *g = NULL;
+    size_t ng = lw_merge_groups(ms, n, &g);
+    char line[1200];
+    if (ng) {
+        lw_merge_group_line(ms, &g[0], line, sizeof line);
+        snprintf(out, len, "LEAK: %s (%zu of %zu reports leak)", line, leaking, n);
+    } else if (leaking) {
+        snprintf(out, len, "LEAK in %zu of %zu reports", leaking, n);
+    } else if (undecided) {
+        /* Nothing called: said as such, with the ranks still undecided. */
+        size_t *who = malloc(undecided * sizeof *who), k = 0;
+        char ranks[600] = "";
+        if (who) {
+            for (size_t i = 0; i < n; i++)
+                if (ms[i].verdict == LW_MV_INCONCLUSIVE) who[k++] = i;
+            lw_merge_ranks_text(ms, who, k, ranks, sizeof ranks);
+            free(who);
+        }
+        snprintf(out, len,
+                 "inconclusive: no leak called in %zu reports; undecided on %s (%zu of %zu)", n,
+                 ranks[0] ? ranks : "some", undecided, n);
+    } else {
+        snprintf(out, len, "no leak in any of %zu reports", n);
+    }
+    lw_merge_free(g, ng);
+    return leaking ? 1 : undecided ? 2 : 0;
 }

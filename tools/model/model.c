@@ -341,6 +341,10 @@ static void read_growth(lw_model *m, const lw_json *root) {
     o->device_free_bytes = num(m, g, "device_free_bytes", "growth.");
     o->device_total_bytes = num(m, g, "device_total_bytes", "growth.");
     o->step_source = str(m, g, "step_source", "growth.");
+    o->step_unit = str(m, g, "step_unit", "growth.");
+    o->memory_kind = str(m, g, "memory_kind", "growth.");
+    o->host_available_bytes = num(m, g, "host_available_bytes", "growth.");
+    o->host_total_bytes = num(m, g, "host_total_bytes", "growth.");
     o->onset_lo = o->onset_hi = NAN;
     const lw_json *range = g ? lw_json_get(g, "onset_range") : NULL;
     if (range && lw_json_type_of(range) == LW_JSON_ARRAY && lw_json_len(range) == 2) {
@@ -359,6 +363,113 @@ static void read_growth(lw_model *m, const lw_json *root) {
                  lw_json_len(ci));
         }
     }
+}
+
+const char *const lw_model_role_names[LW_ROLES] = {"weights",     "gradients",   "optimizer_state",
+                                                   "activations", "cached_free", "outside_pytorch",
+                                                   "leak"};
+const char *const lw_model_role_labels[LW_ROLES] = {"weights",     "gradients",   "optimizer state",
+                                                    "activations", "cached free", "outside PyTorch",
+                                                    "leak"};
+
+static void read_roles(lw_model *m, const lw_json *o, double *out, const char *where) {
+    for (int k = 0; k < LW_ROLES; k++)
+        out[k] = o ? num(m, o, lw_model_role_names[k], where) : NAN;
+}
+
+/* "anatomy" and "oom" (absent in older reports: nothing read, no warning). */
+static void read_anatomy(lw_model *m, const lw_json *root) {
+    const lw_json *a = lw_json_get(root, "anatomy");
+    if (a && lw_json_type_of(a) == LW_JSON_OBJECT) {
+        m->anatomy_method = str(m, a, "method", "anatomy.");
+        m->anatomy_note = str(m, a, "note", "anatomy.");
+        const lw_json *ds = typed(m, a, "devices", LW_JSON_ARRAY, "anatomy.");
+        size_t n = ds ? lw_json_len(ds) : 0;
+        m->anatomy = n ? calloc(n, sizeof *m->anatomy) : NULL;
+        for (size_t i = 0; m->anatomy && i < n; i++) {
+            const lw_json *d = lw_json_at(ds, i);
+            if (lw_json_type_of(d) != LW_JSON_OBJECT) continue;
+            lw_m_anatomy *o = &m->anatomy[m->nanatomy++];
+            o->device = num(m, d, "device", "anatomy.devices[].");
+            o->total_bytes = num(m, d, "total_bytes", "anatomy.devices[].");
+            o->at_step = num(m, d, "at_step", "anatomy.devices[].");
+            read_roles(m, typed(m, d, "now", LW_JSON_OBJECT, "anatomy.devices[]."), o->now,
+                       "anatomy.devices[].now.");
+            read_roles(m, typed(m, d, "peak", LW_JSON_OBJECT, "anatomy.devices[]."), o->peak,
+                       "anatomy.devices[].peak.");
+        }
+    }
+    const lw_json *f = lw_json_get(root, "oom");
+    if (f && lw_json_type_of(f) == LW_JSON_OBJECT) {
+        lw_m_oom *o = &m->oom;
+        o->have = 1;
+        o->cause = str(m, f, "cause", "oom.");
+        o->evidence = str(m, f, "evidence", "oom.");
+        o->remedy = str(m, f, "remedy", "oom.");
+        o->source = str(m, f, "source", "oom.");
+        o->device = num(m, f, "device", "oom.");
+        o->step = num(m, f, "step", "oom.");
+        o->time_s = num(m, f, "time_s", "oom.");
+        o->count = num(m, f, "count", "oom.");
+        o->request_bytes = num(m, f, "request_bytes", "oom.");
+        o->device_free_bytes = num(m, f, "device_free_bytes", "oom.");
+        o->device_total_bytes = num(m, f, "device_total_bytes", "oom.");
+        o->allocated_bytes = num(m, f, "allocated_bytes", "oom.");
+        o->reserved_bytes = num(m, f, "reserved_bytes", "oom.");
+        o->leak_bytes = num(m, f, "leak_bytes", "oom.");
+        /* Shown on terminals as is: no control characters. */
+        const char **texts[] = {&o->cause, &o->evidence, &o->remedy, &o->source};
+        for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+            for (const char *p = *texts[i]; p && *p; p++)
+                if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+                    warn(m, "oom has control characters; ignored");
+                    *texts[i] = NULL;
+                    break;
+                }
+        if (!o->cause) o->have = 0;
+    }
+}
+
+char *lw_model_anatomy_line(const lw_m_anatomy *a, int peak, char *out, size_t n) {
+    const double *v = peak ? a->peak : a->now;
+    size_t o = 0;
+    out[0] = '\0';
+    for (int k = 0; k < LW_ROLES && o < n; k++) {
+        if (!isfinite(v[k])) continue;
+        char b[32];
+        int w = snprintf(out + o, n - o, "%s%s %s", o ? ", " : "", lw_model_role_labels[k],
+                         lw_fmt_bytes(v[k], b, sizeof b));
+        if (w > 0) o = o + (size_t)w < n ? o + (size_t)w : n - 1;
+    }
+    if (isfinite(a->total_bytes) && o < n) {
+        char b[32];
+        snprintf(out + o, n - o, "%sof %s", o ? ", " : "",
+                 lw_fmt_bytes(a->total_bytes, b, sizeof b));
+    }
+    return out;
+}
+
+char *lw_model_anatomy_bar(const lw_m_anatomy *a, int width, char *out, size_t n) {
+    static const char letters[LW_ROLES] = {'W', 'G', 'O', 'A', 'c', 'X', 'L'};
+    if (n == 0) return out;
+    if ((size_t)width >= n) width = (int)n - 1;
+    double total = a->total_bytes, sum = 0;
+    for (int k = 0; k < LW_ROLES; k++)
+        if (isfinite(a->now[k]) && a->now[k] > 0) sum += a->now[k];
+    if (!isfinite(total) || total < sum) total = sum;
+    int o = 0;
+    double acc = 0;
+    for (int k = 0; k < LW_ROLES && total > 0; k++) {
+        if (!isfinite(a->now[k]) || a->now[k] <= 0) continue;
+        acc += a->now[k];
+        int upto = (int)(acc / total * width + 0.5);
+        while (o < upto && o < width)
+            out[o++] = letters[k];
+    }
+    while (o < width)
+        out[o++] = '.';
+    out[o] = '\0';
+    return out;
 }
 
 static void model_apart(lw_model *m);
@@ -438,6 +549,7 @@ static int load_doc(lw_model *m, const char *name, char *err, size_t errlen) {
         m->nseries =
             read_series(m, series, "floor", &m->sx, &m->sfloor, &m->st, &m->speak, "series.");
     m->tracker = typed(m, r, "tracker", LW_JSON_OBJECT, "");
+    read_anatomy(m, r);
     /* LEAKWATCH_STACKS=0: its site stands for every allocation. */
     if (m->tracker && lw_json_bool(lw_json_get(m->tracker, "stacks"), 1) == 0)
         for (size_t i = 0; i < m->nsites; i++)
@@ -529,6 +641,7 @@ void lw_model_free(lw_model *m) {
     free(m->sites);
     free(m->failures);
     free(m->devices);
+    free(m->anatomy);
     free(m->sx);
     free(m->st);
     free(m->sfloor);
@@ -744,14 +857,48 @@ const lw_m_site *lw_model_top_site(const lw_model *m) {
     return s;
 }
 
+/* How much a site's own floor rose over its series (0: none, or no series). */
+static double site_rise(const lw_m_site *s) {
+    double first = NAN, last = NAN;
+    for (size_t i = 0; i < s->nseries; i++) {
+        if (!isfinite(s->series_floor[i])) continue;
+        if (!isfinite(first)) first = s->series_floor[i];
+        last = s->series_floor[i];
+    }
+    return isfinite(first) && last > first ? last - first : 0;
+}
+
+const lw_m_site *lw_model_growing_site(const lw_model *m) {
+    const lw_m_site *best = NULL;
+    double best_rate = 0, best_rise = 0;
+    for (size_t i = 0; i < m->nsites; i++) {
+        const lw_m_site *s = &m->sites[i];
+        double rate = isfinite(s->bytes_per_step) ? s->bytes_per_step : 0, rise = site_rise(s);
+        if (rate <= 0 && rise <= 0) continue;
+        if (rate > best_rate || (rate == best_rate && rise > best_rise))
+            best = s, best_rate = rate, best_rise = rise;
+    }
+    return best;
+}
+
 void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn) {
     const lw_m_growth *g = &m->growth;
     lw_answer_init(a);
     a->verdict = lw_mverdict_name(m->verdict);
-    a->unit = g->step_source && !strcmp(g->step_source, "time") ? "interval" : "step";
+    a->unit = g->step_source && !strcmp(g->step_source, "time")      ? "interval"
+              : g->step_unit && !strcmp(g->step_unit, "module_call") ? "call"
+                                                                     : "step";
     a->steps = g->steps;
     a->free_bytes = g->device_free_bytes;
     a->total_bytes = g->device_total_bytes;
+    if (m->verdict == LW_MV_INCONCLUSIVE && isfinite(g->bytes_per_step) && g->bytes_per_step > 0 &&
+        isfinite(g->ci_lo) && g->ci_lo >= 0) {
+        /* Growth seen, not yet confirmed (as the library's answer.c). */
+        a->rate = g->bytes_per_step;
+        a->lo = g->ci_lo;
+        a->hi = g->ci_hi;
+        a->per_second = g->bytes_per_second;
+    }
     if (m->verdict == LW_MV_LEAK) {
         a->rate = g->bytes_per_step;
         a->lo = g->ci_lo;
@@ -761,8 +908,29 @@ void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn) {
         if (isfinite(g->onset_hi) && g->onset_hi > g->onset_step) a->onset_hi = g->onset_hi;
         a->oom_seconds = g->oom_eta_seconds;
         a->oom_steps = g->oom_eta_steps;
+        if (g->memory_kind && !strcmp(g->memory_kind, "pinned_host")) {
+            /* A leak of pinned host memory runs out of the host's memory. */
+            a->kind = "pinned_host";
+            a->free_bytes = g->host_available_bytes;
+            a->total_bytes = g->host_total_bytes;
+        }
+    }
+    if (m->oom.have) {
+        a->oom_cause = m->oom.cause;
+        a->oom_evidence = m->oom.evidence;
+        a->oom_remedy = m->oom.remedy;
     }
     const lw_m_site *top = lw_model_top_site(m);
+    if (m->verdict == LW_MV_INCONCLUSIVE) {
+        /* Its own reason, what would decide it, and the site that grows. */
+        a->reason = lw_json_string(lw_json_path(m->doc, "growth.reason"));
+        a->more_steps = lw_json_number(lw_json_path(m->doc, "growth.steps_to_decide"), NAN);
+        const lw_m_site *grows = lw_model_growing_site(m);
+        if (grows)
+            top = grows, a->where_grows = 1;
+        else if (top && lw_json_bool(lw_json_path(m->doc, "answer.grows"), 0) == 1)
+            a->where_grows = 1; /* the library saw it grow in its own series */
+    }
     if (top && (m->verdict == LW_MV_LEAK || (isfinite(top->live_bytes) && top->live_bytes > 0))) {
         lw_model_where(top, where, wn);
         a->where = where;

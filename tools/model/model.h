@@ -83,7 +83,31 @@ typedef struct {
     double oom_eta_seconds, oom_eta_steps, device_free_bytes, device_total_bytes;
     const char *step_source;
     double onset_lo, onset_hi; /* growth.onset_range; NAN when absent (older reports) */
+    const char *step_unit;     /* growth.step_unit; NULL in older reports */
+    /* growth.memory_kind ("device", "pinned_host"; NULL in older reports) and
+     * the host's memory a pinned host leak runs out of (NAN: not given). */
+    const char *memory_kind;
+    double host_available_bytes, host_total_bytes;
 } lw_m_growth;
+
+/* The report's "anatomy" (issue 40): bytes by role per device, at the
+ * report's moment and at the run's peak; NAN where unknown. */
+enum { LW_ROLES = 7 };
+extern const char *const lw_model_role_names[LW_ROLES];  /* weights, ..., leak (the JSON keys) */
+extern const char *const lw_model_role_labels[LW_ROLES]; /* "weights", ..., "outside PyTorch" */
+typedef struct {
+    double device, total_bytes, at_step;
+    double now[LW_ROLES], peak[LW_ROLES];
+} lw_m_anatomy;
+
+/* The report's "oom": the post-mortem of an out-of-memory (NULL strings and
+ * have 0 when none). */
+typedef struct {
+    int have;
+    const char *cause, *evidence, *remedy, *source;
+    double device, step, time_s, count, request_bytes, device_free_bytes, device_total_bytes;
+    double allocated_bytes, reserved_bytes, leak_bytes;
+} lw_m_oom;
 
 typedef struct {
     char *path; /* as given */
@@ -111,7 +135,11 @@ typedef struct {
     size_t nfailures;
     double *sx, *st, *sfloor, *speak; /* the live-memory series */
     size_t nseries;
-    const lw_json *tracker; /* passed through as is */
+    const lw_json *tracker;                    /* passed through as is */
+    const char *anatomy_method, *anatomy_note; /* NULL: no anatomy (older reports) */
+    lw_m_anatomy *anatomy;
+    size_t nanatomy;
+    lw_m_oom oom;
     char **warnings;
     size_t nwarnings;
 } lw_model;
@@ -155,10 +183,22 @@ int lw_model_where(const lw_m_site *s, char *out, size_t n);
  * one. NULL when the report has no sites. */
 const lw_m_site *lw_model_top_site(const lw_model *m);
 
+/* The site that grows most (its growth per step, else how far its own floor
+ * rose), for an answer not decided yet; NULL when none grows. */
+const lw_m_site *lw_model_growing_site(const lw_model *m);
+
 /* The report's answer as every output states it (fmt.h); where is the
  * buffer for the place to look. */
 #include "fmt.h"
 void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn);
+
+/* One device's anatomy in one line: "weights 4.00 MiB, gradients ..., of
+ * 1.00 GiB" (roles unknown are left out); peak: the run's peak. Returns out. */
+char *lw_model_anatomy_line(const lw_m_anatomy *a, int peak, char *out, size_t n);
+/* The same as a bar of width cells, one letter per role (W weights, G
+ * gradients, O optimizer state, A activations, c cached free, X outside
+ * PyTorch, L leak, '.' free or unknown). Returns out. */
+char *lw_model_anatomy_bar(const lw_m_anatomy *a, int width, char *out, size_t n);
 
 /* A site with nothing live and no growth: shown in one line, no stack. */
 int lw_site_is_quiet(const lw_m_site *s);

@@ -142,22 +142,97 @@ static void x_axis(FILE *o, const frame_t *f, const lw_model *m, int steps) {
             steps ? (any_time ? "step (time since start below)" : "step") : "interval");
 }
 
-/* The floor on its own scale, its fitted trend and onset, the out-of-memory
- * point (or how far away it is), each step's values on hover. */
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* What the main plot draws: one series on a scale that fits it, with its
+ * trend. For a leak whose site has its own series, the leaking site's live
+ * bytes (hundreds of KiB of growth on a floor of 192 MiB would be a flat
+ * line at the top); otherwise the floor, from the onset or, when growth began
+ * at the start, from the second point (the first bin holds the start-up: the
+ * weights loaded in step 1 would flatten the rest). */
+typedef struct {
+    const double *x, *y;
+    size_t n;
+    double from;        /* first x counted in the y range */
+    double slope, icpt; /* the trend (NAN: none) */
+    const lw_m_site *site;
+    char where[512];
+} plot_series;
+
+static double site_intercept(const lw_m_site *s, double slope) {
+    double *r = malloc(s->nseries * sizeof *r);
+    size_t k = 0;
+    if (!r) return NAN;
+    for (size_t i = 0; i < s->nseries; i++)
+        if (isfinite(s->series_x[i]) && isfinite(s->series_floor[i]))
+            r[k++] = s->series_floor[i] - slope * s->series_x[i];
+    double v = NAN;
+    if (k) {
+        qsort(r, k, sizeof *r, cmp_double);
+        v = k % 2 ? r[k / 2] : (r[k / 2 - 1] + r[k / 2]) / 2;
+    }
+    free(r);
+    return v;
+}
+
+static void choose_series(const lw_model *m, plot_series *ps) {
+    const lw_m_growth *g = &m->growth;
+    memset(ps, 0, sizeof *ps);
+    ps->slope = ps->icpt = NAN;
+    const lw_m_site *top = m->verdict == LW_MV_LEAK ? lw_model_top_site(m) : NULL;
+    size_t good = 0;
+    for (size_t i = 0; top && top->leak == 1 && i < top->nseries; i++)
+        good += isfinite(top->series_x[i]) && isfinite(top->series_floor[i]);
+    if (good >= 3) {
+        ps->site = top;
+        ps->x = top->series_x, ps->y = top->series_floor, ps->n = top->nseries;
+        ps->from = -INFINITY;
+        ps->slope = isfinite(top->bytes_per_step) && top->bytes_per_step > 0 ? top->bytes_per_step
+                                                                             : g->bytes_per_step;
+        if (isfinite(ps->slope)) ps->icpt = site_intercept(top, ps->slope);
+        lw_model_where(top, ps->where, sizeof ps->where);
+        return;
+    }
+    ps->x = m->sx, ps->y = m->sfloor, ps->n = m->nseries;
+    ps->from = m->verdict == LW_MV_LEAK && isfinite(g->onset_step) ? g->onset_step : -INFINITY;
+    /* The first two points with values: when the range would start at the
+     * first, start at the second (the start-up), given enough points. */
+    double first = NAN, second = NAN;
+    size_t have = 0;
+    for (size_t i = 0; i < ps->n; i++) {
+        if (!isfinite(ps->x[i]) || !isfinite(ps->y[i])) continue;
+        if (have == 0) first = ps->x[i];
+        if (have == 1) second = ps->x[i];
+        have++;
+    }
+    if (have >= 4 && !(ps->from > first)) ps->from = second;
+    if (m->verdict == LW_MV_LEAK) {
+        ps->slope = g->bytes_per_step;
+        ps->icpt = lw_model_trend_intercept(m);
+    }
+}
+
+/* The main plot: the leak on a scale that fits it (choose_series), its
+ * fitted trend and onset, the out-of-memory point (or how far away it is),
+ * each point's values on hover; the legend above the data. */
 static void plot(FILE *o, const lw_model *m, int idx) {
     const lw_m_growth *g = &m->growth;
-    size_t n = m->nseries, good = 0;
-    frame_t f = {INFINITY, -INFINITY, INFINITY, -INFINITY, 84, 16, 850, 280};
-    /* The y axis spans the floor from where growth began: the start-up
-     * (weights, optimizer state) would otherwise flatten the leak. */
-    double from = m->verdict == LW_MV_LEAK && isfinite(g->onset_step) ? g->onset_step : -INFINITY;
+    plot_series ps;
+    choose_series(m, &ps);
+    size_t n = ps.n, good = 0;
+    const double *X = ps.x, *Y = ps.y;
+    frame_t f = {INFINITY, -INFINITY, INFINITY, -INFINITY, 84, 44, 850, 280};
+    double from = ps.from;
     int below = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!isfinite(m->sx[i]) || !isfinite(m->sfloor[i])) continue;
-        f.x0 = fmin(f.x0, m->sx[i]), f.x1 = fmax(f.x1, m->sx[i]);
-        if (m->sx[i] < from) continue;
+        if (!isfinite(X[i]) || !isfinite(Y[i])) continue;
+        f.x0 = fmin(f.x0, X[i]), f.x1 = fmax(f.x1, X[i]);
+        if (X[i] < from) continue;
         good++;
-        f.y0 = fmin(f.y0, m->sfloor[i]), f.y1 = fmax(f.y1, m->sfloor[i]);
+        f.y0 = fmin(f.y0, Y[i]), f.y1 = fmax(f.y1, Y[i]);
     }
     if (!good) {
         fputs("<p class=\"note\">No time series in this report: it was written before the first "
@@ -167,14 +242,18 @@ static void plot(FILE *o, const lw_model *m, int idx) {
         return;
     }
     int steps = !g->step_source || strcmp(g->step_source, "time") != 0;
-    double last_x = f.x1, slope = g->bytes_per_step, icpt = lw_model_trend_intercept(m);
+    /* The projection counts from the run's last step (a site's series may
+     * end before it). */
+    double last_x = f.x1, slope = ps.slope, icpt = ps.icpt;
+    for (size_t i = 0; i < m->nseries; i++)
+        if (isfinite(m->sx[i])) last_x = fmax(last_x, m->sx[i]);
     int trend = m->verdict == LW_MV_LEAK && isfinite(slope) && isfinite(icpt);
     double oom_x = NAN;
     int oom_beyond = 0;
     if (trend && isfinite(g->oom_eta_steps) && g->oom_eta_steps >= 0) {
         oom_x = last_x + g->oom_eta_steps;
         /* Stretch the axis to show the OOM point unless it is far away: the
-         * floor then still spans a quarter of the height or more. */
+         * data then still spans a quarter of the width or more. */
         double span = f.x1 - f.x0 > 0 ? f.x1 - f.x0 : 1;
         if (oom_x <= f.x1 + 3 * span)
             f.x1 = oom_x, f.y1 = fmax(f.y1, icpt + slope * oom_x);
@@ -183,7 +262,7 @@ static void plot(FILE *o, const lw_model *m, int idx) {
     }
     if (trend) {
         f.y1 = fmax(f.y1, icpt + slope * f.x1);
-        f.y0 = fmin(f.y0, icpt + slope * f.x0);
+        f.y0 = fmin(f.y0, icpt + slope * fmax(f.x0, isfinite(from) ? from : f.x0));
     }
     if (!isfinite(f.x1 - f.x0) || !isfinite(f.y1 - f.y0) || !isfinite(f.y1 * 1.1) ||
         !isfinite(f.x1 * 4)) {
@@ -192,18 +271,17 @@ static void plot(FILE *o, const lw_model *m, int idx) {
     }
     if (f.x1 <= f.x0) f.x1 = f.x0 + 1;
     if (f.y1 <= f.y0) f.y1 = f.y0 + 1024, f.y0 -= 1024;
-    double ypad = (f.y1 - f.y0) * 0.06;
+    double ypad = (f.y1 - f.y0) * 0.04;
     f.y1 += ypad;
     f.y0 -= ypad;
     for (size_t i = 0; i < n; i++)
-        below |=
-            isfinite(m->sx[i]) && isfinite(m->sfloor[i]) && m->sx[i] < from && m->sfloor[i] < f.y0;
+        below |= isfinite(X[i]) && isfinite(Y[i]) && X[i] < from && Y[i] < f.y0;
 
     fprintf(o,
             "<svg id=\"plot-%d\" class=\"plot\" xmlns=\"http://www.w3.org/2000/svg\" "
-            "viewBox=\"0 0 960 350\" width=\"960\" height=\"350\" role=\"img\" "
-            "aria-label=\"floor of live memory per step\">\n",
-            idx);
+            "viewBox=\"0 0 960 374\" width=\"960\" height=\"374\" role=\"img\" "
+            "aria-label=\"%s per step\">\n",
+            idx, ps.site ? "live bytes of the leaking site" : "floor of live memory");
     fprintf(o,
             "<defs><clipPath id=\"clip-%d\"><rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" "
             "height=\"%.0f\"/></clipPath></defs>\n",
@@ -214,25 +292,27 @@ static void plot(FILE *o, const lw_model *m, int idx) {
             f.left, f.top, f.w, f.h);
     y_axis(o, &f);
     x_axis(o, &f, m, steps);
-    /* Device capacity, when in view. */
+    /* Device capacity, when in view (the floor's scale only). */
     double cap = g->device_total_bytes;
-    if (isfinite(cap) && cap > f.y0 && cap < f.y1)
+    if (!ps.site && isfinite(cap) && cap > f.y0 && cap < f.y1)
         fprintf(o,
                 "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#c62828\" "
                 "stroke-dasharray=\"2 3\"/><text x=\"%.1f\" y=\"%.1f\">device memory</text>\n",
                 f.left, f.left + f.w, py(&f, cap), py(&f, cap), f.left + 4, py(&f, cap) - 4);
     fprintf(o, "<g clip-path=\"url(#clip-%d)\">\n", idx);
-    polyline(o, &f, m->sx, m->sfloor, n, "floor", "stroke=\"#1d4ed8\" stroke-width=\"2.2\"");
+    polyline(o, &f, X, Y, n, ps.site ? "site-live" : "floor",
+             "stroke=\"#1d4ed8\" stroke-width=\"2.2\"");
     if (trend) {
-        double xa = f.x0, xb = f.x1;
+        double xa = fmax(f.x0, isfinite(from) ? from : f.x0), xb = f.x1;
         fprintf(o,
                 "<line id=\"trend\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
                 "stroke=\"#e65100\" stroke-width=\"1.6\" stroke-dasharray=\"7 4\"/>\n",
                 px(&f, xa), py(&f, icpt + slope * xa), px(&f, xb), py(&f, icpt + slope * xb));
     }
     fputs("</g>\n", o);
-    /* Where growth began. */
-    if (m->verdict == LW_MV_LEAK && isfinite(g->onset_step) && g->onset_step >= f.x0 &&
+    /* Where growth began (on the floor's scale: a site's own series starts
+     * with the site). */
+    if (!ps.site && m->verdict == LW_MV_LEAK && isfinite(g->onset_step) && g->onset_step >= f.x0 &&
         g->onset_step <= f.x1) {
         char b[48];
         double x = px(&f, g->onset_step);
@@ -267,28 +347,38 @@ static void plot(FILE *o, const lw_model *m, int idx) {
     /* Each point's values on hover. */
     fputs("<g id=\"points\">", o);
     for (size_t i = 0; i < n; i++) {
-        if (!isfinite(m->sx[i]) || !isfinite(m->sfloor[i])) continue;
+        if (!isfinite(X[i]) || !isfinite(Y[i])) continue;
         char a[48], b[48], c[48], t[48];
-        fprintf(o, "<circle class=\"pt\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\"><title>%s %s: floor %s",
-                px(&f, m->sx[i]), py(&f, m->sfloor[i]), steps ? "step" : "interval",
-                lw_fmt_count(m->sx[i], a, sizeof a), lw_fmt_bytes(m->sfloor[i], b, sizeof b));
-        if (m->speak && isfinite(m->speak[i]))
+        fprintf(o, "<circle class=\"pt\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\"><title>%s %s: %s %s",
+                px(&f, X[i]), py(&f, Y[i]), steps ? "step" : "interval",
+                lw_fmt_count(X[i], a, sizeof a), ps.site ? "the site holds" : "floor",
+                lw_fmt_bytes(Y[i], b, sizeof b));
+        if (!ps.site && m->speak && isfinite(m->speak[i]))
             fprintf(o, ", peak %s", lw_fmt_bytes(m->speak[i], c, sizeof c));
-        if (m->st && isfinite(m->st[i]))
+        if (!ps.site && m->st && isfinite(m->st[i]))
             fprintf(o, ", %s since start", lw_fmt_duration(m->st[i], t, sizeof t));
         fputs("</title></circle>", o);
     }
     fputs("</g>\n", o);
-    /* Legend. */
+    /* Legend, above the data. */
     fprintf(o,
-            "<g transform=\"translate(%.0f,%.0f)\">"
+            "<g id=\"legend\" transform=\"translate(%.0f,%.0f)\">"
             "<line x1=\"0\" x2=\"18\" y1=\"0\" y2=\"0\" stroke=\"#1d4ed8\" stroke-width=\"2.2\"/>"
-            "<text x=\"22\" y=\"4\">floor (lowest live bytes in the step)%s</text>%s</g>\n",
-            f.left + 8, f.top + 12, below ? "; before the onset it was below this scale" : "",
-            trend ? "<line x1=\"0\" x2=\"18\" y1=\"16\" y2=\"16\" stroke=\"#e65100\" "
-                    "stroke-dasharray=\"7 4\"/><text x=\"22\" y=\"20\">fitted trend</text>"
-                  : "");
-    fputs("</svg>\n", o);
+            "<text x=\"22\" y=\"4\">",
+            f.left, f.top - 26);
+    if (ps.site) {
+        fputs("live bytes of the leaking site, ", o);
+        esc(o, ps.where);
+    } else {
+        fprintf(o, "floor (lowest live bytes in the %s)%s", steps ? "step" : "interval",
+                below ? "; the start-up is below this scale" : "");
+    }
+    fputs("</text>", o);
+    if (trend)
+        fputs("<line x1=\"0\" x2=\"18\" y1=\"16\" y2=\"16\" stroke=\"#e65100\" "
+              "stroke-dasharray=\"7 4\"/><text x=\"22\" y=\"20\">fitted trend</text>",
+              o);
+    fputs("</g>\n</svg>\n", o);
 }
 
 /* The peak of each step on its own, smaller axis: it can be far above the
@@ -506,7 +596,8 @@ static void answer_header(FILE *o, const lw_model *m) {
     lw_model_answer(m, &a, where, sizeof where);
     fprintf(o, "<header id=\"answer\" class=\"answer %s\">\n<div class=\"verdict\">%s</div>\n",
             lw_mverdict_name(m->verdict),
-            m->verdict == LW_MV_LEAK           ? "Leak: the floor of GPU memory grows"
+            m->verdict == LW_MV_LEAK && a.kind ? "Leak: pinned host memory grows"
+            : m->verdict == LW_MV_LEAK         ? "Leak: the floor of GPU memory grows"
             : m->verdict == LW_MV_NO_LEAK      ? "No leak"
             : m->verdict == LW_MV_INCONCLUSIVE ? "Inconclusive"
             : m->verdict == LW_MV_NOTHING_SEEN ? "Nothing seen since the attach"
@@ -538,7 +629,10 @@ static void answer_header(FILE *o, const lw_model *m) {
         if (isfinite(g->oom_eta_seconds) || isfinite(g->oom_eta_steps)) {
             snprintf(b, sizeof b, "%s (%s %ss)", lw_fmt_duration(g->oom_eta_seconds, c, sizeof c),
                      lw_fmt_count(g->oom_eta_steps, d, sizeof d), a.unit);
-            fact(o, "out of memory in", b);
+            fact(o,
+                 a.kind && !strcmp(a.kind, "pinned_host") ? "host memory used up in"
+                                                          : "out of memory in",
+                 b);
         } else {
             fact(o, "out of memory in", "unknown (device memory not known)");
         }
@@ -577,9 +671,57 @@ static void answer_header(FILE *o, const lw_model *m) {
     fputs("</p>\n</header>\n", o);
 }
 
+/* What fills each device, by role (the report's anatomy): one stacked bar
+ * per device, the bytes beside it. */
+static void anatomy(FILE *o, const lw_model *m) {
+    static const char *const colors[LW_ROLES] = {"#4e79a7", "#76b7b2", "#59a14f", "#edc948",
+                                                 "#bab0ac", "#b07aa1", "#e15759"};
+    if (!m->nanatomy) return;
+    fputs("<div class=\"anatomy\" id=\"anatomy\">\n<h3>What fills the device</h3>\n", o);
+    for (size_t i = 0; i < m->nanatomy; i++) {
+        const lw_m_anatomy *a = &m->anatomy[i];
+        double total = a->total_bytes, sum = 0;
+        for (int k = 0; k < LW_ROLES; k++)
+            if (isfinite(a->now[k]) && a->now[k] > 0) sum += a->now[k];
+        if (!isfinite(total) || total < sum) total = sum;
+        fprintf(o,
+                "<div>gpu %.0f</div><div style=\"display:flex;height:1.2em;width:100%%;"
+                "border:1px solid #888;background:#fff\">",
+                a->device);
+        for (int k = 0; k < LW_ROLES && total > 0; k++) {
+            if (!isfinite(a->now[k]) || a->now[k] <= 0) continue;
+            char b[32];
+            fprintf(o, "<span style=\"width:%.2f%%;background:%s\" title=\"%s %s\"></span>",
+                    100 * a->now[k] / total, colors[k], lw_model_role_labels[k],
+                    lw_fmt_bytes(a->now[k], b, sizeof b));
+        }
+        fputs("</div>\n<p>", o);
+        for (int k = 0; k < LW_ROLES; k++) {
+            if (!isfinite(a->now[k])) continue;
+            char b[32];
+            fprintf(o, "<span style=\"color:%s\">&#9632;</span> %s %s &#160; ", colors[k],
+                    lw_model_role_labels[k], lw_fmt_bytes(a->now[k], b, sizeof b));
+        }
+        if (isfinite(total)) {
+            char b[32];
+            fprintf(o, "of %s", lw_fmt_bytes(a->total_bytes, b, sizeof b));
+        }
+        char line[600];
+        if (m->anatomy_method && !strcmp(m->anatomy_method, "pytorch")) {
+            fputs("<br>at the peak: ", o);
+            esc(o, lw_model_anatomy_line(a, 1, line, sizeof line));
+        }
+        fputs("</p>\n", o);
+    }
+    if (m->anatomy_method && strcmp(m->anatomy_method, "pytorch"))
+        fputs("<p>No PyTorch: the roles are unknown; the memory by call site is below.</p>\n", o);
+    fputs("</div>\n", o);
+}
+
 static void section(FILE *o, const lw_model *m, int idx, const lw_render_opts *ro) {
     fprintf(o, "<section id=\"report-%d\">\n", idx);
     answer_header(o, m);
+    anatomy(o, m);
     plot(o, m, idx);
     peak_plot(o, m, idx);
     sites(o, m, ro);
@@ -614,16 +756,25 @@ static void merged(FILE *o, const lw_model *ms, size_t n) {
     for (size_t i = 0; i < n; i++)
         leaking += ms[i].verdict == LW_MV_LEAK;
     char line[1200];
+    char head[1200];
+    int kind = lw_merge_headline(ms, n, head, sizeof head);
     fprintf(o, "<header id=\"answer\" class=\"answer %s\">\n<div class=\"verdict\">",
-            lw_verdict_name(leaking ? LW_VERDICT_LEAK : LW_VERDICT_NO_LEAK));
+            lw_verdict_name(kind == 1   ? LW_VERDICT_LEAK
+                            : kind == 2 ? LW_VERDICT_INCONCLUSIVE
+                                        : LW_VERDICT_NO_LEAK));
     fprintf(o, "%zu of %zu processes leak</div>\n<h1>", leaking, n);
     if (ng) {
         lw_merge_group_line(ms, &g[0], line, sizeof line);
         esc(o, line);
     } else {
-        esc(o, leaking ? "no call site named" : "no leak");
+        esc(o, leaking ? "no call site named" : kind == 2 ? head : "no leak");
     }
     fputs("</h1>\n", o);
+    if (lw_merge_skew(ms, n, head, sizeof head)) {
+        fputs("<p class=\"skew\">", o);
+        esc(o, head);
+        fputs("</p>\n", o);
+    }
     if (ng) {
         fputs("<ul class=\"places\">\n", o);
         for (size_t i = 0; i < ng; i++) {

@@ -91,6 +91,56 @@ static void tracker(lw_jw *w, const lw_json *t) {
     lw_jw_end(w);
 }
 
+/* The anatomy by role and the out-of-memory post-mortem (null when the
+ * report has none). */
+static void anatomy_oom(lw_jw *w, const lw_model *m) {
+    if (m->anatomy_method) {
+        lw_jw_object(w, "anatomy");
+        lw_jw_str(w, "method", m->anatomy_method);
+        lw_jw_str(w, "note", m->anatomy_note);
+        lw_jw_array(w, "devices");
+        for (size_t i = 0; i < m->nanatomy; i++) {
+            const lw_m_anatomy *a = &m->anatomy[i];
+            lw_jw_object(w, NULL);
+            num(w, "device", a->device);
+            num(w, "total_bytes", a->total_bytes);
+            num(w, "at_step", a->at_step);
+            for (int p = 0; p < 2; p++) {
+                lw_jw_object(w, p ? "peak" : "now");
+                for (int k = 0; k < LW_ROLES; k++)
+                    num(w, lw_model_role_names[k], p ? a->peak[k] : a->now[k]);
+                lw_jw_end(w);
+            }
+            lw_jw_end(w);
+        }
+        lw_jw_end(w);
+        lw_jw_end(w);
+    } else {
+        lw_jw_null(w, "anatomy");
+    }
+    const lw_m_oom *o = &m->oom;
+    if (!o->have) {
+        lw_jw_null(w, "oom");
+        return;
+    }
+    lw_jw_object(w, "oom");
+    lw_jw_str(w, "cause", o->cause);
+    lw_jw_str(w, "evidence", o->evidence);
+    lw_jw_str(w, "remedy", o->remedy);
+    lw_jw_str(w, "source", o->source);
+    num(w, "device", o->device);
+    num(w, "step", o->step);
+    num(w, "time_s", o->time_s);
+    num(w, "count", o->count);
+    num(w, "request_bytes", o->request_bytes);
+    num(w, "device_free_bytes", o->device_free_bytes);
+    num(w, "device_total_bytes", o->device_total_bytes);
+    num(w, "allocated_bytes", o->allocated_bytes);
+    num(w, "reserved_bytes", o->reserved_bytes);
+    num(w, "leak_bytes", o->leak_bytes);
+    lw_jw_end(w);
+}
+
 static void one(lw_jw *w, const lw_model *m) {
     lw_jw_object(w, NULL);
     lw_jw_str(w, "tool", "leakwatch");
@@ -146,7 +196,12 @@ static void one(lw_jw *w, const lw_model *m) {
     num(w, "oom_eta_steps", g->oom_eta_steps);
     num(w, "device_free_bytes", g->device_free_bytes);
     num(w, "device_total_bytes", g->device_total_bytes);
+    lw_jw_str(w, "memory_kind", g->memory_kind);
+    num(w, "host_available_bytes", g->host_available_bytes);
+    num(w, "host_total_bytes", g->host_total_bytes);
     lw_jw_end(w);
+
+    anatomy_oom(w, m);
 
     lw_jw_object(w, "series");
     series(w, "x", m->sx, m->nseries);
@@ -201,6 +256,8 @@ static void one(lw_jw *w, const lw_model *m) {
         char where[512];
         lw_jw_object(w, "answer");
         num(w, "site", top->id);
+        lw_jw_str(w, "kind",
+                  m->verdict == LW_MV_LEAK ? (g->memory_kind ? g->memory_kind : "device") : NULL);
         lw_model_where(top, where, sizeof where);
         lw_jw_object(w, "where");
         lw_jw_str(w, "label", where);

@@ -32,8 +32,13 @@ static const char *verdict_explained(const lw_model *m) {
         return "the floor of live memory grows step after step";
     case LW_MV_NO_LEAK:
         return "the floor of live memory is flat";
-    case LW_MV_INCONCLUSIVE:
-        return "not enough steps or too much noise to decide";
+    case LW_MV_INCONCLUSIVE: {
+        /* The decision's own reason (the answer line says what decides it). */
+        static char safe[200];
+        const char *why = lw_json_string(lw_json_path(m->doc, "growth.reason"));
+        return why && why[0] ? lw_safe_text(why, safe, sizeof safe)
+                             : "not enough steps or too much noise to decide";
+    }
     case LW_MV_NOTHING_SEEN:
         return "no CUDA allocation was seen since the attach: the job allocated nothing "
                "since, or calls the allocation functions through pointers it looked up "
@@ -90,6 +95,17 @@ static void print_header(FILE *out, const lw_model *m) {
     fputc('\n', out);
 }
 
+/* Who marked the steps: PyTorch's optimizer (leakwatch's hook counted its
+ * calls: the report's torch.steps.optimizer_calls), or the program's own
+ * leakwatch_step() (issue 41: said of both). */
+static const char *marker_label(const lw_model *m) {
+    long long calls = 0;
+    const lw_json *c = m->doc ? lw_json_path(m->doc, "torch.steps.optimizer_calls") : NULL;
+    if (c && lw_json_int64(c, &calls) == 0 && calls > 0)
+        return "marked by PyTorch's optimizer steps, through leakwatch's hook";
+    return "marked by leakwatch_step()";
+}
+
 static void print_growth(FILE *out, const lw_model *m) {
     const lw_m_growth *g = &m->growth;
     char a[64], b[64], c[64], d[64];
@@ -109,7 +125,7 @@ static void print_growth(FILE *out, const lw_model *m) {
         fprintf(out, "  steps     %s", lw_fmt_count(g->steps, a, sizeof a));
         if (g->step_source)
             fprintf(out, " (%s)",
-                    !strcmp(g->step_source, "marker") ? "marked by leakwatch_step()"
+                    !strcmp(g->step_source, "marker") ? marker_label(m)
                     : !strcmp(g->step_source, "auto") ? "detected from the allocation pattern"
                     : !strcmp(g->step_source, "time")
                         ? "time intervals: no step marker seen"
@@ -120,7 +136,24 @@ static void print_growth(FILE *out, const lw_model *m) {
             fprintf(out, "; growth began near step %.0f", g->onset_step);
         fputc('\n', out);
     }
-    if (isfinite(g->oom_eta_seconds) || isfinite(g->oom_eta_steps)) {
+    int host = g->memory_kind && !strcmp(g->memory_kind, "pinned_host");
+    if (host && m->verdict == LW_MV_LEAK)
+        fprintf(out,
+                "  memory    pinned host memory (page-locked RAM) leaks; the device's does not\n");
+    if (host && (isfinite(g->oom_eta_seconds) || isfinite(g->oom_eta_steps))) {
+        fprintf(out, "  host OOM  projected in ");
+        if (isfinite(g->oom_eta_seconds))
+            fprintf(out, "%s", lw_fmt_duration(g->oom_eta_seconds, a, sizeof a));
+        if (isfinite(g->oom_eta_steps))
+            fprintf(out, "%s%s steps%s", isfinite(g->oom_eta_seconds) ? " (" : "",
+                    lw_fmt_count(g->oom_eta_steps, b, sizeof b),
+                    isfinite(g->oom_eta_seconds) ? ")" : "");
+        if (isfinite(g->host_available_bytes) && isfinite(g->host_total_bytes))
+            fprintf(out, "; %s of host memory available of %s",
+                    lw_fmt_bytes(g->host_available_bytes, c, sizeof c),
+                    lw_fmt_bytes(g->host_total_bytes, d, sizeof d));
+        fputc('\n', out);
+    } else if (isfinite(g->oom_eta_seconds) || isfinite(g->oom_eta_steps)) {
         fprintf(out, "  OOM       projected in ");
         if (isfinite(g->oom_eta_seconds))
             fprintf(out, "%s", lw_fmt_duration(g->oom_eta_seconds, a, sizeof a));
@@ -258,8 +291,30 @@ static void print_failures(FILE *out, const lw_model *m) {
     }
 }
 
+/* What fills each device, by role (the report's anatomy): a bar and the
+ * bytes, now and at the run's peak. */
+static void print_anatomy(FILE *out, const lw_model *m) {
+    if (!m->nanatomy) return;
+    for (size_t i = 0; i < m->nanatomy; i++) {
+        const lw_m_anatomy *a = &m->anatomy[i];
+        char bar[48], line[600];
+        fprintf(out, "  anatomy   gpu %.0f [%s] %s\n", a->device,
+                lw_model_anatomy_bar(a, 40, bar, sizeof bar),
+                lw_model_anatomy_line(a, 0, line, sizeof line));
+        if (m->anatomy_method && !strcmp(m->anatomy_method, "pytorch"))
+            fprintf(out, "            at the peak: %s\n",
+                    lw_model_anatomy_line(a, 1, line, sizeof line));
+    }
+    if (m->anatomy_method && strcmp(m->anatomy_method, "pytorch"))
+        fprintf(out, "            (no PyTorch: roles unknown, the memory by call site is below)\n");
+    else
+        fprintf(out, "            (W weights, G gradients, O optimizer state, A activations, "
+                     "c cached free, X outside PyTorch, L leak)\n");
+}
+
 static void render_one(FILE *out, const lw_model *m, const lw_render_opts *o) {
     print_answer(out, m);
+    print_anatomy(out, m);
     print_header(out, m);
     print_growth(out, m);
     print_sites(out, m, o);
@@ -279,14 +334,9 @@ static void render_merged(FILE *out, const lw_model *ms, size_t n) {
     for (size_t i = 0; i < n; i++)
         leaking += ms[i].verdict == LW_MV_LEAK;
     char line[1200];
-    if (ng) {
-        lw_merge_group_line(ms, &g[0], line, sizeof line);
-        fprintf(out, "LEAK: %s (%zu of %zu reports leak)\n", line, leaking, n);
-    } else if (leaking) {
-        fprintf(out, "LEAK in %zu of %zu reports\n", leaking, n);
-    } else {
-        fprintf(out, "no leak in any of %zu reports\n", n);
-    }
+    lw_merge_headline(ms, n, line, sizeof line);
+    fprintf(out, "%s\n", line);
+    if (lw_merge_skew(ms, n, line, sizeof line)) fprintf(out, "%s\n", line);
     fprintf(out, "\nVerdict per rank, leaking ranks first:\n");
     /* A report without a rank is named by its file: the column is as wide as
      * the widest name (up to 40), so the rows stay aligned. */

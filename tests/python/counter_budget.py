@@ -1,0 +1,50 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The PyTorch helper reads PyTorch's counters within a time budget
+(leakwatch/_torch.py, point 2): the first ALWAYS_READ marks are all read,
+then one read waits READ_BUDGET times what the last one took. Checked on a
+clock of the test's own (no timing): each mark 1 ms later, each read taking
+20 us (perf_counter moves 20 us each time it is asked), so after the first
+marks every other mark reads. Prints "marks N reads R" and the constants."""
+import sys
+
+import torch
+
+T = sys.modules["_leakwatch_helper._torch"]
+x = torch.empty(1000).cuda()  # the stand-in's allocator starts: counters exist
+h = T._get_helper()
+
+
+class Clock:
+    mono = 1000.0
+    perf = 0.0
+
+    def monotonic(self):
+        return self.mono
+
+    def perf_counter(self):
+        self.perf += 20e-6
+        return self.perf
+
+    def __getattr__(self, name):  # time.time and the rest: the real ones
+        import time
+        return getattr(time, name)
+
+
+clock = Clock()
+T.time = clock
+reads = [0]
+stats = torch._C._cuda_memoryStats
+
+
+def counted(d):
+    reads[0] += 1
+    return stats(d)
+
+
+torch._C._cuda_memoryStats = counted
+h.window_steps = 0  # no diagnosis window: only the counters
+N = 1000
+for _ in range(N):
+    clock.mono += 1e-3
+    h.mark(manual=True)
+print(f"marks {N} reads {reads[0]} always {T.ALWAYS_READ} budget {T.READ_BUDGET}")
