@@ -736,7 +736,10 @@ static void wait_live_state(const job *j, int want_steps) {
                 verdict && source && !strcmp(verdict, "leak") &&
                 (want_steps ? strcmp(source, "time") != 0 && steps >= 20 : !strcmp(source, "time"));
             lw_json_free(rep.report);
-            if (there) return;
+            if (there) {
+                lw_run_free(&r);
+                return;
+            }
         } else {
             snprintf(last, sizeof last, "snapshot exit %d: %.200s", r.exit_code, r.err);
         }
