@@ -108,6 +108,8 @@ def one(loop_kind, mode, steps, tmp):
         env["LD_LIBRARY_PATH"] = STAND_INS
         cmd = py
     else:
+        if mode == "no-anatomy":  # the same build with the anatomy's sampling off
+            env["LEAKWATCH_TORCH_ANATOMY"] = "0"
         cmd = [LEAKWATCH, "run", "--cuda-stand-ins", "-q", "-r", os.path.join(tmp, "r.json")]
         if mode == "tensors":
             cmd += ["--mode", "tensors"]
@@ -128,7 +130,7 @@ def main():
         return
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     tmp = os.environ.get("TMPDIR", "/tmp")
-    plan = (("train", 400, ("bare", "default", "tensors")),
+    plan = (("train", 400, ("bare", "default", "tensors", "no-anatomy")),
             ("leak", 300, ("bare", "default")),
             ("infer", 400, ("bare", "default", "tensors")))
     only = os.environ.get("LW_REALTORCH_LOOPS")
@@ -173,6 +175,13 @@ def main():
                 if owner:
                     line += f"; owner search {_med(owner) * 1000:.1f} ms of it"
             print(line)
+        if k == "train" and res.get((k, "no-anatomy")):
+            # The anatomy's per-step cost (issue 40): the default mode against
+            # the same build with it off (LEAKWATCH_TORCH_ANATOMY=0), round by round.
+            own = [d["step_us"] / n["step_us"]
+                   for d, n in zip(res[(k, "default")], res[(k, "no-anatomy")])]
+            print(f"    {'anatomy on / off (default mode)':40s} {_med(own):.3f}x a step"
+                  f" [{min(own):.3f}..{max(own):.3f}]")
 
 
 if __name__ == "__main__":

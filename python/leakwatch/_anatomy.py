@@ -22,9 +22,11 @@ torch.cuda.OutOfMemoryError) hands the failing device and request over,
 and the library writes its post-mortem report then.
 
 Nothing here runs on the job's per-step path beyond one comparison; every
-entry point catches its own errors."""
+entry point catches its own errors. LEAKWATCH_TORCH_ANATOMY=0 turns all of
+it off."""
 
 import gc
+import os
 import sys
 
 SAMPLE = 0
@@ -36,11 +38,16 @@ FIELDS = ("weights", "gradients", "optimizer_state", "allocated", "reserved", "p
           "peak_reserved", "device_free", "device_total", "request")
 
 
+def _enabled():
+    v = os.environ.get("LEAKWATCH_TORCH_ANATOMY", "1").strip().lower()
+    return v not in ("0", "false", "no", "off")
+
+
 class _State:
     fn = None
     next_at = 1
     observing = False
-    off = False
+    off = not _enabled()
 
 
 _s = _State()
@@ -212,7 +219,7 @@ def _attach():
 def install(cuda_module):
     """Once torch.cuda is importable: the observer is attached when CUDA
     initialises (torch.cuda._lazy_call), or now if it already has."""
-    if _s.observing or cuda_module is None:
+    if _s.off or _s.observing or cuda_module is None:
         return
     lazy = getattr(cuda_module, "_lazy_call", None)
     try:

@@ -618,8 +618,8 @@ class _OwnerSearch:
             grows = here != "tuple"
         elif isinstance(obj, dict):
             pairs = list(itertools.islice(dict.items(obj), self.MAX_ITEMS))
-            here = "dict"
             grows = any(type(k) is not str for k, _ in pairs[:64])
+            here = "cache" if grows else "dict"  # keyed by steps, ids, ...: a cache
             keyed = [(f"{path}[{_key_text(k)}]", v) for k, v in pairs if type(v) not in scalar]
         elif t in (set, frozenset):
             keyed = [(path, v) for v in itertools.islice(obj, self.MAX_ITEMS)
@@ -1042,6 +1042,14 @@ def _grown_at(root, holder, code_object=None):
 
 
 def _hint(kind, shape, function=None, name=None):
+    """The fix, from what was observed (the shape) and the container."""
+    text = _shape_hint(shape, function)
+    if kind == "cache" and shape in ("cpu", "detach_cpu", "detach", "item"):
+        text += "; or bound the cache (drop old entries)"
+    return text
+
+
+def _shape_hint(shape, function=None):
     loop = f"the loop in `{function}`" if function else "the loop"
     return {
         "no_grad": f"wrap {loop} in torch.no_grad() (or torch.inference_mode()): its graphs "

@@ -83,15 +83,12 @@ int lw_tracked_alarm(lw_tracked *t, uint64_t hold) {
     if (!hold) {
         due = lw_tracked_warning_due(t);
     } else {
-        uint64_t points = t->series.points, since = t->decision.raw_leak_since;
-        /* The onset in points (x runs ahead of the points by a constant
-         * offset in a marked series). */
-        double off = t->last_x - (double)points;
-        double onset = isfinite(t->last.onset_x) ? t->last.onset_x - off : 0;
-        double seen_after = (double)since - onset;
-        double need = fmax((double)hold, seen_after > 0 ? seen_after : 0);
-        due = t->last.verdict == LW_VERDICT_LEAK && points >= 64 &&
-              (double)points >= (double)since + need;
+        /* In steps (x), not points: a series sampled sparsely (PyTorch's
+         * counters read every few steps once the job is under way) holds
+         * fewer points than steps. */
+        double onset = isfinite(t->last.onset_x) && t->last.onset_x > 0 ? t->last.onset_x : 0;
+        due = t->last.verdict == LW_VERDICT_LEAK && t->series.points >= 64 &&
+              t->last_x - onset >= (double)hold;
     }
     if (due) t->alarm = 1;
     return due;

@@ -87,9 +87,9 @@ int lw_tracked_warning_due(const lw_tracked *t);
  * also accept. With hold > 0 (a series of marked steps): an announced leak
  * whose latest evaluation is itself a leak (trend, newest half rising, no
  * slowdown or cycle guard objecting even at 1e-3: what lw_decision_final
- * accepts) and that has held for `hold` points since it was first seen, and
- * for as long again as it took to be seen from its onset (a late onset is
- * said within a few hundred steps of it, a fill that stops is not said).
+ * accepts) and that has grown for `hold` steps (x units) since its onset: a
+ * fill that stops within them is not said (the guards see it stop), a late
+ * onset is said as soon as it is announced once it is that old.
  * hold 0: lw_tracked_warning_due's rule, and the verdict is said as it is
  * announced (no "growing, not yet a leak"). Latched in t->alarm until the
  * verdict is withdrawn; returns 1 while it stands. */

@@ -64,6 +64,10 @@ static const lw_option_def table[LW_OPT_COUNT] = {
     [LW_OPT_TORCH_OWNER_MS] = INT("TORCH_OWNER_MS", 1000, 0, 600000,
                                   "PyTorch: time budget in ms of the search for what keeps a leak "
                                   "alive, at the window's close (0: no search)"),
+    [LW_OPT_TORCH_ANATOMY] = BOOL("TORCH_ANATOMY", 1,
+                                  "PyTorch: 0: no memory by role (the report's anatomy) and no "
+                                  "out-of-memory observer (an out-of-memory is then seen at the "
+                                  "driver only)"),
     [LW_OPT_SOURCE_LINES] =
         BOOL("SOURCE_LINES", 1, "0: no file:line or inlined frames in reports (no addr2line run)"),
     [LW_OPT_USER_CODE] = TEXT("USER_CODE", NULL,

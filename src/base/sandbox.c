@@ -13,8 +13,11 @@
 
 static atomic_int seen; /* the mode once a filter (or strict mode) was seen */
 
+/* The calling thread's own line: filters are per thread (a job's filter
+ * installed without TSYNC binds its own threads, not ours made before). */
 static int read_status(void) {
-    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    int fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
     char buf[8192];
     size_t n = 0;

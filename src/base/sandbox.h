@@ -10,10 +10,10 @@
 #ifndef LW_SANDBOX_H
 #define LW_SANDBOX_H
 
-/* The process's seccomp mode: 0 none, 1 strict, 2 filter, -1 unknown. From
- * the Seccomp: line of /proc/self/status (open, read, close: calls every
- * CUDA job makes), else prctl(PR_GET_SECCOMP). A filter, once seen, is
- * remembered: it can never be removed. */
+/* The calling thread's seccomp mode: 0 none, 1 strict, 2 filter, -1
+ * unknown. From the Seccomp: line of /proc/thread-self/status (open, read,
+ * close: calls every CUDA job makes), else prctl(PR_GET_SECCOMP). A filter,
+ * once seen on any thread, is remembered for all: it can never be removed. */
 int lw_seccomp_mode(void);
 
 /* 1 when leakwatch must open no socket and start no helper process: the

@@ -150,6 +150,11 @@ void lw_device_sample(void) {
     release(dev);
 }
 
+void lw_device_sample_now(void) {
+    atomic_store(&meminfo_ns, 0);
+    lw_device_sample();
+}
+
 int lw_device_have_reading(void) {
     return atomic_load(&dev_total) >= 0;
 }

@@ -26,6 +26,9 @@ uint64_t lw_device_range_size(uint64_t ptr);
  * a second, for the device last seen allocating: called by the worker thread
  * only. */
 void lw_device_sample(void);
+/* The same at once, on the calling thread (an out-of-memory: the figure
+ * must be that moment's), whatever the last reading's age. */
+void lw_device_sample_now(void);
 /* 1 once a reading was taken. */
 int lw_device_have_reading(void);
 /* The latest reading; -1 when unknown. */

@@ -115,9 +115,9 @@ static void explain(oom_facts *f) {
         } else {
             f->cause = "activations";
             snprintf(f->evidence, sizeof f->evidence,
-                     "at step %u, with no growth from step to step: the step in flight needs "
-                     "more than the device has (%s live, a request of %s, %s in all)",
-                     f->step, B(f->live, a), B(request, b), B(total, c));
+                     "at step %u the step in flight needs more than the device has (%s live, "
+                     "a request of %s, %s in all; growth from step to step holds %s of it)",
+                     f->step, B(f->live, a), B(request, b), B(total, c), B(f->leak, d));
             snprintf(f->remedy, sizeof f->remedy,
                      "a smaller batch or sequence (gradient accumulation keeps the effective "
                      "batch), gradient checkpointing, mixed precision");
@@ -250,6 +250,7 @@ int lw_anatomy_torch(int device, int event, const long long *values, int n) {
 int lw_anatomy_alloc_failed(int kind, uint64_t size, int device, int result) {
     if (result != OOM_ERROR || kind != LW_KIND_DEVICE || atomic_load(&observing)) return 0;
     int64_t fr, total;
+    lw_device_sample_now(); /* that moment's free memory, not the last second's */
     lw_device_last_mem(&fr, &total);
     lw_counts c = lw_totals_get(device, LW_KIND_COUNT);
     int64_t leak = leak_on(device);

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "report.h"
 #include "report_file.h"
+#include "sandbox.h"
 #include "thread.h"
 #include "totals.h"
 #include "verdict.h"
@@ -304,6 +305,13 @@ static void *serve(void *arg) {
         /* The job may have closed our socket and got the number back for a
          * socket of its own: never accept its connections. */
         if (!ours(s->listen_fd, s->listen_id)) break;
+        /* A seccomp filter installed since the start (the job's own sandbox,
+         * sandbox.h): accepting may be what it punishes by killing the job.
+         * The live view ends here. */
+        if (lw_sandboxed()) {
+            stop_from_thread();
+            return NULL;
+        }
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) continue;
         serve_one(fd);

@@ -86,8 +86,10 @@ static char claimed[PATH_MAX]; /* the path claimed (the template's) */
 static char own[PATH_MAX];     /* the path written: claimed, or this process's own name */
 static char lock_path[PATH_MAX];
 static int claim_fd = -1;
-static int claim_wrote;       /* a report was written at own */
-static int claim_provisional; /* claimed with %r before any rank was known */
+static int claim_wrote; /* a report was written at own */
+/* A report written before the rank was known (a dump, a periodic report)
+ * under NAME.PID.json: removed once one is written under the real name. */
+static char early[PATH_MAX];
 static struct timespec started_at;
 
 static void claim_after_fork_child(void) {
@@ -97,7 +99,8 @@ static void claim_after_fork_child(void) {
     if (claim_fd >= 0) close(claim_fd);
     claim_fd = -1;
     claimed[0] = own[0] = lock_path[0] = '\0';
-    claim_wrote = claim_provisional = 0;
+    claim_wrote = 0;
+    early[0] = '\0';
 }
 
 static void lock_name(const char *path, char *out, size_t n) {
@@ -160,21 +163,17 @@ static void own_name(const char *path, char *out, size_t n) {
 
 static void release_claim(void) {
     if (claim_fd < 0) return;
-    /* A report written under a name given before the rank was known is this
-     * process's own mistake: removed, so that the rank it named is free. */
-    if (claim_provisional && claim_wrote && !strcmp(own, claimed)) unlink(own);
     unlink(lock_path); /* ours while held (take_lock checks the name after locking) */
     close(claim_fd);
     claim_fd = -1;
 }
 
 /* path: the template expanded for this process. Under claim_lock. */
-static void claim(const char *path, int provisional) {
+static void claim(const char *path) {
     release_claim();
     snprintf(claimed, sizeof claimed, "%s", path);
     snprintf(own, sizeof own, "%s", path);
     claim_wrote = 0;
-    claim_provisional = provisional;
     char holder[300] = "";
     lock_name(path, lock_path, sizeof lock_path);
     int fd = take_lock(lock_path, holder, sizeof holder);
@@ -205,17 +204,20 @@ static void claim(const char *path, int provisional) {
  * place). */
 static void claimed_path(char *path, size_t n, int claim_it) {
     pthread_mutex_lock(&claim_lock);
-    if (strcmp(path, claimed) != 0 && claim_it) {
-        lw_rank_info r;
-        lw_rank_get(&r);
-        claim(path, r.source == LW_RANK_NONE && strstr(lw_opt_str(LW_OPT_REPORT), "%r") != NULL);
-    }
+    if (strcmp(path, claimed) != 0 && claim_it) claim(path);
     if (!strcmp(path, claimed)) snprintf(path, n, "%s", own);
     pthread_mutex_unlock(&claim_lock);
 }
 
 static void note_written(const char *path, int final) {
     pthread_mutex_lock(&claim_lock);
+    if (early[0] && strcmp(path, early) != 0) {
+        unlink(early); /* the real name has the report now */
+        early[0] = '\0';
+    } else if (early[0]) {
+        pthread_mutex_unlock(&claim_lock);
+        return;
+    }
     if (!strcmp(path, own)) {
         claim_wrote = 1;
         if (final && claim_fd >= 0) {
@@ -254,14 +256,35 @@ int lw_report_off(void) {
     return strcmp(lw_opt_str(LW_OPT_REPORT), "none") == 0;
 }
 
-int lw_report_path(char *path, size_t n) {
+/* The path of a write; final: the process's last report. A %r that nobody
+ * has told yet (mp.spawn sets no variable; the process group comes later)
+ * would name rank 0's file: a report before the final one goes to
+ * NAME.PID.json instead, claiming nothing, and is removed once a report is
+ * written under the real name. The final report claims the name %r gives
+ * then. */
+static int write_path(char *path, size_t n, int final) {
     const char *tpl = lw_opt_str(LW_OPT_REPORT);
     if (lw_path_expand(tpl, path, n) != 0) return -1;
     child_path(tpl, path, n);
     /* /dev/null and other non-files are the atomic writer's to judge. */
-    if (strcmp(tpl, "none") && strcmp(path, "/dev/null") && !strstr(tpl, "%p"))
-        claimed_path(path, n, 1);
+    if (!strcmp(tpl, "none") || !strcmp(path, "/dev/null") || strstr(tpl, "%p")) return 0;
+    lw_rank_info r;
+    lw_rank_get(&r);
+    if (!final && r.source == LW_RANK_NONE && strstr(tpl, "%r")) {
+        char tmp[PATH_MAX];
+        own_name(path, tmp, sizeof tmp);
+        snprintf(path, n, "%s", tmp);
+        pthread_mutex_lock(&claim_lock);
+        snprintf(early, sizeof early, "%s", path);
+        pthread_mutex_unlock(&claim_lock);
+        return 0;
+    }
+    claimed_path(path, n, 1);
     return 0;
+}
+
+int lw_report_path(char *path, size_t n) {
+    return write_path(path, n, 1);
 }
 
 /* The output names a template can give, as a glob: %p, %h and %r match
@@ -381,7 +404,7 @@ static int write_locked(const char *reason, int fallback, char *written, size_t 
     if (written && writtenlen) written[0] = '\0';
     if (lw_report_off()) return 0;
     if (!strcmp(reason, "periodic") && final_written) return 0;
-    if (lw_report_path(path, sizeof path) != 0) {
+    if (write_path(path, sizeof path, is_final(reason) || !strcmp(reason, "detach")) != 0) {
         lw_log("the report path from LEAKWATCH_REPORT is too long (over %d bytes); set a shorter "
                "one",
                PATH_MAX);

@@ -357,6 +357,16 @@ START_TEST(withdrawn_leak_is_withdrawn_on_stderr) {
     ck_assert_msg(final && leak < gone && gone < final, "order on stderr:\n%s", r.err);
     ck_assert_int_eq(lw_count_substr(r.err, "withdrawn: leak verdict withdrawn"), 0);
     live_lines_are_leaks(r.err);
+    /* The report records the withdrawn alarm and the exit says it (issue 38). */
+    ck_assert_int_eq(lw_rep_int(&r, "growth.live_alarms_withdrawn"), 1);
+    ck_assert_str_eq(lw_json_string(lw_json_path(r.report, "growth.live_alarm_withdrawn.unit")),
+                     "step");
+    int said = lw_rep_int(&r, "growth.live_alarm_withdrawn.said_at"),
+        took = lw_rep_int(&r, "growth.live_alarm_withdrawn.withdrawn_at");
+    ck_assert_int_gt(said, 0);
+    ck_assert_int_gt(took, said);
+    const char *exit_line = strstr(r.err, "while the job ran was withdrawn at step ");
+    ck_assert_msg(exit_line && exit_line > gone, "the exit does not say it:\n%s", r.err);
     lw_run_free(&r);
 }
 END_TEST

@@ -186,9 +186,10 @@ END_TEST
 /* The process group's rank (leakwatch_torch_rank, what the PyTorch helper
  * calls once init_process_group has run) names the report file (%r), every
  * line on stderr and the report's rank, world_size and rank_source, where no
- * launcher variable says a rank. A report written before (a dump, a periodic
- * one) under the name %r gave then (leak-0.json) is removed: that name is
- * another rank's. */
+ * launcher variable says a rank. A report written before it (a dump, a
+ * periodic one) does not take the name %r gives then (leak-0.json, another
+ * rank's): it goes to leak-0.PID.json, removed once the real one is
+ * written. */
 START_TEST(the_process_groups_rank_is_used) {
     if (access("/usr/bin/python3", X_OK) != 0) return;
     char dir[256], tpl[PATH_MAX], want[PATH_MAX], cudart[PATH_MAX + 32];
@@ -224,6 +225,13 @@ START_TEST(the_process_groups_rank_is_used) {
     int lines = 0;
     char *told = strstr(r.err, "rank told\n");
     ck_assert_msg(told != NULL, "stderr: %s", r.err);
+    /* The dump before the rank was told did not take rank 0's name: it
+     * went to a name of this process's own, removed at the end. */
+    char early[PATH_MAX + 64];
+    snprintf(early, sizeof early, "report: %s/leak-0.", dir);
+    const char *at = strstr(r.err, early);
+    ck_assert_msg(at && at < told && strncmp(at + strlen(early), "json", 4) != 0, "stderr: %s",
+                  r.err);
     for (char *l = told; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
         if (strncmp(l, "leakwatch", 9)) continue;
         lines++;

@@ -284,6 +284,13 @@ START_TEST(reports_hold_the_listed_fields) {
     ck_assert_msg(r.signal == 15, "rt_safety_job raise: signal %d", r.signal);
     check_report("rt_safety_job raise", &r);
 
+    /* A LEAK said live and withdrawn (a warm-up that levels off, on the test
+     * clock: said and withdrawn while the job runs): growth.live_alarm_withdrawn. */
+    const char *warm_args[] = {"--steps", "3000", "--warmup", "16M:1000", "--step-ms", "1", NULL};
+    const char *warm_env[] = {"LEAKWATCH_WARN=1", "LEAKWATCH_TEST_CLOCK=1", NULL};
+    lw_run_prog(&r, 1, "rt_workload", warm_args, warm_env);
+    check_report("rt_workload warm-up", &r);
+
     /* PyTorch jobs, with the stand-in torch (tests/python/faketorch): the
      * default (segments) with a diagnosis window, a leak in backward(), the
      * tensors mode whose switch did not take, pinned host memory. */

@@ -716,7 +716,10 @@ END_TEST
 START_TEST(counters_are_read_within_a_budget) {
     NEED_PYTHON();
     lw_run r;
-    run_torch(&r, "counter_budget.py", NULL, NULL, NULL);
+    /* The anatomy's sparse samples (issue 40) read the same counters: off
+     * here, where every read is counted. */
+    const char *no_anatomy[] = {"LEAKWATCH_TORCH_ANATOMY=0", NULL};
+    run_torch(&r, "counter_budget.py", NULL, NULL, no_anatomy);
     ck_assert_msg(r.exit_code == 0, "exit %d\n%s", r.exit_code, r.err);
     int marks = 0, reads = 0, always = 0, budget = 0;
     const char *p = strstr(r.out, "marks ");

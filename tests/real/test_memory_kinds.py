@@ -161,3 +161,16 @@ def test_oom_outside_pytorch(lw):
     assert oom["cause"] == "outside_pytorch", oom
     line = marker_line(JOBS, "LEAK-OUTSIDE")
     assert f"memory_jobs.py:{line} in oom_outside" in oom["remedy"], oom
+
+
+def test_oom_in_tensors_mode_is_seen_at_the_allocation(lw):
+    """cudaMallocAsync refuses PyTorch's out-of-memory observer: the failed
+    allocation gives the post-mortem, with the memory in use then and that
+    moment's free memory (not the last second's reading)."""
+    run = lw(JOBS, "oom-batch", env={**SMALL, "STEPS": "200"}, options=["--mode", "tensors"])
+    assert run.rc == 1, run
+    oom = run.report["oom"]
+    assert oom is not None and oom["source"] == "allocation_failure", run
+    assert oom["cause"] == "activations", oom
+    assert oom["device_free_bytes"] < 256 << 20, oom
+    assert "live" in oom["evidence"], oom

@@ -152,6 +152,10 @@ def test_no_live_alarm_for_a_cache_that_stops(lw):
     growth = run.report["growth"]
     assert growth["live_alarms_withdrawn"] == 0 and growth["live_alarm_withdrawn"] is None, growth
     assert growth["growing_not_yet_leak"] is False, growth
+    # The hint follows the container: a dict keyed by step is a cache.
+    owner = owner_of(run)
+    assert owner["name"] == "cache" and owner["kind"] == "cache", owner
+    assert "bound the cache" in owner["hint"], owner
 
 
 def test_withdrawn_live_alarm_recorded_and_said(lw):
@@ -171,10 +175,29 @@ def test_withdrawn_live_alarm_recorded_and_said(lw):
 
 
 def test_late_onset_said_live_within_a_few_hundred_steps(lw):
-    """Clean for 500 steps, then 512 B/step: said live as a leak within a
-    few hundred steps of the onset (at step 1,276 before: twice the step it
-    was first seen at)."""
-    run = lw(EXPLAIN, "late", env={"STEPS": "1200", "ONSET": "500"})
+    """Clean for 500 steps, then 512 B/step: said live as a leak as soon as
+    it is announced, 256 steps after its onset having passed (at step 1,276
+    before: twice the step it was first seen at)."""
+    run = lw(EXPLAIN, "late", env={"STEPS": "3000", "ONSET": "500"})
     assert run.rc == 0 and run.verdict == "leak", run
     said = live_leak_steps(run)
-    assert said and 500 < said[0] <= 1000, (said, run)
+    first = run.report["torch"]["devices"][0]["first_leak_step"]
+    # PyTorch's counters are read every few steps once the job is under
+    # way (at most 1 % of its time), so when the leak is announced depends
+    # on the machine; the live line follows the announcement soon after (its
+    # onset's estimate, from bins of several steps, and the worker's tick
+    # move it by some steps), never before 256 steps after the onset. The
+    # former rule waited for twice the points it was first seen at (about
+    # step 2,000 here).
+    assert 0 < first < 2600, run
+    assert said and said[0] >= 756 and said[0] <= first + 400, (said, first, run)
+
+
+def test_owner_line_is_the_leaking_branch(lw):
+    """A fixed branch (history.append(loss.item())) written before the
+    leaking one: the owner's line is the leaking append."""
+    run = lw(EXPLAIN, "branch", env={"STEPS": "200"})
+    assert run.rc == 0 and run.verdict == "leak", run
+    owner = owner_of(run)
+    assert owner["name"] == "history", owner
+    assert owner["line"] == marker_line(EXPLAIN, "# OWNER-BRANCH"), owner

@@ -17,6 +17,8 @@ that never calls leakwatch:
   fillstop   a cache that fills for FILL steps and then stops
   epochs     lists released at each epoch's end (EPOCH steps each)
   late       clean for ONSET steps, then history.append(loss)
+  branch     a fixed branch (history.append(loss.item())) written before the
+             leaking one (history.append(loss.detach()))
   clean      no leak
 
 Environment: STEPS (default 400), FILL (200), EPOCH (100), ONSET (500)."""
@@ -173,10 +175,26 @@ def late_loop():
         loss.backward()
         opt.step()
         opt.zero_grad()
-        if step >= ONSET:
-            history.append(loss.detach())  # LEAK-LATE
+        if step < ONSET:
+            history.append(loss.item())  # FIXED-LATE
         else:
-            history.append(loss.item())
+            history.append(loss.detach())  # OWNER-LATE
+
+
+def branch_loop():
+    model = nn.Linear(128, 10).cuda()
+    opt = optim.SGD(model.parameters(), lr=0.01)
+    history = []
+    for step in range(STEPS):
+        x = torch.randn(64, 128).cuda()
+        loss = model(x).square().mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        if step % 4 == 3:
+            history.append(loss.item())  # FIXED-BRANCH
+        else:
+            history.append(loss.detach())  # OWNER-BRANCH
 
 
 def clean_loop():
@@ -194,4 +212,4 @@ def clean_loop():
 
 {"batch": batch_loop, "hookattr": hookattr_loop, "accum": accum_loop, "helper": helper_loop,
  "two": two_loop, "fillstop": fillstop_loop, "epochs": epochs_loop, "late": late_loop,
- "clean": clean_loop}[CASE]()
+ "branch": branch_loop, "clean": clean_loop}[CASE]()

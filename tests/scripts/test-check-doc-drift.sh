@@ -6,8 +6,7 @@
 # the doc's line, on each drift planted: a cited line moved, a function
 # renamed, "line N" in examples/README.md, a quoted place, rate or verdict
 # word, a shape whose words changed, a pasted block (docs-check: paste) with a
-# command not found or another exit status than it says, the step a live
-# line comes at ("[as of step N]": the detector's, not the clock's). A stand-in leakwatch prints the run's
+# command not found or another exit status than it says. A stand-in leakwatch prints the run's
 # output. Also: the project's own docs agree with its examples (--no-run).
 #   tests/scripts/test-check-doc-drift.sh      (make check-scripts)
 set -u
@@ -105,7 +104,6 @@ plant "a quoted rate" '/docs-check: run/,$ s/+512 B\/step/+256 B\/step/' 'README
 plant "a quoted verdict word" '/docs-check: run/,$ s/LEAK in/leak in/' 'README.md:14: quoted output'
 plant "a quoted summary's words" '/docs-check: run/,$ s/call sites/sites/' 'README.md:15: quoted output'
 plant "a shape's words" '/LEAK in train\.py/ s/at this rate/at that rate/' 'README.md:7: quoted output'
-plant "a live line's step" '/LEAK in train\.py/ s/as of step 64/as of step 40/' 'README.md:7: quoted output'
 plant "a pasted command not on PATH" '/^export PATH/d' 'a pasted command fails: '
 plant "a pasted status" 's/echo \$?   # 0/echo $?   # 3/' "README.md:21: pasted, this line's status is 0, the doc says 3"
 plant "a block without its comment's fence" 's/^<!-- docs-check: run \(.*\) -->$/<!-- docs-check: run \1 -->\n/' \

@@ -493,7 +493,10 @@ static int job_leaks(const char *tpl, const char *folder_pattern, pid_t pid, tim
 /* A job that never called CUDA gets no report and no word from the
  * library (it must not print in such a process): run says so, once, when no
  * report of the job (nor of a child, with %p) was written since the start. */
-static void say_if_nothing_seen(const char *tpl, const char *prog, pid_t pid, time_t started) {
+static int on_stand_ins; /* --cuda-stand-ins */
+
+static void say_if_nothing_seen(const char *tpl, const char *prog, pid_t pid, time_t started,
+                                int failed) {
     if (!strcmp(tpl, "none") || !strcmp(tpl, "/dev/null") || strstr(tpl, "%r")) return;
     char any[PATH_MAX], pattern[PATH_MAX], shown[256];
     size_t o = 0;
@@ -513,11 +516,18 @@ static void say_if_nothing_seen(const char *tpl, const char *prog, pid_t pid, ti
             seen = stat(g.gl_pathv[i], &st) == 0 && st.st_mtime >= started;
         }
     globfree(&g);
+    /* A job that failed without one allocation seen may have failed on
+     * CUDA itself: no GPU or no driver here (error 100, 35), through calls
+     * leakwatch does not see (ctypes' lookups of the runtime). */
     if (!seen)
         fprintf(stderr,
                 "leakwatch: nothing seen: %s made no CUDA allocation, so no report was written "
-                "(leakwatch starts at the first allocation)\n",
-                lw_safe_text(prog, shown, sizeof shown));
+                "(leakwatch starts at the first allocation)%s\n",
+                lw_safe_text(prog, shown, sizeof shown),
+                failed && !on_stand_ins
+                    ? "; if it failed on CUDA itself (no GPU or no driver here: error 100 or "
+                      "35), try it on the CPU stand-ins: leakwatch run --cuda-stand-ins -- CMD"
+                    : "");
 }
 
 static int finish(int status, int exec_errno, const char *prog, int fail_on_leak, const char *tpl,
@@ -628,7 +638,7 @@ int lw_cmd_run(int argc, char **argv) {
             library = optarg;
             break;
         case O_STANDINS:
-            stand_ins = 1;
+            stand_ins = on_stand_ins = 1;
             break;
         case 'h':
             fputs(usage, stdout);
@@ -754,7 +764,7 @@ static int finish(int status, int exec_errno, const char *prog, int fail_on_leak
         if (quiet)
             say_report_path(tpl, pid, started);
         else
-            say_if_nothing_seen(tpl, prog, pid, started);
+            say_if_nothing_seen(tpl, prog, pid, started, code != 0);
         return code;
     }
     int leak = job_leaks(tpl, folder_pattern, pid, started, quiet);
