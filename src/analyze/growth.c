@@ -596,6 +596,7 @@ static int test_clock_wait(const struct timespec *deadline) {
         pthread_cond_wait(&wake, &ring_lock);
     }
     int timed_out = !ring_len;
+    wake_asked = 0;
     lw_test_clock_sampler_works();
     pthread_mutex_unlock(&ring_lock);
     return timed_out;

@@ -53,7 +53,7 @@ uint64_t lw_run_age_coarse_ns(void) {
  * (leakwatch__test_clock_advance); each move waits until the sampler has
  * done what fell due by then. A verdict over time intervals then depends on
  * what the job did, never on how fast the machine ran it. */
-static int test_clock;
+static atomic_int test_clock; /* read on the allocation path: relaxed */
 static _Atomic uint64_t virt_ns;
 static pthread_mutex_t tc_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t tc_cond = PTHREAD_COND_INITIALIZER;
@@ -68,7 +68,7 @@ static uint64_t virt_now(void) {
 }
 
 void lw_test_clock_init(void) {
-    test_clock = lw_opt_int(LW_OPT_TEST_CLOCK) != 0;
+    atomic_store_explicit(&test_clock, lw_opt_int(LW_OPT_TEST_CLOCK) != 0, memory_order_relaxed);
     /* Before the sampler starts (also in a forked child, which has none). */
     pthread_mutex_init(&tc_lock, NULL);
     pthread_cond_init(&tc_cond, NULL);
@@ -77,19 +77,19 @@ void lw_test_clock_init(void) {
 }
 
 int lw_test_clock_on(void) {
-    return test_clock;
+    return atomic_load_explicit(&test_clock, memory_order_relaxed);
 }
 
 uint64_t lw_run_now_ns(void) {
-    return test_clock ? virt_now() : lw_now_ns();
+    return lw_test_clock_on() ? virt_now() : lw_now_ns();
 }
 
 uint64_t lw_run_now_coarse_ns(void) {
-    return test_clock ? virt_now() : lw_now_coarse_ns();
+    return lw_test_clock_on() ? virt_now() : lw_now_coarse_ns();
 }
 
 int lw_test_clock_advance(uint64_t ns, void (*wake_sampler)(void)) {
-    if (!test_clock) {
+    if (!lw_test_clock_on()) {
         /* Before the first CUDA call the options are not loaded yet: the
          * environment says. */
         long on = 0;

@@ -711,6 +711,45 @@ static void python_job(const char *mode, int want_steps) {
     python_job_in(mode, want_steps, 0);
 }
 
+/* Waits until a live report of the attached job (leakwatch snapshot) says
+ * leak and, with want_steps, counts 20 marked steps; without, time
+ * intervals. The bound only turns a hang into a failure. */
+static void wait_live_state(const job *j, int want_steps) {
+    char pid[32], snap[200];
+    pid_text(j->pid, pid, sizeof pid);
+    snprintf(snap, sizeof snap, "%s/live.json", j->dir);
+    const char *args[] = {"snapshot", pid, "-o", snap, NULL};
+    char last[256] = "no snapshot";
+    for (int i = 0; i < 600; i++) {
+        lw_run r;
+        lw_cli_run(&r, args, NULL);
+        int ok = r.exit_code == 0;
+        if (ok) {
+            lw_run rep;
+            load_report(&rep, snap);
+            const char *verdict = lw_json_string(lw_json_get(rep.report, "verdict"));
+            const char *source = lw_json_string(lw_json_path(rep.report, "growth.step_source"));
+            double steps = rep_number(&rep, "growth.steps");
+            snprintf(last, sizeof last, "verdict %s, step_source %s, %g steps",
+                     verdict ? verdict : "?", source ? source : "?", steps);
+            int there =
+                verdict && source && !strcmp(verdict, "leak") &&
+                (want_steps ? strcmp(source, "time") != 0 && steps >= 20 : !strcmp(source, "time"));
+            lw_json_free(rep.report);
+            if (there) {
+                lw_run_free(&r);
+                return;
+            }
+        } else {
+            snprintf(last, sizeof last, "snapshot exit %d: %.200s", r.exit_code, r.err);
+        }
+        lw_run_free(&r);
+        usleep(50 * 1000);
+    }
+    ck_abort_msg("the attached job's live report never had its state: %s\njob: %s", last,
+                 lw_slurp_file(j->out));
+}
+
 /* planted: the script runs from a folder that holds a package named
  * leakwatch (another user's, say), which records that it ran. */
 static void python_job_in(const char *mode, int want_steps, int planted) {
@@ -755,8 +794,16 @@ static void python_job_in(const char *mode, int want_steps, int planted) {
         snprintf(f, sizeof f, "%s/_torch.py", pk);
         lw_write_text(f, code);
     }
-    const char *args[] = {script, mode, "250", j.go, NULL};
-    const char *env[] = {cudart, pypath, NULL};
+    /* The job runs until told to stop (ATTACH_STOP): the test detaches once
+     * a live report has what it checks (the verdict, and the steps marked
+     * once the attach's helper has hooked the optimizer or the package is
+     * there), however slow the machine; a time-bound wait gave too few
+     * marked steps, or a job that had ended, under load. */
+    char stop[PATH_MAX + 16], stopenv[PATH_MAX + 32];
+    snprintf(stop, sizeof stop, "%s/stop", j.dir);
+    snprintf(stopenv, sizeof stopenv, "ATTACH_STOP=%s", stop);
+    const char *args[] = {script, mode, "1000000", j.go, NULL};
+    const char *env[] = {cudart, pypath, stopenv, NULL};
     j.pid = lw_spawn("/usr/bin/python3", args, env, 0, j.out);
     ck_assert_msg(lw_wait_for_text(j.out, "ready", 20000), "%s", lw_slurp_file(j.out));
     char pid[32];
@@ -765,14 +812,14 @@ static void python_job_in(const char *mode, int want_steps, int planted) {
     attach_cli(&r, "--background", "--set", "interval_ms=50", "-o", j.report, pid);
     ck_assert_msg(r.exit_code == 0, "attach: %s", r.err);
     lw_run_free(&r);
-    usleep(200 * 1000); /* the helper's thread imports the package */
     go(&j);
-    usleep(2000 * 1000);
+    wait_live_state(&j, want_steps);
     attach_cli(&r, "--detach", pid, NULL, NULL, NULL, NULL);
     ck_assert_msg(r.exit_code == 0, "detach: %s", r.err);
     lw_run_free(&r);
+    lw_write_text(stop, "stop");
     char *out = finish_job(&j);
-    ck_assert_msg(strstr(out, "done 250 steps"), "%s", out);
+    ck_assert_msg(strstr(out, "done ") && strstr(out, " steps"), "%s", out);
     free(out);
     lw_run rep;
     load_report(&rep, j.report);

@@ -8,6 +8,10 @@ dlsym.
 
     attach_job.py torch|package|late|plain STEPS GO_FILE
 
+With ATTACH_STOP=FILE in the environment it stops early, after the step at
+which FILE exists ("done N steps" says how many it made): a test can detach
+once the state it needs is there, with the job surely running.
+
 torch: the stand-in torch (tests/python/faketorch on PYTHONPATH) is imported
 first and optimizer.step() is called every step; the attach's Python helper
 marks the steps. package: the leakwatch package is imported first (before
@@ -52,11 +56,22 @@ print("ready", os.getpid(), flush=True)
 while not os.path.exists(go):
     time.sleep(0.002)
 if mode == "late":
+    # The attach's helper thread makes its copy of the package importable
+    # after the attach returns: wait for that state (the bound only turns a
+    # hang into a failure).
+    import importlib.util
+
+    end = time.monotonic() + 120
+    while importlib.util.find_spec("leakwatch") is None and time.monotonic() < end:
+        time.sleep(0.002)
     import leakwatch
 
     mark = leakwatch.step
-for _ in range(steps):
+stop = os.environ.get("ATTACH_STOP")
+made = 0
+while made < steps and not (stop and os.path.exists(stop)):
     leak_attach_py()
     mark()
+    made += 1
     time.sleep(0.01)
-print("done", steps, "steps", flush=True)
+print("done", made, "steps", flush=True)
