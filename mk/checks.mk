@@ -53,9 +53,9 @@ FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(WARN) -fsanitize=fuzzer,address,u
 # The settings' parser and the report path's template: the environment is
 # input leakwatch does not control.
 FUZZ_LIB_CFLAGS := $(FUZZ_CFLAGS) -Iinclude $(INC_base)
-$(B)/fuzz/fuzz_option_parse: tests/fuzz/fuzz_option_parse.c src/base/options.c src/base/log.c src/base/sig_guard.c src/base/options.h
+$(B)/fuzz/fuzz_option_parse: tests/fuzz/fuzz_option_parse.c src/base/options.c src/base/log.c src/base/sig_guard.c src/base/rank.c src/base/options.h
 	@mkdir -p $(@D)
-	$(Q)$(FUZZ_CC) $(FUZZ_LIB_CFLAGS) -o $@ $< src/base/options.c src/base/log.c src/base/sig_guard.c
+	$(Q)$(FUZZ_CC) $(FUZZ_LIB_CFLAGS) -o $@ $< src/base/options.c src/base/log.c src/base/sig_guard.c src/base/rank.c
 $(B)/fuzz/fuzz_expand_path: tests/fuzz/fuzz_expand_path.c src/base/path_template.c src/base/path_template.h src/base/rank.c
 	@mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) $(FUZZ_LIB_CFLAGS) -o $@ $< src/base/path_template.c src/base/rank.c
