@@ -10,6 +10,7 @@
 #include "record.h"
 #include "sites.h"
 #include "vmm.h"
+#include "warning.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -47,6 +48,8 @@ static const lw_fork_row rows[] = {
     {lw_imports_lock_for_fork, lw_imports_unlock_after_fork, NULL},
     /* anatomy.c's lock: a leaf (nothing else is taken under it). */
     {lw_anatomy_lock_for_fork, lw_anatomy_unlock_after_fork, NULL},
+    /* warning.c's alarm_lock: a leaf, only copies under it. */
+    {lw_warning_lock_for_fork, lw_warning_unlock_after_fork, NULL},
     /* src/attach: patch_lock, taken; attach_lock, made new in the child. */
     {attach_prepare, attach_parent, attach_child},
 };

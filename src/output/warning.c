@@ -29,6 +29,11 @@ static int warned;
 /* The LEAK lines withdrawn (under warn_lock), and the step of the line
  * said last. */
 static lw_withdrawn_alarm withdrawn_alarm;
+/* withdrawn_alarm's own lock, a leaf held only to copy it: the report reads
+ * it, also in a child forked while another thread held it (a row of
+ * fork_locks.c), so not under warn_lock, which is held while an answer is
+ * computed and which no fork handler takes. */
+static pthread_mutex_t alarm_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long long said_at_step;
 static int growing_said;
 
@@ -108,16 +113,22 @@ static void check_locked(void) {
     lw_log("leak verdict withdrawn at %s %s: %s",
            strcmp(g.step_source, "time") ? "step" : "interval",
            lw_fmt_count((double)g.steps, s, sizeof s), why);
-    withdrawn_alarm.count++;
-    withdrawn_alarm.said_at = said_at_step;
-    withdrawn_alarm.withdrawn_at = (unsigned long long)g.steps;
-    withdrawn_alarm.unit = strcmp(g.step_source, "time") ? "step" : "interval";
+    pthread_mutex_lock(&alarm_lock);
+    lw_withdrawn_alarm a = withdrawn_alarm;
+    pthread_mutex_unlock(&alarm_lock);
+    a.count++;
+    a.said_at = said_at_step;
+    a.withdrawn_at = (unsigned long long)g.steps;
+    a.unit = strcmp(g.step_source, "time") ? "step" : "interval";
     const char *pre = strstr(why, prefix);
     if (pre)
-        snprintf(withdrawn_alarm.reason, sizeof withdrawn_alarm.reason, "%.*s%.120s",
-                 (int)(pre - why < 30 ? pre - why : 30), why, pre + sizeof prefix - 1);
+        snprintf(a.reason, sizeof a.reason, "%.*s%.120s", (int)(pre - why < 30 ? pre - why : 30),
+                 why, pre + sizeof prefix - 1);
     else
-        snprintf(withdrawn_alarm.reason, sizeof withdrawn_alarm.reason, "%.150s", why);
+        snprintf(a.reason, sizeof a.reason, "%.150s", why);
+    pthread_mutex_lock(&alarm_lock);
+    withdrawn_alarm = a;
+    pthread_mutex_unlock(&alarm_lock);
     growing_said = 0;
     atomic_store_explicit(&announced, 0, memory_order_relaxed);
     warned = 0;
@@ -153,10 +164,18 @@ void lw_warning_growing(void) {
 }
 
 unsigned lw_warning_withdrawn(lw_withdrawn_alarm *out) {
-    pthread_mutex_lock(&warn_lock);
+    pthread_mutex_lock(&alarm_lock);
     *out = withdrawn_alarm;
-    pthread_mutex_unlock(&warn_lock);
+    pthread_mutex_unlock(&alarm_lock);
     return out->count;
+}
+
+void lw_warning_lock_for_fork(void) {
+    pthread_mutex_lock(&alarm_lock);
+}
+
+void lw_warning_unlock_after_fork(void) {
+    pthread_mutex_unlock(&alarm_lock);
 }
 
 static int is_c10_cuda(struct dl_phdr_info *info, size_t size, void *found) {

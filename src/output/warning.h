@@ -33,4 +33,9 @@ unsigned lw_warning_withdrawn(lw_withdrawn_alarm *out);
 /* A forked child's own start: its warnings are its own. */
 void lw_warning_forget(void);
 
+/* withdrawn_alarm's lock (a leaf), taken around a fork (fork_locks.c) so that
+ * a child's report can read the record. */
+void lw_warning_lock_for_fork(void);
+void lw_warning_unlock_after_fork(void);
+
 #endif
