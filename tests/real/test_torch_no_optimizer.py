@@ -4,7 +4,6 @@ servers, generation and evaluation loops get a step per call of their
 outermost nn.Module, PyTorch's own counters and allocation history, the
 line that creates the kept tensors, their owner with a fix hint, growth per
 call and per second -- and never a wrong "no leak"."""
-import pytest
 import subprocess
 from pathlib import Path
 
@@ -24,9 +23,6 @@ def lead_owner(run):
     return lead, lead.get("owner") or {}
 
 
-@pytest.mark.xfail(strict=False, reason="known, issue 37 left open: the owner of the KV cache "
-                   "is the session's list instead of the dict in some loaded runs (which "
-                   "window the owner search sees follows the counters' time-budgeted reads)")
 def test_kv_server_named_at_the_kept_tensors_with_its_cache(lw):
     """Issue 37, failure 1: named at the output projection, no owner."""
     run = lw(SERVER, "kv", env={"REQUESTS": "600"})

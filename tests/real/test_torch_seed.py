@@ -77,9 +77,6 @@ def test_validation_fixed_with_no_grad_is_clean(lw):
     assert run.report["growth"]["signal"] == "torch_allocated", run
 
 
-@pytest.mark.xfail(strict=False, reason="known, issue 37 left open: since module-call steps "
-                   "(issue 37) merged with the counters' time-budgeted reads (issue 44), a "
-                   "loaded run can end no_leak from the unmarked phase; session 8's note")
 def test_validation_phase_without_optimizer_steps(lw):
     # validate_bad alone for 600 batches: no optimizer step, so no step mark
     # arrives in the phase that leaks; the verdict must still come, from time
