@@ -14,8 +14,11 @@ PyTorch's counters (allocated, reserved, their peaks) and the driver's free
 and total memory they go to the library (leakwatch_torch_anatomy), which
 adds activations, the cache, memory outside PyTorch and the leak.
 
-When. At steps 1, 2, 4, 8, ... up to 1024, then every 1024 steps; at the
-job's exit; and at out-of-memory: PyTorch's out-of-memory observer
+When. At steps 1, 2, 4, 8, ... up to 1024, then every 1024 steps, each
+once the job has run 99 times as long as the previous sample took since it
+ended (a sample walks every object of the job: about 60 ms with PyTorch
+imported; at most 1 % of the job's time, and no stall in its first steps,
+whose pace the library measures); at the job's exit; and at out-of-memory: PyTorch's out-of-memory observer
 (torch._C._cuda_attach_out_of_memory_observer, called by the caching
 allocator after it freed its cache and still failed, before it raises
 torch.cuda.OutOfMemoryError) hands the failing device and request over,
@@ -28,6 +31,11 @@ it off."""
 import gc
 import os
 import sys
+import time
+
+# A sample may start once the job ran this many times as long as the
+# previous one took, since it ended: at most 1 % of the job's time.
+BUDGET = 99
 
 SAMPLE = 0
 OOM = 1
@@ -46,6 +54,7 @@ def _enabled():
 class _State:
     fn = None
     next_at = 1
+    not_before = 0.0  # time.monotonic() of the next sample allowed
     observing = False
     off = not _enabled()
 
@@ -167,14 +176,20 @@ def sample(torch, event=SAMPLE, device=None, request=-1, free=None, total=None):
 
 
 def after_mark(torch, steps):
-    """The sparse schedule: steps 1, 2, 4, ..., 1024, then every 1024."""
+    """The sparse schedule: steps 1, 2, 4, ..., 1024, then every 1024, at
+    most 1 % of the job's time (BUDGET)."""
     if _s.off or steps < _s.next_at:
         return
+    t0 = time.monotonic()
+    if t0 < _s.not_before:
+        return  # over the budget: the first step it allows
     _s.next_at = steps * 2 if steps < 1024 else steps + 1024
     try:
         sample(torch)
     except Exception:
         _s.off = True
+    t1 = time.monotonic()
+    _s.not_before = t1 + BUDGET * (t1 - t0)
 
 
 def at_exit():

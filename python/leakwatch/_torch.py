@@ -1044,9 +1044,16 @@ def _grown_at(root, holder, code_object=None):
 def _hint(kind, shape, function=None, name=None):
     """The fix, from what was observed (the shape) and the container."""
     text = _shape_hint(shape, function)
-    if kind == "cache" and shape in ("cpu", "detach_cpu", "detach", "item"):
+    if kind == "cache" and shape in ("detach_cpu", "detach", "item"):
         text += "; or bound the cache (drop old entries)"
     return text
+
+
+def _cache_shape(kind, shape):
+    """Tensors without graphs kept in a cache (a dict keyed by steps, ids,
+    sessions): what is kept is what was meant to be kept (a KV cache), so
+    the fix is to bound the cache, not to move it to the CPU."""
+    return "cache" if kind == "cache" and shape == "cpu" else shape
 
 
 def _shape_hint(shape, function=None):
@@ -1063,8 +1070,8 @@ def _shape_hint(shape, function=None):
         "detach_cpu": "keep .detach().cpu() of it, not the GPU tensor with its graph",
         "cpu": "keep .cpu() of it (or drop the reference)",
         "graph_item": "accumulate loss.item(), not the tensor: each += adds the step's graph",
-        "cache": "bound it or evict its entries (e.g. drop a session's entries when it ends, "
-                 "or keep the newest N): it only grows",
+        "cache": "bound the cache or evict its entries (e.g. drop a session's entries when it "
+                 "ends, or keep the newest N): it only grows",
     }[shape]
 
 
@@ -1136,6 +1143,13 @@ def _unnamed_holder(torch, blocks, search, deadline):
     return what + " that no local of your frames or global of your modules leads to"
 
 
+def _keyed_by_other_than_names(d):
+    try:  # dict's own keys: no method of a subclass runs
+        return any(type(k) is not str for k in itertools.islice(dict.keys(d), 64))
+    except Exception:  # changed by another thread while read
+        return False
+
+
 def _owners_by_root(torch, roots, i, place, evidence):
     """Owners of site i when no single holder keeps 3 of the window's
     tensors: each root's holders summed (the name the user wrote: `cache`
@@ -1163,9 +1177,9 @@ def _owners_by_root(torch, roots, i, place, evidence):
         value = r.value
         kind = type(value).__name__.lower() if isinstance(
             value, (list, dict, tuple, set, collections.deque)) else "variable"
-        shape = _shape(agg, evidence, place)
-        if shape == "cpu" and isinstance(value, dict):
-            shape = "cache"
+        if kind == "dict" and _keyed_by_other_than_names(value):
+            kind = "cache"  # keyed by steps, ids, sessions: as the walk names it
+        shape = _cache_shape(kind, _shape(agg, evidence, place))
         file, line, code = _add_site(r, r.name)
         owners.append({
             "kind": kind, "name": r.name, "scope": r.scope, "function": r.function,
@@ -1312,6 +1326,7 @@ def _site_owners(torch, i, site, roots, search, steps, evidence):
             scope = f"{via[0]} ({r.scope})"
             code_object, grown = via[1], via[4]
         file, line, code = _add_site(r, grown, code_object)
+        shape = _cache_shape(kind, shape)
         owners.append({
             "kind": kind, "name": path, "scope": scope, "function": r.function,
             "file": file, "line": line, "code": code, "count": h["tensors"],
@@ -1332,7 +1347,7 @@ def _site_owners(torch, i, site, roots, search, steps, evidence):
         # session's list, or a local alias of it, is the largest holder):
         # the dict is the owner, with the cache's hint.
         whole = _owners_by_root(torch, roots, i, place, evidence)
-        if whole and whole[0]["kind"] == "dict" and \
+        if whole and whole[0]["kind"] in ("dict", "cache") and \
                 whole[0]["window_bytes"] >= 2 * owners[0]["window_bytes"]:
             owners = whole + [o for o in owners if o["name"] != whole[0]["name"]][:2]
     # A tensor the user named whose own graph spans many forward passes

@@ -558,7 +558,7 @@ static void forget_history(void) {
 void lw_growth_init(void) {
     pthread_mutex_lock(&lock);
     lw_tracked_init(&global, LW_TRACKED_PACE | LW_TRACKED_CYCLES);
-    lw_tracked_init(&host.t, 0);
+    lw_tracked_init(&host.t, LW_TRACKED_RISES);
     forget_history();
     marker_mode = 0;
     atomic_store(&steps_are_calls, 0);
@@ -743,6 +743,15 @@ static void finish_unmarked(void) {
         if (unmarked_busy.decision.announced == LW_VERDICT_LEAK) {
             lw_tracked_copy(u, &unmarked_busy);
             busy_leak = 1;
+        } else if (unmarked_busy.last.verdict == LW_VERDICT_INCONCLUSIVE &&
+                   unmarked_busy.rises >= 2) {
+            /* It grew, over too few intervals to decide, then went idle:
+             * the flat idle stretch would make it "no leak" (a short phase
+             * after slow marked steps starts late: 8 mean steps). */
+            lw_tracked_copy(u, &unmarked_busy);
+            u->last.reason = "the floor grew until the job went idle on the GPU, over too few "
+                             "intervals to decide";
+            snprintf(u->decision.reason, sizeof u->decision.reason, "%s", u->last.reason);
         }
     }
     if ((lw_tracked_final(u) || busy_leak) && global.decision.announced != LW_VERDICT_LEAK) {

@@ -22,12 +22,16 @@ void lw_tracked_forget(lw_tracked *t) {
     lw_cycles_init(&t->cycles);
     t->alarm = 0;
     t->hold = 0;
+    t->rises = 0;
+    t->high = 0;
 }
 
 void lw_tracked_add(lw_tracked *t, double x, double time, double floor, double peak) {
     lw_series_add(&t->series, x, time, floor, peak);
     if (t->flags & LW_TRACKED_CYCLES) lw_cycles_add(&t->cycles, x, floor);
     if (t->flags & LW_TRACKED_PACE) lw_pace_add(&t->pace, x, time);
+    if (t->series.points > 1 && floor > t->high) t->rises++;
+    if (floor > t->high) t->high = floor;
     t->last_x = x;
 }
 
@@ -58,6 +62,12 @@ lw_verdict lw_tracked_evaluate(lw_tracked *t) {
     lw_detect_params p = lw_detect_defaults();
     lw_detect(bins, n, &p, &t->last);
     if (t->flags & LW_TRACKED_PACE) at_pace(&t->last, &t->pace);
+    if ((t->flags & LW_TRACKED_RISES) && t->last.verdict == LW_VERDICT_LEAK &&
+        t->rises < LW_TRACKED_MIN_RISES) {
+        t->last.verdict = LW_VERDICT_INCONCLUSIVE;
+        t->last.reason = "the floor reached a new high in fewer than 8 steps: a cache of whole "
+                         "blocks fills in a few; a leak keeps rising";
+    }
     t->points_at_eval = t->series.points;
     return lw_decision_update(&t->decision, &t->last, t->series.points, t->last_x,
                               (int)lw_opt_int(LW_OPT_CONFIRM));
@@ -109,4 +119,6 @@ void lw_tracked_copy(lw_tracked *dst, const lw_tracked *src) {
     dst->points_at_eval = src->points_at_eval;
     dst->alarm = src->alarm;
     dst->hold = src->hold;
+    dst->rises = src->rises;
+    dst->high = src->high;
 }

@@ -33,7 +33,15 @@ enum {
     /* The growth released at each cycle's end (cycles.h), from the raw
      * points. */
     LW_TRACKED_CYCLES = 2,
+    /* Growth by whole blocks (pinned host memory: PyTorch's caching host
+     * allocator gives each pinned tensor its own block and never frees
+     * one): a leak needs the floor to reach a new high in at least
+     * LW_TRACKED_MIN_RISES points. A cache of a few blocks (DDP's staging
+     * buffers, a ring of offload buffers) fills in fewer rises, at times
+     * the job's threads decide; a kept buffer per step rises at each step. */
+    LW_TRACKED_RISES = 4,
 };
+#define LW_TRACKED_MIN_RISES 8
 
 typedef struct {
     lw_series series;
@@ -47,6 +55,8 @@ typedef struct {
     lw_cycles cycles; /* with LW_TRACKED_CYCLES */
     int alarm;        /* the announced leak may be said live (lw_tracked_alarm) */
     uint64_t hold;    /* the hold lw_tracked_alarm was last called with */
+    uint64_t rises;   /* with LW_TRACKED_RISES: points whose floor was a new high */
+    double high;      /* the highest floor so far */
 } lw_tracked;
 
 /* An empty series keeping what flags name. */

@@ -32,13 +32,13 @@ def test_kv_server_named_at_the_kept_tensors_with_its_cache(lw):
     file, line = run.answer()
     assert file == "torch_server.py" and line in kept, (run.answer(), run)
     lead, owner = lead_owner(run)
-    assert owner.get("name") == "cache" and owner.get("kind") == "dict", (owner, run)
+    assert owner.get("name") == "cache" and owner.get("kind") == "cache", (owner, run)
     assert owner.get("shape") == "cache" and "evict" in owner.get("hint", ""), owner
     # 80 KiB per request (k and v), per call and per second in the exit line.
     assert abs(run.report["growth"]["bytes_per_step"] - 80 * 1024) < 4 * 1024, run
     line = run.exit_line()
     assert "KiB/call" in line and "/s," in line, line
-    assert "kept by dict `cache`" in run.err, run
+    assert "kept by cache `cache`" in run.err, run
     # leakwatch report says the same, as text and as a web page.
     for fmt in ("text", "html"):
         out = subprocess.run([str(LEAKWATCH), "report", "--format", fmt,

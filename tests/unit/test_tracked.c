@@ -115,6 +115,39 @@ START_TEST(the_live_alarm_waits_for_the_hold) {
 END_TEST
 
 /* A flat series: no leak, no warning, no first leak step. */
+/* Steps 1..n of a floor that rises by one 256 KiB block every `every`
+ * steps (from step 2), evaluated when due; the announced verdict at the end. */
+static lw_verdict blocks(lw_tracked *t, int n, int every) {
+    for (int x = 1; x <= n; x++) {
+        double floor = 262144.0 * (1 + (x >= 2 ? (x - 2) / every + 1 : 0));
+        lw_tracked_add(t, x, x / 100.0, floor, floor);
+        if (lw_tracked_due(t)) lw_tracked_evaluate(t);
+    }
+    lw_tracked_evaluate(t);
+    lw_tracked_final(t);
+    return t->decision.announced;
+}
+
+/* Whole-block growth (pinned host memory, LW_TRACKED_RISES): a cache that
+ * took a new block four times in 400 steps, evenly spread (a staircase the
+ * detector alone calls a leak), is not; a block kept every step, or every
+ * 40 steps (10 rises), is. */
+START_TEST(whole_blocks_need_eight_rises) {
+    lw_tracked_init(&a, 0);
+    ck_assert_int_eq(blocks(&a, 400, 100), LW_VERDICT_LEAK);
+    lw_tracked_init(&a, LW_TRACKED_RISES);
+    ck_assert_int_ne(blocks(&a, 400, 100), LW_VERDICT_LEAK);
+    ck_assert_uint_eq(a.rises, 4);
+    ck_assert_int_eq(a.last.verdict, LW_VERDICT_INCONCLUSIVE);
+    ck_assert_ptr_nonnull(strstr(a.last.reason, "new high"));
+    lw_tracked_init(&a, LW_TRACKED_RISES);
+    ck_assert_int_eq(blocks(&a, 400, 1), LW_VERDICT_LEAK);
+    lw_tracked_init(&a, LW_TRACKED_RISES);
+    ck_assert_int_eq(blocks(&a, 400, 40), LW_VERDICT_LEAK);
+    ck_assert_uint_eq(a.rises, 10);
+}
+END_TEST
+
 START_TEST(a_flat_series_is_no_leak) {
     lw_tracked_init(&a, 0);
     uint64_t seed = 11;
@@ -175,6 +208,7 @@ int main(void) {
     tcase_add_test(tc, evaluations_follow_the_points);
     tcase_add_test(tc, a_leak_is_confirmed_then_warned);
     tcase_add_test(tc, a_flat_series_is_no_leak);
+    tcase_add_test(tc, whole_blocks_need_eight_rises);
     tcase_add_test(tc, the_live_alarm_waits_for_the_hold);
     tcase_add_test(tc, forget_starts_over);
     tcase_add_test(tc, copy_takes_the_series_not_the_pace);
