@@ -223,7 +223,11 @@ typedef struct {
 
 static void stack_line(const char *label, int is_python, size_t folded, int marked, void *ctx) {
     (void)folded;
-    fprintf(ctx, "%s %s%s\n", marked ? "-->" : "   ", is_python ? "py " : "   ", label);
+    fprintf(ctx, "%s %s%s\n",
+            marked == LW_STACK_HERE  ? "-->"
+            : marked == LW_STACK_VIA ? "via"
+                                     : "   ",
+            is_python ? "py " : "   ", label);
 }
 
 static void screen(FILE *out, const lw_model *m, long pid, size_t max_sites, int width,

@@ -53,7 +53,11 @@ static void text_stack_line(const char *label, int is_python, size_t folded, int
                             void *ctx) {
     FILE *out = ctx;
     (void)folded;
-    fprintf(out, "     %s %s%s\n", marked ? "-->" : "   ", is_python ? "py  " : "    ", label);
+    fprintf(out, "     %s %s%s\n",
+            marked == LW_STACK_HERE  ? "-->"
+            : marked == LW_STACK_VIA ? "via"
+                                     : "   ",
+            is_python ? "py  " : "    ", label);
 }
 
 /* The answer in one line: what every output of leakwatch says first. */
