@@ -898,6 +898,14 @@ void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn) {
     a->steps = g->steps;
     a->free_bytes = g->device_free_bytes;
     a->total_bytes = g->device_total_bytes;
+    if (m->verdict == LW_MV_NO_LEAK && m->doc) {
+        /* A floor that rose once and held level (as the library's answer.c). */
+        double bins = lw_json_number(lw_json_path(m->doc, "growth.window_bins"), NAN),
+               width = lw_json_number(lw_json_path(m->doc, "growth.steps_per_bin"), NAN);
+        a->rose_once = lw_answer_rose_once(
+            g->bytes_per_step, bins * width,
+            lw_json_number(lw_json_path(m->doc, "growth.bin_noise_bytes"), NAN));
+    }
     if (m->verdict == LW_MV_INCONCLUSIVE && isfinite(g->bytes_per_step) && g->bytes_per_step > 0 &&
         isfinite(g->ci_lo) && g->ci_lo >= 0) {
         /* Growth seen, not yet confirmed (as the library's answer.c). */
