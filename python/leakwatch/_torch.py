@@ -1802,7 +1802,7 @@ class _Helper:
                 self.close_window()
         elif growing and self.may_open():
             self.open_window(torch, growing[0])
-        if self.host_cue and self.window is None:
+        if self.host_cue and self.host_tries > 0 and self.window is None:
             self.find_pinned_owner(torch)
 
     def read_counters(self, torch, cuda, capturing, now):
