@@ -108,6 +108,11 @@ TARGETS = (OPTIM, AUTOGRAD, NN_MODULE) + SCALERS
 # after the first ALWAYS_READ marks (all read: a short job keeps every point).
 READ_BUDGET = 100
 ALWAYS_READ = 200
+# Under leakwatch's test clock (LEAKWATCH_TEST_CLOCK=1, tests only) every
+# mark is read: a run's points then do not depend on the machine's speed or
+# load (the budget itself is tested on a clock of its own,
+# tests/python/counter_budget.py).
+READ_EVERY_MARK = os.environ.get("LEAKWATCH_TEST_CLOCK") == "1"
 
 SITE_ID_BASE = 1 << 30  # ids of sites from PyTorch's history, apart from the library's
 MAX_SITES = 20
@@ -1792,7 +1797,7 @@ class _Helper:
             self.check_backend(torch)
         capturing = cuda.is_current_stream_capturing()
         now = time.monotonic()
-        read = now >= self.read_at or self.steps <= ALWAYS_READ
+        read = now >= self.read_at or self.steps <= ALWAYS_READ or READ_EVERY_MARK
         growing = self.read_counters(torch, cuda, capturing, now) if read else ()
         if capturing:
             return

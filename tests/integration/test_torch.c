@@ -736,6 +736,29 @@ START_TEST(counters_are_read_within_a_budget) {
 }
 END_TEST
 
+/* The anatomy's walks of the job's objects (issue 40) keep within 1 % of
+ * the job's time (tests/python/anatomy_budget.py, on a clock of its own:
+ * a mark each 1 ms, a walk 60 ms): over 20,000 marks the schedule alone
+ * (steps 1, 2, 4, ..., 16384) would walk 15 times, 0.9 s of a 21 s job. */
+START_TEST(anatomy_walks_keep_within_a_budget) {
+    NEED_PYTHON();
+    lw_run r;
+    run_torch(&r, "anatomy_budget.py", NULL, NULL, NULL);
+    ck_assert_msg(r.exit_code == 0, "exit %d\n%s", r.exit_code, r.err);
+    int marks = 0, walks = 0, budget = 0;
+    double walk_s = 0, total_s = 0;
+    const char *p = strstr(r.out, "marks ");
+    ck_assert_msg(p && sscanf(p, "marks %d walks %d walk_s %lf total_s %lf budget %d", &marks,
+                              &walks, &walk_s, &total_s, &budget) == 5,
+                  "stdout: %s", r.out);
+    /* The first walk at step 1; each later one after 99 times a walk. */
+    ck_assert_msg(walks >= 2 && walks <= 4, "%d walks in %d marks", walks, marks);
+    ck_assert_msg(walk_s - 0.060 <= total_s / 99, "walks %.3f s of %.3f s", walk_s, total_s);
+    ck_assert_int_eq(budget, 99);
+    lw_run_free(&r);
+}
+END_TEST
+
 /* Pinned host memory is host RAM: its own series and verdict, never in the
  * device floor; its leak is the run's leak when the device's memory shows
  * none (issue 40: it was "no_leak"), with its own rate, named at its line;
@@ -860,6 +883,7 @@ int main(void) {
     tcase_add_test(dflt, pinned_host_owner_is_named);
     tcase_add_test(dflt, backward_allocations_name_the_caller);
     tcase_add_test(dflt, counters_are_read_within_a_budget);
+    tcase_add_test(dflt, anatomy_walks_keep_within_a_budget);
     suite_add_tcase(s, dflt);
     int failed = lw_check_run(s);
     return failed ? 1 : 0;
