@@ -195,6 +195,10 @@ static void host_forget(void) {
  * device's floor nor the phases without marks do (their own judgements of
  * the sites stand then). Called with `lock` held. */
 static double host_sites_onset = NAN;
+/* Its sites are judged (a leaking site found): the PyTorch helper's cue to
+ * look for what keeps them (lw_growth_torch_counters' bit 1), read without
+ * the lock. */
+static _Atomic unsigned char host_cue;
 static int host_leaking(void) {
     return host.seen &&
            (host.t.decision.announced == LW_VERDICT_LEAK || host.t.last.verdict == LW_VERDICT_LEAK);
@@ -202,13 +206,17 @@ static int host_leaking(void) {
 static void host_judge_sites(void) {
     if (!host_leaking()) {
         host_sites_onset = NAN;
+        atomic_store(&host_cue, 0);
         return;
     }
     if (global.decision.announced == LW_VERDICT_LEAK || global.last.verdict == LW_VERDICT_LEAK ||
         unmarked.t.decision.announced == LW_VERDICT_LEAK ||
-        unmarked.t.last.verdict == LW_VERDICT_LEAK)
+        unmarked.t.last.verdict == LW_VERDICT_LEAK) {
+        atomic_store(&host_cue, 0);
         return;
+    }
     host_sites_onset = lw_attribution_judge(&host.t.last);
+    atomic_store(&host_cue, isfinite(host_sites_onset) ? 1 : 0);
 }
 
 void lw_growth_host_get(lw_host_state *out, lw_bin *bins, int max, int *nbins) {
@@ -343,7 +351,8 @@ int lw_growth_torch_counters(int device, int64_t allocated, int64_t reserved, in
     }
     tring[tring_len++] = pt;
     pthread_mutex_unlock(&ring_lock);
-    return atomic_load_explicit(&tgrowing[device], memory_order_relaxed);
+    return atomic_load_explicit(&tgrowing[device], memory_order_relaxed) |
+           atomic_load_explicit(&host_cue, memory_order_relaxed) << 1;
 }
 
 int lw_growth_torch_get(lw_torch_device_state *out, int max_devices, lw_bin *bins, int max,
@@ -587,6 +596,7 @@ static void forget_history(void) {
     torch_forget();
     host_forget();
     host_sites_onset = NAN;
+    atomic_store(&host_cue, 0);
     lw_tracked_forget(&global);
     sites_onset = NAN;
     release_tail = have_base = 0;

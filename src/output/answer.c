@@ -178,6 +178,9 @@ void lw_run_answer_from(lw_run_answer *r, const lw_growth_state *g) {
     }
     if (!top) return;
     r->site = top;
+    /* A pinned host leak's site: the helper's owner sentence, if it found one. */
+    if (leak && !lw_torch_info_host_owner_text(top->id, r->owner, sizeof r->owner))
+        r->owner[0] = '\0';
     lw_site_label(top, r->where, sizeof r->where);
     r->a.where = r->where;
     if (leaking == 1)

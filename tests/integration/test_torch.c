@@ -802,6 +802,47 @@ START_TEST(pinned_host_has_its_own_verdict) {
 }
 END_TEST
 
+/* What keeps a pinned host leak alive (issue 40): the stand-in torch's
+ * pin_memory=True buffers, one kept per step in a list, are found by the
+ * owner search from the leaking pinned site's live blocks
+ * (leakwatch_torch_host_blocks) and named in that site's entry, under the
+ * exit line and with the pinned hint; the ring of buffers is clean and names
+ * none. On real PyTorch: tests/real/test_memory_kinds.py. */
+START_TEST(pinned_host_owner_is_named) {
+    NEED_PYTHON();
+    char file[PATH_MAX];
+    snprintf(file, sizeof file, "%s", script("torch_offload.py"));
+    const char *const loud[] = {"LEAKWATCH_QUIET=0", NULL};
+    for (int fixed = 0; fixed < 2; fixed++) {
+        lw_run r;
+        run_torch(&r, "torch_offload.py", fixed ? "fixed" : NULL, NULL, loud);
+        ck_assert_msg(r.exit_code == 0 && r.report, "exit %d\n%s", r.exit_code, r.err);
+        if (fixed) {
+            ck_assert_str_eq(verdict(&r), "no_leak");
+            ck_assert_msg(!strstr(r.err, "kept by"), "%s", r.err);
+            lw_run_free(&r);
+            continue;
+        }
+        ck_assert_str_eq(verdict(&r), "leak");
+        ck_assert_str_eq(rep_str(&r, "growth.memory_kind"), "pinned_host");
+        ck_assert_msg(!strcmp(rep_str(&r, "sites[0].owner.name"), "buffers"), "owner %s\n%s",
+                      rep_str(&r, "sites[0].owner.text"), r.err);
+        ck_assert_str_eq(rep_str(&r, "sites[0].owner.kind"), "list");
+        ck_assert_str_eq(rep_str(&r, "sites[0].owner.shape"), "pinned");
+        ck_assert_str_eq(rep_str(&r, "sites[0].owners[0].name"), "buffers");
+        ck_assert_int_eq(lw_rep_int(&r, "sites[0].owner.line"),
+                         marker_line(file, "buffers.append(buf)"));
+        ck_assert_int_ge(lw_rep_int(&r, "sites[0].owner.window_count"), 3);
+        ck_assert_ptr_nonnull(lw_json_path(r.report, "sites[0].owner_search.seconds"));
+        ck_assert_msg(
+            strstr(r.err, "kept by list `buffers` (local of `offload`, torch_offload.py:") &&
+                strstr(r.err, "ring of"),
+            "%s", r.err);
+        lw_run_free(&r);
+    }
+}
+END_TEST
+
 /* What keeps each seed leak alive (issue 31: the owner, its scope, shape and
  * line, the fix hint, the summary and leakwatch report; the attribute,
  * closure and not-found shapes; off with LEAKWATCH_TORCH_OWNER_MS=0) is
@@ -839,6 +880,7 @@ int main(void) {
     tcase_add_test(dflt, steps_are_iterations);
     tcase_add_test(dflt, tensors_mode_checks_the_backend_in_effect);
     tcase_add_test(dflt, pinned_host_has_its_own_verdict);
+    tcase_add_test(dflt, pinned_host_owner_is_named);
     tcase_add_test(dflt, backward_allocations_name_the_caller);
     tcase_add_test(dflt, counters_are_read_within_a_budget);
     tcase_add_test(dflt, anatomy_walks_keep_within_a_budget);
