@@ -875,8 +875,10 @@ static void hold_for_test(pid_t tid) {
     snprintf(path, sizeof path, "%s/go", d);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     char b[16];
-    while (fd >= 0 && (read(fd, b, sizeof b) > 0 || errno == EINTR))
-        ;
+    for (ssize_t n = 1; fd >= 0 && n != 0;) {
+        n = read(fd, b, sizeof b);
+        if (n < 0 && errno != EINTR) break;
+    }
     if (fd >= 0) close(fd);
 }
 
