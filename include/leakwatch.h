@@ -41,11 +41,21 @@ const char *leakwatch_version(void);
  * the bytes of live tensors; reserved = torch.cuda.memory_reserved(device);
  * device_free = the driver's free bytes on that device, or -1 when not read
  * this time. Once a device has such points, its series decides the verdict
- * (the report's growth.signal says "torch_allocated"). Returns 1 when the
- * latest evaluation of that device's series sees growth, confirmed or not
- * (the cue for a diagnosis window), else 0. A few microseconds. */
+ * (the report's growth.signal says "torch_allocated"). Returns bit 0 (1)
+ * when the latest evaluation of that device's series sees growth, confirmed
+ * or not (the cue for a diagnosis window); bit 1 (2) when the run's leak is
+ * pinned host memory and its leaking site is known (the cue for
+ * leakwatch_torch_host_blocks); else 0. A few microseconds. */
 int leakwatch_torch_counters(int device, long long allocated, long long reserved,
                              long long device_free);
+
+/* The live blocks of the leaking site that holds pinned host memory (the
+ * run's pinned host leak): pairs[2k] = a block's address, pairs[2k+1] = its
+ * size, at most max_pairs blocks; *site_id = that site's id (the report's
+ * sites[].id). Returns how many blocks were written, or -1 when no leaking
+ * site holds pinned host memory. Scans the table of live allocations: once
+ * per search, never per step. */
+int leakwatch_torch_host_blocks(unsigned long long *pairs, int max_pairs, unsigned int *site_id);
 
 /* Around each torch.autograd.backward()/grad() call, on the calling thread:
  * entering = 1 before, 0 after. Meanwhile an allocation made on a thread
@@ -64,7 +74,10 @@ void leakwatch_torch_rank(int rank, int world_size);
 /* What the helper found, for the report: field "sites" (a JSON array of site
  * objects from PyTorch's allocation history; message: the first one's label
  * for the summary line), "answer" (the report's answer, {"site", "where"},
- * used when PyTorch's counters decided the verdict), or "diagnosis",
+ * used when PyTorch's counters decided the verdict), "host_owner" (what
+ * keeps the pinned host leak's site alive: {"site": its id, "owner",
+ * "owners", "owner_search"}, written into that site's entry of the report's
+ * sites; message: the owner sentence, said under the exit line), or "diagnosis",
  * "backend", "steps" (a JSON object, written under the report's "torch";
  * message, if not NULL, is printed once on stderr). Returns 0, or -1 when not recording or the text
  * is not JSON of that shape (arrays for sites, objects otherwise; at most 1 MiB). */

@@ -21,6 +21,7 @@
 #include "summary.h"
 #include "report_file.h"
 #include "growth.h"
+#include "host_leak.h"
 #include "real.h"
 #include "hook_depth.h"
 #include "runstate.h"
@@ -366,6 +367,15 @@ LW_EXPORT int leakwatch_torch_counters(int device, long long allocated, long lon
                                        long long device_free) {
     if (!recording_here()) return 0;
     return lw_growth_torch_counters(device, allocated, reserved, device_free);
+}
+
+LW_EXPORT int leakwatch_torch_host_blocks(unsigned long long *pairs, int max_pairs,
+                                          unsigned int *site_id) {
+    if (!recording_here() || !site_id) return -1;
+    uint32_t id = 0;
+    int n = lw_host_leak_blocks(pairs, max_pairs, &id);
+    if (n >= 0) *site_id = id;
+    return n;
 }
 
 LW_EXPORT void leakwatch_torch_backward(int entering) {

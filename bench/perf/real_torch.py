@@ -178,10 +178,15 @@ def main():
         if k == "train" and res.get((k, "no-anatomy")):
             # The anatomy's per-step cost (issue 40): the default mode against
             # the same build with it off (LEAKWATCH_TORCH_ANATOMY=0), round by round.
-            own = [d["step_us"] / n["step_us"]
-                   for d, n in zip(res[(k, "default")], res[(k, "no-anatomy")])]
-            print(f"    {'anatomy on / off (default mode)':40s} {_med(own):.3f}x a step"
-                  f" [{min(own):.3f}..{max(own):.3f}]")
+            # The median step hides the sparse walks; the run's rate (all its
+            # steps, the walks included) and its CPU time per step do not.
+            both = list(zip(res[(k, "default")], res[(k, "no-anatomy")]))
+            own = [d["step_us"] / n["step_us"] for d, n in both]
+            rate = [d["rate"] / n["rate"] for d, n in both]
+            cpu = [d["cpu_us"] - n["cpu_us"] for d, n in both]
+            print(f"    {'anatomy on / off (default mode)':40s} {_med(own):.3f}x the median step"
+                  f" [{min(own):.3f}..{max(own):.3f}]; steps/s {_med(rate):.3f}x"
+                  f" [{min(rate):.3f}..{max(rate):.3f}]; CPU {_med(cpu):+.1f} us a step")
 
 
 if __name__ == "__main__":

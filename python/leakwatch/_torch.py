@@ -108,6 +108,11 @@ TARGETS = (OPTIM, AUTOGRAD, NN_MODULE) + SCALERS
 # after the first ALWAYS_READ marks (all read: a short job keeps every point).
 READ_BUDGET = 100
 ALWAYS_READ = 200
+# Under leakwatch's test clock (LEAKWATCH_TEST_CLOCK=1, tests only) every
+# mark is read: a run's points then do not depend on the machine's speed or
+# load (the budget itself is tested on a clock of its own,
+# tests/python/counter_budget.py).
+READ_EVERY_MARK = os.environ.get("LEAKWATCH_TEST_CLOCK") == "1"
 
 SITE_ID_BASE = 1 << 30  # ids of sites from PyTorch's history, apart from the library's
 MAX_SITES = 20
@@ -149,6 +154,31 @@ class _Lib:
             self.counters, self.info, self.backward = c, i, b
         except (OSError, AttributeError, TypeError):
             pass
+        self.host_blocks = None
+        try:
+            h = ctypes.CDLL(None).leakwatch_torch_host_blocks
+            h.restype = ctypes.c_int
+            h.argtypes = [ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_int,
+                          ctypes.POINTER(ctypes.c_uint)]
+            self.host_blocks = h
+        except (OSError, AttributeError, TypeError):
+            pass
+
+    HOST_BLOCKS = 65536  # blocks handed over at most
+
+    def pinned_leak_blocks(self):
+        """(site id, [(address, size), ...]) of the leaking site that holds
+        pinned host memory (leakwatch_torch_host_blocks), or None."""
+        if self.host_blocks is None:
+            return None
+        import ctypes
+
+        pairs = (ctypes.c_ulonglong * (2 * self.HOST_BLOCKS))()
+        site = ctypes.c_uint(0)
+        n = self.host_blocks(pairs, self.HOST_BLOCKS, ctypes.byref(site))
+        if n <= 0:
+            return None
+        return site.value, [(pairs[2 * k], pairs[2 * k + 1]) for k in range(n)]
 
     def tell(self, field, obj, message=None):
         if self.info is None:
@@ -760,6 +790,28 @@ class _OwnerSearch:
         return nodes, passes, (names.get(first, 0), first)
 
 
+class _PinnedOwnerSearch(_OwnerSearch):
+    """The owner search of a pinned host leak: the blocks are the leaking
+    site's live pinned host blocks (cudaHostAlloc, through PyTorch's
+    CachingHostAllocator: torch.empty(..., pin_memory=True), .pin_memory()),
+    so the tensors looked at are the CPU tensors whose storage lies in one.
+    No tensor.is_pinned() call: it asks the CUDA runtime about the pointer,
+    and an address inside a pinned block the shim recorded says as much."""
+
+    def storage(self, t):
+        """(address, bytes) of a CPU tensor's storage, or None."""
+        try:
+            if t.is_cuda or t.device.type != "cpu":
+                return None
+            st = t.untyped_storage()
+            ptr = st.data_ptr()
+            nb = st.nbytes
+            nb = nb() if callable(nb) else nb
+            return (ptr, int(nb)) if isinstance(ptr, int) and ptr else None
+        except Exception:
+            return None
+
+
 def _big_collection(v):
     """A list, deque, set or dict of 8 elements or more: a holder of its
     own even inside another collection (runs[0]["outs"])."""
@@ -1072,6 +1124,10 @@ def _shape_hint(shape, function=None):
         "graph_item": "accumulate loss.item(), not the tensor: each += adds the step's graph",
         "cache": "bound the cache or evict its entries (e.g. drop a session's entries when it "
                  "ends, or keep the newest N): it only grows",
+        "pinned": "keep a fixed set of pinned buffers and reuse them (a ring of N buffers "
+                  "allocated once, step i copying into buffers[i % N]), or drop each one once "
+                  "its copy is done: every pin_memory=True tensor kept holds page-locked host "
+                  "memory",
     }[shape]
 
 
@@ -1085,7 +1141,8 @@ def _describe(owner):
         return (f"{name} ({where}) is a tensor holding an autograd graph of "
                 f"{owner['graph_nodes']:,} nodes ({owner['graph_top_count']:,} "
                 f"{owner['graph_top']}, {owner['passes']:,} forward passes): {owner['hint']}")
-    what = f"kept by {owner['kind']} {name} ({where}): {owner['count']:,} tensor" \
+    noun = "pinned host tensor" if owner["shape"] == "pinned" else "tensor"
+    what = f"kept by {owner['kind']} {name} ({where}): {owner['count']:,} {noun}" \
         f"{'s' if owner['count'] != 1 else ''}, {_fmt_bytes(owner['bytes'])}"
     if owner["shape"] in ("no_grad", "retain_graph", "detach"):
         what += (f" in the saved tensors of autograd graphs of {owner['graph_nodes']:,} nodes"
@@ -1226,8 +1283,9 @@ def _find_owners(torch, sites, site_blocks, steps, budget_s, max_objects, max_no
                  evidence=None):
     t0 = time.monotonic()
     roots = held["roots"] = _user_roots(_library_roots(), torch.Tensor)
-    search = held["search"] = _OwnerSearch(torch, site_blocks, budget_s, max_objects, max_nodes,
-                                           roots)
+    pinned = (evidence or {}).get("memory") == "pinned_host"
+    search = held["search"] = (_PinnedOwnerSearch if pinned else _OwnerSearch)(
+        torch, site_blocks, budget_s, max_objects, max_nodes, roots)
     stopped = None
     try:
         stopped = search.run()
@@ -1278,7 +1336,10 @@ def _runs_backward(evidence, place):
 def _shape(h, evidence, place=None):
     """The fix that follows what was observed: whether the kept tensors'
     graphs hold saved tensors, whether backward ran in the window and with
-    retain_graph=True, whether the tensors have a graph at all."""
+    retain_graph=True, whether the tensors have a graph at all. Pinned host
+    buffers (evidence["memory"] == "pinned_host") have a fix of their own."""
+    if evidence.get("memory") == "pinned_host":
+        return "pinned"
     if h["graph"] > 0:
         # Saved tensors alive: graphs never backpropagated, or
         # backpropagated with retain_graph=True. torch.no_grad() only for a
@@ -1352,8 +1413,8 @@ def _site_owners(torch, i, site, roots, search, steps, evidence):
             owners = whole + [o for o in owners if o["name"] != whole[0]["name"]][:2]
     # A tensor the user named whose own graph spans many forward passes
     # (total_loss += loss): a graph that grows with the steps, whatever
-    # the memory it holds.
-    if i == 0:
+    # the memory it holds. (Device memory: not a pinned host leak's owner.)
+    if i == 0 and evidence.get("memory") != "pinned_host":
         for r in roots:
             g = r.graph_root
             if not g or g[1] < max(3, steps // 2) or any(o["name"] == r.name for o in owners):
@@ -1629,6 +1690,9 @@ class _Helper:
         self.read_at = 0.0  # time.monotonic() before which no counters are read
         self.read_after = 0  # module-call steps: the next step that reads the counters
         self.ticks = 0  # time intervals read by _IntervalReader (no step marked)
+        self.host_cue = False  # the library judged a pinned host leak's sites
+        self.host_tries = 2  # owner searches of a pinned host leak left
+        self.next_host_at = 0
 
     def tell_unit(self, unit):
         """What a step is, once (the report's growth.step_unit)."""
@@ -1733,7 +1797,7 @@ class _Helper:
             self.check_backend(torch)
         capturing = cuda.is_current_stream_capturing()
         now = time.monotonic()
-        read = now >= self.read_at or self.steps <= ALWAYS_READ
+        read = now >= self.read_at or self.steps <= ALWAYS_READ or READ_EVERY_MARK
         growing = self.read_counters(torch, cuda, capturing, now) if read else ()
         if capturing:
             return
@@ -1743,6 +1807,8 @@ class _Helper:
                 self.close_window()
         elif growing and self.may_open():
             self.open_window(torch, growing[0])
+        if self.host_cue and self.host_tries > 0 and self.window is None:
+            self.find_pinned_owner(torch)
 
     def read_counters(self, torch, cuda, capturing, now):
         """PyTorch's counters of each device used, to the library; the devices
@@ -1770,10 +1836,47 @@ class _Helper:
                 f0 = time.perf_counter()
                 free = cuda.mem_get_info(d)[0]
                 free_cost += time.perf_counter() - f0
-            if self.lib.counters(d, allocated, reserved, free):
+            cue = self.lib.counters(d, allocated, reserved, free)
+            if cue & 1:
                 growing.append(d)
+            if cue & 2:
+                self.host_cue = True
         self.read_at = now + min(READ_BUDGET * (time.perf_counter() - t0 - free_cost), 1.0)
         return growing
+
+    def find_pinned_owner(self, torch):
+        """A pinned host leak (leakwatch_torch_counters' cue, bit 1): what
+        keeps its site's live blocks (leakwatch_torch_host_blocks), found by
+        the owner search as for a device leak, here, at a step boundary on
+        the job's thread, within LEAKWATCH_TORCH_OWNER_MS; told to the
+        library ("host_owner"), which writes it into that site's entry of
+        the report and under the exit line. Once; once more, 64 steps
+        later, when the first search found no owner."""
+        self.host_cue = False
+        if self.owner_ms <= 0 or self.host_tries <= 0 or \
+                self.steps + self.ticks < self.next_host_at:
+            return
+        got = self.lib.pinned_leak_blocks()
+        if not got:
+            return
+        site_id, blocks = got
+        self.host_tries -= 1
+        site = {}
+        try:
+            search = find_owners(torch, [site], [blocks], self.steps, self.owner_ms / 1000.0,
+                                 evidence={"memory": "pinned_host"})
+        except Exception as e:
+            search = {"stopped": f"error: {type(e).__name__}: {e}"}
+        del blocks
+        owner = site.get("owner")
+        if owner and owner.get("name"):
+            self.host_tries = 0
+        else:
+            self.next_host_at = self.steps + self.ticks + 64
+        self.lib.tell("host_owner", {"site": site_id, "owner": owner,
+                                     "owners": site.get("owners") or [],
+                                     "owner_search": search},
+                      (owner or {}).get("text", "").replace("\n", " ") or None)
 
     def may_open(self):
         return (self.window_steps > 0 and not self.async_backend and self.windows_left > 0

@@ -134,6 +134,13 @@ static torch_point tbatch[TORCH_RING]; /* under lock */
 typedef struct {
     lw_tracked t; /* the same rule as the global series', its pace and cycles */
     int64_t allocated, reserved, device_free;
+    /* A release at the end (the job's leaking function returned, its
+     * teardown): as for the global series (watch_release), the newest
+     * points back near the lowest level after a high one; `pre` is the
+     * series before them, and the verdict at the end is the one on it. */
+    lw_tracked pre;
+    int releasing, have_base;
+    double base, high, prev;
 } torch_track;
 
 static torch_track *ttracks[LW_TORCH_MAX_DEVICES]; /* under lock; NULL: no point yet */
@@ -188,6 +195,10 @@ static void host_forget(void) {
  * device's floor nor the phases without marks do (their own judgements of
  * the sites stand then). Called with `lock` held. */
 static double host_sites_onset = NAN;
+/* Its sites are judged (a leaking site found): the PyTorch helper's cue to
+ * look for what keeps them (lw_growth_torch_counters' bit 1), read without
+ * the lock. */
+static _Atomic unsigned char host_cue;
 static int host_leaking(void) {
     return host.seen &&
            (host.t.decision.announced == LW_VERDICT_LEAK || host.t.last.verdict == LW_VERDICT_LEAK);
@@ -195,13 +206,17 @@ static int host_leaking(void) {
 static void host_judge_sites(void) {
     if (!host_leaking()) {
         host_sites_onset = NAN;
+        atomic_store(&host_cue, 0);
         return;
     }
     if (global.decision.announced == LW_VERDICT_LEAK || global.last.verdict == LW_VERDICT_LEAK ||
         unmarked.t.decision.announced == LW_VERDICT_LEAK ||
-        unmarked.t.last.verdict == LW_VERDICT_LEAK)
+        unmarked.t.last.verdict == LW_VERDICT_LEAK) {
+        atomic_store(&host_cue, 0);
         return;
+    }
     host_sites_onset = lw_attribution_judge(&host.t.last);
+    atomic_store(&host_cue, isfinite(host_sites_onset) ? 1 : 0);
 }
 
 void lw_growth_host_get(lw_host_state *out, lw_bin *bins, int max, int *nbins) {
@@ -246,10 +261,46 @@ static torch_track *torch_track_of(int d) {
         torch_track *tr = calloc(1, sizeof *tr);
         if (!tr) return NULL;
         lw_tracked_init(&tr->t, LW_TRACKED_PACE | LW_TRACKED_CYCLES);
+        lw_tracked_init(&tr->pre, LW_TRACKED_PACE | LW_TRACKED_CYCLES);
         tr->device_free = -1;
         ttracks[d] = tr;
     }
     return ttracks[d];
+}
+
+static int torch_low(const torch_track *tr, double v) {
+    return tr->have_base && tr->high - tr->base >= RELEASE_MIN_BYTES &&
+           v <= tr->base + 0.25 * (tr->high - tr->base);
+}
+
+static uint64_t tail_max(uint64_t points);
+
+/* Before a point joins a device's tensor series: does a release begin, go
+ * on, or end (watch_release's rule)? */
+static void torch_watch_release(torch_track *tr, double v) {
+    uint64_t points = tr->t.series.points;
+    int low = torch_low(tr, v);
+    if (tr->releasing && low && points - tr->pre.series.points >= tail_max(points)) {
+        tr->releasing = 0; /* no teardown: the run goes on at the lower level */
+        tr->base = tr->high = v;
+    } else if (low && !tr->releasing && points > 1 && !torch_low(tr, tr->prev)) {
+        lw_tracked_copy(&tr->pre, &tr->t);
+        tr->releasing = 1;
+    } else if (!low) {
+        tr->releasing = 0;
+        if (!tr->have_base || v < tr->base) tr->base = v;
+        if (!tr->have_base || v > tr->high) tr->high = v;
+        tr->have_base = 1;
+    }
+    tr->prev = v;
+}
+
+/* At the end of the run: a run that ended within a release is judged on
+ * the data before it. */
+static void torch_finish_release(torch_track *tr) {
+    uint64_t points = tr->t.series.points;
+    if (!tr->releasing || points - tr->pre.series.points > tail_max(points)) return;
+    lw_tracked_copy(&tr->t, &tr->pre);
 }
 
 /* Called with `lock` held. The floor of a point is the bytes of live tensors
@@ -264,6 +315,7 @@ static void torch_add(const torch_point *pt) {
      * interval (the helper's clock and the worker's drift apart) only
      * updates the latest values; the series' x must rise. */
     if (tr->t.series.points && !(pt->x > tr->t.last_x)) return;
+    torch_watch_release(tr, (double)pt->allocated);
     lw_tracked_add(&tr->t, pt->x, pt->t, (double)pt->allocated, (double)pt->reserved);
     if (lw_tracked_due(&tr->t)) torch_evaluate(pt->device, tr);
 }
@@ -299,7 +351,8 @@ int lw_growth_torch_counters(int device, int64_t allocated, int64_t reserved, in
     }
     tring[tring_len++] = pt;
     pthread_mutex_unlock(&ring_lock);
-    return atomic_load_explicit(&tgrowing[device], memory_order_relaxed);
+    return atomic_load_explicit(&tgrowing[device], memory_order_relaxed) |
+           atomic_load_explicit(&host_cue, memory_order_relaxed) << 1;
 }
 
 int lw_growth_torch_get(lw_torch_device_state *out, int max_devices, lw_bin *bins, int max,
@@ -543,6 +596,7 @@ static void forget_history(void) {
     torch_forget();
     host_forget();
     host_sites_onset = NAN;
+    atomic_store(&host_cue, 0);
     lw_tracked_forget(&global);
     sites_onset = NAN;
     release_tail = have_base = 0;
@@ -781,6 +835,7 @@ void lw_growth_finish(void) {
     for (int d = 0; d < LW_TORCH_MAX_DEVICES; d++) {
         torch_track *tr = ttracks[d];
         if (!tr) continue;
+        torch_finish_release(tr);
         if (lw_tracked_changed(&tr->t)) torch_evaluate(d, tr);
         lw_tracked_final(&tr->t);
     }

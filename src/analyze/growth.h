@@ -139,9 +139,12 @@ void lw_growth_note_oom(void);
  * device >= 0: bytes of live tensors (torch.cuda.memory_allocated) and
  * reserved bytes (memory_reserved) at the step just marked; device_free: the
  * driver's free bytes on that device, or -1 when not read this time. Queued
- * like a step mark (no evaluation on the caller's thread). Returns 1 when the
- * latest evaluation of that device's series sees growth (confirmed or not):
- * the helper's cue to open a diagnosis window. */
+ * like a step mark (no evaluation on the caller's thread). Returns bit 0 (1)
+ * when the latest evaluation of that device's series sees growth (confirmed
+ * or not): the helper's cue to open a diagnosis window; bit 1 (2) when a
+ * pinned host leak's sites are judged (the run's leak is pinned host memory
+ * and a leaking site was found): the cue to look for what keeps that site's
+ * blocks (leakwatch_torch_host_blocks). */
 int lw_growth_torch_counters(int device, int64_t allocated, int64_t reserved, int64_t device_free);
 
 #define LW_TORCH_MAX_DEVICES 64

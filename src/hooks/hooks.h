@@ -18,8 +18,16 @@ void *lw_wrap_by_base(const char *symbol, int cuda_version, cuuint64_t flags, vo
                       lw_pfn_cuGetProcAddress_v12000 query_v2);
 
 /* The same for a lookup by exported, versioned name ("cuMemAlloc_v2",
- * "cuMemAllocAsync_ptsz"), as dlsym does. */
+ * "cuMemAllocAsync_ptsz"), as dlsym does; a runtime name ("cudaMalloc")
+ * goes to lw_runtime_bind. */
 void *lw_wrap_by_name(const char *versioned_name, void *fn);
+
+/* runtime.c: the wrapper to hand out for the runtime function fn that a
+ * lookup of name in a handle found (ctypes' CDLL("libcudart.so").cudaMalloc,
+ * which never reaches our export): one bound to fn, so that the call is
+ * recorded as a program's call of our export is, failures included (no
+ * driver: error 35 and its hint); fn itself when name is not wrapped. */
+void *lw_runtime_bind(const char *name, void *fn);
 
 /* 1 when our export named name, called from return address ra, forwards to
  * real (runtime exports forward per caller; the driver's exports all reach

@@ -80,6 +80,7 @@ void *lw_wrap_by_base(const char *symbol, int version, cuuint64_t flags, void *f
 }
 
 void *lw_wrap_by_name(const char *name, void *fn) {
+    if (fn && name[0] == 'c' && name[1] == 'u' && name[2] == 'd') return lw_runtime_bind(name, fn);
     if (!fn || !lw_maybe_driver_name(name)) return fn;
     const lw_driver_entry *e = entry_named(name);
     return e ? wrap(e, fn) : fn;

@@ -20,9 +20,11 @@
 #include "events.h"
 #include "guard.h"
 #include "hook_list.h"
+#include "log.h"
 #include "real.h"
 #include "rep64.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 /* Returned only when no real runtime function exists anywhere in the process
@@ -62,7 +64,11 @@ const char *lw_runtime_name(int f) {
 }
 
 /* Who called: k >= 0, the object whose own entry was called (bind.c);
- * else the return address of the call of our export. */
+ * BOUND, a caller that looked the function up through dlsym on a handle
+ * (ctypes' CDLL("libcudart.so").cudaMalloc) and got one of the slots below,
+ * bound to the real function found there, which ra then is; else the
+ * return address of the call of our export. */
+#define BOUND (-2)
 typedef struct {
     int k;
     const void *ra;
@@ -70,6 +76,7 @@ typedef struct {
 
 /* The real NAME for the caller. */
 static void *real_for(caller c, int f) {
+    if (c.k == BOUND) return (void *)c.ra;
     return c.k >= 0 ? lw_real_for_object(c.k, f, names[f]) : lw_real_for_caller(c.ra, f, names[f]);
 }
 
@@ -175,7 +182,8 @@ BODY(cudaIpcCloseMemHandle, (caller c, void *ptr)) {
  * cuGetProcAddress, which it found through us, so what comes back is usually
  * our wrapper already; lw_wrap_by_base leaves those alone (and maps our
  * exports, which an interposable driver hands out, to the driver's own). */
-/* The version of the runtime the caller uses. */
+/* The version of the runtime the caller uses (never asked for a BOUND
+ * caller: lw_runtime_bind hands out no slot of these). */
 static int runtime_version(caller c) {
     lw_rt_cudaRuntimeGetVersion fn =
         (lw_rt_cudaRuntimeGetVersion)(c.k >= 0
@@ -239,10 +247,68 @@ ENTRY_POINT_BY_VERSION_WRAPPER(cudaGetDriverEntryPointByVersion_ptsz)
 #define NO_ENTRIES(NAME)
 LW_RUNTIME_HOOKS(ENTRIES, NO_ENTRIES)
 
+/* The slots (wrappers bound to one real function each, filled first come
+ * first served) that dlsym hands out for a runtime function looked up in a
+ * handle: one per runtime in the process, and an interposer's. */
+#define RT_SLOTS 4
+#define SLOT(NAME, PARAMS, ARGS, I)                                                                \
+    static cudaError_t NAME##__s##I PARAMS {                                                       \
+        return NAME##_body(                                                                        \
+            (caller){BOUND, atomic_load_explicit(&NAME##_bound[I], memory_order_acquire)},         \
+            LW_UNPAREN ARGS);                                                                      \
+    }
+#define SLOTS(NAME, PARAMS, ARGS)                                                                  \
+    static void *_Atomic NAME##_bound[RT_SLOTS];                                                   \
+    SLOT(NAME, PARAMS, ARGS, 0)                                                                    \
+    SLOT(NAME, PARAMS, ARGS, 1)                                                                    \
+    SLOT(NAME, PARAMS, ARGS, 2)                                                                    \
+    SLOT(NAME, PARAMS, ARGS, 3)                                                                    \
+    static void *const NAME##_slots[RT_SLOTS] = {(void *)NAME##__s0, (void *)NAME##__s1,           \
+                                                 (void *)NAME##__s2, (void *)NAME##__s3};
+LW_RUNTIME_HOOKS(SLOTS, NO_ENTRIES)
+#undef SLOTS
+#undef SLOT
+
 /* Each wrapped name's entries, by index; the names only looked up have none. */
 #define ENTRIES_OF(NAME, ...) [F_##NAME] = NAME##_entries,
 static void *const *const entries[F_COUNT] = {LW_RUNTIME_HOOKS(ENTRIES_OF, NO_ENTRIES)};
 #undef ENTRIES_OF
+
+#define SLOTS_OF(NAME, ...) [F_##NAME] = {NAME##_bound, NAME##_slots},
+static const struct {
+    void *_Atomic *bound;
+    void *const *slots;
+} bound_slots[F_COUNT] = {LW_RUNTIME_HOOKS(SLOTS_OF, NO_ENTRIES)};
+#undef SLOTS_OF
+
+void *lw_runtime_bind(const char *name, void *fn) {
+    int f = fn ? lw_runtime_index(name) : -1;
+    /* Not wrapped (looked up only), or ours already. The entry points need
+     * the caller's runtime version, which a slot does not know: the runtime
+     * answers them through our cuGetProcAddress anyway. */
+    if (f < 0 || !bound_slots[f].bound || lw_is_own_address((uintptr_t)fn) ||
+        f == F_cudaGetDriverEntryPoint || f == F_cudaGetDriverEntryPoint_ptsz ||
+        f == F_cudaGetDriverEntryPointByVersion || f == F_cudaGetDriverEntryPointByVersion_ptsz)
+        return fn;
+    for (int i = 0; i < RT_SLOTS; i++) {
+        void *cur = atomic_load_explicit(&bound_slots[f].bound[i], memory_order_acquire);
+        if (cur == fn) return bound_slots[f].slots[i];
+        if (!cur) {
+            void *expected = NULL;
+            /* The object fn lies in stays loaded while the slot holds it. */
+            lw_keep_loaded(fn);
+            if (atomic_compare_exchange_strong(&bound_slots[f].bound[i], &expected, fn) ||
+                expected == fn)
+                return bound_slots[f].slots[i];
+        }
+    }
+    lw_keep_loaded(fn);
+    lw_log_once(rt_slots_full,
+                "more than %d different %s functions were looked up by handle; the later ones "
+                "are passed through untracked",
+                RT_SLOTS, names[f]);
+    return fn;
+}
 
 void *lw_runtime_entry(int f, int k) {
     if (f < 0 || f >= F_COUNT || k < 0 || k >= LW_CALLER_OBJECTS || !entries[f]) return NULL;

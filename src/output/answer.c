@@ -51,6 +51,9 @@ void lw_report_answer(lw_answer *a, const lw_growth_state *g) {
         a->hi = g->last.hi;
         a->per_second = g->last.bytes_per_second;
     }
+    if (g->verdict == LW_VERDICT_NO_LEAK)
+        a->rose_once = lw_answer_rose_once(g->last.slope, (double)g->last.window * g->bin_width,
+                                           g->last.noise_bin);
     if (g->verdict != LW_VERDICT_LEAK) return;
     if (g->memory_kind && !strcmp(g->memory_kind, "pinned_host")) {
         a->kind = "pinned_host";
@@ -175,6 +178,9 @@ void lw_run_answer_from(lw_run_answer *r, const lw_growth_state *g) {
     }
     if (!top) return;
     r->site = top;
+    /* A pinned host leak's site: the helper's owner sentence, if it found one. */
+    if (leak && !lw_torch_info_host_owner_text(top->id, r->owner, sizeof r->owner))
+        r->owner[0] = '\0';
     lw_site_label(top, r->where, sizeof r->where);
     r->a.where = r->where;
     if (leaking == 1)

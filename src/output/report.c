@@ -233,6 +233,9 @@ static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const lw_site
     lw_jw_bool(w, "native_cut_at_python", s->native_cut != 0);
     if (v) emit_bins(w, v->bins, v->nbins, COLUMNS(steps_floor));
     emit_backward_note(w, s);
+    /* A pinned host leak's site: what keeps its blocks alive (the PyTorch
+     * helper's owner search), as PyTorch's own sites carry it. */
+    lw_torch_info_host_owner_emit(w, s->id);
     lw_site_frames l;
     lw_site_frames_collect(&l, syms, s);
     emit_where(w, &l, distinct);

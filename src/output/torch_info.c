@@ -4,19 +4,21 @@
 #include "log.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_TEXT (1u << 20)
 
-enum { F_SITES, F_DIAGNOSIS, F_BACKEND, F_STEPS, F_ANSWER, F_STEP_UNIT, F_COUNT };
-static const char *const names[F_COUNT] = {"sites", "diagnosis", "backend",
-                                           "steps", "answer",    "step_unit"};
+enum { F_SITES, F_DIAGNOSIS, F_BACKEND, F_STEPS, F_ANSWER, F_STEP_UNIT, F_HOST_OWNER, F_COUNT };
+static const char *const names[F_COUNT] = {"sites",  "diagnosis", "backend",   "steps",
+                                           "answer", "step_unit", "host_owner"};
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char *texts[F_COUNT];
 static char *label;
-static char *owner; /* what keeps the leak alive: the label's text after a newline */
+static char *owner;     /* what keeps the leak alive: the label's text after a newline */
+static char *host_text; /* host_owner's message: what keeps the pinned host site alive */
 static int said[F_COUNT];
 
 /* ---- a strict JSON checker (RFC 8259), depth-limited ---- */
@@ -143,7 +145,7 @@ int lw_torch_info_set(const char *field, const char *json, const char *message) 
     if (!lw_json_valid(json, f == F_SITES ? '[' : '{')) return -1;
     char *copy = strdup(json);
     char *lab = f == F_SITES && message ? strdup(message) : NULL;
-    char *own = NULL;
+    char *own = f == F_HOST_OWNER && message ? strdup(message) : NULL;
     char *nl = lab ? strchr(lab, '\n') : NULL;
     if (nl) {
         *nl = '\0';
@@ -162,8 +164,11 @@ int lw_torch_info_set(const char *field, const char *json, const char *message) 
         label = lab;
         free(owner);
         owner = own;
+    } else if (f == F_HOST_OWNER) {
+        free(host_text);
+        host_text = own;
     }
-    int say = f != F_SITES && message && *message && !said[f];
+    int say = f != F_SITES && f != F_HOST_OWNER && message && *message && !said[f];
     if (say) said[f] = 1;
     pthread_mutex_unlock(&lock);
     if (say && !lw_log_quiet) lw_log("%s", message);
@@ -259,6 +264,64 @@ const char *lw_torch_info_owner(char *out, size_t n) {
     return r;
 }
 
+/* ---- what keeps a pinned host leak's site alive ("host_owner") ---- */
+
+/* The site the host_owner text is about: its top-level "site" (the helper
+ * writes it first), or 0. */
+static uint32_t host_owner_site(const char *text) {
+    const char *k = "{\"site\":";
+    if (!text || strncmp(text, k, strlen(k))) return 0;
+    char *end;
+    unsigned long v = strtoul(text + strlen(k), &end, 10);
+    return end > text + strlen(k) && v <= UINT32_MAX ? (uint32_t)v : 0;
+}
+
+int lw_torch_info_host_owner_emit(lw_jw *w, uint32_t site_id) {
+    pthread_mutex_lock(&lock);
+    const char *t = texts[F_HOST_OWNER];
+    int any = site_id && host_owner_site(t) == site_id;
+    if (any) {
+        /* Its members but "site", as members of the site's own object. */
+        scan s = {t, 1};
+        s.p++; /* { */
+        ws(&s);
+        while (*s.p == '"') {
+            const char *key = s.p + 1;
+            if (!string(&s)) break;
+            size_t klen = (size_t)(s.p - 1 - key);
+            ws(&s);
+            if (*s.p++ != ':') break;
+            ws(&s);
+            const char *v = s.p;
+            if (!value(&s)) break;
+            char name[64];
+            if (klen < sizeof name && !memchr(key, '\\', klen) &&
+                !(klen == 4 && !strncmp(key, "site", 4))) {
+                memcpy(name, key, klen);
+                name[klen] = '\0';
+                lw_jw_raw(w, name, v, (size_t)(s.p - v));
+            }
+            ws(&s);
+            if (*s.p != ',') break;
+            s.p++;
+            ws(&s);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return any;
+}
+
+const char *lw_torch_info_host_owner_text(uint32_t site_id, char *out, size_t n) {
+    pthread_mutex_lock(&lock);
+    const char *r = NULL;
+    if (site_id && host_text && n && host_owner_site(texts[F_HOST_OWNER]) == site_id) {
+        snprintf(out, n, "%s", host_text);
+        r = out;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
 /* The string value of "key" in the helper's compact JSON text (json.dumps
  * with separators (",", ":"), so no space follows the colon), without
  * escapes: the unit and the module's class name are identifiers. */
@@ -294,4 +357,6 @@ void lw_torch_info_forget(void) {
     label = NULL;
     free(owner);
     owner = NULL;
+    free(host_text);
+    host_text = NULL;
 }

@@ -10,11 +10,13 @@
 #include "json_write.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* field: "sites" (a JSON array of site objects; message: the top site's
  * label for the summary line), "answer" (the report's answer when PyTorch's
  * signal decided: {"site", "where"}), "step_unit" (what a step is:
- * lw_torch_info_step_unit), or "diagnosis", "backend", "steps" (a
+ * lw_torch_info_step_unit), "host_owner" (lw_torch_info_host_owner_emit;
+ * its message is kept, never said), or "diagnosis", "backend", "steps" (a
  * JSON object each; message, if not NULL, is said once on stderr). A later call
  * replaces an earlier one. Returns 0, or -1 for an unknown field, a text
  * that is not JSON of the right type, or one over 1 MiB. */
@@ -36,6 +38,15 @@ const char *lw_torch_info_label(char *out, size_t n);
 /* What keeps the top site's blocks alive (the helper's owner sentence: the
  * label's text after its first newline), or NULL. Copies into out. */
 const char *lw_torch_info_owner(char *out, size_t n);
+
+/* What keeps a pinned host leak's site alive (field "host_owner": {"site":
+ * the library's site id, "owner", "owners", "owner_search"}; its message: the
+ * owner sentence). When it is about site_id, writes its members but "site"
+ * into w's current object (the site's entry in "sites") and returns 1, else
+ * 0. */
+int lw_torch_info_host_owner_emit(lw_jw *w, uint32_t site_id);
+/* Its owner sentence, when it is about site_id, or NULL. Copies into out. */
+const char *lw_torch_info_host_owner_text(uint32_t site_id, char *out, size_t n);
 
 /* How the helper marks steps ("step_unit": {"unit": "module_call",
  * "module": "TinyLM"} or {"unit": "optimizer_step"}): copies the unit, and

@@ -86,6 +86,12 @@ char *lw_fmt_int(double v, char *out, size_t n) {
     return out;
 }
 
+int lw_answer_rose_once(double slope, double span, double noise_bin) {
+    if (!isfinite(slope) || !(slope > 0) || !isfinite(span) || !(span > 0)) return 0;
+    double noise = isfinite(noise_bin) && noise_bin > 256 ? noise_bin : 256;
+    return slope * span > 8 * noise;
+}
+
 void lw_answer_init(lw_answer *a) {
     memset(a, 0, sizeof *a);
     a->unit = "step";
@@ -198,6 +204,9 @@ char *lw_answer_line(const lw_answer *a, char *out, size_t n) {
         add(out, n, &o, "%s", v);
         if (verdict == LW_VERDICT_NOTHING_SEEN)
             add(out, n, &o, ": no CUDA allocation was seen since the attach");
+        else if (verdict == LW_VERDICT_NO_LEAK && a->rose_once)
+            add(out, n, &o, ": the floor of live memory rose, then held level (no growth per %s)",
+                unit);
         else if (verdict == LW_VERDICT_NO_LEAK)
             add(out, n, &o, ": the floor of live memory is flat");
         else if (verdict == LW_VERDICT_INCONCLUSIVE &&

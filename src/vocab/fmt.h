@@ -55,7 +55,19 @@ typedef struct {
      * outside_pytorch), evidence and remedy; NULL: none. The line then leads
      * with it and forecasts no out-of-memory. */
     const char *oom_cause, *oom_evidence, *oom_remedy;
+    /* A "no leak" whose floor rose once and then held level (a jump, or a
+     * ramp that ended: lw_answer_rose_once): said so, not "flat" (1), and
+     * no per-step figure beside it. */
+    int rose_once;
 } lw_answer;
+
+/* Whether a floor the detector found not growing step after step still rose
+ * over its window: the window's straight-line fit (slope bytes per step
+ * over span steps) climbs more than 8 times the noise of one bin's floor
+ * (noise_bin; at least one 256-byte granule). That rise happened once: the
+ * fit spreads it over the steps, so its slope is no rate of growth. The one
+ * rule for the library's answer and the command's. */
+int lw_answer_rose_once(double slope, double span, double noise_bin);
 
 /* An out-of-memory cause in words ("the model and its optimizer do not
  * fit"); the name itself when unknown. */

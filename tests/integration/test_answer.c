@@ -230,6 +230,39 @@ static void summary_is_the_reports_answer(const char *const *args) {
     lw_run_free(&r);
 }
 
+/* A floor that rose once (512 MiB at step 150 of 300) and held level: no
+ * leak, said as a rise that stopped, not "flat" (issue 42, item 7: "flat"
+ * beside the window's fit, +1.83 MiB/step here), by the library at exit and
+ * by leakwatch report alike, and no per-step growth in the report's text. */
+START_TEST(one_time_rise_is_said_as_one) {
+    const char *args[] = {"--steps",     "300", "--base",      "64M",
+                          "--transient", "16M", "--staircase", "512M:1000:200:150",
+                          NULL};
+    lw_run r;
+    lw_run_prog(&r, 1, "rt_workload", args, NULL);
+    RUN_OK(&r);
+    ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
+    ck_assert_str_eq(lw_json_string(lw_json_get(r.report, "verdict")), "no_leak");
+    lw_run t;
+    const char *text[] = {"report", r.report_path, NULL};
+    lw_cli_run(&t, text, NULL);
+    RUN_OK(&t);
+    char first[2048], want[2100];
+    first_line(t.out, NULL, first, sizeof first);
+    snprintf(want, sizeof want, "leakwatch: %s\n", first);
+    ck_assert_msg(strstr(first, "no leak: the floor of live memory rose, then held level (no "
+                                "growth per step) over 300 steps"),
+                  "%s", first);
+    ck_assert_msg(strstr(r.err, want), "exit summary differs from the report's answer:\n%s\n%s",
+                  first, r.err);
+    ck_assert_msg(strstr(t.out, "  growth    none per step: the rise stopped") &&
+                      !strstr(t.out, "is flat"),
+                  "%s", t.out);
+    lw_run_free(&t);
+    lw_run_free(&r);
+}
+END_TEST
+
 /* Runs the C demo (examples/train_loop) under the shim with args and env. */
 static void run_demo(lw_run *r, const char *const *args, const char *const *env) {
     char exe[PATH_MAX];
@@ -892,6 +925,7 @@ int main(void) {
     tcase_add_test(tc, two_ranks_are_labelled_and_merged);
     tcase_add_test(tc, exit_summary_is_the_reports_answer);
     tcase_add_test(tc, a_tie_is_named_as_the_report_names_it);
+    tcase_add_test(tc, one_time_rise_is_said_as_one);
     tcase_add_test(tc, live_and_exit_lines_agree);
     tcase_add_test(tc, live_and_exit_lines_agree_with_very_fast_steps);
     tcase_add_test(tc, withdrawn_leak_is_withdrawn_on_stderr);

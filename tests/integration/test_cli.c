@@ -125,8 +125,8 @@ START_TEST(run_records_the_job_and_passes_its_status) {
     ck_assert_int_eq(r.exit_code, 7);
     ck_assert_msg(strstr(r.err, "leakwatch: nothing seen: /bin/sh made no CUDA allocation"), "%s",
                   r.err);
-    /* It failed: perhaps on CUDA itself, through calls leakwatch cannot see
-     * (a ctypes job with no driver: error 35): the way to try it is said. */
+    /* It failed: perhaps on CUDA itself, in a call leakwatch does not watch
+     * (cudaSetDevice with no driver: error 35): the way to try it is said. */
     ck_assert_msg(strstr(r.err, "no GPU or no driver here: error 100 or 35") &&
                       strstr(r.err, "leakwatch run --cuda-stand-ins -- CMD"),
                   "%s", r.err);

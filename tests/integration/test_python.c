@@ -450,6 +450,52 @@ START_TEST(shared_wrapper_names_the_caller) {
 }
 END_TEST
 
+/* The README's Python example on a machine with the CUDA runtime but no
+ * driver (issue 42, item 6): the runtime's cudaMalloc fails with 35. ctypes
+ * finds it with dlsym in the runtime's handle, which reached the real one
+ * past the hooks: leakwatch said nothing and wrote no report, while the C
+ * example got the hint and a report. Now the lookup hands out a wrapper
+ * bound to that function: the same hint, once, and a report counting the
+ * failure; the job's own error and status unchanged. The runtime alone in a
+ * folder (it has no RUNPATH) and no LD_LIBRARY_PATH to the stand-in driver;
+ * skipped where a real driver is installed. */
+START_TEST(ctypes_without_driver_gets_the_hint) {
+    find_pythons();
+    if (!npythons) {
+        printf("test_python: no CPython >= 3.8 found; skipped\n");
+        return;
+    }
+    char script[PATH_MAX], dir[64], lib[PATH_MAX], target[PATH_MAX], cudart[PATH_MAX + 64],
+        path[PATH_MAX + 64];
+    ck_assert_ptr_nonnull(realpath("examples/train_loop.py", script));
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(target, sizeof target, "%s/tests/lib/libcudart.so", lw_build_dir());
+    snprintf(lib, sizeof lib, "%s/libcudart.so", dir);
+    ck_assert_int_eq(symlink(target, lib), 0);
+    snprintf(cudart, sizeof cudart, "LEAKWATCH_CUDART=%s", lib);
+    snprintf(path, sizeof path, "LD_LIBRARY_PATH=%s", dir);
+    const char *args[] = {script, "--steps", "3", NULL};
+    const char *env[] = {cudart, path, NULL};
+    lw_run r;
+    lw_run_exe(&r, 1, pythons[0], args, env);
+    if (r.exit_code == 0) {
+        printf("test_python: a CUDA driver is installed here; skipped\n");
+        lw_run_free(&r);
+        lw_remove_dir(dir);
+        return;
+    }
+    ck_assert_msg(r.exit_code == 1 && strstr(r.err, "failed: error 35"), "exit %d\n%s", r.exit_code,
+                  r.err);
+    ck_assert_msg(count_of(r.err, "leakwatch: a CUDA allocation failed with error 35: no CUDA "
+                                  "driver found") == 1,
+                  "%s", r.err);
+    ck_assert_msg(r.report != NULL, "no report\n%s", r.err);
+    ck_assert_int_eq(lw_rep_int(&r, "totals.failed_alloc_count"), 1);
+    lw_run_free(&r);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("python");
     TCase *tc = tcase_create("frames");
@@ -459,6 +505,7 @@ int main(void) {
     tcase_add_test(tc, free_threaded_python_is_said_once);
     tcase_add_test(tc, old_python_is_said_once);
     tcase_add_test(tc, shared_wrapper_names_the_caller);
+    tcase_add_test(tc, ctypes_without_driver_gets_the_hint);
     suite_add_tcase(s, tc);
     int failed = lw_check_run(s);
     return failed ? 1 : 0;

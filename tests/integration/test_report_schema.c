@@ -306,6 +306,9 @@ START_TEST(reports_hold_the_listed_fields) {
         check_report("torch_seed.py loss, tensors mode", &r);
         run_torch(&r, "pinned_leak.py", "device", NULL);
         check_report("pinned_leak.py device", &r);
+        /* A pinned host leak whose owner is found: the site's owner_search. */
+        run_torch(&r, "torch_offload.py", NULL, NULL);
+        check_report("torch_offload.py", &r);
     } else {
         printf("test_report_schema: no CPython >= 3.8: the PyTorch fields are not checked\n");
     }

@@ -736,6 +736,29 @@ START_TEST(counters_are_read_within_a_budget) {
 }
 END_TEST
 
+/* The anatomy's walks of the job's objects (issue 40) keep within 1 % of
+ * the job's time (tests/python/anatomy_budget.py, on a clock of its own:
+ * a mark each 1 ms, a walk 60 ms): over 20,000 marks the schedule alone
+ * (steps 1, 2, 4, ..., 16384) would walk 15 times, 0.9 s of a 21 s job. */
+START_TEST(anatomy_walks_keep_within_a_budget) {
+    NEED_PYTHON();
+    lw_run r;
+    run_torch(&r, "anatomy_budget.py", NULL, NULL, NULL);
+    ck_assert_msg(r.exit_code == 0, "exit %d\n%s", r.exit_code, r.err);
+    int marks = 0, walks = 0, budget = 0;
+    double walk_s = 0, total_s = 0;
+    const char *p = strstr(r.out, "marks ");
+    ck_assert_msg(p && sscanf(p, "marks %d walks %d walk_s %lf total_s %lf budget %d", &marks,
+                              &walks, &walk_s, &total_s, &budget) == 5,
+                  "stdout: %s", r.out);
+    /* The first walk at step 1; each later one after 99 times a walk. */
+    ck_assert_msg(walks >= 2 && walks <= 4, "%d walks in %d marks", walks, marks);
+    ck_assert_msg(walk_s - 0.060 <= total_s / 99, "walks %.3f s of %.3f s", walk_s, total_s);
+    ck_assert_int_eq(budget, 99);
+    lw_run_free(&r);
+}
+END_TEST
+
 /* Pinned host memory is host RAM: its own series and verdict, never in the
  * device floor; its leak is the run's leak when the device's memory shows
  * none (issue 40: it was "no_leak"), with its own rate, named at its line;
@@ -779,6 +802,47 @@ START_TEST(pinned_host_has_its_own_verdict) {
 }
 END_TEST
 
+/* What keeps a pinned host leak alive (issue 40): the stand-in torch's
+ * pin_memory=True buffers, one kept per step in a list, are found by the
+ * owner search from the leaking pinned site's live blocks
+ * (leakwatch_torch_host_blocks) and named in that site's entry, under the
+ * exit line and with the pinned hint; the ring of buffers is clean and names
+ * none. On real PyTorch: tests/real/test_memory_kinds.py. */
+START_TEST(pinned_host_owner_is_named) {
+    NEED_PYTHON();
+    char file[PATH_MAX];
+    snprintf(file, sizeof file, "%s", script("torch_offload.py"));
+    const char *const loud[] = {"LEAKWATCH_QUIET=0", NULL};
+    for (int fixed = 0; fixed < 2; fixed++) {
+        lw_run r;
+        run_torch(&r, "torch_offload.py", fixed ? "fixed" : NULL, NULL, loud);
+        ck_assert_msg(r.exit_code == 0 && r.report, "exit %d\n%s", r.exit_code, r.err);
+        if (fixed) {
+            ck_assert_str_eq(verdict(&r), "no_leak");
+            ck_assert_msg(!strstr(r.err, "kept by"), "%s", r.err);
+            lw_run_free(&r);
+            continue;
+        }
+        ck_assert_str_eq(verdict(&r), "leak");
+        ck_assert_str_eq(rep_str(&r, "growth.memory_kind"), "pinned_host");
+        ck_assert_msg(!strcmp(rep_str(&r, "sites[0].owner.name"), "buffers"), "owner %s\n%s",
+                      rep_str(&r, "sites[0].owner.text"), r.err);
+        ck_assert_str_eq(rep_str(&r, "sites[0].owner.kind"), "list");
+        ck_assert_str_eq(rep_str(&r, "sites[0].owner.shape"), "pinned");
+        ck_assert_str_eq(rep_str(&r, "sites[0].owners[0].name"), "buffers");
+        ck_assert_int_eq(lw_rep_int(&r, "sites[0].owner.line"),
+                         marker_line(file, "buffers.append(buf)"));
+        ck_assert_int_ge(lw_rep_int(&r, "sites[0].owner.window_count"), 3);
+        ck_assert_ptr_nonnull(lw_json_path(r.report, "sites[0].owner_search.seconds"));
+        ck_assert_msg(
+            strstr(r.err, "kept by list `buffers` (local of `offload`, torch_offload.py:") &&
+                strstr(r.err, "ring of"),
+            "%s", r.err);
+        lw_run_free(&r);
+    }
+}
+END_TEST
+
 /* What keeps each seed leak alive (issue 31: the owner, its scope, shape and
  * line, the fix hint, the summary and leakwatch report; the attribute,
  * closure and not-found shapes; off with LEAKWATCH_TORCH_OWNER_MS=0) is
@@ -816,8 +880,10 @@ int main(void) {
     tcase_add_test(dflt, steps_are_iterations);
     tcase_add_test(dflt, tensors_mode_checks_the_backend_in_effect);
     tcase_add_test(dflt, pinned_host_has_its_own_verdict);
+    tcase_add_test(dflt, pinned_host_owner_is_named);
     tcase_add_test(dflt, backward_allocations_name_the_caller);
     tcase_add_test(dflt, counters_are_read_within_a_budget);
+    tcase_add_test(dflt, anatomy_walks_keep_within_a_budget);
     suite_add_tcase(s, dflt);
     int failed = lw_check_run(s);
     return failed ? 1 : 0;

@@ -57,6 +57,32 @@ def test_pinned_host_leak_is_the_runs_leak_in_every_view(lw, tmp_path):
     assert 'leakwatch_leak_memory_kind_info{kind="pinned_host"} 1' in metrics, metrics
 
 
+def test_pinned_host_leak_names_its_owner(lw, tmp_path):
+    """The owner search runs for a pinned host leak too: the list that keeps
+    each step's pinned buffer is named, with a hint for pinned memory, in
+    the report's leading site, the exit summary and `leakwatch report`."""
+    run = lw(JOBS, "pinned", env={"STEPS": "400"})
+    assert run.rc == 0 and run.verdict == "leak", run
+    assert run.report["growth"]["memory_kind"] == "pinned_host", run
+    lead = run.lead()
+    assert lead is not None and lead.get("source") != "pytorch_history", run
+    owner = lead.get("owner")
+    assert owner, (lead, run)
+    assert owner["name"] == "kept" and owner["kind"] == "list", (owner, run)
+    assert owner["scope"] == "local of `pinned`", owner
+    assert owner["line"] == marker_line(JOBS, "kept.append(buf)"), owner
+    assert owner["shape"] == "pinned" and "ring of" in owner["hint"], owner
+    # 256 KiB a step, each buffer one block of the host allocator.
+    assert owner["window_count"] >= 3 and owner["window_bytes"] >= 3 * 262144, owner
+    assert owner["count"] >= owner["window_count"], owner
+    assert lead["owner_search"]["roots"] > 0 and lead["owner_search"]["objects"] > 0, lead
+    said = "kept by list `kept` (local of `pinned`, memory_jobs.py:"
+    assert said in run.err, run
+    for fmt in ("text", "html"):
+        out = leakwatch("report", "--format", fmt, tmp_path / "report.json")
+        assert out.returncode == 0 and said in out.stdout, (fmt, out.stdout[-3000:])
+
+
 def test_pinned_host_ring_of_buffers_is_clean(lw):
     run = lw(JOBS, "pinned", "fixed", env={"STEPS": "200"}, options=["--fail-on-leak"])
     assert run.rc == 0, run

@@ -16,8 +16,9 @@ JOB:
   eval      an evaluation loop under torch.no_grad() keeping every batch's
             outputs on the GPU; fixed: .cpu()
   tensors   no nn.Module, no optimizer: tensor operations alone, every
-            result kept in a list (steps are time intervals), PACE_MS
-            (default 2) of other work per iteration; fixed: a Python float
+            result kept in a list (steps are time intervals), one request
+            arriving per PACE_MS (default 2) of wall time; fixed: a Python
+            float
 
 Environment: REQUESTS (default 600), KV_BYTES (bytes kept per request, k
 and v half each; default 81920), SESSIONS (default 8)."""
@@ -116,10 +117,18 @@ def tensors():
     pace = float(os.environ.get("PACE_MS", "2")) / 1000
     w = torch.randn(DIM, DIM, device="cuda")
     results = []
-    for _ in range(REQUESTS):
-        x = torch.randn(1, DIM, device="cuda")
-        y = torch.tanh(x @ w)  # TENSORS-KEPT
-        results.append(y.sum().item() if FIXED else y)  # TENSORS-APPEND
+    # Requests arrive one per PACE_MS of wall time, as a server's clients
+    # send them (an open loop): each pass serves those that have arrived, so
+    # memory grows with time at one rate however fast or loaded the machine
+    # is. (Paced by sleeps alone, a machine whose load rose during the run
+    # served fewer requests per interval: growth that decelerates.)
+    start = time.monotonic()
+    while len(results) < REQUESTS:
+        arrived = min(REQUESTS, int((time.monotonic() - start) / pace) + 1)
+        while len(results) < arrived:
+            x = torch.randn(1, DIM, device="cuda")
+            y = torch.tanh(x @ w)  # TENSORS-KEPT
+            results.append(y.sum().item() if FIXED else y)  # TENSORS-APPEND
         time.sleep(pace)  # the job's other work (I/O, the CPU), not synchronisation
     return len(results)
 

@@ -63,6 +63,38 @@ START_TEST(answer_line_is_one_format) {
 }
 END_TEST
 
+/* A "no leak" whose floor rose once and held level (issue 42, item 7: the
+ * line said "flat" while the report beside it said +7.42 MiB/step, the
+ * window's straight line through the jump): said as a rise that stopped. */
+START_TEST(one_time_rise_is_not_flat) {
+    /* 512 MiB at step 150 of 300: the fit, 1.83 MiB/step over 300 steps,
+     * climbs far more than 8 bins' noise (3.8 MiB). */
+    ck_assert_int_eq(lw_answer_rose_once(1917396, 300, 3828128), 1);
+    /* Noise: a fit that climbs less than 8 times a bin's noise. */
+    ck_assert_int_eq(lw_answer_rose_once(74, 2000, 1e6), 0);
+    /* A floor without noise: one granule (256 B) is the least. */
+    ck_assert_int_eq(lw_answer_rose_once(1, 2000, 0), 0);
+    ck_assert_int_eq(lw_answer_rose_once(2, 2000, 0), 1);
+    /* Flat, falling, unknown. */
+    ck_assert_int_eq(lw_answer_rose_once(0, 300, 1e6), 0);
+    ck_assert_int_eq(lw_answer_rose_once(-1e6, 300, 1), 0);
+    ck_assert_int_eq(lw_answer_rose_once(NAN, 300, 1), 0);
+    ck_assert_int_eq(lw_answer_rose_once(1e6, NAN, 1), 0);
+    lw_answer a;
+    char line[768];
+    lw_answer_init(&a);
+    a.verdict = "no_leak";
+    a.where = "rt_workload.c:468 in staircase_site";
+    a.where_live = 512.0 * 1024 * 1024;
+    a.steps = 300;
+    a.rose_once = 1;
+    lw_answer_line(&a, line, sizeof line);
+    ck_assert_str_eq(line, "no leak: the floor of live memory rose, then held level (no growth "
+                           "per step) over 300 steps; largest site: rt_workload.c:468 in "
+                           "staircase_site (512.0 MiB live)");
+}
+END_TEST
+
 /* inconclusive says its real reason, the evidence so far, the growing site
  * and the one thing that would decide it (issue 42, item 4: it said "not
  * enough intervals or too much noise" whatever the reason, named the largest
@@ -143,6 +175,7 @@ int main(void) {
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, byte_formats);
     tcase_add_test(tc, answer_line_is_one_format);
+    tcase_add_test(tc, one_time_rise_is_not_flat);
     tcase_add_test(tc, inconclusive_says_why_and_what_decides_it);
     tcase_add_test(tc, answer_line_gives_per_second_and_undecided_growth);
     suite_add_tcase(s, tc);

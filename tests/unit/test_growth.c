@@ -71,6 +71,30 @@ START_TEST(tensor_series_follows_the_decision_rule) {
 }
 END_TEST
 
+/* A job whose leaking function returns at its end (the kept tensors freed,
+ * then the teardown) while the counters are still read (a job without
+ * marks: the helper reads them each interval) ends with points back at the
+ * start: the verdict is the one on the data before that release, as for
+ * leakwatch's own series. It was "no leak" (five low points) or withdrawn
+ * ("the growth decelerates", on real PyTorch). */
+START_TEST(tensor_release_at_the_end_keeps_the_leak) {
+    lw_growth_init();
+    int64_t level = 0;
+    uint64_t seed = 3;
+    steps(100, &level, 12800, &seed);
+    lw_growth_flush();
+    ck_assert_int_eq(device0().verdict, LW_VERDICT_LEAK);
+    level = 0;
+    steps(5, &level, 0, &seed);
+    lw_growth_finish();
+    lw_torch_device_state d = device0();
+    ck_assert_msg(d.verdict == LW_VERDICT_LEAK, "verdict %d: %s", d.verdict, d.reason);
+    lw_growth_state g;
+    lw_growth_get(&g, NULL, 0, NULL);
+    ck_assert_int_eq(g.verdict, LW_VERDICT_LEAK);
+}
+END_TEST
+
 /* A flat tensor series never gives a leak, and its reason is never one. */
 START_TEST(flat_tensor_series_is_no_leak) {
     lw_growth_init();
@@ -136,6 +160,7 @@ static Suite *growth_suite(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, tensor_series_follows_the_decision_rule);
     tcase_add_test(tc, flat_tensor_series_is_no_leak);
+    tcase_add_test(tc, tensor_release_at_the_end_keeps_the_leak);
     tcase_add_test(tc, pace_is_the_recent_steps_own);
     tcase_add_test(tc, unmarked_tick_takes_in_queued_marks);
     suite_add_tcase(s, tc);

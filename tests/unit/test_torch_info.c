@@ -85,11 +85,58 @@ START_TEST(fields_and_sites) {
 }
 END_TEST
 
+/* A pinned host leak's owner: written into the library site it is about
+ * (its members but "site"), its sentence kept and never said; another
+ * site gets nothing. */
+START_TEST(host_owner_into_its_site) {
+    const char *js = "{\"site\":7,\"owner\":{\"name\":\"kept\",\"kind\":\"list\","
+                     "\"text\":\"kept by list `kept`\"},\"owners\":[{\"name\":\"kept\"}],"
+                     "\"owner_search\":{\"stopped\":null,\"seconds\":0.5}}";
+    ck_assert_int_eq(lw_torch_info_set("host_owner", "[1]", "x"), -1);
+    ck_assert_int_eq(lw_torch_info_set("host_owner", js, "kept by list `kept`"), 0);
+    char text[64];
+    ck_assert_ptr_null(lw_torch_info_host_owner_text(6, text, sizeof text));
+    ck_assert_str_eq(lw_torch_info_host_owner_text(7, text, sizeof text), "kept by list `kept`");
+    /* No site from PyTorch's history, no label: the device's answer is untouched. */
+    ck_assert_ptr_null(lw_torch_info_label(text, sizeof text));
+    ck_assert_uint_eq(lw_torch_info_sites(NULL), 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    lw_jw w;
+    lw_jw_init(&w, f, 1);
+    lw_jw_array(&w, NULL);
+    for (uint32_t id = 6; id <= 7; id++) {
+        lw_jw_object(&w, NULL);
+        lw_jw_uint(&w, "id", id);
+        ck_assert_int_eq(lw_torch_info_host_owner_emit(&w, id), id == 7);
+        lw_jw_end(&w);
+    }
+    lw_jw_end(&w);
+    fclose(f);
+    char err[128];
+    lw_json *doc = lw_json_parse(buf, len, NULL, err, sizeof err);
+    ck_assert_msg(doc != NULL, "%s in %s", err, buf);
+    const lw_json *other = lw_json_at(doc, 0), *it = lw_json_at(doc, 1);
+    ck_assert_ptr_null(lw_json_get(other, "owner"));
+    ck_assert_ptr_null(lw_json_get(it, "site"));
+    ck_assert_str_eq(lw_json_string(lw_json_path(it, "owner.name")), "kept");
+    ck_assert_uint_eq(lw_json_len(lw_json_get(it, "owners")), 1);
+    ck_assert(lw_json_path(it, "owner_search.seconds") != NULL);
+    ck_assert(lw_json_number(lw_json_get(it, "id"), 0) == 7);
+    lw_json_free(doc);
+    free(buf);
+    lw_torch_info_forget();
+    ck_assert_ptr_null(lw_torch_info_host_owner_text(7, text, sizeof text));
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("torch_info");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, valid_json_only);
     tcase_add_test(tc, fields_and_sites);
+    tcase_add_test(tc, host_owner_into_its_site);
     suite_add_tcase(s, tc);
     return lw_check_run(s) ? 1 : 0;
 }

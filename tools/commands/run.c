@@ -538,8 +538,9 @@ static void say_if_nothing_seen(const char *tpl, const char *prog, pid_t pid, ti
         }
     globfree(&g);
     /* A job that failed without one allocation seen may have failed on
-     * CUDA itself: no GPU or no driver here (error 100, 35), through calls
-     * leakwatch does not see (ctypes' lookups of the runtime). */
+     * CUDA itself: no GPU or no driver here (error 100, 35), in a call
+     * leakwatch does not watch (cudaSetDevice, cudaGetDeviceCount) before
+     * any allocation. */
     if (!seen)
         fprintf(stderr,
                 "leakwatch: nothing seen: %s made no CUDA allocation, so no report was written "

@@ -223,7 +223,11 @@ typedef struct {
 
 static void stack_line(const char *label, int is_python, size_t folded, int marked, void *ctx) {
     (void)folded;
-    fprintf(ctx, "%s %s%s\n", marked ? "-->" : "   ", is_python ? "py " : "   ", label);
+    fprintf(ctx, "%s %s%s\n",
+            marked == LW_STACK_HERE  ? "-->"
+            : marked == LW_STACK_VIA ? "via"
+                                     : "   ",
+            is_python ? "py " : "   ", label);
 }
 
 static void screen(FILE *out, const lw_model *m, long pid, size_t max_sites, int width,
@@ -249,7 +253,8 @@ static void screen(FILE *out, const lw_model *m, long pid, size_t max_sites, int
     fprintf(out, "  %s\n", cmd);
     const lw_m_growth *g = &m->growth;
     fprintf(out, "verdict %-12s growth %s", lw_mverdict_label(m->verdict),
-            lw_fmt_rate(g->bytes_per_step, "step", a, sizeof a));
+            ans.rose_once ? "none per step (rose, then level)"
+                          : lw_fmt_rate(g->bytes_per_step, "step", a, sizeof a));
     if (isfinite(g->steps)) fprintf(out, "  steps %s", lw_fmt_count(g->steps, c, sizeof c));
     fprintf(out, "  %s in %s\n",
             g->memory_kind && !strcmp(g->memory_kind, "pinned_host") ? "host memory full" : "OOM",

@@ -833,15 +833,22 @@ int lw_model_where(const lw_m_site *s, char *out, size_t n) {
     /* The frame that tells this site apart from others sharing its place, as
      * the report computed it from all the sites (model_apart under the
      * command's own LEAKWATCH_USER_CODE). */
-    if ((user_code || k == s->where_frame) && isfinite(s->where_distinct) &&
-        s->where_distinct > k && s->where_distinct < (double)s->nframes) {
-        lw_frame_ref d = ref_of(&s->frames[(size_t)s->where_distinct]);
+    int dk = lw_model_where_distinct(s, k);
+    if (dk >= 0) {
+        lw_frame_ref d = ref_of(&s->frames[dk]);
         lw_where_label_via(&d, &r, label, sizeof label);
     } else {
         lw_where_label(&r, label, sizeof label);
     }
     lw_safe_text(label, out, n);
     return k;
+}
+
+int lw_model_where_distinct(const lw_m_site *s, int k) {
+    if (k < 0 || !((user_code || k == s->where_frame) && isfinite(s->where_distinct) &&
+                   s->where_distinct > k && s->where_distinct < (double)s->nframes))
+        return -1;
+    return (int)s->where_distinct;
 }
 
 const lw_m_site *lw_model_top_site(const lw_model *m) {
@@ -891,6 +898,14 @@ void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn) {
     a->steps = g->steps;
     a->free_bytes = g->device_free_bytes;
     a->total_bytes = g->device_total_bytes;
+    if (m->verdict == LW_MV_NO_LEAK && m->doc) {
+        /* A floor that rose once and held level (as the library's answer.c). */
+        double bins = lw_json_number(lw_json_path(m->doc, "growth.window_bins"), NAN),
+               width = lw_json_number(lw_json_path(m->doc, "growth.steps_per_bin"), NAN);
+        a->rose_once = lw_answer_rose_once(
+            g->bytes_per_step, bins * width,
+            lw_json_number(lw_json_path(m->doc, "growth.bin_noise_bytes"), NAN));
+    }
     if (m->verdict == LW_MV_INCONCLUSIVE && isfinite(g->bytes_per_step) && g->bytes_per_step > 0 &&
         isfinite(g->ci_lo) && g->ci_lo >= 0) {
         /* Growth seen, not yet confirmed (as the library's answer.c). */

@@ -179,6 +179,12 @@ const char *lw_model_user_code(void);
  * label in out ("train.py:27 in train"; "site N" without frames). */
 int lw_model_where(const lw_m_site *s, char *out, size_t n);
 
+/* The frame that tells the site apart from others sharing its place to look
+ * (frame k, lw_model_where's answer): the caller of a shared wrapper, which
+ * the label names first ("train.py:30 in stash (via device_alloc, ...)");
+ * -1 when the label names frame k alone. */
+int lw_model_where_distinct(const lw_m_site *s, int k);
+
 /* The site the answer names: the report's "answer", else the most worrying
  * one. NULL when the report has no sites. */
 const lw_m_site *lw_model_top_site(const lw_model *m);

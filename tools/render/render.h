@@ -29,11 +29,15 @@ void lw_render_html(FILE *o, const lw_model *ms, size_t n, const lw_render_opts 
 /* A short verdict line: "LEAK", "no leak", "inconclusive", "unknown". */
 const char *lw_mverdict_label(lw_mverdict v);
 
-/* The stack of a site as a traceback: outermost first, the place to look
- * marked, the interpreter's, libffi's, libc's start-up, leakwatch's and the
- * CUDA libraries' internals folded (unless o->full_stacks). Calls
- * emit(label, is_python, folded, marked, ctx) per line; folded > 0 means the
- * line stands for that many frames. */
+/* The stack of a site as a traceback: outermost first, the frame the site's
+ * label names first marked (marked LW_STACK_HERE: the place to look, or the
+ * caller of a shared wrapper when the label is "stash (via device_alloc,
+ * ...)", whose own frame is then marked LW_STACK_VIA), the interpreter's,
+ * libffi's, libc's start-up, leakwatch's and the CUDA libraries' internals
+ * folded (unless o->full_stacks). Calls emit(label, is_python, folded,
+ * marked, ctx) per line; folded > 0 means the line stands for that many
+ * frames. */
+enum { LW_STACK_HERE = 1, LW_STACK_VIA = 2 };
 void lw_stack_lines(const lw_m_site *s, const lw_render_opts *o,
                     void (*emit)(const char *label, int is_python, size_t folded, int marked,
                                  void *ctx),

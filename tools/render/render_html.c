@@ -446,16 +446,20 @@ static void sparkline(FILE *o, const lw_m_site *s) {
 static void html_stack_line(const char *label, int is_python, size_t folded, int marked,
                             void *ctx) {
     FILE *o = ctx;
-    fprintf(o, "<tr%s><td class=\"mono%s\">", marked ? " class=\"here\"" : "",
+    fprintf(o, "<tr%s><td class=\"mono%s\">",
+            marked == LW_STACK_HERE  ? " class=\"here\""
+            : marked == LW_STACK_VIA ? " class=\"via\""
+                                     : "",
             is_python ? " py"
             : folded  ? " fold"
                       : "");
     esc(o, label);
     fprintf(o, "</td><td>%s</td></tr>\n",
-            marked      ? "the place to look"
-            : is_python ? "python"
-            : folded    ? ""
-                        : "native");
+            marked == LW_STACK_HERE  ? "the place to look"
+            : marked == LW_STACK_VIA ? "via: the shared wrapper"
+            : is_python              ? "python"
+            : folded                 ? ""
+                                     : "native");
 }
 
 static void cell_bytes(FILE *o, double v) {

@@ -124,7 +124,16 @@ void lw_stack_lines(const lw_m_site *s, const lw_render_opts *o,
                     void *ctx) {
     if (!s->nframes) return;
     char where[512];
-    int mark = lw_model_where(s, where, sizeof where);
+    /* The frame the headline names first gets the mark (LW_STACK_HERE): the
+     * caller of a shared wrapper when the label is "stash (via
+     * device_alloc, ...)"; the wrapper's own frame, the place to look inside
+     * it, is shown too, as the way there (LW_STACK_VIA). */
+    int mark = lw_model_where(s, where, sizeof where), via = -1;
+    int distinct = lw_model_where_distinct(s, mark);
+    if (distinct >= 0) {
+        via = mark;
+        mark = distinct;
+    }
     const char *uc = lw_model_user_code();
     lw_frame_class *cls = malloc(s->nframes * sizeof *cls);
     if (!cls) return;
@@ -137,7 +146,7 @@ void lw_stack_lines(const lw_m_site *s, const lw_render_opts *o,
     size_t i = s->nframes;
     while (i-- > 0) {
         const lw_m_frame *f = &s->frames[i];
-        int marked = (int)i == mark;
+        int marked = (int)i == mark ? LW_STACK_HERE : (int)i == via ? LW_STACK_VIA : 0;
         if (o->full_stacks || marked) {
             frame_line(&ls, s, i, marked, o->short_paths);
             continue;
@@ -151,6 +160,7 @@ void lw_stack_lines(const lw_m_site *s, const lw_render_opts *o,
             }
             size_t lo = i;
             while (lo > 0 && lw_frame_class_is_noise(cls[lo - 1]) && (int)(lo - 1) != mark &&
+                   (int)(lo - 1) != via &&
                    !(cls[lo - 1] == LW_FRAME_CUDA && cls[lo] != LW_FRAME_CUDA))
                 lo--;
             fold_line(&ls, s, lo, i);
@@ -161,7 +171,8 @@ void lw_stack_lines(const lw_m_site *s, const lw_render_opts *o,
         size_t lo = i;
         while (!is_python(f) && !keep(f) && lo > 0 && !is_python(&s->frames[lo - 1]) &&
                !keep(&s->frames[lo - 1]) && same_module(f, &s->frames[lo - 1]) &&
-               (int)(lo - 1) != mark && !lw_frame_class_is_noise(cls[lo - 1]))
+               (int)(lo - 1) != mark && (int)(lo - 1) != via &&
+               !lw_frame_class_is_noise(cls[lo - 1]))
             lo--;
         if (i - lo + 1 >= 3) {
             /* The outermost frame says where the run enters the library. */
@@ -174,8 +185,10 @@ void lw_stack_lines(const lw_m_site *s, const lw_render_opts *o,
     }
     free(cls);
     /* Too many native lines: the innermost ones beyond the limit (below the
-     * place to look) fold into one line; Python lines always show. */
+     * place to look, and the wrapper's frame under it) fold into one line;
+     * Python lines always show. */
     size_t native = 0, cut = ls.n;
+    int last_mark = via >= 0 ? LW_STACK_VIA : LW_STACK_HERE;
     int seen_mark = mark < 0;
     for (size_t k = 0; k < ls.n && !o->full_stacks; k++) {
         if (!ls.l[k].python && !ls.l[k].folded && !ls.l[k].marked && ++native > o->max_frames &&
@@ -183,7 +196,7 @@ void lw_stack_lines(const lw_m_site *s, const lw_render_opts *o,
             cut = k;
             break;
         }
-        seen_mark |= ls.l[k].marked;
+        seen_mark |= ls.l[k].marked == last_mark;
     }
     for (size_t k = 0; k < cut; k++)
         emit(ls.l[k].label, ls.l[k].python, ls.l[k].folded, ls.l[k].marked, ctx);

@@ -26,12 +26,14 @@ const char *lw_mverdict_label(lw_mverdict v) {
     }
 }
 
-static const char *verdict_explained(const lw_model *m) {
+static const char *verdict_explained(const lw_model *m, const lw_answer *a) {
     switch (m->verdict) {
     case LW_MV_LEAK:
         return "the floor of live memory grows step after step";
     case LW_MV_NO_LEAK:
-        return "the floor of live memory is flat";
+        /* A one-time rise is no growth per step, and not flat either. */
+        return a->rose_once ? "the floor of live memory rose, then held level"
+                            : "the floor of live memory is flat";
     case LW_MV_INCONCLUSIVE: {
         /* The decision's own reason (the answer line says what decides it). */
         static char safe[200];
@@ -53,7 +55,11 @@ static void text_stack_line(const char *label, int is_python, size_t folded, int
                             void *ctx) {
     FILE *out = ctx;
     (void)folded;
-    fprintf(out, "     %s %s%s\n", marked ? "-->" : "   ", is_python ? "py  " : "    ", label);
+    fprintf(out, "     %s %s%s\n",
+            marked == LW_STACK_HERE  ? "-->"
+            : marked == LW_STACK_VIA ? "via"
+                                     : "   ",
+            is_python ? "py  " : "    ", label);
 }
 
 /* The answer in one line: what every output of leakwatch says first. */
@@ -108,9 +114,20 @@ static const char *marker_label(const lw_model *m) {
 
 static void print_growth(FILE *out, const lw_model *m) {
     const lw_m_growth *g = &m->growth;
-    char a[64], b[64], c[64], d[64];
-    fprintf(out, "  verdict   %s: %s\n", lw_mverdict_label(m->verdict), verdict_explained(m));
-    if (isfinite(g->bytes_per_step) || isfinite(g->bytes_per_second)) {
+    char a[64], b[64], c[64], d[64], where[512];
+    lw_answer ans;
+    lw_model_answer(m, &ans, where, sizeof where);
+    fprintf(out, "  verdict   %s: %s\n", lw_mverdict_label(m->verdict), verdict_explained(m, &ans));
+    if (ans.rose_once) {
+        /* The window's straight line spreads that rise over its steps: shown
+         * for what it is, never as a rate of growth. */
+        fprintf(out,
+                "  growth    none per step: the rise stopped (a straight line through the "
+                "window would say %s",
+                lw_fmt_rate(g->bytes_per_step, "step", a, sizeof a));
+        if (isfinite(g->p_value)) fprintf(out, ", p = %.2g", g->p_value);
+        fputs(")\n", out);
+    } else if (isfinite(g->bytes_per_step) || isfinite(g->bytes_per_second)) {
         fprintf(out, "  growth    %s", lw_fmt_rate(g->bytes_per_step, "step", a, sizeof a));
         if (isfinite(g->ci_lo))
             fprintf(out, " (95%% CI %s .. %s)", lw_fmt_bytes(g->ci_lo, b, sizeof b),

@@ -26,6 +26,11 @@ run clean "$B/tests/programs/rt_workload" --steps 200 --base 64M --transient 16M
 # Too few steps for the noise: inconclusive.
 run inconclusive "$B/tests/programs/rt_workload" --steps 12 --base 64M --transient 16M \
     --leak 4K --noise 1M
+# A floor that rose once and held level: no leak, though the fit slopes.
+run one_time_rise "$B/tests/programs/rt_workload" --steps 300 --base 64M --transient 16M \
+    --staircase 512M:1000:200:150
+# Two sites through one allocation wrapper, named by their callers.
+run wrapped_python env LW_CUDART="$B/tests/lib/libcudart.so" python3 tests/python/wrapped_alloc.py
 # An allocation the device refused (4 GiB asked of a 1 GiB stand-in device).
 run failed_alloc env FAKE_CUDA_MEM_BYTES=1073741824 "$B/tests/programs/rt_paths" oom 1 4294967296
 # Imports (IPC memory of another process) on device 0, and a run on device 1
@@ -39,7 +44,7 @@ sh scripts/in-real-root.sh "$root" STEPS=400 PYTHONDONTWRITEBYTECODE=1 \
     "$B/leakwatch" run --cuda-stand-ins -q -r "$PWD/$B/golden-torch.json" -- \
     python3 tests/python/torch_seed.py loss >/dev/null
 mv "$B/golden-torch.json" "$raw/torch_tensors.json"
-for n in clean inconclusive failed_alloc; do
+for n in clean inconclusive failed_alloc one_time_rise wrapped_python; do
     python3 "$here/normalise.py" "$raw/$n.json" "$n" >"$here/inputs/$n.json"
 done
 # The two leaks as ranks 0 and 1 of one job of two processes.

@@ -31,10 +31,10 @@ from . import multiprocessing  # noqa: F401
 float32, int64, uint8 = 4, 8, 1
 
 
-def empty(*shape, dtype=4, device=None, requires_grad=False):
+def empty(*shape, dtype=4, device=None, requires_grad=False, pin_memory=False):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    return _new(shape, dtype, device, requires_grad)
+    return _new(shape, dtype, device, requires_grad, pin_memory=pin_memory)
 
 
 def randn(*shape, dtype=4, device=None, requires_grad=False, generator=None):

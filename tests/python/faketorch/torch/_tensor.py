@@ -60,6 +60,31 @@ class _Storage:
                 pass
 
 
+_pinned_free = {}  # size -> blocks cached for reuse, as the CachingHostAllocator's
+
+
+class _PinnedStorage:
+    """A CPU storage in pinned host memory (torch.empty(..., pin_memory=True)),
+    as PyTorch's CachingHostAllocator gives it: one block per storage, its
+    size rounded up to a power of two, from cudaHostAlloc (through the
+    runtime) unless a freed block of that size is cached; a dead storage's
+    block goes back to the cache, never to the runtime."""
+    __slots__ = ("device", "addr", "nbytes", "size", "__weakref__")
+
+    def __init__(self, nbytes):
+        self.device, self.nbytes, self.addr = None, nbytes, 0
+        self.size = 1 << max(nbytes - 1, 0).bit_length()
+        cached = _pinned_free.get(self.size)
+        self.addr = cached.pop() if cached else _mem.runtime().host_alloc(self.size)
+
+    def data_ptr(self):
+        return self.addr
+
+    def __del__(self):
+        if self.addr:
+            _pinned_free.setdefault(self.size, []).append(self.addr)
+
+
 _FREED = ("Trying to backward through the graph a second time (or directly access saved "
           "tensors after they have already been freed). Saved intermediate values of the graph "
           "are freed when you call .backward() or autograd.grad().")
@@ -306,5 +331,11 @@ def _track(out, name, saved, inputs, saved_names=None):
     return out
 
 
-def _new(shape, itemsize=4, device=None, requires_grad=False, value=0.0):
+def _new(shape, itemsize=4, device=None, requires_grad=False, value=0.0, pin_memory=False):
+    if pin_memory and _dev(device) is None:
+        n = 1
+        for d in shape:
+            n *= d
+        return Tensor(shape, itemsize, None, requires_grad, value,
+                      storage=_PinnedStorage(n * itemsize))
     return Tensor(shape, itemsize, _dev(device), requires_grad, value)
