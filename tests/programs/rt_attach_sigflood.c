@@ -7,7 +7,8 @@
  * that the kernel puts back only as it leaves; SIGUSR1 wakes it to look at
  * STOP). It says "ready PID" and waits until the file STOP exists. SIGRTMIN,
  * sent with sigqueue and the values 1, 2, 3...: counted, and those that come
- * out of order. It ends with "done, signals N, out of order D, mask kept" (or
+ * out of order (in sigsuspend mode, those still queued at STOP are taken
+ * before it ends). It ends with "done, signals N, out of order D, mask kept" (or
  * "mask changed": its own mask is not the one it set).
  * Usage: rt_attach_sigflood MODE STOP */
 #include "paths.h"
@@ -64,7 +65,11 @@ int main(int argc, char **argv) {
             nanosleep(&ts, NULL);
         }
     }
+    /* Blocked outside sigsuspend, the signals still queued are taken one
+     * sigsuspend each: all of them before the end. */
     sigset_t now;
+    while (sigpending(&now) == 0 && sigismember(&now, SIGRTMIN))
+        sigsuspend(&wait_mask);
     sigprocmask(SIG_SETMASK, NULL, &now);
     int kept = 1;
     for (int s = 1; s < 65; s++)
