@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "atomic_file.h"
 
+#include "sandbox.h"
 #include "sig_guard.h"
 
 #include <dirent.h>
@@ -171,6 +172,86 @@ static int place(const char *tmp, const char *path, char *why, size_t whylen) {
     return LW_AF_FAILED;
 }
 
+/* LEAKWATCH_TEST_WRITE_KILL_AT=POINT (tests only): the writing process
+ * kills itself (as kill -9 would) at that point of a write: "written" (the
+ * content is in the temporary file, not yet in place), "linked" (an unnamed
+ * temporary has its name beside the path, not yet renamed). */
+static void kill_for_test(const char *point) {
+    const char *v = secure_getenv("LEAKWATCH_TEST_WRITE_KILL_AT");
+    if (v && !strcmp(v, point)) raise(SIGKILL);
+}
+
+/* A temporary file without a name (O_TMPFILE) in the path's folder: a
+ * writer killed while writing leaves nothing behind (the kernel frees it
+ * with its last descriptor), where a named temporary stayed until a later
+ * run removed it, a minute old (issue 43). Given its name only when
+ * complete, through /proc/self/fd (linkat without privileges). -1 where the
+ * filesystem has no O_TMPFILE, /proc is not there, or a seccomp filter may
+ * forbid linkat: then a named temporary, as before. */
+static int open_unnamed(const char *path, int dirlen) {
+#ifdef O_TMPFILE
+    if (lw_sandboxed()) return -1;
+    char dir[PATH_MAX];
+    if (dirlen >= (int)sizeof dir) return -1;
+    if (dirlen)
+        snprintf(dir, sizeof dir, "%.*s", dirlen, path);
+    else
+        snprintf(dir, sizeof dir, ".");
+    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    char self[64];
+    struct stat st;
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    if (lstat(self, &st) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+#else
+    (void)path;
+    (void)dirlen;
+    return -1;
+#endif
+}
+
+/* The temporary's name beside path: ".NAME.PID.SEQ.tmp". -1 (errno) when
+ * it does not fit. */
+static int temp_name(const char *path, int dirlen, const char *base, char *tmp, size_t n) {
+    unsigned long k = atomic_fetch_add(&seq, 1);
+    if (snprintf(tmp, n, "%.*s.%s.%ld.%lu.tmp", dirlen, path, base, (long)getpid(), k) >= (int)n) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
+
+/* Gives the unnamed temporary fd its place: path itself where path is
+ * absent (linkat never replaces: a file planted meanwhile is looked at
+ * again, as place does), else a temporary name beside it (tmp), for place
+ * to rename over path. LW_AF_WRITTEN with tmp empty when it is in place,
+ * with tmp set when it has that name; LW_AF_FAILED (errno). */
+static int link_unnamed(int fd, const char *path, int dirlen, const char *base, char *tmp,
+                        size_t n) {
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    tmp[0] = '\0';
+    struct stat st;
+    if (lstat(path, &st) != 0 && errno == ENOENT) {
+        if (linkat(AT_FDCWD, self, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0) return LW_AF_WRITTEN;
+        if (errno != EEXIST) return LW_AF_FAILED;
+    }
+    for (int tries = 0; tries < 16; tries++) {
+        if (temp_name(path, dirlen, base, tmp, n) != 0) break;
+        if (linkat(AT_FDCWD, self, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) {
+            kill_for_test("linked");
+            return LW_AF_WRITTEN;
+        }
+        if (errno != EEXIST) break;
+    }
+    tmp[0] = '\0';
+    return LW_AF_FAILED;
+}
+
 static int write_file(const char *path, lw_af_emit emit, void *arg, char *why, size_t whylen) {
     int c = lw_atomic_check(path, why, whylen);
     if (c != LW_AF_WRITTEN) return c;
@@ -182,14 +263,10 @@ static int write_file(const char *path, lw_af_emit emit, void *arg, char *why, s
         return LW_AF_FAILED;
     }
     char tmp[PATH_MAX + 96];
-    int fd = -1;
+    tmp[0] = '\0';
+    int fd = open_unnamed(path, dirlen), unnamed = fd >= 0;
     for (int tries = 0; fd < 0 && tries < 16; tries++) {
-        unsigned long n = atomic_fetch_add(&seq, 1);
-        if (snprintf(tmp, sizeof tmp, "%.*s.%s.%ld.%lu.tmp", dirlen, path, base, (long)getpid(),
-                     n) >= (int)sizeof tmp) {
-            errno = ENAMETOOLONG;
-            break;
-        }
+        if (temp_name(path, dirlen, base, tmp, sizeof tmp) != 0) break;
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0 && errno != EEXIST) break; /* EEXIST: planted or left; try the next name */
     }
@@ -204,7 +281,7 @@ static int write_file(const char *path, lw_af_emit emit, void *arg, char *why, s
         int e = errno;
         free(k.buf);
         close(fd);
-        unlink(tmp);
+        if (!unnamed) unlink(tmp);
         if (why) snprintf(why, whylen, "%s", strerror(e));
         errno = e;
         return LW_AF_FAILED;
@@ -218,9 +295,14 @@ static int write_file(const char *path, lw_af_emit emit, void *arg, char *why, s
     if (sink_flush(&k) != 0 && rc == 0) rc = -1, e = k.failed;
     free(k.buf);
     if (rc == 0 && fsync(fd) != 0 && errno != EINVAL && errno != EROFS) rc = -1, e = errno;
+    if (rc == 0) kill_for_test("written");
+    if (rc == 0 && unnamed &&
+        link_unnamed(fd, path, dirlen, base, tmp, sizeof tmp) != LW_AF_WRITTEN)
+        rc = -1, e = errno;
     if (close(fd) != 0 && rc == 0) rc = -1, e = errno;
+    if (unnamed && rc == 0 && !tmp[0]) return LW_AF_WRITTEN; /* in place already */
     if (rc != 0) {
-        unlink(tmp);
+        if (tmp[0]) unlink(tmp);
         if (!e) e = EIO;
         if (why) snprintf(why, whylen, "%s", strerror(e));
         errno = e;
@@ -295,6 +377,36 @@ int lw_atomic_cleanup(const char *dir, const char *name_glob) {
         struct stat st;
         if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
             st.st_uid != geteuid() || now - st.st_mtime < 60)
+            continue;
+        if (unlinkat(dirfd(d), e->d_name, 0) == 0) removed++;
+    }
+    closedir(d);
+    return removed;
+}
+
+int lw_atomic_forget(const char *path, long pid) {
+    int dirlen;
+    const char *base;
+    if (pid <= 0 || split(path, &dirlen, &base) != 0) return 0;
+    char dir[PATH_MAX], prefix[NAME_MAX + 32];
+    if (dirlen >= (int)sizeof dir) return 0;
+    snprintf(dir, sizeof dir, "%.*s", dirlen ? dirlen : 1, dirlen ? path : ".");
+    int pl = snprintf(prefix, sizeof prefix, ".%s.%ld.", base, pid);
+    if (pl < 0 || pl >= (int)sizeof prefix) return 0;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        /* ".NAME.PID.SEQ.tmp", SEQ a number. */
+        size_t len = strlen(e->d_name);
+        if (len <= (size_t)pl + 4 || strncmp(e->d_name, prefix, (size_t)pl) != 0 ||
+            strcmp(e->d_name + len - 4, ".tmp") != 0 ||
+            strspn(e->d_name + pl, "0123456789") != len - (size_t)pl - 4)
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            st.st_uid != geteuid())
             continue;
         if (unlinkat(dirfd(d), e->d_name, 0) == 0) removed++;
     }

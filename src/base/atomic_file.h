@@ -3,12 +3,16 @@
  * Prometheus textfile, `leakwatch report -o`), shared by the shim and the
  * command.
  *
- * - The content goes to a temporary file beside the final path, created
- *   exclusively (O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, mode 0600) under a name
- *   no other writer uses (".NAME.PID.SEQ.tmp"), flushed and fsynced, then
- *   renamed over the final path: a reader sees the previous complete file or
- *   the new complete one, never a part, and two writers never touch each
- *   other's temporary file.
+ * - The content goes to a temporary file in the final path's folder, flushed
+ *   and fsynced, then put in place: a reader sees the previous complete file
+ *   or the new complete one, never a part, and two writers never touch each
+ *   other's temporary file. Where the filesystem allows (O_TMPFILE, /proc,
+ *   no seccomp filter), the temporary has no name while it is written: a
+ *   writer killed meanwhile leaves nothing; once complete it is linked at
+ *   the final path when that is absent, else given a temporary name and
+ *   renamed over it at once. Elsewhere it is created exclusively
+ *   (O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, mode 0600) under a name no other
+ *   writer uses (".NAME.PID.SEQ.tmp") and renamed over the final path.
  * - Only where the final path is absent, a regular file, or a symbolic link
  *   of our own (replaced, never followed). A directory, FIFO, socket, device
  *   or another user's link is refused with a message and nothing is written.
@@ -51,5 +55,11 @@ int lw_atomic_check(const char *path, char *why, size_t whylen);
  * were last written at least a minute ago (a writer on another machine
  * sharing the folder may still be writing its own). Returns how many. */
 int lw_atomic_cleanup(const char *dir, const char *name_glob);
+
+/* Removes the temporary files (".NAME.PID.SEQ.tmp", regular files of ours)
+ * that process pid left beside path: for a caller that knows pid ended and
+ * is not reused yet (leakwatch run, its job ended and not yet reaped), at
+ * any age. Returns how many. */
+int lw_atomic_forget(const char *path, long pid);
 
 #endif

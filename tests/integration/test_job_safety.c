@@ -310,6 +310,48 @@ START_TEST(temporary_files_of_a_killed_writer_are_removed) {
 }
 END_TEST
 
+/* A job killed (kill -9) while writing its report leaves no temporary file
+ * beside it, and the report before it as it was (issue 43, item 9: once in
+ * a loaded run a report's temporary was left after a job killed while
+ * writing; it stayed until a later run removed it, a minute old). The job
+ * kills itself once the report's content is written, before it is in place
+ * (LEAKWATCH_TEST_WRITE_KILL_AT=written): that temporary has no name
+ * (O_TMPFILE). Under leakwatch run, killed in the moment between naming a
+ * temporary and renaming it over the report (=linked): leakwatch run
+ * removes it once the job has ended. */
+START_TEST(a_job_killed_while_writing_leaves_no_temporary) {
+    char dir[256], set_rep[440], rep[400];
+    const char *before = "{\"before\": 1}\n";
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(rep, sizeof rep, "%s/r.json", dir);
+    snprintf(set_rep, sizeof set_rep, "LEAKWATCH_REPORT=%s", rep);
+    lw_write_text(rep, before);
+    const char *set[] = {set_rep, "LEAKWATCH_TEST_WRITE_KILL_AT=written", NULL};
+    const char *args[] = {"quiet", NULL};
+    lw_run r;
+    lw_run_set(&r, set, "rt_safety_job", args, NULL);
+    ck_assert_msg(r.signal == SIGKILL, "exit %d signal %d: %s", r.exit_code, r.signal, r.err);
+    lw_run_free(&r);
+    ck_assert_int_eq(lw_files_matching(dir, ".", ".tmp"), 0);
+    char *text = lw_slurp_file(rep);
+    ck_assert_str_eq(text, before);
+    free(text);
+    const char *run_args[] = {"run",   "--report", rep, "--", lw_program_path("rt_safety_job"),
+                              "quiet", NULL};
+    const char *env[] = {"LEAKWATCH_TEST_WRITE_KILL_AT=linked", NULL};
+    lw_run c;
+    lw_cli_run(&c, run_args, env);
+    ck_assert_msg(c.exit_code == 128 + SIGKILL, "exit %d signal %d: %s", c.exit_code, c.signal,
+                  c.err);
+    lw_run_free(&c);
+    ck_assert_int_eq(lw_files_matching(dir, ".", ".tmp"), 0);
+    text = lw_slurp_file(rep);
+    ck_assert_str_eq(text, before);
+    free(text);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 /* A forked child starts its own report clock: it does not write a periodic
  * report at once because its parent was due one (that write raced with its
  * exit report). */
@@ -1085,6 +1127,7 @@ int main(void) {
     tcase_add_test(tc, only_regular_files_are_replaced);
     tcase_add_test(tc, dev_null_and_none_turn_the_file_off);
     tcase_add_test(tc, temporary_files_of_a_killed_writer_are_removed);
+    tcase_add_test(tc, a_job_killed_while_writing_leaves_no_temporary);
     tcase_add_test(tc, forked_child_starts_its_own_report_clock);
     tcase_add_test(tc, command_outputs_and_inputs);
     tcase_add_test(tc, the_command_reads_what_the_shim_writes);

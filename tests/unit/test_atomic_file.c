@@ -7,6 +7,8 @@
 #include "../check_run.h"
 
 #include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdio_ext.h>
 #include <stdlib.h>
@@ -110,6 +112,83 @@ START_TEST(atomic_writer_holds_nothing_for_exit_to_flush) {
 }
 END_TEST
 
+/* The names in dir that end in ".tmp". */
+static int temporaries_in(const char *dir) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        n += l > 4 && !strcmp(e->d_name + l - 4, ".tmp");
+    }
+    if (d) closedir(d);
+    return n;
+}
+
+static int emit_seeing_folder(FILE *f, void *dir) {
+    fprintf(f, "{\"temporaries\": %d}\n", temporaries_in(dir));
+    return 0;
+}
+
+/* While the content is written, its temporary has no name in the folder
+ * (O_TMPFILE): a writer killed then leaves nothing (issue 43, item 9: a
+ * named one stayed). A new file and the replacement of an earlier one. */
+START_TEST(the_temporary_has_no_name_while_written) {
+    char dir[] = "/tmp/lwopt.XXXXXX", p[128], why[512], buf[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+#ifdef O_TMPFILE
+    int probe = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+#else
+    int probe = -1;
+#endif
+    if (probe < 0) {
+        printf("test_atomic_file: no O_TMPFILE on /tmp here: named temporaries\n");
+        rmdir(dir);
+        return;
+    }
+    close(probe);
+    snprintf(p, sizeof p, "%s/r.json", dir);
+    for (int round = 0; round < 2; round++) {
+        ck_assert_int_eq(lw_atomic_write(p, emit_seeing_folder, dir, why, sizeof why),
+                         LW_AF_WRITTEN);
+        FILE *f = fopen(p, "r");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_ptr_nonnull(fgets(buf, sizeof buf, f));
+        fclose(f);
+        ck_assert_str_eq(buf, "{\"temporaries\": 0}\n");
+        ck_assert_int_eq(temporaries_in(dir), 0);
+        struct stat st;
+        ck_assert_int_eq(stat(p, &st), 0);
+        ck_assert_int_eq(st.st_mode & 0777, 0600);
+    }
+    unlink(p);
+    rmdir(dir);
+}
+END_TEST
+
+/* lw_atomic_forget removes the temporaries of that pid for that path
+ * only: regular files of ours named .NAME.PID.SEQ.tmp. */
+START_TEST(forget_removes_one_process_temporaries) {
+    char dir[] = "/tmp/lwopt.XXXXXX", p[128], f[6][160];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(p, sizeof p, "%s/r.json", dir);
+    const char *names[] = {".r.json.4242.0.tmp", ".r.json.4242.17.tmp", ".r.json.4243.0.tmp",
+                           ".r.json.4242.x.tmp", ".q.json.4242.0.tmp",  ".r.json.42420.1.tmp"};
+    for (int i = 0; i < 6; i++) {
+        snprintf(f[i], sizeof f[i], "%s/%s", dir, names[i]);
+        FILE *o = fopen(f[i], "w");
+        ck_assert_ptr_nonnull(o);
+        fclose(o);
+    }
+    ck_assert_int_eq(lw_atomic_forget(p, 4242), 2);
+    for (int i = 0; i < 6; i++)
+        ck_assert_msg((access(f[i], F_OK) == 0) == (i >= 2), "%s", names[i]);
+    for (int i = 2; i < 6; i++)
+        unlink(f[i]);
+    rmdir(dir);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("atomic_file");
     TCase *tc = tcase_create("core");
@@ -119,6 +198,8 @@ int main(void) {
     tcase_add_test(tc, atomic_write_drops_forked_child_bytes);
     tcase_add_test(tc, atomic_writer_targets);
     tcase_add_test(tc, atomic_writer_holds_nothing_for_exit_to_flush);
+    tcase_add_test(tc, the_temporary_has_no_name_while_written);
+    tcase_add_test(tc, forget_removes_one_process_temporaries);
     suite_add_tcase(s, tc);
     return lw_check_run(s) ? 1 : 0;
 }

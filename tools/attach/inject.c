@@ -309,6 +309,14 @@ typedef struct {
     lw_regs adj;      /* the thread's registers as rt_sigreturn puts them back */
     uint64_t sigmask; /* its signal mask, for that frame */
     int mask_checked; /* read again once it ran (a sigsuspend's mask is temporary) */
+    /* Its own mask is known exactly (PTRACE_GETSIGMASK where no temporary
+     * one is in force): sigmask is that. Then, while it runs our calls, the
+     * signals a flood may bring are held off with its mask (blocked: set),
+     * where they stay queued for it in order, rather than each stopping it
+     * to be held and sent again: a flood of real-time signals kept the
+     * thread in one signal stop after another (347 ms stopped). */
+    int mask_known, blocked;
+    int signal_stops; /* signal-delivery stops while it was held */
     uint64_t fpstate; /* its floating-point state (the legacy area), for that frame */
     int nsig;
     siginfo_t *sigs; /* held, in order of arrival */
@@ -555,6 +563,40 @@ static uint64_t thread_sigmask(const thread_ctx *c) {
     return v ? strtoull(v, NULL, 16) : 0;
 }
 
+/* The signals held off the borrowed thread while it runs our calls: all
+ * but SIGKILL and SIGSTOP (which cannot be), those a fault raises (blocked,
+ * the kernel resets the job's handler of one that a faulting call raises to
+ * the default) and the other stop signals (delivered at once, as before). */
+static uint64_t held_off(void) {
+    static const int keep[] = {SIGKILL, SIGSTOP, SIGSEGV, SIGBUS,  SIGILL, SIGFPE,
+                               SIGTRAP, SIGSYS,  SIGTSTP, SIGTTIN, SIGTTOU};
+    uint64_t m = ~0ull;
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
+        m &= ~(1ull << (keep[i] - 1));
+    return m;
+}
+
+static int get_mask(pid_t tid, uint64_t *m) {
+    return ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof *m, m) == 0 ? 0 : -1;
+}
+
+static int set_mask(pid_t tid, uint64_t m) {
+    return ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof m, &m) == 0 ? 0 : -1;
+}
+
+/* How many signal numbers wait for the thread (its own pending ones and the
+ * process's), not blocked by its own mask. */
+static int signals_waiting(const thread_ctx *c) {
+    char p[96], line[256];
+    snprintf(p, sizeof p, "/proc/%d/task/%d/status", (int)c->pid, (int)c->tid);
+    uint64_t pending = 0;
+    const char *v = lw_proc_status_field(p, "SigPnd:", line, sizeof line);
+    if (v) pending |= strtoull(v, NULL, 16);
+    v = lw_proc_status_field(p, "ShdPnd:", line, sizeof line);
+    if (v) pending |= strtoull(v, NULL, 16);
+    return __builtin_popcountll(pending & ~c->sigmask);
+}
+
 /* LEAKWATCH_TEST_ATTACH_DIE_AT=POINT:WHAT (tests only): the command kills
  * itself (as kill -9 would) at that point of the call of WHAT: "call" (the
  * thread runs it), "return" (it returned; its end is being skipped),
@@ -591,7 +633,18 @@ static int call(thread_ctx *c, uint64_t fn, const uint64_t *args, int n, uint64_
      * it may run: the command may be killed at any moment from here. */
     if ((ra_slot && (c->kill_safe ? write_frame(c, ra_slot)
                                   : mem_write(c, ra_slot, &c->ret_to, sizeof c->ret_to)) != 0) ||
-        lw_arch_set_regs(c->tid, &r) != 0 || ptrace(PTRACE_SYSCALL, c->tid, 0, 0) != 0) {
+        lw_arch_set_regs(c->tid, &r) != 0) {
+        snprintf(err, en, "cannot set up the call of %s: %s", what, strerror(errno));
+        return -1;
+    }
+    /* Signals held off from here, once the frame that puts the thread's own
+     * mask back (kill_safe) is where the call returns: a command killed at
+     * any moment leaves its mask as it was. Without that frame, not. */
+    if (c->mask_known && c->kill_safe && !c->blocked)
+        c->blocked = set_mask(c->tid, c->sigmask | held_off()) == 0;
+    else if (c->blocked && !c->kill_safe && set_mask(c->tid, c->sigmask) == 0)
+        c->blocked = 0;
+    if (ptrace(PTRACE_SYSCALL, c->tid, 0, 0) != 0) {
         snprintf(err, en, "cannot set up the call of %s: %s", what, strerror(errno));
         return -1;
     }
@@ -660,6 +713,7 @@ static int call(thread_ctx *c, uint64_t fn, const uint64_t *args, int n, uint64_
             return -1;
         }
         /* Held, not delivered now (its handler would run inside our call). */
+        c->signal_stops++;
         int deliver = signal_now(c, sig);
         ptrace(PTRACE_SYSCALL, c->tid, 0, (void *)(intptr_t)deliver);
     }
@@ -678,6 +732,7 @@ static int to_restart_point(thread_ctx *c) {
         int st;
         if (wait_thread(c, &st) != 0) return -1;
         if ((st >> 16) == PTRACE_EVENT_STOP) return 0;
+        if (!(st >> 16)) c->signal_stops++;
         int deliver = (st >> 16) ? 0 : signal_now(c, WSTOPSIG(st));
         ptrace(PTRACE_CONT, c->tid, 0, (void *)(intptr_t)deliver);
     }
@@ -719,8 +774,15 @@ static int seize(thread_ctx *c, char *err, size_t en) {
         int st;
         if (wait_thread(c, &st) != 0) return 0;
         if ((st >> 16) == PTRACE_EVENT_STOP) break;
-        int deliver = (st >> 16) ? 0 : signal_now(c, WSTOPSIG(st));
-        ptrace(PTRACE_CONT, c->tid, 0, (void *)(intptr_t)deliver);
+        if (st >> 16) {
+            ptrace(PTRACE_CONT, c->tid, 0, 0);
+            continue;
+        }
+        /* A signal on its way to the thread before it stopped: delivered
+         * as without us, and the thread is not borrowed this time (held and
+         * sent again, it would come after the ones queued meanwhile). */
+        ptrace(PTRACE_DETACH, c->tid, 0, (void *)(intptr_t)WSTOPSIG(st));
+        return 0;
     }
     if (lw_arch_get_regs(c->tid, &c->orig) != 0) {
         let_go(c, 0);
@@ -733,6 +795,91 @@ static int seize(thread_ctx *c, char *err, size_t en) {
         return 0;
     }
     return 1;
+}
+
+/* Learns the held thread's own signal mask (c->sigmask, c->mask_known). A
+ * thread in sigsuspend, ppoll or pselect6 has a temporary mask that the
+ * kernel puts back only as it leaves for its own code, and PTRACE_SETSIGMASK
+ * would forget the one to put back: it is first let run into the restart of
+ * its own system call, where its own mask is in force, which is then
+ * skipped; it stays stopped there, ready to restart it (at_syscall_stop). A
+ * signal that comes first is delivered as without us, and the thread let
+ * go. 1: held; 0: let go (or it ended). */
+static int learn_mask(thread_ctx *c) {
+    uint64_t m = 0;
+    if (!lw_arch_temp_mask_wait(&c->orig)) {
+        if (get_mask(c->tid, &m) == 0) {
+            c->sigmask = m;
+            c->mask_known = c->mask_checked = 1;
+        }
+        return 1;
+    }
+    uint64_t ret_to = lw_arch_pc(&c->orig) - LW_ARCH_SYSCALL_LEN;
+    long nr = lw_arch_syscall(&c->orig);
+    lw_regs adj, now;
+    lw_arch_restart_regs(&c->orig, ret_to, &adj);
+    if (ptrace(PTRACE_SYSCALL, c->tid, 0, 0) != 0) {
+        let_go(c, 0);
+        return 0;
+    }
+    for (int entered = 0;;) {
+        int st;
+        if (wait_thread(c, &st) != 0) return 0;
+        int sig = WSTOPSIG(st);
+        if (!(st >> 16) && sig != (SIGTRAP | 0x80)) {
+            if (!entered) {
+                ptrace(PTRACE_DETACH, c->tid, 0, (void *)(intptr_t)sig);
+                return 0;
+            }
+            c->signal_stops++;
+            ptrace(PTRACE_SYSCALL, c->tid, 0, (void *)(intptr_t)signal_now(c, sig));
+            continue;
+        }
+        if (st >> 16) {
+            ptrace(PTRACE_SYSCALL, c->tid, 0, 0);
+            continue;
+        }
+        if (entered) {
+            c->at_syscall_stop = 1;
+            return 1;
+        }
+        /* The entry of its own system call, restarted: skipped, and the
+         * thread put where resuming restarts it again. */
+        if (lw_arch_get_regs(c->tid, &now) != 0 ||
+            lw_arch_pc(&now) != ret_to + LW_ARCH_SYSCALL_LEN ||
+            (long)lw_arch_syscall_number(&now) != nr || get_mask(c->tid, &m) != 0 ||
+            lw_arch_set_regs(c->tid, &adj) != 0) {
+            ptrace(PTRACE_DETACH, c->tid, 0, 0);
+            return 0;
+        }
+        c->sigmask = m;
+        c->mask_known = c->mask_checked = 1;
+        entered = 1;
+        ptrace(PTRACE_SYSCALL, c->tid, 0, 0);
+    }
+}
+
+/* LEAKWATCH_TEST_ATTACH_HOLD_DIR=DIR (tests only): once a thread is held,
+ * before the first call, the command writes "held TID" to DIR/held and
+ * waits until DIR/go (a FIFO) is opened and closed by a writer. */
+static void hold_for_test(pid_t tid) {
+    const char *d = secure_getenv("LEAKWATCH_TEST_ATTACH_HOLD_DIR");
+    if (!d || !*d) return;
+    char tmp[PATH_MAX], path[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s/held.tmp", d);
+    snprintf(path, sizeof path, "%s/held", d);
+    FILE *f = fopen(tmp, "we");
+    if (!f) return;
+    fprintf(f, "held %d\n", (int)tid);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) return;
+    snprintf(path, sizeof path, "%s/go", d);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char b[16];
+    for (ssize_t n = 1; fd >= 0 && n != 0;) {
+        n = read(fd, b, sizeof b);
+        if (n < 0 && errno != EINTR) break;
+    }
+    if (fd >= 0) close(fd);
 }
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -857,6 +1004,8 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
         if (tid > 0) {
             c->tid = tid;
             c->nsig = 0;
+            c->exited = c->at_syscall_stop = 0;
+            c->mask_known = c->mask_checked = c->blocked = 0;
             stopped_at = now_us();
             int r = seize(c, err, en);
             if (r < 0) {
@@ -876,7 +1025,7 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
                 if (safe < 0 && never.n < 64) never.tid[never.n++] = c->tid;
                 r = 0;
             }
-            held = r > 0;
+            held = r > 0 && learn_mask(c) > 0;
         }
         if (!held) {
             if (cancelled(q)) {
@@ -975,7 +1124,8 @@ int lw_inject_library(lw_inject *q, char *err, size_t en) {
     c->ret_addr = c->ret_to;
     c->trap_pc = c->ret_to + LW_ARCH_SYSCALL_LEN;
     lw_arch_restart_regs(&c->orig, c->ret_to, &c->adj);
-    c->sigmask = thread_sigmask(c);
+    if (!c->mask_known) c->sigmask = thread_sigmask(c);
+    hold_for_test(c->tid);
     if (c->have_fp) {
         unsigned char fx[512];
         memcpy(fx, c->fp.data, sizeof fx);
@@ -1071,6 +1221,12 @@ restore:
     }
     if (!c->exited && to_restart_point(c) != 0) c->exited = 1;
     if (!c->exited) {
+        /* Its own mask back first: the signals held off are its again, in
+         * the order they came, once it runs. */
+        if (c->blocked) {
+            q->signals_waiting = signals_waiting(c);
+            if (set_mask(c->tid, c->sigmask) == 0) c->blocked = 0;
+        }
         die_at("restore", "");
         if (have_errno) mem_write(c, errno_addr, &errno_val, sizeof errno_val);
         if (saved) mem_write(c, save_lo, saved, save_hi - save_lo);
@@ -1079,6 +1235,7 @@ restore:
         q->stop_us = now_us() - stopped_at;
         q->signals_requeued = let_go(c, 1);
     }
+    q->signal_stops = c->signal_stops;
     free(saved);
     if (c->memfd >= 0) close(c->memfd);
     free(c->sigs);

@@ -27,6 +27,11 @@ typedef struct {
     int library_rc;        /* leakwatch__attach's answer: 0, 1 (already), -1 */
     char library_msg[512]; /* and its message */
     int signals_requeued;  /* signals that arrived meanwhile, sent again */
+    /* Signal-delivery stops of that thread while it was held (each one a
+     * round trip through the command); signal numbers left queued for it,
+     * held off by its mask meanwhile, that it takes once it runs. */
+    int signal_stops;
+    int signals_waiting;
 } lw_inject;
 
 /* 0: the library is loaded and leakwatch__attach answered (library_rc). -1:

@@ -79,6 +79,11 @@ int lw_arch_safe_syscall(long nr);
  * sent again, and interrupts the restarted wait as it would have). 1 when r
  * was changed. */
 int lw_arch_restart_eintr(lw_regs *r);
+/* 1 when r (stopped in a system call) waits with a temporary signal mask
+ * that the kernel puts back only once the thread runs (rt_sigsuspend, ppoll,
+ * pselect6 interrupted, to be restarted): until then neither ptrace nor
+ * /proc tells the thread's own mask. */
+int lw_arch_temp_mask_wait(const lw_regs *r);
 
 /* ---- a command killed at any moment (kill -9) leaves the job running ----
  * The calls return to a stub (lw_arch_stub) in a page of the target's that

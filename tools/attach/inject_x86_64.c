@@ -187,6 +187,12 @@ int lw_arch_restart_eintr(lw_regs *r) {
     return 1;
 }
 
+int lw_arch_temp_mask_wait(const lw_regs *r) {
+    long nr = (long)r->orig_rax, err = -(long)r->rax;
+    if (nr != SYS_rt_sigsuspend && nr != SYS_ppoll && nr != SYS_pselect6) return 0;
+    return err == 512 || err == 513 || err == 514 || err == 516; /* to be restarted */
+}
+
 int lw_arch_safe_syscall(long nr) {
     switch (nr) {
     case SYS_nanosleep:

@@ -737,6 +737,16 @@ int lw_cmd_attach(int argc, char **argv) {
         if (q.signals_requeued)
             fprintf(stderr, "leakwatch: %d signal(s) that arrived meanwhile were sent again\n",
                     q.signals_requeued);
+        /* How often a signal stopped the held thread: a flood of them once
+         * kept it stopped for 347 ms; held off by its mask now, they wait. */
+        if (q.signal_stops)
+            fprintf(stderr, "leakwatch: thread %d met %d signal stop(s) while it was held\n",
+                    (int)q.tid, q.signal_stops);
+        if (q.signals_waiting)
+            fprintf(stderr,
+                    "leakwatch: signals that arrived meanwhile (%d kind(s)) were left queued for "
+                    "it, in order\n",
+                    q.signals_waiting);
     }
     if (background) {
         if (!quiet)

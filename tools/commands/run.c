@@ -9,6 +9,7 @@
 #include "model.h"
 #include "run_decisions.h"
 
+#include "atomic_file.h"
 #include "options.h"
 
 #include <errno.h>
@@ -174,7 +175,23 @@ static void say_pid(char **argv, pid_t pid) {
 /* Runs argv; returns its wait status, or -1 (then *exec_errno says why the
  * exec failed, or is 0 when fork itself failed). Says the job's pid once it
  * has started, unless quiet. */
-static int run_job(char **argv, int *exec_errno, pid_t *job, int quiet) {
+static void expand(const char *tpl, pid_t pid, const char *rank, char *out, size_t n);
+
+/* The temporary files of the job's report that it left, killed between
+ * creating one and renaming it (a writer on a filesystem without O_TMPFILE,
+ * or in the moment between naming and renaming): removed once it has ended,
+ * while its pid is still its own (not reaped yet). The library's own
+ * cleanup at start leaves those of a minute or less (a writer on another
+ * machine sharing the folder may still be writing its own). */
+static void forget_temporaries(const char *tpl, pid_t pid) {
+    if (!tpl) tpl = "leakwatch-%p.json"; /* the library's own default, in this folder */
+    if (!strcmp(tpl, "none") || strstr(tpl, "%r")) return;
+    char path[PATH_MAX];
+    expand(tpl, pid, "0", path, sizeof path);
+    lw_atomic_forget(path, (long)pid);
+}
+
+static int run_job(char **argv, int *exec_errno, pid_t *job, int quiet, const char *tpl) {
     sigset_t blocked, old;
     install_forwarding(&blocked);
     /* Signals that arrive before job_pid is known stay pending, then go on. */
@@ -215,6 +232,10 @@ static int run_job(char **argv, int *exec_errno, pid_t *job, int quiet) {
     close(pipefd[0]);
     if (got != (ssize_t)sizeof e && !quiet) say_pid(argv, pid);
     int status = 0;
+    siginfo_t ended;
+    while (waitid(P_PID, (id_t)pid, &ended, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+    }
+    if (got != (ssize_t)sizeof e) forget_temporaries(tpl, pid);
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     job_pid = 0;
@@ -732,7 +753,7 @@ int lw_cmd_run(int argc, char **argv) {
     time_t started = time(NULL);
     int exec_errno = 0;
     pid_t pid = 0;
-    int status = run_job(argv + optind, &exec_errno, &pid, quiet);
+    int status = run_job(argv + optind, &exec_errno, &pid, quiet, tpl);
     int rc = finish(status, exec_errno, argv[optind], fail_on_leak, tpl,
                     folder_pattern[0] ? folder_pattern : NULL, pid, started, quiet);
     for (int i = 0; i < nsettings; i++)
