@@ -26,9 +26,7 @@ struct lw_site;
 void lw_growth_init(void);
 
 /* A step mark from a training thread (after lw_step_mark): queues the floor
- * and peak since the last mark; wakes the worker only for the first marks
- * and when the queue is half full (it takes the queue in on its own
- * schedule otherwise: lw_growth_unmarked_tick). */
+ * and peak since the last mark and wakes the worker. */
 void lw_growth_step(void);
 /* How many times a step mark woke the worker (tests). */
 uint64_t lw_growth_wakes(void);
