@@ -462,13 +462,7 @@ class _OwnerSearch:
     def storage(self, t):
         """(address, bytes) of a CUDA tensor's storage, or None."""
         try:
-            if not t.is_cuda:
-                return None
-            st = t.untyped_storage()
-            ptr = st.data_ptr()
-            nb = st.nbytes
-            nb = nb() if callable(nb) else nb
-            return (ptr, int(nb)) if isinstance(ptr, int) and ptr else None
+            return _storage_of(t) if t.is_cuda else None
         except Exception:
             return None
 
@@ -801,15 +795,18 @@ class _PinnedOwnerSearch(_OwnerSearch):
     def storage(self, t):
         """(address, bytes) of a CPU tensor's storage, or None."""
         try:
-            if t.is_cuda or t.device.type != "cpu":
-                return None
-            st = t.untyped_storage()
-            ptr = st.data_ptr()
-            nb = st.nbytes
-            nb = nb() if callable(nb) else nb
-            return (ptr, int(nb)) if isinstance(ptr, int) and ptr else None
+            return None if t.is_cuda or t.device.type != "cpu" else _storage_of(t)
         except Exception:
             return None
+
+
+def _storage_of(t):
+    """(address, bytes) of a tensor's storage, or None (the caller catches)."""
+    st = t.untyped_storage()
+    ptr = st.data_ptr()
+    nb = st.nbytes
+    nb = nb() if callable(nb) else nb
+    return (ptr, int(nb)) if isinstance(ptr, int) and ptr else None
 
 
 def _big_collection(v):

@@ -46,6 +46,7 @@ if os.environ.get("JOB_ALLOC_CONF"):
     os.environ["PYTORCH_CUDA_ALLOC_CONF"] = os.environ["JOB_ALLOC_CONF"]
 
 import torch  # noqa: E402
+from test_clock_pause import pause  # noqa: E402
 from torch import nn, optim  # noqa: E402
 
 LEAK = sys.argv[1]
@@ -59,24 +60,6 @@ LOADER = os.environ.get("LOADER")
 
 
 _seen = {}
-
-
-def pause(seconds):
-    """A pause between batches. Under leakwatch's test clock
-    (LEAKWATCH_TEST_CLOCK=1, for tests) it moves the run's time on and
-    returns once leakwatch's sampler has caught up: the same run whatever
-    the machine's load. Otherwise it sleeps."""
-    if os.environ.get("LEAKWATCH_TEST_CLOCK") == "1":
-        import ctypes
-        try:
-            advance = ctypes.CDLL(None).leakwatch__test_clock_advance
-        except AttributeError:
-            advance = None
-        if advance is not None:
-            advance.argtypes = [ctypes.c_longlong]
-            if advance(int(seconds * 1e9)) == 0:
-                return
-    time.sleep(seconds)
 
 
 def note(i):

@@ -27,7 +27,9 @@ import numpy as np
 from numba import cuda
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import numba_mylib  # noqa: E402
+from test_clock_pause import pause  # noqa: E402
 
 try:
     import leakwatch
@@ -37,23 +39,6 @@ except ImportError:  # runs without leakwatch too
 
     def step():
         pass
-
-
-def pause(seconds):
-    """Moves leakwatch's test clock on by seconds when the test runs on it
-    (LEAKWATCH_TEST_CLOCK=1; it returns once leakwatch's sampler has closed
-    the intervals that fell due); otherwise sleeps."""
-    if os.environ.get("LEAKWATCH_TEST_CLOCK") == "1":
-        import ctypes
-        try:
-            advance = ctypes.CDLL(None).leakwatch__test_clock_advance
-        except AttributeError:
-            advance = None
-        if advance is not None:
-            advance.argtypes = [ctypes.c_longlong]
-            if advance(int(seconds * 1e9)) == 0:
-                return
-    time.sleep(seconds)
 
 
 def main():

@@ -135,6 +135,14 @@ def test_detection_floor_never_zero(lw):
     assert "the floor is flat" in line[0], line
 
 
+# The live line's cases run on leakwatch's test clock (1 ms a step): every
+# step's counters are read and taken in by the sampler before the next step,
+# so when a leak is announced, said or withdrawn does not depend on the
+# machine's load (on the wall clock a loaded machine's sparse reads made a
+# cache that filled for 200 steps 'not yet significant' at step 600).
+CLOCK = {"LEAKWATCH_TEST_CLOCK": "1", "STEP_MS": "1"}
+
+
 def live_leak_steps(run):
     """The steps of the live LEAK lines ("[as of step N]")."""
     return [int(m.replace(",", "")) for m in
@@ -145,7 +153,7 @@ def test_no_live_alarm_for_a_cache_that_stops(lw):
     """A cache that fills for 200 steps and then stops: while it grows the
     live line says "growing, not yet a leak", never LEAK; the run is not a
     leak, and nothing had to be withdrawn."""
-    run = lw(EXPLAIN, "fillstop", env={"STEPS": "600", "FILL": "200"})
+    run = lw(EXPLAIN, "fillstop", env={"STEPS": "600", "FILL": "200", **CLOCK})
     assert run.rc == 0 and run.verdict == "no_leak", run
     assert live_leak_steps(run) == [], run
     assert "growing, not yet a leak: " in run.err, run
@@ -162,7 +170,7 @@ def test_withdrawn_live_alarm_recorded_and_said(lw):
     """With the former rule (LEAKWATCH_LIVE_HOLD=0) the same cache is said
     to leak live, then withdrawn: the report records it, the exit says it."""
     run = lw(EXPLAIN, "fillstop", env={"STEPS": "600", "FILL": "200",
-                                       "LEAKWATCH_LIVE_HOLD": "0"})
+                                       "LEAKWATCH_LIVE_HOLD": "0", **CLOCK})
     assert run.rc == 0 and run.verdict == "no_leak", run
     said = live_leak_steps(run)
     assert said, run
@@ -178,17 +186,15 @@ def test_late_onset_said_live_within_a_few_hundred_steps(lw):
     """Clean for 500 steps, then 512 B/step: said live as a leak as soon as
     it is announced, 256 steps after its onset having passed (at step 1,276
     before: twice the step it was first seen at)."""
-    run = lw(EXPLAIN, "late", env={"STEPS": "3000", "ONSET": "500"})
+    run = lw(EXPLAIN, "late", env={"STEPS": "3000", "ONSET": "500", **CLOCK})
     assert run.rc == 0 and run.verdict == "leak", run
     said = live_leak_steps(run)
     first = run.report["torch"]["devices"][0]["first_leak_step"]
-    # PyTorch's counters are read every few steps once the job is under
-    # way (at most 1 % of its time), so when the leak is announced depends
-    # on the machine; the live line follows the announcement soon after (its
-    # onset's estimate, from bins of several steps, and the worker's tick
-    # move it by some steps), never before 256 steps after the onset. The
-    # former rule waited for twice the points it was first seen at (about
-    # step 2,000 here).
+    # On the test clock every step's counters are read and taken in; the
+    # live line follows the announcement soon after (its onset's estimate,
+    # from bins of several steps, moves it by some steps), never before 256
+    # steps after the onset. The former rule waited for twice the points it
+    # was first seen at (about step 2,000 here).
     assert 0 < first < 2600, run
     assert said and said[0] >= 756 and said[0] <= first + 400, (said, first, run)
 

@@ -21,18 +21,27 @@ that never calls leakwatch:
              leaking one (history.append(loss.detach()))
   clean      no leak
 
-Environment: STEPS (default 400), FILL (200), EPOCH (100), ONSET (500)."""
+Environment: STEPS (default 400), FILL (200), EPOCH (100), ONSET (500),
+STEP_MS (0: a pause per step of fillstop and late)."""
 import os
 import sys
 
 import torch
 from torch import nn, optim
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from test_clock_pause import pause  # noqa: E402
+
 CASE = sys.argv[1]
 STEPS = int(os.environ.get("STEPS", "400"))
 FILL = int(os.environ.get("FILL", "200"))
 EPOCH = int(os.environ.get("EPOCH", "100"))
 ONSET = int(os.environ.get("ONSET", "500"))
+# STEP_MS: a pause per step of fillstop and late (on leakwatch's test clock,
+# LEAKWATCH_TEST_CLOCK=1, it moves leakwatch's time and waits for its
+# sampler: every step's counters read and taken in, the same run on any
+# machine); 0: none.
+STEP_S = float(os.environ.get("STEP_MS", "0")) / 1000
 
 torch.manual_seed(0)
 
@@ -146,6 +155,8 @@ def fillstop_loop():
         opt.zero_grad()
         if step < FILL:
             cache[step] = loss.detach()  # FILL-CACHE
+        if STEP_S:
+            pause(STEP_S)
 
 
 def epochs_loop():
@@ -179,6 +190,8 @@ def late_loop():
             history.append(loss.item())  # FIXED-LATE
         else:
             history.append(loss.detach())  # OWNER-LATE
+        if STEP_S:
+            pause(STEP_S)
 
 
 def branch_loop():
