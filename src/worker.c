@@ -147,7 +147,12 @@ static void *run(void *arg) {
                 return NULL;
             }
             lw_device_sample();
-            if (timed_out && early) lw_growth_unmarked_tick();
+            if (timed_out && early && lw_growth_unmarked_tick() > 0) {
+                /* Marks taken in (they wake the worker only at first):
+                 * judged now, as if one had woken it. */
+                timed_out = 0;
+                break;
+            }
             if (!timed_out || !early) break;
         }
         lw_growth_update(timed_out);

@@ -40,14 +40,14 @@ static pthread_cond_t wake;
 static point ring[RING];
 static int ring_len;
 static int marker_requested; /* set by the first step mark, under ring_lock */
-/* Every step mark wakes the worker (wake_asked; `wakes` counts them). Waking it only for the
- * first marks and when the queue is half full (taking the queue in every half
- * mean step instead) saved 20 us of its CPU per step of a 1 ms training step,
- * but changed the verdict of a phase without marks after a few marked steps
- * (tests/real/test_torch_seed.py test_validation_phase_without_optimizer_steps:
- * 83 intervals, no growth, instead of 31 and a leak; the test also fails
- * without that change, in fast runs): not done until that is understood
- * (docs/cost.md). Under ring_lock. */
+/* The worker is woken by the first WAKE_MARKS marks (it learns the job's
+ * pace from them) and whenever the queue is half full; after that it takes
+ * the queue in on its own schedule: every gap_period() (half a mean step,
+ * 5 ms at least) in lw_growth_unmarked_tick, and every interval. A step mark
+ * then costs no wake-up of another thread (a futex call and a context switch
+ * per step on the training thread's core). Under ring_lock. */
+#define WAKE_MARKS 8
+static unsigned marks_queued;
 static int wake_asked;
 static uint64_t wakes;    /* signals sent (lw_growth_wakes) */
 static point batch[RING]; /* the sampler's copy of the queue, under lock */
@@ -534,15 +534,16 @@ double lw_growth_unmarked_period(void) {
     return p;
 }
 
-static void drain_ring(void);
+static int drain_ring(void);
 
-void lw_growth_unmarked_tick(void) {
+int lw_growth_unmarked_tick(void) {
     pthread_mutex_lock(&lock);
     /* The marks queued since (a mark wakes no one once the pace is known):
      * the time of the newest decides whether a phase without marks began. */
-    drain_ring();
+    int marks = drain_ring();
     if (marker_mode && !finished) gap_interval();
     pthread_mutex_unlock(&lock);
+    return marks;
 }
 
 static void gap_forget(void) {
@@ -559,8 +560,8 @@ static void gap_forget(void) {
 static void forget_history(void);
 
 /* Moves the queued steps into the series. Called with `lock` held. */
-static void drain_ring(void) {
-    if (finished) return;
+static int drain_ring(void) {
+    if (finished) return 0;
     pthread_mutex_lock(&ring_lock);
     int n = ring_len, switch_to_markers = marker_requested && !marker_mode;
     memcpy(batch, ring, (size_t)n * sizeof *batch);
@@ -572,7 +573,7 @@ static void drain_ring(void) {
         forget_history();
     }
     torch_drain();
-    if (!n) return;
+    if (!n) return 0;
     if (!unmarked.marks) unmarked.first_mark_t = batch[0].t;
     unmarked.marks += (uint64_t)n;
     unmarked.last_mark_t = batch[n - 1].t;
@@ -580,6 +581,7 @@ static void drain_ring(void) {
     for (int i = 0; i < n; i++)
         add_point(&batch[i]);
     lw_attribution_point(batch[n - 1].x, batch[n - 1].t);
+    return n;
 }
 
 static void close_interval(void) {
@@ -621,6 +623,7 @@ void lw_growth_init(void) {
     ring_len = 0;
     tring_len = 0;
     marker_requested = 0;
+    marks_queued = 0;
     wake_asked = 0;
     pthread_mutex_unlock(&ring_lock);
     pthread_mutex_unlock(&lock);
@@ -724,10 +727,13 @@ void lw_growth_step(void) {
     } else {
         ring[ring_len++] = pt;
     }
-    wake_asked = 1;
-    wakes++;
-    if (lw_test_clock_on()) lw_test_clock_sampler_woken();
-    pthread_cond_signal(&wake);
+    if (marks_queued < WAKE_MARKS) marks_queued++;
+    if (marks_queued < WAKE_MARKS || ring_len >= RING / 2) {
+        wake_asked = 1;
+        wakes++;
+        if (lw_test_clock_on()) lw_test_clock_sampler_woken();
+        pthread_cond_signal(&wake);
+    }
     pthread_mutex_unlock(&ring_lock);
 }
 
@@ -1082,6 +1088,7 @@ void lw_growth_forget_parent(void) {
     ring_len = 0;
     tring_len = 0;
     marker_requested = 0;
+    marks_queued = 0;
     wake_asked = 0;
     lw_intervals_reset();
     lw_device_forget();

@@ -26,7 +26,9 @@ struct lw_site;
 void lw_growth_init(void);
 
 /* A step mark from a training thread (after lw_step_mark): queues the floor
- * and peak since the last mark and wakes the worker. */
+ * and peak since the last mark; wakes the worker only for the first marks
+ * and when the queue is half full (it takes the queue in on its own
+ * schedule otherwise: lw_growth_unmarked_tick). */
 void lw_growth_step(void);
 /* How many times a step mark woke the worker (tests). */
 uint64_t lw_growth_wakes(void);
@@ -45,9 +47,12 @@ void lw_growth_update(int close_interval);
 /* A marked run's phases without marks (a validation loop): the worker wakes
  * every lw_growth_unmarked_period() seconds (0: no need) and calls
  * lw_growth_unmarked_tick(), which takes in the queued marks and adds a
- * point once no mark has come for a while. */
+ * point once no mark has come for a while. Returns the marks it took in:
+ * the worker then goes on as if a mark had woken it (lw_growth_update: the
+ * evaluations and the live line), so that marks that no longer wake it are
+ * still judged within half a step's time. */
 double lw_growth_unmarked_period(void);
-void lw_growth_unmarked_tick(void);
+int lw_growth_unmarked_tick(void);
 
 /* The PyTorch helper marks a call of the job's outermost nn.Module as a step
  * (no optimizer): the time without marks is no phase of work, and a clean
