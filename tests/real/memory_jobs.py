@@ -35,6 +35,10 @@ from torch import nn, optim
 JOB = sys.argv[1]
 FIXED = "fixed" in sys.argv[2:]
 STEPS = int(os.environ.get("STEPS", "200"))
+# PRINT_ALLOC=1 (pinned): "alloc STEP DEVICE_BYTES PINNED_BUFFERS" after each
+# step: torch.cuda.memory_allocated() and the pinned buffers alive (weakly
+# counted), to compare a run under leakwatch with a bare one step for step.
+PRINT_ALLOC = os.environ.get("PRINT_ALLOC") == "1"
 dev = torch.device("cuda")
 
 
@@ -58,6 +62,9 @@ def pinned():
     model = mlp(256, 2)
     opt = optim.SGD(model.parameters(), lr=0.01)
     kept, ring = [], []
+    import weakref
+
+    alive = weakref.WeakSet()
     for i in range(STEPS):
         loss = train_step(model, opt, 64, 256)
         if FIXED:
@@ -68,6 +75,10 @@ def pinned():
             buf = torch.empty(65536, pin_memory=True)  # LEAK-PINNED
             kept.append(buf)
         buf[:1].copy_(loss.detach().reshape(1))
+        if PRINT_ALLOC:
+            alive.add(buf)
+            del buf, loss
+            print("alloc", i, torch.cuda.memory_allocated(), len(alive), flush=True)
 
 
 def adam():

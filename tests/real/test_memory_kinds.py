@@ -57,6 +57,25 @@ def test_pinned_host_leak_is_the_runs_leak_in_every_view(lw, tmp_path):
     assert 'leakwatch_leak_memory_kind_info{kind="pinned_host"} 1' in metrics, metrics
 
 
+def test_pinned_owner_search_holds_nothing_of_the_job(lw):
+    """The pinned owner search (run once the pinned leak's site is chosen,
+    and once more 64 steps later) keeps nothing of the job: after each step
+    torch.cuda.memory_allocated() and the pinned buffers alive are what they
+    are without leakwatch, step for step."""
+    env = {"STEPS": "200", "PRINT_ALLOC": "1"}
+    bare = lw(JOBS, "pinned", env=env, how="bare")
+    run = lw(JOBS, "pinned", env=env)
+    assert bare.rc == 0 and run.rc == 0, (bare, run)
+
+    def per_step(r):
+        return [tuple(map(int, l.split()[1:])) for l in r.out.splitlines()
+                if l.startswith("alloc ")]
+
+    want, got = per_step(bare), per_step(run)
+    assert len(want) == 200 and got == want, ([g for g in zip(want, got) if g[0] != g[1]][:5], run)
+    assert (run.lead() or {}).get("owner", {}).get("name") == "kept", run
+
+
 def test_pinned_host_leak_names_its_owner(lw, tmp_path):
     """The owner search runs for a pinned host leak too: the list that keeps
     each step's pinned buffer is named, with a hint for pinned memory, in
