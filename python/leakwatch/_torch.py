@@ -642,7 +642,7 @@ class _OwnerSearch:
             grows = here != "tuple"
         elif isinstance(obj, dict):
             pairs = list(itertools.islice(dict.items(obj), self.MAX_ITEMS))
-            grows = any(type(k) is not str for k, _ in pairs[:64])
+            grows = _keyed_by_other_than_names(obj)
             here = "cache" if grows else "dict"  # keyed by steps, ids, ...: a cache
             keyed = [(f"{path}[{_key_text(k)}]", v) for k, v in pairs if type(v) not in scalar]
         elif t in (set, frozenset):
