@@ -15,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const lw_model_kind_names[LW_KINDS] = {"device", "managed", "pinned_host", "physical"};
-
 /* Hostile files may hold millions of elements; a report never needs more. */
 #define MAX_SITES 100000
 #define MAX_FRAMES 1024
@@ -24,21 +22,6 @@ const char *const lw_model_kind_names[LW_KINDS] = {"device", "managed", "pinned_
 #define MAX_FAILURES 100000
 #define MAX_DEVICES 1024
 #define MAX_WARNINGS 200
-
-const char *lw_mverdict_name(lw_mverdict v) {
-    switch (v) {
-    case LW_MV_LEAK:
-        return lw_verdict_name(LW_VERDICT_LEAK);
-    case LW_MV_NO_LEAK:
-        return lw_verdict_name(LW_VERDICT_NO_LEAK);
-    case LW_MV_INCONCLUSIVE:
-        return lw_verdict_name(LW_VERDICT_INCONCLUSIVE);
-    case LW_MV_NOTHING_SEEN:
-        return lw_verdict_name(LW_VERDICT_NOTHING_SEEN);
-    default:
-        return "unknown";
-    }
-}
 
 static void warn(lw_model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(lw_model *m, const char *fmt, ...) {
@@ -179,9 +162,9 @@ static void read_counts(lw_model *m, const lw_json *o, lw_m_counts *c, const cha
 static void read_by_kind(lw_model *m, const lw_json *o, lw_m_counts *bk, const char *where) {
     const lw_json *byk = typed(m, o, "by_kind", LW_JSON_OBJECT, where);
     char w[200];
-    for (int k = 0; k < LW_KINDS; k++) {
-        snprintf(w, sizeof w, "%.150sby_kind.%s.", where, lw_model_kind_names[k]);
-        const lw_json *ko = typed(m, byk, lw_model_kind_names[k], LW_JSON_OBJECT, w);
+    for (int k = 0; k < LW_KIND_COUNT; k++) {
+        snprintf(w, sizeof w, "%.150sby_kind.%s.", where, lw_kind_name((lw_kind)k));
+        const lw_json *ko = typed(m, byk, lw_kind_name((lw_kind)k), LW_JSON_OBJECT, w);
         read_counts(m, ko, &bk[k], w);
     }
 }
@@ -516,17 +499,11 @@ static int load_doc(lw_model *m, const char *name, char *err, size_t errlen) {
     m->written_at = num(m, r, "written_at", "");
     m->duration_s = num(m, r, "duration_s", "");
     m->verdict_text = str(m, r, "verdict", "");
-    m->verdict = LW_MV_UNKNOWN;
+    m->verdict = LW_VERDICT_UNKNOWN;
     if (m->verdict_text) {
         int v = lw_verdict_parse(m->verdict_text);
-        if (v == LW_VERDICT_LEAK)
-            m->verdict = LW_MV_LEAK;
-        else if (v == LW_VERDICT_NO_LEAK)
-            m->verdict = LW_MV_NO_LEAK;
-        else if (v == LW_VERDICT_INCONCLUSIVE)
-            m->verdict = LW_MV_INCONCLUSIVE;
-        else if (v == LW_VERDICT_NOTHING_SEEN)
-            m->verdict = LW_MV_NOTHING_SEEN;
+        if (v >= 0)
+            m->verdict = (lw_verdict)v;
         else {
             char shown[40];
             warn(m, "verdict \"%s\" is not one of %s, %s, %s, %s; shown as unknown",

@@ -7,20 +7,25 @@
 #define LW_MODEL_H
 
 #include "json_doc.h"
+#include "memory_kind.h"
+#include "verdict.h"
 
 #include <stddef.h>
 
-enum { LW_KINDS = 4 };
-extern const char *const lw_model_kind_names[LW_KINDS]; /* device, managed, pinned_host, physical */
+/* The kinds of memory (totals.by_kind): lw_kind_name(k) for k < LW_KIND_COUNT
+ * (memory_kind.h, shared with the library). */
 
-typedef enum {
-    LW_MV_UNKNOWN,
-    LW_MV_LEAK,
-    LW_MV_NO_LEAK,
-    LW_MV_INCONCLUSIVE,
-    LW_MV_NOTHING_SEEN /* an attached session that saw no allocation */
-} lw_mverdict;
-const char *lw_mverdict_name(lw_mverdict v); /* "leak", ..., "unknown" */
+/* The report's verdict: the library's own (verdict.h, the one place verdicts
+ * are named), LW_VERDICT_UNKNOWN when the report says none the reader knows.
+ * The LW_MV_ names are the same values under the command's older names. */
+typedef lw_verdict lw_mverdict;
+#define LW_MV_UNKNOWN LW_VERDICT_UNKNOWN
+#define LW_MV_LEAK LW_VERDICT_LEAK
+#define LW_MV_NO_LEAK LW_VERDICT_NO_LEAK
+#define LW_MV_INCONCLUSIVE LW_VERDICT_INCONCLUSIVE
+#define LW_MV_NOTHING_SEEN LW_VERDICT_NOTHING_SEEN /* an attached session that saw no allocation   \
+                                                    */
+#define lw_mverdict_name lw_verdict_name           /* "leak", ..., "unknown" */
 
 typedef struct {
     double alloc_count, free_count, failed_alloc_count, live_bytes, live_count, peak_live_bytes;
@@ -75,7 +80,7 @@ extern const lw_m_fields lw_m_counts_fields, lw_m_frame_fields, lw_m_site_fields
 
 typedef struct {
     double device;
-    lw_m_counts c, by_kind[LW_KINDS];
+    lw_m_counts c, by_kind[LW_KIND_COUNT];
 } lw_m_device;
 
 typedef struct {
@@ -118,7 +123,7 @@ typedef struct {
     double local_rank, world_size, device; /* NAN when the report does not say */
     const char *report_path;               /* where the process writes its final report */
     double answer_site;                    /* id of the site the answer names */
-    lw_m_counts totals, by_kind[LW_KINDS];
+    lw_m_counts totals, by_kind[LW_KIND_COUNT];
     double unknown_free_count, mapped_bytes;
     /* totals.imported: other processes' memory opened here (in none of the
      * counters above); have_imported 0 in reports older than the field. */

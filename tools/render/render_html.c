@@ -555,9 +555,9 @@ static void totals(FILE *o, const lw_model *m) {
                  : d->device < 0      ? "host"
                                       : "%.0f",
                  d->device);
-        for (int k = 0; k < LW_KINDS; k++)
+        for (int k = 0; k < LW_KIND_COUNT; k++)
             if (isfinite(d->by_kind[k].alloc_count) && d->by_kind[k].alloc_count > 0)
-                counts_row(o, dev, lw_model_kind_names[k], &d->by_kind[k]);
+                counts_row(o, dev, lw_kind_name((lw_kind)k), &d->by_kind[k]);
     }
     counts_row(o, "all", "all", &m->totals);
     if (m->have_imported && isfinite(m->imported.alloc_count) && m->imported.alloc_count > 0)

@@ -53,8 +53,8 @@ static void counts(lw_jw *w, const lw_m_counts *c) {
 
 static void by_kind(lw_jw *w, const lw_m_counts *bk) {
     lw_jw_object(w, "by_kind");
-    for (int k = 0; k < LW_KINDS; k++) {
-        lw_jw_object(w, lw_model_kind_names[k]);
+    for (int k = 0; k < LW_KIND_COUNT; k++) {
+        lw_jw_object(w, lw_kind_name((lw_kind)k));
         counts(w, &bk[k]);
         lw_jw_end(w);
     }

@@ -272,9 +272,9 @@ static void print_totals(FILE *out, const lw_model *m) {
         else
             snprintf(dev, sizeof dev, "%.0f", d->device);
         int any = 0;
-        for (int k = 0; k < LW_KINDS; k++)
+        for (int k = 0; k < LW_KIND_COUNT; k++)
             if (counts_used(&d->by_kind[k]))
-                counts_row(out, dev, lw_model_kind_names[k], &d->by_kind[k]), any = 1;
+                counts_row(out, dev, lw_kind_name((lw_kind)k), &d->by_kind[k]), any = 1;
         if (!any) counts_row(out, dev, "all", &d->c);
     }
     counts_row(out, "all", "all", &m->totals);
