@@ -6,8 +6,6 @@
  * summary.c prints the exit summary. */
 #include "report.h"
 
-#include "report_file.h"
-
 #include "answer.h"
 #include "anatomy.h"
 #include "site_name.h"
@@ -569,8 +567,9 @@ static void emit_command(lw_jw *w) {
 }
 
 /* Which process of a distributed job this is, on which device, and where its
- * final report goes (for 'leakwatch top' when the job ends). */
-static void emit_rank(lw_jw *w) {
+ * final report goes (for 'leakwatch top' when the job ends): the caller's
+ * report_path (report_file.c knows it; this file calls no file code). */
+static void emit_rank(lw_jw *w, const char *report_path) {
     lw_rank_info r;
     lw_rank_get(&r);
     emit_opt_int(w, "rank", r.rank);
@@ -590,9 +589,7 @@ static void emit_rank(lw_jw *w) {
         }
     }
     emit_opt_int(w, "device", dev);
-    char path[PATH_MAX];
-    lw_report_final_path(path, sizeof path);
-    lw_jw_str(w, "report_path", path[0] ? path : NULL);
+    lw_jw_str(w, "report_path", report_path && report_path[0] ? report_path : NULL);
 }
 
 static const char *end_signal;
@@ -612,7 +609,7 @@ void lw_report_set_attached(int attached) {
     "no CUDA allocation seen since the attach (calls through pointers looked up before it "        \
     "are not seen): start the job under 'leakwatch run'"
 
-int lw_report_emit(FILE *f, const char *reason) {
+int lw_report_emit(FILE *f, const char *reason, const char *report_path) {
     lw_jw w;
     lw_jw_init(&w, f, 1);
     /* Gathered and written in large pieces: the report's stream is
@@ -631,7 +628,7 @@ int lw_report_emit(FILE *f, const char *reason) {
     lw_jw_int(&w, "pid", getpid());
     emit_command(&w);
     lw_jw_str(&w, "host", host);
-    emit_rank(&w);
+    emit_rank(&w, report_path);
     lw_jw_str(&w, "reason", reason);
     if (end_signal && !strcmp(reason, "signal")) lw_jw_str(&w, "end_signal", end_signal);
     lw_jw_int(&w, "written_at", (int64_t)time(NULL));
