@@ -23,9 +23,8 @@ typedef lw_verdict lw_mverdict;
 #define LW_MV_LEAK LW_VERDICT_LEAK
 #define LW_MV_NO_LEAK LW_VERDICT_NO_LEAK
 #define LW_MV_INCONCLUSIVE LW_VERDICT_INCONCLUSIVE
-#define LW_MV_NOTHING_SEEN LW_VERDICT_NOTHING_SEEN /* an attached session that saw no allocation   \
-                                                    */
-#define lw_mverdict_name lw_verdict_name           /* "leak", ..., "unknown" */
+#define LW_MV_NOTHING_SEEN LW_VERDICT_NOTHING_SEEN
+#define lw_mverdict_name lw_verdict_name
 
 typedef struct {
     double alloc_count, free_count, failed_alloc_count, live_bytes, live_count, peak_live_bytes;
