@@ -103,6 +103,47 @@ static size_t capped_len(lw_model *m, const lw_json *arr, size_t cap, const char
     return n;
 }
 
+/* The plain members of the object obj at path object ("" the top level,
+ * "growth") that the report's table lists (report_fields.def), each read
+ * as its row's type says, with num/str/boolean's warnings, into m->field.
+ * Members that are arrays or objects are read by their own code. */
+static void read_members(lw_model *m, const lw_json *obj, const char *object, const char *where) {
+    for (int i = 0; i < LW_FIELD_COUNT; i++) {
+        lw_field f = (lw_field)i;
+        unsigned t = lw_report_fields[i].types;
+        if (!lw_report_field_in(f, object)) continue;
+        lw_m_value *v = &m->field[i];
+        v->num = NAN;
+        v->str = NULL;
+        v->b = -1;
+        if (t & (LW_RF_ARR | LW_RF_OBJ)) continue;
+        const char *key = lw_report_field_key(f);
+        if (t & LW_RF_NUM)
+            v->num = num(m, obj, key, where);
+        else if (t & LW_RF_STR)
+            v->str = str(m, obj, key, where);
+        else if (t & LW_RF_BOOL)
+            v->b = boolean(m, obj, key, where);
+    }
+}
+
+static int plain_member(lw_field f) {
+    return (unsigned)f < LW_FIELD_COUNT &&
+           (lw_report_field_in(f, "") || lw_report_field_in(f, "growth"));
+}
+
+double lw_model_num(const lw_model *m, lw_field f) {
+    return plain_member(f) ? m->field[f].num : NAN;
+}
+
+const char *lw_model_str(const lw_model *m, lw_field f) {
+    return plain_member(f) ? m->field[f].str : NULL;
+}
+
+int lw_model_bool(const lw_model *m, lw_field f) {
+    return plain_member(f) ? m->field[f].b : -1;
+}
+
 #define NUM(T, k)                                                                                  \
     { #k, LW_MF_NUM, offsetof(T, k) }
 #define STR(T, k)                                                                                  \
@@ -314,20 +355,23 @@ static void read_totals(lw_model *m, const lw_json *root) {
 static void read_growth(lw_model *m, const lw_json *root) {
     const lw_json *g = typed(m, root, "growth", LW_JSON_OBJECT, "");
     lw_m_growth *o = &m->growth;
-    o->bytes_per_step = num(m, g, "bytes_per_step", "growth.");
-    o->bytes_per_second = num(m, g, "bytes_per_second", "growth.");
-    o->steps = num(m, g, "steps", "growth.");
-    o->p_value = num(m, g, "p_value", "growth.");
-    o->onset_step = num(m, g, "onset_step", "growth.");
-    o->oom_eta_seconds = num(m, g, "oom_eta_seconds", "growth.");
-    o->oom_eta_steps = num(m, g, "oom_eta_steps", "growth.");
-    o->device_free_bytes = num(m, g, "device_free_bytes", "growth.");
-    o->device_total_bytes = num(m, g, "device_total_bytes", "growth.");
-    o->step_source = str(m, g, "step_source", "growth.");
-    o->step_unit = str(m, g, "step_unit", "growth.");
-    o->memory_kind = str(m, g, "memory_kind", "growth.");
-    o->host_available_bytes = num(m, g, "host_available_bytes", "growth.");
-    o->host_total_bytes = num(m, g, "host_total_bytes", "growth.");
+    /* Its plain members by the table's rows; these named copies are what the
+     * renderers read. */
+    read_members(m, g, "growth", "growth.");
+    o->bytes_per_step = lw_model_num(m, LW_FIELD_growth_bytes_per_step);
+    o->bytes_per_second = lw_model_num(m, LW_FIELD_growth_bytes_per_second);
+    o->steps = lw_model_num(m, LW_FIELD_growth_steps);
+    o->p_value = lw_model_num(m, LW_FIELD_growth_p_value);
+    o->onset_step = lw_model_num(m, LW_FIELD_growth_onset_step);
+    o->oom_eta_seconds = lw_model_num(m, LW_FIELD_growth_oom_eta_seconds);
+    o->oom_eta_steps = lw_model_num(m, LW_FIELD_growth_oom_eta_steps);
+    o->device_free_bytes = lw_model_num(m, LW_FIELD_growth_device_free_bytes);
+    o->device_total_bytes = lw_model_num(m, LW_FIELD_growth_device_total_bytes);
+    o->step_source = lw_model_str(m, LW_FIELD_growth_step_source);
+    o->step_unit = lw_model_str(m, LW_FIELD_growth_step_unit);
+    o->memory_kind = lw_model_str(m, LW_FIELD_growth_memory_kind);
+    o->host_available_bytes = lw_model_num(m, LW_FIELD_growth_host_available_bytes);
+    o->host_total_bytes = lw_model_num(m, LW_FIELD_growth_host_total_bytes);
     o->onset_lo = o->onset_hi = NAN;
     const lw_json *range = g ? lw_json_get(g, "onset_range") : NULL;
     if (range && lw_json_type_of(range) == LW_JSON_ARRAY && lw_json_len(range) == 2) {
@@ -483,22 +527,25 @@ static int load_doc(lw_model *m, const char *name, char *err, size_t errlen) {
         return -1;
     }
     m->tool = t;
-    m->version = str(m, r, "version", "");
-    m->command = str(m, r, "command", "");
-    m->host = str(m, r, "host", "");
-    m->reason = str(m, r, "reason", "");
-    m->pid = num(m, r, "pid", "");
-    m->rank = num(m, r, "rank", "");
-    m->local_rank = num(m, r, "local_rank", "");
-    m->world_size = num(m, r, "world_size", "");
-    m->device = num(m, r, "device", "");
-    m->report_path = str(m, r, "report_path", "");
+    /* The plain members of the top level by the table's rows; these named
+     * copies are what the renderers read. */
+    read_members(m, r, "", "");
+    m->version = lw_model_str(m, LW_FIELD_version);
+    m->command = lw_model_str(m, LW_FIELD_command);
+    m->host = lw_model_str(m, LW_FIELD_host);
+    m->reason = lw_model_str(m, LW_FIELD_reason);
+    m->pid = lw_model_num(m, LW_FIELD_pid);
+    m->rank = lw_model_num(m, LW_FIELD_rank);
+    m->local_rank = lw_model_num(m, LW_FIELD_local_rank);
+    m->world_size = lw_model_num(m, LW_FIELD_world_size);
+    m->device = lw_model_num(m, LW_FIELD_device);
+    m->report_path = lw_model_str(m, LW_FIELD_report_path);
     m->answer_site = NAN;
     const lw_json *answer = typed(m, r, "answer", LW_JSON_OBJECT, "");
     if (answer) m->answer_site = num(m, answer, "site", "answer.");
-    m->written_at = num(m, r, "written_at", "");
-    m->duration_s = num(m, r, "duration_s", "");
-    m->verdict_text = str(m, r, "verdict", "");
+    m->written_at = lw_model_num(m, LW_FIELD_written_at);
+    m->duration_s = lw_model_num(m, LW_FIELD_duration_s);
+    m->verdict_text = lw_model_str(m, LW_FIELD_verdict);
     m->verdict = LW_VERDICT_UNKNOWN;
     if (m->verdict_text) {
         int v = lw_verdict_parse(m->verdict_text);

@@ -8,6 +8,7 @@
 
 #include "json_doc.h"
 #include "memory_kind.h"
+#include "report_fields.h"
 #include "verdict.h"
 
 #include <stddef.h>
@@ -113,9 +114,23 @@ typedef struct {
     double allocated_bytes, reserved_bytes, leak_bytes;
 } lw_m_oom;
 
+/* A plain member of the report's top level or of "growth", read by its row
+ * of the report's table of fields (report_fields.def): a number (NAN when
+ * absent, null, mistyped or out of range), a string (NULL) or a boolean
+ * (0/1, -1 unknown), as the row's type says. */
+typedef struct {
+    double num;
+    const char *str;
+    int b;
+} lw_m_value;
+
 typedef struct {
     char *path; /* as given */
     lw_json *doc;
+    /* Every plain member of the top level and of "growth" the table lists,
+     * by its row (LW_FIELD_...): lw_model_num/str/bool. The named members
+     * below are copies of some, for the renderers. */
+    lw_m_value field[LW_FIELD_COUNT];
     const char *tool, *version, *command, *host, *reason, *verdict_text;
     lw_mverdict verdict;
     double pid, written_at, duration_s, rank;
@@ -160,6 +175,14 @@ int lw_model_load_text(lw_model *m, const char *name, const char *text, size_t l
  * freed. */
 int lw_model_load_answer(lw_model *m, long pid, const char *text, size_t len);
 void lw_model_free(lw_model *m);
+
+/* A plain member of the top level or of "growth" by its row: adding a row to
+ * report_fields.def makes it readable here, checked against the row's type,
+ * with no change to the reader. Unknown (NAN, NULL, -1) when the report does
+ * not have it or f is no such member. */
+double lw_model_num(const lw_model *m, lw_field f);
+const char *lw_model_str(const lw_model *m, lw_field f);
+int lw_model_bool(const lw_model *m, lw_field f);
 
 /* Prints each warning on stderr, at most max of them, then a count. */
 void lw_model_print_warnings(const lw_model *m, size_t max);

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The command's reader of a report (tools/model/model.c): the plain members
+ * of the top level and of "growth" are read by the rows of the report's
+ * table of fields (src/vocab/report_fields.def), each checked against its
+ * row's type, with no code of their own. */
+#include "model.h"
+
+#include "report_fields.h"
+
+#include "../check_run.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The plain members the table lists in object ("" or "growth"). */
+static int plain(int i, const char *object) {
+    return lw_report_field_in((lw_field)i, object) &&
+           !(lw_report_fields[i].types & (LW_RF_ARR | LW_RF_OBJ));
+}
+
+/* A report with every plain member of the top level and of growth, each a
+ * value of its row's type (good) or of another (!good): numbers are the
+ * row's index, strings "s<index>", booleans true. */
+static char *report_of_rows(int good) {
+    size_t cap = 1 << 16, n = 0;
+    char *s = malloc(cap);
+    ck_assert_ptr_nonnull(s);
+    n += (size_t)snprintf(s + n, cap - n,
+                          "{\"tool\": \"leakwatch\", \"verdict\": \"leak\", \"totals\": {}");
+    for (int pass = 0; pass < 2; pass++) {
+        const char *object = pass ? "growth" : "";
+        if (pass) n += (size_t)snprintf(s + n, cap - n, ", \"growth\": {\"steps\": 1");
+        for (int i = 0; i < LW_FIELD_COUNT; i++) {
+            if (!plain(i, object) || i == LW_FIELD_tool || i == LW_FIELD_verdict ||
+                i == LW_FIELD_growth_steps)
+                continue;
+            unsigned t = lw_report_fields[i].types;
+            const char *key = lw_report_field_key((lw_field)i);
+            if (!good) /* a number where a string is, a string elsewhere */
+                n += (size_t)snprintf(s + n, cap - n,
+                                      t & LW_RF_STR ? ", \"%s\": 7" : ", \"%s\": \"x\"", key);
+            else if (t & LW_RF_NUM)
+                n += (size_t)snprintf(s + n, cap - n, ", \"%s\": %d", key, i);
+            else if (t & LW_RF_STR)
+                n += (size_t)snprintf(s + n, cap - n, ", \"%s\": \"s%d\"", key, i);
+            else
+                n += (size_t)snprintf(s + n, cap - n, ", \"%s\": true", key);
+            ck_assert_uint_lt(n, cap);
+        }
+        if (pass) n += (size_t)snprintf(s + n, cap - n, "}");
+    }
+    snprintf(s + n, cap - n, "}");
+    return s;
+}
+
+/* Each row's member is read as its row's type says: a member added to the
+ * table is read with no change to model.c. */
+START_TEST(members_are_read_by_their_rows) {
+    char *text = report_of_rows(1), err[512];
+    lw_model m;
+    ck_assert_msg(lw_model_load_text(&m, "rows", text, strlen(text), err, sizeof err) == 0, "%s",
+                  err);
+    int read = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < LW_FIELD_COUNT; i++) {
+            if (!plain(i, pass ? "growth" : "") || i == LW_FIELD_tool || i == LW_FIELD_verdict ||
+                i == LW_FIELD_growth_steps)
+                continue;
+            unsigned t = lw_report_fields[i].types;
+            char want[32];
+            snprintf(want, sizeof want, "s%d", i);
+            if (t & LW_RF_NUM)
+                ck_assert_msg(lw_model_num(&m, (lw_field)i) == i, "%s not read",
+                              lw_report_fields[i].path);
+            else if (t & LW_RF_STR)
+                ck_assert_msg(lw_model_str(&m, (lw_field)i) &&
+                                  !strcmp(lw_model_str(&m, (lw_field)i), want),
+                              "%s not read", lw_report_fields[i].path);
+            else
+                ck_assert_msg(lw_model_bool(&m, (lw_field)i) == 1, "%s not read",
+                              lw_report_fields[i].path);
+            read++;
+        }
+    ck_assert_int_gt(read, 40);
+    ck_assert_msg(m.nwarnings == 0, "warning: %s", m.nwarnings ? m.warnings[0] : "");
+    /* The renderers' named copies are the same values. */
+    ck_assert(m.pid == LW_FIELD_pid);
+    ck_assert(m.growth.bytes_per_step == LW_FIELD_growth_bytes_per_step);
+    ck_assert_int_eq(m.verdict, LW_VERDICT_LEAK);
+    /* Members that are no plain member of those objects are not slots. */
+    ck_assert(isnan(lw_model_num(&m, LW_FIELD_growth_cycles_count)));
+    ck_assert_ptr_null(lw_model_str(&m, LW_FIELD_WHERE_label));
+    ck_assert_int_eq(lw_model_bool(&m, LW_FIELD_COUNT), -1);
+    lw_model_free(&m);
+    free(text);
+}
+END_TEST
+
+/* A member of another type than its row's is unknown, with a warning naming
+ * it. */
+START_TEST(mistyped_members_warn) {
+    char *text = report_of_rows(0), err[512];
+    lw_model m;
+    ck_assert_msg(lw_model_load_text(&m, "rows", text, strlen(text), err, sizeof err) == 0, "%s",
+                  err);
+    ck_assert(isnan(lw_model_num(&m, LW_FIELD_growth_p_value)));
+    ck_assert_ptr_null(lw_model_str(&m, LW_FIELD_growth_reason));
+    ck_assert_int_eq(lw_model_bool(&m, LW_FIELD_growth_decided_at_exit), -1);
+    int p_value = 0, reason = 0;
+    for (size_t i = 0; i < m.nwarnings; i++) {
+        p_value |= strstr(m.warnings[i], "growth.p_value is a string") != NULL;
+        reason |= strstr(m.warnings[i], "growth.reason is a number") != NULL;
+    }
+    ck_assert(p_value && reason);
+    lw_model_free(&m);
+    free(text);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("model");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, members_are_read_by_their_rows);
+    tcase_add_test(tc, mistyped_members_warn);
+    suite_add_tcase(s, tc);
+    return lw_check_run(s) ? 1 : 0;
+}
