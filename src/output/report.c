@@ -6,6 +6,8 @@
  * summary.c prints the exit summary. */
 #include "report.h"
 
+#include "report_fields.h"
+
 #include "answer.h"
 #include "anatomy.h"
 #include "site_name.h"
@@ -361,36 +363,36 @@ static void emit_fit(lw_jw *w, const lw_growth *l) {
 static void emit_cycles(lw_jw *w, const lw_growth_state *g) {
     lw_cycles_summary c;
     if (!g->cycles_signal || !lw_cycles_get(&g->cycles_raw, &c)) {
-        lw_jw_null(w, "cycles");
+        lw_jw_null(w, LW_KEY(growth_cycles));
         return;
     }
-    lw_jw_object(w, "cycles");
-    lw_jw_uint(w, "count", c.count);
-    lw_jw_double(w, "period_steps", c.period);
-    lw_jw_double(w, "rise_bytes_per_step", c.rise_per_step);
-    lw_jw_double(w, "peak_bytes", c.peak);
-    lw_jw_double(w, "floor_bytes", c.floor);
-    lw_jw_double(w, "last_release_step", c.last_release);
-    lw_jw_str(w, "signal", g->cycles_signal);
+    lw_jw_object(w, LW_KEY(growth_cycles));
+    lw_jw_uint(w, LW_KEY(growth_cycles_count), c.count);
+    lw_jw_double(w, LW_KEY(growth_cycles_period_steps), c.period);
+    lw_jw_double(w, LW_KEY(growth_cycles_rise_bytes_per_step), c.rise_per_step);
+    lw_jw_double(w, LW_KEY(growth_cycles_peak_bytes), c.peak);
+    lw_jw_double(w, LW_KEY(growth_cycles_floor_bytes), c.floor);
+    lw_jw_double(w, LW_KEY(growth_cycles_last_release_step), c.last_release);
+    lw_jw_str(w, LW_KEY(growth_cycles_signal), g->cycles_signal);
     lw_jw_end(w);
 }
 
 /* The live alarm (issue 38): whether the growth is said as a leak while the
  * run goes on, and the LEAK lines said live and withdrawn later. */
 static void emit_live_alarms(lw_jw *w, const lw_growth_state *g) {
-    lw_jw_bool(w, "growing_not_yet_leak", g->growing);
+    lw_jw_bool(w, LW_KEY(growth_growing_not_yet_leak), g->growing);
     lw_withdrawn_alarm a;
     unsigned n = lw_warning_withdrawn(&a);
-    lw_jw_uint(w, "live_alarms_withdrawn", n);
+    lw_jw_uint(w, LW_KEY(growth_live_alarms_withdrawn), n);
     if (!n) {
-        lw_jw_null(w, "live_alarm_withdrawn");
+        lw_jw_null(w, LW_KEY(growth_live_alarm_withdrawn));
         return;
     }
-    lw_jw_object(w, "live_alarm_withdrawn");
-    lw_jw_str(w, "unit", a.unit);
-    lw_jw_uint(w, "said_at", a.said_at);
-    lw_jw_uint(w, "withdrawn_at", a.withdrawn_at);
-    lw_jw_str(w, "reason", a.reason);
+    lw_jw_object(w, LW_KEY(growth_live_alarm_withdrawn));
+    lw_jw_str(w, LW_KEY(growth_live_alarm_withdrawn_unit), a.unit);
+    lw_jw_uint(w, LW_KEY(growth_live_alarm_withdrawn_said_at), a.said_at);
+    lw_jw_uint(w, LW_KEY(growth_live_alarm_withdrawn_withdrawn_at), a.withdrawn_at);
+    lw_jw_str(w, LW_KEY(growth_live_alarm_withdrawn_reason), a.reason);
     lw_jw_end(w);
 }
 
@@ -399,88 +401,89 @@ static void emit_live_alarms(lw_jw *w, const lw_growth_state *g) {
  * (bytes_per_second) already in the fit. */
 static void emit_step_unit(lw_jw *w, const lw_growth_state *g) {
     char module[128];
-    lw_jw_str(w, "step_unit", lw_answer_step_unit(g, module, sizeof module));
+    lw_jw_str(w, LW_KEY(growth_step_unit), lw_answer_step_unit(g, module, sizeof module));
     if (module[0])
-        lw_jw_str(w, "step_module", module);
+        lw_jw_str(w, LW_KEY(growth_step_module), module);
     else
-        lw_jw_null(w, "step_module");
+        lw_jw_null(w, LW_KEY(growth_step_module));
 }
 
 /* Which kind of memory the verdict is about (device, or pinned host memory
  * when its leak is the run's), and for pinned host memory the host's
  * memory it runs out of (what oom_eta_* count against). */
 static void emit_memory_kind(lw_jw *w, const lw_growth_state *g) {
-    lw_jw_str(w, "memory_kind", g->memory_kind ? g->memory_kind : "device");
-    emit_opt_int(w, "host_available_bytes", g->host_available);
-    emit_opt_int(w, "host_total_bytes", g->host_total);
+    lw_jw_str(w, LW_KEY(growth_memory_kind), g->memory_kind ? g->memory_kind : "device");
+    emit_opt_int(w, LW_KEY(growth_host_available_bytes), g->host_available);
+    emit_opt_int(w, LW_KEY(growth_host_total_bytes), g->host_total);
 }
 
 static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     const lw_growth *l = &g->last;
     int leak = g->verdict == LW_VERDICT_LEAK;
-    lw_jw_object(w, "growth");
+    lw_jw_object(w, LW_KEY(growth));
     emit_fit(w, l);
-    lw_jw_uint(w, "steps", g->steps);
-    lw_jw_str(w, "step_source", g->step_source);
+    lw_jw_uint(w, LW_KEY(growth_steps), g->steps);
+    lw_jw_str(w, LW_KEY(growth_step_source), g->step_source);
     emit_step_unit(w, g);
-    lw_jw_str(w, "signal", g->signal);
-    emit_opt_int(w, "signal_device", g->signal_device);
+    lw_jw_str(w, LW_KEY(growth_signal), g->signal);
+    emit_opt_int(w, LW_KEY(growth_signal_device), g->signal_device);
     if (leak)
-        lw_jw_double(w, "onset_step", l->onset_x);
+        lw_jw_double(w, LW_KEY(growth_onset_step), l->onset_x);
     else
-        lw_jw_null(w, "onset_step");
+        lw_jw_null(w, LW_KEY(growth_onset_step));
     /* The steps the onset's bin covers (the onset is known to a bin). */
     if (leak && isfinite(l->onset_lo) && isfinite(l->onset_hi) && l->onset_hi >= l->onset_lo) {
-        lw_jw_array(w, "onset_range");
+        lw_jw_array(w, LW_KEY(growth_onset_range));
         lw_jw_double(w, NULL, l->onset_lo);
         lw_jw_double(w, NULL, l->onset_hi);
         lw_jw_end(w);
     } else {
-        lw_jw_null(w, "onset_range");
+        lw_jw_null(w, LW_KEY(growth_onset_range));
     }
-    emit_opt_int(w, "first_leak_step", g->first_leak_step);
+    emit_opt_int(w, LW_KEY(growth_first_leak_step), g->first_leak_step);
     double eta_s, eta_steps;
     lw_growth_oom(g, &eta_s, &eta_steps);
-    lw_jw_double(w, "oom_eta_seconds", eta_s);
-    lw_jw_double(w, "oom_eta_steps", eta_steps);
-    emit_opt_int(w, "device_free_bytes", g->device_free);
-    emit_opt_int(w, "device_total_bytes", g->device_total);
+    lw_jw_double(w, LW_KEY(growth_oom_eta_seconds), eta_s);
+    lw_jw_double(w, LW_KEY(growth_oom_eta_steps), eta_steps);
+    emit_opt_int(w, LW_KEY(growth_device_free_bytes), g->device_free);
+    emit_opt_int(w, LW_KEY(growth_device_total_bytes), g->device_total);
     emit_memory_kind(w, g);
-    if (!strcmp(g->step_source, "time")) lw_jw_double(w, "interval_seconds", g->interval_s);
-    lw_jw_uint(w, "evaluations", g->evaluations);
-    lw_jw_uint(w, "leak_verdicts_withdrawn", g->withdrawn);
+    if (!strcmp(g->step_source, "time"))
+        lw_jw_double(w, LW_KEY(growth_interval_seconds), g->interval_s);
+    lw_jw_uint(w, LW_KEY(growth_evaluations), g->evaluations);
+    lw_jw_uint(w, LW_KEY(growth_leak_verdicts_withdrawn), g->withdrawn);
     emit_live_alarms(w, g);
     /* The end of the run: memory released after the last step (teardown)
      * does not erase growth before it; a decided fit is reported decided. */
-    lw_jw_bool(w, "released_at_exit", g->released_bytes >= 0);
+    lw_jw_bool(w, LW_KEY(growth_released_at_exit), g->released_bytes >= 0);
     if (g->released_bytes >= 0)
-        lw_jw_int(w, "released_at_exit_bytes", g->released_bytes);
+        lw_jw_int(w, LW_KEY(growth_released_at_exit_bytes), g->released_bytes);
     else
-        lw_jw_null(w, "released_at_exit_bytes");
-    lw_jw_bool(w, "decided_at_exit", g->decided_at_exit);
+        lw_jw_null(w, LW_KEY(growth_released_at_exit_bytes));
+    lw_jw_bool(w, LW_KEY(growth_decided_at_exit), g->decided_at_exit);
     /* A marked run's phases without step marks (a validation loop): their
      * time intervals, and whether they gave the verdict (in intervals). */
-    lw_jw_uint(w, "unmarked_intervals", g->unmarked_intervals);
-    lw_jw_bool(w, "verdict_from_unmarked_phases", g->from_unmarked);
-    lw_jw_int(w, "window_bins", l->window);
-    lw_jw_uint(w, "steps_per_bin", g->bin_width);
-    lw_jw_str(w, "reason", g->reason[0] ? g->reason : "not evaluated yet");
+    lw_jw_uint(w, LW_KEY(growth_unmarked_intervals), g->unmarked_intervals);
+    lw_jw_bool(w, LW_KEY(growth_verdict_from_unmarked_phases), g->from_unmarked);
+    lw_jw_int(w, LW_KEY(growth_window_bins), l->window);
+    lw_jw_uint(w, LW_KEY(growth_steps_per_bin), g->bin_width);
+    lw_jw_str(w, LW_KEY(growth_reason), g->reason[0] ? g->reason : "not evaluated yet");
     /* What the run can see: the floor's noise at this bin width, the
      * smallest rate it can call now, and the steps still needed to decide
      * at the current rate (0 once a leak is called; null when nothing
      * grows). */
-    lw_jw_double(w, "noise_bytes", l->noise_step);
-    lw_jw_double(w, "bin_noise_bytes", l->noise_bin);
-    lw_jw_double(w, "detectable_bytes_per_step", l->min_rate);
-    lw_jw_double(w, "steps_to_decide", leak ? 0.0 : l->more_steps);
-    lw_jw_double(w, "recent_p_value", l->p_recent);
+    lw_jw_double(w, LW_KEY(growth_noise_bytes), l->noise_step);
+    lw_jw_double(w, LW_KEY(growth_bin_noise_bytes), l->noise_bin);
+    lw_jw_double(w, LW_KEY(growth_detectable_bytes_per_step), l->min_rate);
+    lw_jw_double(w, LW_KEY(growth_steps_to_decide), leak ? 0.0 : l->more_steps);
+    lw_jw_double(w, LW_KEY(growth_recent_p_value), l->p_recent);
     /* The guard that overruled a significant trend, and its test. */
     if (l->overruled_by) {
-        lw_jw_str(w, "overruled_by", l->overruled_by);
-        lw_jw_double(w, "overrule_p_value", l->guard_p);
+        lw_jw_str(w, LW_KEY(growth_overruled_by), l->overruled_by);
+        lw_jw_double(w, LW_KEY(growth_overrule_p_value), l->guard_p);
     } else {
-        lw_jw_null(w, "overruled_by");
-        lw_jw_null(w, "overrule_p_value");
+        lw_jw_null(w, LW_KEY(growth_overruled_by));
+        lw_jw_null(w, LW_KEY(growth_overrule_p_value));
     }
     emit_cycles(w, g);
     emit_pinned_host(w);
@@ -563,7 +566,7 @@ static void emit_command(lw_jw *w) {
         n--;
     for (size_t i = 0; i < n; i++)
         if (buf[i] == '\0') buf[i] = ' ';
-    lw_jw_strn(w, "command", n ? buf : NULL, n);
+    lw_jw_strn(w, LW_KEY(command), n ? buf : NULL, n);
 }
 
 /* Which process of a distributed job this is, on which device, and where its
@@ -572,10 +575,10 @@ static void emit_command(lw_jw *w) {
 static void emit_rank(lw_jw *w, const char *report_path) {
     lw_rank_info r;
     lw_rank_get(&r);
-    emit_opt_int(w, "rank", r.rank);
-    emit_opt_int(w, "local_rank", r.local_rank);
-    emit_opt_int(w, "world_size", r.world_size);
-    lw_jw_str(w, "rank_source", lw_rank_source_name(&r));
+    emit_opt_int(w, LW_KEY(rank), r.rank);
+    emit_opt_int(w, LW_KEY(local_rank), r.local_rank);
+    emit_opt_int(w, LW_KEY(world_size), r.world_size);
+    lw_jw_str(w, LW_KEY(rank_source), lw_rank_source_name(&r));
     /* The device this process uses: the current one, else the one that held
      * the most memory. */
     int dev = lw_device_current();
@@ -588,8 +591,8 @@ static void emit_rank(lw_jw *w, const char *report_path) {
             if (c.peak_live_bytes > best) best = c.peak_live_bytes, dev = d;
         }
     }
-    emit_opt_int(w, "device", dev);
-    lw_jw_str(w, "report_path", report_path && report_path[0] ? report_path : NULL);
+    emit_opt_int(w, LW_KEY(device), dev);
+    lw_jw_str(w, LW_KEY(report_path), report_path && report_path[0] ? report_path : NULL);
 }
 
 static const char *end_signal;
@@ -623,16 +626,16 @@ int lw_report_emit(FILE *f, const char *reason, const char *report_path) {
     double uptime = (double)(now - lw_start_time_ns()) / 1e9;
 
     lw_jw_object(&w, NULL);
-    lw_jw_str(&w, "tool", "leakwatch");
-    lw_jw_str(&w, "version", LEAKWATCH_VERSION);
-    lw_jw_int(&w, "pid", getpid());
+    lw_jw_str(&w, LW_KEY(tool), "leakwatch");
+    lw_jw_str(&w, LW_KEY(version), LEAKWATCH_VERSION);
+    lw_jw_int(&w, LW_KEY(pid), getpid());
     emit_command(&w);
-    lw_jw_str(&w, "host", host);
+    lw_jw_str(&w, LW_KEY(host), host);
     emit_rank(&w, report_path);
-    lw_jw_str(&w, "reason", reason);
-    if (end_signal && !strcmp(reason, "signal")) lw_jw_str(&w, "end_signal", end_signal);
-    lw_jw_int(&w, "written_at", (int64_t)time(NULL));
-    lw_jw_double(&w, "duration_s", uptime);
+    lw_jw_str(&w, LW_KEY(reason), reason);
+    if (end_signal && !strcmp(reason, "signal")) lw_jw_str(&w, LW_KEY(end_signal), end_signal);
+    lw_jw_int(&w, LW_KEY(written_at), (int64_t)time(NULL));
+    lw_jw_double(&w, LW_KEY(duration_s), uptime);
     /* Its own copy: reports may be written from several threads at once
      * (a snapshot while the exit report is written). */
     lw_bin *bins = calloc(300, sizeof *bins);

@@ -12,8 +12,9 @@
  *     row's types, into slots by id (lw_model_num/str/bool, LW_FIELD_...);
  *   - `leakwatch report --format json` (tools/render/render_json.c): those
  *     members flagged LW_RF_SHOWN are written back, in the rows' order.
- * The library's writer (src/output/report.c) is held to the rows by
- * test_report_schema; it names the keys itself. */
+ * The library's writer (src/output/report.c) names the keys of the top level
+ * and of "growth" by their rows (LW_KEY), and test_report_schema holds all
+ * it writes to the rows. */
 #ifndef LW_REPORT_FIELDS_H
 #define LW_REPORT_FIELDS_H
 
@@ -62,6 +63,11 @@ typedef struct {
 } lw_report_abbrev;
 extern const lw_report_abbrev lw_report_abbrevs[];
 extern const size_t lw_report_nabbrevs;
+
+/* The key the writer writes for row id (LW_FIELD_<id>): a key without its
+ * row does not compile. report.c names the top level's and growth's keys
+ * so. */
+#define LW_KEY(id) lw_report_field_key(LW_FIELD_##id)
 
 /* The member's key, the path's last part ("p_value" of "growth.p_value");
  * NULL when the path ends in "[]". */
