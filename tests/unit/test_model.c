@@ -120,11 +120,42 @@ START_TEST(mistyped_members_warn) {
 }
 END_TEST
 
+/* The command's lists of the fields of repeated objects (model.h: counts,
+ * frames, sites, failures) name only fields the table has, with the type
+ * the row gives: the reader cannot read a field the report does not list. */
+static void list_in_table(const lw_m_fields *fs, const char *object) {
+    for (size_t i = 0; i < fs->n; i++) {
+        char path[160];
+        snprintf(path, sizeof path, "%s.%s", object, fs->f[i].key);
+        int found = 0;
+        for (int r = 0; r < LW_FIELD_COUNT && !found; r++) {
+            if (strcmp(lw_report_fields[r].path, path) != 0) continue;
+            found = 1;
+            unsigned want = fs->f[i].type == LW_MF_NUM   ? LW_RF_NUM
+                            : fs->f[i].type == LW_MF_STR ? LW_RF_STR
+                                                         : LW_RF_BOOL;
+            ck_assert_msg(lw_report_fields[r].types & want, "%s: model.h reads it as another type",
+                          path);
+        }
+        ck_assert_msg(found, "model.h reads %s, which src/vocab/report_fields.def does not list",
+                      path);
+    }
+}
+
+START_TEST(field_lists_are_in_the_table) {
+    list_in_table(&lw_m_counts_fields, "COUNTS");
+    list_in_table(&lw_m_frame_fields, "sites[].frames[]");
+    list_in_table(&lw_m_site_fields, "sites[]");
+    list_in_table(&lw_m_failure_fields, "failed_allocations[]");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("model");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, members_are_read_by_their_rows);
     tcase_add_test(tc, mistyped_members_warn);
+    tcase_add_test(tc, field_lists_are_in_the_table);
     suite_add_tcase(s, tc);
     return lw_check_run(s) ? 1 : 0;
 }
