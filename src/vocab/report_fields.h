@@ -8,7 +8,7 @@
  *   - tests/integration/test_report_schema: the library's reports hold every
  *     row, with a type the row allows, and no field without a row;
  *   - the command's reader (tools/model/model.c): the members of the top
- *     level and of "growth" are read by the rows, each checked against its
+ *     level, of "growth" and of "oom" are read by the rows, each checked against its
  *     row's types, into slots by id (lw_model_num/str/bool, LW_FIELD_...);
  *   - `leakwatch report --format json` (tools/render/render_json.c): those
  *     members flagged LW_RF_SHOWN are written back, in the rows' order.
@@ -34,7 +34,7 @@ enum {
 
 /* Flags: LW_RF_PYTORCH, only reports of PyTorch jobs have it (listed in the
  * PyTorch table); LW_RF_SHOWN, `leakwatch report --format json` writes it
- * back (members of the top level and of "growth"). */
+ * back (members of the top level, of "growth" and of "oom"). */
 enum { LW_RF_PYTORCH = 1u << 0, LW_RF_SHOWN = 1u << 1 };
 
 /* LW_FIELD_<id>: a row's index. */

@@ -154,7 +154,8 @@ START_TEST(rows_are_well_formed) {
         /* A shown field is a plain member of the top level or of growth. */
         if (f->flags & LW_RF_SHOWN)
             ck_assert_msg(lw_report_field_in((lw_field)i, "") ||
-                              lw_report_field_in((lw_field)i, "growth"),
+                              lw_report_field_in((lw_field)i, "growth") ||
+                              lw_report_field_in((lw_field)i, "oom"),
                           "%s: LW_RF_SHOWN on a field the JSON renderer does not write", f->path);
     }
 }

@@ -129,7 +129,8 @@ static void read_members(lw_model *m, const lw_json *obj, const char *object, co
 
 static int plain_member(lw_field f) {
     return (unsigned)f < LW_FIELD_COUNT &&
-           (lw_report_field_in(f, "") || lw_report_field_in(f, "growth"));
+           (lw_report_field_in(f, "") || lw_report_field_in(f, "growth") ||
+            lw_report_field_in(f, "oom"));
 }
 
 double lw_model_num(const lw_model *m, lw_field f) {
@@ -427,30 +428,36 @@ static void read_anatomy(lw_model *m, const lw_json *root) {
         }
     }
     const lw_json *f = lw_json_get(root, "oom");
-    if (f && lw_json_type_of(f) == LW_JSON_OBJECT) {
+    if (lw_json_type_of(f) != LW_JSON_OBJECT) f = NULL;
+    /* Its plain members by the table's rows (none when it is null). */
+    read_members(m, f, "oom", "oom.");
+    if (f) {
         lw_m_oom *o = &m->oom;
         o->have = 1;
-        o->cause = str(m, f, "cause", "oom.");
-        o->evidence = str(m, f, "evidence", "oom.");
-        o->remedy = str(m, f, "remedy", "oom.");
-        o->source = str(m, f, "source", "oom.");
-        o->device = num(m, f, "device", "oom.");
-        o->step = num(m, f, "step", "oom.");
-        o->time_s = num(m, f, "time_s", "oom.");
-        o->count = num(m, f, "count", "oom.");
-        o->request_bytes = num(m, f, "request_bytes", "oom.");
-        o->device_free_bytes = num(m, f, "device_free_bytes", "oom.");
-        o->device_total_bytes = num(m, f, "device_total_bytes", "oom.");
-        o->allocated_bytes = num(m, f, "allocated_bytes", "oom.");
-        o->reserved_bytes = num(m, f, "reserved_bytes", "oom.");
-        o->leak_bytes = num(m, f, "leak_bytes", "oom.");
+        o->cause = lw_model_str(m, LW_FIELD_oom_cause);
+        o->evidence = lw_model_str(m, LW_FIELD_oom_evidence);
+        o->remedy = lw_model_str(m, LW_FIELD_oom_remedy);
+        o->source = lw_model_str(m, LW_FIELD_oom_source);
+        o->device = lw_model_num(m, LW_FIELD_oom_device);
+        o->step = lw_model_num(m, LW_FIELD_oom_step);
+        o->time_s = lw_model_num(m, LW_FIELD_oom_time_s);
+        o->count = lw_model_num(m, LW_FIELD_oom_count);
+        o->request_bytes = lw_model_num(m, LW_FIELD_oom_request_bytes);
+        o->device_free_bytes = lw_model_num(m, LW_FIELD_oom_device_free_bytes);
+        o->device_total_bytes = lw_model_num(m, LW_FIELD_oom_device_total_bytes);
+        o->allocated_bytes = lw_model_num(m, LW_FIELD_oom_allocated_bytes);
+        o->reserved_bytes = lw_model_num(m, LW_FIELD_oom_reserved_bytes);
+        o->leak_bytes = lw_model_num(m, LW_FIELD_oom_leak_bytes);
         /* Shown on terminals as is: no control characters. */
+        static const lw_field text_rows[] = {LW_FIELD_oom_cause, LW_FIELD_oom_evidence,
+                                             LW_FIELD_oom_remedy, LW_FIELD_oom_source};
         const char **texts[] = {&o->cause, &o->evidence, &o->remedy, &o->source};
         for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
             for (const char *p = *texts[i]; p && *p; p++)
                 if ((unsigned char)*p < 0x20 || *p == 0x7f) {
                     warn(m, "oom has control characters; ignored");
                     *texts[i] = NULL;
+                    m->field[text_rows[i]].str = NULL;
                     break;
                 }
         if (!o->cause) o->have = 0;

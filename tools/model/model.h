@@ -114,7 +114,7 @@ typedef struct {
     double allocated_bytes, reserved_bytes, leak_bytes;
 } lw_m_oom;
 
-/* A plain member of the report's top level or of "growth", read by its row
+/* A plain member of the report's top level, of "growth" or of "oom", read by its row
  * of the report's table of fields (report_fields.def): a number (NAN when
  * absent, null, mistyped or out of range), a string (NULL) or a boolean
  * (0/1, -1 unknown), as the row's type says. */
@@ -127,7 +127,7 @@ typedef struct {
 typedef struct {
     char *path; /* as given */
     lw_json *doc;
-    /* Every plain member of the top level and of "growth" the table lists,
+    /* Every plain member of the top level, "growth" and "oom" the table lists,
      * by its row (LW_FIELD_...): lw_model_num/str/bool. The named members
      * below are copies of some, for the renderers. */
     lw_m_value field[LW_FIELD_COUNT];
@@ -176,7 +176,7 @@ int lw_model_load_text(lw_model *m, const char *name, const char *text, size_t l
 int lw_model_load_answer(lw_model *m, long pid, const char *text, size_t len);
 void lw_model_free(lw_model *m);
 
-/* A plain member of the top level or of "growth" by its row: adding a row to
+/* A plain member of the top level, "growth" or "oom" by its row: adding a row to
  * report_fields.def makes it readable here, checked against the row's type,
  * with no change to the reader. Unknown (NAN, NULL, -1) when the report does
  * not have it or f is no such member. */

@@ -91,6 +91,8 @@ static void tracker(lw_jw *w, const lw_json *t) {
     lw_jw_end(w);
 }
 
+static void shown(lw_jw *w, const lw_model *m, const char *object);
+
 /* The anatomy by role and the out-of-memory post-mortem (null when the
  * report has none). */
 static void anatomy_oom(lw_jw *w, const lw_model *m) {
@@ -124,25 +126,12 @@ static void anatomy_oom(lw_jw *w, const lw_model *m) {
         return;
     }
     lw_jw_object(w, "oom");
-    lw_jw_str(w, "cause", o->cause);
-    lw_jw_str(w, "evidence", o->evidence);
-    lw_jw_str(w, "remedy", o->remedy);
-    lw_jw_str(w, "source", o->source);
-    num(w, "device", o->device);
-    num(w, "step", o->step);
-    num(w, "time_s", o->time_s);
-    num(w, "count", o->count);
-    num(w, "request_bytes", o->request_bytes);
-    num(w, "device_free_bytes", o->device_free_bytes);
-    num(w, "device_total_bytes", o->device_total_bytes);
-    num(w, "allocated_bytes", o->allocated_bytes);
-    num(w, "reserved_bytes", o->reserved_bytes);
-    num(w, "leak_bytes", o->leak_bytes);
+    shown(w, m, "oom");
     lw_jw_end(w);
 }
 
 /* The plain members of the object at path object ("" the top level,
- * "growth") that the report's table of fields flags LW_RF_SHOWN
+ * "growth", "oom") that the report's table of fields flags LW_RF_SHOWN
  * (report_fields.def), in the table's order, as the model read them: a row
  * flagged there is written here with no change to this file. The members
  * that are not plain values, and the file's own name, are written by name. */
