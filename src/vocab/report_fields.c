@@ -41,6 +41,17 @@ int lw_report_field_in(lw_field f, const char *object) {
     return *p && !strpbrk(p, ".[*");
 }
 
+int lw_report_field_plain(lw_field f) {
+    if ((unsigned)f >= LW_FIELD_COUNT) return 0;
+    const char *p = lw_report_fields[f].path;
+    if (lw_report_fields[f].types & (LW_RF_ARR | LW_RF_OBJ) || strpbrk(p, "[*")) return 0;
+    for (size_t i = 0; i < lw_report_nabbrevs; i++) {
+        size_t l = strlen(lw_report_abbrevs[i].name);
+        if (!strncmp(p, lw_report_abbrevs[i].name, l) && p[l] == '.') return 0;
+    }
+    return 1;
+}
+
 char *lw_report_types_text(unsigned types, char *out, size_t n) {
     static const char *const words[] = {"null", "boolean", "number", "string", "array", "object"};
     size_t o = 0;

@@ -7,9 +7,10 @@
  *     them; `make report-fields-doc` writes them again);
  *   - tests/integration/test_report_schema: the library's reports hold every
  *     row, with a type the row allows, and no field without a row;
- *   - the command's reader (tools/model/model.c): the members of the top
- *     level, of "growth" and of "oom" are read by the rows, each checked against its
- *     row's types, into slots by id (lw_model_num/str/bool, LW_FIELD_...);
+ *   - the command's reader (tools/model/model.c): every plain value reached
+ *     through objects only (the top level's, growth's, oom's, torch's, ...;
+ *     lw_report_field_plain) is read by its row, checked against the row's
+ *     types, into a slot by id (lw_model_num/str/bool, LW_FIELD_...);
  *   - `leakwatch report --format json` (tools/render/render_json.c): those
  *     members flagged LW_RF_SHOWN are written back, in the rows' order.
  * The library's writer (src/output/report.c, anatomy.c) names the keys of
@@ -75,6 +76,10 @@ const char *lw_report_field_key(lw_field f);
 /* 1 when f is a plain member of the object at path object ("" the top
  * level, "growth"): no "[]", "*" or abbreviation in between. */
 int lw_report_field_in(lw_field f, const char *object);
+/* 1 when f is a plain value (number, string, boolean or null) reached
+ * through objects only: no "[]", "*" or abbreviation in its path
+ * ("growth.cycles.count", "torch.backend.torch_version"). */
+int lw_report_field_plain(lw_field f);
 /* The type's word in docs/report-fields.md: "number", "string or null", ...
  * for the bit(s) of one row; out of n bytes. Returns out. */
 char *lw_report_types_text(unsigned types, char *out, size_t n);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The command's reader of a report (tools/model/model.c): the plain members
- * of the top level and of "growth" are read by the rows of the report's
- * table of fields (src/vocab/report_fields.def), each checked against its
- * row's type, with no code of their own. */
+/* The command's reader of a report (tools/model/model.c): the plain values
+ * reached through objects (the top level's, growth's, torch's, ...) are read
+ * by the rows of the report's table of fields (src/vocab/report_fields.def),
+ * each checked against its row's type, with no code of their own. */
 #include "model.h"
 
 #include "report_fields.h"
@@ -90,8 +90,8 @@ START_TEST(members_are_read_by_their_rows) {
     ck_assert(m.pid == LW_FIELD_pid);
     ck_assert(m.growth.bytes_per_step == LW_FIELD_growth_bytes_per_step);
     ck_assert_int_eq(m.verdict, LW_VERDICT_LEAK);
-    /* Members that are no plain member of those objects are not slots. */
-    ck_assert(isnan(lw_model_num(&m, LW_FIELD_growth_cycles_count)));
+    /* Values inside arrays or objects themselves are no slots. */
+    ck_assert(isnan(lw_model_num(&m, LW_FIELD_growth_cycles)));
     ck_assert_ptr_null(lw_model_str(&m, LW_FIELD_WHERE_label));
     ck_assert_int_eq(lw_model_bool(&m, LW_FIELD_COUNT), -1);
     lw_model_free(&m);
@@ -142,6 +142,33 @@ static void list_in_table(const lw_m_fields *fs, const char *object) {
     }
 }
 
+/* Plain values deeper than the top level, growth and oom, which the reader
+ * has no code of its own for: read by their rows too. */
+START_TEST(deeper_values_are_read_by_their_rows) {
+    static const char text[] =
+        "{\"tool\": \"leakwatch\", \"verdict\": \"no_leak\", \"totals\": {},"
+        " \"growth\": {\"cycles\": {\"count\": 3, \"signal\": \"live_bytes\"}},"
+        " \"torch\": {\"mode\": \"segments\", \"backend\": {\"torch_version\": \"2.6\","
+        " \"fell_back\": false}, \"steps\": {\"marks\": \"many\"}}}";
+    char err[512];
+    lw_model m;
+    ck_assert_msg(lw_model_load_text(&m, "deep", text, strlen(text), err, sizeof err) == 0, "%s",
+                  err);
+    ck_assert(lw_model_num(&m, LW_FIELD_growth_cycles_count) == 3);
+    ck_assert_str_eq(lw_model_str(&m, LW_FIELD_growth_cycles_signal), "live_bytes");
+    ck_assert_str_eq(lw_model_str(&m, LW_FIELD_torch_mode), "segments");
+    ck_assert_str_eq(lw_model_str(&m, LW_FIELD_torch_backend_torch_version), "2.6");
+    ck_assert_int_eq(lw_model_bool(&m, LW_FIELD_torch_backend_fell_back), 0);
+    /* Absent: unknown, silently; mistyped: unknown, with a warning. */
+    ck_assert(isnan(lw_model_num(&m, LW_FIELD_growth_cycles_period_steps)));
+    ck_assert(isnan(lw_model_num(&m, LW_FIELD_tracker_live_records)));
+    ck_assert(isnan(lw_model_num(&m, LW_FIELD_torch_steps_marks)));
+    ck_assert_uint_eq(m.nwarnings, 1);
+    ck_assert_ptr_nonnull(strstr(m.warnings[0], "torch.steps.marks is a string"));
+    lw_model_free(&m);
+}
+END_TEST
+
 START_TEST(field_lists_are_in_the_table) {
     list_in_table(&lw_m_counts_fields, "COUNTS");
     list_in_table(&lw_m_frame_fields, "sites[].frames[]");
@@ -155,6 +182,7 @@ int main(void) {
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, members_are_read_by_their_rows);
     tcase_add_test(tc, mistyped_members_warn);
+    tcase_add_test(tc, deeper_values_are_read_by_their_rows);
     tcase_add_test(tc, field_lists_are_in_the_table);
     suite_add_tcase(s, tc);
     return lw_check_run(s) ? 1 : 0;

@@ -173,6 +173,12 @@ START_TEST(keys_and_members) {
     ck_assert(!lw_report_field_in(LW_FIELD_growth_cycles_count, "growth"));
     ck_assert(!lw_report_field_in(LW_FIELD_growth_slope_ci_item, "growth"));
     ck_assert(!lw_report_field_in(LW_FIELD_COUNTS_live_bytes, ""));
+    ck_assert(lw_report_field_plain(LW_FIELD_torch_backend_torch_version));
+    ck_assert(lw_report_field_plain(LW_FIELD_verdict));
+    ck_assert(!lw_report_field_plain(LW_FIELD_growth_cycles));
+    ck_assert(!lw_report_field_plain(LW_FIELD_sites_id));
+    ck_assert(!lw_report_field_plain(LW_FIELD_WINDOW_state));
+    ck_assert(!lw_report_field_plain(LW_FIELD_totals_by_kind_any));
     char t[64];
     ck_assert_str_eq(lw_report_types_text(LW_RF_NUM | LW_RF_NULL, t, sizeof t), "number or null");
     ck_assert_str_eq(lw_report_types_text(LW_RF_OBJ, t, sizeof t), "object");

@@ -128,9 +128,41 @@ static void read_members(lw_model *m, const lw_json *obj, const char *object, co
 }
 
 static int plain_member(lw_field f) {
-    return (unsigned)f < LW_FIELD_COUNT &&
-           (lw_report_field_in(f, "") || lw_report_field_in(f, "growth") ||
-            lw_report_field_in(f, "oom"));
+    return lw_report_field_plain(f);
+}
+
+/* Every slot unknown, before anything is read. */
+static void clear_members(lw_model *m) {
+    for (int i = 0; i < LW_FIELD_COUNT; i++)
+        m->field[i] = (lw_m_value){NAN, NULL, -1};
+}
+
+/* The plain values the reader has no code for (torch's, growth.cycles',
+ * growth.pinned_host's, the tracker's, ...), each by its row: a row added to
+ * the table is read with no change here. An object on the way that is
+ * absent or of another type leaves its members unknown, silently (older
+ * reports, non-PyTorch jobs). */
+static void read_other_members(lw_model *m) {
+    for (int i = 0; i < LW_FIELD_COUNT; i++) {
+        lw_field f = (lw_field)i;
+        if (!lw_report_field_plain(f) || lw_report_field_in(f, "") ||
+            lw_report_field_in(f, "growth") || lw_report_field_in(f, "oom"))
+            continue;
+        const char *path = lw_report_fields[i].path, *dot = strrchr(path, '.');
+        char parent[160], where[170];
+        snprintf(parent, sizeof parent, "%.*s", (int)(dot - path), path);
+        snprintf(where, sizeof where, "%s.", parent);
+        const lw_json *obj = lw_json_path(m->doc, parent);
+        if (lw_json_type_of(obj) != LW_JSON_OBJECT) continue;
+        unsigned t = lw_report_fields[i].types;
+        lw_m_value *v = &m->field[i];
+        if (t & LW_RF_NUM)
+            v->num = num(m, obj, dot + 1, where);
+        else if (t & LW_RF_STR)
+            v->str = str(m, obj, dot + 1, where);
+        else if (t & LW_RF_BOOL)
+            v->b = boolean(m, obj, dot + 1, where);
+    }
 }
 
 double lw_model_num(const lw_model *m, lw_field f) {
@@ -534,6 +566,7 @@ static int load_doc(lw_model *m, const char *name, char *err, size_t errlen) {
         return -1;
     }
     m->tool = t;
+    clear_members(m);
     /* The plain members of the top level by the table's rows; these named
      * copies are what the renderers read. */
     read_members(m, r, "", "");
@@ -581,6 +614,7 @@ static int load_doc(lw_model *m, const char *name, char *err, size_t errlen) {
             read_series(m, series, "floor", &m->sx, &m->sfloor, &m->st, &m->speak, "series.");
     m->tracker = typed(m, r, "tracker", LW_JSON_OBJECT, "");
     read_anatomy(m, r);
+    read_other_members(m);
     /* LEAKWATCH_STACKS=0: its site stands for every allocation. */
     if (m->tracker && lw_json_bool(lw_json_get(m->tracker, "stacks"), 1) == 0)
         for (size_t i = 0; i < m->nsites; i++)

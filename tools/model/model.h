@@ -114,8 +114,9 @@ typedef struct {
     double allocated_bytes, reserved_bytes, leak_bytes;
 } lw_m_oom;
 
-/* A plain member of the report's top level, of "growth" or of "oom", read by its row
- * of the report's table of fields (report_fields.def): a number (NAN when
+/* A plain value of the report reached through objects only (the top
+ * level's, growth's, oom's, torch's, ...: lw_report_field_plain), read by its
+ * row of the report's table of fields (report_fields.def): a number (NAN when
  * absent, null, mistyped or out of range), a string (NULL) or a boolean
  * (0/1, -1 unknown), as the row's type says. */
 typedef struct {
@@ -127,9 +128,9 @@ typedef struct {
 typedef struct {
     char *path; /* as given */
     lw_json *doc;
-    /* Every plain member of the top level, "growth" and "oom" the table lists,
-     * by its row (LW_FIELD_...): lw_model_num/str/bool. The named members
-     * below are copies of some, for the renderers. */
+    /* Every such plain value the table lists, by its row (LW_FIELD_...):
+     * lw_model_num/str/bool. The named members below are copies of some,
+     * for the renderers. */
     lw_m_value field[LW_FIELD_COUNT];
     const char *tool, *version, *command, *host, *reason, *verdict_text;
     lw_mverdict verdict;
@@ -176,10 +177,11 @@ int lw_model_load_text(lw_model *m, const char *name, const char *text, size_t l
 int lw_model_load_answer(lw_model *m, long pid, const char *text, size_t len);
 void lw_model_free(lw_model *m);
 
-/* A plain member of the top level, "growth" or "oom" by its row: adding a row to
+/* A plain value by its row (lw_report_field_plain: "growth.reason",
+ * "torch.backend.torch_version", "growth.cycles.count"): adding a row to
  * report_fields.def makes it readable here, checked against the row's type,
  * with no change to the reader. Unknown (NAN, NULL, -1) when the report does
- * not have it or f is no such member. */
+ * not have it or f is no such value. */
 double lw_model_num(const lw_model *m, lw_field f);
 const char *lw_model_str(const lw_model *m, lw_field f);
 int lw_model_bool(const lw_model *m, lw_field f);
