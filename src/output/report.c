@@ -48,39 +48,39 @@
 #define REPORT_WRITE_BUF 16384
 
 static void emit_counts(lw_jw *w, lw_counts c) {
-    lw_jw_uint(w, "alloc_count", c.alloc_count);
-    lw_jw_uint(w, "free_count", c.free_count);
-    lw_jw_uint(w, "failed_alloc_count", c.failed_count);
-    lw_jw_int(w, "live_bytes", c.live_bytes);
-    lw_jw_int(w, "live_count", c.live_count);
-    lw_jw_int(w, "peak_live_bytes", c.peak_live_bytes);
+    lw_jw_uint(w, LW_KEY(COUNTS_alloc_count), c.alloc_count);
+    lw_jw_uint(w, LW_KEY(COUNTS_free_count), c.free_count);
+    lw_jw_uint(w, LW_KEY(COUNTS_failed_alloc_count), c.failed_count);
+    lw_jw_int(w, LW_KEY(COUNTS_live_bytes), c.live_bytes);
+    lw_jw_int(w, LW_KEY(COUNTS_live_count), c.live_count);
+    lw_jw_int(w, LW_KEY(COUNTS_peak_live_bytes), c.peak_live_bytes);
 }
 
 static void emit_totals(lw_jw *w) {
-    lw_jw_object(w, "totals");
+    lw_jw_object(w, LW_KEY(totals));
     emit_counts(w, lw_totals_get(-2, LW_KIND_COUNT));
-    lw_jw_uint(w, "unknown_free_count", lw_totals_unknown_frees());
-    lw_jw_int(w, "mapped_bytes", lw_totals_mapped_bytes());
+    lw_jw_uint(w, LW_KEY(totals_unknown_free_count), lw_totals_unknown_frees());
+    lw_jw_int(w, LW_KEY(totals_mapped_bytes), lw_totals_mapped_bytes());
     /* Other processes' memory opened here: in none of the counters above. */
-    lw_jw_object(w, "imported");
+    lw_jw_object(w, LW_KEY(totals_imported));
     emit_counts(w, lw_imports_get());
-    lw_jw_int(w, "mapped_bytes", lw_imports_mapped_bytes());
+    lw_jw_int(w, LW_KEY(totals_imported_mapped_bytes), lw_imports_mapped_bytes());
     lw_jw_end(w);
-    lw_jw_object(w, "by_kind");
+    lw_jw_object(w, LW_KEY(totals_by_kind));
     for (int k = 0; k < LW_KIND_COUNT; k++) {
         lw_jw_object(w, lw_kind_name((lw_kind)k));
         emit_counts(w, lw_totals_get(-2, (lw_kind)k));
         lw_jw_end(w);
     }
     lw_jw_end(w);
-    lw_jw_array(w, "by_device");
+    lw_jw_array(w, LW_KEY(totals_by_device));
     uint64_t seen = lw_totals_devices_seen();
     for (int d = -1; d < LW_MAX_DEVICES; d++) {
         if (!(seen & (1ull << (d + 1)))) continue;
         lw_jw_object(w, NULL);
-        lw_jw_int(w, "device", d);
+        lw_jw_int(w, LW_KEY(totals_by_device_device), d);
         emit_counts(w, lw_totals_get(d, LW_KIND_COUNT));
-        lw_jw_object(w, "by_kind");
+        lw_jw_object(w, LW_KEY(totals_by_device_by_kind));
         for (int k = 0; k < LW_KIND_COUNT; k++) {
             lw_jw_object(w, lw_kind_name((lw_kind)k));
             emit_counts(w, lw_totals_get(d, (lw_kind)k));
@@ -286,16 +286,16 @@ static const lw_site *emit_sites(lw_jw *w, lw_symtab *syms, int global_leak, int
 static void emit_failures(lw_jw *w) {
     lw_failure f[LW_FAILURES_KEPT];
     int n = lw_failures_get(f, LW_FAILURES_KEPT);
-    lw_jw_array(w, "failed_allocations");
+    lw_jw_array(w, LW_KEY(failed_allocations));
     for (int i = 0; i < n; i++) {
         lw_jw_object(w, NULL);
-        lw_jw_uint(w, "size", f[i].size);
-        lw_jw_str(w, "kind", lw_kind_name((lw_kind)f[i].kind));
-        lw_jw_int(w, "device", f[i].device);
-        lw_jw_int(w, "result", f[i].result);
-        lw_jw_uint(w, "step", f[i].step);
-        lw_jw_double(w, "time_s", (double)f[i].time_ns / 1e9);
-        lw_jw_uint(w, "site", f[i].site->id);
+        lw_jw_uint(w, LW_KEY(failed_allocations_size), f[i].size);
+        lw_jw_str(w, LW_KEY(failed_allocations_kind), lw_kind_name((lw_kind)f[i].kind));
+        lw_jw_int(w, LW_KEY(failed_allocations_device), f[i].device);
+        lw_jw_int(w, LW_KEY(failed_allocations_result), f[i].result);
+        lw_jw_uint(w, LW_KEY(failed_allocations_step), f[i].step);
+        lw_jw_double(w, LW_KEY(failed_allocations_time_s), (double)f[i].time_ns / 1e9);
+        lw_jw_uint(w, LW_KEY(failed_allocations_site), f[i].site->id);
         lw_jw_end(w);
     }
     lw_jw_end(w);
@@ -323,16 +323,16 @@ static void emit_pinned_host(lw_jw *w) {
         free(b);
         return;
     }
-    lw_jw_object(w, "pinned_host");
-    lw_jw_str(w, "verdict", lw_verdict_name(h.verdict));
-    lw_jw_double(w, "bytes_per_step", h.last.slope);
-    lw_jw_array(w, "slope_ci");
+    lw_jw_object(w, LW_KEY(growth_pinned_host));
+    lw_jw_str(w, LW_KEY(growth_pinned_host_verdict), lw_verdict_name(h.verdict));
+    lw_jw_double(w, LW_KEY(growth_pinned_host_bytes_per_step), h.last.slope);
+    lw_jw_array(w, LW_KEY(growth_pinned_host_slope_ci));
     lw_jw_double(w, NULL, h.last.lo);
     lw_jw_double(w, NULL, h.last.hi);
     lw_jw_end(w);
-    lw_jw_double(w, "p_value", h.last.p_value);
-    lw_jw_uint(w, "points", h.points);
-    lw_jw_str(w, "reason", h.reason[0] ? h.reason : "not evaluated yet");
+    lw_jw_double(w, LW_KEY(growth_pinned_host_p_value), h.last.p_value);
+    lw_jw_uint(w, LW_KEY(growth_pinned_host_points), h.points);
+    lw_jw_str(w, LW_KEY(growth_pinned_host_reason), h.reason[0] ? h.reason : "not evaluated yet");
     emit_bins(w, b, n, COLUMNS(steps_floor));
     lw_jw_end(w);
     free(b);

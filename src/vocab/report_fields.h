@@ -13,9 +13,9 @@
  *     types, into a slot by id (lw_model_num/str/bool, LW_FIELD_...);
  *   - `leakwatch report --format json` (tools/render/render_json.c): those
  *     members flagged LW_RF_SHOWN are written back, in the rows' order.
- * The library's writer (src/output/report.c, anatomy.c) names the keys of
- * the top level, of "growth" and of "oom" by their rows (LW_KEY), and
- * test_report_schema holds all it writes to the rows. */
+ * The library's writer (src/output/report.c, anatomy.c) names most keys by
+ * their rows (LW_KEY, below), and test_report_schema holds all it writes to
+ * the rows. */
 #ifndef LW_REPORT_FIELDS_H
 #define LW_REPORT_FIELDS_H
 
@@ -66,8 +66,9 @@ extern const lw_report_abbrev lw_report_abbrevs[];
 extern const size_t lw_report_nabbrevs;
 
 /* The key the writer writes for row id (LW_FIELD_<id>): a key without its
- * row does not compile. report.c and anatomy.c name the top level's,
- * growth's and oom's keys so. */
+ * row does not compile. report.c and anatomy.c name so the keys of the top
+ * level, growth (pinned_host included), oom, totals and failed_allocations;
+ * not yet those of sites[], answer, series, tracker, anatomy and torch. */
 #define LW_KEY(id) lw_report_field_key(LW_FIELD_##id)
 
 /* The member's key, the path's last part ("p_value" of "growth.p_value");
