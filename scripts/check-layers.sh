@@ -3,7 +3,7 @@
 # Fails when a lower layer of the library calls a higher one, read from the
 # compiled objects' symbols (nm): a call is an undefined symbol in one object
 # that another object defines. Layers, lowest first (docs/layout.md):
-#   base < vocab < loader < track < analyze < output < top (src/*.c) < hooks
+#   base < vocab < loader < track < analyze < output < process < hooks
 #   < attach
 # The command (tools/) may use the base and vocab layers only.
 # Every definition of a called symbol counts, not only the first: a weak or
@@ -23,12 +23,12 @@ syms=$(mktemp); trap 'rm -f "$syms"' EXIT
 # shellcheck disable=SC2086
 nm -A -P -g $objs >"$syms" || { echo "check-layers: nm failed" >&2; exit 1; }
 awk -v B="$B/obj/" '
-function layer(f, rel) { # build/obj/track/live.o -> track; build/obj/lifecycle.o -> top
+function layer(f, rel) { # build/obj/track/live.o -> track; build/obj/process/lifecycle.o -> process
     rel = substr(f, length(B) + 1)
-    return index(rel, "/") ? substr(rel, 1, index(rel, "/") - 1) : "top"
+    return index(rel, "/") ? substr(rel, 1, index(rel, "/") - 1) : "loose"
 }
 BEGIN {
-    split("base vocab loader track analyze output top hooks attach", order, " ")
+    split("base vocab loader track analyze output process hooks attach", order, " ")
     for (i in order) rank[order[i]] = i + 0
     rank["tools"] = 99
 }
@@ -80,4 +80,4 @@ END {
     echo "check-layers: a lower layer calls a higher one (see docs/layout.md)" >&2
     exit 1
 }
-echo "check-layers: base < vocab < loader < track < analyze < output < top < hooks < attach, and the command uses base and vocab only: no upward call"
+echo "check-layers: base < vocab < loader < track < analyze < output < process < hooks < attach, and the command uses base and vocab only: no upward call"

@@ -37,7 +37,7 @@ static void fork_child(void) {
     LW_LOCK_FORGET(LW_RANK_ATTACH);
 }
 
-/* The last row of the fork-handler registry's table (src/fork_locks.c): a
+/* The last row of the fork-handler registry's table (src/process/fork_locks.c): a
  * fork takes patch_lock after start_lock and releases it before. */
 static const lw_fork_row row = {fork_prepare, fork_parent, fork_child};
 

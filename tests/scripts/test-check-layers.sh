@@ -101,7 +101,7 @@ expect baseup 1 "base/log.o (base) calls lw_verdict in vocab/verdict.o (vocab)"
 # attach, above the hooks: it may call them (and everything below); the
 # hooks may not call it, nor may the command.
 obj attach hooks/got 'int lw_got_write(void) { return 1; }'
-obj attach lifecycle 'int lw_lifecycle_attach(void) { return 0; }'
+obj attach process/lifecycle 'int lw_lifecycle_attach(void) { return 0; }'
 obj attach attach/attach 'int lw_got_write(void); int lw_lifecycle_attach(void);
 int lw_attach_now(void) { return lw_got_write() + lw_lifecycle_attach(); }'
 expect attach 0 "no upward call"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The fork-handler registry (src/fork_locks.c): one table, taken forward
+/* The fork-handler registry (src/process/fork_locks.c): one table, taken forward
  * before a fork and released backward after it; the attach layer's row is
  * the last, taken while start_lock (the first) is held; handlers registered
  * once however often they are asked for; a row set during a fork is not
