@@ -2,6 +2,7 @@
 #include "attach_locks.h"
 
 #include "fork_locks.h"
+#include "lifecycle.h"
 #include "lock_order.h"
 
 #include <pthread.h>
@@ -43,5 +44,5 @@ static const lw_fork_row row = {fork_prepare, fork_parent, fork_child};
 
 void lw_attach_locks_for_fork(void) {
     lw_fork_locks_set_attach(&row);
-    lw_fork_locks_register();
+    lw_lifecycle_fork_handlers();
 }
