@@ -44,10 +44,4 @@ int64_t lw_growth_released_bytes(void);
  * growth demonstrably began, never before step 1. */
 void lw_growth_cap_onset(lw_growth *g);
 
-/* A release (growth_torch.c follows the same rule): a drop smaller than
- * this is none; the longest drop taken for a teardown is the last quarter
- * of the run (at least 4 points). */
-#define LW_RELEASE_MIN_BYTES 4096.0
-uint64_t lw_growth_release_tail_max(uint64_t points);
-
 #endif

@@ -4,6 +4,7 @@
  * reads. The lowest of growth's files: each of the others may read it.
  *
  * growth's files, each one job, lowest first (the calls go one way):
+ *   release_watch.c   a release at the end of a series (the rule, no state)
  *   growth_run.c      this state
  *   growth_queue.c    the step queue: marks from the job's threads, waiting
  *   growth_global.c   the device's floor (the CUDA allocations leakwatch

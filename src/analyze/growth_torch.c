@@ -5,6 +5,7 @@
 #include "growth_host.h"
 #include "growth_queue.h"
 #include "growth_run.h"
+#include "release_watch.h"
 
 #include "options.h"
 
@@ -19,12 +20,9 @@ typedef struct {
     lw_tracked t; /* the same rule as the global series', its pace and cycles */
     int64_t allocated, reserved, device_free;
     /* A release at the end (the job's leaking function returned, its
-     * teardown): as for the global series (growth_global.c), the newest
-     * points back near the lowest level after a high one; `pre` is the
-     * series before them, and the verdict at the end is the one on it. */
-    lw_tracked pre;
-    int releasing, have_base;
-    double base, high, prev;
+     * teardown): the rule of the device's floor (release_watch.h), on the
+     * bytes of live tensors. */
+    lw_release_watch rel;
 } torch_track;
 
 static torch_track *ttracks[LW_TORCH_MAX_DEVICES]; /* under lock; NULL: no point yet */
@@ -61,46 +59,11 @@ static torch_track *torch_track_of(int d) {
         torch_track *tr = calloc(1, sizeof *tr);
         if (!tr) return NULL;
         lw_tracked_init(&tr->t, LW_TRACKED_PACE | LW_TRACKED_CYCLES);
-        lw_tracked_init(&tr->pre, LW_TRACKED_PACE | LW_TRACKED_CYCLES);
+        lw_release_init(&tr->rel, 0);
         tr->device_free = -1;
         ttracks[d] = tr;
     }
     return ttracks[d];
-}
-
-static int torch_low(const torch_track *tr, double v) {
-    return tr->have_base && tr->high - tr->base >= LW_RELEASE_MIN_BYTES &&
-           v <= tr->base + 0.25 * (tr->high - tr->base);
-}
-
-/* Before a point joins a device's tensor series: does a release begin, go
- * on, or end (growth_global.c's rule)? */
-static void torch_watch_release(torch_track *tr, double v) {
-    uint64_t points = tr->t.series.points;
-    int low = torch_low(tr, v);
-    if (tr->releasing && low &&
-        points - tr->pre.series.points >= lw_growth_release_tail_max(points)) {
-        tr->releasing = 0; /* no teardown: the run goes on at the lower level */
-        tr->base = tr->high = v;
-    } else if (low && !tr->releasing && points > 1 && !torch_low(tr, tr->prev)) {
-        lw_tracked_copy(&tr->pre, &tr->t);
-        tr->releasing = 1;
-    } else if (!low) {
-        tr->releasing = 0;
-        if (!tr->have_base || v < tr->base) tr->base = v;
-        if (!tr->have_base || v > tr->high) tr->high = v;
-        tr->have_base = 1;
-    }
-    tr->prev = v;
-}
-
-/* At the end of the run: a run that ended within a release is judged on
- * the data before it. */
-static void torch_finish_release(torch_track *tr) {
-    uint64_t points = tr->t.series.points;
-    if (!tr->releasing || points - tr->pre.series.points > lw_growth_release_tail_max(points))
-        return;
-    lw_tracked_copy(&tr->t, &tr->pre);
 }
 
 /* The floor of a point is the bytes of live tensors at the mark, its peak
@@ -115,7 +78,7 @@ static void torch_add(const lw_torch_point *pt) {
      * interval (the helper's clock and the worker's drift apart) only
      * updates the latest values; the series' x must rise. */
     if (tr->t.series.points && !(pt->x > tr->t.last_x)) return;
-    torch_watch_release(tr, (double)pt->allocated);
+    lw_release_point(&tr->rel, &tr->t, pt->allocated);
     lw_tracked_add(&tr->t, pt->x, pt->t, (double)pt->allocated, (double)pt->reserved);
     if (lw_tracked_due(&tr->t)) torch_evaluate(pt->device, tr);
 }
@@ -143,7 +106,7 @@ void lw_growth_torch_finish(void) {
     for (int d = 0; d < LW_TORCH_MAX_DEVICES; d++) {
         torch_track *tr = ttracks[d];
         if (!tr) continue;
-        torch_finish_release(tr);
+        lw_release_ended_within(&tr->rel, &tr->t);
         if (lw_tracked_changed(&tr->t)) torch_evaluate(d, tr);
         lw_tracked_final(&tr->t);
     }
