@@ -7,9 +7,10 @@
 #   < attach
 # The command (tools/) may use the base and vocab layers only.
 # Two more rules on the library's files, from the same symbols:
-# - no circle of two files: a file that calls another (or uses its data) is
-#   not called by it, so each pair of files reads one way (KNOWN_CIRCLES
-#   below lists the pairs being removed elsewhere: a warning, not a failure);
+# - no circle of files: a file that calls another (or uses its data) is not
+#   reached back from it, directly or through other files, so the calls
+#   between files go one way (KNOWN_CIRCLES below lists the files of the
+#   circles being removed elsewhere: a warning, not a failure);
 # - no loose file at the top of src/: every source is in a layer's folder
 #   (an object build/obj/NAME.o, but the command's empty.o, fails).
 # Every definition of a called symbol counts, not only the first: a weak or
@@ -22,12 +23,13 @@
 B="${1:-build}"
 command -v nm >/dev/null 2>&1 ||
     { echo "check-layers: FAILED: nm is not installed (Debian package binutils; scripts/install-deps.sh test installs it)" >&2; exit 1; }
-# The pairs of files that still call each other, each removed by work under
-# way (issue 39): warned about, not failed on. Remove a pair once it is gone.
+# The files still in a circle, each being removed by work under way (issue
+# 39): a circle of these files only is warned about, not failed on. Remove
+# them from the list once their circle is gone.
 #   output/report <-> output/report_file: the report and its files (h51);
 #   hooks/*: the hook tables and the wrappers that fill them (the hooks'
 #   own restructuring).
-KNOWN_CIRCLES="${LW_KNOWN_CIRCLES-output/report.o:output/report_file.o hooks/bind.o:hooks/runtime.o hooks/lookup.o:hooks/runtime.o hooks/driver.o:hooks/lookup.o}"
+KNOWN_CIRCLES="${LW_KNOWN_CIRCLES-output/report.o output/report_file.o hooks/bind.o hooks/driver.o hooks/lookup.o hooks/runtime.o}"
 loose=$(find "$B/obj" -maxdepth 1 -name '*.o' ! -name empty.o | LC_ALL=C sort)
 if [ -n "$loose" ]; then
     for o in $loose; do
@@ -51,11 +53,7 @@ BEGIN {
     for (i in order) rank[order[i]] = i + 0
     rank["tools"] = 99
     nk = split(known, kp, " ")
-    for (i = 1; i <= nk; i++) {
-        split(kp[i], ab, ":")
-        known_pair[ab[1] SUBSEP ab[2]] = 1
-        known_pair[ab[2] SUBSEP ab[1]] = 1
-    }
+    for (i = 1; i <= nk; i++) known_file[kp[i]] = 1
 }
 {
     f = $1; sub(/:$/, "", f); sym = $2; t = $3
@@ -76,6 +74,67 @@ function rel(f) { return substr(f, length(B) + 1) }
 function allowed(from, to) { # may a caller in layer from reach layer to?
     if (from == "tools") return to == "tools" || to == "base" || to == "vocab"
     return rank[to] <= rank[from]
+}
+# Circles of files: the files each reaches through its calls (reach[a, b]),
+# then each set of files that reach one another, named by its first file.
+function circles(e, ab, n, v, w, k, j, nb, top, stack, a, b, id, m, line, known_all) {
+    for (e in edge) {
+        split(e, ab, SUBSEP)
+        adj[ab[1]] = adj[ab[1]] " " ab[2]
+        node[ab[1]] = node[ab[2]] = 1
+    }
+    for (n in node) {
+        top = 0
+        stack[++top] = n
+        while (top) {
+            v = stack[top--]
+            k = split(adj[v], nb, " ")
+            for (j = 1; j <= k; j++) {
+                w = nb[j]
+                if (!((n, w) in reach)) { reach[n, w] = 1; stack[++top] = w }
+            }
+        }
+    }
+    for (a in node) {
+        if (!((a, a) in reach)) continue
+        id = a
+        for (b in node)
+            if (b < id && (a, b) in reach && (b, a) in reach) id = b
+        members[id] = insert(members[id], a)
+    }
+    for (id in members) {
+        m = split(members[id], ab, " ")
+        known_all = 1
+        line = ""
+        for (j = 1; j <= m; j++) {
+            if (!(ab[j] in known_file)) known_all = 0
+            # one call of each file to another of the circle
+            for (k = 1; k <= m; k++)
+                if ((ab[j], ab[k]) in edge) {
+                    line = line (j > 1 ? ", " : "") ab[j] " calls " edge[ab[j], ab[k]] " in " ab[k]
+                    break
+                }
+        }
+        if (m == 2 && !known_all)
+            printf "check-layers: %s and %s call each other: %s calls %s, %s calls %s; make the calls go one way\n",
+                ab[1], ab[2], ab[1], edge[ab[1], ab[2]], ab[2], edge[ab[2], ab[1]] > "/dev/stderr"
+        else if (known_all)
+            printf "check-layers: warning: a known circle, being removed: %s\n", line > "/dev/stderr"
+        else
+            printf "check-layers: a circle of %d files: %s; make the calls go one way\n", m, line > "/dev/stderr"
+        if (!known_all) bad = 1
+    }
+}
+# list, a space-separated sorted list of names, with name added in its place.
+function insert(list, name, parts, n, i, out, done) {
+    n = split(list, parts, " ")
+    out = ""
+    for (i = 1; i <= n; i++) {
+        if (!done && name < parts[i]) { out = out " " name; done = 1 }
+        out = out " " parts[i]
+    }
+    if (!done) out = out " " name
+    return substr(out, 2)
 }
 END {
     for (i = 1; i <= nref; i++) {
@@ -105,21 +164,10 @@ END {
             break
         }
     }
-    for (e in edge) {
-        split(e, ab, SUBSEP)
-        if (ab[1] >= ab[2] || !((ab[2], ab[1]) in edge)) continue
-        if ((ab[1], ab[2]) in known_pair) {
-            printf "check-layers: warning: %s and %s call each other (%s, %s; a known circle being removed)\n",
-                ab[1], ab[2], edge[ab[1], ab[2]], edge[ab[2], ab[1]] > "/dev/stderr"
-            continue
-        }
-        printf "check-layers: %s and %s call each other: %s calls %s, %s calls %s; make the calls go one way\n",
-            ab[1], ab[2], ab[1], edge[ab[1], ab[2]], ab[2], edge[ab[2], ab[1]] > "/dev/stderr"
-        bad = 1
-    }
+    circles()
     exit bad
 }' "$syms" || {
-    echo "check-layers: a lower layer calls a higher one, or two files call each other (see docs/layout.md)" >&2
+    echo "check-layers: a lower layer calls a higher one, or files call each other in a circle (see docs/layout.md)" >&2
     exit 1
 }
-echo "check-layers: base < vocab < loader < track < analyze < output < process < hooks < attach, the command uses base and vocab only, no two files call each other: no upward call"
+echo "check-layers: base < vocab < loader < track < analyze < output < process < hooks < attach, the command uses base and vocab only: no upward call and no circle of files"

@@ -128,12 +128,19 @@ expect circledata 1 "track/a.o and track/b.o call each other"
 
 obj oneway loader/real 'int lw_real(void) { return 1; }'
 obj oneway loader/code_epoch 'int lw_real(void); int lw_epoch(void) { return lw_real(); }'
-expect oneway 0 "no two files call each other"
+expect oneway 0 "no circle of files"
 
 # A pair being removed elsewhere (KNOWN_CIRCLES) warns and passes.
 obj known output/report 'int lw_file(void); int lw_report(void) { return lw_file(); }'
 obj known output/report_file 'int lw_report(void); int lw_file(void) { return lw_report(); }'
-expect known 0 "warning: output/report.o and output/report_file.o call each other"
+expect known 0 "warning: a known circle, being removed: output/report.o calls lw_file in output/report_file.o, output/report_file.o calls lw_report in output/report.o"
+
+# A circle of three files (hook_names -> late_dlopen -> patch -> hook_names).
+obj three attach/hook_names 'int lw_late(void); int lw_names(void) { return lw_late(); }'
+obj three attach/late_dlopen 'int lw_patch(void); int lw_late(void) { return lw_patch(); }'
+obj three attach/patch 'int lw_names(void); int lw_patch(void) { return lw_names(); }'
+obj three attach/attach 'int lw_names(void); int lw_attach(void) { return lw_names(); }'
+expect three 1 "a circle of 3 files: attach/hook_names.o calls lw_late in attach/late_dlopen.o, attach/late_dlopen.o calls lw_patch in attach/patch.o, attach/patch.o calls lw_names in attach/hook_names.o"
 
 # A source at the top of src/ (its object at the top of obj/) fails.
 obj loose worker 'int lw_worker(void) { return 0; }'
