@@ -234,14 +234,6 @@ void lw_torch_info_emit_fields(lw_jw *w) {
     pthread_mutex_unlock(&lock);
 }
 
-int lw_torch_info_answer(lw_jw *w) {
-    pthread_mutex_lock(&lock);
-    int any = texts[F_ANSWER] != NULL;
-    if (any) lw_jw_raw(w, "answer", texts[F_ANSWER], strlen(texts[F_ANSWER]));
-    pthread_mutex_unlock(&lock);
-    return any;
-}
-
 const char *lw_torch_info_label(char *out, size_t n) {
     pthread_mutex_lock(&lock);
     const char *r = NULL;
@@ -276,37 +268,49 @@ static uint32_t host_owner_site(const char *text) {
     return end > text + strlen(k) && v <= UINT32_MAX ? (uint32_t)v : 0;
 }
 
+/* The members of the object text (checked) but skip, as members of w's
+ * current object. */
+static void emit_members(lw_jw *w, const char *t, const char *skip) {
+    scan s = {t, 1};
+    s.p++; /* { */
+    ws(&s);
+    while (*s.p == '"') {
+        const char *key = s.p + 1;
+        if (!string(&s)) break;
+        size_t klen = (size_t)(s.p - 1 - key);
+        ws(&s);
+        if (*s.p++ != ':') break;
+        ws(&s);
+        const char *v = s.p;
+        if (!value(&s)) break;
+        char name[64];
+        if (klen < sizeof name && !memchr(key, '\\', klen) &&
+            !(skip && klen == strlen(skip) && !strncmp(key, skip, klen))) {
+            memcpy(name, key, klen);
+            name[klen] = '\0';
+            lw_jw_raw(w, name, v, (size_t)(s.p - v));
+        }
+        ws(&s);
+        if (*s.p != ',') break;
+        s.p++;
+        ws(&s);
+    }
+}
+
 int lw_torch_info_host_owner_emit(lw_jw *w, uint32_t site_id) {
     pthread_mutex_lock(&lock);
     const char *t = texts[F_HOST_OWNER];
     int any = site_id && host_owner_site(t) == site_id;
-    if (any) {
-        /* Its members but "site", as members of the site's own object. */
-        scan s = {t, 1};
-        s.p++; /* { */
-        ws(&s);
-        while (*s.p == '"') {
-            const char *key = s.p + 1;
-            if (!string(&s)) break;
-            size_t klen = (size_t)(s.p - 1 - key);
-            ws(&s);
-            if (*s.p++ != ':') break;
-            ws(&s);
-            const char *v = s.p;
-            if (!value(&s)) break;
-            char name[64];
-            if (klen < sizeof name && !memchr(key, '\\', klen) &&
-                !(klen == 4 && !strncmp(key, "site", 4))) {
-                memcpy(name, key, klen);
-                name[klen] = '\0';
-                lw_jw_raw(w, name, v, (size_t)(s.p - v));
-            }
-            ws(&s);
-            if (*s.p != ',') break;
-            s.p++;
-            ws(&s);
-        }
-    }
+    /* Its members but "site", as members of the site's own object. */
+    if (any) emit_members(w, t, "site");
+    pthread_mutex_unlock(&lock);
+    return any;
+}
+
+int lw_torch_info_answer_members(lw_jw *w) {
+    pthread_mutex_lock(&lock);
+    int any = texts[F_ANSWER] != NULL;
+    if (any) emit_members(w, texts[F_ANSWER], NULL);
     pthread_mutex_unlock(&lock);
     return any;
 }

@@ -31,8 +31,10 @@ size_t lw_torch_info_emit_sites(lw_jw *w, size_t limit);
 size_t lw_torch_info_sites(double *top_bytes_per_step);
 /* Writes "key": value for each object field held, in w's current object. */
 void lw_torch_info_emit_fields(lw_jw *w);
-/* Writes "answer": the helper's, when it gave one; returns 1, else 0. */
-int lw_torch_info_answer(lw_jw *w);
+/* Writes the members of the helper's answer ({"site", "where"}), when it
+ * gave one, into w's current object (the report's "answer"); returns 1,
+ * else 0. */
+int lw_torch_info_answer_members(lw_jw *w);
 /* The top site's label, or NULL. Copies into out. */
 const char *lw_torch_info_label(char *out, size_t n);
 /* What keeps the top site's blocks alive (the helper's owner sentence: the
