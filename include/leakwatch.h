@@ -73,8 +73,9 @@ void leakwatch_torch_rank(int rank, int world_size);
 
 /* What the helper found, for the report: field "sites" (a JSON array of site
  * objects from PyTorch's allocation history; message: the first one's label
- * for the summary line), "answer" (the report's answer, {"site", "where"},
- * used when PyTorch's counters decided the verdict), "host_owner" (what
+ * for the summary line; the report's answer names the first when
+ * PyTorch's counters decided the verdict), "answer" (accepted and not used:
+ * older helpers told the first site's id and where), "host_owner" (what
  * keeps the pinned host leak's site alive: {"site": its id, "owner",
  * "owners", "owner_search"}, written into that site's entry of the report's
  * sites; message: the owner sentence, said under the exit line), or "diagnosis",

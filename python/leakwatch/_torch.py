@@ -1933,8 +1933,9 @@ class _Helper:
             also = _also_leaking(sites)
             if also:
                 label += ("" if owner and owner.get("text") else "\n") + also
+            # The report's answer names the first of them (the library's
+            # answer.c): no answer of the helper's own.
             self.lib.tell("sites", sites, label)
-            self.lib.tell("answer", {"site": top["id"], "where": top["where"]})
             self.sites_told = len(sites)
 
     def _close_window_quietly(self):

@@ -307,10 +307,53 @@ int lw_torch_info_host_owner_emit(lw_jw *w, uint32_t site_id) {
     return any;
 }
 
+/* The value of member key of the object at t (checked text): its start and
+ * length, or 0. */
+static int member(const char *t, const char *key, const char **v, size_t *len) {
+    scan s = {t, 1};
+    ws(&s);
+    if (*s.p != '{') return 0;
+    s.p++;
+    ws(&s);
+    while (*s.p == '"') {
+        const char *k = s.p + 1;
+        if (!string(&s)) return 0;
+        size_t klen = (size_t)(s.p - 1 - k);
+        ws(&s);
+        if (*s.p++ != ':') return 0;
+        ws(&s);
+        const char *start = s.p;
+        if (!value(&s)) return 0;
+        if (klen == strlen(key) && !strncmp(k, key, klen)) {
+            *v = start, *len = (size_t)(s.p - start);
+            return 1;
+        }
+        ws(&s);
+        if (*s.p != ',') return 0;
+        s.p++;
+        ws(&s);
+    }
+    return 0;
+}
+
+static void first_element(const char *start, size_t len, void *arg) {
+    (void)len;
+    *(const char **)arg = start;
+}
+
 int lw_torch_info_answer_members(lw_jw *w) {
     pthread_mutex_lock(&lock);
-    int any = texts[F_ANSWER] != NULL;
-    if (any) emit_members(w, texts[F_ANSWER], NULL);
+    const char *top = NULL, *id = NULL, *where = NULL;
+    size_t nid = 0, nwhere = 0;
+    if (texts[F_SITES]) each_element(texts[F_SITES], 1, first_element, &top);
+    int any = top && member(top, "id", &id, &nid);
+    if (any) {
+        lw_jw_raw(w, "site", id, nid);
+        if (member(top, "where", &where, &nwhere))
+            lw_jw_raw(w, "where", where, nwhere);
+        else
+            lw_jw_null(w, "where");
+    }
     pthread_mutex_unlock(&lock);
     return any;
 }

@@ -13,8 +13,8 @@
 #include <stdint.h>
 
 /* field: "sites" (a JSON array of site objects; message: the top site's
- * label for the summary line), "answer" (the report's answer when PyTorch's
- * signal decided: {"site", "where"}), "step_unit" (what a step is:
+ * label for the summary line), "answer" (accepted, not used: the report's
+ * answer names the first of the sites itself), "step_unit" (what a step is:
  * lw_torch_info_step_unit), "host_owner" (lw_torch_info_host_owner_emit;
  * its message is kept, never said), or "diagnosis", "backend", "steps" (a
  * JSON object each; message, if not NULL, is said once on stderr). A later call
@@ -31,9 +31,11 @@ size_t lw_torch_info_emit_sites(lw_jw *w, size_t limit);
 size_t lw_torch_info_sites(double *top_bytes_per_step);
 /* Writes "key": value for each object field held, in w's current object. */
 void lw_torch_info_emit_fields(lw_jw *w);
-/* Writes the members of the helper's answer ({"site", "where"}), when it
- * gave one, into w's current object (the report's "answer"); returns 1,
- * else 0. */
+/* Writes the answer's site under PyTorch's signal, the first of the
+ * helper's sites: "site" (its id) and "where" (its where), into w's current
+ * object (the report's "answer", answer.c's); returns 1, else 0 (no site
+ * with an id). The helper's own "answer" field, which said the same, is
+ * accepted and no longer used. */
 int lw_torch_info_answer_members(lw_jw *w);
 /* The top site's label, or NULL. Copies into out. */
 const char *lw_torch_info_label(char *out, size_t n);

@@ -131,12 +131,45 @@ START_TEST(host_owner_into_its_site) {
 }
 END_TEST
 
+/* Under PyTorch's signal the report's answer names the first of the
+ * helper's sites, its id and where, from the sites themselves (answer.c's
+ * answer; the helper's own "answer", if told, is not what is written). */
+START_TEST(answer_is_the_first_site) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    lw_jw w;
+    lw_jw_init(&w, f, 1);
+    lw_jw_object(&w, NULL);
+    ck_assert_int_eq(lw_torch_info_answer_members(&w), 0); /* no sites: nothing */
+    ck_assert_int_eq(lw_torch_info_set("sites",
+                                       "[{\"source\":\"pytorch_history\",\"id\":100001,"
+                                       "\"where\":{\"label\":\"t.py:3 in f\",\"frame\":0}},"
+                                       "{\"id\":100002,\"where\":null}]",
+                                       "t.py:3 in f"),
+                     0);
+    ck_assert_int_eq(lw_torch_info_set("answer", "{\"site\":9,\"where\":null}", NULL), 0);
+    ck_assert_int_eq(lw_torch_info_answer_members(&w), 1);
+    lw_jw_end(&w);
+    fclose(f);
+    char err[128];
+    lw_json *doc = lw_json_parse(buf, len, NULL, err, sizeof err);
+    ck_assert_msg(doc != NULL, "%s in %s", err, buf);
+    ck_assert(lw_json_number(lw_json_get(doc, "site"), 0) == 100001);
+    ck_assert_str_eq(lw_json_string(lw_json_path(doc, "where.label")), "t.py:3 in f");
+    lw_json_free(doc);
+    free(buf);
+    lw_torch_info_forget();
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("torch_info");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, valid_json_only);
     tcase_add_test(tc, fields_and_sites);
     tcase_add_test(tc, host_owner_into_its_site);
+    tcase_add_test(tc, answer_is_the_first_site);
     suite_add_tcase(s, tc);
     return lw_check_run(s) ? 1 : 0;
 }

@@ -207,7 +207,7 @@ static int by_key(const void *a, const void *b) {
 }
 
 static void order_sites(const lw_model *m, size_t *order, sort_key key) {
-    lw_model_rank_sites(m, order); /* growth: leaks first, fastest first */
+    lw_model_rank_sites(m, order); /* growth: the report's order, leaks first */
     if (key == SORT_GROWTH || m->nsites < 2) return;
     sort_model = m, sort_by = key;
     qsort(order, m->nsites, sizeof *order, by_key);
