@@ -8,6 +8,8 @@
 #ifndef LEAKWATCH_H
 #define LEAKWATCH_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -83,6 +85,11 @@ void leakwatch_torch_rank(int rank, int world_size);
  * message, if not NULL, is printed once on stderr). Returns 0, or -1 when not recording or the text
  * is not JSON of that shape (arrays for sites, objects otherwise; at most 1 MiB). */
 int leakwatch_torch_info(const char *field, const char *json, const char *message);
+
+/* A size as leakwatch prints it ("1.50 MiB", "512 B", "?" when not finite),
+ * into out (n bytes, terminated): the PyTorch helper's sentences print
+ * their sizes with it. Returns the length written, or -1 (no buffer). */
+int leakwatch_format_bytes(double bytes, char *out, size_t n);
 
 /* The anatomy of a device's memory and out-of-memory (python/leakwatch/
  * _anatomy.py): values[] = weights, gradients, optimizer state (bytes, each

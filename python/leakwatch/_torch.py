@@ -377,13 +377,36 @@ _GROWS = (r"\b{name}(\s*\[[^\]]*\])*\s*(\.\s*(append|extend|add|insert|appendlef
           r"setdefault)\s*\(|\+=|\[[^\]]*\]\s*=)")
 
 
+_FORMAT_BYTES = []  # the library's leakwatch_format_bytes, looked up once (None: absent)
+
+
 def _fmt_bytes(n):
-    """As the library prints sizes (src/vocab/fmt.c): B, KiB, MiB, GiB."""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            v = n / scale
-            return f"{v:,.1f} {unit}" if v < 100 else f"{v:,.0f} {unit}"
-    return f"{int(n)} B"
+    """A size as the library prints it (leakwatch_format_bytes: the one copy
+    of the rule, src/vocab/fmt.c); the exact count of bytes where the library
+    is not loaded."""
+    import ctypes
+
+    if not _FORMAT_BYTES:
+        f = None
+        try:
+            f = ctypes.CDLL(None).leakwatch_format_bytes
+            f.restype = ctypes.c_int
+            f.argtypes = [ctypes.c_double, ctypes.c_char_p, ctypes.c_size_t]
+        except (OSError, AttributeError, TypeError):
+            f = None
+        _FORMAT_BYTES.append(f)
+    f = _FORMAT_BYTES[0]
+    if f is not None:
+        buf = ctypes.create_string_buffer(48)
+        try:
+            if f(float(n), buf, len(buf)) > 0:
+                return buf.value.decode("ascii", "replace")
+        except (ctypes.ArgumentError, TypeError, ValueError, OverflowError):
+            pass
+    try:
+        return f"{int(n):,} B"
+    except (TypeError, ValueError, OverflowError):
+        return "?"
 
 
 def _node_name(node):

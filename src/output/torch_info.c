@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "torch_info.h"
 
+#include "export.h"
+#include "fmt.h"
 #include "log.h"
 
 #include <pthread.h>
@@ -406,4 +408,12 @@ void lw_torch_info_forget(void) {
     owner = NULL;
     free(host_text);
     host_text = NULL;
+}
+
+/* The sizes in the PyTorch helper's sentences (the owner of a leak), as
+ * every output prints them: fmt.c's rule, its one copy. */
+LW_EXPORT int leakwatch_format_bytes(double bytes, char *out, size_t n) {
+    if (!out || !n) return -1;
+    lw_fmt_bytes(bytes, out, n);
+    return (int)strlen(out);
 }
