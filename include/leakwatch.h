@@ -86,6 +86,14 @@ void leakwatch_torch_rank(int rank, int world_size);
  * is not JSON of that shape (arrays for sites, objects otherwise; at most 1 MiB). */
 int leakwatch_torch_info(const char *field, const char *json, const char *message);
 
+/* What one step is, said by the PyTorch helper: unit "module_call" (a call
+ * of the job's outermost nn.Module; module: its class's name, an
+ * identifier, else left out) or "optimizer_step" (module NULL): the report's
+ * growth.step_unit and growth.step_module. Returns 0, or -1 for another
+ * unit or when not recording. The same as leakwatch_torch_info's
+ * "step_unit", which takes it as JSON. */
+int leakwatch_torch_step_unit(const char *unit, const char *module);
+
 /* A size as leakwatch prints it ("1.50 MiB", "512 B", "?" when not finite),
  * into out (n bytes, terminated): the PyTorch helper's sentences print
  * their sizes with it. Returns the length written, or -1 (no buffer). */

@@ -154,6 +154,14 @@ class _Lib:
             self.counters, self.info, self.backward = c, i, b
         except (OSError, AttributeError, TypeError):
             pass
+        self.step_unit = None
+        try:
+            u = ctypes.CDLL(None).leakwatch_torch_step_unit
+            u.restype = ctypes.c_int
+            u.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+            self.step_unit = u
+        except (OSError, AttributeError, TypeError):
+            pass
         self.host_blocks = None
         try:
             h = ctypes.CDLL(None).leakwatch_torch_host_blocks
@@ -1714,11 +1722,13 @@ class _Helper:
         self.host_tries = 2  # owner searches of a pinned host leak left
         self.next_host_at = 0
 
-    def tell_unit(self, unit):
-        """What a step is, once (the report's growth.step_unit)."""
+    def tell_unit(self, unit, module=None):
+        """What a step is, once (the report's growth.step_unit): its names,
+        the library writes the text."""
         self.unit_told = True
         try:
-            self.lib.tell("step_unit", unit)
+            if self.lib.step_unit is not None:
+                self.lib.step_unit(unit.encode(), module.encode() if module else None)
         except Exception:
             pass
 
@@ -1733,7 +1743,7 @@ class _Helper:
         schedule counts steps, not time: the same run reads at the same
         steps however loaded the machine."""
         if not self.unit_told:
-            self.tell_unit({"unit": "module_call", "module": name})
+            self.tell_unit("module_call", name)
         if self.window is not None or self.steps + 1 >= self.read_after:
             self.mark()
             self.read_after = self.steps + max(1, self.steps // 128)
@@ -1749,7 +1759,7 @@ class _Helper:
         if leakwatch.manual_steps:
             return
         if not self.unit_told:
-            self.tell_unit({"unit": "optimizer_step"})
+            self.tell_unit("optimizer_step")
         with self.lock:
             self.optimizer_calls += 1
             self.skipped += bool(skipped)

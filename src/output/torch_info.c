@@ -396,6 +396,28 @@ int lw_torch_info_step_unit(char *unit, size_t un, char *module, size_t mn) {
     return have;
 }
 
+/* An identifier, dotted or not, shorter than 128 bytes (a class's name). */
+static int plain_name(const char *s) {
+    size_t n = 0;
+    for (; s && s[n]; n++)
+        if (!((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= 'A' && s[n] <= 'Z') ||
+              (s[n] >= '0' && s[n] <= '9') || s[n] == '_' || s[n] == '.'))
+            return 0;
+    return n > 0 && n < 128;
+}
+
+/* What a step is, as names: the helper hands them over, the library writes
+ * the text (the report's growth.step_unit and step_module). */
+LW_EXPORT int leakwatch_torch_step_unit(const char *unit, const char *module) {
+    if (!unit || (strcmp(unit, "module_call") && strcmp(unit, "optimizer_step"))) return -1;
+    char json[200];
+    if (plain_name(module))
+        snprintf(json, sizeof json, "{\"unit\":\"%s\",\"module\":\"%s\"}", unit, module);
+    else
+        snprintf(json, sizeof json, "{\"unit\":\"%s\"}", unit);
+    return lw_torch_info_set("step_unit", json, NULL);
+}
+
 void lw_torch_info_forget(void) {
     for (int f = 0; f < F_COUNT; f++) {
         free(texts[f]);
