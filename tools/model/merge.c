@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Several reports of one job (one per rank) read as one: the verdict per rank,
  * leaking ranks first, and the places that leak grouped across ranks, so that
- * eight ranks leaking at the same line read as one line, not eight reports. */
+ * eight ranks leaking at the same line read as one line, not eight reports.
+ * Ordering the ranks is merging: each rank's own answer and site are its
+ * report's (lw_model_answer, lw_model_top_site), never chosen again here. */
 #include "merge.h"
 
 #include "cli.h"
