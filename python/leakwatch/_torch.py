@@ -1477,27 +1477,6 @@ def _call_accepted(fn, impl, **kw):
     return fn(**kw)
 
 
-def _also_leaking(sites):
-    """The other leaking sites, biggest first, one line each under the
-    first one's ("also leaking: PLACE: +RATE/step; kept by ..."): two
-    leaks are both named. Sites of at least a tenth of the first's rate,
-    two more at most."""
-    if not sites:
-        return ""
-    top = sites[0]["bytes_per_step"]
-    out = []
-    for s in sites[1:3]:
-        if not top or s["bytes_per_step"] < top / 10 or s["bytes_per_step"] <= 0:
-            break
-        where = s["where"]["label"] if s.get("where") else "?"
-        text = f"also leaking: {where}: +{_fmt_bytes(s['bytes_per_step'])}/step"
-        owner = s.get("owner") or {}
-        if owner.get("name"):
-            text += "; " + owner["text"].replace("\n", " ")
-        out.append("\n" + text)
-    return "".join(out)
-
-
 def _kept_rate(g, n, marks):
     """A site's rate: the growth of what it keeps, not of what it allocates.
     What was allocated in the window's last step is still alive at its end
@@ -1955,20 +1934,10 @@ class _Helper:
             self.windows_left = 0
         self.lib.tell("diagnosis", {**summary, "windows": self.windows})
         if sites and len(sites) >= self.sites_told:
-            top = sites[0]
-            where = top["where"]["label"] if top["where"] else "?"
-            label = f"{where}{' (' + top['note'] + ')' if top['note'] else ''}"
-            owner = top.get("owner")
-            if owner and owner.get("text"):
-                # The library shows what follows the newline on its own line
-                # under the place (src/output/torch_info.c).
-                label += "\n" + owner["text"].replace("\n", " ")
-            also = _also_leaking(sites)
-            if also:
-                label += ("" if owner and owner.get("text") else "\n") + also
-            # The report's answer names the first of them (the library's
-            # answer.c): no answer of the helper's own.
-            self.lib.tell("sites", sites, label)
+            # The summary's label (the first site's place, its owner, the
+            # other leaking sites) is the library's, from these sites
+            # (src/output/torch_info.c); the report's answer names the first.
+            self.lib.tell("sites", sites)
             self.sites_told = len(sites)
 
     def _close_window_quietly(self):

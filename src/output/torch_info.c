@@ -137,6 +137,148 @@ int lw_json_valid(const char *text, char type) {
     return *s.p == '\0';
 }
 
+/* ---- the summary's label, from the sites ---- */
+
+/* Four hex digits (checked). */
+static unsigned hex4(const char *p) {
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++)
+        v = v * 16 + (unsigned)(p[i] <= '9' ? p[i] - '0' : (p[i] | 0x20) - 'a' + 10);
+    return v;
+}
+
+/* The JSON string at p (checked text, at its opening quote) into out as
+ * UTF-8, at most n - 1 bytes: \uXXXX escapes (surrogate pairs joined) and
+ * the one-letter ones decoded. */
+static void decode_string(const char *p, char *out, size_t n) {
+    size_t o = 0;
+    if (!n) return;
+    for (p++; *p && *p != '"' && o + 4 < n; p++) {
+        unsigned c = (unsigned char)*p;
+        if (c == '\\') {
+            c = (unsigned char)*++p;
+            if (c == 'u') {
+                unsigned u = hex4(p + 1);
+                p += 4;
+                if (u >= 0xd800 && u < 0xdc00 && p[1] == '\\' && p[2] == 'u') {
+                    unsigned lo = hex4(p + 3);
+                    if (lo >= 0xdc00 && lo < 0xe000) {
+                        u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+                        p += 6;
+                    }
+                }
+                if (u < 0x80) {
+                    out[o++] = (char)u;
+                } else if (u < 0x800) {
+                    out[o++] = (char)(0xc0 | (u >> 6));
+                    out[o++] = (char)(0x80 | (u & 0x3f));
+                } else if (u < 0x10000) {
+                    out[o++] = (char)(0xe0 | (u >> 12));
+                    out[o++] = (char)(0x80 | ((u >> 6) & 0x3f));
+                    out[o++] = (char)(0x80 | (u & 0x3f));
+                } else {
+                    out[o++] = (char)(0xf0 | (u >> 18));
+                    out[o++] = (char)(0x80 | ((u >> 12) & 0x3f));
+                    out[o++] = (char)(0x80 | ((u >> 6) & 0x3f));
+                    out[o++] = (char)(0x80 | (u & 0x3f));
+                }
+                continue;
+            }
+            c = c == 'n'   ? '\n'
+                : c == 't' ? '\t'
+                : c == 'r' ? '\r'
+                : c == 'b' ? '\b'
+                : c == 'f' ? '\f'
+                           : c;
+        }
+        out[o++] = (char)c;
+    }
+    out[o] = '\0';
+}
+
+static int member(const char *t, const char *key, const char **v, size_t *len);
+static size_t each_element(const char *text, size_t limit,
+                           void (*fn)(const char *start, size_t len, void *arg), void *arg);
+
+/* The string member key of the object at t into out, newlines as spaces;
+ * 0 when absent, null or not a string. */
+static int member_text(const char *t, const char *key, char *out, size_t n) {
+    const char *v;
+    size_t len;
+    if (!t || !member(t, key, &v, &len) || *v != '"') return 0;
+    decode_string(v, out, n);
+    for (char *c = out; *c; c++)
+        if (*c == '\n') *c = ' ';
+    return 1;
+}
+
+/* The number member key of the object at t, or 0. */
+static double member_number(const char *t, const char *key) {
+    const char *v;
+    size_t len;
+    if (!t || !member(t, key, &v, &len) || !(*v == '-' || (*v >= '0' && *v <= '9'))) return 0;
+    return strtod(v, NULL);
+}
+
+/* The object member key of the object at t, or NULL. */
+static const char *member_object(const char *t, const char *key) {
+    const char *v;
+    size_t len;
+    return t && member(t, key, &v, &len) && *v == '{' ? v : NULL;
+}
+
+typedef struct {
+    const char *el[3];
+    size_t n;
+} first_sites;
+
+static void keep_site(const char *start, size_t len, void *arg) {
+    (void)len;
+    first_sites *f = arg;
+    if (f->n < 3) f->el[f->n++] = start;
+}
+
+/* The summary's label of the sites (checked text): the first site's place
+ * (and its note), then on lines of their own what keeps it alive (its
+ * owner's sentence) and the other leaking sites of at least a tenth of its
+ * rate, two at most ("also leaking: PLACE: +RATE/step; kept by ..."). The
+ * text after the first newline is said under the exit line. */
+static char *compose_label(const char *sites) {
+    first_sites f = {{0}, 0};
+    each_element(sites, 3, keep_site, &f);
+    if (!f.n) return NULL;
+    size_t cap = 8192, o = 0;
+    char *out = malloc(cap), text[2048], note[512];
+    if (!out) return NULL;
+#define PUT(...)                                                                                   \
+    do {                                                                                           \
+        int w_ = snprintf(out + o, cap - o, __VA_ARGS__);                                          \
+        if (w_ > 0) o = o + (size_t)w_ < cap ? o + (size_t)w_ : cap - 1;                           \
+    } while (0)
+    if (!member_text(member_object(f.el[0], "where"), "label", text, sizeof text))
+        snprintf(text, sizeof text, "?");
+    PUT("%s", text);
+    if (member_text(f.el[0], "note", note, sizeof note) && note[0]) PUT(" (%s)", note);
+    int owned = member_text(member_object(f.el[0], "owner"), "text", text, sizeof text) && text[0];
+    if (owned) PUT("\n%s", text);
+    double top = member_number(f.el[0], "bytes_per_step");
+    for (size_t i = 1; i < f.n; i++) {
+        double rate = member_number(f.el[i], "bytes_per_step");
+        if (!(top > 0) || rate < top / 10 || rate <= 0) break;
+        char rs[64];
+        if (!member_text(member_object(f.el[i], "where"), "label", text, sizeof text))
+            snprintf(text, sizeof text, "?");
+        PUT("%s\nalso leaking: %s: %s", i == 1 && !owned ? "\n" : "", text,
+            lw_fmt_rate(rate, "step", rs, sizeof rs));
+        const char *own = member_object(f.el[i], "owner");
+        if (member_text(own, "name", note, sizeof note) && note[0] &&
+            member_text(own, "text", text, sizeof text))
+            PUT("; %s", text);
+    }
+#undef PUT
+    return out;
+}
+
 /* ---- the store ---- */
 
 int lw_torch_info_set(const char *field, const char *json, const char *message) {
@@ -146,7 +288,9 @@ int lw_torch_info_set(const char *field, const char *json, const char *message) 
     if (f < 0 || !json || strlen(json) > MAX_TEXT) return -1;
     if (!lw_json_valid(json, f == F_SITES ? '[' : '{')) return -1;
     char *copy = strdup(json);
-    char *lab = f == F_SITES && message ? strdup(message) : NULL;
+    /* The sites' label: the library's, from the sites (a message given
+     * with them, as older helpers gave, is taken as is). */
+    char *lab = f != F_SITES ? NULL : message ? strdup(message) : compose_label(json);
     char *own = f == F_HOST_OWNER && message ? strdup(message) : NULL;
     char *nl = lab ? strchr(lab, '\n') : NULL;
     if (nl) {

@@ -189,6 +189,38 @@ START_TEST(step_unit_by_names) {
 }
 END_TEST
 
+/* The summary's label is the library's, from the sites the helper handed
+ * over: the first site's place and note, its owner's sentence on a line of
+ * its own, then the other leaking sites of at least a tenth of its rate
+ * (two at most), their rate as every output prints one. */
+START_TEST(label_from_the_sites) {
+    const char *sites =
+        "[{\"id\":1,\"bytes_per_step\":1536,\"where\":{\"label\":\"t\\u00e9.py:3 in f\"},"
+        "\"note\":\"in backward\",\"owner\":{\"name\":\"a\",\"text\":\"kept by list `a`\\nnow\"}},"
+        "{\"id\":2,\"bytes_per_step\":512,\"where\":{\"label\":\"t.py:4 in f\"},"
+        "\"note\":null,\"owner\":{\"name\":\"b\",\"text\":\"kept by list `b`\"}},"
+        "{\"id\":3,\"bytes_per_step\":100,\"where\":{\"label\":\"t.py:5 in f\"}}]";
+    ck_assert_int_eq(lw_torch_info_set("sites", sites, NULL), 0);
+    char label[256], owner[512];
+    ck_assert_str_eq(lw_torch_info_label(label, sizeof label), "t\xc3\xa9.py:3 in f (in backward)");
+    ck_assert_str_eq(lw_torch_info_owner(owner, sizeof owner),
+                     "kept by list `a` now\nalso leaking: t.py:4 in f: +512 B/step; kept by list "
+                     "`b`");
+    /* No owner found for the first: the other leaks still on lines of their own. */
+    const char *bare = "[{\"id\":1,\"bytes_per_step\":4096,\"where\":null,\"note\":null},"
+                       "{\"id\":2,\"bytes_per_step\":2048,\"where\":{\"label\":\"u.py:9 in g\"}}]";
+    ck_assert_int_eq(lw_torch_info_set("sites", bare, NULL), 0);
+    ck_assert_str_eq(lw_torch_info_label(label, sizeof label), "?");
+    ck_assert_str_eq(lw_torch_info_owner(owner, sizeof owner),
+                     "\nalso leaking: u.py:9 in g: +2.00 KiB/step");
+    /* A label handed over with them is taken as is. */
+    ck_assert_int_eq(lw_torch_info_set("sites", bare, "given"), 0);
+    ck_assert_str_eq(lw_torch_info_label(label, sizeof label), "given");
+    ck_assert_ptr_null(lw_torch_info_owner(owner, sizeof owner));
+    lw_torch_info_forget();
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("torch_info");
     TCase *tc = tcase_create("core");
@@ -197,6 +229,7 @@ int main(void) {
     tcase_add_test(tc, host_owner_into_its_site);
     tcase_add_test(tc, answer_is_the_first_site);
     tcase_add_test(tc, step_unit_by_names);
+    tcase_add_test(tc, label_from_the_sites);
     suite_add_tcase(s, tc);
     return lw_check_run(s) ? 1 : 0;
 }
