@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "torch_info.h"
 
-#include "export.h"
 #include "fmt.h"
 #include "log.h"
 
@@ -550,9 +549,7 @@ static int plain_name(const char *s) {
     return n > 0 && n < 128;
 }
 
-/* What a step is, as names: the helper hands them over, the library writes
- * the text (the report's growth.step_unit and step_module). */
-LW_EXPORT int leakwatch_torch_step_unit(const char *unit, const char *module) {
+int lw_torch_info_step_unit_set(const char *unit, const char *module) {
     if (!unit || (strcmp(unit, "module_call") && strcmp(unit, "optimizer_step"))) return -1;
     char json[200];
     if (plain_name(module))
@@ -574,12 +571,4 @@ void lw_torch_info_forget(void) {
     owner = NULL;
     free(host_text);
     host_text = NULL;
-}
-
-/* The sizes in the PyTorch helper's sentences (the owner of a leak), as
- * every output prints them: fmt.c's rule, its one copy. */
-LW_EXPORT int leakwatch_format_bytes(double bytes, char *out, size_t n) {
-    if (!out || !n) return -1;
-    lw_fmt_bytes(bytes, out, n);
-    return (int)strlen(out);
 }

@@ -58,6 +58,12 @@ const char *lw_torch_info_host_owner_text(uint32_t site_id, char *out, size_t n)
  * told none. */
 int lw_torch_info_step_unit(char *unit, size_t un, char *module, size_t mn);
 
+/* What a step is, as names (leakwatch_torch_step_unit): unit "module_call"
+ * (module: the class's name, an identifier, else left out) or
+ * "optimizer_step"; the library writes the text "step_unit" holds. 0, or -1
+ * for another unit. */
+int lw_torch_info_step_unit_set(const char *unit, const char *module);
+
 /* Pure: 1 when text is one JSON value of the given type ('[' array, '{'
  * object), nothing else around it but white space. */
 int lw_json_valid(const char *text, char type);

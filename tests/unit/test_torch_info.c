@@ -7,8 +7,6 @@
 #include "json_write.h"
 #include "torch_info.h"
 
-#include <leakwatch.h>
-
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,22 +163,22 @@ START_TEST(answer_is_the_first_site) {
 }
 END_TEST
 
-/* What a step is, handed over as names (leakwatch_torch_step_unit): the
- * library writes the text; another unit is refused, a module's name that is
- * no identifier left out. */
+/* What a step is, handed over as names (lw_torch_info_step_unit_set, behind
+ * leakwatch_torch_step_unit): the library writes the text; another unit is
+ * refused, a module's name that is no identifier left out. */
 START_TEST(step_unit_by_names) {
     char unit[32], module[128];
     ck_assert_int_eq(lw_torch_info_step_unit(unit, sizeof unit, module, sizeof module), 0);
-    ck_assert_int_eq(leakwatch_torch_step_unit("epoch", NULL), -1);
-    ck_assert_int_eq(leakwatch_torch_step_unit(NULL, NULL), -1);
-    ck_assert_int_eq(leakwatch_torch_step_unit("module_call", "nn.TinyLM"), 0);
+    ck_assert_int_eq(lw_torch_info_step_unit_set("epoch", NULL), -1);
+    ck_assert_int_eq(lw_torch_info_step_unit_set(NULL, NULL), -1);
+    ck_assert_int_eq(lw_torch_info_step_unit_set("module_call", "nn.TinyLM"), 0);
     ck_assert_int_eq(lw_torch_info_step_unit(unit, sizeof unit, module, sizeof module), 1);
     ck_assert_str_eq(unit, "module_call");
     ck_assert_str_eq(module, "nn.TinyLM");
-    ck_assert_int_eq(leakwatch_torch_step_unit("module_call", "Tiny\"LM"), 0);
+    ck_assert_int_eq(lw_torch_info_step_unit_set("module_call", "Tiny\"LM"), 0);
     ck_assert_int_eq(lw_torch_info_step_unit(unit, sizeof unit, module, sizeof module), 1);
     ck_assert_str_eq(module, "");
-    ck_assert_int_eq(leakwatch_torch_step_unit("optimizer_step", NULL), 0);
+    ck_assert_int_eq(lw_torch_info_step_unit_set("optimizer_step", NULL), 0);
     ck_assert_int_eq(lw_torch_info_step_unit(unit, sizeof unit, module, sizeof module), 1);
     ck_assert_str_eq(unit, "optimizer_step");
     ck_assert_str_eq(module, "");
