@@ -29,7 +29,7 @@ command -v nm >/dev/null 2>&1 ||
 #   output/report <-> output/report_file: the report and its files (h51);
 #   hooks/*: the hook tables and the wrappers that fill them (the hooks'
 #   own restructuring).
-KNOWN_CIRCLES="${LW_KNOWN_CIRCLES-output/report.o output/report_file.o hooks/bind.o hooks/driver.o hooks/lookup.o hooks/runtime.o}"
+KNOWN_CIRCLES="${LW_KNOWN_CIRCLES-output/report.o output/report_file.o}"
 loose=$(find "$B/obj" -maxdepth 1 -name '*.o' ! -name empty.o | LC_ALL=C sort)
 if [ -n "$loose" ]; then
     for o in $loose; do
