@@ -196,21 +196,15 @@ static void emit_bins(lw_jw *w, const lw_bin *b, int n, const bin_column *cols, 
     lw_jw_end(w);
 }
 
-/* The site the answer names, and the live bytes its entry in "sites" was
- * written with (per thread: reports may be written from two at once). */
-static __thread const lw_site *answer_site;
-static __thread int64_t answer_live = -1;
-
-static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const lw_site_view *v, int rank,
-                      int distinct) {
+static void emit_site(lw_jw *w, lw_symtab *syms, const lw_ranked_site *r, const lw_site_view *v,
+                      int rank, int distinct) {
+    const lw_site *s = r->site;
     lw_jw_object(w, NULL);
     lw_jw_uint(w, "id", s->id);
-    /* Summed over the threads' shards, once: the fields agree. */
-    lw_site_counts c;
-    lw_site_get(s, &c);
-    int64_t live = c.live_bytes;
-    if (s == answer_site) answer_live = live; /* the answer says what the site says */
-    lw_jw_int(w, "live_bytes", live);
+    /* Summed over the threads' shards, once, when the sites were ranked: the
+     * fields agree, with the order and with the answer (answer.c). */
+    const lw_site_counts c = r->counts;
+    lw_jw_int(w, "live_bytes", c.live_bytes);
     /* Derived: keeping a live count would cost the hot path a count. */
     lw_jw_int(w, "live_count", c.live_count);
     lw_jw_uint(w, "alloc_count", c.alloc_count);
@@ -244,15 +238,12 @@ static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const lw_site
     lw_jw_end(w);
 }
 
-/* Writes the sites, most relevant first; returns the first one (the site the
- * answer names), or NULL, and its distinguishing frame in *top_distinct. */
-static const lw_site *emit_sites(lw_jw *w, lw_symtab *syms, int global_leak, int *top_distinct) {
-    lw_site_views vs;
-    lw_site_views_load(&vs, global_leak);
-    size_t n = 0;
-    lw_ranked_site *all = lw_sites_ranked(&vs, &n);
+/* Writes the sites, most relevant first (all, ranked from vs); returns the
+ * first one's distinguishing frame. */
+static int emit_sites(lw_jw *w, lw_symtab *syms, const lw_site_views *vs, lw_ranked_site *all,
+                      size_t n) {
     lw_site_places ps;
-    lw_site_places_load(&ps, syms, &vs, all, n < lw_sites_shown() ? n : lw_sites_shown());
+    lw_site_places_load(&ps, syms, vs, all, n < lw_sites_shown() ? n : lw_sites_shown());
     size_t limit = (size_t)lw_opt_int(LW_OPT_REPORT_SITES), written = 0;
     /* Sites found in PyTorch's allocation history (source "pytorch_history")
      * come first: they name tensors, where the others name segments. */
@@ -269,18 +260,15 @@ static const lw_site *emit_sites(lw_jw *w, lw_symtab *syms, int global_leak, int
     for (size_t i = 0; i < n && i < limit; i++) {
         long long at = lw_jw_tell(w);
         if (start >= 0 && at >= 0 && at - start >= LW_REPORT_SITES_BYTES) break;
-        emit_site(w, syms, all[i].site, lw_site_view_of(&vs, all[i].site),
-                  all[i].leak ? (int)i + 1 : 0, lw_site_places_distinct(&ps, all[i].site));
+        emit_site(w, syms, &all[i], lw_site_view_of(vs, all[i].site), all[i].leak ? (int)i + 1 : 0,
+                  lw_site_places_distinct(&ps, all[i].site));
         written++;
     }
     lw_jw_end(w);
     lw_jw_uint(w, "sites_reported", nt + written);
-    const lw_site *top = n && all ? all[0].site : NULL;
-    *top_distinct = top ? lw_site_places_distinct(&ps, top) : -1;
-    free(all);
+    int top_distinct = n && all ? lw_site_places_distinct(&ps, all[0].site) : -1;
     lw_site_places_free(&ps);
-    lw_site_views_free(&vs);
-    return top;
+    return top_distinct;
 }
 
 static void emit_failures(lw_jw *w) {
@@ -535,12 +523,12 @@ static void emit_torch(lw_jw *w) {
         emit_opt_int(w, "device_free_bytes", d->device_free);
         int64_t avail = available_of(d);
         emit_opt_int(w, "available_bytes", avail);
-        lw_jw_double(w, "oom_eta_steps",
-                     leak && avail >= 0 && l->slope > 0 ? (double)avail / l->slope : NAN);
-        lw_jw_double(w, "oom_eta_seconds",
-                     leak && avail >= 0 && l->bytes_per_second > 0
-                         ? (double)avail / l->bytes_per_second
-                         : NAN);
+        /* The projection's one computation (lw_answer_oom), on what PyTorch
+         * can still use. */
+        double eta_s = NAN, eta_steps = NAN;
+        if (leak) lw_answer_oom((double)avail, l->bytes_per_second, l->slope, &eta_s, &eta_steps);
+        lw_jw_double(w, "oom_eta_steps", eta_steps);
+        lw_jw_double(w, "oom_eta_seconds", eta_s);
         lw_jw_str(w, "reason", d->reason[0] ? d->reason : "not evaluated yet");
         const lw_bin *b = bins + (size_t)i * TORCH_BINS;
         emit_bins(w, b, nb[i], COLUMNS(torch_columns));
@@ -593,6 +581,34 @@ static void emit_rank(lw_jw *w, const char *report_path) {
     }
     emit_opt_int(w, LW_KEY(device), dev);
     lw_jw_str(w, LW_KEY(report_path), report_path && report_path[0] ? report_path : NULL);
+}
+
+/* "answer": the site the answer names (answer.c) and its place to look (the
+ * same as that site's own "where"); under PyTorch's signal, the first site
+ * found in its allocation history, as the helper described it; then the
+ * answer's line, whole (lw_run_answer_emit). With no site to list, only
+ * the line. */
+static void emit_answer(lw_jw *w, lw_symtab *syms, const lw_growth_state *g,
+                        const lw_run_answer *ans, const lw_site *top, int top_distinct) {
+    const char *kind = g->verdict == LW_VERDICT_LEAK && g->memory_kind ? g->memory_kind : NULL;
+    lw_jw_object(w, "answer");
+    if (ans->torch && lw_torch_info_answer_members(w)) {
+        lw_jw_str(w, "kind", kind);
+    } else if (ans->entry) {
+        const lw_site *named = ans->entry;
+        lw_site_frames l;
+        lw_site_frames_collect(&l, syms, named);
+        lw_jw_uint(w, "site", named->id);
+        /* Not decided yet: whether the named site is one that grows. */
+        if (g->verdict == LW_VERDICT_INCONCLUSIVE) lw_jw_bool(w, "grows", ans->a.where_grows);
+        lw_jw_str(w, "kind", kind);
+        emit_where(w, &l, named == top ? top_distinct : lw_site_distinct(syms, g, named));
+        lw_site_frames_free(&l);
+    } else {
+        lw_jw_str(w, "kind", kind);
+    }
+    lw_run_answer_emit(w, ans);
+    lw_jw_end(w);
 }
 
 static const char *end_signal;
@@ -657,44 +673,23 @@ int lw_report_emit(FILE *f, const char *reason, const char *report_path) {
     /* The floor and peak per step, downsampled. */
     emit_bins(&w, bins, nbins, COLUMNS(run_columns));
     emit_torch(&w);
-    /* The answer (answer.c) is chosen before the sites are written, so that
-     * its numbers are those of the named site's entry. */
+    /* The sites ranked once: the report writes them in this order, with
+     * the counters read for it, and the answer (answer.c, the one rule
+     * every output follows) is built, whole, from the same list before
+     * anything of it is written. */
+    lw_site_views vs;
+    lw_site_views_load(&vs, g.verdict == LW_VERDICT_LEAK);
+    size_t nranked = 0;
+    lw_ranked_site *ranked = lw_sites_ranked(&vs, &nranked);
     lw_run_answer ans;
-    lw_run_answer_from(&ans, &g);
-    answer_site = ans.site;
-    answer_live = -1;
-    int top_distinct = -1;
-    const lw_site *top = emit_sites(&w, syms, g.verdict == LW_VERDICT_LEAK, &top_distinct);
-    if (answer_live >= 0 && isfinite(ans.a.where_live)) ans.a.where_live = (double)answer_live;
-    /* A largest site that holds nothing by the time its entry is written
-     * (freed meanwhile by a thread still running at exit) is not named: the
-     * command, reading that entry, does not name it either. */
-    if (answer_live == 0 && g.verdict != LW_VERDICT_LEAK && !ans.torch) {
-        ans.a.where = NULL;
-        ans.a.where_live = NAN;
-    }
-    answer_site = NULL;
-    /* The site the answer names (answer.c, the one rule every output
-     * follows), and its place to look (the same as that site's own "where"):
-     * under PyTorch's signal, the first site found in its allocation history,
-     * as the helper described it. The exit summary renders this answer. */
+    lw_run_answer_ranked(&ans, &g, ranked, nranked);
+    int top_distinct = emit_sites(&w, syms, &vs, ranked, nranked);
+    const lw_site *top = nranked && ranked ? ranked[0].site : NULL;
+    free(ranked);
+    lw_site_views_free(&vs);
+    /* The exit summary renders this answer. */
     lw_run_answer_keep(&ans);
-    if (ans.torch && lw_torch_info_answer(&w)) {
-    } else if (ans.site || top) {
-        const lw_site *named = ans.site ? ans.site : top;
-        lw_site_frames l;
-        lw_site_frames_collect(&l, syms, named);
-        lw_jw_object(&w, "answer");
-        lw_jw_uint(&w, "site", named->id);
-        /* Not decided yet: whether the named site is one that grows. */
-        if (g.verdict == LW_VERDICT_INCONCLUSIVE) lw_jw_bool(&w, "grows", ans.a.where_grows);
-        lw_jw_str(&w, "kind", g.verdict == LW_VERDICT_LEAK && g.memory_kind ? g.memory_kind : NULL);
-        emit_where(&w, &l, named == top ? top_distinct : lw_site_distinct(syms, &g, named));
-        lw_jw_end(&w);
-        lw_site_frames_free(&l);
-    } else {
-        lw_jw_null(&w, "answer");
-    }
+    emit_answer(&w, syms, &g, &ans, top, top_distinct);
     emit_failures(&w);
     lw_jw_object(&w, "tracker");
     lw_jw_uint(&w, "live_records", lw_live_records());

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_ROWS 400
+#define MAX_ROWS 600
 #define MAX_SEEN 1000
 
 /* A row of the table: the field's path ("sites[].frames[].line"; "*" stands

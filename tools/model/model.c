@@ -540,6 +540,46 @@ char *lw_model_anatomy_bar(const lw_m_anatomy *a, int width, char *out, size_t n
 
 static void model_apart(lw_model *m);
 
+/* The answer's line as the library built it (answer.c), when the report
+ * carries it (answer.unit, one of the units every line counts in). */
+static void read_answer(lw_model *m, const lw_json *ans) {
+    lw_answer *a = &m->answer;
+    lw_answer_init(a);
+    const char *unit = ans ? str(m, ans, "unit", "answer.") : NULL;
+    static const char *const units[] = {"step", "call", "interval"};
+    for (size_t i = 0; unit && i < sizeof units / sizeof units[0]; i++)
+        if (!strcmp(unit, units[i])) a->unit = units[i], m->answer_whole = 1;
+    if (unit && !m->answer_whole)
+        warn(m, "answer.unit is not one of step, call, interval; the answer is read from the "
+                "rest of the report");
+    if (!m->answer_whole) return;
+    const char *kind = str(m, ans, "kind", "answer.");
+    a->kind = kind && !strcmp(kind, "pinned_host") ? "pinned_host" : NULL;
+    a->rate = num(m, ans, "bytes_per_step", "answer.");
+    const lw_json *ci = typed(m, ans, "slope_ci", LW_JSON_ARRAY, "answer.");
+    if (ci && lw_json_len(ci) == 2) {
+        a->lo = lw_json_number(lw_json_at(ci, 0), NAN);
+        a->hi = lw_json_number(lw_json_at(ci, 1), NAN);
+    }
+    a->per_second = num(m, ans, "bytes_per_second", "answer.");
+    a->onset = num(m, ans, "onset_step", "answer.");
+    a->onset_hi = num(m, ans, "onset_end_step", "answer.");
+    a->steps = num(m, ans, "steps", "answer.");
+    a->free_bytes = num(m, ans, "free_bytes", "answer.");
+    a->total_bytes = num(m, ans, "total_bytes", "answer.");
+    a->oom_seconds = num(m, ans, "oom_eta_seconds", "answer.");
+    a->oom_steps = num(m, ans, "oom_eta_steps", "answer.");
+    a->reason = str(m, ans, "reason", "answer.");
+    a->more_steps = num(m, ans, "steps_to_decide", "answer.");
+    a->rose_once = boolean(m, ans, "rose_once", "answer.") == 1;
+    a->where_grows = boolean(m, ans, "grows", "answer.") == 1;
+    a->where_rate = num(m, ans, "site_bytes_per_step", "answer.");
+    a->where_live = num(m, ans, "site_live_bytes", "answer.");
+    m->answer_says_where = boolean(m, ans, "says_where", "answer.") == 1;
+    const lw_json *w = typed(m, ans, "where", LW_JSON_OBJECT, "answer.");
+    m->answer_label = w ? str(m, w, "label", "answer.where.") : NULL;
+}
+
 static int load_doc(lw_model *m, const char *name, char *err, size_t errlen) {
     const lw_json *r = m->doc;
     if (lw_json_type_of(r) != LW_JSON_OBJECT) {
@@ -583,6 +623,7 @@ static int load_doc(lw_model *m, const char *name, char *err, size_t errlen) {
     m->answer_site = NAN;
     const lw_json *answer = typed(m, r, "answer", LW_JSON_OBJECT, "");
     if (answer) m->answer_site = num(m, answer, "site", "answer.");
+    read_answer(m, answer);
     m->written_at = lw_model_num(m, LW_FIELD_written_at);
     m->duration_s = lw_model_num(m, LW_FIELD_duration_s);
     m->verdict_text = lw_model_str(m, LW_FIELD_verdict);
@@ -750,6 +791,8 @@ static int by_worry(const void *a, const void *b) {
 void lw_model_rank_sites(const lw_model *m, size_t *order) {
     for (size_t i = 0; i < m->nsites; i++)
         order[i] = i;
+    /* The library ranked them (site_rank.c) and wrote them in that order. */
+    if (m->answer_whole) return;
     rank_model = m;
     if (m->nsites > 1) qsort(order, m->nsites, sizeof *order, by_worry);
     rank_model = NULL;
@@ -921,6 +964,8 @@ const lw_m_site *lw_model_top_site(const lw_model *m) {
     if (isfinite(m->answer_site))
         for (size_t i = 0; i < m->nsites; i++)
             if (m->sites[i].id == m->answer_site) return &m->sites[i];
+    /* The library chose: none of these (older reports: chosen below). */
+    if (m->answer_whole) return NULL;
     size_t *order = malloc(m->nsites * sizeof *order);
     if (!order) return &m->sites[0];
     lw_model_rank_sites(m, order);
@@ -940,7 +985,9 @@ static double site_rise(const lw_m_site *s) {
     return isfinite(first) && last > first ? last - first : 0;
 }
 
-const lw_m_site *lw_model_growing_site(const lw_model *m) {
+/* The site that grows most (its growth per step, else how far its own floor
+ * rose), for an answer not decided yet (older reports); NULL when none grows. */
+static const lw_m_site *growing_site(const lw_model *m) {
     const lw_m_site *best = NULL;
     double best_rate = 0, best_rise = 0;
     for (size_t i = 0; i < m->nsites; i++) {
@@ -953,17 +1000,19 @@ const lw_m_site *lw_model_growing_site(const lw_model *m) {
     return best;
 }
 
-void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn) {
+/* A report older than answer.unit: its answer from its other sections, by
+ * the rule the library's answer.c followed then. */
+static void answer_of_older_report(const lw_model *m, lw_answer *a, char *where, size_t wn) {
     const lw_m_growth *g = &m->growth;
     lw_answer_init(a);
-    a->verdict = lw_mverdict_name(m->verdict);
+    a->verdict = lw_verdict_name(m->verdict);
     a->unit = g->step_source && !strcmp(g->step_source, "time")      ? "interval"
               : g->step_unit && !strcmp(g->step_unit, "module_call") ? "call"
                                                                      : "step";
     a->steps = g->steps;
     a->free_bytes = g->device_free_bytes;
     a->total_bytes = g->device_total_bytes;
-    if (m->verdict == LW_MV_NO_LEAK && m->doc) {
+    if (m->verdict == LW_VERDICT_NO_LEAK && m->doc) {
         /* A floor that rose once and held level (as the library's answer.c). */
         double bins = lw_json_number(lw_json_path(m->doc, "growth.window_bins"), NAN),
                width = lw_json_number(lw_json_path(m->doc, "growth.steps_per_bin"), NAN);
@@ -971,15 +1020,15 @@ void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn) {
             g->bytes_per_step, bins * width,
             lw_json_number(lw_json_path(m->doc, "growth.bin_noise_bytes"), NAN));
     }
-    if (m->verdict == LW_MV_INCONCLUSIVE && isfinite(g->bytes_per_step) && g->bytes_per_step > 0 &&
-        isfinite(g->ci_lo) && g->ci_lo >= 0) {
+    if (m->verdict == LW_VERDICT_INCONCLUSIVE && isfinite(g->bytes_per_step) &&
+        g->bytes_per_step > 0 && isfinite(g->ci_lo) && g->ci_lo >= 0) {
         /* Growth seen, not yet confirmed (as the library's answer.c). */
         a->rate = g->bytes_per_step;
         a->lo = g->ci_lo;
         a->hi = g->ci_hi;
         a->per_second = g->bytes_per_second;
     }
-    if (m->verdict == LW_MV_LEAK) {
+    if (m->verdict == LW_VERDICT_LEAK) {
         a->rate = g->bytes_per_step;
         a->lo = g->ci_lo;
         a->hi = g->ci_hi;
@@ -1001,23 +1050,50 @@ void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn) {
         a->oom_remedy = m->oom.remedy;
     }
     const lw_m_site *top = lw_model_top_site(m);
-    if (m->verdict == LW_MV_INCONCLUSIVE) {
+    if (m->verdict == LW_VERDICT_INCONCLUSIVE) {
         /* Its own reason, what would decide it, and the site that grows. */
         a->reason = lw_json_string(lw_json_path(m->doc, "growth.reason"));
         a->more_steps = lw_json_number(lw_json_path(m->doc, "growth.steps_to_decide"), NAN);
-        const lw_m_site *grows = lw_model_growing_site(m);
+        const lw_m_site *grows = growing_site(m);
         if (grows)
             top = grows, a->where_grows = 1;
         else if (top && lw_json_bool(lw_json_path(m->doc, "answer.grows"), 0) == 1)
             a->where_grows = 1; /* the library saw it grow in its own series */
     }
-    if (top && (m->verdict == LW_MV_LEAK || (isfinite(top->live_bytes) && top->live_bytes > 0))) {
+    if (top &&
+        (m->verdict == LW_VERDICT_LEAK || (isfinite(top->live_bytes) && top->live_bytes > 0))) {
         lw_model_where(top, where, wn);
         a->where = where;
         if (top->leak == 1)
             a->where_rate = top->bytes_per_step;
         else
             a->where_live = top->live_bytes;
+    }
+}
+
+void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn) {
+    if (!m->answer_whole) {
+        answer_of_older_report(m, a, where, wn);
+        return;
+    }
+    /* As the library built it (answer.c), rendered: the verdict, the
+     * out-of-memory's post-mortem and the place's label are the report's
+     * own, the label under the command's --user-code if one is given. */
+    *a = m->answer;
+    a->verdict = lw_verdict_name(m->verdict);
+    if (m->oom.have) {
+        a->oom_cause = m->oom.cause;
+        a->oom_evidence = m->oom.evidence;
+        a->oom_remedy = m->oom.remedy;
+    }
+    a->where = NULL;
+    if (!m->answer_says_where) return;
+    const lw_m_site *top = lw_model_top_site(m);
+    if (top) {
+        lw_model_where(top, where, wn);
+        a->where = where;
+    } else if (m->answer_label) {
+        a->where = lw_safe_text(m->answer_label, where, wn);
     }
 }
 

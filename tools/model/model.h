@@ -6,6 +6,7 @@
 #ifndef LW_MODEL_H
 #define LW_MODEL_H
 
+#include "fmt.h"
 #include "json_doc.h"
 #include "memory_kind.h"
 #include "report_fields.h"
@@ -15,17 +16,6 @@
 
 /* The kinds of memory (totals.by_kind): lw_kind_name(k) for k < LW_KIND_COUNT
  * (memory_kind.h, shared with the library). */
-
-/* The report's verdict: the library's own (verdict.h, the one place verdicts
- * are named), LW_VERDICT_UNKNOWN when the report says none the reader knows.
- * The LW_MV_ names are the same values under the command's older names. */
-typedef lw_verdict lw_mverdict;
-#define LW_MV_UNKNOWN LW_VERDICT_UNKNOWN
-#define LW_MV_LEAK LW_VERDICT_LEAK
-#define LW_MV_NO_LEAK LW_VERDICT_NO_LEAK
-#define LW_MV_INCONCLUSIVE LW_VERDICT_INCONCLUSIVE
-#define LW_MV_NOTHING_SEEN LW_VERDICT_NOTHING_SEEN
-#define lw_mverdict_name lw_verdict_name
 
 typedef struct {
     double alloc_count, free_count, failed_alloc_count, live_bytes, live_count, peak_live_bytes;
@@ -133,11 +123,19 @@ typedef struct {
      * for the renderers. */
     lw_m_value field[LW_FIELD_COUNT];
     const char *tool, *version, *command, *host, *reason, *verdict_text;
-    lw_mverdict verdict;
+    lw_verdict verdict;
     double pid, written_at, duration_s, rank;
     double local_rank, world_size, device; /* NAN when the report does not say */
     const char *report_path;               /* where the process writes its final report */
     double answer_site;                    /* id of the site the answer names */
+    /* The answer's line as the library built it (answer.c; the report's
+     * "answer" since answer.unit): answer_whole 0 in older reports, which
+     * the command answers from the rest of the report as the library did.
+     * answer_says_where: the line names the site's place; answer_label: its
+     * label as the report wrote it (for a site the report does not list). */
+    int answer_whole, answer_says_where;
+    lw_answer answer;
+    const char *answer_label;
     lw_m_counts totals, by_kind[LW_KIND_COUNT];
     double unknown_free_count, mapped_bytes;
     /* totals.imported: other processes' memory opened here (in none of the
@@ -189,8 +187,10 @@ int lw_model_bool(const lw_model *m, lw_field f);
 /* Prints each warning on stderr, at most max of them, then a count. */
 void lw_model_print_warnings(const lw_model *m, size_t max);
 
-/* Sites ordered most worrying first: flagged leaks, then growth per step,
- * then live bytes. Fills order[0..nsites). */
+/* Sites ordered most worrying first: the report's own order (site_rank.c's,
+ * the order the library wrote them in); for a report older than answer.unit,
+ * flagged leaks, then growth per step, then live bytes. Fills
+ * order[0..nsites). */
 void lw_model_rank_sites(const lw_model *m, size_t *order);
 
 /* Median intercept of the floor series (since the onset) for the report's slope
@@ -214,17 +214,15 @@ int lw_model_where(const lw_m_site *s, char *out, size_t n);
  * -1 when the label names frame k alone. */
 int lw_model_where_distinct(const lw_m_site *s, int k);
 
-/* The site the answer names: the report's "answer", else the most worrying
- * one. NULL when the report has no sites. */
+/* The site the answer names: the report's "answer"; NULL when it names
+ * none of the report's sites. A report older than answer.unit without an
+ * answer: the most worrying site (NULL when the report has none). */
 const lw_m_site *lw_model_top_site(const lw_model *m);
 
-/* The site that grows most (its growth per step, else how far its own floor
- * rose), for an answer not decided yet; NULL when none grows. */
-const lw_m_site *lw_model_growing_site(const lw_model *m);
-
-/* The report's answer as every output states it (fmt.h); where is the
- * buffer for the place to look. */
-#include "fmt.h"
+/* The report's answer as every output states it (fmt.h): as the library
+ * built it (answer.c), the command choosing nothing; for a report older than
+ * answer.unit, from its other sections by the rule answer.c followed then.
+ * where is the buffer for the place to look. */
 void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn);
 
 /* One device's anatomy in one line: "weights 4.00 MiB, gradients ..., of

@@ -143,7 +143,8 @@ static void shown(lw_jw *w, const lw_model *m, const char *object) {
         if (!(lw_report_fields[i].flags & LW_RF_SHOWN) || !lw_report_field_in(f, object)) continue;
         const char *key = lw_report_field_key(f);
         if (f == LW_FIELD_verdict) /* only a verdict the command knows */
-            lw_jw_str(w, key, m->verdict == LW_MV_UNKNOWN ? NULL : lw_mverdict_name(m->verdict));
+            lw_jw_str(w, key,
+                      m->verdict == LW_VERDICT_UNKNOWN ? NULL : lw_verdict_name(m->verdict));
         else if (f == LW_FIELD_growth_slope_ci)
             range(w, key, isfinite(g->ci_lo), g->ci_lo, g->ci_hi);
         else if (f == LW_FIELD_growth_onset_range)
@@ -245,7 +246,8 @@ static void one(lw_jw *w, const lw_model *m) {
         lw_jw_object(w, "answer");
         num(w, "site", top->id);
         lw_jw_str(w, "kind",
-                  m->verdict == LW_MV_LEAK ? (g->memory_kind ? g->memory_kind : "device") : NULL);
+                  m->verdict == LW_VERDICT_LEAK ? (g->memory_kind ? g->memory_kind : "device")
+                                                : NULL);
         lw_model_where(top, where, sizeof where);
         lw_jw_object(w, "where");
         lw_jw_str(w, "label", where);
