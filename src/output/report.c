@@ -99,63 +99,64 @@ static void emit_frame(lw_jw *w, const lw_site_frame *e) {
     char addr[32];
     const lw_symbol *s = e->sym;
     lw_jw_object(w, NULL);
-    lw_jw_str(w, "kind", e->ref.python ? "python" : "native");
-    lw_jw_str(w, "function", e->ref.function);
-    lw_jw_str(w, "file", e->ref.file);
+    lw_jw_str(w, LW_KEY(sites_frames_kind), e->ref.python ? "python" : "native");
+    lw_jw_str(w, LW_KEY(sites_frames_function), e->ref.function);
+    lw_jw_str(w, LW_KEY(sites_frames_file), e->ref.file);
     if (e->ref.line > 0)
-        lw_jw_int(w, "line", e->ref.line);
+        lw_jw_int(w, LW_KEY(sites_frames_line), e->ref.line);
     else
-        lw_jw_null(w, "line");
+        lw_jw_null(w, LW_KEY(sites_frames_line));
     if (e->ref.python) {
-        lw_jw_null(w, "module");
-        lw_jw_null(w, "address");
-        lw_jw_null(w, "offset");
+        lw_jw_null(w, LW_KEY(sites_frames_module));
+        lw_jw_null(w, LW_KEY(sites_frames_address));
+        lw_jw_null(w, LW_KEY(sites_frames_offset));
     } else {
-        lw_jw_str(w, "module", s ? s->module : NULL);
+        lw_jw_str(w, LW_KEY(sites_frames_module), s ? s->module : NULL);
         snprintf(addr, sizeof addr, "0x%lx", (unsigned long)e->ip);
-        lw_jw_str(w, "address", addr);
+        lw_jw_str(w, LW_KEY(sites_frames_address), addr);
         if (s && s->module) {
             snprintf(addr, sizeof addr, "0x%lx", (unsigned long)s->offset);
-            lw_jw_str(w, "offset", addr);
+            lw_jw_str(w, LW_KEY(sites_frames_offset), addr);
         } else {
-            lw_jw_null(w, "offset");
+            lw_jw_null(w, LW_KEY(sites_frames_offset));
         }
-        if (e->inlined) lw_jw_bool(w, "inlined", 1);
+        if (e->inlined) lw_jw_bool(w, LW_KEY(sites_frames_inlined), 1);
     }
     lw_jw_end(w);
 }
 
 /* "where": the place to look, by frame index into "frames", with its label
- * as every output shows it; distinct: the distinguishing frame or -1. */
-static void emit_where(lw_jw *w, const lw_site_frames *l, int distinct) {
+ * as every output shows it; distinct: the distinguishing frame or -1; key:
+ * its row (sites[].where or answer.where, the members WHERE's). */
+static void emit_where(lw_jw *w, lw_field key, const lw_site_frames *l, int distinct) {
     const char *why = NULL;
     int k = lw_site_frames_where(l, &why);
     if (k < 0) {
-        lw_jw_null(w, "where");
+        lw_jw_null(w, lw_report_field_key(key));
         return;
     }
     char label[512];
     const lw_frame_ref *r = &l->f[k].ref;
-    lw_jw_object(w, "where");
-    lw_jw_int(w, "frame", k);
-    lw_jw_str(w, "label", lw_site_frames_label(l, k, distinct, label, sizeof label));
-    lw_jw_str(w, "file", r->file);
+    lw_jw_object(w, lw_report_field_key(key));
+    lw_jw_int(w, LW_KEY(WHERE_frame), k);
+    lw_jw_str(w, LW_KEY(WHERE_label), lw_site_frames_label(l, k, distinct, label, sizeof label));
+    lw_jw_str(w, LW_KEY(WHERE_file), r->file);
     if (r->line > 0)
-        lw_jw_int(w, "line", r->line);
+        lw_jw_int(w, LW_KEY(WHERE_line), r->line);
     else
-        lw_jw_null(w, "line");
-    lw_jw_str(w, "function", r->function);
-    lw_jw_str(w, "why", why);
-    lw_jw_str(w, "place_label", lw_where_label(r, label, sizeof label));
+        lw_jw_null(w, LW_KEY(WHERE_line));
+    lw_jw_str(w, LW_KEY(WHERE_function), r->function);
+    lw_jw_str(w, LW_KEY(WHERE_why), why);
+    lw_jw_str(w, LW_KEY(WHERE_place_label), lw_where_label(r, label, sizeof label));
     if (distinct >= 0 && (size_t)distinct < l->n)
-        lw_jw_int(w, "distinct_frame", distinct);
+        lw_jw_int(w, LW_KEY(WHERE_distinct_frame), distinct);
     else
-        lw_jw_null(w, "distinct_frame");
+        lw_jw_null(w, LW_KEY(WHERE_distinct_frame));
     lw_jw_end(w);
 }
 
 static void emit_frames(lw_jw *w, const lw_site_frames *l) {
-    lw_jw_array(w, "frames");
+    lw_jw_array(w, LW_KEY(sites_frames));
     for (size_t i = 0; i < l->n; i++)
         emit_frame(w, &l->f[i]);
     lw_jw_end(w);
@@ -164,28 +165,38 @@ static void emit_frames(lw_jw *w, const lw_site_frames *l) {
 /* "in backward, called from train.py:31" (site_name.h). */
 static void emit_backward_note(lw_jw *w, const lw_site *s) {
     char note[300];
-    if (lw_site_backward_note(s, note, sizeof note)) lw_jw_str(w, "note", note);
+    if (lw_site_backward_note(s, note, sizeof note)) lw_jw_str(w, LW_KEY(sites_note), note);
 }
 
 /* A series of bins as columns (compact, easy to plot): "series", with one
- * array per column, each column a field of lw_bin under its own key. */
+ * array per column, each column a field of lw_bin under its own key (its
+ * row); the series' own row first. */
 typedef struct {
-    const char *key;
-    size_t field; /* offsetof(lw_bin, ...) */
+    lw_field key;
+    size_t field; /* offsetof(lw_bin, ...); unused for the series' own row */
 } bin_column;
-#define BIN_COL(key, f)                                                                            \
-    { key, offsetof(lw_bin, f) }
-static const bin_column steps_floor[] = {BIN_COL("x", x), BIN_COL("floor", floor)};
-static const bin_column run_columns[] = {BIN_COL("x", x), BIN_COL("time_s", t),
-                                         BIN_COL("floor", floor), BIN_COL("peak", peak)};
-static const bin_column torch_columns[] = {BIN_COL("x", x), BIN_COL("time_s", t),
-                                           BIN_COL("allocated", floor), BIN_COL("reserved", peak)};
+#define BIN_COL(id, f)                                                                             \
+    { LW_FIELD_##id, offsetof(lw_bin, f) }
+#define BIN_SERIES(id)                                                                             \
+    { LW_FIELD_##id, 0 }
+static const bin_column site_columns[] = {BIN_SERIES(sites_series), BIN_COL(sites_series_x, x),
+                                          BIN_COL(sites_series_floor, floor)};
+static const bin_column host_columns[] = {BIN_SERIES(growth_pinned_host_series),
+                                          BIN_COL(growth_pinned_host_series_x, x),
+                                          BIN_COL(growth_pinned_host_series_floor, floor)};
+static const bin_column run_columns[] = {BIN_SERIES(series), BIN_COL(series_x, x),
+                                         BIN_COL(series_time_s, t), BIN_COL(series_floor, floor),
+                                         BIN_COL(series_peak, peak)};
+static const bin_column torch_columns[] = {
+    BIN_SERIES(torch_devices_series), BIN_COL(torch_devices_series_x, x),
+    BIN_COL(torch_devices_series_time_s, t), BIN_COL(torch_devices_series_allocated, floor),
+    BIN_COL(torch_devices_series_reserved, peak)};
 #define COLUMNS(a) a, sizeof a / sizeof a[0]
 
 static void emit_bins(lw_jw *w, const lw_bin *b, int n, const bin_column *cols, size_t ncols) {
-    lw_jw_object(w, "series");
-    for (size_t c = 0; c < ncols; c++) {
-        lw_jw_array(w, cols[c].key);
+    lw_jw_object(w, lw_report_field_key(cols[0].key));
+    for (size_t c = 1; c < ncols; c++) {
+        lw_jw_array(w, lw_report_field_key(cols[c].key));
         for (int i = 0; i < n; i++) {
             double v;
             memcpy(&v, (const char *)&b[i] + cols[c].field, sizeof v);
@@ -200,39 +211,39 @@ static void emit_site(lw_jw *w, lw_symtab *syms, const lw_ranked_site *r, const 
                       int rank, int distinct) {
     const lw_site *s = r->site;
     lw_jw_object(w, NULL);
-    lw_jw_uint(w, "id", s->id);
+    lw_jw_uint(w, LW_KEY(sites_id), s->id);
     /* Summed over the threads' shards, once, when the sites were ranked: the
      * fields agree, with the order and with the answer (answer.c). */
     const lw_site_counts c = r->counts;
-    lw_jw_int(w, "live_bytes", c.live_bytes);
+    lw_jw_int(w, LW_KEY(sites_live_bytes), c.live_bytes);
     /* Derived: keeping a live count would cost the hot path a count. */
-    lw_jw_int(w, "live_count", c.live_count);
-    lw_jw_uint(w, "alloc_count", c.alloc_count);
-    lw_jw_uint(w, "alloc_bytes", c.alloc_bytes);
-    lw_jw_uint(w, "free_count", c.free_count);
-    lw_jw_uint(w, "failed_alloc_count", c.failed_count);
-    lw_jw_bool(w, "leak", v != NULL);
-    lw_jw_double(w, "bytes_per_step", v ? v->growth.slope : 0.0);
+    lw_jw_int(w, LW_KEY(sites_live_count), c.live_count);
+    lw_jw_uint(w, LW_KEY(sites_alloc_count), c.alloc_count);
+    lw_jw_uint(w, LW_KEY(sites_alloc_bytes), c.alloc_bytes);
+    lw_jw_uint(w, LW_KEY(sites_free_count), c.free_count);
+    lw_jw_uint(w, LW_KEY(sites_failed_alloc_count), c.failed_count);
+    lw_jw_bool(w, LW_KEY(sites_leak), v != NULL);
+    lw_jw_double(w, LW_KEY(sites_bytes_per_step), v ? v->growth.slope : 0.0);
     if (v) {
-        lw_jw_int(w, "rank", rank);
-        lw_jw_array(w, "slope_ci");
+        lw_jw_int(w, LW_KEY(sites_rank), rank);
+        lw_jw_array(w, LW_KEY(sites_slope_ci));
         lw_jw_double(w, NULL, v->growth.lo);
         lw_jw_double(w, NULL, v->growth.hi);
         lw_jw_end(w);
-        lw_jw_double(w, "p_value", v->growth.p_value);
+        lw_jw_double(w, LW_KEY(sites_p_value), v->growth.p_value);
     }
-    lw_jw_bool(w, "pooled", s == lw_site_overflow());
+    lw_jw_bool(w, LW_KEY(sites_pooled), s == lw_site_overflow());
     /* The native frames stop at the Python interpreter: what was below it
      * (main, the interpreter's start) is described by the Python frames. */
-    lw_jw_bool(w, "native_cut_at_python", s->native_cut != 0);
-    if (v) emit_bins(w, v->bins, v->nbins, COLUMNS(steps_floor));
+    lw_jw_bool(w, LW_KEY(sites_native_cut_at_python), s->native_cut != 0);
+    if (v) emit_bins(w, v->bins, v->nbins, COLUMNS(site_columns));
     emit_backward_note(w, s);
     /* A pinned host leak's site: what keeps its blocks alive (the PyTorch
      * helper's owner search), as PyTorch's own sites carry it. */
     lw_torch_info_host_owner_emit(w, s->id);
     lw_site_frames l;
     lw_site_frames_collect(&l, syms, s);
-    emit_where(w, &l, distinct);
+    emit_where(w, LW_FIELD_sites_where, &l, distinct);
     emit_frames(w, &l);
     lw_site_frames_free(&l);
     lw_jw_end(w);
@@ -249,8 +260,8 @@ static int emit_sites(lw_jw *w, lw_symtab *syms, const lw_site_views *vs, lw_ran
      * come first: they name tensors, where the others name segments. */
     size_t nt = lw_torch_info_sites(NULL);
     if (nt > limit) nt = limit;
-    lw_jw_uint(w, "sites_total", lw_sites_count() + nt);
-    lw_jw_array(w, "sites");
+    lw_jw_uint(w, LW_KEY(sites_total), lw_sites_count() + nt);
+    lw_jw_array(w, LW_KEY(sites));
     lw_torch_info_emit_sites(w, nt);
     limit -= nt;
     /* Whatever the shim writes, the command must read: the sites stop once
@@ -265,7 +276,7 @@ static int emit_sites(lw_jw *w, lw_symtab *syms, const lw_site_views *vs, lw_ran
         written++;
     }
     lw_jw_end(w);
-    lw_jw_uint(w, "sites_reported", nt + written);
+    lw_jw_uint(w, LW_KEY(sites_reported), nt + written);
     int top_distinct = n && all ? lw_site_places_distinct(&ps, all[0].site) : -1;
     lw_site_places_free(&ps);
     return top_distinct;
@@ -321,7 +332,7 @@ static void emit_pinned_host(lw_jw *w) {
     lw_jw_double(w, LW_KEY(growth_pinned_host_p_value), h.last.p_value);
     lw_jw_uint(w, LW_KEY(growth_pinned_host_points), h.points);
     lw_jw_str(w, LW_KEY(growth_pinned_host_reason), h.reason[0] ? h.reason : "not evaluated yet");
-    emit_bins(w, b, n, COLUMNS(steps_floor));
+    emit_bins(w, b, n, COLUMNS(host_columns));
     lw_jw_end(w);
     free(b);
 }
@@ -335,15 +346,26 @@ static void emit_opt_int(lw_jw *w, const char *key, int64_t v) {
 }
 
 /* The fitted growth of a series: rate per step and per second, its 95%
- * interval and the trend test. */
-static void emit_fit(lw_jw *w, const lw_growth *l) {
-    lw_jw_double(w, "bytes_per_step", l->slope);
-    lw_jw_double(w, "bytes_per_second", l->bytes_per_second);
-    lw_jw_array(w, "slope_ci");
+ * interval and the trend test, under the rows of growth's or of a PyTorch
+ * device's. */
+typedef struct {
+    lw_field per_step, per_second, ci, p_value;
+} fit_keys;
+static const fit_keys growth_fit = {LW_FIELD_growth_bytes_per_step,
+                                    LW_FIELD_growth_bytes_per_second, LW_FIELD_growth_slope_ci,
+                                    LW_FIELD_growth_p_value};
+static const fit_keys torch_fit = {LW_FIELD_torch_devices_bytes_per_step,
+                                   LW_FIELD_torch_devices_bytes_per_second,
+                                   LW_FIELD_torch_devices_slope_ci, LW_FIELD_torch_devices_p_value};
+
+static void emit_fit(lw_jw *w, const fit_keys *k, const lw_growth *l) {
+    lw_jw_double(w, lw_report_field_key(k->per_step), l->slope);
+    lw_jw_double(w, lw_report_field_key(k->per_second), l->bytes_per_second);
+    lw_jw_array(w, lw_report_field_key(k->ci));
     lw_jw_double(w, NULL, l->lo);
     lw_jw_double(w, NULL, l->hi);
     lw_jw_end(w);
-    lw_jw_double(w, "p_value", l->p_value);
+    lw_jw_double(w, lw_report_field_key(k->p_value), l->p_value);
 }
 
 /* Growth released at each cycle's end (cycles.h): null unless two cycles or
@@ -409,7 +431,7 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     const lw_growth *l = &g->last;
     int leak = g->verdict == LW_VERDICT_LEAK;
     lw_jw_object(w, LW_KEY(growth));
-    emit_fit(w, l);
+    emit_fit(w, &growth_fit, l);
     lw_jw_uint(w, LW_KEY(growth_steps), g->steps);
     lw_jw_str(w, LW_KEY(growth_step_source), g->step_source);
     emit_step_unit(w, g);
@@ -511,7 +533,7 @@ static void emit_torch(lw_jw *w) {
         lw_jw_int(w, "device", d->device);
         lw_jw_str(w, "verdict", lw_verdict_name(d->verdict));
         lw_jw_str(w, "signal", "torch_allocated");
-        emit_fit(w, l);
+        emit_fit(w, &torch_fit, l);
         if (leak)
             lw_jw_double(w, "onset_step", l->onset_x);
         else
@@ -591,21 +613,23 @@ static void emit_rank(lw_jw *w, const char *report_path) {
 static void emit_answer(lw_jw *w, lw_symtab *syms, const lw_growth_state *g,
                         const lw_run_answer *ans, const lw_site *top, int top_distinct) {
     const char *kind = g->verdict == LW_VERDICT_LEAK && g->memory_kind ? g->memory_kind : NULL;
-    lw_jw_object(w, "answer");
+    lw_jw_object(w, LW_KEY(answer));
     if (ans->torch && lw_torch_info_answer_members(w)) {
-        lw_jw_str(w, "kind", kind);
+        lw_jw_str(w, LW_KEY(answer_kind), kind);
     } else if (ans->entry) {
         const lw_site *named = ans->entry;
         lw_site_frames l;
         lw_site_frames_collect(&l, syms, named);
-        lw_jw_uint(w, "site", named->id);
+        lw_jw_uint(w, LW_KEY(answer_site), named->id);
         /* Not decided yet: whether the named site is one that grows. */
-        if (g->verdict == LW_VERDICT_INCONCLUSIVE) lw_jw_bool(w, "grows", ans->a.where_grows);
-        lw_jw_str(w, "kind", kind);
-        emit_where(w, &l, named == top ? top_distinct : lw_site_distinct(syms, g, named));
+        if (g->verdict == LW_VERDICT_INCONCLUSIVE)
+            lw_jw_bool(w, LW_KEY(answer_grows), ans->a.where_grows);
+        lw_jw_str(w, LW_KEY(answer_kind), kind);
+        emit_where(w, LW_FIELD_answer_where, &l,
+                   named == top ? top_distinct : lw_site_distinct(syms, g, named));
         lw_site_frames_free(&l);
     } else {
-        lw_jw_str(w, "kind", kind);
+        lw_jw_str(w, LW_KEY(answer_kind), kind);
     }
     lw_run_answer_emit(w, ans);
     lw_jw_end(w);
@@ -664,7 +688,7 @@ int lw_report_emit(FILE *f, const char *reason, const char *report_path) {
         g.verdict = LW_VERDICT_NOTHING_SEEN;
         snprintf(g.reason, sizeof g.reason, "%s", NOTHING_SEEN_REASON);
     }
-    lw_jw_str(&w, "verdict", lw_verdict_name(g.verdict));
+    lw_jw_str(&w, LW_KEY(verdict), lw_verdict_name(g.verdict));
     /* What fills the device by role, and the post-mortem of an
      * out-of-memory (anatomy.h). */
     lw_anatomy_emit(&w);
@@ -691,21 +715,21 @@ int lw_report_emit(FILE *f, const char *reason, const char *report_path) {
     lw_run_answer_keep(&ans);
     emit_answer(&w, syms, &g, &ans, top, top_distinct);
     emit_failures(&w);
-    lw_jw_object(&w, "tracker");
-    lw_jw_uint(&w, "live_records", lw_live_records());
-    lw_jw_uint(&w, "overhead_bytes", lw_live_overhead_bytes());
-    lw_jw_uint(&w, "untracked_allocations", lw_record_untracked());
-    lw_jw_uint(&w, "pooled_allocations", lw_sites_pooled());
-    lw_jw_uint(&w, "reused_without_free", lw_record_reused_unseen());
-    lw_jw_uint(&w, "truncated_stacks", lw_record_truncated_sites());
+    lw_jw_object(&w, LW_KEY(tracker));
+    lw_jw_uint(&w, LW_KEY(tracker_live_records), lw_live_records());
+    lw_jw_uint(&w, LW_KEY(tracker_overhead_bytes), lw_live_overhead_bytes());
+    lw_jw_uint(&w, LW_KEY(tracker_untracked_allocations), lw_record_untracked());
+    lw_jw_uint(&w, LW_KEY(tracker_pooled_allocations), lw_sites_pooled());
+    lw_jw_uint(&w, LW_KEY(tracker_reused_without_free), lw_record_reused_unseen());
+    lw_jw_uint(&w, LW_KEY(tracker_truncated_stacks), lw_record_truncated_sites());
     lw_stack_stats ss;
     lw_stack_get_stats(&ss);
-    lw_jw_bool(&w, "stacks", lw_opt_int(LW_OPT_STACKS) != 0);
-    lw_jw_str(&w, "unwinder", ss.unwinder);
-    lw_jw_uint(&w, "stacks_by_fallback_unwinder", ss.fallback);
-    lw_jw_uint(&w, "stacks_verified", ss.verified);
-    lw_jw_uint(&w, "stack_mismatches", ss.mismatches);
-    lw_jw_uint(&w, "guessed_target_calls", lw_real_guessed_calls());
+    lw_jw_bool(&w, LW_KEY(tracker_stacks), lw_opt_int(LW_OPT_STACKS) != 0);
+    lw_jw_str(&w, LW_KEY(tracker_unwinder), ss.unwinder);
+    lw_jw_uint(&w, LW_KEY(tracker_stacks_by_fallback_unwinder), ss.fallback);
+    lw_jw_uint(&w, LW_KEY(tracker_stacks_verified), ss.verified);
+    lw_jw_uint(&w, LW_KEY(tracker_stack_mismatches), ss.mismatches);
+    lw_jw_uint(&w, LW_KEY(tracker_guessed_target_calls), lw_real_guessed_calls());
     lw_jw_end(&w);
     lw_jw_end(&w);
     lw_jw_flush(&w);

@@ -66,9 +66,13 @@ extern const lw_report_abbrev lw_report_abbrevs[];
 extern const size_t lw_report_nabbrevs;
 
 /* The key the writer writes for row id (LW_FIELD_<id>): a key without its
- * row does not compile. report.c and anatomy.c name so the keys of the top
- * level, growth (pinned_host included), oom, totals and failed_allocations;
- * not yet those of sites[], answer, series, tracker, anatomy and torch. */
+ * row does not compile. A member of an array's elements has its own row
+ * ("sites[].frames[].line": sites_frames_line), and a member of an
+ * abbreviation's objects the abbreviation's (WHERE_label). report.c,
+ * answer.c and anatomy.c name so the keys of the top level, growth
+ * (pinned_host included), oom, totals, series, sites[] (where, frames),
+ * answer, failed_allocations and tracker; not yet those of anatomy's body
+ * and torch. */
 #define LW_KEY(id) lw_report_field_key(LW_FIELD_##id)
 
 /* The member's key, the path's last part ("p_value" of "growth.p_value");
