@@ -6,6 +6,7 @@
  * rank and merged. */
 #include "../check_run.h"
 #include "harness_cli.h"
+#include "report_fields.h"
 
 #include <check.h>
 #include <limits.h>
@@ -918,10 +919,9 @@ END_TEST
  * point), where the command's own older rule (the fastest bytes_per_step)
  * would have named site 2; and the sites are listed in the report's order,
  * not ranked again. */
-START_TEST(the_reports_answer_is_rendered_not_chosen_again) {
-    char dir[64], rep[128];
-    lw_temp_dir(dir, sizeof dir);
-    snprintf(rep, sizeof rep, "%s/answer.json", dir);
+/* An undecided run's report whose answer (site 1, growing) is not the one
+ * the command's older rule would choose (site 2). */
+static void write_answer_report(const char *rep) {
     FILE *f = fopen(rep, "w");
     ck_assert_ptr_nonnull(f);
     fputs("{\"tool\": \"leakwatch\", \"version\": \"0.1.0\", \"pid\": 7, \"verdict\": "
@@ -942,6 +942,13 @@ START_TEST(the_reports_answer_is_rendered_not_chosen_again) {
           "  \"rose_once\": false}}\n",
           f);
     ck_assert_int_eq(fclose(f), 0);
+}
+
+START_TEST(the_reports_answer_is_rendered_not_chosen_again) {
+    char dir[64], rep[128];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(rep, sizeof rep, "%s/answer.json", dir);
+    write_answer_report(rep);
     lw_run r;
     const char *text[] = {"report", rep, NULL};
     lw_cli_run(&r, text, NULL);
@@ -955,6 +962,55 @@ START_TEST(the_reports_answer_is_rendered_not_chosen_again) {
     ck_assert_ptr_nonnull(list);
     const char *s1 = strstr(list, "site 1"), *s2 = strstr(list, "site 2");
     ck_assert_msg(s1 && s2 && s1 < s2, "not in the report's order:\n%s", list);
+    lw_run_free(&r);
+    lw_remove_dir(dir);
+}
+END_TEST
+
+/* `leakwatch report --format json` writes the report's answer back whole:
+ * every member of the table's "answer" rows (report_fields.def), with the
+ * values the library wrote, not only the site, kind and place. */
+START_TEST(the_reports_answer_is_written_back_by_format_json) {
+    char dir[64], rep[128];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(rep, sizeof rep, "%s/answer.json", dir);
+    write_answer_report(rep);
+    lw_run r;
+    const char *json[] = {"report", "--format", "json", rep, NULL};
+    lw_cli_run(&r, json, NULL);
+    RUN_OK(&r);
+    char err[256];
+    lw_json *doc = lw_json_parse(r.out, strlen(r.out), NULL, err, sizeof err);
+    ck_assert_msg(doc != NULL, "%s", err);
+    const lw_json *a = lw_json_get(doc, "answer");
+    ck_assert_msg(lw_json_type_of(a) == LW_JSON_OBJECT, "no answer object:\n%s", r.out);
+    for (int i = 0; i < LW_FIELD_COUNT; i++)
+        if (lw_report_field_in((lw_field)i, "answer"))
+            ck_assert_msg(lw_json_get(a, lw_report_field_key((lw_field)i)) != NULL,
+                          "answer lacks \"%s\":\n%s", lw_report_field_key((lw_field)i), r.out);
+    long long v = 0;
+    ck_assert_int_eq(lw_json_int64(lw_json_get(a, "site"), &v), 0);
+    ck_assert_int_eq(v, 1);
+    ck_assert_str_eq(lw_json_string(lw_json_get(a, "unit")), "step");
+    ck_assert_int_eq(lw_json_bool(lw_json_get(a, "says_where"), 0), 1);
+    ck_assert_int_eq(lw_json_bool(lw_json_get(a, "grows"), 0), 1);
+    ck_assert_int_eq(lw_json_bool(lw_json_get(a, "rose_once"), 1), 0);
+    ck_assert_int_eq(lw_json_int64(lw_json_get(a, "site_live_bytes"), &v), 0);
+    ck_assert_int_eq(v, 1048576);
+    ck_assert_int_eq(lw_json_int64(lw_json_get(a, "bytes_per_step"), &v), 0);
+    ck_assert_int_eq(v, 64);
+    ck_assert_int_eq(lw_json_int64(lw_json_get(a, "steps"), &v), 0);
+    ck_assert_int_eq(v, 50);
+    ck_assert_int_eq(lw_json_int64(lw_json_get(a, "steps_to_decide"), &v), 0);
+    ck_assert_int_eq(v, 30);
+    ck_assert_str_eq(lw_json_string(lw_json_get(a, "reason")), "the floor grows; confirming");
+    const lw_json *ci = lw_json_get(a, "slope_ci");
+    ck_assert_int_eq(lw_json_len(ci), 2);
+    ck_assert_int_eq(lw_json_int64(lw_json_at(ci, 1), &v), 0);
+    ck_assert_int_eq(v, 128);
+    ck_assert_int_eq(lw_json_type_of(lw_json_get(a, "site_bytes_per_step")), LW_JSON_NULL);
+    ck_assert_int_eq(lw_json_type_of(lw_json_get(a, "oom_eta_seconds")), LW_JSON_NULL);
+    lw_json_free(doc);
     lw_run_free(&r);
     lw_remove_dir(dir);
 }
@@ -975,6 +1031,7 @@ int main(void) {
     tcase_add_test(tc, a_tie_is_named_as_the_report_names_it);
     tcase_add_test(tc, one_time_rise_is_said_as_one);
     tcase_add_test(tc, the_reports_answer_is_rendered_not_chosen_again);
+    tcase_add_test(tc, the_reports_answer_is_written_back_by_format_json);
     tcase_add_test(tc, live_and_exit_lines_agree);
     tcase_add_test(tc, live_and_exit_lines_agree_with_very_fast_steps);
     tcase_add_test(tc, withdrawn_leak_is_withdrawn_on_stderr);

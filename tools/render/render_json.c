@@ -159,6 +159,60 @@ static void shown(lw_jw *w, const lw_model *m, const char *object) {
     }
 }
 
+/* The report's answer: the site it names (null when none), the kind of
+ * memory leaking and the place's label; and for a report that holds the
+ * answer whole (answer.unit, answer_whole), every other member of the
+ * table's "answer" rows, in the rows' order, as the model read them (a row
+ * added there is written here with no change to this file). A report older
+ * than answer.unit: only the first three, as before; null with no site. */
+static void answer(lw_jw *w, const lw_model *m) {
+    const lw_m_site *top = lw_model_top_site(m);
+    if (!top && !m->answer_whole) {
+        lw_jw_null(w, LW_KEY(answer));
+        return;
+    }
+    const char *memory_kind = m->growth.memory_kind ? m->growth.memory_kind : "device";
+    lw_jw_object(w, LW_KEY(answer));
+    for (int i = 0; i < LW_FIELD_COUNT; i++) {
+        lw_field f = (lw_field)i;
+        if (!lw_report_field_in(f, "answer")) continue;
+        const char *key = lw_report_field_key(f);
+        unsigned t = lw_report_fields[i].types;
+        if (f == LW_FIELD_answer_site) {
+            if (top)
+                num(w, key, top->id);
+            else
+                lw_jw_null(w, key);
+        } else if (f == LW_FIELD_answer_kind) {
+            lw_jw_str(w, key, m->verdict == LW_VERDICT_LEAK ? memory_kind : NULL);
+        } else if (f == LW_FIELD_answer_where) {
+            char where[512];
+            if (!top) {
+                lw_jw_null(w, key);
+                continue;
+            }
+            lw_model_where(top, where, sizeof where);
+            lw_jw_object(w, key);
+            lw_jw_str(w, LW_KEY(WHERE_label), where);
+            lw_jw_end(w);
+        } else if (!m->answer_whole) {
+            continue;
+        } else if (f == LW_FIELD_answer_unit) {
+            lw_jw_str(w, key, m->answer.unit); /* one the command knows */
+        } else if (f == LW_FIELD_answer_slope_ci) {
+            range(w, key, isfinite(m->answer.lo) && isfinite(m->answer.hi), m->answer.lo,
+                  m->answer.hi);
+        } else if (t & LW_RF_NUM) {
+            num(w, key, lw_model_num(m, f));
+        } else if (t & LW_RF_STR) {
+            lw_jw_str(w, key, lw_model_str(m, f));
+        } else if (t & LW_RF_BOOL) {
+            tri(w, key, lw_model_bool(m, f));
+        }
+    }
+    lw_jw_end(w);
+}
+
 static void one(lw_jw *w, const lw_model *m) {
     lw_jw_object(w, NULL);
     shown(w, m, "");
@@ -185,7 +239,6 @@ static void one(lw_jw *w, const lw_model *m) {
     lw_jw_end(w);
     lw_jw_end(w);
 
-    const lw_m_growth *g = &m->growth;
     lw_jw_object(w, "growth");
     shown(w, m, "growth");
     lw_jw_end(w);
@@ -240,22 +293,7 @@ static void one(lw_jw *w, const lw_model *m) {
         lw_jw_end(w);
     }
     lw_jw_end(w);
-    const lw_m_site *top = lw_model_top_site(m);
-    if (top) {
-        char where[512];
-        lw_jw_object(w, "answer");
-        num(w, "site", top->id);
-        lw_jw_str(w, "kind",
-                  m->verdict == LW_VERDICT_LEAK ? (g->memory_kind ? g->memory_kind : "device")
-                                                : NULL);
-        lw_model_where(top, where, sizeof where);
-        lw_jw_object(w, "where");
-        lw_jw_str(w, "label", where);
-        lw_jw_end(w);
-        lw_jw_end(w);
-    } else {
-        lw_jw_null(w, "answer");
-    }
+    answer(w, m);
     tracker(w, m->tracker);
     lw_jw_end(w);
 }
