@@ -307,40 +307,42 @@ static void opt_int(lw_jw *w, const char *key, int64_t v) {
 }
 
 /* One moment's roles. allocated/reserved: PyTorch's (or its peaks). */
-static void emit_roles(lw_jw *w, const char *key, const int64_t *v, int64_t allocated,
+static void emit_roles(lw_jw *w, lw_field key, const int64_t *v, int64_t allocated,
                        int64_t reserved, int64_t leak) {
-    lw_jw_object(w, key);
+    lw_jw_object(w, lw_report_field_key(key));
     int64_t model = roles_sum(v);
     int64_t rest = allocated - model > 0 ? allocated - model : 0;
     if (leak > rest) leak = rest;
-    opt_int(w, "weights", v[LW_AN_WEIGHTS]);
-    opt_int(w, "gradients", v[LW_AN_GRADIENTS]);
-    opt_int(w, "optimizer_state", v[LW_AN_OPTIMIZER_STATE]);
-    opt_int(w, "activations", allocated >= 0 ? rest - leak : -1);
-    opt_int(w, "cached_free",
+    opt_int(w, LW_KEY(ROLES_weights), v[LW_AN_WEIGHTS]);
+    opt_int(w, LW_KEY(ROLES_gradients), v[LW_AN_GRADIENTS]);
+    opt_int(w, LW_KEY(ROLES_optimizer_state), v[LW_AN_OPTIMIZER_STATE]);
+    opt_int(w, LW_KEY(ROLES_activations), allocated >= 0 ? rest - leak : -1);
+    opt_int(w, LW_KEY(ROLES_cached_free),
             reserved >= 0 && allocated >= 0 && reserved >= allocated ? reserved - allocated : -1);
     int64_t outside = -1;
     if (v[LW_AN_TOTAL] > 0 && v[LW_AN_FREE] >= 0 && v[LW_AN_RESERVED] >= 0) {
         outside = v[LW_AN_TOTAL] - v[LW_AN_FREE] - v[LW_AN_RESERVED];
         if (outside < 0) outside = 0;
     }
-    opt_int(w, "outside_pytorch", outside);
-    opt_int(w, "leak", leak);
+    opt_int(w, LW_KEY(ROLES_outside_pytorch), outside);
+    opt_int(w, LW_KEY(ROLES_leak), leak);
     lw_jw_end(w);
 }
 
 static void emit_torch_device(lw_jw *w, int d, const sample *now, const sample *pk) {
     int64_t leak = leak_on(d);
     lw_jw_object(w, NULL);
-    lw_jw_int(w, "device", d);
-    opt_int(w, "total_bytes", now->v[LW_AN_TOTAL]);
-    lw_jw_int(w, "at_step", now->step);
-    emit_roles(w, "now", now->v, now->v[LW_AN_ALLOCATED], now->v[LW_AN_RESERVED], leak);
+    lw_jw_int(w, LW_KEY(anatomy_devices_device), d);
+    opt_int(w, LW_KEY(anatomy_devices_total_bytes), now->v[LW_AN_TOTAL]);
+    lw_jw_int(w, LW_KEY(anatomy_devices_at_step), now->step);
+    emit_roles(w, LW_FIELD_anatomy_devices_now, now->v, now->v[LW_AN_ALLOCATED],
+               now->v[LW_AN_RESERVED], leak);
     /* The peak: the roles when the model was largest, the activations from
      * PyTorch's peak of tensor memory. */
     int64_t pv[LW_AN_COUNT];
     memcpy(pv, pk->v, sizeof pv);
-    emit_roles(w, "peak", pv, now->v[LW_AN_PEAK_ALLOCATED], now->v[LW_AN_PEAK_RESERVED], leak);
+    emit_roles(w, LW_FIELD_anatomy_devices_peak, pv, now->v[LW_AN_PEAK_ALLOCATED],
+               now->v[LW_AN_PEAK_RESERVED], leak);
     lw_jw_end(w);
 }
 
@@ -351,18 +353,18 @@ static void emit_site_device(lw_jw *w, int d, int64_t leak) {
     int64_t fr, total;
     lw_device_last_mem(&fr, &total);
     lw_jw_object(w, NULL);
-    lw_jw_int(w, "device", d);
-    opt_int(w, "total_bytes", total);
-    lw_jw_int(w, "at_step", lw_step_now());
+    lw_jw_int(w, LW_KEY(anatomy_devices_device), d);
+    opt_int(w, LW_KEY(anatomy_devices_total_bytes), total);
+    lw_jw_int(w, LW_KEY(anatomy_devices_at_step), lw_step_now());
     for (int k = 0; k < 2; k++) {
-        lw_jw_object(w, k ? "peak" : "now");
-        opt_int(w, "weights", -1);
-        opt_int(w, "gradients", -1);
-        opt_int(w, "optimizer_state", -1);
-        opt_int(w, "activations", -1);
-        opt_int(w, "cached_free", -1);
-        opt_int(w, "outside_pytorch", -1);
-        opt_int(w, "leak", k ? -1 : leak < c.live_bytes ? leak : c.live_bytes);
+        lw_jw_object(w, k ? LW_KEY(anatomy_devices_peak) : LW_KEY(anatomy_devices_now));
+        opt_int(w, LW_KEY(ROLES_weights), -1);
+        opt_int(w, LW_KEY(ROLES_gradients), -1);
+        opt_int(w, LW_KEY(ROLES_optimizer_state), -1);
+        opt_int(w, LW_KEY(ROLES_activations), -1);
+        opt_int(w, LW_KEY(ROLES_cached_free), -1);
+        opt_int(w, LW_KEY(ROLES_outside_pytorch), -1);
+        opt_int(w, LW_KEY(ROLES_leak), k ? -1 : leak < c.live_bytes ? leak : c.live_bytes);
         lw_jw_end(w);
     }
     lw_jw_end(w);
@@ -407,15 +409,15 @@ void lw_anatomy_emit(lw_jw *w) {
     int torch = 0;
     for (int d = 0; d < AN_DEVICES; d++)
         torch |= now[d].have;
-    lw_jw_object(w, "anatomy");
-    lw_jw_str(w, "method", torch ? "pytorch" : "call_site");
-    lw_jw_str(w, "note",
+    lw_jw_object(w, LW_KEY(anatomy));
+    lw_jw_str(w, LW_KEY(anatomy_method), torch ? "pytorch" : "call_site");
+    lw_jw_str(w, LW_KEY(anatomy_note),
               torch ? "roles from PyTorch's optimizers and modules (each storage once) at the "
                       "helper's latest sample (at_step); peak: the roles when the model was "
                       "largest, activations from PyTorch's peak of tensor memory"
                     : "no PyTorch: the roles are unknown; the memory is split by call site "
                       "(sites[]), the leak is what the leaking sites hold");
-    lw_jw_array(w, "devices");
+    lw_jw_array(w, LW_KEY(anatomy_devices));
     if (torch) {
         for (int d = 0; d < AN_DEVICES; d++)
             if (now[d].have) emit_torch_device(w, d, &now[d], &pk[d]);

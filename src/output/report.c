@@ -522,36 +522,36 @@ static void emit_torch(lw_jw *w) {
         free(v);
         return;
     }
-    lw_jw_object(w, "torch");
-    lw_jw_str(w, "mode", lw_opt_str(LW_OPT_TORCH_MODE));
-    lw_jw_array(w, "devices");
+    lw_jw_object(w, LW_KEY(torch));
+    lw_jw_str(w, LW_KEY(torch_mode), lw_opt_str(LW_OPT_TORCH_MODE));
+    lw_jw_array(w, LW_KEY(torch_devices));
     for (int i = 0; i < n; i++) {
         const lw_torch_device_state *d = &t[i];
         const lw_growth *l = &d->last;
         int leak = d->verdict == LW_VERDICT_LEAK;
         lw_jw_object(w, NULL);
-        lw_jw_int(w, "device", d->device);
-        lw_jw_str(w, "verdict", lw_verdict_name(d->verdict));
-        lw_jw_str(w, "signal", "torch_allocated");
+        lw_jw_int(w, LW_KEY(torch_devices_device), d->device);
+        lw_jw_str(w, LW_KEY(torch_devices_verdict), lw_verdict_name(d->verdict));
+        lw_jw_str(w, LW_KEY(torch_devices_signal), "torch_allocated");
         emit_fit(w, &torch_fit, l);
         if (leak)
-            lw_jw_double(w, "onset_step", l->onset_x);
+            lw_jw_double(w, LW_KEY(torch_devices_onset_step), l->onset_x);
         else
-            lw_jw_null(w, "onset_step");
-        emit_opt_int(w, "first_leak_step", d->first_leak_step);
-        lw_jw_uint(w, "points", d->points);
-        lw_jw_int(w, "allocated_bytes", d->allocated);
-        lw_jw_int(w, "reserved_bytes", d->reserved);
-        emit_opt_int(w, "device_free_bytes", d->device_free);
+            lw_jw_null(w, LW_KEY(torch_devices_onset_step));
+        emit_opt_int(w, LW_KEY(torch_devices_first_leak_step), d->first_leak_step);
+        lw_jw_uint(w, LW_KEY(torch_devices_points), d->points);
+        lw_jw_int(w, LW_KEY(torch_devices_allocated_bytes), d->allocated);
+        lw_jw_int(w, LW_KEY(torch_devices_reserved_bytes), d->reserved);
+        emit_opt_int(w, LW_KEY(torch_devices_device_free_bytes), d->device_free);
         int64_t avail = available_of(d);
-        emit_opt_int(w, "available_bytes", avail);
+        emit_opt_int(w, LW_KEY(torch_devices_available_bytes), avail);
         /* The projection's one computation (lw_answer_oom), on what PyTorch
          * can still use. */
         double eta_s = NAN, eta_steps = NAN;
         if (leak) lw_answer_oom((double)avail, l->bytes_per_second, l->slope, &eta_s, &eta_steps);
-        lw_jw_double(w, "oom_eta_steps", eta_steps);
-        lw_jw_double(w, "oom_eta_seconds", eta_s);
-        lw_jw_str(w, "reason", d->reason[0] ? d->reason : "not evaluated yet");
+        lw_jw_double(w, LW_KEY(torch_devices_oom_eta_steps), eta_steps);
+        lw_jw_double(w, LW_KEY(torch_devices_oom_eta_seconds), eta_s);
+        lw_jw_str(w, LW_KEY(torch_devices_reason), d->reason[0] ? d->reason : "not evaluated yet");
         const lw_bin *b = bins + (size_t)i * TORCH_BINS;
         emit_bins(w, b, nb[i], COLUMNS(torch_columns));
         lw_jw_end(w);

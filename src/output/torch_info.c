@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "torch_info.h"
 
+#include "report_fields.h"
+
 #include "fmt.h"
 #include "log.h"
 
@@ -14,6 +16,12 @@
 enum { F_SITES, F_DIAGNOSIS, F_BACKEND, F_STEPS, F_ANSWER, F_STEP_UNIT, F_HOST_OWNER, F_COUNT };
 static const char *const names[F_COUNT] = {"sites",  "diagnosis", "backend",   "steps",
                                            "answer", "step_unit", "host_owner"};
+
+/* The helper's fields written as members of the report's "torch", under
+ * their rows' keys (report_fields.def). */
+static const lw_field torch_rows[F_COUNT] = {[F_DIAGNOSIS] = LW_FIELD_torch_diagnosis,
+                                             [F_BACKEND] = LW_FIELD_torch_backend,
+                                             [F_STEPS] = LW_FIELD_torch_steps};
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char *texts[F_COUNT];
@@ -375,7 +383,7 @@ size_t lw_torch_info_sites(double *top_bytes_per_step) {
 void lw_torch_info_emit_fields(lw_jw *w) {
     pthread_mutex_lock(&lock);
     for (int f = F_DIAGNOSIS; f < F_ANSWER; f++)
-        if (texts[f]) lw_jw_raw(w, names[f], texts[f], strlen(texts[f]));
+        if (texts[f]) lw_jw_raw(w, lw_report_field_key(torch_rows[f]), texts[f], strlen(texts[f]));
     pthread_mutex_unlock(&lock);
 }
 
@@ -493,11 +501,11 @@ int lw_torch_info_answer_members(lw_jw *w) {
     if (texts[F_SITES]) each_element(texts[F_SITES], 1, first_element, &top);
     int any = top && member(top, "id", &id, &nid);
     if (any) {
-        lw_jw_raw(w, "site", id, nid);
+        lw_jw_raw(w, LW_KEY(answer_site), id, nid);
         if (member(top, "where", &where, &nwhere))
-            lw_jw_raw(w, "where", where, nwhere);
+            lw_jw_raw(w, LW_KEY(answer_where), where, nwhere);
         else
-            lw_jw_null(w, "where");
+            lw_jw_null(w, LW_KEY(answer_where));
     }
     pthread_mutex_unlock(&lock);
     return any;

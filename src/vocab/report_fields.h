@@ -12,10 +12,11 @@
  *     lw_report_field_plain) is read by its row, checked against the row's
  *     types, into a slot by id (lw_model_num/str/bool, LW_FIELD_...);
  *   - `leakwatch report --format json` (tools/render/render_json.c): those
- *     members flagged LW_RF_SHOWN are written back, in the rows' order.
- * The library's writer (src/output/report.c, anatomy.c) names most keys by
- * their rows (LW_KEY, below), and test_report_schema holds all it writes to
- * the rows. */
+ *     members flagged LW_RF_SHOWN are written back, in the rows' order, and
+ *     the answer's (answer.*) when the report holds it whole (answer.unit).
+ * The library's writer (src/output/report.c, answer.c, anatomy.c,
+ * torch_info.c) names its keys by their rows (LW_KEY, below), and
+ * test_report_schema holds all it writes to the rows. */
 #ifndef LW_REPORT_FIELDS_H
 #define LW_REPORT_FIELDS_H
 
@@ -69,10 +70,10 @@ extern const size_t lw_report_nabbrevs;
  * row does not compile. A member of an array's elements has its own row
  * ("sites[].frames[].line": sites_frames_line), and a member of an
  * abbreviation's objects the abbreviation's (WHERE_label). report.c,
- * answer.c and anatomy.c name so the keys of the top level, growth
- * (pinned_host included), oom, totals, series, sites[] (where, frames),
- * answer, failed_allocations and tracker; not yet those of anatomy's body
- * and torch. */
+ * answer.c, anatomy.c and torch_info.c name so every key they write; the
+ * members inside what the PyTorch helper hands over as JSON text (torch's
+ * diagnosis, backend and steps, PyTorch's sites[], owner) are the helper's
+ * (python/leakwatch/_torch.py), held to the rows by test_report_schema. */
 #define LW_KEY(id) lw_report_field_key(LW_FIELD_##id)
 
 /* The member's key, the path's last part ("p_value" of "growth.p_value");
