@@ -51,8 +51,8 @@ static void counts(lw_jw *w, const lw_m_counts *c) {
     fields(w, c, &lw_m_counts_fields);
 }
 
-static void by_kind(lw_jw *w, const lw_m_counts *bk) {
-    lw_jw_object(w, "by_kind");
+static void by_kind(lw_jw *w, lw_field key, const lw_m_counts *bk) {
+    lw_jw_object(w, lw_report_field_key(key));
     for (int k = 0; k < LW_KIND_COUNT; k++) {
         lw_jw_object(w, lw_kind_name((lw_kind)k));
         counts(w, &bk[k]);
@@ -82,7 +82,7 @@ static void series(lw_jw *w, const char *key, const double *v, size_t n) {
 
 /* The tracker's counters are passed through: numbers only. */
 static void tracker(lw_jw *w, const lw_json *t) {
-    lw_jw_object(w, "tracker");
+    lw_jw_object(w, LW_KEY(tracker));
     for (size_t i = 0; i < lw_json_len(t); i++) {
         const lw_json *v = lw_json_value_at(t, i);
         if (lw_json_type_of(v) == LW_JSON_NUMBER)
@@ -97,18 +97,18 @@ static void shown(lw_jw *w, const lw_model *m, const char *object);
  * report has none). */
 static void anatomy_oom(lw_jw *w, const lw_model *m) {
     if (m->anatomy_method) {
-        lw_jw_object(w, "anatomy");
-        lw_jw_str(w, "method", m->anatomy_method);
-        lw_jw_str(w, "note", m->anatomy_note);
-        lw_jw_array(w, "devices");
+        lw_jw_object(w, LW_KEY(anatomy));
+        lw_jw_str(w, LW_KEY(anatomy_method), m->anatomy_method);
+        lw_jw_str(w, LW_KEY(anatomy_note), m->anatomy_note);
+        lw_jw_array(w, LW_KEY(anatomy_devices));
         for (size_t i = 0; i < m->nanatomy; i++) {
             const lw_m_anatomy *a = &m->anatomy[i];
             lw_jw_object(w, NULL);
-            num(w, "device", a->device);
-            num(w, "total_bytes", a->total_bytes);
-            num(w, "at_step", a->at_step);
+            num(w, LW_KEY(anatomy_devices_device), a->device);
+            num(w, LW_KEY(anatomy_devices_total_bytes), a->total_bytes);
+            num(w, LW_KEY(anatomy_devices_at_step), a->at_step);
             for (int p = 0; p < 2; p++) {
-                lw_jw_object(w, p ? "peak" : "now");
+                lw_jw_object(w, p ? LW_KEY(anatomy_devices_peak) : LW_KEY(anatomy_devices_now));
                 for (int k = 0; k < LW_ROLES; k++)
                     num(w, lw_model_role_names[k], p ? a->peak[k] : a->now[k]);
                 lw_jw_end(w);
@@ -118,14 +118,14 @@ static void anatomy_oom(lw_jw *w, const lw_model *m) {
         lw_jw_end(w);
         lw_jw_end(w);
     } else {
-        lw_jw_null(w, "anatomy");
+        lw_jw_null(w, LW_KEY(anatomy));
     }
     const lw_m_oom *o = &m->oom;
     if (!o->have) {
-        lw_jw_null(w, "oom");
+        lw_jw_null(w, LW_KEY(oom));
         return;
     }
-    lw_jw_object(w, "oom");
+    lw_jw_object(w, LW_KEY(oom));
     shown(w, m, "oom");
     lw_jw_end(w);
 }
@@ -217,44 +217,44 @@ static void one(lw_jw *w, const lw_model *m) {
     lw_jw_object(w, NULL);
     shown(w, m, "");
 
-    lw_jw_object(w, "totals");
+    lw_jw_object(w, LW_KEY(totals));
     counts(w, &m->totals);
-    num(w, "unknown_free_count", m->unknown_free_count);
-    num(w, "mapped_bytes", m->mapped_bytes);
+    num(w, LW_KEY(totals_unknown_free_count), m->unknown_free_count);
+    num(w, LW_KEY(totals_mapped_bytes), m->mapped_bytes);
     if (m->have_imported) {
-        lw_jw_object(w, "imported");
+        lw_jw_object(w, LW_KEY(totals_imported));
         counts(w, &m->imported);
-        num(w, "mapped_bytes", m->imported_mapped_bytes);
+        num(w, LW_KEY(totals_imported_mapped_bytes), m->imported_mapped_bytes);
         lw_jw_end(w);
     }
-    by_kind(w, m->by_kind);
-    lw_jw_array(w, "by_device");
+    by_kind(w, LW_FIELD_totals_by_kind, m->by_kind);
+    lw_jw_array(w, LW_KEY(totals_by_device));
     for (size_t i = 0; i < m->ndevices; i++) {
         lw_jw_object(w, NULL);
-        num(w, "device", m->devices[i].device);
+        num(w, LW_KEY(totals_by_device_device), m->devices[i].device);
         counts(w, &m->devices[i].c);
-        by_kind(w, m->devices[i].by_kind);
+        by_kind(w, LW_FIELD_totals_by_device_by_kind, m->devices[i].by_kind);
         lw_jw_end(w);
     }
     lw_jw_end(w);
     lw_jw_end(w);
 
-    lw_jw_object(w, "growth");
+    lw_jw_object(w, LW_KEY(growth));
     shown(w, m, "growth");
     lw_jw_end(w);
 
     anatomy_oom(w, m);
 
-    lw_jw_object(w, "series");
-    series(w, "x", m->sx, m->nseries);
-    series(w, "time_s", m->st, m->nseries);
-    series(w, "floor", m->sfloor, m->nseries);
-    series(w, "peak", m->speak, m->nseries);
+    lw_jw_object(w, LW_KEY(series));
+    series(w, LW_KEY(series_x), m->sx, m->nseries);
+    series(w, LW_KEY(series_time_s), m->st, m->nseries);
+    series(w, LW_KEY(series_floor), m->sfloor, m->nseries);
+    series(w, LW_KEY(series_peak), m->speak, m->nseries);
     lw_jw_end(w);
 
-    num(w, "sites_total", m->sites_total);
-    num(w, "sites_reported", m->sites_reported);
-    lw_jw_array(w, "sites");
+    num(w, LW_KEY(sites_total), m->sites_total);
+    num(w, LW_KEY(sites_reported), m->sites_reported);
+    lw_jw_array(w, LW_KEY(sites));
     for (size_t i = 0; i < m->nsites; i++) {
         const lw_m_site *s = &m->sites[i];
         lw_jw_object(w, NULL);
@@ -262,14 +262,14 @@ static void one(lw_jw *w, const lw_model *m) {
         char where[512];
         int k = lw_model_where(s, where, sizeof where);
         if (k >= 0) {
-            lw_jw_object(w, "where");
-            lw_jw_int(w, "frame", k);
-            lw_jw_str(w, "label", where);
+            lw_jw_object(w, LW_KEY(sites_where));
+            lw_jw_int(w, LW_KEY(WHERE_frame), k);
+            lw_jw_str(w, LW_KEY(WHERE_label), where);
             lw_jw_end(w);
         } else {
-            lw_jw_null(w, "where");
+            lw_jw_null(w, LW_KEY(sites_where));
         }
-        lw_jw_array(w, "frames");
+        lw_jw_array(w, LW_KEY(sites_frames));
         for (size_t j = 0; j < s->nframes; j++) {
             lw_jw_object(w, NULL);
             fields(w, &s->frames[j], &lw_m_frame_fields);
@@ -277,16 +277,16 @@ static void one(lw_jw *w, const lw_model *m) {
         }
         lw_jw_end(w);
         if (s->nseries) {
-            lw_jw_object(w, "series");
-            series(w, "x", s->series_x, s->nseries);
-            series(w, "floor", s->series_floor, s->nseries);
+            lw_jw_object(w, LW_KEY(sites_series));
+            series(w, LW_KEY(sites_series_x), s->series_x, s->nseries);
+            series(w, LW_KEY(sites_series_floor), s->series_floor, s->nseries);
             lw_jw_end(w);
         }
         lw_jw_end(w);
     }
     lw_jw_end(w);
 
-    lw_jw_array(w, "failed_allocations");
+    lw_jw_array(w, LW_KEY(failed_allocations));
     for (size_t i = 0; i < m->nfailures; i++) {
         lw_jw_object(w, NULL);
         fields(w, &m->failures[i], &lw_m_failure_fields);
