@@ -1012,6 +1012,30 @@ START_TEST(the_reports_answer_is_written_back_by_format_json) {
     ck_assert_int_eq(lw_json_type_of(lw_json_get(a, "oom_eta_seconds")), LW_JSON_NULL);
     lw_json_free(doc);
     lw_run_free(&r);
+
+    /* An answer naming a site the report does not list (its sites cut at
+     * LEAKWATCH_REPORT_SITES): its id and place as the report gives them. */
+    FILE *f = fopen(rep, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"tool\": \"leakwatch\", \"version\": \"0.1.0\", \"pid\": 7, \"verdict\": \"leak\",\n"
+          " \"growth\": {\"bytes_per_step\": 64, \"steps\": 50, \"memory_kind\": \"device\"},\n"
+          " \"sites\": [{\"id\": 2, \"live_bytes\": 4096, \"leak\": false}],\n"
+          " \"answer\": {\"site\": 9, \"kind\": \"device\", \"where\": {\"frame\": 0, \"label\":\n"
+          "  \"train.py:31 in stash\"}, \"unit\": \"step\", \"says_where\": true,\n"
+          "  \"bytes_per_step\": 64, \"steps\": 50, \"rose_once\": false}}\n",
+          f);
+    ck_assert_int_eq(fclose(f), 0);
+    lw_cli_run(&r, json, NULL);
+    RUN_OK(&r);
+    doc = lw_json_parse(r.out, strlen(r.out), NULL, err, sizeof err);
+    ck_assert_msg(doc != NULL, "%s", err);
+    a = lw_json_get(doc, "answer");
+    ck_assert_int_eq(lw_json_int64(lw_json_get(a, "site"), &v), 0);
+    ck_assert_int_eq(v, 9);
+    ck_assert_str_eq(lw_json_string(lw_json_path(a, "where.label")), "train.py:31 in stash");
+    ck_assert_str_eq(lw_json_string(lw_json_get(a, "kind")), "device");
+    lw_json_free(doc);
+    lw_run_free(&r);
     lw_remove_dir(dir);
 }
 END_TEST

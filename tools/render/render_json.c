@@ -179,19 +179,23 @@ static void answer(lw_jw *w, const lw_model *m) {
         const char *key = lw_report_field_key(f);
         unsigned t = lw_report_fields[i].types;
         if (f == LW_FIELD_answer_site) {
-            if (top)
-                num(w, key, top->id);
-            else
-                lw_jw_null(w, key);
+            /* A site the report does not list (LEAKWATCH_REPORT_SITES): its
+             * id as the report gives it. */
+            num(w, key, top ? top->id : lw_model_num(m, f));
         } else if (f == LW_FIELD_answer_kind) {
             lw_jw_str(w, key, m->verdict == LW_VERDICT_LEAK ? memory_kind : NULL);
         } else if (f == LW_FIELD_answer_where) {
+            /* The place's label as lw_model_answer takes it: the named
+             * site's (under --user-code), else the report's own. */
             char where[512];
-            if (!top) {
+            if (top)
+                lw_model_where(top, where, sizeof where);
+            else if (m->answer_whole && m->answer_label)
+                snprintf(where, sizeof where, "%s", m->answer_label);
+            else {
                 lw_jw_null(w, key);
                 continue;
             }
-            lw_model_where(top, where, sizeof where);
             lw_jw_object(w, key);
             lw_jw_str(w, LW_KEY(WHERE_label), where);
             lw_jw_end(w);
