@@ -30,19 +30,23 @@ DEPFLAGS := -MMD -MP
 # lower layer cannot even name a higher one; make check-layers checks the
 # calls from the objects' symbols. base: utilities; vocab: the report's
 # words, shared with the command; loader: the real functions, the driver and
-# the code epoch.
-LAYERS := base vocab loader track analyze output top hooks attach
+# the code epoch; process: the process-level files (start, exit, fork, the
+# worker thread, the end-of-run signals, the public C API).
+LAYERS := base vocab loader track analyze output process hooks attach
 INC_base := -Isrc/base
 INC_vocab := $(INC_base) -Isrc/vocab
 INC_loader := $(INC_vocab) -Isrc/loader
 INC_track := $(INC_loader) -Isrc/track
 INC_analyze := $(INC_track) -Isrc/analyze
 INC_output := $(INC_analyze) -Isrc/output
-INC_top := $(INC_output) -Isrc
-INC_hooks := $(INC_top) -Isrc/hooks
+INC_process := $(INC_output) -Isrc/process
+INC_hooks := $(INC_process) -Isrc/hooks
 INC_attach := $(INC_hooks) -Isrc/attach
-# A source's layer: its folder under src/, "top" for src/*.c.
-layer_of = $(or $(word 2,$(subst /, ,$(dir $(1)))),top)
+# A source's layer: its folder under src/. A loose src/*.c belongs to none
+# ("loose": compiled with every layer's headers, and make check-layers fails
+# on its object, build/obj/NAME.o).
+layer_of = $(or $(word 2,$(subst /, ,$(dir $(1)))),loose)
+INC_loose := $(INC_attach)
 # Tests and fuzzers see every layer.
 INC_ALL := $(INC_attach)
 ifeq ($(SAN),1)

@@ -13,7 +13,7 @@ check-valgrind: all $(STUBS) $(PROGS)
 # It reads every object under $(B)/obj: the objects of sources that have moved
 # or gone (a file renamed, a layer split) are removed first, else an old copy
 # would count as a second definition in another layer.
-OBJ_DIRS := $(B)/obj $(addprefix $(B)/obj/,$(filter-out top,$(LAYERS)) tools $(TOOL_DIRS:%=tools/%))
+OBJ_DIRS := $(B)/obj $(addprefix $(B)/obj/,$(LAYERS) tools $(TOOL_DIRS:%=tools/%))
 STALE_OBJS = $(filter-out $(LIB_OBJS) $(TOOL_OBJS) $(B)/obj/empty.o,$(wildcard $(OBJ_DIRS:%=%/*.o)))
 check-layers: all
 	$(if $(STALE_OBJS),@rm -f $(STALE_OBJS) $(STALE_OBJS:.o=.d))

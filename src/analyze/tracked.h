@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A tracked series: one signal's floor series (series.h), the detector's
  * latest evaluation of it (lw_detect) and the verdict announced from the
- * successive evaluations (lw_decision). growth.c keeps one per signal: the
+ * successive evaluations (lw_decision). growth keeps one per signal: the
  * device's live bytes, pinned host memory, PyTorch's tensors on each device
  * and the phases of a marked run without marks; it routes each point to its
  * series and decides which series the run's verdict comes from.

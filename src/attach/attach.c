@@ -76,7 +76,7 @@ static int attach_now(const char *settings, char *msg, size_t n) {
         goto out;
     }
     if (!lw_hook_names_built()) {
-        if (lw_hook_names_build() != 0) {
+        if (lw_hook_names_build("dlopen", (void *)lw_late_dlopen) != 0) {
             snprintf(msg, n, "cannot read leakwatch's own symbol table");
             goto out;
         }

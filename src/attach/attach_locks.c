@@ -2,6 +2,7 @@
 #include "attach_locks.h"
 
 #include "fork_locks.h"
+#include "lifecycle.h"
 #include "lock_order.h"
 
 #include <pthread.h>
@@ -37,11 +38,11 @@ static void fork_child(void) {
     LW_LOCK_FORGET(LW_RANK_ATTACH);
 }
 
-/* The last row of the fork-handler registry's table (src/fork_locks.c): a
+/* The last row of the fork-handler registry's table (src/process/fork_locks.c): a
  * fork takes patch_lock after start_lock and releases it before. */
 static const lw_fork_row row = {fork_prepare, fork_parent, fork_child};
 
 void lw_attach_locks_for_fork(void) {
     lw_fork_locks_set_attach(&row);
-    lw_fork_locks_register();
+    lw_lifecycle_fork_handlers();
 }

@@ -3,13 +3,13 @@
  * them:
  *
  *   attach_lock  (one attach or detach at a time: attach.c)
- *     -> start_lock  (src/lifecycle.c: lw_lifecycle_attach/detach, and the
+ *     -> start_lock  (src/process/lifecycle.c: lw_lifecycle_attach/detach, and the
  *                     fork handlers' first lock)
  *       -> patch_lock  (the rewritten entries: patch.c; a leaf: nothing is
  *                       taken while it is held)
  *
  * A fork takes start_lock, then patch_lock (the fork-handler registry,
- * src/fork_locks.c, walks its table in the lock order). So attach and detach
+ * src/process/fork_locks.c, walks its table in the lock order). So attach and detach
  * never hold patch_lock while they take start_lock (that inversion hung a job
  * forking during an attach for good), and attach_lock, which no fork handler
  * takes, is made new in a child (the attach or detach that held it runs in

@@ -2,7 +2,6 @@
 #include "hook_names.h"
 
 #include "dynamic.h"
-#include "late_dlopen.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -17,7 +16,7 @@ typedef struct {
 static hook_name *hooks;
 static size_t nhooks;
 
-int lw_hook_names_build(void) {
+int lw_hook_names_build(const char *late_name, void *late_hook) {
     Dl_info info;
     struct link_map *lm = NULL;
     if (!dladdr1((void *)&lw_hook_names_build, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
@@ -39,9 +38,9 @@ int lw_hook_names_build(void) {
         if (!name || !strncmp(name, "leakwatch", 9)) continue;
         t[k++] = (hook_name){name, (void *)(lm->l_addr + s->st_value)};
     }
-    /* Late only: preloaded, an exported dlopen would take every caller's
-     * identity (its RUNPATH, $ORIGIN) from dlopen. */
-    t[k++] = (hook_name){"dlopen", (void *)lw_late_dlopen};
+    /* Late only (dlopen, late_dlopen.h): preloaded, an exported dlopen would
+     * take every caller's identity (its RUNPATH, $ORIGIN) from dlopen. */
+    t[k++] = (hook_name){late_name, late_hook};
     hooks = t;
     nhooks = k;
     return 0;

@@ -6,9 +6,12 @@
 #ifndef LW_ATTACH_HOOK_NAMES_H
 #define LW_ATTACH_HOOK_NAMES_H
 
-/* Reads the list, once (the first attach; under the attach lock). 0, or -1
- * (the library's own symbol table could not be read). */
-int lw_hook_names_build(void);
+/* Reads the list, once (the first attach; under the attach lock), and adds
+ * the one hook only an attach hands out: late_name's, late_hook (dlopen's,
+ * late_dlopen.h; passed in, so that this file calls no other of the attach
+ * layer, which reads its list). 0, or -1 (the library's own symbol table
+ * could not be read). */
+int lw_hook_names_build(const char *late_name, void *late_hook);
 
 /* 1 once the list is built. */
 int lw_hook_names_built(void);

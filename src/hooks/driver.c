@@ -14,9 +14,10 @@
  * the per-thread-stream (_ptsz) versions of an async function, which share a
  * signature, each keep their own real function.
  *
- * The wrapped functions are listed once, in hook_list.h: the slots, the
- * exports and the lookup table below are generated from that list. Each body
- * is the real call and one event (track/events.h), which decides what is
+ * The wrapped functions are listed once, in hook_list.h: the hooks'
+ * declarations, the slots, the exports and the lookup table below are
+ * generated from that list. Each hook, lw_hook_NAME, is a plain function
+ * below: the real call and one event (track/events.h), which decides what is
  * recorded. */
 #include "hooks.h"
 
@@ -29,9 +30,25 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#define UNPAREN(...) __VA_ARGS__
+/* ---- the hooks: the real call, then one event (track/events.h) ----
+ *
+ * lw_hook_NAME(real, NAME's parameters) is the work of the wrapped function
+ * NAME, for every way a caller reaches it (the export, the slots the lookups
+ * hand out, generated at the end of this file from hook_list.h): real, the
+ * real function the caller would have reached without leakwatch, called
+ * between lw_hook_enter and lw_hook_leave (guard.h), its result passed back
+ * unchanged, and one event: an allocation's after the call (it reads the
+ * gate, lw_hook_enter's answer, and the result); a release's begun before
+ * the call (with the gate and a ticket) and ended after it. */
 
-/* ---- the wrappers: the real call, then one event (track/events.h) ---- */
+/* Each hook's declaration, from its row of hook_list.h: a hook whose
+ * definition below disagrees with its row does not build. */
+#define DECLARE(NAME, TYPE, PARAMS, ...)                                                           \
+    static CUresult lw_hook_##NAME(TYPE real, LW_UNPAREN PARAMS);
+#define NO_DECLARATION(...)
+LW_DRIVER_HOOKS(DECLARE, NO_DECLARATION)
+#undef DECLARE
+#undef NO_DECLARATION
 
 /* What an allocation call gave back, read only when it succeeded. */
 static inline uint64_t dptr_out(CUresult r, const CUdeviceptr *p) {
@@ -49,90 +66,231 @@ static inline uint64_t handle_out(CUresult r, const CUmemGenericAllocationHandle
     return r == CUDA_SUCCESS && h ? (uint64_t)*h : 0;
 }
 
-/* A body, NAME_body(real, the parameters of hook_list.h's PARAMS): real
- * called with ARGS between lw_hook_enter and lw_hook_leave (guard.h), and one
- * event, in one of two shapes:
- *   AFTER(NAME, PFN, PARAMS, ARGS, EVENT...): an allocation or lookup; EVENT,
- *     the statement that records it, runs after the call and reads the gate
- *     (lw_hook_enter's answer) and r (the call's result);
- *   AROUND(NAME, PFN, PARAMS, ARGS, TICKET, END, BEGIN...): a release; BEGIN
- *     starts it before the call, with lw_hook_enter's answer and &t, the
- *     ticket of type TICKET; END(&t, r) finishes it after the call.
- * Both expand to the code written out: no call, lock or branch more on the
- * path of every allocation. */
-#define AFTER(NAME, T, P, A, ...)                                                                  \
-    static CUresult NAME##_body(T real, UNPAREN P) {                                               \
-        if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                              \
-        lw_event_gate gate = lw_hook_enter();                                                      \
-        CUresult r = real A;                                                                       \
-        __VA_ARGS__;                                                                               \
-        lw_hook_leave();                                                                           \
-        return r;                                                                                  \
-    }
-#define AROUND(NAME, T, P, A, TICKET, END, ...)                                                    \
-    static CUresult NAME##_body(T real, UNPAREN P) {                                               \
-        if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                              \
-        TICKET t;                                                                                  \
-        __VA_ARGS__;                                                                               \
-        CUresult r = real A;                                                                       \
-        END(&t, r);                                                                                \
-        lw_hook_leave();                                                                           \
-        return r;                                                                                  \
-    }
+static CUresult lw_hook_cuMemAlloc_v2(lw_pfn_cuMemAlloc_v3020 real, CUdeviceptr *dptr,
+                                      size_t bytesize) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    lw_event_gate gate = lw_hook_enter();
+    CUresult r = real(dptr, bytesize);
+    lw_event_alloc(gate, r, LW_KIND_DEVICE, dptr_out(r, dptr), bytesize);
+    lw_hook_leave();
+    return r;
+}
 
-AFTER(cuMemAlloc_v2, lw_pfn_cuMemAlloc_v3020, LW_P_ALLOC, LW_A_ALLOC,
-      lw_event_alloc(gate, r, LW_KIND_DEVICE, dptr_out(r, dptr), size))
-AFTER(cuMemAllocPitch_v2, lw_pfn_cuMemAllocPitch_v3020, LW_P_PITCH, LW_A_PITCH,
-      int ok = r == CUDA_SUCCESS && d && p;
-      lw_event_alloc(gate, r, LW_KIND_DEVICE, ok ? *d : 0, pitch_bytes(ok, p, w, h)))
-AFTER(cuMemAllocManaged, lw_pfn_cuMemAllocManaged_v6000, LW_P_MANAGED, LW_A_MANAGED,
-      lw_event_alloc(gate, r, LW_KIND_MANAGED, dptr_out(r, d), s))
-AFTER(cuMemAllocAsync, lw_pfn_cuMemAllocAsync_v11020, LW_P_ASYNC, LW_A_ASYNC,
-      lw_event_alloc(gate, r, LW_KIND_DEVICE, dptr_out(r, d), s))
-AFTER(cuMemAllocFromPoolAsync, lw_pfn_cuMemAllocFromPoolAsync_v11020, LW_P_POOL, LW_A_POOL,
-      lw_event_alloc(gate, r, LW_KIND_DEVICE, dptr_out(r, d), s))
-AFTER(cuMemHostAlloc, lw_pfn_cuMemHostAlloc_v2020, LW_P_HOSTALLOC, LW_A_HOSTALLOC,
-      lw_event_host_alloc(gate, r, host_out(r, pp), s))
-AFTER(cuMemAllocHost_v2, lw_pfn_cuMemAllocHost_v3020, LW_P_ALLOCHOST, LW_A_ALLOCHOST,
-      lw_event_host_alloc(gate, r, host_out(r, pp), s))
+static CUresult lw_hook_cuMemAllocPitch_v2(lw_pfn_cuMemAllocPitch_v3020 real, CUdeviceptr *dptr,
+                                           size_t *pitch, size_t width, size_t height,
+                                           unsigned int element_size) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    lw_event_gate gate = lw_hook_enter();
+    CUresult r = real(dptr, pitch, width, height, element_size);
+    int ok = r == CUDA_SUCCESS && dptr && pitch;
+    lw_event_alloc(gate, r, LW_KIND_DEVICE, ok ? *dptr : 0, pitch_bytes(ok, pitch, width, height));
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult lw_hook_cuMemAllocManaged(lw_pfn_cuMemAllocManaged_v6000 real, CUdeviceptr *dptr,
+                                          size_t bytesize, unsigned int flags) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    lw_event_gate gate = lw_hook_enter();
+    CUresult r = real(dptr, bytesize, flags);
+    lw_event_alloc(gate, r, LW_KIND_MANAGED, dptr_out(r, dptr), bytesize);
+    lw_hook_leave();
+    return r;
+}
+
+/* Also cuMemAllocAsync_ptsz (hook_list.h's ALIAS), with its own slots. */
+static CUresult lw_hook_cuMemAllocAsync(lw_pfn_cuMemAllocAsync_v11020 real, CUdeviceptr *dptr,
+                                        size_t bytesize, CUstream stream) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    lw_event_gate gate = lw_hook_enter();
+    CUresult r = real(dptr, bytesize, stream);
+    lw_event_alloc(gate, r, LW_KIND_DEVICE, dptr_out(r, dptr), bytesize);
+    lw_hook_leave();
+    return r;
+}
+
+/* Also cuMemAllocFromPoolAsync_ptsz. */
+static CUresult lw_hook_cuMemAllocFromPoolAsync(lw_pfn_cuMemAllocFromPoolAsync_v11020 real,
+                                                CUdeviceptr *dptr, size_t bytesize,
+                                                CUmemoryPool pool, CUstream stream) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    lw_event_gate gate = lw_hook_enter();
+    CUresult r = real(dptr, bytesize, pool, stream);
+    lw_event_alloc(gate, r, LW_KIND_DEVICE, dptr_out(r, dptr), bytesize);
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult lw_hook_cuMemHostAlloc(lw_pfn_cuMemHostAlloc_v2020 real, void **pp, size_t bytesize,
+                                       unsigned int flags) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    lw_event_gate gate = lw_hook_enter();
+    CUresult r = real(pp, bytesize, flags);
+    lw_event_host_alloc(gate, r, host_out(r, pp), bytesize);
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult lw_hook_cuMemAllocHost_v2(lw_pfn_cuMemAllocHost_v3020 real, void **pp,
+                                          size_t bytesize) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    lw_event_gate gate = lw_hook_enter();
+    CUresult r = real(pp, bytesize);
+    lw_event_host_alloc(gate, r, host_out(r, pp), bytesize);
+    lw_hook_leave();
+    return r;
+}
+
 /* Host memory the program allocated, page-locked: pinned host memory until
  * cuMemHostUnregister. */
-AFTER(cuMemHostRegister_v2, lw_pfn_cuMemHostRegister_v6050, LW_P_HOSTREG, LW_A_HOSTREG,
-      lw_event_host_alloc(gate, r, host_out(r, &p), s))
-AFTER(cuMemCreate, lw_pfn_cuMemCreate_v10020, LW_P_CREATE, LW_A_CREATE,
-      int device = p && p->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? p->location.id : -1;
-      lw_event_vmm_create(gate, r, handle_out(r, h), s, device))
-AROUND(cuMemFree_v2, lw_pfn_cuMemFree_v3020, LW_P_FREE, LW_A_FREE, lw_event_free_ticket,
-       lw_event_free_end, lw_event_free_begin(lw_hook_enter(), d, &t))
-AROUND(cuMemFreeAsync, lw_pfn_cuMemFreeAsync_v11020, LW_P_FREEASYNC, LW_A_FREEASYNC,
-       lw_event_free_ticket, lw_event_free_end, lw_event_free_begin(lw_hook_enter(), d, &t))
-AROUND(cuMemFreeHost, lw_pfn_cuMemFreeHost_v2000, LW_P_HOSTPTR, LW_A_HOSTPTR, lw_event_free_ticket,
-       lw_event_free_end, lw_event_host_free_begin(lw_hook_enter(), (uint64_t)(uintptr_t)p, &t))
-AROUND(cuMemHostUnregister, lw_pfn_cuMemHostUnregister_v4000, LW_P_HOSTPTR, LW_A_HOSTPTR,
-       lw_event_free_ticket, lw_event_free_end,
-       lw_event_host_free_begin(lw_hook_enter(), (uint64_t)(uintptr_t)p, &t))
-AFTER(cuIpcOpenMemHandle, lw_pfn_cuIpcOpenMemHandle_v11000, LW_P_IPCOPEN, LW_A_IPCOPEN,
-      lw_event_ipc_open(gate, r, dptr_out(r, d)))
-AROUND(cuIpcCloseMemHandle, lw_pfn_cuIpcCloseMemHandle_v4010, LW_P_FREE, LW_A_FREE,
-       lw_event_close_ticket, lw_event_ipc_close_end,
-       lw_event_ipc_close_begin(lw_hook_enter(), d, &t))
-AFTER(cuMemImportFromShareableHandle, lw_pfn_cuMemImportFromShareableHandle_v10020, LW_P_IMPORT,
-      LW_A_IMPORT, lw_event_vmm_import(gate, r, handle_out(r, h)))
-AROUND(cuMemRelease, lw_pfn_cuMemRelease_v10020, LW_P_HANDLE, LW_A_HANDLE, lw_event_vmm_ticket,
-       lw_event_vmm_release_end, lw_event_vmm_release_begin(lw_hook_enter(), h, &t))
-AFTER(cuMemRetainAllocationHandle, lw_pfn_cuMemRetainAllocationHandle_v11000, LW_P_RETAIN,
-      LW_A_RETAIN, lw_event_vmm_retain(gate, r, handle_out(r, h)))
-AFTER(cuMemMap, lw_pfn_cuMemMap_v10020, LW_P_MAP, LW_A_MAP, lw_event_vmm_map(gate, r, p, s, o, h))
-AROUND(cuMemUnmap, lw_pfn_cuMemUnmap_v10020, LW_P_UNMAP, LW_A_UNMAP, lw_event_vmm_ticket,
-       lw_event_vmm_unmap_end, lw_event_vmm_unmap_begin(lw_hook_enter(), p, s, &t))
-#undef AFTER
-#undef AROUND
+static CUresult lw_hook_cuMemHostRegister_v2(lw_pfn_cuMemHostRegister_v6050 real, void *p,
+                                             size_t bytesize, unsigned int flags) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    lw_event_gate gate = lw_hook_enter();
+    CUresult r = real(p, bytesize, flags);
+    lw_event_host_alloc(gate, r, host_out(r, &p), bytesize);
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult lw_hook_cuMemCreate(lw_pfn_cuMemCreate_v10020 real,
+                                    CUmemGenericAllocationHandle *handle, size_t size,
+                                    const CUmemAllocationProp *prop, unsigned long long flags) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    lw_event_gate gate = lw_hook_enter();
+    CUresult r = real(handle, size, prop, flags);
+    int device =
+        prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
+    lw_event_vmm_create(gate, r, handle_out(r, handle), size, device);
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult lw_hook_cuMemFree_v2(lw_pfn_cuMemFree_v3020 real, CUdeviceptr dptr) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    lw_event_free_ticket t;
+    lw_event_free_begin(lw_hook_enter(), dptr, &t);
+    CUresult r = real(dptr);
+    lw_event_free_end(&t, r);
+    lw_hook_leave();
+    return r;
+}
+
+/* Also cuMemFreeAsync_ptsz. */
+static CUresult lw_hook_cuMemFreeAsync(lw_pfn_cuMemFreeAsync_v11020 real, CUdeviceptr dptr,
+                                       CUstream stream) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    lw_event_free_ticket t;
+    lw_event_free_begin(lw_hook_enter(), dptr, &t);
+    CUresult r = real(dptr, stream);
+    lw_event_free_end(&t, r);
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult lw_hook_cuMemFreeHost(lw_pfn_cuMemFreeHost_v2000 real, void *p) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    lw_event_free_ticket t;
+    lw_event_host_free_begin(lw_hook_enter(), (uint64_t)(uintptr_t)p, &t);
+    CUresult r = real(p);
+    lw_event_free_end(&t, r);
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult lw_hook_cuMemHostUnregister(lw_pfn_cuMemHostUnregister_v4000 real, void *p) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    lw_event_free_ticket t;
+    lw_event_host_free_begin(lw_hook_enter(), (uint64_t)(uintptr_t)p, &t);
+    CUresult r = real(p);
+    lw_event_free_end(&t, r);
+    lw_hook_leave();
+    return r;
+}
+
+/* Also cuIpcOpenMemHandle_v2. */
+static CUresult lw_hook_cuIpcOpenMemHandle(lw_pfn_cuIpcOpenMemHandle_v11000 real,
+                                           CUdeviceptr *pdptr, CUipcMemHandle handle,
+                                           unsigned int flags) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    lw_event_gate gate = lw_hook_enter();
+    CUresult r = real(pdptr, handle, flags);
+    lw_event_ipc_open(gate, r, dptr_out(r, pdptr));
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult lw_hook_cuIpcCloseMemHandle(lw_pfn_cuIpcCloseMemHandle_v4010 real,
+                                            CUdeviceptr dptr) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    lw_event_close_ticket t;
+    lw_event_ipc_close_begin(lw_hook_enter(), dptr, &t);
+    CUresult r = real(dptr);
+    lw_event_ipc_close_end(&t, r);
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult
+lw_hook_cuMemImportFromShareableHandle(lw_pfn_cuMemImportFromShareableHandle_v10020 real,
+                                       CUmemGenericAllocationHandle *handle, void *os_handle,
+                                       CUmemAllocationHandleType handle_type) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    lw_event_gate gate = lw_hook_enter();
+    CUresult r = real(handle, os_handle, handle_type);
+    lw_event_vmm_import(gate, r, handle_out(r, handle));
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult lw_hook_cuMemRelease(lw_pfn_cuMemRelease_v10020 real,
+                                     CUmemGenericAllocationHandle handle) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    lw_event_vmm_ticket t;
+    lw_event_vmm_release_begin(lw_hook_enter(), handle, &t);
+    CUresult r = real(handle);
+    lw_event_vmm_release_end(&t, r);
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult lw_hook_cuMemRetainAllocationHandle(lw_pfn_cuMemRetainAllocationHandle_v11000 real,
+                                                    CUmemGenericAllocationHandle *handle,
+                                                    void *addr) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    lw_event_gate gate = lw_hook_enter();
+    CUresult r = real(handle, addr);
+    lw_event_vmm_retain(gate, r, handle_out(r, handle));
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult lw_hook_cuMemMap(lw_pfn_cuMemMap_v10020 real, CUdeviceptr ptr, size_t size,
+                                 size_t offset, CUmemGenericAllocationHandle handle,
+                                 unsigned long long flags) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    lw_event_gate gate = lw_hook_enter();
+    CUresult r = real(ptr, size, offset, handle, flags);
+    lw_event_vmm_map(gate, r, ptr, size, offset, handle);
+    lw_hook_leave();
+    return r;
+}
+
+static CUresult lw_hook_cuMemUnmap(lw_pfn_cuMemUnmap_v10020 real, CUdeviceptr ptr, size_t size) {
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    lw_event_vmm_ticket t;
+    lw_event_vmm_unmap_begin(lw_hook_enter(), ptr, size, &t);
+    CUresult r = real(ptr, size);
+    lw_event_vmm_unmap_end(&t, r);
+    lw_hook_leave();
+    return r;
+}
 
 /* cuGetProcAddress: the real lookup, with the caller's exact version and
- * flags; then the wrapper for what it returned. */
-static CUresult cuGetProcAddress_v2_body(lw_pfn_cuGetProcAddress_v12000 real, const char *symbol,
-                                         void **pfn, int version, cuuint64_t flags,
-                                         CUdriverProcAddressQueryResult *status) {
+ * flags; then the wrapper for what it returned. No event. */
+static CUresult lw_hook_cuGetProcAddress_v2(lw_pfn_cuGetProcAddress_v12000 real, const char *symbol,
+                                            void **pfn, int version, cuuint64_t flags,
+                                            CUdriverProcAddressQueryResult *status) {
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;
     CUresult r = real(symbol, pfn, version, flags, status);
     if (r == CUDA_SUCCESS && symbol && pfn && *pfn)
@@ -140,8 +298,8 @@ static CUresult cuGetProcAddress_v2_body(lw_pfn_cuGetProcAddress_v12000 real, co
     return r;
 }
 
-static CUresult cuGetProcAddress_body(lw_pfn_cuGetProcAddress_v11030 real, const char *symbol,
-                                      void **pfn, int version, cuuint64_t flags) {
+static CUresult lw_hook_cuGetProcAddress(lw_pfn_cuGetProcAddress_v11030 real, const char *symbol,
+                                         void **pfn, int version, cuuint64_t flags) {
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;
     CUresult r = real(symbol, pfn, version, flags);
     if (r == CUDA_SUCCESS && symbol && pfn && *pfn)
@@ -151,35 +309,41 @@ static CUresult cuGetProcAddress_body(lw_pfn_cuGetProcAddress_v11030 real, const
 
 /* ---- slots, exports and the lookup table, from hook_list.h ---- */
 
-#define SLOT(NAME, T, P, A, I)                                                                     \
-    static CUresult NAME##_slot##I P {                                                             \
-        return NAME##_body((T)atomic_load_explicit(&NAME##_real[I], memory_order_acquire),         \
-                           UNPAREN A);                                                             \
+/* Slot I of NAME: lw_hook_NAME with the real function the slot was bound to. */
+#define SLOT(NAME, TYPE, PARAMS, ARGS, I)                                                          \
+    static CUresult NAME##_slot##I PARAMS {                                                        \
+        return lw_hook_##NAME((TYPE)atomic_load_explicit(&NAME##_real[I], memory_order_acquire),   \
+                              LW_UNPAREN ARGS);                                                    \
     }
 
-/* The function a program linked against libcuda.so.1 calls by name. */
-#define EXPORT(EXPNAME, NAME, T, P, A)                                                             \
+/* The function a program linked against libcuda.so.1 calls by name, of
+ * CUDA's type for it. */
+#define EXPORT(EXPNAME, NAME, TYPE, PARAMS, ARGS)                                                  \
     static void *_Atomic EXPNAME##_next;                                                           \
-    LW_EXPORT CUresult EXPNAME P {                                                                 \
-        return NAME##_body((T)lw_driver_next(&EXPNAME##_next, #EXPNAME), UNPAREN A);               \
-    }
+    LW_EXPORT CUresult EXPNAME PARAMS {                                                            \
+        return lw_hook_##NAME((TYPE)lw_driver_next(&EXPNAME##_next, #EXPNAME), LW_UNPAREN ARGS);   \
+    }                                                                                              \
+    LW_HAS_CUDA_TYPE(EXPNAME, TYPE)
 
-#define FAMILY(NAME, T, P, A, BASE, MIN, BELOW)                                                    \
+#define FAMILY(NAME, TYPE, PARAMS, ARGS, BASE, MIN, BELOW)                                         \
     static void *_Atomic NAME##_real[LW_SLOTS];                                                    \
-    SLOT(NAME, T, P, A, 0)                                                                         \
-    SLOT(NAME, T, P, A, 1)                                                                         \
-    SLOT(NAME, T, P, A, 2)                                                                         \
+    SLOT(NAME, TYPE, PARAMS, ARGS, 0)                                                              \
+    SLOT(NAME, TYPE, PARAMS, ARGS, 1)                                                              \
+    SLOT(NAME, TYPE, PARAMS, ARGS, 2)                                                              \
     static void *const NAME##_slots[LW_SLOTS] = {(void *)NAME##_slot0, (void *)NAME##_slot1,       \
                                                  (void *)NAME##_slot2};                            \
-    EXPORT(NAME, NAME, T, P, A)
-#define ALIAS(EXPNAME, NAME, T, P, A, BASE, MIN, BELOW) EXPORT(EXPNAME, NAME, T, P, A)
+    EXPORT(NAME, NAME, TYPE, PARAMS, ARGS)
+#define ALIAS(EXPNAME, NAME, TYPE, PARAMS, ARGS, BASE, MIN, BELOW)                                 \
+    EXPORT(EXPNAME, NAME, TYPE, PARAMS, ARGS)
 LW_DRIVER_HOOKS(FAMILY, ALIAS)
 #undef FAMILY
 #undef ALIAS
+#undef EXPORT
+#undef SLOT
 
-#define FAMILY(NAME, T, P, A, BASE, MIN, BELOW)                                                    \
+#define FAMILY(NAME, TYPE, PARAMS, ARGS, BASE, MIN, BELOW)                                         \
     {#NAME, BASE, MIN, BELOW, NAME##_real, NAME##_slots},
-#define ALIAS(EXPNAME, NAME, T, P, A, BASE, MIN, BELOW)                                            \
+#define ALIAS(EXPNAME, NAME, TYPE, PARAMS, ARGS, BASE, MIN, BELOW)                                 \
     {#EXPNAME, BASE, MIN, BELOW, NAME##_real, NAME##_slots},
 const lw_driver_entry lw_driver_entries[] = {LW_DRIVER_HOOKS(FAMILY, ALIAS)};
 #undef FAMILY

@@ -8,7 +8,7 @@
  * export (the caller found by return address, lw_real_for_caller) and 64
  * hidden per-object entries NAME__k (object slot k, lw_real_for_object),
  * which bind.c writes into each object's own global offset table entries;
- * all of them run NAME_body.
+ * all of them run lw_hook_NAME, a plain function below.
  *
  * The runtime reaches the driver through our driver wrappers too; the guard
  * (guard.h) makes the runtime call, the outermost, the one that records. A
@@ -33,8 +33,6 @@
  * from a module, libffi, generated code) is passed to a guessed one instead
  * (lw_real_for_caller). */
 #define NO_RUNTIME cudaErrorInitializationError
-
-#define LW_UNPAREN(...) __VA_ARGS__
 
 /* One index per runtime name, for the per-caller cache (hook_list.h). */
 #define INDEX(NAME, ...) F_##NAME,
@@ -80,61 +78,136 @@ static void *real_for(caller c, int f) {
     return c.k >= 0 ? lw_real_for_object(c.k, f, names[f]) : lw_real_for_caller(c.ra, f, names[f]);
 }
 
-/* NAME_body: the work, once for the export and all the per-object entries
- * (generated from hook_list.h at the end). */
-#define BODY(NAME, PARAMS) __attribute__((noinline)) static cudaError_t NAME##_body PARAMS
+/* ---- the hooks: the real call, then one event (track/events.h) ----
+ *
+ * lw_hook_NAME(caller, NAME's parameters) is the work of the wrapped
+ * function NAME, once for its export, its per-object entries and its slots
+ * (generated at the end of this file from hook_list.h): the real NAME for
+ * the caller, called between lw_hook_enter and lw_hook_leave (guard.h), its
+ * result passed back unchanged, and one event: an allocation's after the
+ * call (it reads the gate, lw_hook_enter's answer, and the result); a
+ * release's begun before the call (with the gate and a ticket) and ended
+ * after it. */
+
+/* Each hook's declaration, from its row of hook_list.h: a hook whose
+ * definition below disagrees with its row does not build. Not inlined: one
+ * copy of the work for the export and its 64 entries and slots. */
+#define DECLARE(NAME, TYPE, PARAMS, ARGS)                                                          \
+    __attribute__((noinline)) static cudaError_t lw_hook_##NAME(caller c, LW_UNPAREN PARAMS);
+#define NO_DECLARATION(NAME)
+LW_RUNTIME_HOOKS(DECLARE, NO_DECLARATION)
+#undef DECLARE
+#undef NO_DECLARATION
 
 /* What an allocation call gave back, read only when it succeeded. */
 static inline uint64_t out(cudaError_t r, void *const *p) {
     return r == cudaSuccess && p ? (uint64_t)(uintptr_t)*p : 0;
 }
 
-/* The wrappers: the real call, then one event (track/events.h). */
-#define REAL(NAME, REALNAME)                                                                       \
-    lw_rt_##REALNAME real = (lw_rt_##REALNAME)real_for(c, F_##NAME);                               \
-    if (!real) return NO_RUNTIME
+static cudaError_t lw_hook_cudaMalloc(caller c, void **ptr, size_t size) {
+    lw_rt_cudaMalloc real = (lw_rt_cudaMalloc)real_for(c, F_cudaMalloc);
+    if (!real) return NO_RUNTIME;
+    lw_event_gate gate = lw_hook_enter();
+    cudaError_t r = real(ptr, size);
+    lw_event_alloc(gate, r, LW_KIND_DEVICE, out(r, ptr), size);
+    lw_hook_leave();
+    return r;
+}
 
-#define DEVICE_ALLOC(NAME, REALNAME, KIND, SIZE, ARGS, ...)                                        \
-    BODY(NAME, (caller c, __VA_ARGS__)) {                                                          \
-        REAL(NAME, REALNAME);                                                                      \
-        lw_event_gate gate = lw_hook_enter();                                                      \
-        cudaError_t r = real ARGS;                                                                 \
-        lw_event_alloc(gate, r, KIND, out(r, ptr), SIZE);                                          \
-        lw_hook_leave();                                                                           \
-        return r;                                                                                  \
-    }
+/* A per-thread-stream (_ptsz) hook is its plain one's, with its own real
+ * function (index F_NAME_ptsz). */
+static cudaError_t lw_hook_cudaMallocAsync(caller c, void **ptr, size_t size, cudaStream_t s) {
+    lw_rt_cudaMallocAsync real = (lw_rt_cudaMallocAsync)real_for(c, F_cudaMallocAsync);
+    if (!real) return NO_RUNTIME;
+    lw_event_gate gate = lw_hook_enter();
+    cudaError_t r = real(ptr, size, s);
+    lw_event_alloc(gate, r, LW_KIND_DEVICE, out(r, ptr), size);
+    lw_hook_leave();
+    return r;
+}
+static cudaError_t lw_hook_cudaMallocAsync_ptsz(caller c, void **ptr, size_t size, cudaStream_t s) {
+    lw_rt_cudaMallocAsync real = (lw_rt_cudaMallocAsync)real_for(c, F_cudaMallocAsync_ptsz);
+    if (!real) return NO_RUNTIME;
+    lw_event_gate gate = lw_hook_enter();
+    cudaError_t r = real(ptr, size, s);
+    lw_event_alloc(gate, r, LW_KIND_DEVICE, out(r, ptr), size);
+    lw_hook_leave();
+    return r;
+}
 
-#define HOST_ALLOC(NAME, ARGS, ...)                                                                \
-    BODY(NAME, (caller c, __VA_ARGS__)) {                                                          \
-        REAL(NAME, NAME);                                                                          \
-        lw_event_gate gate = lw_hook_enter();                                                      \
-        cudaError_t r = real ARGS;                                                                 \
-        lw_event_host_alloc(gate, r, out(r, ptr), size);                                           \
-        lw_hook_leave();                                                                           \
-        return r;                                                                                  \
-    }
+static cudaError_t lw_hook_cudaMallocFromPoolAsync(caller c, void **ptr, size_t size,
+                                                   cudaMemPool_t pool, cudaStream_t s) {
+    lw_rt_cudaMallocFromPoolAsync real =
+        (lw_rt_cudaMallocFromPoolAsync)real_for(c, F_cudaMallocFromPoolAsync);
+    if (!real) return NO_RUNTIME;
+    lw_event_gate gate = lw_hook_enter();
+    cudaError_t r = real(ptr, size, pool, s);
+    lw_event_alloc(gate, r, LW_KIND_DEVICE, out(r, ptr), size);
+    lw_hook_leave();
+    return r;
+}
+static cudaError_t lw_hook_cudaMallocFromPoolAsync_ptsz(caller c, void **ptr, size_t size,
+                                                        cudaMemPool_t pool, cudaStream_t s) {
+    lw_rt_cudaMallocFromPoolAsync real =
+        (lw_rt_cudaMallocFromPoolAsync)real_for(c, F_cudaMallocFromPoolAsync_ptsz);
+    if (!real) return NO_RUNTIME;
+    lw_event_gate gate = lw_hook_enter();
+    cudaError_t r = real(ptr, size, pool, s);
+    lw_event_alloc(gate, r, LW_KIND_DEVICE, out(r, ptr), size);
+    lw_hook_leave();
+    return r;
+}
 
-DEVICE_ALLOC(cudaMalloc, cudaMalloc, LW_KIND_DEVICE, size, (ptr, size), void **ptr, size_t size)
-DEVICE_ALLOC(cudaMallocAsync, cudaMallocAsync, LW_KIND_DEVICE, size, (ptr, size, s), void **ptr,
-             size_t size, cudaStream_t s)
-DEVICE_ALLOC(cudaMallocAsync_ptsz, cudaMallocAsync, LW_KIND_DEVICE, size, (ptr, size, s),
-             void **ptr, size_t size, cudaStream_t s)
-DEVICE_ALLOC(cudaMallocFromPoolAsync, cudaMallocFromPoolAsync, LW_KIND_DEVICE, size,
-             (ptr, size, pool, s), void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t s)
-DEVICE_ALLOC(cudaMallocFromPoolAsync_ptsz, cudaMallocFromPoolAsync, LW_KIND_DEVICE, size,
-             (ptr, size, pool, s), void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t s)
-DEVICE_ALLOC(cudaMallocManaged, cudaMallocManaged, LW_KIND_MANAGED, size, (ptr, size, flags),
-             void **ptr, size_t size, unsigned int flags)
-DEVICE_ALLOC(cudaMallocPitch, cudaMallocPitch, LW_KIND_DEVICE,
-             (r == cudaSuccess && pitch ? *pitch * height : width * height),
-             (ptr, pitch, width, height), void **ptr, size_t *pitch, size_t width, size_t height)
-HOST_ALLOC(cudaMallocHost, (ptr, size), void **ptr, size_t size)
-HOST_ALLOC(cudaHostAlloc, (ptr, size, flags), void **ptr, size_t size, unsigned int flags)
+static cudaError_t lw_hook_cudaMallocManaged(caller c, void **ptr, size_t size,
+                                             unsigned int flags) {
+    lw_rt_cudaMallocManaged real = (lw_rt_cudaMallocManaged)real_for(c, F_cudaMallocManaged);
+    if (!real) return NO_RUNTIME;
+    lw_event_gate gate = lw_hook_enter();
+    cudaError_t r = real(ptr, size, flags);
+    lw_event_alloc(gate, r, LW_KIND_MANAGED, out(r, ptr), size);
+    lw_hook_leave();
+    return r;
+}
+
+/* The size: the pitch chosen times the height, or the width asked for when
+ * it failed. */
+static cudaError_t lw_hook_cudaMallocPitch(caller c, void **ptr, size_t *pitch, size_t width,
+                                           size_t height) {
+    lw_rt_cudaMallocPitch real = (lw_rt_cudaMallocPitch)real_for(c, F_cudaMallocPitch);
+    if (!real) return NO_RUNTIME;
+    lw_event_gate gate = lw_hook_enter();
+    cudaError_t r = real(ptr, pitch, width, height);
+    lw_event_alloc(gate, r, LW_KIND_DEVICE, out(r, ptr),
+                   (r == cudaSuccess && pitch ? *pitch * height : width * height));
+    lw_hook_leave();
+    return r;
+}
+
+static cudaError_t lw_hook_cudaMallocHost(caller c, void **ptr, size_t size) {
+    lw_rt_cudaMallocHost real = (lw_rt_cudaMallocHost)real_for(c, F_cudaMallocHost);
+    if (!real) return NO_RUNTIME;
+    lw_event_gate gate = lw_hook_enter();
+    cudaError_t r = real(ptr, size);
+    lw_event_host_alloc(gate, r, out(r, ptr), size);
+    lw_hook_leave();
+    return r;
+}
+
+static cudaError_t lw_hook_cudaHostAlloc(caller c, void **ptr, size_t size, unsigned int flags) {
+    lw_rt_cudaHostAlloc real = (lw_rt_cudaHostAlloc)real_for(c, F_cudaHostAlloc);
+    if (!real) return NO_RUNTIME;
+    lw_event_gate gate = lw_hook_enter();
+    cudaError_t r = real(ptr, size, flags);
+    lw_event_host_alloc(gate, r, out(r, ptr), size);
+    lw_hook_leave();
+    return r;
+}
 
 /* Host memory the program allocated, page-locked (PyTorch's
  * pinned_use_cuda_host_register): pinned host memory until unregistered. */
-BODY(cudaHostRegister, (caller c, void *ptr, size_t size, unsigned int flags)) {
-    REAL(cudaHostRegister, cudaHostRegister);
+static cudaError_t lw_hook_cudaHostRegister(caller c, void *ptr, size_t size, unsigned int flags) {
+    lw_rt_cudaHostRegister real = (lw_rt_cudaHostRegister)real_for(c, F_cudaHostRegister);
+    if (!real) return NO_RUNTIME;
     lw_event_gate gate = lw_hook_enter();
     cudaError_t r = real(ptr, size, flags);
     lw_event_host_alloc(gate, r, (uint64_t)(uintptr_t)ptr, size);
@@ -142,25 +215,65 @@ BODY(cudaHostRegister, (caller c, void *ptr, size_t size, unsigned int flags)) {
     return r;
 }
 
-#define FREE(NAME, REALNAME, BEGIN, ARGS, ...)                                                     \
-    BODY(NAME, (caller c, __VA_ARGS__)) {                                                          \
-        REAL(NAME, REALNAME);                                                                      \
-        lw_event_free_ticket t;                                                                    \
-        BEGIN(lw_hook_enter(), (uint64_t)(uintptr_t)ptr, &t);                                      \
-        cudaError_t r = real ARGS;                                                                 \
-        lw_event_free_end(&t, r);                                                                  \
-        lw_hook_leave();                                                                           \
-        return r;                                                                                  \
-    }
+static cudaError_t lw_hook_cudaFree(caller c, void *ptr) {
+    lw_rt_cudaFree real = (lw_rt_cudaFree)real_for(c, F_cudaFree);
+    if (!real) return NO_RUNTIME;
+    lw_event_free_ticket t;
+    lw_event_free_begin(lw_hook_enter(), (uint64_t)(uintptr_t)ptr, &t);
+    cudaError_t r = real(ptr);
+    lw_event_free_end(&t, r);
+    lw_hook_leave();
+    return r;
+}
 
-FREE(cudaFree, cudaFree, lw_event_free_begin, (ptr), void *ptr)
-FREE(cudaFreeAsync, cudaFreeAsync, lw_event_free_begin, (ptr, s), void *ptr, cudaStream_t s)
-FREE(cudaFreeAsync_ptsz, cudaFreeAsync, lw_event_free_begin, (ptr, s), void *ptr, cudaStream_t s)
-FREE(cudaFreeHost, cudaFreeHost, lw_event_host_free_begin, (ptr), void *ptr)
-FREE(cudaHostUnregister, cudaHostUnregister, lw_event_host_free_begin, (ptr), void *ptr)
+static cudaError_t lw_hook_cudaFreeAsync(caller c, void *ptr, cudaStream_t s) {
+    lw_rt_cudaFreeAsync real = (lw_rt_cudaFreeAsync)real_for(c, F_cudaFreeAsync);
+    if (!real) return NO_RUNTIME;
+    lw_event_free_ticket t;
+    lw_event_free_begin(lw_hook_enter(), (uint64_t)(uintptr_t)ptr, &t);
+    cudaError_t r = real(ptr, s);
+    lw_event_free_end(&t, r);
+    lw_hook_leave();
+    return r;
+}
+static cudaError_t lw_hook_cudaFreeAsync_ptsz(caller c, void *ptr, cudaStream_t s) {
+    lw_rt_cudaFreeAsync real = (lw_rt_cudaFreeAsync)real_for(c, F_cudaFreeAsync_ptsz);
+    if (!real) return NO_RUNTIME;
+    lw_event_free_ticket t;
+    lw_event_free_begin(lw_hook_enter(), (uint64_t)(uintptr_t)ptr, &t);
+    cudaError_t r = real(ptr, s);
+    lw_event_free_end(&t, r);
+    lw_hook_leave();
+    return r;
+}
 
-BODY(cudaIpcOpenMemHandle, (caller c, void **ptr, cudaIpcMemHandle_t handle, unsigned int flags)) {
-    REAL(cudaIpcOpenMemHandle, cudaIpcOpenMemHandle);
+static cudaError_t lw_hook_cudaFreeHost(caller c, void *ptr) {
+    lw_rt_cudaFreeHost real = (lw_rt_cudaFreeHost)real_for(c, F_cudaFreeHost);
+    if (!real) return NO_RUNTIME;
+    lw_event_free_ticket t;
+    lw_event_host_free_begin(lw_hook_enter(), (uint64_t)(uintptr_t)ptr, &t);
+    cudaError_t r = real(ptr);
+    lw_event_free_end(&t, r);
+    lw_hook_leave();
+    return r;
+}
+
+static cudaError_t lw_hook_cudaHostUnregister(caller c, void *ptr) {
+    lw_rt_cudaHostUnregister real = (lw_rt_cudaHostUnregister)real_for(c, F_cudaHostUnregister);
+    if (!real) return NO_RUNTIME;
+    lw_event_free_ticket t;
+    lw_event_host_free_begin(lw_hook_enter(), (uint64_t)(uintptr_t)ptr, &t);
+    cudaError_t r = real(ptr);
+    lw_event_free_end(&t, r);
+    lw_hook_leave();
+    return r;
+}
+
+static cudaError_t lw_hook_cudaIpcOpenMemHandle(caller c, void **ptr, cudaIpcMemHandle_t handle,
+                                                unsigned int flags) {
+    lw_rt_cudaIpcOpenMemHandle real =
+        (lw_rt_cudaIpcOpenMemHandle)real_for(c, F_cudaIpcOpenMemHandle);
+    if (!real) return NO_RUNTIME;
     lw_event_gate gate = lw_hook_enter();
     cudaError_t r = real(ptr, handle, flags);
     lw_event_ipc_open(gate, r, out(r, ptr));
@@ -168,8 +281,10 @@ BODY(cudaIpcOpenMemHandle, (caller c, void **ptr, cudaIpcMemHandle_t handle, uns
     return r;
 }
 
-BODY(cudaIpcCloseMemHandle, (caller c, void *ptr)) {
-    REAL(cudaIpcCloseMemHandle, cudaIpcCloseMemHandle);
+static cudaError_t lw_hook_cudaIpcCloseMemHandle(caller c, void *ptr) {
+    lw_rt_cudaIpcCloseMemHandle real =
+        (lw_rt_cudaIpcCloseMemHandle)real_for(c, F_cudaIpcCloseMemHandle);
+    if (!real) return NO_RUNTIME;
     lw_event_close_ticket t;
     lw_event_ipc_close_begin(lw_hook_enter(), (uint64_t)(uintptr_t)ptr, &t);
     cudaError_t r = real(ptr);
@@ -181,7 +296,8 @@ BODY(cudaIpcCloseMemHandle, (caller c, void *ptr)) {
 /* cudaGetDriverEntryPoint*: the runtime answers through the driver's
  * cuGetProcAddress, which it found through us, so what comes back is usually
  * our wrapper already; lw_wrap_by_base leaves those alone (and maps our
- * exports, which an interposable driver hands out, to the driver's own). */
+ * exports, which an interposable driver hands out, to the driver's own).
+ * No event. */
 /* The version of the runtime the caller uses (never asked for a BOUND
  * caller: lw_runtime_bind hands out no slot of these). */
 static int runtime_version(caller c) {
@@ -197,55 +313,85 @@ static int runtime_version(caller c) {
     return v;
 }
 
-#define ENTRY_POINT_WRAPPER(NAME)                                                                  \
-    BODY(NAME, (caller c, const char *symbol, void **fp, unsigned long long flags,                 \
-                enum cudaDriverEntryPointQueryResult *status)) {                                   \
-        REAL(NAME, cudaGetDriverEntryPoint);                                                       \
-        cudaError_t r = real(symbol, fp, flags, status);                                           \
-        if (r == cudaSuccess && symbol && fp && *fp) {                                             \
-            int v = runtime_version(c);                                                            \
-            if (v > 0) *fp = lw_wrap_by_base(symbol, v, flags, *fp, NULL);                         \
-        }                                                                                          \
-        return r;                                                                                  \
+static cudaError_t lw_hook_cudaGetDriverEntryPoint(caller c, const char *symbol, void **fp,
+                                                   unsigned long long flags,
+                                                   enum cudaDriverEntryPointQueryResult *status) {
+    lw_rt_cudaGetDriverEntryPoint real =
+        (lw_rt_cudaGetDriverEntryPoint)real_for(c, F_cudaGetDriverEntryPoint);
+    if (!real) return NO_RUNTIME;
+    cudaError_t r = real(symbol, fp, flags, status);
+    if (r == cudaSuccess && symbol && fp && *fp) {
+        int v = runtime_version(c);
+        if (v > 0) *fp = lw_wrap_by_base(symbol, v, flags, *fp, NULL);
     }
-
-#define ENTRY_POINT_BY_VERSION_WRAPPER(NAME)                                                       \
-    BODY(NAME, (caller c, const char *symbol, void **fp, unsigned int version,                     \
-                unsigned long long flags, enum cudaDriverEntryPointQueryResult *status)) {         \
-        REAL(NAME, cudaGetDriverEntryPointByVersion);                                              \
-        cudaError_t r = real(symbol, fp, version, flags, status);                                  \
-        if (r == cudaSuccess && symbol && fp && *fp)                                               \
-            *fp = lw_wrap_by_base(symbol, (int)version, flags, *fp, NULL);                         \
-        return r;                                                                                  \
+    return r;
+}
+static cudaError_t
+lw_hook_cudaGetDriverEntryPoint_ptsz(caller c, const char *symbol, void **fp,
+                                     unsigned long long flags,
+                                     enum cudaDriverEntryPointQueryResult *status) {
+    lw_rt_cudaGetDriverEntryPoint real =
+        (lw_rt_cudaGetDriverEntryPoint)real_for(c, F_cudaGetDriverEntryPoint_ptsz);
+    if (!real) return NO_RUNTIME;
+    cudaError_t r = real(symbol, fp, flags, status);
+    if (r == cudaSuccess && symbol && fp && *fp) {
+        int v = runtime_version(c);
+        if (v > 0) *fp = lw_wrap_by_base(symbol, v, flags, *fp, NULL);
     }
+    return r;
+}
 
-ENTRY_POINT_WRAPPER(cudaGetDriverEntryPoint)
-ENTRY_POINT_WRAPPER(cudaGetDriverEntryPoint_ptsz)
-ENTRY_POINT_BY_VERSION_WRAPPER(cudaGetDriverEntryPointByVersion)
-ENTRY_POINT_BY_VERSION_WRAPPER(cudaGetDriverEntryPointByVersion_ptsz)
+static cudaError_t
+lw_hook_cudaGetDriverEntryPointByVersion(caller c, const char *symbol, void **fp,
+                                         unsigned int version, unsigned long long flags,
+                                         enum cudaDriverEntryPointQueryResult *status) {
+    lw_rt_cudaGetDriverEntryPointByVersion real =
+        (lw_rt_cudaGetDriverEntryPointByVersion)real_for(c, F_cudaGetDriverEntryPointByVersion);
+    if (!real) return NO_RUNTIME;
+    cudaError_t r = real(symbol, fp, version, flags, status);
+    if (r == cudaSuccess && symbol && fp && *fp)
+        *fp = lw_wrap_by_base(symbol, (int)version, flags, *fp, NULL);
+    return r;
+}
+static cudaError_t
+lw_hook_cudaGetDriverEntryPointByVersion_ptsz(caller c, const char *symbol, void **fp,
+                                              unsigned int version, unsigned long long flags,
+                                              enum cudaDriverEntryPointQueryResult *status) {
+    lw_rt_cudaGetDriverEntryPointByVersion real = (lw_rt_cudaGetDriverEntryPointByVersion)real_for(
+        c, F_cudaGetDriverEntryPointByVersion_ptsz);
+    if (!real) return NO_RUNTIME;
+    cudaError_t r = real(symbol, fp, version, flags, status);
+    if (r == cudaSuccess && symbol && fp && *fp)
+        *fp = lw_wrap_by_base(symbol, (int)version, flags, *fp, NULL);
+    return r;
+}
 
-/* ---- the exports and the per-object entries, from hook_list.h ---- */
+/* ---- the exports, the per-object entries and the slots, from hook_list.h ---- */
 
 /* Object k's own entry for NAME (hidden: only bind.c hands it out). */
 #define ENTRY(NAME, PARAMS, ARGS, k)                                                               \
     static cudaError_t NAME##__##k PARAMS {                                                        \
-        return NAME##_body((caller){k, NULL}, LW_UNPAREN ARGS);                                    \
+        return lw_hook_##NAME((caller){k, NULL}, LW_UNPAREN ARGS);                                 \
     }
 #define ENTRY_ADDRESS(NAME, PARAMS, ARGS, k) (void *)NAME##__##k,
 
 /* The export (callers found by return address: not bound yet, dlsym's
- * answer, libffi, generated code) and the per-object entries, around
- * NAME_body, which does the work once for all of them. */
-#define ENTRIES(NAME, PARAMS, ARGS)                                                                \
+ * answer, libffi, generated code), of CUDA's type for it, and the per-object
+ * entries, around lw_hook_NAME, which does the work once for all of them. */
+#define ENTRIES(NAME, TYPE, PARAMS, ARGS)                                                          \
     LW_EXPORT cudaError_t NAME PARAMS {                                                            \
         lw_bind_poll();                                                                            \
-        return NAME##_body((caller){-1, __builtin_return_address(0)}, LW_UNPAREN ARGS);            \
+        return lw_hook_##NAME((caller){-1, __builtin_return_address(0)}, LW_UNPAREN ARGS);         \
     }                                                                                              \
+    LW_HAS_CUDA_TYPE(NAME, TYPE)                                                                   \
     LW_REP64(ENTRY, NAME, PARAMS, ARGS)                                                            \
     static void *const NAME##_entries[LW_CALLER_OBJECTS] = {                                       \
         LW_REP64(ENTRY_ADDRESS, NAME, PARAMS, ARGS)};
 #define NO_ENTRIES(NAME)
 LW_RUNTIME_HOOKS(ENTRIES, NO_ENTRIES)
+#undef ENTRIES
+#undef ENTRY_ADDRESS
+#undef ENTRY
 
 /* The slots (wrappers bound to one real function each, filled first come
  * first served) that dlsym hands out for a runtime function looked up in a
@@ -253,11 +399,11 @@ LW_RUNTIME_HOOKS(ENTRIES, NO_ENTRIES)
 #define RT_SLOTS 4
 #define SLOT(NAME, PARAMS, ARGS, I)                                                                \
     static cudaError_t NAME##__s##I PARAMS {                                                       \
-        return NAME##_body(                                                                        \
+        return lw_hook_##NAME(                                                                     \
             (caller){BOUND, atomic_load_explicit(&NAME##_bound[I], memory_order_acquire)},         \
             LW_UNPAREN ARGS);                                                                      \
     }
-#define SLOTS(NAME, PARAMS, ARGS)                                                                  \
+#define SLOTS(NAME, TYPE, PARAMS, ARGS)                                                            \
     static void *_Atomic NAME##_bound[RT_SLOTS];                                                   \
     SLOT(NAME, PARAMS, ARGS, 0)                                                                    \
     SLOT(NAME, PARAMS, ARGS, 1)                                                                    \

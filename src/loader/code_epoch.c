@@ -5,7 +5,7 @@
  * (make check-layers fails if a base file calls it). */
 #include "code_epoch.h"
 
-#include "real.h"
+#include "real_dlsym.h"
 
 #include <dlfcn.h>
 

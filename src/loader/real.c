@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "real.h"
 
-#include "arch.h"
 #include "dynamic.h"
 #include "log.h"
 
@@ -12,8 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef void *(*dlsym_fn)(void *, const char *);
-static _Atomic(dlsym_fn) real_dlsym_fn;
 static atomic_int late;
 
 void lw_real_set_late(void) {
@@ -59,29 +56,6 @@ void *lw_own_symbol(const char *name) {
 static void *next_global(const char *name) {
     return lw_real_dlsym(
         atomic_load_explicit(&late, memory_order_relaxed) ? RTLD_DEFAULT : RTLD_NEXT, name);
-}
-
-static void *no_dlsym(void *handle, const char *name) {
-    return NULL;
-}
-
-/* Runs inside our dlsym, which a sanitizer runtime calls before it has set
- * itself up: no instrumentation here. */
-__attribute__((no_sanitize_address, no_sanitize("undefined"), no_sanitize("thread"))) dlsym_fn
-lw_real_dlsym_function(void) {
-    dlsym_fn fn = atomic_load_explicit(&real_dlsym_fn, memory_order_acquire);
-    if (!fn) {
-        /* dlvsym is not interposed, so this cannot recurse. */
-        fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-        if (!fn) fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", LW_ARCH_GLIBC_BASE);
-        if (!fn) return no_dlsym;
-        atomic_store_explicit(&real_dlsym_fn, fn, memory_order_release);
-    }
-    return fn;
-}
-
-void *lw_real_dlsym(void *handle, const char *name) {
-    return lw_real_dlsym_function()(handle, name);
 }
 
 /* ---- our own text range ---- */

@@ -12,6 +12,8 @@
 #ifndef LW_REAL_H
 #define LW_REAL_H
 
+#include "real_dlsym.h"
+
 #include <stdint.h>
 
 /* Loaded into a running process (leakwatch attach), RTLD_LOCAL: from now on
@@ -25,12 +27,6 @@ int lw_is_main_handle(void *handle);
 
 /* leakwatch's own exported symbol name (its public API), or NULL. */
 void *lw_own_symbol(const char *name);
-
-/* glibc's dlsym, found with dlvsym (glibc >= 2.34 has no __libc_dlsym). */
-void *lw_real_dlsym(void *handle, const char *name);
-
-/* glibc's dlsym itself, for a caller that must tail-call it. */
-void *(*lw_real_dlsym_function(void))(void *, const char *);
 
 /* The function named name that a call from return address ra (a call of our
  * export of the same name) would have reached without leakwatch: the

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The hook layer in this process (the library's code linked in, the driver
  * stand-in loaded beside it): what a hook moves when leakwatch does not
- * record, and that the library exports exactly the functions of the hook
- * lists (src/hooks/hook_list.h), from which every per-name table is made. */
+ * record, that the library exports exactly the functions of the hook lists
+ * (src/hooks/hook_list.h), from which every per-name table is made, and that
+ * each hook is written out as a function a reader finds by name. */
 #include "harness.h"
 #include "hooks.h"
 #include "hook_list.h"
@@ -192,6 +193,50 @@ START_TEST(dlsym_prefix_tests_pass_every_listed_name) {
 }
 END_TEST
 
+/* ---- each hook is a function a reader finds by name ---- */
+
+/* The text of a source file (the tests run from the repository root). */
+static char *source_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f, "cannot open %s (run from the repository root)", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = malloc((size_t)n + 1);
+    ck_assert(text && fread(text, 1, (size_t)n, f) == (size_t)n);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+#define DRIVER_FAMILY(NAME, ...) #NAME,
+#define DRIVER_ALIAS(...)
+static const char *const driver_hooks[] = {LW_DRIVER_HOOKS(DRIVER_FAMILY, DRIVER_ALIAS)};
+static const char *const runtime_hooks[] = {LW_RUNTIME_HOOKS(RUNTIME_NAME, NOTHING)};
+
+/* Every wrapped function's work is written out as lw_hook_NAME in plain
+ * text, where grep 'NAME(' and ctags find it, not made by a macro. */
+static void each_defined(const char *path, const char *result, const char *const *names, size_t n) {
+    char *text = source_text(path);
+    for (size_t i = 0; i < n; i++) {
+        char head[200];
+        snprintf(head, sizeof head, "\nstatic %s lw_hook_%s(", result, names[i]);
+        char head_wrapped[200]; /* clang-format puts a long one's name on a line of its own */
+        snprintf(head_wrapped, sizeof head_wrapped, "\nstatic %s\nlw_hook_%s(", result, names[i]);
+        ck_assert_msg(strstr(text, head) || strstr(text, head_wrapped),
+                      "%s: no function lw_hook_%s written out", path, names[i]);
+    }
+    free(text);
+}
+
+START_TEST(every_hook_is_a_function_found_by_name) {
+    each_defined("src/hooks/driver.c", "CUresult", driver_hooks,
+                 sizeof driver_hooks / sizeof driver_hooks[0]);
+    each_defined("src/hooks/runtime.c", "cudaError_t", runtime_hooks,
+                 sizeof runtime_hooks / sizeof runtime_hooks[0]);
+}
+END_TEST
+
 static Suite *hook_events_suite(void) {
     Suite *s = suite_create("hook_events");
     TCase *tc = tcase_create("core");
@@ -200,6 +245,7 @@ static Suite *hook_events_suite(void) {
     tcase_add_test(tc, vmm_unmap_moves_no_counter_when_disabled);
     tcase_add_test(tc, exports_are_the_hook_lists);
     tcase_add_test(tc, dlsym_prefix_tests_pass_every_listed_name);
+    tcase_add_test(tc, every_hook_is_a_function_found_by_name);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -3,7 +3,9 @@
 # scripts/check-layers.sh on small objects compiled into a build folder of
 # its own: a downward call passes; an upward call fails, also when a weak or
 # duplicate definition in a lower layer hides it (the linker may pick the
-# higher one); a folder the script does not know fails.
+# higher one); a folder the script does not know fails; two files that call
+# each other fail (a known pair only warns); a loose object at the top of
+# the objects' folder (a source at the top of src/) fails.
 #   tests/scripts/test-check-layers.sh      (make check-scripts)
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -101,7 +103,7 @@ expect baseup 1 "base/log.o (base) calls lw_verdict in vocab/verdict.o (vocab)"
 # attach, above the hooks: it may call them (and everything below); the
 # hooks may not call it, nor may the command.
 obj attach hooks/got 'int lw_got_write(void) { return 1; }'
-obj attach lifecycle 'int lw_lifecycle_attach(void) { return 0; }'
+obj attach process/lifecycle 'int lw_lifecycle_attach(void) { return 0; }'
 obj attach attach/attach 'int lw_got_write(void); int lw_lifecycle_attach(void);
 int lw_attach_now(void) { return lw_got_write() + lw_lifecycle_attach(); }'
 expect attach 0 "no upward call"
@@ -114,6 +116,37 @@ obj toolsattach attach/attach 'int lw_attach_now(void) { return 1; }'
 obj toolsattach tools/attach/inject 'int lw_attach_now(void); int lw_inject(void) { return lw_attach_now(); }'
 expect toolsattach 1 "tools/attach/inject.o (tools) calls lw_attach_now in attach/attach.o (attach)"
 
+# Two files of one layer that call each other: a circle, which fails, also
+# through data; one way passes.
+obj circle loader/real 'int lw_epoch(void); int lw_real(void) { return lw_epoch(); }'
+obj circle loader/code_epoch 'int lw_real(void); int lw_epoch(void) { return lw_real(); }'
+expect circle 1 "loader/code_epoch.o and loader/real.o call each other: loader/code_epoch.o calls lw_real, loader/real.o calls lw_epoch"
+
+obj circledata track/a 'extern int lw_b_count; int lw_a_count; int lw_a(void) { return lw_b_count; }'
+obj circledata track/b 'extern int lw_a_count; int lw_b_count; int lw_b(void) { return lw_a_count; }'
+expect circledata 1 "track/a.o and track/b.o call each other"
+
+obj oneway loader/real 'int lw_real(void) { return 1; }'
+obj oneway loader/code_epoch 'int lw_real(void); int lw_epoch(void) { return lw_real(); }'
+expect oneway 0 "no circle of files"
+
+# A pair being removed elsewhere (KNOWN_CIRCLES) warns and passes.
+obj known output/report 'int lw_file(void); int lw_report(void) { return lw_file(); }'
+obj known output/report_file 'int lw_report(void); int lw_file(void) { return lw_report(); }'
+expect known 0 "warning: a known circle, being removed: output/report.o calls lw_file in output/report_file.o, output/report_file.o calls lw_report in output/report.o"
+
+# A circle of three files (hook_names -> late_dlopen -> patch -> hook_names).
+obj three attach/hook_names 'int lw_late(void); int lw_names(void) { return lw_late(); }'
+obj three attach/late_dlopen 'int lw_patch(void); int lw_late(void) { return lw_patch(); }'
+obj three attach/patch 'int lw_names(void); int lw_patch(void) { return lw_names(); }'
+obj three attach/attach 'int lw_names(void); int lw_attach(void) { return lw_names(); }'
+expect three 1 "a circle of 3 files: attach/hook_names.o calls lw_late in attach/late_dlopen.o, attach/late_dlopen.o calls lw_patch in attach/patch.o, attach/patch.o calls lw_names in attach/hook_names.o"
+
+# A source at the top of src/ (its object at the top of obj/) fails.
+obj loose worker 'int lw_worker(void) { return 0; }'
+obj loose base/util 'int lw_util(void) { return 1; }'
+expect loose 1 "worker.o: a loose source at the top of src/"
+
 # A folder that is no layer would go unchecked: it fails.
 obj unknown plugins/late 'int lw_plugin(void) { return 0; }'
 expect unknown 1 "folder plugins is no known layer"
@@ -122,4 +155,4 @@ if [ $failed -ne 0 ]; then
     echo "test-check-layers: $failed failed"
     exit 1
 fi
-echo "test-check-layers: scripts/check-layers.sh fails on upward calls, weak or duplicate definitions included"
+echo "test-check-layers: scripts/check-layers.sh fails on upward calls, weak or duplicate definitions included, on two files that call each other and on a loose source"

@@ -345,7 +345,7 @@ END_TEST
 /* ---- this test process itself has no Python ---- */
 
 /* pyframes.o (from liblw_core.a) needs lw_real_dlsym, which the library
- * defines in real.c; this trivial one keeps the rest of the library (and its
+ * defines in real_dlsym.c; this trivial one keeps the rest of the library (and its
  * dlsym hook) out of this test. */
 void *lw_real_dlsym(void *handle, const char *name) {
     typedef void *(*dlsym_fn)(void *, const char *);

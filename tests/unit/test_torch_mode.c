@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The rewrite of PyTorch's allocator configuration (src/torch_mode.c): the
+/* The rewrite of PyTorch's allocator configuration (src/process/torch_mode.c): the
  * cudaMallocAsync backend is added to what the user wrote, unless a backend
  * is already chosen, which is then reported and left alone. */
 #include "torch_mode.h"

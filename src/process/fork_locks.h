@@ -26,8 +26,13 @@ typedef struct {
 } lw_fork_row;
 
 /* Registers the handlers with pthread_atfork, once per process (later calls
- * do nothing): at leakwatch's start, or at an attach, whichever comes first. */
-void lw_fork_locks_register(void);
+ * do nothing): at leakwatch's start, or at an attach, whichever comes first
+ * (both through lw_lifecycle_fork_handlers). first: the table's first row,
+ * the lifecycle's start_lock, taken before every other lock of the table
+ * and released after them; the same at every call (the first call's
+ * counts). The registry thus calls no function of its callers' but through
+ * the rows they hand it. */
+void lw_fork_locks_register(const lw_fork_row *first);
 
 /* The attach layer's row (above this one: src/attach/attach_locks.c), the
  * table's last: set once, before the attach takes any of its locks. A fork

@@ -5,7 +5,6 @@
 #include "anatomy.h"
 #include "growth.h"
 #include "imports.h"
-#include "lifecycle.h"
 #include "live.h"
 #include "record.h"
 #include "sites.h"
@@ -23,6 +22,9 @@
  * meanwhile. */
 static _Atomic(const lw_fork_row *) attach_row;
 static const lw_fork_row *attach_taken;
+/* The first row, the lifecycle's (lw_fork_locks_register): set by the first
+ * call, before it registers the handlers. */
+static _Atomic(const lw_fork_row *) first_row;
 
 static void attach_prepare(void) {
     attach_taken = atomic_load(&attach_row);
@@ -35,11 +37,23 @@ static void attach_child(void) {
     if (attach_taken) attach_taken->child();
 }
 
+static void first_prepare(void) {
+    atomic_load(&first_row)->prepare();
+}
+static void first_parent(void) {
+    atomic_load(&first_row)->parent();
+}
+static void first_child(void) {
+    const lw_fork_row *r = atomic_load(&first_row);
+    (r->child ? r->child : r->parent)();
+}
+
 /* In the lock order, lowest first. */
 static const lw_fork_row rows[] = {
-    /* lifecycle.c's start_lock; in the child, after every lock below is
-     * released, the child's own state (its steps, its report's clock). */
-    {lw_lifecycle_lock_for_fork, lw_lifecycle_unlock_after_fork, lw_lifecycle_after_fork_child},
+    /* lifecycle.c's start_lock, handed in at registration; in the child,
+     * after every lock below is released, the child's own state (its steps,
+     * its report's clock). */
+    {first_prepare, first_parent, first_child},
     {lw_growth_lock_for_fork, lw_growth_unlock_after_fork, NULL},
     {lw_sites_lock_all, lw_sites_unlock_all, NULL},
     {lw_live_lock_all, lw_live_unlock_all, NULL},
@@ -76,7 +90,9 @@ static void register_once(void) {
     pthread_atfork(prepare, parent, child);
 }
 
-void lw_fork_locks_register(void) {
+void lw_fork_locks_register(const lw_fork_row *first) {
+    const lw_fork_row *none = NULL;
+    atomic_compare_exchange_strong(&first_row, &none, first);
     pthread_once(&once, register_once);
 }
 

@@ -47,9 +47,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* DETACHED: attached to a running process, then detached (leakwatch attach
- * --detach): inert, every call passed through, until a new attach. */
-enum { NOT_STARTED = 0, RECORDING = 1, OFF = -1, DETACHED = -2 };
+enum {
+    NOT_STARTED = LW_NOT_STARTED,
+    RECORDING = LW_RECORDING,
+    OFF = LW_OFF,
+    DETACHED = LW_DETACHED
+};
 static atomic_int state;
 /* Lock order: src/attach/attach_locks.h ("the locks of attach and detach"). */
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -80,10 +83,6 @@ static void forget_parent(void) {
     lw_torch_info_forget();
     lw_anatomy_forget();
 }
-
-/* The marker of every copy of the library (instance.h): the first copy
- * loaded records, whatever its file name; another one stays inert. */
-LW_EXPORT void leakwatch__instance(void) {}
 
 static void start(void) {
     lw_options_load();
@@ -124,7 +123,7 @@ static void start(void) {
     if (!handlers_registered) {
         if (atexit(at_exit) != 0)
             lw_log("cannot register the exit handler; call leakwatch_dump() for a report");
-        lw_fork_locks_register();
+        lw_lifecycle_fork_handlers();
         handlers_registered = 1;
     }
     if (lw_py_init() != 0 && lw_py_unavailable() != NULL)
@@ -224,44 +223,26 @@ static void end_signal_report(const char *signal_name) {
     if (!lw_log_quiet) lw_log("ended by %s", signal_name);
 }
 
-/* ---- CPython: every way a Python job ends writes the final report ----
- * After an uncaught KeyboardInterrupt (Ctrl-C), CPython finalises and then
- * kills itself with SIGINT at its default action (Modules/main.c,
- * exit_sigint), so exit() and its handlers never run. Py_AtExit callbacks
- * run at the very end of Py_FinalizeEx, after the interpreter's teardown
- * (arrays freed at exit are seen) and before that kill, for every ending
- * that finalises: a normal exit, sys.exit, an uncaught exception and
- * KeyboardInterrupt. The leakwatch package registers it at import (with the
- * GIL held: ctypes.PyDLL), so it needs no lock of CPython's. os._exit (a
- * forked worker's end) runs no handler at all. */
-static void python_finalized(void) {
+/* The final report, once per process (public_api.c: CPython's finalisation,
+ * leakwatch_python_exit_hook). */
+void lw_lifecycle_exit_report(void) {
     at_exit();
-}
-
-LW_EXPORT int leakwatch_python_exit_hook(void) {
-    static pid_t registered_in;
-    if (registered_in) return 0; /* inherited across fork: CPython's list is too */
-    int (*py_at_exit)(void (*)(void)) =
-        (int (*)(void (*)(void)))lw_real_dlsym(RTLD_DEFAULT, "Py_AtExit");
-    if (!py_at_exit || py_at_exit(python_finalized) != 0) return -1;
-    registered_in = getpid();
-    return 0;
 }
 
 /* Fork (fork_locks.c: the first row of the table, so start_lock is taken
  * before every other lock of ours and released after them). */
-void lw_lifecycle_lock_for_fork(void) {
+static void lock_for_fork(void) {
     LW_LOCK_RANKED(&start_lock, LW_RANK_START);
 }
 
-void lw_lifecycle_unlock_after_fork(void) {
+static void unlock_after_fork(void) {
     LW_UNLOCK_RANKED(&start_lock, LW_RANK_START);
 }
 
 /* Only cheap work here (a DataLoader forks many workers that never touch
  * CUDA): forgetting the parent's history waits for the child's first CUDA
  * call (start), and never happens in a child that makes none. */
-void lw_lifecycle_after_fork_child(void) {
+static void after_fork_child(void) {
     LW_UNLOCK_RANKED(&start_lock, LW_RANK_START);
     lw_record_after_fork_child();
     lw_report_after_fork_child();
@@ -276,49 +257,26 @@ void lw_lifecycle_after_fork_child(void) {
     }
 }
 
-LW_EXPORT void leakwatch_step(void) {
-    lw_step_mark();
-    /* Steps before the first CUDA allocation are counted, nothing more. */
-    if (recording_here()) {
-        lw_growth_step();
-    }
+static const lw_fork_row fork_row = {lock_for_fork, unlock_after_fork, after_fork_child};
+
+void lw_lifecycle_fork_handlers(void) {
+    lw_fork_locks_register(&fork_row);
 }
 
-/* For tests only (LEAKWATCH_TEST_CLOCK=1, runstate.h): moves the run's time
- * on by ns and returns once the sampler has done what fell due (intervals
- * closed, warnings said); -1, nothing done, when the test clock is off. Not
- * in leakwatch.h: test programs look it up with dlsym. */
-LW_EXPORT int leakwatch__test_clock_advance(long long ns) {
-    if (ns < 0) return -1;
-    return lw_test_clock_advance((uint64_t)ns, lw_growth_wake_sampler);
+int lw_lifecycle_state(void) {
+    return atomic_load(&state);
 }
 
-LW_EXPORT void leakwatch_dump(void) {
-    if (atomic_load(&state) != RECORDING) return;
+int lw_lifecycle_recording_here(void) {
+    return recording_here();
+}
+
+void lw_lifecycle_dump(void) {
     write_report("dump", 0);
 }
 
-LW_EXPORT const char *leakwatch_version(void) {
-    return LEAKWATCH_VERSION;
-}
-
-LW_EXPORT int leakwatch_enabled(void) {
-    int s = atomic_load(&state);
-    if (s != NOT_STARTED) return s == RECORDING;
-    /* Before the first CUDA call: what start() will decide, by the same
-     * parser. */
-    long off = 0;
-    lw_option_env(LW_OPT_DISABLE, &off);
-    return !off;
-}
-
-LW_EXPORT int leakwatch_user_code(const char *file) {
-    /* Recording: the settings the run uses (an attach passes its own); before
-     * that, the environment as is (nothing parsed, nothing printed). */
-    const char *uc = atomic_load(&state) == RECORDING ? lw_opt_str(LW_OPT_USER_CODE)
-                                                      : getenv("LEAKWATCH_USER_CODE");
-    lw_frame_ref f = {1, NULL, file, NULL, 0};
-    return file && lw_frame_classify(&f, uc) == LW_FRAME_USER;
+void lw_lifecycle_oom_report(void) {
+    write_oom_report();
 }
 
 int lw_lifecycle_attach(void) {
@@ -357,94 +315,5 @@ int lw_lifecycle_detach(char *path, size_t n) {
         atomic_store(&state, DETACHED);
     }
     LW_UNLOCK_RANKED(&start_lock, LW_RANK_START);
-    return rc;
-}
-
-/* The PyTorch helper's entry points (python/leakwatch/_torch.py). Like
- * leakwatch_step, nothing is recorded before this process's own start. */
-
-LW_EXPORT int leakwatch_torch_counters(int device, long long allocated, long long reserved,
-                                       long long device_free) {
-    if (!recording_here()) return 0;
-    return lw_growth_torch_counters(device, allocated, reserved, device_free);
-}
-
-LW_EXPORT int leakwatch_torch_host_blocks(unsigned long long *pairs, int max_pairs,
-                                          unsigned int *site_id) {
-    if (!recording_here() || !site_id) return -1;
-    uint32_t id = 0;
-    int n = lw_host_leak_blocks(pairs, max_pairs, &id);
-    if (n >= 0) *site_id = id;
-    return n;
-}
-
-LW_EXPORT void leakwatch_torch_backward(int entering) {
-    if (!recording_here()) return;
-    lw_record_backward(entering);
-}
-
-/* The helper's per-step calls as Python builtins: python/leakwatch/_torch.py
- * makes each a builtin function (PyCFunction_NewEx over a METH_NOARGS
- * PyMethodDef that points here), whose call costs tens of nanoseconds where a
- * ctypes call costs one to three microseconds (ctypes describes the call to
- * libffi and converts the arguments each time, and releases and retakes the
- * GIL). They run with the GIL held, as every builtin does: each takes only
- * the library's short locks, and no thread ever waits for the GIL while
- * holding one. The CPython API comes from the process: the library links no
- * Python. Not in leakwatch.h. leakwatch_py_builtins: 0 when they can be
- * used (CPython's Py_IncRef and None were found). */
-static void *py_none;
-static void (*py_incref)(void *);
-
-LW_EXPORT int leakwatch_py_builtins(void) {
-    void *none = lw_real_dlsym(RTLD_DEFAULT, "_Py_NoneStruct");
-    void (*incref)(void *) = (void (*)(void *))lw_real_dlsym(RTLD_DEFAULT, "Py_IncRef");
-    if (!none || !incref) return -1;
-    py_incref = incref;
-    py_none = none;
-    return 0;
-}
-
-/* None, as a builtin returns it: a new reference. */
-static void *py_return_none(void) {
-    py_incref(py_none);
-    return py_none;
-}
-
-LW_EXPORT void *leakwatch_py_step(void *self, void *unused) {
-    leakwatch_step();
-    return py_return_none();
-}
-
-LW_EXPORT void *leakwatch_py_backward_enter(void *self, void *unused) {
-    leakwatch_torch_backward(1);
-    return py_return_none();
-}
-
-LW_EXPORT void *leakwatch_py_backward_leave(void *self, void *unused) {
-    leakwatch_torch_backward(0);
-    return py_return_none();
-}
-
-LW_EXPORT void leakwatch_torch_rank(int rank, int world_size) {
-    lw_rank_set_group(rank, world_size);
-}
-
-LW_EXPORT int leakwatch_torch_anatomy(int device, int event, const long long *values, int n) {
-    /* The observer is attached when CUDA initialises, before this process
-     * records anything: said whatever the state. */
-    if (event == LW_AN_OBSERVING) return lw_anatomy_torch(device, event, values, n);
-    if (!recording_here()) return -1;
-    if (lw_anatomy_torch(device, event, values, n)) write_oom_report();
-    return 0;
-}
-
-LW_EXPORT int leakwatch_torch_info(const char *field, const char *json, const char *message) {
-    if (!recording_here()) return -1;
-    int rc = lw_torch_info_set(field, json, message);
-    /* What a step is: module calls (no optimizer) tell the detector that the
-     * time between marks is no work (growth.h). */
-    if (rc == 0 && !strcmp(field, "step_unit") && strstr(json, "\"module_call\""))
-        lw_growth_steps_are_calls();
     return rc;
 }
