@@ -285,6 +285,23 @@ static inline void band_count(ts_band *bd, double d) {
  * values, so pairs must be checked). */
 static void count_bands(const double *x, const double *y, int n, int x_ties, ts_band *band,
                         int nb) {
+    if (nb == 1 && band[0].a == band[0].b) {
+        /* A band of one value (an exactly linear or flat series: its slopes
+         * nearly all equal): nothing lies strictly inside, and the counts at
+         * b are those at a. */
+        const double a = band[0].a;
+        size_t lt = 0, le = 0;
+        for (int i = 0; i < n - 1; i++)
+            for (int j = i + 1; j < n; j++)
+                if (!x_ties || x[j] != x[i]) {
+                    double d = pair_slope(x, y, i, j);
+                    lt += d < a;
+                    le += d <= a;
+                }
+        band[0].lt_a = band[0].lt_b = lt;
+        band[0].le_a = band[0].le_b = le;
+        return;
+    }
     if (nb == 1) {
         ts_band b0 = band[0]; /* a local copy the compiler keeps in registers */
         for (int i = 0; i < n - 1; i++)
