@@ -418,6 +418,15 @@ static int select_pair_slopes(const double *x, const double *y, int n, size_t N,
     return bad;
 }
 
+/* A flat series on a non-decreasing x: every y the same bits (so y[j] - y[i]
+ * is +0, never -0 as -0.0 - 0.0 would be) and x[j] - x[i] > 0 for every
+ * pair of distinct x. The floor of a job that does not leak is often this. */
+static int flat_rising(const double *x, const double *y, int n) {
+    for (int i = 1; i < n; i++)
+        if (memcmp(&y[i], &y[0], sizeof y[0]) != 0 || x[i] < x[i - 1]) return 0;
+    return 1;
+}
+
 /* Theil–Sen slope and, when conf > 0, Sen's interval. */
 static int theil_sen_core(const double *x, const double *y, int n, double conf,
                           lw_theil_sen_result *out) {
@@ -445,7 +454,11 @@ static int theil_sen_core(const double *x, const double *y, int n, double conf,
     ks[m++] = N / 2;
     if (k_lo >= 1) ks[m++] = N - (size_t)k_lo;
     double vals[4];
-    if (N < TS_FAST_MIN_PAIRS || select_pair_slopes(x, y, n, N, tx.c > 0, ks, m, vals)) {
+    if (flat_rising(x, y, n)) {
+        /* Every slope is (+0)/(positive): +0, whatever its rank. */
+        for (int r = 0; r < m; r++)
+            vals[r] = 0.0;
+    } else if (N < TS_FAST_MIN_PAIRS || select_pair_slopes(x, y, n, N, tx.c > 0, ks, m, vals)) {
         size_t got;
         double *d = pair_slopes(x, y, n, &got);
         if (!d) return -1;
