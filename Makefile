@@ -117,7 +117,7 @@ SUBMAKE_J = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(NPROC))
 # Every goal that names no file, in one list (add new ones here).
 .PHONY: all deps test-deps test-bins tsan-bins check-bins stand-ins docs format lint clean \
     check check-fast check-san check-tsan check-valgrind check-layers check-scripts check-cuda-abi \
-    check-gpu-dry check-golden golden-update check-install check-real check-aarch64 check-dist check-spdx check-docs docs-check \
+    check-gpu-dry check-golden golden-update report-fields-doc check-install check-real check-aarch64 check-dist check-spdx check-docs docs-check \
     fuzz fuzz-inputs fuzz-smoke fuzz-smoke-inputs demo screenshot bench bench-accuracy ablate \
     install uninstall wheel dist distcheck check-under-load
 TOOL_MAIN := $(wildcard tools/main.c)
@@ -225,8 +225,18 @@ check-docs: docs-check
 # leak-line marks, and the outputs they quote (<!-- docs-check: run|shape CMD -->
 # before a block) are what a real run of CMD prints, compared on their stable
 # parts (place, rate, verdict words), not times or counts. A few seconds.
-docs-check: all $(STAND_INS) $(B)/examples/train_loop
+# And docs/report-fields.md is the report's table of fields written out
+# (src/vocab/report_fields.def; make report-fields-doc writes it again).
+docs-check: all $(STAND_INS) $(B)/examples/train_loop $(B)/tests/unit/test_report_fields
 	@python3 scripts/check-doc-drift.py --build $(B)
+	@$(B)/tests/unit/test_report_fields >$(B)/report-fields.log 2>&1 || \
+	    { cat $(B)/report-fields.log; echo "docs-check: docs/report-fields.md is not src/vocab/report_fields.def written out: make report-fields-doc"; exit 1; }
+	@echo "docs-check: docs/report-fields.md is src/vocab/report_fields.def written out"
+
+# docs/report-fields.md's tables and abbreviations, written again from the
+# report's table of fields (src/vocab/report_fields.def); its prose is kept.
+report-fields-doc: $(B)/tests/unit/test_report_fields
+	@LW_REPORT_FIELDS_WRITE=1 $(B)/tests/unit/test_report_fields
 
 # The real-clients tier (tests/real): Debian trixie's real PyTorch 2.6 (CUDA 12
 # build), numba and PyCUDA under build/leakwatch on the CPU stand-ins, in a

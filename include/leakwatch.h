@@ -8,6 +8,8 @@
 #ifndef LEAKWATCH_H
 #define LEAKWATCH_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -73,8 +75,9 @@ void leakwatch_torch_rank(int rank, int world_size);
 
 /* What the helper found, for the report: field "sites" (a JSON array of site
  * objects from PyTorch's allocation history; message: the first one's label
- * for the summary line), "answer" (the report's answer, {"site", "where"},
- * used when PyTorch's counters decided the verdict), "host_owner" (what
+ * for the summary line; the report's answer names the first when
+ * PyTorch's counters decided the verdict), "answer" (accepted and not used:
+ * older helpers told the first site's id and where), "host_owner" (what
  * keeps the pinned host leak's site alive: {"site": its id, "owner",
  * "owners", "owner_search"}, written into that site's entry of the report's
  * sites; message: the owner sentence, said under the exit line), or "diagnosis",
@@ -82,6 +85,19 @@ void leakwatch_torch_rank(int rank, int world_size);
  * message, if not NULL, is printed once on stderr). Returns 0, or -1 when not recording or the text
  * is not JSON of that shape (arrays for sites, objects otherwise; at most 1 MiB). */
 int leakwatch_torch_info(const char *field, const char *json, const char *message);
+
+/* What one step is, said by the PyTorch helper: unit "module_call" (a call
+ * of the job's outermost nn.Module; module: its class's name, an
+ * identifier, else left out) or "optimizer_step" (module NULL): the report's
+ * growth.step_unit and growth.step_module. Returns 0, or -1 for another
+ * unit or when not recording. The same as leakwatch_torch_info's
+ * "step_unit", which takes it as JSON. */
+int leakwatch_torch_step_unit(const char *unit, const char *module);
+
+/* A size as leakwatch prints it ("1.50 MiB", "512 B", "?" when not finite),
+ * into out (n bytes, terminated): the PyTorch helper's sentences print
+ * their sizes with it. Returns the length written, or -1 (no buffer). */
+int leakwatch_format_bytes(double bytes, char *out, size_t n);
 
 /* The anatomy of a device's memory and out-of-memory (python/leakwatch/
  * _anatomy.py): values[] = weights, gradients, optimizer state (bytes, each

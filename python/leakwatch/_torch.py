@@ -200,6 +200,14 @@ class _Lib:
         fast = _builtins()
         if fast is not None and self.backward is not None:
             self.backward_enter, self.backward_leave = fast[1], fast[2]
+        self.step_unit = None
+        try:
+            u = ctypes.CDLL(None).leakwatch_torch_step_unit
+            u.restype = ctypes.c_int
+            u.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+            self.step_unit = u
+        except (OSError, AttributeError, TypeError):
+            pass
         self.host_blocks = None
         try:
             h = ctypes.CDLL(None).leakwatch_torch_host_blocks
@@ -423,13 +431,36 @@ _GROWS = (r"\b{name}(\s*\[[^\]]*\])*\s*(\.\s*(append|extend|add|insert|appendlef
           r"setdefault)\s*\(|\+=|\[[^\]]*\]\s*=)")
 
 
+_FORMAT_BYTES = []  # the library's leakwatch_format_bytes, looked up once (None: absent)
+
+
 def _fmt_bytes(n):
-    """As the library prints sizes (src/vocab/fmt.c): B, KiB, MiB, GiB."""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            v = n / scale
-            return f"{v:,.1f} {unit}" if v < 100 else f"{v:,.0f} {unit}"
-    return f"{int(n)} B"
+    """A size as the library prints it (leakwatch_format_bytes: the one copy
+    of the rule, src/vocab/fmt.c); the exact count of bytes where the library
+    is not loaded."""
+    import ctypes
+
+    if not _FORMAT_BYTES:
+        f = None
+        try:
+            f = ctypes.CDLL(None).leakwatch_format_bytes
+            f.restype = ctypes.c_int
+            f.argtypes = [ctypes.c_double, ctypes.c_char_p, ctypes.c_size_t]
+        except (OSError, AttributeError, TypeError):
+            f = None
+        _FORMAT_BYTES.append(f)
+    f = _FORMAT_BYTES[0]
+    if f is not None:
+        buf = ctypes.create_string_buffer(48)
+        try:
+            if f(float(n), buf, len(buf)) > 0:
+                return buf.value.decode("ascii", "replace")
+        except (ctypes.ArgumentError, TypeError, ValueError, OverflowError):
+            pass
+    try:
+        return f"{int(n):,} B"
+    except (TypeError, ValueError, OverflowError):
+        return "?"
 
 
 def _node_name(node):
@@ -1492,27 +1523,6 @@ def _call_accepted(fn, impl, **kw):
     return fn(**kw)
 
 
-def _also_leaking(sites):
-    """The other leaking sites, biggest first, one line each under the
-    first one's ("also leaking: PLACE: +RATE/step; kept by ..."): two
-    leaks are both named. Sites of at least a tenth of the first's rate,
-    two more at most."""
-    if not sites:
-        return ""
-    top = sites[0]["bytes_per_step"]
-    out = []
-    for s in sites[1:3]:
-        if not top or s["bytes_per_step"] < top / 10 or s["bytes_per_step"] <= 0:
-            break
-        where = s["where"]["label"] if s.get("where") else "?"
-        text = f"also leaking: {where}: +{_fmt_bytes(s['bytes_per_step'])}/step"
-        owner = s.get("owner") or {}
-        if owner.get("name"):
-            text += "; " + owner["text"].replace("\n", " ")
-        out.append("\n" + text)
-    return "".join(out)
-
-
 def _kept_rate(g, n, marks):
     """A site's rate: the growth of what it keeps, not of what it allocates.
     What was allocated in the window's last step is still alive at its end
@@ -1739,11 +1749,13 @@ class _Helper:
         self.host_tries = 2  # owner searches of a pinned host leak left
         self.next_host_at = 0
 
-    def tell_unit(self, unit):
-        """What a step is, once (the report's growth.step_unit)."""
+    def tell_unit(self, unit, module=None):
+        """What a step is, once (the report's growth.step_unit): its names,
+        the library writes the text."""
         self.unit_told = True
         try:
-            self.lib.tell("step_unit", unit)
+            if self.lib.step_unit is not None:
+                self.lib.step_unit(unit.encode(), module.encode() if module else None)
         except Exception:
             pass
 
@@ -1758,7 +1770,7 @@ class _Helper:
         schedule counts steps, not time: the same run reads at the same
         steps however loaded the machine."""
         if not self.unit_told:
-            self.tell_unit({"unit": "module_call", "module": name})
+            self.tell_unit("module_call", name)
         if self.window is not None or self.steps + 1 >= self.read_after:
             self.mark()
             self.read_after = self.steps + max(1, self.steps // 128)
@@ -1777,7 +1789,7 @@ class _Helper:
         if leakwatch.manual_steps:
             return
         if not self.unit_told:
-            self.tell_unit({"unit": "optimizer_step"})
+            self.tell_unit("optimizer_step")
         with self.lock:
             self.optimizer_calls += 1
             self.skipped += bool(skipped)
@@ -1976,19 +1988,10 @@ class _Helper:
             self.windows_left = 0
         self.lib.tell("diagnosis", {**summary, "windows": self.windows})
         if sites and len(sites) >= self.sites_told:
-            top = sites[0]
-            where = top["where"]["label"] if top["where"] else "?"
-            label = f"{where}{' (' + top['note'] + ')' if top['note'] else ''}"
-            owner = top.get("owner")
-            if owner and owner.get("text"):
-                # The library shows what follows the newline on its own line
-                # under the place (src/output/torch_info.c).
-                label += "\n" + owner["text"].replace("\n", " ")
-            also = _also_leaking(sites)
-            if also:
-                label += ("" if owner and owner.get("text") else "\n") + also
-            self.lib.tell("sites", sites, label)
-            self.lib.tell("answer", {"site": top["id"], "where": top["where"]})
+            # The summary's label (the first site's place, its owner, the
+            # other leaking sites) is the library's, from these sites
+            # (src/output/torch_info.c); the report's answer names the first.
+            self.lib.tell("sites", sites)
             self.sites_told = len(sites)
 
     def _close_window_quietly(self):

@@ -38,7 +38,8 @@ static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Every runtime name of hook_list.h has an index below LW_CALLER_FUNCS
  * (runtime.c), so below MAX_F. */
 _Static_assert(LW_CALLER_FUNCS <= MAX_F, "raise MAX_F");
-static void *exports[MAX_F]; /* our export of each wrapped runtime name */
+static const lw_bind_runtime *runtime; /* runtime.c's names and entries */
+static void *exports[MAX_F];           /* our export of each wrapped runtime name */
 static int nexports;
 typedef void *(*dlopen_fn)(const char *, int);
 static _Atomic(dlopen_fn) real_dlopen;
@@ -116,7 +117,7 @@ static void visit_entry(const struct dl_phdr_info *info, const char *name, void 
             add_want(s, slot, cur, -1);
         return;
     }
-    int f = lw_runtime_index(name);
+    int f = runtime->index(name);
     if (f < 0 || f >= nexports || !exports[f]) return;
     /* Our export: bind it. One of our entries already, or another
      * interposer's definition: left alone. */
@@ -207,7 +208,7 @@ static int write_object(found *o, int *regions_read) {
         } else {
             if (k == -2) k = lw_real_object_slot((const void *)o->lo);
             if (k < 0) continue; /* the table is full: the export decides */
-            value = lw_runtime_entry(w->f, k);
+            value = runtime->entry(w->f, k);
         }
         if (value) lw_got_write_slot(w->slot, value);
     }
@@ -322,7 +323,7 @@ static void bind_all(void) {
     scan s = {0};
     for (int f = 0; f < nexports; f++)
         s.global_ours[f] =
-            exports[f] && lw_real_dlsym(RTLD_DEFAULT, lw_runtime_name(f)) == exports[f];
+            exports[f] && lw_real_dlsym(RTLD_DEFAULT, runtime->name(f)) == exports[f];
     dlopen_fn real = atomic_load_explicit(&real_dlopen, memory_order_relaxed);
     s.global_dlopen = real && lw_real_dlsym(RTLD_DEFAULT, "dlopen") == (void *)real;
     dl_iterate_phdr(walk_object, &s);
@@ -387,16 +388,15 @@ static void fork_child(void) {
     ndone = 0;
 }
 
-/* After the C library's constructors and before the program's: every object
- * loaded at start is relocated by now. */
-__attribute__((constructor)) static void bind_init(void) {
+void lw_bind_start(const lw_bind_runtime *rt) {
     int saved = errno;
+    runtime = rt;
     void *main = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
     void *p = main ? lw_real_dlsym(main, "cudaMalloc") : NULL;
     if (p && p == lw_own_symbol("cudaMalloc") && !lw_real_is_late()) {
         (void)lw_is_own_address(0); /* our span known before any walk */
-        for (int f = 0; f < MAX_F && lw_runtime_name(f); f++) {
-            exports[f] = lw_own_symbol(lw_runtime_name(f));
+        for (int f = 0; f < MAX_F && rt->name(f); f++) {
+            exports[f] = lw_own_symbol(rt->name(f));
             nexports = f + 1;
         }
         atomic_store(&real_dlopen, (dlopen_fn)lw_real_dlsym(RTLD_NEXT, "dlopen"));

@@ -17,10 +17,21 @@
  * were; never waits for another thread's binding (that one does it). */
 void lw_bind_poll(void);
 
-/* runtime.c: the index of a wrapped runtime name (-1: not one), and the
- * entry of object slot k for index f (NULL: none). */
-int lw_runtime_index(const char *name);
-const char *lw_runtime_name(int f);
-void *lw_runtime_entry(int f, int k);
+/* What binding needs of the runtime's hooks: the index of a wrapped runtime
+ * name (-1: not one), the name of index f (NULL past the last), and the
+ * entry of object slot k for index f (NULL: none). runtime.c hands its own
+ * in at the library's start, so that this file calls none of runtime.c's
+ * functions (runtime.c -> bind.c, one way). */
+typedef struct {
+    int (*index)(const char *name);
+    const char *(*name)(int f);
+    void *(*entry)(int f, int k);
+} lw_bind_runtime;
+
+/* Called once, from a constructor (after the C library's constructors and
+ * before the program's: every object loaded at start is relocated by then):
+ * binds every loaded object when our exports are the ones the program
+ * reaches (preloaded, not attached), and turns the look after loads on. */
+void lw_bind_start(const lw_bind_runtime *rt);
 
 #endif

@@ -47,5 +47,6 @@ dlsym(void *handle, const char *name) {
          * (and records): hand it out; else the real one itself. */
         return lw_export_reaches(ra, name, real) ? fn : real;
     }
+    if (fn && n[0] == 'c' && n[1] == 'u' && n[2] == 'd') return lw_runtime_bind(name, fn);
     return lw_wrap_by_name(name, fn);
 }

@@ -345,7 +345,16 @@ LW_DRIVER_HOOKS(FAMILY, ALIAS)
     {#NAME, BASE, MIN, BELOW, NAME##_real, NAME##_slots},
 #define ALIAS(EXPNAME, NAME, TYPE, PARAMS, ARGS, BASE, MIN, BELOW)                                 \
     {#EXPNAME, BASE, MIN, BELOW, NAME##_real, NAME##_slots},
-const lw_driver_entry lw_driver_entries[] = {LW_DRIVER_HOOKS(FAMILY, ALIAS)};
+static const lw_driver_entry entries[] = {LW_DRIVER_HOOKS(FAMILY, ALIAS)};
 #undef FAMILY
 #undef ALIAS
-const size_t lw_driver_entry_count = sizeof lw_driver_entries / sizeof lw_driver_entries[0];
+static const lw_driver_table table = {entries, sizeof entries / sizeof entries[0]};
+
+void *lw_wrap_by_base(const char *symbol, int cuda_version, cuuint64_t flags, void *fn,
+                      lw_pfn_cuGetProcAddress_v12000 query_v2) {
+    return lw_lookup_by_base(&table, symbol, cuda_version, flags, fn, query_v2);
+}
+
+void *lw_wrap_by_name(const char *versioned_name, void *fn) {
+    return lw_lookup_by_name(&table, versioned_name, fn);
+}

@@ -9,7 +9,8 @@
 
 #include <leakwatch/cuda_api.h>
 
-/* The wrapper to hand out for the driver function that a lookup by base name
+/* driver.c, over its table (lookup.c picks the entry and the slot): the
+ * wrapper to hand out for the driver function that a lookup by base name
  * ("cuMemAlloc") at cudaVersion and flags returned as fn; fn itself when
  * leakwatch does not wrap it (or cannot be sure of its signature). query_v2,
  * when not NULL, is the real cuGetProcAddress_v2 used to confirm that a lookup
@@ -17,9 +18,9 @@
 void *lw_wrap_by_base(const char *symbol, int cuda_version, cuuint64_t flags, void *fn,
                       lw_pfn_cuGetProcAddress_v12000 query_v2);
 
-/* The same for a lookup by exported, versioned name ("cuMemAlloc_v2",
- * "cuMemAllocAsync_ptsz"), as dlsym does; a runtime name ("cudaMalloc")
- * goes to lw_runtime_bind. */
+/* The same for a lookup of a driver function by exported, versioned name
+ * ("cuMemAlloc_v2", "cuMemAllocAsync_ptsz"), as dlsym does (a runtime name,
+ * "cudaMalloc", goes to lw_runtime_bind). */
 void *lw_wrap_by_name(const char *versioned_name, void *fn);
 
 /* runtime.c: the wrapper to hand out for the runtime function fn that a

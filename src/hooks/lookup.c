@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* How a lookup of a driver function (cuGetProcAddress by base name and
- * version, dlsym by versioned name) is answered: which entry of driver.c's
- * table it asks for, whether its signature is one leakwatch knows, and which
- * of the entry's slots (a wrapper bound to one real function) it gets. */
+ * version, dlsym by versioned name) is answered: which entry of a table of
+ * driver hooks it asks for, whether its signature is one leakwatch knows, and
+ * which of the entry's slots (a wrapper bound to one real function) it gets.
+ * The table is the caller's (driver.c hands in its own), so this file calls
+ * no other file of the hooks: driver.c -> lookup.c, one way. */
 #include "hooks.h"
 
 #include "log.h"
@@ -13,13 +15,13 @@
 #include <stdint.h>
 #include <string.h>
 
-static const lw_driver_entry *entry_named(const char *name) {
-    for (size_t i = 0; i < lw_driver_entry_count; i++)
-        if (strcmp(name, lw_driver_entries[i].name) == 0) return &lw_driver_entries[i];
+static const lw_driver_entry *entry_named(const lw_driver_table *t, const char *name) {
+    for (size_t i = 0; i < t->count; i++)
+        if (strcmp(name, t->entries[i].name) == 0) return &t->entries[i];
     return NULL;
 }
 
-static void *wrap(const lw_driver_entry *e, void *fn) {
+static void *wrap(const lw_driver_table *t, const lw_driver_entry *e, void *fn) {
     if (!fn) return fn;
     if (lw_is_own_address((uintptr_t)fn)) {
         /* A driver whose exports can be interposed (built without
@@ -27,7 +29,7 @@ static void *wrap(const lw_driver_entry *e, void *fn) {
          * under LD_PRELOAD is ours: wrap the driver's own function instead.
          * Anything else of ours (a slot) is a wrapper already. */
         const char *name = lw_own_export_name(fn);
-        const lw_driver_entry *own = name ? entry_named(name) : NULL;
+        const lw_driver_entry *own = name ? entry_named(t, name) : NULL;
         void *real = own ? lw_driver_symbol(name) : NULL;
         if (!real) return fn; /* our export still reaches the driver */
         e = own;
@@ -52,11 +54,11 @@ static void *wrap(const lw_driver_entry *e, void *fn) {
     return fn;
 }
 
-void *lw_wrap_by_base(const char *symbol, int version, cuuint64_t flags, void *fn,
-                      lw_pfn_cuGetProcAddress_v12000 query_v2) {
+void *lw_lookup_by_base(const lw_driver_table *t, const char *symbol, int version, cuuint64_t flags,
+                        void *fn, lw_pfn_cuGetProcAddress_v12000 query_v2) {
     if (!lw_maybe_driver_name(symbol)) return fn;
-    for (size_t i = 0; i < lw_driver_entry_count; i++) {
-        const lw_driver_entry *e = &lw_driver_entries[i];
+    for (size_t i = 0; i < t->count; i++) {
+        const lw_driver_entry *e = &t->entries[i];
         if (strcmp(symbol, e->base) != 0) continue;
         if (version < e->min_version || (e->below_version && version >= e->below_version)) continue;
         if (version > LW_CUDA_VERSION_KNOWN) {
@@ -74,14 +76,13 @@ void *lw_wrap_by_base(const char *symbol, int version, cuuint64_t flags, void *f
                 return fn;
             }
         }
-        return wrap(e, fn);
+        return wrap(t, e, fn);
     }
     return fn;
 }
 
-void *lw_wrap_by_name(const char *name, void *fn) {
-    if (fn && name[0] == 'c' && name[1] == 'u' && name[2] == 'd') return lw_runtime_bind(name, fn);
+void *lw_lookup_by_name(const lw_driver_table *t, const char *name, void *fn) {
     if (!fn || !lw_maybe_driver_name(name)) return fn;
-    const lw_driver_entry *e = entry_named(name);
-    return e ? wrap(e, fn) : fn;
+    const lw_driver_entry *e = entry_named(t, name);
+    return e ? wrap(t, e, fn) : fn;
 }

@@ -4,6 +4,8 @@
 #ifndef LW_HOOKS_LOOKUP_H
 #define LW_HOOKS_LOOKUP_H
 
+#include <leakwatch/cuda_api.h>
+
 #include <stddef.h>
 
 /* Wrappers per wrapped function, each bound to one real function: the plain
@@ -20,7 +22,18 @@ typedef struct {
     void *const *slots;
 } lw_driver_entry;
 
-extern const lw_driver_entry lw_driver_entries[];
-extern const size_t lw_driver_entry_count;
+/* A table of driver hooks (driver.c's, from hook_list.h). */
+typedef struct {
+    const lw_driver_entry *entries;
+    size_t count;
+} lw_driver_table;
+
+/* The function a lookup hands out for fn, the real function found: the
+ * wrapper of t's entry for it (by base name and version, as
+ * cuGetProcAddress asks; or by versioned name, as dlsym does), or fn itself
+ * when it is not one leakwatch wraps. */
+void *lw_lookup_by_base(const lw_driver_table *t, const char *symbol, int version, cuuint64_t flags,
+                        void *fn, lw_pfn_cuGetProcAddress_v12000 query_v2);
+void *lw_lookup_by_name(const lw_driver_table *t, const char *name, void *fn);
 
 #endif

@@ -50,14 +50,14 @@ int lw_export_reaches(const void *ra, const char *name, void *real) {
     return 1; /* a driver export: one driver per process */
 }
 
-int lw_runtime_index(const char *name) {
+static int runtime_index(const char *name) {
     if (name[0] != 'c' || name[1] != 'u' || name[2] != 'd' || name[3] != 'a') return -1;
     for (int i = 0; i < F_COUNT; i++)
         if (strcmp(name, names[i]) == 0) return i;
     return -1;
 }
 
-const char *lw_runtime_name(int f) {
+static const char *runtime_name(int f) {
     return f >= 0 && f < F_COUNT ? names[f] : NULL;
 }
 
@@ -428,7 +428,7 @@ static const struct {
 #undef SLOTS_OF
 
 void *lw_runtime_bind(const char *name, void *fn) {
-    int f = fn ? lw_runtime_index(name) : -1;
+    int f = fn ? runtime_index(name) : -1;
     /* Not wrapped (looked up only), or ours already. The entry points need
      * the caller's runtime version, which a slot does not know: the runtime
      * answers them through our cuGetProcAddress anyway. */
@@ -456,7 +456,14 @@ void *lw_runtime_bind(const char *name, void *fn) {
     return fn;
 }
 
-void *lw_runtime_entry(int f, int k) {
+static void *runtime_entry(int f, int k) {
     if (f < 0 || f >= F_COUNT || k < 0 || k >= LW_CALLER_OBJECTS || !entries[f]) return NULL;
     return entries[f][k];
+}
+
+/* Each loaded object's references to our exports bound to its own entries
+ * (bind.c), from the library's start. */
+__attribute__((constructor)) static void start_binding(void) {
+    static const lw_bind_runtime rt = {runtime_index, runtime_name, runtime_entry};
+    lw_bind_start(&rt);
 }

@@ -3,6 +3,8 @@
  * (anatomy.h). */
 #include "anatomy.h"
 
+#include "report_fields.h"
+
 #include "growth.h"
 #include "site_name.h"
 
@@ -368,24 +370,24 @@ static void emit_site_device(lw_jw *w, int d, int64_t leak) {
 
 static void emit_oom(lw_jw *w, const oom_facts *o) {
     if (!o->have) {
-        lw_jw_null(w, "oom");
+        lw_jw_null(w, LW_KEY(oom));
         return;
     }
-    lw_jw_object(w, "oom");
-    lw_jw_str(w, "cause", o->cause);
-    lw_jw_str(w, "evidence", o->evidence);
-    lw_jw_str(w, "remedy", o->remedy);
-    lw_jw_str(w, "source", o->torch ? "pytorch_observer" : "allocation_failure");
-    lw_jw_int(w, "device", o->device);
-    lw_jw_int(w, "step", o->step);
-    lw_jw_double(w, "time_s", o->time_s);
-    lw_jw_uint(w, "count", o->count);
-    opt_int(w, "request_bytes", o->v[LW_AN_REQUEST]);
-    opt_int(w, "device_free_bytes", o->v[LW_AN_FREE]);
-    opt_int(w, "device_total_bytes", o->v[LW_AN_TOTAL]);
-    opt_int(w, "allocated_bytes", o->v[LW_AN_ALLOCATED]);
-    opt_int(w, "reserved_bytes", o->v[LW_AN_RESERVED]);
-    opt_int(w, "leak_bytes", o->leak);
+    lw_jw_object(w, LW_KEY(oom));
+    lw_jw_str(w, LW_KEY(oom_cause), o->cause);
+    lw_jw_str(w, LW_KEY(oom_evidence), o->evidence);
+    lw_jw_str(w, LW_KEY(oom_remedy), o->remedy);
+    lw_jw_str(w, LW_KEY(oom_source), o->torch ? "pytorch_observer" : "allocation_failure");
+    lw_jw_int(w, LW_KEY(oom_device), o->device);
+    lw_jw_int(w, LW_KEY(oom_step), o->step);
+    lw_jw_double(w, LW_KEY(oom_time_s), o->time_s);
+    lw_jw_uint(w, LW_KEY(oom_count), o->count);
+    opt_int(w, LW_KEY(oom_request_bytes), o->v[LW_AN_REQUEST]);
+    opt_int(w, LW_KEY(oom_device_free_bytes), o->v[LW_AN_FREE]);
+    opt_int(w, LW_KEY(oom_device_total_bytes), o->v[LW_AN_TOTAL]);
+    opt_int(w, LW_KEY(oom_allocated_bytes), o->v[LW_AN_ALLOCATED]);
+    opt_int(w, LW_KEY(oom_reserved_bytes), o->v[LW_AN_RESERVED]);
+    opt_int(w, LW_KEY(oom_leak_bytes), o->leak);
     lw_jw_end(w);
 }
 

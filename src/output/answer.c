@@ -143,7 +143,8 @@ static const lw_site *kept_over_steps(void) {
     return best;
 }
 
-void lw_run_answer_from(lw_run_answer *r, const lw_growth_state *g) {
+void lw_run_answer_ranked(lw_run_answer *r, const lw_growth_state *g, const lw_ranked_site *all,
+                          size_t n) {
     memset(r, 0, sizeof *r);
     r->g = *g;
     lw_report_answer(&r->a, &r->g); /* its reason points into r->g */
@@ -153,6 +154,8 @@ void lw_run_answer_from(lw_run_answer *r, const lw_growth_state *g) {
         r->a.oom_evidence = r->oom_evidence;
         r->a.oom_remedy = r->oom_remedy;
     }
+    /* The report's answer lists its first site when the line names none. */
+    r->entry = n && all ? all[0].site : NULL;
     int leak = g->verdict == LW_VERDICT_LEAK;
     double rate = 0;
     /* The PyTorch override, here only. */
@@ -166,7 +169,7 @@ void lw_run_answer_from(lw_run_answer *r, const lw_growth_state *g) {
     }
     const lw_site *top = NULL;
     double srate = NAN;
-    int leaking = lw_site_lead(leak, &top, &srate);
+    int leaking = lw_site_lead_ranked(all, n, &top, &srate);
     /* Not decided yet: the site that grows, not the largest (a model's
      * weights), is the place to look. */
     int undecided = g->verdict == LW_VERDICT_INCONCLUSIVE && leaking != 1;
@@ -177,16 +180,74 @@ void lw_run_answer_from(lw_run_answer *r, const lw_growth_state *g) {
         if (rs.site) top = rs.site, leaking = 0, r->a.where_grows = undecided;
     }
     if (!top) return;
-    r->site = top;
+    r->site = r->entry = top;
     /* A pinned host leak's site: the helper's owner sentence, if it found one. */
     if (leak && !lw_torch_info_host_owner_text(top->id, r->owner, sizeof r->owner))
         r->owner[0] = '\0';
     lw_site_label(top, r->where, sizeof r->where);
     r->a.where = r->where;
-    if (leaking == 1)
+    if (leaking == 1) {
         r->a.where_rate = srate;
-    else if (!leak)
-        r->a.where_live = (double)lw_site_live_bytes(top);
+    } else if (!leak) {
+        /* What it holds as the report writes its entry (counted once, with
+         * the order): a site that holds nothing by then (freed meanwhile by
+         * a thread still running at exit) is not named, since its entry
+         * says it holds nothing. */
+        const lw_ranked_site *e = lw_ranked_find(all, n, top);
+        int64_t live = e ? e->counts.live_bytes : lw_site_live_bytes(top);
+        if (live > 0) {
+            r->a.where_live = (double)live;
+        } else {
+            r->a.where = NULL;
+            r->a.where_live = NAN;
+        }
+    }
+}
+
+void lw_run_answer_from(lw_run_answer *r, const lw_growth_state *g) {
+    lw_site_views vs;
+    lw_site_views_load(&vs, g->verdict == LW_VERDICT_LEAK);
+    size_t n = 0;
+    lw_ranked_site *all = lw_sites_ranked(&vs, &n);
+    lw_run_answer_ranked(r, g, all, n);
+    free(all);
+    lw_site_views_free(&vs);
+}
+
+/* A count, null when unknown (NAN). */
+static void emit_num(lw_jw *w, const char *key, double v) {
+    if (isfinite(v))
+        lw_jw_double(w, key, v);
+    else
+        lw_jw_null(w, key);
+}
+
+void lw_run_answer_emit(lw_jw *w, const lw_run_answer *r) {
+    const lw_answer *a = &r->a;
+    lw_jw_str(w, "unit", a->unit);
+    lw_jw_bool(w, "says_where", a->where != NULL);
+    emit_num(w, "site_bytes_per_step", a->where_rate);
+    emit_num(w, "site_live_bytes", a->where_live);
+    emit_num(w, "bytes_per_step", a->rate);
+    if (isfinite(a->lo) && isfinite(a->hi)) {
+        lw_jw_array(w, "slope_ci");
+        lw_jw_double(w, NULL, a->lo);
+        lw_jw_double(w, NULL, a->hi);
+        lw_jw_end(w);
+    } else {
+        lw_jw_null(w, "slope_ci");
+    }
+    emit_num(w, "bytes_per_second", a->per_second);
+    emit_num(w, "onset_step", a->onset);
+    emit_num(w, "onset_end_step", a->onset_hi);
+    emit_num(w, "steps", a->steps);
+    emit_num(w, "free_bytes", a->free_bytes);
+    emit_num(w, "total_bytes", a->total_bytes);
+    emit_num(w, "oom_eta_seconds", a->oom_seconds);
+    emit_num(w, "oom_eta_steps", a->oom_steps);
+    lw_jw_str(w, "reason", a->reason);
+    emit_num(w, "steps_to_decide", a->more_steps);
+    lw_jw_bool(w, "rose_once", a->rose_once);
 }
 
 void lw_run_answer_now(lw_run_answer *r) {

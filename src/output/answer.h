@@ -9,6 +9,8 @@
 
 #include "fmt.h"
 #include "growth.h"
+#include "json_write.h"
+#include "site_rank.h"
 
 struct lw_site;
 
@@ -16,7 +18,10 @@ typedef struct {
     lw_growth_state g;          /* the snapshot everything here comes from */
     lw_answer a;                /* a.where points into where (lw_run_answer_copy) */
     const struct lw_site *site; /* the site named; NULL: none, or PyTorch's history */
-    int torch;                  /* named from PyTorch's allocation history */
+    /* The site the report's "answer" lists: the site named, else the
+     * report's first (its line then names no place: says_where false). */
+    const struct lw_site *entry;
+    int torch; /* named from PyTorch's allocation history */
     char where[512];
     char owner[1024]; /* under PyTorch: what keeps the named tensors alive; "" */
     /* An out-of-memory's post-mortem (anatomy.h): a.oom_* point here. */
@@ -45,6 +50,22 @@ void lw_report_answer(lw_answer *a, const lw_growth_state *g);
  *  - no leak: the site holding most live memory (the report's first site);
  *    none on a run with nothing live. */
 void lw_run_answer_from(lw_run_answer *r, const lw_growth_state *g);
+
+/* The same from a list of the sites ranked (site_rank.h): the report's own,
+ * so that the answer names the site the report puts first and says what
+ * its entry says (its live bytes as counted for the order). A site the
+ * line would name for what it holds, holding nothing by then, is not named
+ * (a.where NULL), though the report's answer still lists it (entry). */
+void lw_run_answer_ranked(lw_run_answer *r, const lw_growth_state *g, const lw_ranked_site *all,
+                          size_t n);
+
+/* Writes the answer's line as members of w's current object (the report's
+ * "answer"; docs/report-fields.md): its unit, whether it names the place,
+ * the named site's rate or live bytes, the growth with its interval, onset,
+ * time to out-of-memory, memory free, steps, and for an answer not decided
+ * its reason and the steps still needed; for a no leak whether the floor
+ * rose once. The command renders these and chooses nothing again. */
+void lw_run_answer_emit(lw_jw *w, const lw_run_answer *r);
 
 /* The same from the state now. */
 void lw_run_answer_now(lw_run_answer *r);

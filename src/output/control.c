@@ -145,7 +145,9 @@ static void reply_built(int fd, int (*build)(FILE *f), const char *what) {
 }
 
 static int build_report(FILE *f) {
-    return lw_report_emit(f, "live");
+    char final[PATH_MAX];
+    lw_report_final_path(final, sizeof final);
+    return lw_report_emit(f, "live", final);
 }
 
 static void num_or_null(lw_jw *w, const char *key, double v) {

@@ -6,7 +6,7 @@
  * summary.c prints the exit summary. */
 #include "report.h"
 
-#include "report_file.h"
+#include "report_fields.h"
 
 #include "answer.h"
 #include "anatomy.h"
@@ -48,39 +48,39 @@
 #define REPORT_WRITE_BUF 16384
 
 static void emit_counts(lw_jw *w, lw_counts c) {
-    lw_jw_uint(w, "alloc_count", c.alloc_count);
-    lw_jw_uint(w, "free_count", c.free_count);
-    lw_jw_uint(w, "failed_alloc_count", c.failed_count);
-    lw_jw_int(w, "live_bytes", c.live_bytes);
-    lw_jw_int(w, "live_count", c.live_count);
-    lw_jw_int(w, "peak_live_bytes", c.peak_live_bytes);
+    lw_jw_uint(w, LW_KEY(COUNTS_alloc_count), c.alloc_count);
+    lw_jw_uint(w, LW_KEY(COUNTS_free_count), c.free_count);
+    lw_jw_uint(w, LW_KEY(COUNTS_failed_alloc_count), c.failed_count);
+    lw_jw_int(w, LW_KEY(COUNTS_live_bytes), c.live_bytes);
+    lw_jw_int(w, LW_KEY(COUNTS_live_count), c.live_count);
+    lw_jw_int(w, LW_KEY(COUNTS_peak_live_bytes), c.peak_live_bytes);
 }
 
 static void emit_totals(lw_jw *w) {
-    lw_jw_object(w, "totals");
+    lw_jw_object(w, LW_KEY(totals));
     emit_counts(w, lw_totals_get(-2, LW_KIND_COUNT));
-    lw_jw_uint(w, "unknown_free_count", lw_totals_unknown_frees());
-    lw_jw_int(w, "mapped_bytes", lw_totals_mapped_bytes());
+    lw_jw_uint(w, LW_KEY(totals_unknown_free_count), lw_totals_unknown_frees());
+    lw_jw_int(w, LW_KEY(totals_mapped_bytes), lw_totals_mapped_bytes());
     /* Other processes' memory opened here: in none of the counters above. */
-    lw_jw_object(w, "imported");
+    lw_jw_object(w, LW_KEY(totals_imported));
     emit_counts(w, lw_imports_get());
-    lw_jw_int(w, "mapped_bytes", lw_imports_mapped_bytes());
+    lw_jw_int(w, LW_KEY(totals_imported_mapped_bytes), lw_imports_mapped_bytes());
     lw_jw_end(w);
-    lw_jw_object(w, "by_kind");
+    lw_jw_object(w, LW_KEY(totals_by_kind));
     for (int k = 0; k < LW_KIND_COUNT; k++) {
         lw_jw_object(w, lw_kind_name((lw_kind)k));
         emit_counts(w, lw_totals_get(-2, (lw_kind)k));
         lw_jw_end(w);
     }
     lw_jw_end(w);
-    lw_jw_array(w, "by_device");
+    lw_jw_array(w, LW_KEY(totals_by_device));
     uint64_t seen = lw_totals_devices_seen();
     for (int d = -1; d < LW_MAX_DEVICES; d++) {
         if (!(seen & (1ull << (d + 1)))) continue;
         lw_jw_object(w, NULL);
-        lw_jw_int(w, "device", d);
+        lw_jw_int(w, LW_KEY(totals_by_device_device), d);
         emit_counts(w, lw_totals_get(d, LW_KIND_COUNT));
-        lw_jw_object(w, "by_kind");
+        lw_jw_object(w, LW_KEY(totals_by_device_by_kind));
         for (int k = 0; k < LW_KIND_COUNT; k++) {
             lw_jw_object(w, lw_kind_name((lw_kind)k));
             emit_counts(w, lw_totals_get(d, (lw_kind)k));
@@ -196,21 +196,15 @@ static void emit_bins(lw_jw *w, const lw_bin *b, int n, const bin_column *cols, 
     lw_jw_end(w);
 }
 
-/* The site the answer names, and the live bytes its entry in "sites" was
- * written with (per thread: reports may be written from two at once). */
-static __thread const lw_site *answer_site;
-static __thread int64_t answer_live = -1;
-
-static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const lw_site_view *v, int rank,
-                      int distinct) {
+static void emit_site(lw_jw *w, lw_symtab *syms, const lw_ranked_site *r, const lw_site_view *v,
+                      int rank, int distinct) {
+    const lw_site *s = r->site;
     lw_jw_object(w, NULL);
     lw_jw_uint(w, "id", s->id);
-    /* Summed over the threads' shards, once: the fields agree. */
-    lw_site_counts c;
-    lw_site_get(s, &c);
-    int64_t live = c.live_bytes;
-    if (s == answer_site) answer_live = live; /* the answer says what the site says */
-    lw_jw_int(w, "live_bytes", live);
+    /* Summed over the threads' shards, once, when the sites were ranked: the
+     * fields agree, with the order and with the answer (answer.c). */
+    const lw_site_counts c = r->counts;
+    lw_jw_int(w, "live_bytes", c.live_bytes);
     /* Derived: keeping a live count would cost the hot path a count. */
     lw_jw_int(w, "live_count", c.live_count);
     lw_jw_uint(w, "alloc_count", c.alloc_count);
@@ -244,15 +238,12 @@ static void emit_site(lw_jw *w, lw_symtab *syms, const lw_site *s, const lw_site
     lw_jw_end(w);
 }
 
-/* Writes the sites, most relevant first; returns the first one (the site the
- * answer names), or NULL, and its distinguishing frame in *top_distinct. */
-static const lw_site *emit_sites(lw_jw *w, lw_symtab *syms, int global_leak, int *top_distinct) {
-    lw_site_views vs;
-    lw_site_views_load(&vs, global_leak);
-    size_t n = 0;
-    lw_ranked_site *all = lw_sites_ranked(&vs, &n);
+/* Writes the sites, most relevant first (all, ranked from vs); returns the
+ * first one's distinguishing frame. */
+static int emit_sites(lw_jw *w, lw_symtab *syms, const lw_site_views *vs, lw_ranked_site *all,
+                      size_t n) {
     lw_site_places ps;
-    lw_site_places_load(&ps, syms, &vs, all, n < lw_sites_shown() ? n : lw_sites_shown());
+    lw_site_places_load(&ps, syms, vs, all, n < lw_sites_shown() ? n : lw_sites_shown());
     size_t limit = (size_t)lw_opt_int(LW_OPT_REPORT_SITES), written = 0;
     /* Sites found in PyTorch's allocation history (source "pytorch_history")
      * come first: they name tensors, where the others name segments. */
@@ -269,33 +260,30 @@ static const lw_site *emit_sites(lw_jw *w, lw_symtab *syms, int global_leak, int
     for (size_t i = 0; i < n && i < limit; i++) {
         long long at = lw_jw_tell(w);
         if (start >= 0 && at >= 0 && at - start >= LW_REPORT_SITES_BYTES) break;
-        emit_site(w, syms, all[i].site, lw_site_view_of(&vs, all[i].site),
-                  all[i].leak ? (int)i + 1 : 0, lw_site_places_distinct(&ps, all[i].site));
+        emit_site(w, syms, &all[i], lw_site_view_of(vs, all[i].site), all[i].leak ? (int)i + 1 : 0,
+                  lw_site_places_distinct(&ps, all[i].site));
         written++;
     }
     lw_jw_end(w);
     lw_jw_uint(w, "sites_reported", nt + written);
-    const lw_site *top = n && all ? all[0].site : NULL;
-    *top_distinct = top ? lw_site_places_distinct(&ps, top) : -1;
-    free(all);
+    int top_distinct = n && all ? lw_site_places_distinct(&ps, all[0].site) : -1;
     lw_site_places_free(&ps);
-    lw_site_views_free(&vs);
-    return top;
+    return top_distinct;
 }
 
 static void emit_failures(lw_jw *w) {
     lw_failure f[LW_FAILURES_KEPT];
     int n = lw_failures_get(f, LW_FAILURES_KEPT);
-    lw_jw_array(w, "failed_allocations");
+    lw_jw_array(w, LW_KEY(failed_allocations));
     for (int i = 0; i < n; i++) {
         lw_jw_object(w, NULL);
-        lw_jw_uint(w, "size", f[i].size);
-        lw_jw_str(w, "kind", lw_kind_name((lw_kind)f[i].kind));
-        lw_jw_int(w, "device", f[i].device);
-        lw_jw_int(w, "result", f[i].result);
-        lw_jw_uint(w, "step", f[i].step);
-        lw_jw_double(w, "time_s", (double)f[i].time_ns / 1e9);
-        lw_jw_uint(w, "site", f[i].site->id);
+        lw_jw_uint(w, LW_KEY(failed_allocations_size), f[i].size);
+        lw_jw_str(w, LW_KEY(failed_allocations_kind), lw_kind_name((lw_kind)f[i].kind));
+        lw_jw_int(w, LW_KEY(failed_allocations_device), f[i].device);
+        lw_jw_int(w, LW_KEY(failed_allocations_result), f[i].result);
+        lw_jw_uint(w, LW_KEY(failed_allocations_step), f[i].step);
+        lw_jw_double(w, LW_KEY(failed_allocations_time_s), (double)f[i].time_ns / 1e9);
+        lw_jw_uint(w, LW_KEY(failed_allocations_site), f[i].site->id);
         lw_jw_end(w);
     }
     lw_jw_end(w);
@@ -323,16 +311,16 @@ static void emit_pinned_host(lw_jw *w) {
         free(b);
         return;
     }
-    lw_jw_object(w, "pinned_host");
-    lw_jw_str(w, "verdict", lw_verdict_name(h.verdict));
-    lw_jw_double(w, "bytes_per_step", h.last.slope);
-    lw_jw_array(w, "slope_ci");
+    lw_jw_object(w, LW_KEY(growth_pinned_host));
+    lw_jw_str(w, LW_KEY(growth_pinned_host_verdict), lw_verdict_name(h.verdict));
+    lw_jw_double(w, LW_KEY(growth_pinned_host_bytes_per_step), h.last.slope);
+    lw_jw_array(w, LW_KEY(growth_pinned_host_slope_ci));
     lw_jw_double(w, NULL, h.last.lo);
     lw_jw_double(w, NULL, h.last.hi);
     lw_jw_end(w);
-    lw_jw_double(w, "p_value", h.last.p_value);
-    lw_jw_uint(w, "points", h.points);
-    lw_jw_str(w, "reason", h.reason[0] ? h.reason : "not evaluated yet");
+    lw_jw_double(w, LW_KEY(growth_pinned_host_p_value), h.last.p_value);
+    lw_jw_uint(w, LW_KEY(growth_pinned_host_points), h.points);
+    lw_jw_str(w, LW_KEY(growth_pinned_host_reason), h.reason[0] ? h.reason : "not evaluated yet");
     emit_bins(w, b, n, COLUMNS(steps_floor));
     lw_jw_end(w);
     free(b);
@@ -363,36 +351,36 @@ static void emit_fit(lw_jw *w, const lw_growth *l) {
 static void emit_cycles(lw_jw *w, const lw_growth_state *g) {
     lw_cycles_summary c;
     if (!g->cycles_signal || !lw_cycles_get(&g->cycles_raw, &c)) {
-        lw_jw_null(w, "cycles");
+        lw_jw_null(w, LW_KEY(growth_cycles));
         return;
     }
-    lw_jw_object(w, "cycles");
-    lw_jw_uint(w, "count", c.count);
-    lw_jw_double(w, "period_steps", c.period);
-    lw_jw_double(w, "rise_bytes_per_step", c.rise_per_step);
-    lw_jw_double(w, "peak_bytes", c.peak);
-    lw_jw_double(w, "floor_bytes", c.floor);
-    lw_jw_double(w, "last_release_step", c.last_release);
-    lw_jw_str(w, "signal", g->cycles_signal);
+    lw_jw_object(w, LW_KEY(growth_cycles));
+    lw_jw_uint(w, LW_KEY(growth_cycles_count), c.count);
+    lw_jw_double(w, LW_KEY(growth_cycles_period_steps), c.period);
+    lw_jw_double(w, LW_KEY(growth_cycles_rise_bytes_per_step), c.rise_per_step);
+    lw_jw_double(w, LW_KEY(growth_cycles_peak_bytes), c.peak);
+    lw_jw_double(w, LW_KEY(growth_cycles_floor_bytes), c.floor);
+    lw_jw_double(w, LW_KEY(growth_cycles_last_release_step), c.last_release);
+    lw_jw_str(w, LW_KEY(growth_cycles_signal), g->cycles_signal);
     lw_jw_end(w);
 }
 
 /* The live alarm (issue 38): whether the growth is said as a leak while the
  * run goes on, and the LEAK lines said live and withdrawn later. */
 static void emit_live_alarms(lw_jw *w, const lw_growth_state *g) {
-    lw_jw_bool(w, "growing_not_yet_leak", g->growing);
+    lw_jw_bool(w, LW_KEY(growth_growing_not_yet_leak), g->growing);
     lw_withdrawn_alarm a;
     unsigned n = lw_warning_withdrawn(&a);
-    lw_jw_uint(w, "live_alarms_withdrawn", n);
+    lw_jw_uint(w, LW_KEY(growth_live_alarms_withdrawn), n);
     if (!n) {
-        lw_jw_null(w, "live_alarm_withdrawn");
+        lw_jw_null(w, LW_KEY(growth_live_alarm_withdrawn));
         return;
     }
-    lw_jw_object(w, "live_alarm_withdrawn");
-    lw_jw_str(w, "unit", a.unit);
-    lw_jw_uint(w, "said_at", a.said_at);
-    lw_jw_uint(w, "withdrawn_at", a.withdrawn_at);
-    lw_jw_str(w, "reason", a.reason);
+    lw_jw_object(w, LW_KEY(growth_live_alarm_withdrawn));
+    lw_jw_str(w, LW_KEY(growth_live_alarm_withdrawn_unit), a.unit);
+    lw_jw_uint(w, LW_KEY(growth_live_alarm_withdrawn_said_at), a.said_at);
+    lw_jw_uint(w, LW_KEY(growth_live_alarm_withdrawn_withdrawn_at), a.withdrawn_at);
+    lw_jw_str(w, LW_KEY(growth_live_alarm_withdrawn_reason), a.reason);
     lw_jw_end(w);
 }
 
@@ -401,88 +389,89 @@ static void emit_live_alarms(lw_jw *w, const lw_growth_state *g) {
  * (bytes_per_second) already in the fit. */
 static void emit_step_unit(lw_jw *w, const lw_growth_state *g) {
     char module[128];
-    lw_jw_str(w, "step_unit", lw_answer_step_unit(g, module, sizeof module));
+    lw_jw_str(w, LW_KEY(growth_step_unit), lw_answer_step_unit(g, module, sizeof module));
     if (module[0])
-        lw_jw_str(w, "step_module", module);
+        lw_jw_str(w, LW_KEY(growth_step_module), module);
     else
-        lw_jw_null(w, "step_module");
+        lw_jw_null(w, LW_KEY(growth_step_module));
 }
 
 /* Which kind of memory the verdict is about (device, or pinned host memory
  * when its leak is the run's), and for pinned host memory the host's
  * memory it runs out of (what oom_eta_* count against). */
 static void emit_memory_kind(lw_jw *w, const lw_growth_state *g) {
-    lw_jw_str(w, "memory_kind", g->memory_kind ? g->memory_kind : "device");
-    emit_opt_int(w, "host_available_bytes", g->host_available);
-    emit_opt_int(w, "host_total_bytes", g->host_total);
+    lw_jw_str(w, LW_KEY(growth_memory_kind), g->memory_kind ? g->memory_kind : "device");
+    emit_opt_int(w, LW_KEY(growth_host_available_bytes), g->host_available);
+    emit_opt_int(w, LW_KEY(growth_host_total_bytes), g->host_total);
 }
 
 static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     const lw_growth *l = &g->last;
     int leak = g->verdict == LW_VERDICT_LEAK;
-    lw_jw_object(w, "growth");
+    lw_jw_object(w, LW_KEY(growth));
     emit_fit(w, l);
-    lw_jw_uint(w, "steps", g->steps);
-    lw_jw_str(w, "step_source", g->step_source);
+    lw_jw_uint(w, LW_KEY(growth_steps), g->steps);
+    lw_jw_str(w, LW_KEY(growth_step_source), g->step_source);
     emit_step_unit(w, g);
-    lw_jw_str(w, "signal", g->signal);
-    emit_opt_int(w, "signal_device", g->signal_device);
+    lw_jw_str(w, LW_KEY(growth_signal), g->signal);
+    emit_opt_int(w, LW_KEY(growth_signal_device), g->signal_device);
     if (leak)
-        lw_jw_double(w, "onset_step", l->onset_x);
+        lw_jw_double(w, LW_KEY(growth_onset_step), l->onset_x);
     else
-        lw_jw_null(w, "onset_step");
+        lw_jw_null(w, LW_KEY(growth_onset_step));
     /* The steps the onset's bin covers (the onset is known to a bin). */
     if (leak && isfinite(l->onset_lo) && isfinite(l->onset_hi) && l->onset_hi >= l->onset_lo) {
-        lw_jw_array(w, "onset_range");
+        lw_jw_array(w, LW_KEY(growth_onset_range));
         lw_jw_double(w, NULL, l->onset_lo);
         lw_jw_double(w, NULL, l->onset_hi);
         lw_jw_end(w);
     } else {
-        lw_jw_null(w, "onset_range");
+        lw_jw_null(w, LW_KEY(growth_onset_range));
     }
-    emit_opt_int(w, "first_leak_step", g->first_leak_step);
+    emit_opt_int(w, LW_KEY(growth_first_leak_step), g->first_leak_step);
     double eta_s, eta_steps;
     lw_growth_oom(g, &eta_s, &eta_steps);
-    lw_jw_double(w, "oom_eta_seconds", eta_s);
-    lw_jw_double(w, "oom_eta_steps", eta_steps);
-    emit_opt_int(w, "device_free_bytes", g->device_free);
-    emit_opt_int(w, "device_total_bytes", g->device_total);
+    lw_jw_double(w, LW_KEY(growth_oom_eta_seconds), eta_s);
+    lw_jw_double(w, LW_KEY(growth_oom_eta_steps), eta_steps);
+    emit_opt_int(w, LW_KEY(growth_device_free_bytes), g->device_free);
+    emit_opt_int(w, LW_KEY(growth_device_total_bytes), g->device_total);
     emit_memory_kind(w, g);
-    if (!strcmp(g->step_source, "time")) lw_jw_double(w, "interval_seconds", g->interval_s);
-    lw_jw_uint(w, "evaluations", g->evaluations);
-    lw_jw_uint(w, "leak_verdicts_withdrawn", g->withdrawn);
+    if (!strcmp(g->step_source, "time"))
+        lw_jw_double(w, LW_KEY(growth_interval_seconds), g->interval_s);
+    lw_jw_uint(w, LW_KEY(growth_evaluations), g->evaluations);
+    lw_jw_uint(w, LW_KEY(growth_leak_verdicts_withdrawn), g->withdrawn);
     emit_live_alarms(w, g);
     /* The end of the run: memory released after the last step (teardown)
      * does not erase growth before it; a decided fit is reported decided. */
-    lw_jw_bool(w, "released_at_exit", g->released_bytes >= 0);
+    lw_jw_bool(w, LW_KEY(growth_released_at_exit), g->released_bytes >= 0);
     if (g->released_bytes >= 0)
-        lw_jw_int(w, "released_at_exit_bytes", g->released_bytes);
+        lw_jw_int(w, LW_KEY(growth_released_at_exit_bytes), g->released_bytes);
     else
-        lw_jw_null(w, "released_at_exit_bytes");
-    lw_jw_bool(w, "decided_at_exit", g->decided_at_exit);
+        lw_jw_null(w, LW_KEY(growth_released_at_exit_bytes));
+    lw_jw_bool(w, LW_KEY(growth_decided_at_exit), g->decided_at_exit);
     /* A marked run's phases without step marks (a validation loop): their
      * time intervals, and whether they gave the verdict (in intervals). */
-    lw_jw_uint(w, "unmarked_intervals", g->unmarked_intervals);
-    lw_jw_bool(w, "verdict_from_unmarked_phases", g->from_unmarked);
-    lw_jw_int(w, "window_bins", l->window);
-    lw_jw_uint(w, "steps_per_bin", g->bin_width);
-    lw_jw_str(w, "reason", g->reason[0] ? g->reason : "not evaluated yet");
+    lw_jw_uint(w, LW_KEY(growth_unmarked_intervals), g->unmarked_intervals);
+    lw_jw_bool(w, LW_KEY(growth_verdict_from_unmarked_phases), g->from_unmarked);
+    lw_jw_int(w, LW_KEY(growth_window_bins), l->window);
+    lw_jw_uint(w, LW_KEY(growth_steps_per_bin), g->bin_width);
+    lw_jw_str(w, LW_KEY(growth_reason), g->reason[0] ? g->reason : "not evaluated yet");
     /* What the run can see: the floor's noise at this bin width, the
      * smallest rate it can call now, and the steps still needed to decide
      * at the current rate (0 once a leak is called; null when nothing
      * grows). */
-    lw_jw_double(w, "noise_bytes", l->noise_step);
-    lw_jw_double(w, "bin_noise_bytes", l->noise_bin);
-    lw_jw_double(w, "detectable_bytes_per_step", l->min_rate);
-    lw_jw_double(w, "steps_to_decide", leak ? 0.0 : l->more_steps);
-    lw_jw_double(w, "recent_p_value", l->p_recent);
+    lw_jw_double(w, LW_KEY(growth_noise_bytes), l->noise_step);
+    lw_jw_double(w, LW_KEY(growth_bin_noise_bytes), l->noise_bin);
+    lw_jw_double(w, LW_KEY(growth_detectable_bytes_per_step), l->min_rate);
+    lw_jw_double(w, LW_KEY(growth_steps_to_decide), leak ? 0.0 : l->more_steps);
+    lw_jw_double(w, LW_KEY(growth_recent_p_value), l->p_recent);
     /* The guard that overruled a significant trend, and its test. */
     if (l->overruled_by) {
-        lw_jw_str(w, "overruled_by", l->overruled_by);
-        lw_jw_double(w, "overrule_p_value", l->guard_p);
+        lw_jw_str(w, LW_KEY(growth_overruled_by), l->overruled_by);
+        lw_jw_double(w, LW_KEY(growth_overrule_p_value), l->guard_p);
     } else {
-        lw_jw_null(w, "overruled_by");
-        lw_jw_null(w, "overrule_p_value");
+        lw_jw_null(w, LW_KEY(growth_overruled_by));
+        lw_jw_null(w, LW_KEY(growth_overrule_p_value));
     }
     emit_cycles(w, g);
     emit_pinned_host(w);
@@ -534,12 +523,12 @@ static void emit_torch(lw_jw *w) {
         emit_opt_int(w, "device_free_bytes", d->device_free);
         int64_t avail = available_of(d);
         emit_opt_int(w, "available_bytes", avail);
-        lw_jw_double(w, "oom_eta_steps",
-                     leak && avail >= 0 && l->slope > 0 ? (double)avail / l->slope : NAN);
-        lw_jw_double(w, "oom_eta_seconds",
-                     leak && avail >= 0 && l->bytes_per_second > 0
-                         ? (double)avail / l->bytes_per_second
-                         : NAN);
+        /* The projection's one computation (lw_answer_oom), on what PyTorch
+         * can still use. */
+        double eta_s = NAN, eta_steps = NAN;
+        if (leak) lw_answer_oom((double)avail, l->bytes_per_second, l->slope, &eta_s, &eta_steps);
+        lw_jw_double(w, "oom_eta_steps", eta_steps);
+        lw_jw_double(w, "oom_eta_seconds", eta_s);
         lw_jw_str(w, "reason", d->reason[0] ? d->reason : "not evaluated yet");
         const lw_bin *b = bins + (size_t)i * TORCH_BINS;
         emit_bins(w, b, nb[i], COLUMNS(torch_columns));
@@ -565,18 +554,19 @@ static void emit_command(lw_jw *w) {
         n--;
     for (size_t i = 0; i < n; i++)
         if (buf[i] == '\0') buf[i] = ' ';
-    lw_jw_strn(w, "command", n ? buf : NULL, n);
+    lw_jw_strn(w, LW_KEY(command), n ? buf : NULL, n);
 }
 
 /* Which process of a distributed job this is, on which device, and where its
- * final report goes (for 'leakwatch top' when the job ends). */
-static void emit_rank(lw_jw *w) {
+ * final report goes (for 'leakwatch top' when the job ends): the caller's
+ * report_path (report_file.c knows it; this file calls no file code). */
+static void emit_rank(lw_jw *w, const char *report_path) {
     lw_rank_info r;
     lw_rank_get(&r);
-    emit_opt_int(w, "rank", r.rank);
-    emit_opt_int(w, "local_rank", r.local_rank);
-    emit_opt_int(w, "world_size", r.world_size);
-    lw_jw_str(w, "rank_source", lw_rank_source_name(&r));
+    emit_opt_int(w, LW_KEY(rank), r.rank);
+    emit_opt_int(w, LW_KEY(local_rank), r.local_rank);
+    emit_opt_int(w, LW_KEY(world_size), r.world_size);
+    lw_jw_str(w, LW_KEY(rank_source), lw_rank_source_name(&r));
     /* The device this process uses: the current one, else the one that held
      * the most memory. */
     int dev = lw_device_current();
@@ -589,10 +579,36 @@ static void emit_rank(lw_jw *w) {
             if (c.peak_live_bytes > best) best = c.peak_live_bytes, dev = d;
         }
     }
-    emit_opt_int(w, "device", dev);
-    char path[PATH_MAX];
-    lw_report_final_path(path, sizeof path);
-    lw_jw_str(w, "report_path", path[0] ? path : NULL);
+    emit_opt_int(w, LW_KEY(device), dev);
+    lw_jw_str(w, LW_KEY(report_path), report_path && report_path[0] ? report_path : NULL);
+}
+
+/* "answer": the site the answer names (answer.c) and its place to look (the
+ * same as that site's own "where"); under PyTorch's signal, the first site
+ * found in its allocation history, as the helper described it; then the
+ * answer's line, whole (lw_run_answer_emit). With no site to list, only
+ * the line. */
+static void emit_answer(lw_jw *w, lw_symtab *syms, const lw_growth_state *g,
+                        const lw_run_answer *ans, const lw_site *top, int top_distinct) {
+    const char *kind = g->verdict == LW_VERDICT_LEAK && g->memory_kind ? g->memory_kind : NULL;
+    lw_jw_object(w, "answer");
+    if (ans->torch && lw_torch_info_answer_members(w)) {
+        lw_jw_str(w, "kind", kind);
+    } else if (ans->entry) {
+        const lw_site *named = ans->entry;
+        lw_site_frames l;
+        lw_site_frames_collect(&l, syms, named);
+        lw_jw_uint(w, "site", named->id);
+        /* Not decided yet: whether the named site is one that grows. */
+        if (g->verdict == LW_VERDICT_INCONCLUSIVE) lw_jw_bool(w, "grows", ans->a.where_grows);
+        lw_jw_str(w, "kind", kind);
+        emit_where(w, &l, named == top ? top_distinct : lw_site_distinct(syms, g, named));
+        lw_site_frames_free(&l);
+    } else {
+        lw_jw_str(w, "kind", kind);
+    }
+    lw_run_answer_emit(w, ans);
+    lw_jw_end(w);
 }
 
 static const char *end_signal;
@@ -612,7 +628,7 @@ void lw_report_set_attached(int attached) {
     "no CUDA allocation seen since the attach (calls through pointers looked up before it "        \
     "are not seen): start the job under 'leakwatch run'"
 
-int lw_report_emit(FILE *f, const char *reason) {
+int lw_report_emit(FILE *f, const char *reason, const char *report_path) {
     lw_jw w;
     lw_jw_init(&w, f, 1);
     /* Gathered and written in large pieces: the report's stream is
@@ -626,16 +642,16 @@ int lw_report_emit(FILE *f, const char *reason) {
     double uptime = (double)(now - lw_start_time_ns()) / 1e9;
 
     lw_jw_object(&w, NULL);
-    lw_jw_str(&w, "tool", "leakwatch");
-    lw_jw_str(&w, "version", LEAKWATCH_VERSION);
-    lw_jw_int(&w, "pid", getpid());
+    lw_jw_str(&w, LW_KEY(tool), "leakwatch");
+    lw_jw_str(&w, LW_KEY(version), LEAKWATCH_VERSION);
+    lw_jw_int(&w, LW_KEY(pid), getpid());
     emit_command(&w);
-    lw_jw_str(&w, "host", host);
-    emit_rank(&w);
-    lw_jw_str(&w, "reason", reason);
-    if (end_signal && !strcmp(reason, "signal")) lw_jw_str(&w, "end_signal", end_signal);
-    lw_jw_int(&w, "written_at", (int64_t)time(NULL));
-    lw_jw_double(&w, "duration_s", uptime);
+    lw_jw_str(&w, LW_KEY(host), host);
+    emit_rank(&w, report_path);
+    lw_jw_str(&w, LW_KEY(reason), reason);
+    if (end_signal && !strcmp(reason, "signal")) lw_jw_str(&w, LW_KEY(end_signal), end_signal);
+    lw_jw_int(&w, LW_KEY(written_at), (int64_t)time(NULL));
+    lw_jw_double(&w, LW_KEY(duration_s), uptime);
     /* Its own copy: reports may be written from several threads at once
      * (a snapshot while the exit report is written). */
     lw_bin *bins = calloc(300, sizeof *bins);
@@ -657,44 +673,23 @@ int lw_report_emit(FILE *f, const char *reason) {
     /* The floor and peak per step, downsampled. */
     emit_bins(&w, bins, nbins, COLUMNS(run_columns));
     emit_torch(&w);
-    /* The answer (answer.c) is chosen before the sites are written, so that
-     * its numbers are those of the named site's entry. */
+    /* The sites ranked once: the report writes them in this order, with
+     * the counters read for it, and the answer (answer.c, the one rule
+     * every output follows) is built, whole, from the same list before
+     * anything of it is written. */
+    lw_site_views vs;
+    lw_site_views_load(&vs, g.verdict == LW_VERDICT_LEAK);
+    size_t nranked = 0;
+    lw_ranked_site *ranked = lw_sites_ranked(&vs, &nranked);
     lw_run_answer ans;
-    lw_run_answer_from(&ans, &g);
-    answer_site = ans.site;
-    answer_live = -1;
-    int top_distinct = -1;
-    const lw_site *top = emit_sites(&w, syms, g.verdict == LW_VERDICT_LEAK, &top_distinct);
-    if (answer_live >= 0 && isfinite(ans.a.where_live)) ans.a.where_live = (double)answer_live;
-    /* A largest site that holds nothing by the time its entry is written
-     * (freed meanwhile by a thread still running at exit) is not named: the
-     * command, reading that entry, does not name it either. */
-    if (answer_live == 0 && g.verdict != LW_VERDICT_LEAK && !ans.torch) {
-        ans.a.where = NULL;
-        ans.a.where_live = NAN;
-    }
-    answer_site = NULL;
-    /* The site the answer names (answer.c, the one rule every output
-     * follows), and its place to look (the same as that site's own "where"):
-     * under PyTorch's signal, the first site found in its allocation history,
-     * as the helper described it. The exit summary renders this answer. */
+    lw_run_answer_ranked(&ans, &g, ranked, nranked);
+    int top_distinct = emit_sites(&w, syms, &vs, ranked, nranked);
+    const lw_site *top = nranked && ranked ? ranked[0].site : NULL;
+    free(ranked);
+    lw_site_views_free(&vs);
+    /* The exit summary renders this answer. */
     lw_run_answer_keep(&ans);
-    if (ans.torch && lw_torch_info_answer(&w)) {
-    } else if (ans.site || top) {
-        const lw_site *named = ans.site ? ans.site : top;
-        lw_site_frames l;
-        lw_site_frames_collect(&l, syms, named);
-        lw_jw_object(&w, "answer");
-        lw_jw_uint(&w, "site", named->id);
-        /* Not decided yet: whether the named site is one that grows. */
-        if (g.verdict == LW_VERDICT_INCONCLUSIVE) lw_jw_bool(&w, "grows", ans.a.where_grows);
-        lw_jw_str(&w, "kind", g.verdict == LW_VERDICT_LEAK && g.memory_kind ? g.memory_kind : NULL);
-        emit_where(&w, &l, named == top ? top_distinct : lw_site_distinct(syms, &g, named));
-        lw_jw_end(&w);
-        lw_site_frames_free(&l);
-    } else {
-        lw_jw_null(&w, "answer");
-    }
+    emit_answer(&w, syms, &g, &ans, top, top_distinct);
     emit_failures(&w);
     lw_jw_object(&w, "tracker");
     lw_jw_uint(&w, "live_records", lw_live_records());

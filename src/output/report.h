@@ -17,8 +17,11 @@
  * LEAKWATCH_REPORT_SITES and LEAKWATCH_MAX_FRAMES say. */
 #define LW_REPORT_SITES_BYTES ((off_t)64 << 20)
 
-/* Writes the report as JSON to f. reason: "exit", "dump", "signal", ... */
-int lw_report_emit(FILE *f, const char *reason);
+/* Writes the report as JSON to f. reason: "exit", "dump", "signal", ...;
+ * report_path: where this process writes its final report
+ * (lw_report_final_path, report_file.h), or NULL. The report's files call
+ * this, never the other way round. */
+int lw_report_emit(FILE *f, const char *reason, const char *report_path);
 
 /* The signal that ends the job ("SIGTERM"): written as "end_signal" in a
  * report whose reason is "signal". */

@@ -29,7 +29,9 @@
 #include <unistd.h>
 
 static int emit_to(FILE *f, void *reason) {
-    return lw_report_emit(f, reason);
+    char final[PATH_MAX];
+    lw_report_final_path(final, sizeof final);
+    return lw_report_emit(f, reason, final);
 }
 
 /* One writer of the report at a time in this process: the exit report waits

@@ -63,14 +63,14 @@ lw_ranked_site *lw_sites_ranked(const lw_site_views *vs, size_t *np) {
             const lw_site_view *v = lw_site_view_of(vs, s);
             lw_site_counts c;
             lw_site_get(s, &c);
-            all[n++] = (lw_ranked_site){s, c.live_bytes, c.alloc_bytes, v != NULL,
-                                        v ? v->growth.slope : 0};
+            all[n++] = (lw_ranked_site){
+                s, c.live_bytes, c.alloc_bytes, v != NULL, v ? v->growth.slope : 0, c};
         }
         lw_site *o = lw_site_overflow();
         lw_site_counts c;
         lw_site_get(o, &c);
         if (c.alloc_count || c.failed_count)
-            all[n++] = (lw_ranked_site){o, c.live_bytes, c.alloc_bytes, 0, 0};
+            all[n++] = (lw_ranked_site){o, c.live_bytes, c.alloc_bytes, 0, 0, c};
         qsort(all, n, sizeof *all, by_relevance);
     }
     *np = n;
@@ -83,13 +83,7 @@ size_t lw_sites_shown(void) {
     return nt > limit ? 0 : limit - nt;
 }
 
-int lw_site_lead(int leak, const lw_site **site, double *rate) {
-    /* The report's first site (lw_sites_ranked, by_relevance), so that every
-     * output names the site the report puts first, also at ties. */
-    lw_site_views vs;
-    lw_site_views_load(&vs, leak);
-    size_t n = 0;
-    lw_ranked_site *all = lw_sites_ranked(&vs, &n);
+int lw_site_lead_ranked(const lw_ranked_site *all, size_t n, const lw_site **site, double *rate) {
     const lw_site *top = n && all ? all[0].site : NULL;
     /* Live as ranked, not as now: a site freed meanwhile (another thread
      * still allocating at exit) left the answer without a site while the
@@ -97,7 +91,11 @@ int lw_site_lead(int leak, const lw_site **site, double *rate) {
     int rc = !top ? -1 : all[0].leak ? 1 : all[0].live_bytes > 0 ? 0 : -1;
     if (rc == 1) *rate = all[0].slope;
     *site = rc >= 0 ? top : NULL;
-    free(all);
-    lw_site_views_free(&vs);
     return rc;
+}
+
+const lw_ranked_site *lw_ranked_find(const lw_ranked_site *all, size_t n, const lw_site *s) {
+    for (size_t i = 0; all && s && i < n; i++)
+        if (all[i].site == s) return &all[i];
+    return NULL;
 }

@@ -2,7 +2,8 @@
 /* The order of the call sites: leaking sites first, fastest growth first;
  * then by live bytes, bytes allocated, site id. The report writes them in
  * this order, and every output that names one site takes the first
- * (lw_site_lead), so that all of them agree, ties included. */
+ * (lw_site_lead_ranked, from the list the report writes), so that all of
+ * them agree, ties included. */
 #ifndef LW_SITE_RANK_H
 #define LW_SITE_RANK_H
 
@@ -42,6 +43,8 @@ typedef struct {
     uint64_t alloc_bytes;
     int leak;
     double slope;
+    lw_site_counts counts; /* all its counters, as read for the order: what the
+                              report writes of it and what the answer says of it */
 } lw_ranked_site;
 
 /* Every site (and the pooled one, when it was used), most relevant first:
@@ -53,9 +56,12 @@ lw_ranked_site *lw_sites_ranked(const lw_site_views *vs, size_t *np);
  * PyTorch's own sites). */
 size_t lw_sites_shown(void);
 
-/* The site the exit summary names first: the report's first site. 1: it
- * leaks (*rate: its rate); 0: it holds the most live bytes; -1: none (no
- * site, or the first holds nothing). */
-int lw_site_lead(int leak, const lw_site **site, double *rate);
+/* The site the answer names first: the first of a list lw_sites_ranked gave
+ * (the report's first site), as ranked. 1: it leaks (*rate: its rate); 0:
+ * it holds the most live bytes; -1: none (no site, or the first holds
+ * nothing). */
+int lw_site_lead_ranked(const lw_ranked_site *all, size_t n, const lw_site **site, double *rate);
+/* The entry of site s in that list, or NULL. */
+const lw_ranked_site *lw_ranked_find(const lw_ranked_site *all, size_t n, const lw_site *s);
 
 #endif

@@ -13,8 +13,8 @@
 #include <stdint.h>
 
 /* field: "sites" (a JSON array of site objects; message: the top site's
- * label for the summary line), "answer" (the report's answer when PyTorch's
- * signal decided: {"site", "where"}), "step_unit" (what a step is:
+ * label for the summary line), "answer" (accepted, not used: the report's
+ * answer names the first of the sites itself), "step_unit" (what a step is:
  * lw_torch_info_step_unit), "host_owner" (lw_torch_info_host_owner_emit;
  * its message is kept, never said), or "diagnosis", "backend", "steps" (a
  * JSON object each; message, if not NULL, is said once on stderr). A later call
@@ -31,8 +31,12 @@ size_t lw_torch_info_emit_sites(lw_jw *w, size_t limit);
 size_t lw_torch_info_sites(double *top_bytes_per_step);
 /* Writes "key": value for each object field held, in w's current object. */
 void lw_torch_info_emit_fields(lw_jw *w);
-/* Writes "answer": the helper's, when it gave one; returns 1, else 0. */
-int lw_torch_info_answer(lw_jw *w);
+/* Writes the answer's site under PyTorch's signal, the first of the
+ * helper's sites: "site" (its id) and "where" (its where), into w's current
+ * object (the report's "answer", answer.c's); returns 1, else 0 (no site
+ * with an id). The helper's own "answer" field, which said the same, is
+ * accepted and no longer used. */
+int lw_torch_info_answer_members(lw_jw *w);
 /* The top site's label, or NULL. Copies into out. */
 const char *lw_torch_info_label(char *out, size_t n);
 /* What keeps the top site's blocks alive (the helper's owner sentence: the
@@ -53,6 +57,12 @@ const char *lw_torch_info_host_owner_text(uint32_t site_id, char *out, size_t n)
  * the module's class name (empty when none), returns 1; 0 when the helper
  * told none. */
 int lw_torch_info_step_unit(char *unit, size_t un, char *module, size_t mn);
+
+/* What a step is, as names (leakwatch_torch_step_unit): unit "module_call"
+ * (module: the class's name, an identifier, else left out) or
+ * "optimizer_step"; the library writes the text "step_unit" holds. 0, or -1
+ * for another unit. */
+int lw_torch_info_step_unit_set(const char *unit, const char *module);
 
 /* Pure: 1 when text is one JSON value of the given type ('[' array, '{'
  * object), nothing else around it but white space. */

@@ -8,6 +8,7 @@
 
 #include "anatomy.h"
 #include "export.h"
+#include "fmt.h"
 #include "growth.h"
 #include "host_leak.h"
 #include "options.h"
@@ -186,4 +187,21 @@ LW_EXPORT int leakwatch_torch_info(const char *field, const char *json, const ch
     if (rc == 0 && !strcmp(field, "step_unit") && strstr(json, "\"module_call\""))
         lw_growth_steps_are_calls();
     return rc;
+}
+
+LW_EXPORT int leakwatch_torch_step_unit(const char *unit, const char *module) {
+    if (!lw_lifecycle_recording_here()) return -1;
+    int rc = lw_torch_info_step_unit_set(unit, module);
+    /* As leakwatch_torch_info's "step_unit": module calls tell the detector
+     * that the time between marks is no work (growth.h). */
+    if (rc == 0 && !strcmp(unit, "module_call")) lw_growth_steps_are_calls();
+    return rc;
+}
+
+/* The sizes in the PyTorch helper's sentences (the owner of a leak), as
+ * every output prints them: fmt.c's rule, its one copy. */
+LW_EXPORT int leakwatch_format_bytes(double bytes, char *out, size_t n) {
+    if (!out || !n) return -1;
+    lw_fmt_bytes(bytes, out, n);
+    return (int)strlen(out);
 }

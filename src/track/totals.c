@@ -5,13 +5,6 @@
 #include <sched.h>
 #include <stdlib.h>
 
-static const char *const kind_names[LW_KIND_COUNT] = {"device", "managed", "pinned_host",
-                                                      "physical"};
-
-const char *lw_kind_name(lw_kind k) {
-    return k < LW_KIND_COUNT ? kind_names[k] : "unknown";
-}
-
 /* One lock-prefixed instruction per level and event (bench/perf/FINDINGS.md).
  * Counts (allocations, frees, failures) live in per-thread shards,
  * written by their own thread with plain loads and stores and summed when

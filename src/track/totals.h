@@ -7,15 +7,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-typedef enum {
-    LW_KIND_DEVICE,      /* cudaMalloc, cuMemAlloc, async and pool allocations */
-    LW_KIND_MANAGED,     /* cudaMallocManaged, cuMemAllocManaged */
-    LW_KIND_PINNED_HOST, /* cudaMallocHost, cudaHostAlloc, cuMemHostAlloc, cuMemAllocHost */
-    LW_KIND_PHYSICAL,    /* cuMemCreate: physical memory behind virtual mappings */
-    LW_KIND_COUNT
-} lw_kind;
-
-const char *lw_kind_name(lw_kind k);
+#include "memory_kind.h" /* lw_kind and its names (vocab) */
 
 #define LW_MAX_DEVICES 63 /* devices 0..62 (one 64-bit mask with host); -1 = host or unknown */
 

@@ -6,6 +6,9 @@
 #define LW_VERDICT_H
 
 typedef enum {
+    /* A reader's "no verdict it knows" (an older or damaged report); the
+     * library never writes it. */
+    LW_VERDICT_UNKNOWN = -1,
     LW_VERDICT_INCONCLUSIVE = 0,
     LW_VERDICT_LEAK = 1,
     LW_VERDICT_NO_LEAK = 2,

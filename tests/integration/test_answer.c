@@ -912,6 +912,54 @@ START_TEST(top_keys_and_job_exit_in_tmux) {
 }
 END_TEST
 
+/* A report carries its answer, whole (answer.c): leakwatch report renders it
+ * and chooses nothing again. Here the library named site 1 as the growing
+ * site of an undecided run (its rule: the floor's rise from its second
+ * point), where the command's own older rule (the fastest bytes_per_step)
+ * would have named site 2; and the sites are listed in the report's order,
+ * not ranked again. */
+START_TEST(the_reports_answer_is_rendered_not_chosen_again) {
+    char dir[64], rep[128];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(rep, sizeof rep, "%s/answer.json", dir);
+    FILE *f = fopen(rep, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"tool\": \"leakwatch\", \"version\": \"0.1.0\", \"pid\": 7, \"verdict\": "
+          "\"inconclusive\",\n"
+          " \"growth\": {\"bytes_per_step\": 64, \"steps\": 50, \"step_source\": \"marks\",\n"
+          "  \"step_unit\": \"leakwatch_step\", \"reason\": \"the floor grows; confirming\",\n"
+          "  \"steps_to_decide\": 30},\n"
+          " \"sites\": [\n"
+          "  {\"id\": 1, \"live_bytes\": 1048576, \"bytes_per_step\": 0, \"leak\": false,\n"
+          "   \"series\": {\"x\": [1, 2, 3], \"floor\": [0, 1024, 1048576]}},\n"
+          "  {\"id\": 2, \"live_bytes\": 4096, \"bytes_per_step\": 100, \"leak\": false}],\n"
+          " \"answer\": {\"site\": 1, \"grows\": true, \"kind\": null, \"unit\": \"step\",\n"
+          "  \"says_where\": true, \"site_bytes_per_step\": null, \"site_live_bytes\": 1048576,\n"
+          "  \"bytes_per_step\": 64, \"slope_ci\": [0, 128], \"bytes_per_second\": null,\n"
+          "  \"onset_step\": null, \"onset_end_step\": null, \"steps\": 50, \"free_bytes\": null,\n"
+          "  \"total_bytes\": null, \"oom_eta_seconds\": null, \"oom_eta_steps\": null,\n"
+          "  \"reason\": \"the floor grows; confirming\", \"steps_to_decide\": 30,\n"
+          "  \"rose_once\": false}}\n",
+          f);
+    ck_assert_int_eq(fclose(f), 0);
+    lw_run r;
+    const char *text[] = {"report", rep, NULL};
+    lw_cli_run(&r, text, NULL);
+    RUN_OK(&r);
+    char line[2048];
+    first_line(r.out, NULL, line, sizeof line);
+    ck_assert_msg(strstr(line, "growing site: site 1 (1.00 MiB live)") &&
+                      strstr(line, "the floor rises +64 B/step"),
+                  "the report's answer is not the one shown: %s", line);
+    const char *list = strstr(r.out, "most worrying first");
+    ck_assert_ptr_nonnull(list);
+    const char *s1 = strstr(list, "site 1"), *s2 = strstr(list, "site 2");
+    ck_assert_msg(s1 && s2 && s1 < s2, "not in the report's order:\n%s", list);
+    lw_run_free(&r);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 int main(void) {
     /* A private folder for the watched jobs' sockets. */
     static char xdg[64] = "/tmp/lwxdg.XXXXXX";
@@ -926,6 +974,7 @@ int main(void) {
     tcase_add_test(tc, exit_summary_is_the_reports_answer);
     tcase_add_test(tc, a_tie_is_named_as_the_report_names_it);
     tcase_add_test(tc, one_time_rise_is_said_as_one);
+    tcase_add_test(tc, the_reports_answer_is_rendered_not_chosen_again);
     tcase_add_test(tc, live_and_exit_lines_agree);
     tcase_add_test(tc, live_and_exit_lines_agree_with_very_fast_steps);
     tcase_add_test(tc, withdrawn_leak_is_withdrawn_on_stderr);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The report's schema against its one list, docs/report-fields.md: reports
- * written by the shim in several situations together hold every field the
- * list names, each with a type the list allows, and no field it does not
- * name; and the command reads each of them without a warning.
+/* The report's schema against its one table, src/vocab/report_fields.def
+ * (written out as docs/report-fields.md): reports written by the shim in
+ * several situations together hold every field the table names, each with a
+ * type its row allows, and no field without a row; and the command reads
+ * each of them without a warning.
  *
  * LW_SCHEMA_DUMP=1 prints the fields and types the runs produced, for
  * writing a new field's row. */
@@ -10,16 +11,17 @@
 #include "../pythons.h"
 #include "harness.h"
 #include "harness_cli.h"
+#include "report_fields.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_ROWS 400
+#define MAX_ROWS 600
 #define MAX_SEEN 1000
 
-/* A row of the list: the field's path ("sites[].frames[].line"; "*" stands
+/* A row of the table: the field's path ("sites[].frames[].line"; "*" stands
  * for any key), the types it may have, and whether some run must show it. */
 typedef struct {
     char path[160];
@@ -39,51 +41,19 @@ static struct {
 } seen[MAX_SEEN];
 static int nseen;
 
-static unsigned type_bit(const char *word) {
-    static const struct {
-        const char *name;
-        lw_json_type t;
-    } names[] = {{"null", LW_JSON_NULL},     {"boolean", LW_JSON_BOOL}, {"number", LW_JSON_NUMBER},
-                 {"string", LW_JSON_STRING}, {"array", LW_JSON_ARRAY},  {"object", LW_JSON_OBJECT}};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strcmp(word, names[i].name)) return 1u << names[i].t;
-    return 0;
-}
-
-/* Abbreviations: "- `NAME` stands for `a`, `b`, ...": a row "NAME.x" is
- * the rows "a.x", "b.x", ... */
-static struct {
-    char name[32];
-    char paths[8][96];
-    int n;
-} abbrevs[8];
-static int nabbrevs;
-
-static void load_abbrev(const char *line) {
-    ck_assert_int_lt(nabbrevs, 8);
-    const char *p = strchr(line, '`'), *e = p ? strchr(p + 1, '`') : NULL;
-    ck_assert_msg(e != NULL, "docs/report-fields.md: bad line: %s", line);
-    snprintf(abbrevs[nabbrevs].name, sizeof abbrevs[0].name, "%.*s", (int)(e - p - 1), p + 1);
-    p = strstr(e, "stands for");
-    ck_assert_msg(p != NULL, "docs/report-fields.md: bad line: %s", line);
-    while ((p = strchr(p, '`')) && (e = strchr(p + 1, '`'))) {
-        ck_assert_int_lt(abbrevs[nabbrevs].n, 8);
-        snprintf(abbrevs[nabbrevs].paths[abbrevs[nabbrevs].n++], sizeof abbrevs[0].paths[0], "%.*s",
-                 (int)(e - p - 1), p + 1);
-        p = e + 1;
-    }
-    ck_assert_int_gt(abbrevs[nabbrevs].n, 0);
-    nabbrevs++;
-}
-
+/* Abbreviations: a row "NAME.x" is the rows "a.x", "b.x", ... for each
+ * path of NAME (report_fields.h). */
 static void add_row(const char *path, unsigned types, int pytorch) {
-    for (int i = 0; i < nabbrevs; i++) {
-        size_t l = strlen(abbrevs[i].name);
-        if (!strncmp(path, abbrevs[i].name, l) && path[l] == '.') {
+    for (size_t i = 0; i < lw_report_nabbrevs; i++) {
+        size_t l = strlen(lw_report_abbrevs[i].name);
+        if (!strncmp(path, lw_report_abbrevs[i].name, l) && path[l] == '.') {
             char full[160];
-            for (int j = 0; j < abbrevs[i].n; j++) {
-                snprintf(full, sizeof full, "%s%s", abbrevs[i].paths[j], path + l);
+            for (const char *p = lw_report_abbrevs[i].paths; *p;) {
+                size_t n = strcspn(p, ",");
+                snprintf(full, sizeof full, "%.*s%s", (int)n, p, path + l);
                 add_row(full, types, pytorch);
+                p += n + (p[n] == ',');
+                p += strspn(p, " ");
             }
             return;
         }
@@ -94,37 +64,16 @@ static void add_row(const char *path, unsigned types, int pytorch) {
     rows[nrows++].types = types;
 }
 
-/* The table rows of docs/report-fields.md: "| `path` | type or type | meaning |". */
+/* The rows of the report's one table (src/vocab/report_fields.def, which
+ * docs/report-fields.md writes out). Its type bits are 1 << lw_json_type. */
+_Static_assert(LW_RF_NULL == 1u << LW_JSON_NULL && LW_RF_BOOL == 1u << LW_JSON_BOOL &&
+                   LW_RF_NUM == 1u << LW_JSON_NUMBER && LW_RF_STR == 1u << LW_JSON_STRING &&
+                   LW_RF_ARR == 1u << LW_JSON_ARRAY && LW_RF_OBJ == 1u << LW_JSON_OBJECT,
+               "report_fields.h's type bits are lw_json_type's");
 static void load_rows(void) {
-    char *doc = lw_slurp_file("docs/report-fields.md");
-    ck_assert_msg(*doc, "cannot read docs/report-fields.md (run from the repository root)");
-    char *save = NULL;
-    int pytorch = 0;
-    for (char *line = strtok_r(doc, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        if (!strncmp(line, "## ", 3)) pytorch = strstr(line, "PyTorch") != NULL;
-        if (!strncmp(line, "- `", 3) && strstr(line, "stands for")) load_abbrev(line);
-        if (strncmp(line, "| `", 3) != 0) continue;
-        char path[160];
-        char *end = strchr(line + 3, '`');
-        ck_assert_ptr_nonnull(end);
-        snprintf(path, sizeof path, "%.*s", (int)(end - line - 3), line + 3);
-        char *cell = strchr(end, '|');
-        ck_assert_msg(cell != NULL, "no type for %s", path);
-        char *cell_end = strchr(cell + 1, '|');
-        ck_assert_msg(cell_end != NULL && cell_end[1], "no meaning for %s", path);
-        *cell_end = '\0';
-        unsigned types = 0;
-        char *words = NULL;
-        for (char *w = strtok_r(cell + 1, " ", &words); w; w = strtok_r(NULL, " ", &words)) {
-            if (!strcmp(w, "or")) continue;
-            unsigned b = type_bit(w);
-            ck_assert_msg(b, "%s: unknown type \"%s\"", path, w);
-            types |= b;
-        }
-        ck_assert_msg(types, "%s: no type", path);
-        add_row(path, types, pytorch);
-    }
-    free(doc);
+    for (int i = 0; i < LW_FIELD_COUNT; i++)
+        add_row(lw_report_fields[i].path, lw_report_fields[i].types,
+                (lw_report_fields[i].flags & LW_RF_PYTORCH) != 0);
     ck_assert_int_gt(nrows, 50);
 }
 
@@ -160,11 +109,11 @@ static void walk(const char *what, const char *path, const lw_json *v) {
         for (int i = 0; i < nrows && !r; i++)
             if (path_matches(rows[i].path, path)) r = &rows[i];
         ck_assert_msg(r != NULL,
-                      "%s: the report has \"%s\", which docs/report-fields.md does not list", what,
-                      path);
+                      "%s: the report has \"%s\", which src/vocab/report_fields.def does not list",
+                      what, path);
         ck_assert_msg(r->types & (1u << t),
-                      "%s: \"%s\" is a %s, which docs/report-fields.md does not allow", what, path,
-                      lw_json_type_name(t));
+                      "%s: \"%s\" is a %s, which src/vocab/report_fields.def does not allow", what,
+                      path, lw_json_type_name(t));
         r->seen = 1;
     }
 inside:;
@@ -324,7 +273,8 @@ START_TEST(reports_hold_the_listed_fields) {
     }
     for (int i = 0; i < nrows; i++)
         ck_assert_msg(rows[i].seen || (rows[i].pytorch && !pytorch),
-                      "docs/report-fields.md lists \"%s\", which no report had", rows[i].path);
+                      "src/vocab/report_fields.def lists \"%s\", which no report had",
+                      rows[i].path);
 }
 END_TEST
 

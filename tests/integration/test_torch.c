@@ -17,10 +17,12 @@
  *    cuMemCreate/cuMemMap) and never marks a step itself. */
 #include "../check_run.h"
 #include "../pythons.h"
+#include "fmt.h"
 #include "harness.h"
 
 #include <glob.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -855,6 +857,14 @@ START_TEST(pinned_host_owner_is_named) {
                          marker_line(file, "buffers.append(buf)"));
         ck_assert_int_ge(lw_rep_int(&r, "sites[0].owner.window_count"), 3);
         ck_assert_ptr_nonnull(lw_json_path(r.report, "sites[0].owner_search.seconds"));
+        /* Its size as every output prints sizes (fmt.c's rule, through
+         * leakwatch_format_bytes): the helper prints none of its own. */
+        char size[48], said[64];
+        lw_fmt_bytes(lw_json_number(lw_json_path(r.report, "sites[0].owner.bytes"), NAN), size,
+                     sizeof size);
+        snprintf(said, sizeof said, ", %s;", size);
+        ck_assert_msg(strstr(rep_str(&r, "sites[0].owner.text"), said), "%s not in %s", said,
+                      rep_str(&r, "sites[0].owner.text"));
         ck_assert_msg(
             strstr(r.err, "kept by list `buffers` (local of `offload`, torch_offload.py:") &&
                 strstr(r.err, "ring of"),

@@ -7,7 +7,7 @@ detection floor that is never 0. The loops are tests/real/torch_explain.py,
 plain PyTorch that never calls leakwatch."""
 from pathlib import Path
 
-from conftest import marker_line
+from conftest import REPO, marker_line
 
 EXPLAIN = Path(__file__).resolve().parent / "torch_explain.py"
 
@@ -116,6 +116,23 @@ def test_two_leaks_both_named_biggest_first(lw):
     assert "also leaking: " in run.err and "metrics['targets']" in run.err, run
     err = run.err
     assert err.index("kept by list `metrics['logits']`") < err.index("also leaking: "), run
+    # The owner's size as every output prints sizes: the library's rule, the
+    # helper printing none of its own (leakwatch_format_bytes).
+    for s in sites[:2]:
+        size = _library_size(s["owner"]["bytes"])
+        assert f", {size}" in s["owner"]["text"], (size, s["owner"])
+
+
+def _library_size(n):
+    """n bytes as libleakwatch.so prints them."""
+    import ctypes
+
+    f = ctypes.CDLL(str(REPO / "build" / "libleakwatch.so")).leakwatch_format_bytes
+    f.restype = ctypes.c_int
+    f.argtypes = [ctypes.c_double, ctypes.c_char_p, ctypes.c_size_t]
+    buf = ctypes.create_string_buffer(48)
+    assert f(float(n), buf, len(buf)) > 0
+    return buf.value.decode()
 
 
 def test_detection_floor_never_zero(lw):

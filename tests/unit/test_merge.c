@@ -49,8 +49,8 @@ START_TEST(inconclusive_merge_says_so) {
     lw_model ms[2];
     load(&ms[0], 0);
     load(&ms[1], 1);
-    ms[0].verdict = LW_MV_INCONCLUSIVE;
-    ms[1].verdict = LW_MV_NO_LEAK;
+    ms[0].verdict = LW_VERDICT_INCONCLUSIVE;
+    ms[1].verdict = LW_VERDICT_NO_LEAK;
     unflag(&ms[1]);
     char *text = merged_text(ms, 2);
     ck_assert_msg(!strstr(text, "LEAK"), "%s", text);
@@ -74,7 +74,7 @@ START_TEST(only_leaking_ranks_leak_at_a_place) {
     lw_model ms[2];
     load(&ms[0], 0);
     load(&ms[1], 1);
-    ms[1].verdict = LW_MV_INCONCLUSIVE;
+    ms[1].verdict = LW_VERDICT_INCONCLUSIVE;
     char *text = merged_text(ms, 2);
     ck_assert_msg(strstr(text, "leaks on rank 0, +512 B/step (1 of 2 reports leak)\n"), "%s", text);
     ck_assert_msg(!strstr(text, "ranks 0, 1") && !strstr(text, "ranks 0\xe2\x80\x93"
@@ -93,7 +93,7 @@ START_TEST(skew_against_the_others) {
     for (int i = 0; i < 8; i++) {
         load(&ms[i], i);
         if (i == 3) continue;
-        ms[i].verdict = LW_MV_NO_LEAK;
+        ms[i].verdict = LW_VERDICT_NO_LEAK;
         ms[i].growth.bytes_per_step = i == 5 ? 8 : 0;
         unflag(&ms[i]);
     }

@@ -131,12 +131,103 @@ START_TEST(host_owner_into_its_site) {
 }
 END_TEST
 
+/* Under PyTorch's signal the report's answer names the first of the
+ * helper's sites, its id and where, from the sites themselves (answer.c's
+ * answer; the helper's own "answer", if told, is not what is written). */
+START_TEST(answer_is_the_first_site) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    lw_jw w;
+    lw_jw_init(&w, f, 1);
+    lw_jw_object(&w, NULL);
+    ck_assert_int_eq(lw_torch_info_answer_members(&w), 0); /* no sites: nothing */
+    ck_assert_int_eq(lw_torch_info_set("sites",
+                                       "[{\"source\":\"pytorch_history\",\"id\":100001,"
+                                       "\"where\":{\"label\":\"t.py:3 in f\",\"frame\":0}},"
+                                       "{\"id\":100002,\"where\":null}]",
+                                       "t.py:3 in f"),
+                     0);
+    ck_assert_int_eq(lw_torch_info_set("answer", "{\"site\":9,\"where\":null}", NULL), 0);
+    ck_assert_int_eq(lw_torch_info_answer_members(&w), 1);
+    lw_jw_end(&w);
+    fclose(f);
+    char err[128];
+    lw_json *doc = lw_json_parse(buf, len, NULL, err, sizeof err);
+    ck_assert_msg(doc != NULL, "%s in %s", err, buf);
+    ck_assert(lw_json_number(lw_json_get(doc, "site"), 0) == 100001);
+    ck_assert_str_eq(lw_json_string(lw_json_path(doc, "where.label")), "t.py:3 in f");
+    lw_json_free(doc);
+    free(buf);
+    lw_torch_info_forget();
+}
+END_TEST
+
+/* What a step is, handed over as names (lw_torch_info_step_unit_set, behind
+ * leakwatch_torch_step_unit): the library writes the text; another unit is
+ * refused, a module's name that is no identifier left out. */
+START_TEST(step_unit_by_names) {
+    char unit[32], module[128];
+    ck_assert_int_eq(lw_torch_info_step_unit(unit, sizeof unit, module, sizeof module), 0);
+    ck_assert_int_eq(lw_torch_info_step_unit_set("epoch", NULL), -1);
+    ck_assert_int_eq(lw_torch_info_step_unit_set(NULL, NULL), -1);
+    ck_assert_int_eq(lw_torch_info_step_unit_set("module_call", "nn.TinyLM"), 0);
+    ck_assert_int_eq(lw_torch_info_step_unit(unit, sizeof unit, module, sizeof module), 1);
+    ck_assert_str_eq(unit, "module_call");
+    ck_assert_str_eq(module, "nn.TinyLM");
+    ck_assert_int_eq(lw_torch_info_step_unit_set("module_call", "Tiny\"LM"), 0);
+    ck_assert_int_eq(lw_torch_info_step_unit(unit, sizeof unit, module, sizeof module), 1);
+    ck_assert_str_eq(module, "");
+    ck_assert_int_eq(lw_torch_info_step_unit_set("optimizer_step", NULL), 0);
+    ck_assert_int_eq(lw_torch_info_step_unit(unit, sizeof unit, module, sizeof module), 1);
+    ck_assert_str_eq(unit, "optimizer_step");
+    ck_assert_str_eq(module, "");
+    ck_assert_int_eq(lw_torch_info_present(), 1);
+    lw_torch_info_forget();
+}
+END_TEST
+
+/* The summary's label is the library's, from the sites the helper handed
+ * over: the first site's place and note, its owner's sentence on a line of
+ * its own, then the other leaking sites of at least a tenth of its rate
+ * (two at most), their rate as every output prints one. */
+START_TEST(label_from_the_sites) {
+    const char *sites =
+        "[{\"id\":1,\"bytes_per_step\":1536,\"where\":{\"label\":\"t\\u00e9.py:3 in f\"},"
+        "\"note\":\"in backward\",\"owner\":{\"name\":\"a\",\"text\":\"kept by list `a`\\nnow\"}},"
+        "{\"id\":2,\"bytes_per_step\":512,\"where\":{\"label\":\"t.py:4 in f\"},"
+        "\"note\":null,\"owner\":{\"name\":\"b\",\"text\":\"kept by list `b`\"}},"
+        "{\"id\":3,\"bytes_per_step\":100,\"where\":{\"label\":\"t.py:5 in f\"}}]";
+    ck_assert_int_eq(lw_torch_info_set("sites", sites, NULL), 0);
+    char label[256], owner[512];
+    ck_assert_str_eq(lw_torch_info_label(label, sizeof label), "t\xc3\xa9.py:3 in f (in backward)");
+    ck_assert_str_eq(lw_torch_info_owner(owner, sizeof owner),
+                     "kept by list `a` now\nalso leaking: t.py:4 in f: +512 B/step; kept by list "
+                     "`b`");
+    /* No owner found for the first: the other leaks still on lines of their own. */
+    const char *bare = "[{\"id\":1,\"bytes_per_step\":4096,\"where\":null,\"note\":null},"
+                       "{\"id\":2,\"bytes_per_step\":2048,\"where\":{\"label\":\"u.py:9 in g\"}}]";
+    ck_assert_int_eq(lw_torch_info_set("sites", bare, NULL), 0);
+    ck_assert_str_eq(lw_torch_info_label(label, sizeof label), "?");
+    ck_assert_str_eq(lw_torch_info_owner(owner, sizeof owner),
+                     "\nalso leaking: u.py:9 in g: +2.00 KiB/step");
+    /* A label handed over with them is taken as is. */
+    ck_assert_int_eq(lw_torch_info_set("sites", bare, "given"), 0);
+    ck_assert_str_eq(lw_torch_info_label(label, sizeof label), "given");
+    ck_assert_ptr_null(lw_torch_info_owner(owner, sizeof owner));
+    lw_torch_info_forget();
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("torch_info");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, valid_json_only);
     tcase_add_test(tc, fields_and_sites);
     tcase_add_test(tc, host_owner_into_its_site);
+    tcase_add_test(tc, answer_is_the_first_site);
+    tcase_add_test(tc, step_unit_by_names);
+    tcase_add_test(tc, label_from_the_sites);
     suite_add_tcase(s, tc);
     return lw_check_run(s) ? 1 : 0;
 }

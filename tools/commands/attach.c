@@ -486,13 +486,13 @@ static void live_lines(const char *sock, int *state) {
         const lw_m_growth *g = &m.growth;
         int by_time = g->step_source && !strcmp(g->step_source, "time");
         char line[1400], where[512], n[48];
-        if (m.verdict == LW_MV_LEAK && !(*state & 1)) {
+        if (m.verdict == LW_VERDICT_LEAK && !(*state & 1)) {
             lw_answer a;
             lw_model_answer(&m, &a, where, sizeof where);
             a.computed_at = g->steps;
             fprintf(stderr, "leakwatch: %s\n", lw_answer_line(&a, line, sizeof line));
             *state |= 1;
-        } else if (m.verdict != LW_MV_LEAK && (*state & 1)) {
+        } else if (m.verdict != LW_VERDICT_LEAK && (*state & 1)) {
             const char *why = lw_json_string(lw_json_path(m.doc, "growth.reason"));
             fprintf(stderr, "leakwatch: leak verdict withdrawn at %s %s: %s\n",
                     by_time ? "interval" : "step", lw_fmt_count(g->steps, n, sizeof n),

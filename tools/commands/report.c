@@ -173,8 +173,8 @@ int lw_cmd_report(int argc, char **argv) {
     }
     int leak = 0, blind = 0, undecided = 0;
     for (int i = 0; i < loaded; i++) {
-        leak |= ms[i].verdict == LW_MV_LEAK;
-        if (ms[i].verdict == LW_MV_INCONCLUSIVE && fail_on_leak && !allow_inconclusive &&
+        leak |= ms[i].verdict == LW_VERDICT_LEAK;
+        if (ms[i].verdict == LW_VERDICT_INCONCLUSIVE && fail_on_leak && !allow_inconclusive &&
             !undecided++) {
             char shown[PATH_MAX];
             lw_cli_error("%s has no verdict yet (inconclusive); with no leak elsewhere the gate "
@@ -182,7 +182,7 @@ int lw_cmd_report(int argc, char **argv) {
                          lw_safe_text(ms[i].path ? ms[i].path : "a report", shown, sizeof shown),
                          LW_EXIT_INCONCLUSIVE);
         }
-        if (ms[i].verdict == LW_MV_NOTHING_SEEN && fail_on_leak && !blind++) {
+        if (ms[i].verdict == LW_VERDICT_NOTHING_SEEN && fail_on_leak && !blind++) {
             char shown[PATH_MAX];
             lw_cli_error("%s saw no allocation (verdict nothing_seen): it cannot tell a leak "
                          "from none; exiting with status %d (--fail-on-leak)",

@@ -297,13 +297,13 @@ static void say_verdict(const char *path, const lw_model *m) {
     lw_answer a;
     lw_model_answer(m, &a, where, sizeof where);
     lw_safe_text(path, shown, sizeof shown);
-    if (m->verdict == LW_MV_LEAK && a.where)
+    if (m->verdict == LW_VERDICT_LEAK && a.where)
         fprintf(stderr, "leakwatch: %s: verdict leak in %s\n", shown, a.where);
-    else if (m->verdict == LW_MV_INCONCLUSIVE) /* its reason, and what would decide it */
+    else if (m->verdict == LW_VERDICT_INCONCLUSIVE) /* its reason, and what would decide it */
         fprintf(stderr, "leakwatch: %s: verdict %s\n", shown,
                 lw_safe_text(lw_answer_line(&a, line, sizeof line), reason, sizeof reason));
     else
-        fprintf(stderr, "leakwatch: %s: verdict %s\n", shown, lw_mverdict_name(m->verdict));
+        fprintf(stderr, "leakwatch: %s: verdict %s\n", shown, lw_verdict_name(m->verdict));
 }
 
 /* Checks one report: its gate status (lw_run_gate), -1 unreadable (message

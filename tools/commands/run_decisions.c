@@ -430,12 +430,12 @@ int lw_run_exit_code(int st) {
 }
 
 int lw_run_decide(const lw_model *m) {
-    return m->verdict == LW_MV_LEAK;
+    return m->verdict == LW_VERDICT_LEAK;
 }
 
 int lw_run_gate(const lw_model *m, int allow_inconclusive) {
-    if (m->verdict == LW_MV_LEAK) return LW_EXIT_LEAK;
-    if (m->verdict == LW_MV_INCONCLUSIVE && !allow_inconclusive) return LW_EXIT_INCONCLUSIVE;
+    if (m->verdict == LW_VERDICT_LEAK) return LW_EXIT_LEAK;
+    if (m->verdict == LW_VERDICT_INCONCLUSIVE && !allow_inconclusive) return LW_EXIT_INCONCLUSIVE;
     return LW_EXIT_OK;
 }
 

@@ -76,7 +76,7 @@ int lw_cmd_snapshot(int argc, char **argv) {
     } else if (wrc == 0) {
         char live[32];
         fprintf(stderr, "leakwatch: wrote %s (verdict %s, %s live)\n", output,
-                lw_mverdict_name(m.verdict), lw_fmt_bytes(m.totals.live_bytes, live, sizeof live));
+                lw_verdict_name(m.verdict), lw_fmt_bytes(m.totals.live_bytes, live, sizeof live));
     }
     lw_model_free(&m);
     free(body);

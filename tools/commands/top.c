@@ -207,7 +207,7 @@ static int by_key(const void *a, const void *b) {
 }
 
 static void order_sites(const lw_model *m, size_t *order, sort_key key) {
-    lw_model_rank_sites(m, order); /* growth: leaks first, fastest first */
+    lw_model_rank_sites(m, order); /* growth: the report's order, leaks first */
     if (key == SORT_GROWTH || m->nsites < 2) return;
     sort_model = m, sort_by = key;
     qsort(order, m->nsites, sizeof *order, by_key);
@@ -239,7 +239,7 @@ static void screen(FILE *out, const lw_model *m, long pid, size_t max_sites, int
     print_wrapped(out, lw_answer_line(&ans, line, sizeof line),
                   isatty(1) ? (width > 20 ? width : 20) : 1 << 20);
     /* What keeps the named site alive (PyTorch's sites), as the exit line. */
-    const lw_m_site *named = m->verdict == LW_MV_LEAK ? lw_model_top_site(m) : NULL;
+    const lw_m_site *named = m->verdict == LW_VERDICT_LEAK ? lw_model_top_site(m) : NULL;
     if (named && named->owner_text)
         fprintf(out, "  %s\n", lw_safe_text(named->owner_text, line, sizeof line));
     time_t now = time(NULL);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Several reports of one job (one per rank) read as one: the verdict per rank,
  * leaking ranks first, and the places that leak grouped across ranks, so that
- * eight ranks leaking at the same line read as one line, not eight reports. */
+ * eight ranks leaking at the same line read as one line, not eight reports.
+ * Ordering the ranks is merging: each rank's own answer and site are its
+ * report's (lw_model_answer, lw_model_top_site), never chosen again here. */
 #include "merge.h"
 
 #include "cli.h"
@@ -15,7 +17,7 @@ static const lw_model *order_ms; /* qsort has no context argument in C11 */
 
 static int by_leak_then_rank(const void *a, const void *b) {
     const lw_model *x = &order_ms[*(const size_t *)a], *y = &order_ms[*(const size_t *)b];
-    int lx = x->verdict == LW_MV_LEAK, ly = y->verdict == LW_MV_LEAK;
+    int lx = x->verdict == LW_VERDICT_LEAK, ly = y->verdict == LW_VERDICT_LEAK;
     if (lx != ly) return lx ? -1 : 1;
     int rx = isfinite(x->rank), ry = isfinite(y->rank);
     if (rx != ry) return rx ? -1 : 1;
@@ -82,12 +84,12 @@ size_t lw_merge_groups(const lw_model *ms, size_t n, lw_merge_group **out) {
         const lw_model *m = &ms[i];
         /* Only a rank whose verdict is a leak leaks somewhere: a site an
          * inconclusive rank flags is not a leak of the job (issue 41). */
-        if (m->verdict != LW_MV_LEAK) continue;
+        if (m->verdict != LW_VERDICT_LEAK) continue;
         /* The site the rank's answer names, at the answer's rate: for a
          * PyTorch leak that is the tensors' growth, not the rate of the
          * history site that names the line (a few bytes a step), so this
          * line and the rank's row say the same. */
-        const lw_m_site *top = m->verdict == LW_MV_LEAK ? lw_model_top_site(m) : NULL;
+        const lw_m_site *top = m->verdict == LW_VERDICT_LEAK ? lw_model_top_site(m) : NULL;
         double top_rate = NAN;
         if (top) {
             lw_answer a;
@@ -160,7 +162,7 @@ static double *others_rates(const lw_model *ms, size_t n, size_t *k) {
     *k = 0;
     if (!r) return NULL;
     for (size_t i = 0; i < n; i++)
-        if (ms[i].verdict != LW_MV_LEAK && isfinite(ms[i].growth.bytes_per_step))
+        if (ms[i].verdict != LW_VERDICT_LEAK && isfinite(ms[i].growth.bytes_per_step))
             r[(*k)++] = ms[i].growth.bytes_per_step;
     qsort(r, *k, sizeof *r, cmp_double);
     return r;
@@ -170,7 +172,7 @@ int lw_merge_skew(const lw_model *ms, size_t n, char *out, size_t len) {
     out[0] = '\0';
     size_t leaking = 0, lead = n;
     for (size_t i = 0; i < n; i++)
-        if (ms[i].verdict == LW_MV_LEAK) {
+        if (ms[i].verdict == LW_VERDICT_LEAK) {
             leaking++;
             if (lead == n || ms[i].growth.bytes_per_step > ms[lead].growth.bytes_per_step) lead = i;
         }
@@ -186,7 +188,7 @@ int lw_merge_skew(const lw_model *ms, size_t n, char *out, size_t len) {
     /* "rank" when every other report has one, else "report". */
     const char *noun = "rank";
     for (size_t i = 0; i < n; i++)
-        if (ms[i].verdict != LW_MV_LEAK && !isfinite(ms[i].rank)) noun = "report";
+        if (ms[i].verdict != LW_VERDICT_LEAK && !isfinite(ms[i].rank)) noun = "report";
     if (k == 1 && others == 1) {
         lw_fmt_rate(r[0], "step", med, sizeof med);
         snprintf(out, len, "skew: %s grows %s; the other %s, which does not leak: %s", who, a, noun,
@@ -209,8 +211,8 @@ int lw_merge_skew(const lw_model *ms, size_t n, char *out, size_t len) {
 int lw_merge_headline(const lw_model *ms, size_t n, char *out, size_t len) {
     size_t leaking = 0, undecided = 0;
     for (size_t i = 0; i < n; i++) {
-        leaking += ms[i].verdict == LW_MV_LEAK;
-        undecided += ms[i].verdict == LW_MV_INCONCLUSIVE;
+        leaking += ms[i].verdict == LW_VERDICT_LEAK;
+        undecided += ms[i].verdict == LW_VERDICT_INCONCLUSIVE;
     }
     lw_merge_group *g = NULL;
     size_t ng = lw_merge_groups(ms, n, &g);
@@ -226,7 +228,7 @@ int lw_merge_headline(const lw_model *ms, size_t n, char *out, size_t len) {
         char ranks[600] = "";
         if (who) {
             for (size_t i = 0; i < n; i++)
-                if (ms[i].verdict == LW_MV_INCONCLUSIVE) who[k++] = i;
+                if (ms[i].verdict == LW_VERDICT_INCONCLUSIVE) who[k++] = i;
             lw_merge_ranks_text(ms, who, k, ranks, sizeof ranks);
             free(who);
         }

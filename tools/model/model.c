@@ -15,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const lw_model_kind_names[LW_KINDS] = {"device", "managed", "pinned_host", "physical"};
-
 /* Hostile files may hold millions of elements; a report never needs more. */
 #define MAX_SITES 100000
 #define MAX_FRAMES 1024
@@ -24,21 +22,6 @@ const char *const lw_model_kind_names[LW_KINDS] = {"device", "managed", "pinned_
 #define MAX_FAILURES 100000
 #define MAX_DEVICES 1024
 #define MAX_WARNINGS 200
-
-const char *lw_mverdict_name(lw_mverdict v) {
-    switch (v) {
-    case LW_MV_LEAK:
-        return lw_verdict_name(LW_VERDICT_LEAK);
-    case LW_MV_NO_LEAK:
-        return lw_verdict_name(LW_VERDICT_NO_LEAK);
-    case LW_MV_INCONCLUSIVE:
-        return lw_verdict_name(LW_VERDICT_INCONCLUSIVE);
-    case LW_MV_NOTHING_SEEN:
-        return lw_verdict_name(LW_VERDICT_NOTHING_SEEN);
-    default:
-        return "unknown";
-    }
-}
 
 static void warn(lw_model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(lw_model *m, const char *fmt, ...) {
@@ -120,6 +103,80 @@ static size_t capped_len(lw_model *m, const lw_json *arr, size_t cap, const char
     return n;
 }
 
+/* The plain members of the object obj at path object ("" the top level,
+ * "growth") that the report's table lists (report_fields.def), each read
+ * as its row's type says, with num/str/boolean's warnings, into m->field.
+ * Members that are arrays or objects are read by their own code. */
+static void read_members(lw_model *m, const lw_json *obj, const char *object, const char *where) {
+    for (int i = 0; i < LW_FIELD_COUNT; i++) {
+        lw_field f = (lw_field)i;
+        unsigned t = lw_report_fields[i].types;
+        if (!lw_report_field_in(f, object)) continue;
+        lw_m_value *v = &m->field[i];
+        v->num = NAN;
+        v->str = NULL;
+        v->b = -1;
+        if (t & (LW_RF_ARR | LW_RF_OBJ)) continue;
+        const char *key = lw_report_field_key(f);
+        if (t & LW_RF_NUM)
+            v->num = num(m, obj, key, where);
+        else if (t & LW_RF_STR)
+            v->str = str(m, obj, key, where);
+        else if (t & LW_RF_BOOL)
+            v->b = boolean(m, obj, key, where);
+    }
+}
+
+static int plain_member(lw_field f) {
+    return lw_report_field_plain(f);
+}
+
+/* Every slot unknown, before anything is read. */
+static void clear_members(lw_model *m) {
+    for (int i = 0; i < LW_FIELD_COUNT; i++)
+        m->field[i] = (lw_m_value){NAN, NULL, -1};
+}
+
+/* The plain values the reader has no code for (torch's, growth.cycles',
+ * growth.pinned_host's, the tracker's, ...), each by its row: a row added to
+ * the table is read with no change here. An object on the way that is
+ * absent or of another type leaves its members unknown, silently (older
+ * reports, non-PyTorch jobs). */
+static void read_other_members(lw_model *m) {
+    for (int i = 0; i < LW_FIELD_COUNT; i++) {
+        lw_field f = (lw_field)i;
+        if (!lw_report_field_plain(f) || lw_report_field_in(f, "") ||
+            lw_report_field_in(f, "growth") || lw_report_field_in(f, "oom"))
+            continue;
+        const char *path = lw_report_fields[i].path, *dot = strrchr(path, '.');
+        char parent[160], where[170];
+        snprintf(parent, sizeof parent, "%.*s", (int)(dot - path), path);
+        snprintf(where, sizeof where, "%s.", parent);
+        const lw_json *obj = lw_json_path(m->doc, parent);
+        if (lw_json_type_of(obj) != LW_JSON_OBJECT) continue;
+        unsigned t = lw_report_fields[i].types;
+        lw_m_value *v = &m->field[i];
+        if (t & LW_RF_NUM)
+            v->num = num(m, obj, dot + 1, where);
+        else if (t & LW_RF_STR)
+            v->str = str(m, obj, dot + 1, where);
+        else if (t & LW_RF_BOOL)
+            v->b = boolean(m, obj, dot + 1, where);
+    }
+}
+
+double lw_model_num(const lw_model *m, lw_field f) {
+    return plain_member(f) ? m->field[f].num : NAN;
+}
+
+const char *lw_model_str(const lw_model *m, lw_field f) {
+    return plain_member(f) ? m->field[f].str : NULL;
+}
+
+int lw_model_bool(const lw_model *m, lw_field f) {
+    return plain_member(f) ? m->field[f].b : -1;
+}
+
 #define NUM(T, k)                                                                                  \
     { #k, LW_MF_NUM, offsetof(T, k) }
 #define STR(T, k)                                                                                  \
@@ -179,9 +236,9 @@ static void read_counts(lw_model *m, const lw_json *o, lw_m_counts *c, const cha
 static void read_by_kind(lw_model *m, const lw_json *o, lw_m_counts *bk, const char *where) {
     const lw_json *byk = typed(m, o, "by_kind", LW_JSON_OBJECT, where);
     char w[200];
-    for (int k = 0; k < LW_KINDS; k++) {
-        snprintf(w, sizeof w, "%.150sby_kind.%s.", where, lw_model_kind_names[k]);
-        const lw_json *ko = typed(m, byk, lw_model_kind_names[k], LW_JSON_OBJECT, w);
+    for (int k = 0; k < LW_KIND_COUNT; k++) {
+        snprintf(w, sizeof w, "%.150sby_kind.%s.", where, lw_kind_name((lw_kind)k));
+        const lw_json *ko = typed(m, byk, lw_kind_name((lw_kind)k), LW_JSON_OBJECT, w);
         read_counts(m, ko, &bk[k], w);
     }
 }
@@ -331,20 +388,23 @@ static void read_totals(lw_model *m, const lw_json *root) {
 static void read_growth(lw_model *m, const lw_json *root) {
     const lw_json *g = typed(m, root, "growth", LW_JSON_OBJECT, "");
     lw_m_growth *o = &m->growth;
-    o->bytes_per_step = num(m, g, "bytes_per_step", "growth.");
-    o->bytes_per_second = num(m, g, "bytes_per_second", "growth.");
-    o->steps = num(m, g, "steps", "growth.");
-    o->p_value = num(m, g, "p_value", "growth.");
-    o->onset_step = num(m, g, "onset_step", "growth.");
-    o->oom_eta_seconds = num(m, g, "oom_eta_seconds", "growth.");
-    o->oom_eta_steps = num(m, g, "oom_eta_steps", "growth.");
-    o->device_free_bytes = num(m, g, "device_free_bytes", "growth.");
-    o->device_total_bytes = num(m, g, "device_total_bytes", "growth.");
-    o->step_source = str(m, g, "step_source", "growth.");
-    o->step_unit = str(m, g, "step_unit", "growth.");
-    o->memory_kind = str(m, g, "memory_kind", "growth.");
-    o->host_available_bytes = num(m, g, "host_available_bytes", "growth.");
-    o->host_total_bytes = num(m, g, "host_total_bytes", "growth.");
+    /* Its plain members by the table's rows; these named copies are what the
+     * renderers read. */
+    read_members(m, g, "growth", "growth.");
+    o->bytes_per_step = lw_model_num(m, LW_FIELD_growth_bytes_per_step);
+    o->bytes_per_second = lw_model_num(m, LW_FIELD_growth_bytes_per_second);
+    o->steps = lw_model_num(m, LW_FIELD_growth_steps);
+    o->p_value = lw_model_num(m, LW_FIELD_growth_p_value);
+    o->onset_step = lw_model_num(m, LW_FIELD_growth_onset_step);
+    o->oom_eta_seconds = lw_model_num(m, LW_FIELD_growth_oom_eta_seconds);
+    o->oom_eta_steps = lw_model_num(m, LW_FIELD_growth_oom_eta_steps);
+    o->device_free_bytes = lw_model_num(m, LW_FIELD_growth_device_free_bytes);
+    o->device_total_bytes = lw_model_num(m, LW_FIELD_growth_device_total_bytes);
+    o->step_source = lw_model_str(m, LW_FIELD_growth_step_source);
+    o->step_unit = lw_model_str(m, LW_FIELD_growth_step_unit);
+    o->memory_kind = lw_model_str(m, LW_FIELD_growth_memory_kind);
+    o->host_available_bytes = lw_model_num(m, LW_FIELD_growth_host_available_bytes);
+    o->host_total_bytes = lw_model_num(m, LW_FIELD_growth_host_total_bytes);
     o->onset_lo = o->onset_hi = NAN;
     const lw_json *range = g ? lw_json_get(g, "onset_range") : NULL;
     if (range && lw_json_type_of(range) == LW_JSON_ARRAY && lw_json_len(range) == 2) {
@@ -400,30 +460,36 @@ static void read_anatomy(lw_model *m, const lw_json *root) {
         }
     }
     const lw_json *f = lw_json_get(root, "oom");
-    if (f && lw_json_type_of(f) == LW_JSON_OBJECT) {
+    if (lw_json_type_of(f) != LW_JSON_OBJECT) f = NULL;
+    /* Its plain members by the table's rows (none when it is null). */
+    read_members(m, f, "oom", "oom.");
+    if (f) {
         lw_m_oom *o = &m->oom;
         o->have = 1;
-        o->cause = str(m, f, "cause", "oom.");
-        o->evidence = str(m, f, "evidence", "oom.");
-        o->remedy = str(m, f, "remedy", "oom.");
-        o->source = str(m, f, "source", "oom.");
-        o->device = num(m, f, "device", "oom.");
-        o->step = num(m, f, "step", "oom.");
-        o->time_s = num(m, f, "time_s", "oom.");
-        o->count = num(m, f, "count", "oom.");
-        o->request_bytes = num(m, f, "request_bytes", "oom.");
-        o->device_free_bytes = num(m, f, "device_free_bytes", "oom.");
-        o->device_total_bytes = num(m, f, "device_total_bytes", "oom.");
-        o->allocated_bytes = num(m, f, "allocated_bytes", "oom.");
-        o->reserved_bytes = num(m, f, "reserved_bytes", "oom.");
-        o->leak_bytes = num(m, f, "leak_bytes", "oom.");
+        o->cause = lw_model_str(m, LW_FIELD_oom_cause);
+        o->evidence = lw_model_str(m, LW_FIELD_oom_evidence);
+        o->remedy = lw_model_str(m, LW_FIELD_oom_remedy);
+        o->source = lw_model_str(m, LW_FIELD_oom_source);
+        o->device = lw_model_num(m, LW_FIELD_oom_device);
+        o->step = lw_model_num(m, LW_FIELD_oom_step);
+        o->time_s = lw_model_num(m, LW_FIELD_oom_time_s);
+        o->count = lw_model_num(m, LW_FIELD_oom_count);
+        o->request_bytes = lw_model_num(m, LW_FIELD_oom_request_bytes);
+        o->device_free_bytes = lw_model_num(m, LW_FIELD_oom_device_free_bytes);
+        o->device_total_bytes = lw_model_num(m, LW_FIELD_oom_device_total_bytes);
+        o->allocated_bytes = lw_model_num(m, LW_FIELD_oom_allocated_bytes);
+        o->reserved_bytes = lw_model_num(m, LW_FIELD_oom_reserved_bytes);
+        o->leak_bytes = lw_model_num(m, LW_FIELD_oom_leak_bytes);
         /* Shown on terminals as is: no control characters. */
+        static const lw_field text_rows[] = {LW_FIELD_oom_cause, LW_FIELD_oom_evidence,
+                                             LW_FIELD_oom_remedy, LW_FIELD_oom_source};
         const char **texts[] = {&o->cause, &o->evidence, &o->remedy, &o->source};
         for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
             for (const char *p = *texts[i]; p && *p; p++)
                 if ((unsigned char)*p < 0x20 || *p == 0x7f) {
                     warn(m, "oom has control characters; ignored");
                     *texts[i] = NULL;
+                    m->field[text_rows[i]].str = NULL;
                     break;
                 }
         if (!o->cause) o->have = 0;
@@ -474,6 +540,46 @@ char *lw_model_anatomy_bar(const lw_m_anatomy *a, int width, char *out, size_t n
 
 static void model_apart(lw_model *m);
 
+/* The answer's line as the library built it (answer.c), when the report
+ * carries it (answer.unit, one of the units every line counts in). */
+static void read_answer(lw_model *m, const lw_json *ans) {
+    lw_answer *a = &m->answer;
+    lw_answer_init(a);
+    const char *unit = ans ? str(m, ans, "unit", "answer.") : NULL;
+    static const char *const units[] = {"step", "call", "interval"};
+    for (size_t i = 0; unit && i < sizeof units / sizeof units[0]; i++)
+        if (!strcmp(unit, units[i])) a->unit = units[i], m->answer_whole = 1;
+    if (unit && !m->answer_whole)
+        warn(m, "answer.unit is not one of step, call, interval; the answer is read from the "
+                "rest of the report");
+    if (!m->answer_whole) return;
+    const char *kind = str(m, ans, "kind", "answer.");
+    a->kind = kind && !strcmp(kind, "pinned_host") ? "pinned_host" : NULL;
+    a->rate = num(m, ans, "bytes_per_step", "answer.");
+    const lw_json *ci = typed(m, ans, "slope_ci", LW_JSON_ARRAY, "answer.");
+    if (ci && lw_json_len(ci) == 2) {
+        a->lo = lw_json_number(lw_json_at(ci, 0), NAN);
+        a->hi = lw_json_number(lw_json_at(ci, 1), NAN);
+    }
+    a->per_second = num(m, ans, "bytes_per_second", "answer.");
+    a->onset = num(m, ans, "onset_step", "answer.");
+    a->onset_hi = num(m, ans, "onset_end_step", "answer.");
+    a->steps = num(m, ans, "steps", "answer.");
+    a->free_bytes = num(m, ans, "free_bytes", "answer.");
+    a->total_bytes = num(m, ans, "total_bytes", "answer.");
+    a->oom_seconds = num(m, ans, "oom_eta_seconds", "answer.");
+    a->oom_steps = num(m, ans, "oom_eta_steps", "answer.");
+    a->reason = str(m, ans, "reason", "answer.");
+    a->more_steps = num(m, ans, "steps_to_decide", "answer.");
+    a->rose_once = boolean(m, ans, "rose_once", "answer.") == 1;
+    a->where_grows = boolean(m, ans, "grows", "answer.") == 1;
+    a->where_rate = num(m, ans, "site_bytes_per_step", "answer.");
+    a->where_live = num(m, ans, "site_live_bytes", "answer.");
+    m->answer_says_where = boolean(m, ans, "says_where", "answer.") == 1;
+    const lw_json *w = typed(m, ans, "where", LW_JSON_OBJECT, "answer.");
+    m->answer_label = w ? str(m, w, "label", "answer.where.") : NULL;
+}
+
 static int load_doc(lw_model *m, const char *name, char *err, size_t errlen) {
     const lw_json *r = m->doc;
     if (lw_json_type_of(r) != LW_JSON_OBJECT) {
@@ -500,33 +606,32 @@ static int load_doc(lw_model *m, const char *name, char *err, size_t errlen) {
         return -1;
     }
     m->tool = t;
-    m->version = str(m, r, "version", "");
-    m->command = str(m, r, "command", "");
-    m->host = str(m, r, "host", "");
-    m->reason = str(m, r, "reason", "");
-    m->pid = num(m, r, "pid", "");
-    m->rank = num(m, r, "rank", "");
-    m->local_rank = num(m, r, "local_rank", "");
-    m->world_size = num(m, r, "world_size", "");
-    m->device = num(m, r, "device", "");
-    m->report_path = str(m, r, "report_path", "");
+    clear_members(m);
+    /* The plain members of the top level by the table's rows; these named
+     * copies are what the renderers read. */
+    read_members(m, r, "", "");
+    m->version = lw_model_str(m, LW_FIELD_version);
+    m->command = lw_model_str(m, LW_FIELD_command);
+    m->host = lw_model_str(m, LW_FIELD_host);
+    m->reason = lw_model_str(m, LW_FIELD_reason);
+    m->pid = lw_model_num(m, LW_FIELD_pid);
+    m->rank = lw_model_num(m, LW_FIELD_rank);
+    m->local_rank = lw_model_num(m, LW_FIELD_local_rank);
+    m->world_size = lw_model_num(m, LW_FIELD_world_size);
+    m->device = lw_model_num(m, LW_FIELD_device);
+    m->report_path = lw_model_str(m, LW_FIELD_report_path);
     m->answer_site = NAN;
     const lw_json *answer = typed(m, r, "answer", LW_JSON_OBJECT, "");
     if (answer) m->answer_site = num(m, answer, "site", "answer.");
-    m->written_at = num(m, r, "written_at", "");
-    m->duration_s = num(m, r, "duration_s", "");
-    m->verdict_text = str(m, r, "verdict", "");
-    m->verdict = LW_MV_UNKNOWN;
+    read_answer(m, answer);
+    m->written_at = lw_model_num(m, LW_FIELD_written_at);
+    m->duration_s = lw_model_num(m, LW_FIELD_duration_s);
+    m->verdict_text = lw_model_str(m, LW_FIELD_verdict);
+    m->verdict = LW_VERDICT_UNKNOWN;
     if (m->verdict_text) {
         int v = lw_verdict_parse(m->verdict_text);
-        if (v == LW_VERDICT_LEAK)
-            m->verdict = LW_MV_LEAK;
-        else if (v == LW_VERDICT_NO_LEAK)
-            m->verdict = LW_MV_NO_LEAK;
-        else if (v == LW_VERDICT_INCONCLUSIVE)
-            m->verdict = LW_MV_INCONCLUSIVE;
-        else if (v == LW_VERDICT_NOTHING_SEEN)
-            m->verdict = LW_MV_NOTHING_SEEN;
+        if (v >= 0)
+            m->verdict = (lw_verdict)v;
         else {
             char shown[40];
             warn(m, "verdict \"%s\" is not one of %s, %s, %s, %s; shown as unknown",
@@ -550,6 +655,7 @@ static int load_doc(lw_model *m, const char *name, char *err, size_t errlen) {
             read_series(m, series, "floor", &m->sx, &m->sfloor, &m->st, &m->speak, "series.");
     m->tracker = typed(m, r, "tracker", LW_JSON_OBJECT, "");
     read_anatomy(m, r);
+    read_other_members(m);
     /* LEAKWATCH_STACKS=0: its site stands for every allocation. */
     if (m->tracker && lw_json_bool(lw_json_get(m->tracker, "stacks"), 1) == 0)
         for (size_t i = 0; i < m->nsites; i++)
@@ -685,6 +791,8 @@ static int by_worry(const void *a, const void *b) {
 void lw_model_rank_sites(const lw_model *m, size_t *order) {
     for (size_t i = 0; i < m->nsites; i++)
         order[i] = i;
+    /* The library ranked them (site_rank.c) and wrote them in that order. */
+    if (m->answer_whole) return;
     rank_model = m;
     if (m->nsites > 1) qsort(order, m->nsites, sizeof *order, by_worry);
     rank_model = NULL;
@@ -856,6 +964,8 @@ const lw_m_site *lw_model_top_site(const lw_model *m) {
     if (isfinite(m->answer_site))
         for (size_t i = 0; i < m->nsites; i++)
             if (m->sites[i].id == m->answer_site) return &m->sites[i];
+    /* The library chose: none of these (older reports: chosen below). */
+    if (m->answer_whole) return NULL;
     size_t *order = malloc(m->nsites * sizeof *order);
     if (!order) return &m->sites[0];
     lw_model_rank_sites(m, order);
@@ -875,7 +985,9 @@ static double site_rise(const lw_m_site *s) {
     return isfinite(first) && last > first ? last - first : 0;
 }
 
-const lw_m_site *lw_model_growing_site(const lw_model *m) {
+/* The site that grows most (its growth per step, else how far its own floor
+ * rose), for an answer not decided yet (older reports); NULL when none grows. */
+static const lw_m_site *growing_site(const lw_model *m) {
     const lw_m_site *best = NULL;
     double best_rate = 0, best_rise = 0;
     for (size_t i = 0; i < m->nsites; i++) {
@@ -888,17 +1000,19 @@ const lw_m_site *lw_model_growing_site(const lw_model *m) {
     return best;
 }
 
-void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn) {
+/* A report older than answer.unit: its answer from its other sections, by
+ * the rule the library's answer.c followed then. */
+static void answer_of_older_report(const lw_model *m, lw_answer *a, char *where, size_t wn) {
     const lw_m_growth *g = &m->growth;
     lw_answer_init(a);
-    a->verdict = lw_mverdict_name(m->verdict);
+    a->verdict = lw_verdict_name(m->verdict);
     a->unit = g->step_source && !strcmp(g->step_source, "time")      ? "interval"
               : g->step_unit && !strcmp(g->step_unit, "module_call") ? "call"
                                                                      : "step";
     a->steps = g->steps;
     a->free_bytes = g->device_free_bytes;
     a->total_bytes = g->device_total_bytes;
-    if (m->verdict == LW_MV_NO_LEAK && m->doc) {
+    if (m->verdict == LW_VERDICT_NO_LEAK && m->doc) {
         /* A floor that rose once and held level (as the library's answer.c). */
         double bins = lw_json_number(lw_json_path(m->doc, "growth.window_bins"), NAN),
                width = lw_json_number(lw_json_path(m->doc, "growth.steps_per_bin"), NAN);
@@ -906,15 +1020,15 @@ void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn) {
             g->bytes_per_step, bins * width,
             lw_json_number(lw_json_path(m->doc, "growth.bin_noise_bytes"), NAN));
     }
-    if (m->verdict == LW_MV_INCONCLUSIVE && isfinite(g->bytes_per_step) && g->bytes_per_step > 0 &&
-        isfinite(g->ci_lo) && g->ci_lo >= 0) {
+    if (m->verdict == LW_VERDICT_INCONCLUSIVE && isfinite(g->bytes_per_step) &&
+        g->bytes_per_step > 0 && isfinite(g->ci_lo) && g->ci_lo >= 0) {
         /* Growth seen, not yet confirmed (as the library's answer.c). */
         a->rate = g->bytes_per_step;
         a->lo = g->ci_lo;
         a->hi = g->ci_hi;
         a->per_second = g->bytes_per_second;
     }
-    if (m->verdict == LW_MV_LEAK) {
+    if (m->verdict == LW_VERDICT_LEAK) {
         a->rate = g->bytes_per_step;
         a->lo = g->ci_lo;
         a->hi = g->ci_hi;
@@ -936,23 +1050,50 @@ void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn) {
         a->oom_remedy = m->oom.remedy;
     }
     const lw_m_site *top = lw_model_top_site(m);
-    if (m->verdict == LW_MV_INCONCLUSIVE) {
+    if (m->verdict == LW_VERDICT_INCONCLUSIVE) {
         /* Its own reason, what would decide it, and the site that grows. */
         a->reason = lw_json_string(lw_json_path(m->doc, "growth.reason"));
         a->more_steps = lw_json_number(lw_json_path(m->doc, "growth.steps_to_decide"), NAN);
-        const lw_m_site *grows = lw_model_growing_site(m);
+        const lw_m_site *grows = growing_site(m);
         if (grows)
             top = grows, a->where_grows = 1;
         else if (top && lw_json_bool(lw_json_path(m->doc, "answer.grows"), 0) == 1)
             a->where_grows = 1; /* the library saw it grow in its own series */
     }
-    if (top && (m->verdict == LW_MV_LEAK || (isfinite(top->live_bytes) && top->live_bytes > 0))) {
+    if (top &&
+        (m->verdict == LW_VERDICT_LEAK || (isfinite(top->live_bytes) && top->live_bytes > 0))) {
         lw_model_where(top, where, wn);
         a->where = where;
         if (top->leak == 1)
             a->where_rate = top->bytes_per_step;
         else
             a->where_live = top->live_bytes;
+    }
+}
+
+void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn) {
+    if (!m->answer_whole) {
+        answer_of_older_report(m, a, where, wn);
+        return;
+    }
+    /* As the library built it (answer.c), rendered: the verdict, the
+     * out-of-memory's post-mortem and the place's label are the report's
+     * own, the label under the command's --user-code if one is given. */
+    *a = m->answer;
+    a->verdict = lw_verdict_name(m->verdict);
+    if (m->oom.have) {
+        a->oom_cause = m->oom.cause;
+        a->oom_evidence = m->oom.evidence;
+        a->oom_remedy = m->oom.remedy;
+    }
+    a->where = NULL;
+    if (!m->answer_says_where) return;
+    const lw_m_site *top = lw_model_top_site(m);
+    if (top) {
+        lw_model_where(top, where, wn);
+        a->where = where;
+    } else if (m->answer_label) {
+        a->where = lw_safe_text(m->answer_label, where, wn);
     }
 }
 

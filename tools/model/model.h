@@ -6,21 +6,16 @@
 #ifndef LW_MODEL_H
 #define LW_MODEL_H
 
+#include "fmt.h"
 #include "json_doc.h"
+#include "memory_kind.h"
+#include "report_fields.h"
+#include "verdict.h"
 
 #include <stddef.h>
 
-enum { LW_KINDS = 4 };
-extern const char *const lw_model_kind_names[LW_KINDS]; /* device, managed, pinned_host, physical */
-
-typedef enum {
-    LW_MV_UNKNOWN,
-    LW_MV_LEAK,
-    LW_MV_NO_LEAK,
-    LW_MV_INCONCLUSIVE,
-    LW_MV_NOTHING_SEEN /* an attached session that saw no allocation */
-} lw_mverdict;
-const char *lw_mverdict_name(lw_mverdict v); /* "leak", ..., "unknown" */
+/* The kinds of memory (totals.by_kind): lw_kind_name(k) for k < LW_KIND_COUNT
+ * (memory_kind.h, shared with the library). */
 
 typedef struct {
     double alloc_count, free_count, failed_alloc_count, live_bytes, live_count, peak_live_bytes;
@@ -75,7 +70,7 @@ extern const lw_m_fields lw_m_counts_fields, lw_m_frame_fields, lw_m_site_fields
 
 typedef struct {
     double device;
-    lw_m_counts c, by_kind[LW_KINDS];
+    lw_m_counts c, by_kind[LW_KIND_COUNT];
 } lw_m_device;
 
 typedef struct {
@@ -109,16 +104,39 @@ typedef struct {
     double allocated_bytes, reserved_bytes, leak_bytes;
 } lw_m_oom;
 
+/* A plain value of the report reached through objects only (the top
+ * level's, growth's, oom's, torch's, ...: lw_report_field_plain), read by its
+ * row of the report's table of fields (report_fields.def): a number (NAN when
+ * absent, null, mistyped or out of range), a string (NULL) or a boolean
+ * (0/1, -1 unknown), as the row's type says. */
+typedef struct {
+    double num;
+    const char *str;
+    int b;
+} lw_m_value;
+
 typedef struct {
     char *path; /* as given */
     lw_json *doc;
+    /* Every such plain value the table lists, by its row (LW_FIELD_...):
+     * lw_model_num/str/bool. The named members below are copies of some,
+     * for the renderers. */
+    lw_m_value field[LW_FIELD_COUNT];
     const char *tool, *version, *command, *host, *reason, *verdict_text;
-    lw_mverdict verdict;
+    lw_verdict verdict;
     double pid, written_at, duration_s, rank;
     double local_rank, world_size, device; /* NAN when the report does not say */
     const char *report_path;               /* where the process writes its final report */
     double answer_site;                    /* id of the site the answer names */
-    lw_m_counts totals, by_kind[LW_KINDS];
+    /* The answer's line as the library built it (answer.c; the report's
+     * "answer" since answer.unit): answer_whole 0 in older reports, which
+     * the command answers from the rest of the report as the library did.
+     * answer_says_where: the line names the site's place; answer_label: its
+     * label as the report wrote it (for a site the report does not list). */
+    int answer_whole, answer_says_where;
+    lw_answer answer;
+    const char *answer_label;
+    lw_m_counts totals, by_kind[LW_KIND_COUNT];
     double unknown_free_count, mapped_bytes;
     /* totals.imported: other processes' memory opened here (in none of the
      * counters above); have_imported 0 in reports older than the field. */
@@ -157,11 +175,22 @@ int lw_model_load_text(lw_model *m, const char *name, const char *text, size_t l
 int lw_model_load_answer(lw_model *m, long pid, const char *text, size_t len);
 void lw_model_free(lw_model *m);
 
+/* A plain value by its row (lw_report_field_plain: "growth.reason",
+ * "torch.backend.torch_version", "growth.cycles.count"): adding a row to
+ * report_fields.def makes it readable here, checked against the row's type,
+ * with no change to the reader. Unknown (NAN, NULL, -1) when the report does
+ * not have it or f is no such value. */
+double lw_model_num(const lw_model *m, lw_field f);
+const char *lw_model_str(const lw_model *m, lw_field f);
+int lw_model_bool(const lw_model *m, lw_field f);
+
 /* Prints each warning on stderr, at most max of them, then a count. */
 void lw_model_print_warnings(const lw_model *m, size_t max);
 
-/* Sites ordered most worrying first: flagged leaks, then growth per step,
- * then live bytes. Fills order[0..nsites). */
+/* Sites ordered most worrying first: the report's own order (site_rank.c's,
+ * the order the library wrote them in); for a report older than answer.unit,
+ * flagged leaks, then growth per step, then live bytes. Fills
+ * order[0..nsites). */
 void lw_model_rank_sites(const lw_model *m, size_t *order);
 
 /* Median intercept of the floor series (since the onset) for the report's slope
@@ -185,17 +214,15 @@ int lw_model_where(const lw_m_site *s, char *out, size_t n);
  * -1 when the label names frame k alone. */
 int lw_model_where_distinct(const lw_m_site *s, int k);
 
-/* The site the answer names: the report's "answer", else the most worrying
- * one. NULL when the report has no sites. */
+/* The site the answer names: the report's "answer"; NULL when it names
+ * none of the report's sites. A report older than answer.unit without an
+ * answer: the most worrying site (NULL when the report has none). */
 const lw_m_site *lw_model_top_site(const lw_model *m);
 
-/* The site that grows most (its growth per step, else how far its own floor
- * rose), for an answer not decided yet; NULL when none grows. */
-const lw_m_site *lw_model_growing_site(const lw_model *m);
-
-/* The report's answer as every output states it (fmt.h); where is the
- * buffer for the place to look. */
-#include "fmt.h"
+/* The report's answer as every output states it (fmt.h): as the library
+ * built it (answer.c), the command choosing nothing; for a report older than
+ * answer.unit, from its other sections by the rule answer.c followed then.
+ * where is the buffer for the place to look. */
 void lw_model_answer(const lw_model *m, lw_answer *a, char *where, size_t wn);
 
 /* One device's anatomy in one line: "weights 4.00 MiB, gradients ..., of

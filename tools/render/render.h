@@ -27,7 +27,7 @@ int lw_render_json(FILE *out, const lw_model *ms, size_t n);
 void lw_render_html(FILE *o, const lw_model *ms, size_t n, const lw_render_opts *ro);
 
 /* A short verdict line: "LEAK", "no leak", "inconclusive", "unknown". */
-const char *lw_mverdict_label(lw_mverdict v);
+const char *lw_mverdict_label(lw_verdict v);
 
 /* The stack of a site as a traceback: outermost first, the frame the site's
  * label names first marked (marked LW_STACK_HERE: the place to look, or the

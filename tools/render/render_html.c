@@ -182,7 +182,7 @@ static void choose_series(const lw_model *m, plot_series *ps) {
     const lw_m_growth *g = &m->growth;
     memset(ps, 0, sizeof *ps);
     ps->slope = ps->icpt = NAN;
-    const lw_m_site *top = m->verdict == LW_MV_LEAK ? lw_model_top_site(m) : NULL;
+    const lw_m_site *top = m->verdict == LW_VERDICT_LEAK ? lw_model_top_site(m) : NULL;
     size_t good = 0;
     for (size_t i = 0; top && top->leak == 1 && i < top->nseries; i++)
         good += isfinite(top->series_x[i]) && isfinite(top->series_floor[i]);
@@ -197,7 +197,7 @@ static void choose_series(const lw_model *m, plot_series *ps) {
         return;
     }
     ps->x = m->sx, ps->y = m->sfloor, ps->n = m->nseries;
-    ps->from = m->verdict == LW_MV_LEAK && isfinite(g->onset_step) ? g->onset_step : -INFINITY;
+    ps->from = m->verdict == LW_VERDICT_LEAK && isfinite(g->onset_step) ? g->onset_step : -INFINITY;
     /* The first two points with values: when the range would start at the
      * first, start at the second (the start-up), given enough points. */
     double first = NAN, second = NAN;
@@ -209,7 +209,7 @@ static void choose_series(const lw_model *m, plot_series *ps) {
         have++;
     }
     if (have >= 4 && !(ps->from > first)) ps->from = second;
-    if (m->verdict == LW_MV_LEAK) {
+    if (m->verdict == LW_VERDICT_LEAK) {
         ps->slope = g->bytes_per_step;
         ps->icpt = lw_model_trend_intercept(m);
     }
@@ -247,7 +247,7 @@ static void plot(FILE *o, const lw_model *m, int idx) {
     double last_x = f.x1, slope = ps.slope, icpt = ps.icpt;
     for (size_t i = 0; i < m->nseries; i++)
         if (isfinite(m->sx[i])) last_x = fmax(last_x, m->sx[i]);
-    int trend = m->verdict == LW_MV_LEAK && isfinite(slope) && isfinite(icpt);
+    int trend = m->verdict == LW_VERDICT_LEAK && isfinite(slope) && isfinite(icpt);
     double oom_x = NAN;
     int oom_beyond = 0;
     if (trend && isfinite(g->oom_eta_steps) && g->oom_eta_steps >= 0) {
@@ -312,8 +312,8 @@ static void plot(FILE *o, const lw_model *m, int idx) {
     fputs("</g>\n", o);
     /* Where growth began (on the floor's scale: a site's own series starts
      * with the site). */
-    if (!ps.site && m->verdict == LW_MV_LEAK && isfinite(g->onset_step) && g->onset_step >= f.x0 &&
-        g->onset_step <= f.x1) {
+    if (!ps.site && m->verdict == LW_VERDICT_LEAK && isfinite(g->onset_step) &&
+        g->onset_step >= f.x0 && g->onset_step <= f.x1) {
         char b[48];
         double x = px(&f, g->onset_step);
         fprintf(o,
@@ -555,9 +555,9 @@ static void totals(FILE *o, const lw_model *m) {
                  : d->device < 0      ? "host"
                                       : "%.0f",
                  d->device);
-        for (int k = 0; k < LW_KINDS; k++)
+        for (int k = 0; k < LW_KIND_COUNT; k++)
             if (isfinite(d->by_kind[k].alloc_count) && d->by_kind[k].alloc_count > 0)
-                counts_row(o, dev, lw_model_kind_names[k], &d->by_kind[k]);
+                counts_row(o, dev, lw_kind_name((lw_kind)k), &d->by_kind[k]);
     }
     counts_row(o, "all", "all", &m->totals);
     if (m->have_imported && isfinite(m->imported.alloc_count) && m->imported.alloc_count > 0)
@@ -599,19 +599,19 @@ static void answer_header(FILE *o, const lw_model *m) {
     char where[512], line[1200], b[160], c[64], d[64];
     lw_model_answer(m, &a, where, sizeof where);
     fprintf(o, "<header id=\"answer\" class=\"answer %s\">\n<div class=\"verdict\">%s</div>\n",
-            lw_mverdict_name(m->verdict),
-            m->verdict == LW_MV_LEAK && a.kind ? "Leak: pinned host memory grows"
-            : m->verdict == LW_MV_LEAK         ? "Leak: the floor of GPU memory grows"
-            : m->verdict == LW_MV_NO_LEAK      ? "No leak"
-            : m->verdict == LW_MV_INCONCLUSIVE ? "Inconclusive"
-            : m->verdict == LW_MV_NOTHING_SEEN ? "Nothing seen since the attach"
-                                               : "Verdict unknown");
+            lw_verdict_name(m->verdict),
+            m->verdict == LW_VERDICT_LEAK && a.kind ? "Leak: pinned host memory grows"
+            : m->verdict == LW_VERDICT_LEAK         ? "Leak: the floor of GPU memory grows"
+            : m->verdict == LW_VERDICT_NO_LEAK      ? "No leak"
+            : m->verdict == LW_VERDICT_INCONCLUSIVE ? "Inconclusive"
+            : m->verdict == LW_VERDICT_NOTHING_SEEN ? "Nothing seen since the attach"
+                                                    : "Verdict unknown");
     fputs("<h1>", o);
     esc(o, a.where ? a.where : "no call site named");
     fputs("</h1>\n<p class=\"line\">", o);
     esc(o, lw_answer_line(&a, line, sizeof line));
     fputs("</p>\n<dl>\n", o);
-    if (m->verdict == LW_MV_LEAK) {
+    if (m->verdict == LW_VERDICT_LEAK) {
         lw_fmt_rate(g->bytes_per_step, a.unit, b, sizeof b);
         if (isfinite(g->ci_lo)) {
             size_t len = strlen(b);
@@ -758,7 +758,7 @@ static void merged(FILE *o, const lw_model *ms, size_t n) {
     lw_merge_group *g = NULL;
     size_t ng = lw_merge_groups(ms, n, &g), leaking = 0;
     for (size_t i = 0; i < n; i++)
-        leaking += ms[i].verdict == LW_MV_LEAK;
+        leaking += ms[i].verdict == LW_VERDICT_LEAK;
     char line[1200];
     char head[1200];
     int kind = lw_merge_headline(ms, n, head, sizeof head);
@@ -802,9 +802,9 @@ static void merged(FILE *o, const lw_model *ms, size_t n) {
         fprintf(o, "<tr><td><a href=\"#report-%zu\">", order[k]);
         esc(o, name);
         fprintf(o, "</a></td><td><span class=\"badge %s\">%s</span></td>",
-                lw_mverdict_name(m->verdict), lw_mverdict_label(m->verdict));
+                lw_verdict_name(m->verdict), lw_mverdict_label(m->verdict));
         fprintf(o, "<td class=\"n\">%s</td>",
-                m->verdict == LW_MV_LEAK
+                m->verdict == LW_VERDICT_LEAK
                     ? lw_fmt_rate(m->growth.bytes_per_step, a.unit, b, sizeof b)
                     : "&#8212;");
         fprintf(o, "<td class=\"n\">%s</td><td class=\"mono\">",
@@ -853,7 +853,7 @@ void lw_render_html(FILE *o, const lw_model *ms, size_t n, const lw_render_opts 
             char name[200];
             lw_model_name(&ms[i], name, sizeof name);
             fprintf(o, "<details class=\"rank\"%s><summary>",
-                    ms[i].verdict == LW_MV_LEAK && i == 0 ? " open" : "");
+                    ms[i].verdict == LW_VERDICT_LEAK && i == 0 ? " open" : "");
             esc(o, name);
             fprintf(o, ": %s</summary>\n", lw_mverdict_label(ms[i].verdict));
             section(o, &ms[i], (int)i, ro);

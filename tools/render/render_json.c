@@ -53,8 +53,8 @@ static void counts(lw_jw *w, const lw_m_counts *c) {
 
 static void by_kind(lw_jw *w, const lw_m_counts *bk) {
     lw_jw_object(w, "by_kind");
-    for (int k = 0; k < LW_KINDS; k++) {
-        lw_jw_object(w, lw_model_kind_names[k]);
+    for (int k = 0; k < LW_KIND_COUNT; k++) {
+        lw_jw_object(w, lw_kind_name((lw_kind)k));
         counts(w, &bk[k]);
         lw_jw_end(w);
     }
@@ -91,6 +91,8 @@ static void tracker(lw_jw *w, const lw_json *t) {
     lw_jw_end(w);
 }
 
+static void shown(lw_jw *w, const lw_model *m, const char *object);
+
 /* The anatomy by role and the out-of-memory post-mortem (null when the
  * report has none). */
 static void anatomy_oom(lw_jw *w, const lw_model *m) {
@@ -124,40 +126,42 @@ static void anatomy_oom(lw_jw *w, const lw_model *m) {
         return;
     }
     lw_jw_object(w, "oom");
-    lw_jw_str(w, "cause", o->cause);
-    lw_jw_str(w, "evidence", o->evidence);
-    lw_jw_str(w, "remedy", o->remedy);
-    lw_jw_str(w, "source", o->source);
-    num(w, "device", o->device);
-    num(w, "step", o->step);
-    num(w, "time_s", o->time_s);
-    num(w, "count", o->count);
-    num(w, "request_bytes", o->request_bytes);
-    num(w, "device_free_bytes", o->device_free_bytes);
-    num(w, "device_total_bytes", o->device_total_bytes);
-    num(w, "allocated_bytes", o->allocated_bytes);
-    num(w, "reserved_bytes", o->reserved_bytes);
-    num(w, "leak_bytes", o->leak_bytes);
+    shown(w, m, "oom");
     lw_jw_end(w);
+}
+
+/* The plain members of the object at path object ("" the top level,
+ * "growth", "oom") that the report's table of fields flags LW_RF_SHOWN
+ * (report_fields.def), in the table's order, as the model read them: a row
+ * flagged there is written here with no change to this file. The members
+ * that are not plain values, and the file's own name, are written by name. */
+static void shown(lw_jw *w, const lw_model *m, const char *object) {
+    const lw_m_growth *g = &m->growth;
+    for (int i = 0; i < LW_FIELD_COUNT; i++) {
+        lw_field f = (lw_field)i;
+        unsigned t = lw_report_fields[i].types;
+        if (!(lw_report_fields[i].flags & LW_RF_SHOWN) || !lw_report_field_in(f, object)) continue;
+        const char *key = lw_report_field_key(f);
+        if (f == LW_FIELD_verdict) /* only a verdict the command knows */
+            lw_jw_str(w, key,
+                      m->verdict == LW_VERDICT_UNKNOWN ? NULL : lw_verdict_name(m->verdict));
+        else if (f == LW_FIELD_growth_slope_ci)
+            range(w, key, isfinite(g->ci_lo), g->ci_lo, g->ci_hi);
+        else if (f == LW_FIELD_growth_onset_range)
+            range(w, key, isfinite(g->onset_lo) && isfinite(g->onset_hi), g->onset_lo, g->onset_hi);
+        else if (t & LW_RF_NUM)
+            num(w, key, lw_model_num(m, f));
+        else if (t & LW_RF_STR)
+            lw_jw_str(w, key, lw_model_str(m, f));
+        else if (t & LW_RF_BOOL)
+            tri(w, key, lw_model_bool(m, f));
+        if (f == LW_FIELD_version) lw_jw_str(w, "file", m->path); /* the report read */
+    }
 }
 
 static void one(lw_jw *w, const lw_model *m) {
     lw_jw_object(w, NULL);
-    lw_jw_str(w, "tool", "leakwatch");
-    lw_jw_str(w, "version", m->version);
-    lw_jw_str(w, "file", m->path);
-    num(w, "pid", m->pid);
-    num(w, "rank", m->rank);
-    num(w, "local_rank", m->local_rank);
-    num(w, "world_size", m->world_size);
-    num(w, "device", m->device);
-    lw_jw_str(w, "report_path", m->report_path);
-    lw_jw_str(w, "command", m->command);
-    lw_jw_str(w, "host", m->host);
-    lw_jw_str(w, "reason", m->reason);
-    num(w, "written_at", m->written_at);
-    num(w, "duration_s", m->duration_s);
-    lw_jw_str(w, "verdict", m->verdict == LW_MV_UNKNOWN ? NULL : lw_mverdict_name(m->verdict));
+    shown(w, m, "");
 
     lw_jw_object(w, "totals");
     counts(w, &m->totals);
@@ -183,22 +187,7 @@ static void one(lw_jw *w, const lw_model *m) {
 
     const lw_m_growth *g = &m->growth;
     lw_jw_object(w, "growth");
-    num(w, "bytes_per_step", g->bytes_per_step);
-    num(w, "bytes_per_second", g->bytes_per_second);
-    num(w, "steps", g->steps);
-    lw_jw_str(w, "step_source", g->step_source);
-    num(w, "p_value", g->p_value);
-    range(w, "slope_ci", isfinite(g->ci_lo), g->ci_lo, g->ci_hi);
-    num(w, "onset_step", g->onset_step);
-    range(w, "onset_range", isfinite(g->onset_lo) && isfinite(g->onset_hi), g->onset_lo,
-          g->onset_hi);
-    num(w, "oom_eta_seconds", g->oom_eta_seconds);
-    num(w, "oom_eta_steps", g->oom_eta_steps);
-    num(w, "device_free_bytes", g->device_free_bytes);
-    num(w, "device_total_bytes", g->device_total_bytes);
-    lw_jw_str(w, "memory_kind", g->memory_kind);
-    num(w, "host_available_bytes", g->host_available_bytes);
-    num(w, "host_total_bytes", g->host_total_bytes);
+    shown(w, m, "growth");
     lw_jw_end(w);
 
     anatomy_oom(w, m);
@@ -257,7 +246,8 @@ static void one(lw_jw *w, const lw_model *m) {
         lw_jw_object(w, "answer");
         num(w, "site", top->id);
         lw_jw_str(w, "kind",
-                  m->verdict == LW_MV_LEAK ? (g->memory_kind ? g->memory_kind : "device") : NULL);
+                  m->verdict == LW_VERDICT_LEAK ? (g->memory_kind ? g->memory_kind : "device")
+                                                : NULL);
         lw_model_where(top, where, sizeof where);
         lw_jw_object(w, "where");
         lw_jw_str(w, "label", where);

@@ -11,15 +11,15 @@
 #include <string.h>
 #include <time.h>
 
-const char *lw_mverdict_label(lw_mverdict v) {
+const char *lw_mverdict_label(lw_verdict v) {
     switch (v) {
-    case LW_MV_LEAK:
+    case LW_VERDICT_LEAK:
         return "LEAK";
-    case LW_MV_NO_LEAK:
+    case LW_VERDICT_NO_LEAK:
         return "no leak";
-    case LW_MV_INCONCLUSIVE:
+    case LW_VERDICT_INCONCLUSIVE:
         return "inconclusive";
-    case LW_MV_NOTHING_SEEN:
+    case LW_VERDICT_NOTHING_SEEN:
         return "nothing seen";
     default:
         return "unknown";
@@ -28,20 +28,20 @@ const char *lw_mverdict_label(lw_mverdict v) {
 
 static const char *verdict_explained(const lw_model *m, const lw_answer *a) {
     switch (m->verdict) {
-    case LW_MV_LEAK:
+    case LW_VERDICT_LEAK:
         return "the floor of live memory grows step after step";
-    case LW_MV_NO_LEAK:
+    case LW_VERDICT_NO_LEAK:
         /* A one-time rise is no growth per step, and not flat either. */
         return a->rose_once ? "the floor of live memory rose, then held level"
                             : "the floor of live memory is flat";
-    case LW_MV_INCONCLUSIVE: {
+    case LW_VERDICT_INCONCLUSIVE: {
         /* The decision's own reason (the answer line says what decides it). */
         static char safe[200];
         const char *why = lw_json_string(lw_json_path(m->doc, "growth.reason"));
         return why && why[0] ? lw_safe_text(why, safe, sizeof safe)
                              : "not enough steps or too much noise to decide";
     }
-    case LW_MV_NOTHING_SEEN:
+    case LW_VERDICT_NOTHING_SEEN:
         return "no CUDA allocation was seen since the attach: the job allocated nothing "
                "since, or calls the allocation functions through pointers it looked up "
                "before the attach (ctypes, a cached cudaMalloc), which an attach cannot see; "
@@ -69,7 +69,7 @@ static void print_answer(FILE *out, const lw_model *m) {
     lw_model_answer(m, &a, where, sizeof where);
     fprintf(out, "%s\n", lw_answer_line(&a, line, sizeof line));
     /* Under it, as the exit summary: what keeps the named site alive. */
-    const lw_m_site *top = m->verdict == LW_MV_LEAK ? lw_model_top_site(m) : NULL;
+    const lw_m_site *top = m->verdict == LW_VERDICT_LEAK ? lw_model_top_site(m) : NULL;
     if (top && top->owner_text) {
         char shown[1200];
         fprintf(out, "  %s\n", lw_safe_text(top->owner_text, shown, sizeof shown));
@@ -154,7 +154,7 @@ static void print_growth(FILE *out, const lw_model *m) {
         fputc('\n', out);
     }
     int host = g->memory_kind && !strcmp(g->memory_kind, "pinned_host");
-    if (host && m->verdict == LW_MV_LEAK)
+    if (host && m->verdict == LW_VERDICT_LEAK)
         fprintf(out,
                 "  memory    pinned host memory (page-locked RAM) leaks; the device's does not\n");
     if (host && (isfinite(g->oom_eta_seconds) || isfinite(g->oom_eta_steps))) {
@@ -182,7 +182,7 @@ static void print_growth(FILE *out, const lw_model *m) {
             fprintf(out, "; %s free of %s", lw_fmt_bytes(g->device_free_bytes, c, sizeof c),
                     lw_fmt_bytes(g->device_total_bytes, d, sizeof d));
         fputc('\n', out);
-    } else if (m->verdict == LW_MV_LEAK) {
+    } else if (m->verdict == LW_VERDICT_LEAK) {
         fprintf(out, "  OOM       no projection (device capacity unknown)\n");
     }
     const lw_m_counts *t = &m->totals;
@@ -272,9 +272,9 @@ static void print_totals(FILE *out, const lw_model *m) {
         else
             snprintf(dev, sizeof dev, "%.0f", d->device);
         int any = 0;
-        for (int k = 0; k < LW_KINDS; k++)
+        for (int k = 0; k < LW_KIND_COUNT; k++)
             if (counts_used(&d->by_kind[k]))
-                counts_row(out, dev, lw_model_kind_names[k], &d->by_kind[k]), any = 1;
+                counts_row(out, dev, lw_kind_name((lw_kind)k), &d->by_kind[k]), any = 1;
         if (!any) counts_row(out, dev, "all", &d->c);
     }
     counts_row(out, "all", "all", &m->totals);
@@ -349,7 +349,7 @@ static void render_merged(FILE *out, const lw_model *ms, size_t n) {
     size_t ng = lw_merge_groups(ms, n, &g);
     size_t leaking = 0;
     for (size_t i = 0; i < n; i++)
-        leaking += ms[i].verdict == LW_MV_LEAK;
+        leaking += ms[i].verdict == LW_VERDICT_LEAK;
     char line[1200];
     lw_merge_headline(ms, n, line, sizeof line);
     fprintf(out, "%s\n", line);
@@ -372,7 +372,7 @@ static void render_merged(FILE *out, const lw_model *ms, size_t n) {
         lw_model_answer(m, &ans, where, sizeof where);
         fprintf(out, "  %-*s %-12s %-15s OOM %-13s %s  (%s)\n", width, name,
                 lw_mverdict_label(m->verdict),
-                m->verdict == LW_MV_LEAK
+                m->verdict == LW_VERDICT_LEAK
                     ? lw_fmt_rate(m->growth.bytes_per_step, "step", a, sizeof a)
                     : "-",
                 isfinite(m->growth.oom_eta_seconds)
