@@ -485,7 +485,9 @@ section_report() {
 # adds to each step, against the bare loop in the same invocation, alternated
 # (bench/perf/real_torch.py): a training loop in both PyTorch modes, the same
 # loop keeping each loss (the diagnosis window open, its closing step and the
-# owner search), and ~1 ms inference requests. LW_REALTORCH_LOOPS="train
+# owner search), and ~1 ms inference requests. LW_REALTORCH_BASE=DIR also runs
+# the default mode under another build's DIR/leakwatch (before and after a
+# change, in one invocation). LW_REALTORCH_LOOPS="train
 # leak infer" picks loops. Needs root (chroot); skipped with the reason where
 # the root cannot be had.
 section_realtorch() {
@@ -497,7 +499,7 @@ section_realtorch() {
         return 0
     fi
     sh "$HERE/scripts/in-real-root.sh" "$root" LW_REALTORCH_LOOPS="${LW_REALTORCH_LOOPS:-}" \
-        python3 bench/perf/real_torch.py "$ROUNDS"
+        LW_REALTORCH_BASE="${LW_REALTORCH_BASE:-}" python3 bench/perf/real_torch.py "$ROUNDS"
 }
 
 # An inference server that never calls optimizer.step(): each request is a

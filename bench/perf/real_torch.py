@@ -20,6 +20,11 @@ mean) and its process CPU time per step (all threads: the autograd engine's
 and leakwatch's sampler included). The table: medians over the rounds of
 each run's figure minus (or over) the bare run's of the same round.
 
+LW_REALTORCH_BASE=DIR adds a run of the default mode under another build
+(DIR/leakwatch, e.g. main's build/) to the train and infer loops, and a row
+comparing this build's default mode with it round by round: a change's
+before and after in one invocation.
+
     real_torch.py ROUNDS              the comparison (prints the table)
     real_torch.py --loop KIND STEPS   one run (prints its JSON)"""
 import json
@@ -110,7 +115,10 @@ def one(loop_kind, mode, steps, tmp):
     else:
         if mode == "no-anatomy":  # the same build with the anatomy's sampling off
             env["LEAKWATCH_TORCH_ANATOMY"] = "0"
-        cmd = [LEAKWATCH, "run", "--cuda-stand-ins", "-q", "-r", os.path.join(tmp, "r.json")]
+        tool = LEAKWATCH
+        if mode == "base":  # the default mode under another build (LW_REALTORCH_BASE)
+            tool = os.path.join(os.environ["LW_REALTORCH_BASE"], "leakwatch")
+        cmd = [tool, "run", "--cuda-stand-ins", "-q", "-r", os.path.join(tmp, "r.json")]
         if mode == "tensors":
             cmd += ["--mode", "tensors"]
         cmd += ["--"] + py
@@ -133,6 +141,8 @@ def main():
     plan = (("train", 400, ("bare", "default", "tensors", "no-anatomy")),
             ("leak", 300, ("bare", "default")),
             ("infer", 400, ("bare", "default", "tensors")))
+    if os.environ.get("LW_REALTORCH_BASE"):
+        plan = tuple((k, n, modes + ("base",) if k != "leak" else modes) for k, n, modes in plan)
     only = os.environ.get("LW_REALTORCH_LOOPS")
     if only:
         plan = tuple(p for p in plan if p[0] in only.split())
@@ -175,6 +185,15 @@ def main():
                 if owner:
                     line += f"; owner search {_med(owner) * 1000:.1f} ms of it"
             print(line)
+        if res.get((k, "base")):
+            both = list(zip(res[(k, "default")], res[(k, "base")]))
+            own = [d["step_us"] - b["step_us"] for d, b in both]
+            rate = [d["rate"] / b["rate"] for d, b in both]
+            cpu = [d["cpu_us"] - b["cpu_us"] for d, b in both]
+            print(f"    {'default: this build - base build':40s} {_med(own):+.1f} us the median step"
+                  f" [{min(own):.1f}..{max(own):.1f}]; steps/s {_med(rate):.3f}x"
+                  f" [{min(rate):.3f}..{max(rate):.3f}]; CPU {_med(cpu):+.1f} us a step"
+                  f" [{min(cpu):.1f}..{max(cpu):.1f}]")
         if k == "train" and res.get((k, "no-anatomy")):
             # The anatomy's per-step cost (issue 40): the default mode against
             # the same build with it off (LEAKWATCH_TORCH_ANATOMY=0), round by round.

@@ -133,6 +133,45 @@ def _steps_mode():
     return "optimizer" if v == "optimizer" else "iteration"
 
 
+_METHODS = []  # the PyMethodDef structures behind _builtins(): alive for good
+
+
+def _builtins():
+    """(step, backward_enter, backward_leave) as Python builtins over the
+    library's leakwatch_py_* (lifecycle.c), or None where the library or
+    CPython's API lacks them. A builtin's call costs tens of nanoseconds, a
+    ctypes call one to three microseconds: these run at every step (the mark,
+    and around every backward)."""
+    if _METHODS:
+        return _METHODS[0]
+    got = None
+    try:
+        import ctypes
+
+        lib = ctypes.CDLL(None)
+        if lib.leakwatch_py_builtins() == 0:
+
+            class MethodDef(ctypes.Structure):
+                _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p),
+                            ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
+
+            new = ctypes.pythonapi.PyCFunction_NewEx
+            new.restype = ctypes.py_object
+            new.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
+            fns = []
+            for name in ("leakwatch_py_step", "leakwatch_py_backward_enter",
+                         "leakwatch_py_backward_leave"):
+                m = MethodDef(name.encode(), ctypes.cast(getattr(lib, name), ctypes.c_void_p).value,
+                              0x0004, None)  # METH_NOARGS
+                _METHODS.append(m)
+                fns.append(new(ctypes.addressof(m), None, None))
+            got = tuple(fns)
+    except (OSError, AttributeError, TypeError, ValueError):
+        got = None
+    _METHODS.insert(0, got)
+    return got
+
+
 class _Lib:
     """The library's PyTorch entry points, through the global symbol scope."""
 
@@ -140,9 +179,11 @@ class _Lib:
         import ctypes
 
         self.counters = self.info = self.backward = None
+        self.backward_enter = self.backward_leave = None
         try:
             lib = ctypes.CDLL(None)
-            c = lib.leakwatch_torch_counters
+            # Short calls that never wait for the GIL: made without releasing it.
+            c = ctypes.PyDLL(None).leakwatch_torch_counters
             c.restype = ctypes.c_int
             c.argtypes = [ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_longlong]
             i = lib.leakwatch_torch_info
@@ -152,8 +193,13 @@ class _Lib:
             b.restype = None
             b.argtypes = [ctypes.c_int]
             self.counters, self.info, self.backward = c, i, b
+            self.backward_enter = functools.partial(b, 1)
+            self.backward_leave = functools.partial(b, 0)
         except (OSError, AttributeError, TypeError):
             pass
+        fast = _builtins()
+        if fast is not None and self.backward is not None:
+            self.backward_enter, self.backward_leave = fast[1], fast[2]
         self.step_unit = None
         try:
             u = ctypes.CDLL(None).leakwatch_torch_step_unit
@@ -1671,6 +1717,8 @@ class _Window:
 class _Helper:
     def __init__(self):
         self.lib = _Lib()
+        fast = _builtins()
+        self.fast_step = fast[0] if fast is not None else None  # leakwatch_step, as a builtin
         self.mode = _steps_mode() or "iteration"
         self.window_steps = _env_int("LEAKWATCH_TORCH_WINDOW", 32, 0, 100000)
         self.max_entries = _env_int("LEAKWATCH_TORCH_MAX_ENTRIES", 100000, 1000, 100000000)
@@ -1727,7 +1775,10 @@ class _Helper:
             self.mark()
             self.read_after = self.steps + max(1, self.steps // 128)
         else:
-            leakwatch._auto_step()
+            if self.fast_step is not None and not leakwatch.manual_steps:
+                self.fast_step()
+            else:
+                leakwatch._auto_step()
             self.steps += 1
 
     # -- steps --
@@ -1775,7 +1826,10 @@ class _Helper:
 
     def mark(self, manual=False):
         if not manual:
-            leakwatch._auto_step()
+            if self.fast_step is not None and not leakwatch.manual_steps:
+                self.fast_step()
+            else:
+                leakwatch._auto_step()
         self.steps += 1
         if not _rank_told[0]:
             _tell_rank()
@@ -1993,10 +2047,21 @@ class _Helper:
 _rank_told = [False]
 
 
+_dist_checks = []  # torch.distributed.is_initialized, once it is known to be available
+
+
 def _tell_rank():
+    if not _dist_checks:
+        dist = sys.modules.get("torch.distributed")
+        try:
+            if dist is None or not dist.is_available():
+                return
+        except Exception:
+            return
+        _dist_checks.append(dist.is_initialized)
     dist = sys.modules.get("torch.distributed")
     try:
-        if dist is None or not dist.is_available() or not dist.is_initialized():
+        if dist is None or not _dist_checks[0]():
             return
         rank, world = dist.get_rank(), dist.get_world_size()
     except Exception:
@@ -2153,7 +2218,8 @@ def _wrap_autograd(module):
         def wrapped(*args, __original=original, __name=name, **kwargs):
             _backward_seen[0] = True  # a training job: no module-call steps
             h = _helper
-            back = h.lib.backward if h is not None else None
+            lib = h.lib if h is not None else None
+            enter = lib.backward_enter if lib is not None else None
             window = h.window if h is not None else None
             if window is not None:
                 # The caller's frames, innermost first, as the window's
@@ -2161,13 +2227,13 @@ def _wrap_autograd(module):
                 # extract_stack reads each file: tens of microseconds).
                 frames = _caller_frames(sys._getframe(1))
                 start = time.time() * 1e6
-            if back is not None:
-                back(1)
+            if enter is not None:
+                enter()
             try:
                 return __original(*args, **kwargs)
             finally:
-                if back is not None:
-                    back(0)
+                if enter is not None:
+                    lib.backward_leave()
                 if window is not None:
                     window.backward_calls.append((start, time.time() * 1e6, frames))
                     if _retains_graph(__name, args, kwargs):

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,9 +38,13 @@ static double median3(double a, double b, double c) {
 
 /* Rearranges a[0..n) so that a[k] holds the k-th smallest (0-based) value,
  * everything before it is <= a[k] and everything after is >= a[k].
- * Quickselect with a three-way partition: the pairwise slopes of an exactly
- * linear series are all equal, and a two-way Lomuto partition would go
- * quadratic on them (4e12 steps at n = 2048). A budget of partition rounds
+ * Quickselect whose rounds split a range in three (below the pivot, equal to
+ * it, above it): the pairwise slopes of an exactly linear series are all
+ * equal, and a plain two-way partition would go quadratic on them (4e12 steps
+ * at n = 2048). Each split is two branch-free Lomuto passes (the values
+ * below the pivot to the front, then, only when the rank lies beyond them,
+ * the values equal to it): the comparisons of random slopes cannot be
+ * predicted, and a branch per value cost five times more. A budget of rounds
  * bounds the adversarial median-of-three cases by falling back to qsort. */
 static void select_kth(double *a, size_t n, size_t k) {
     size_t lo = 0, hi = n;
@@ -52,21 +57,26 @@ static void select_kth(double *a, size_t n, size_t k) {
             return;
         }
         double p = median3(a[lo], a[lo + (hi - lo) / 2], a[hi - 1]);
-        size_t lt = lo, i = lo, gt = hi;
-        while (i < gt) {
-            if (a[i] < p)
-                swap_d(&a[lt++], &a[i++]);
-            else if (a[i] > p)
-                swap_d(&a[i], &a[--gt]);
-            else
-                i++;
+        size_t lt = lo;
+        for (size_t i = lo; i < hi; i++) {
+            double v = a[i];
+            a[i] = a[lt];
+            a[lt] = v;
+            lt += v < p;
         }
-        if (k < lt)
+        if (k < lt) {
             hi = lt;
-        else if (k >= gt)
-            lo = gt;
-        else
-            return; /* a[k] == p, already in place */
+            continue;
+        }
+        size_t le = lt; /* a[lt..hi) >= p: bring the ones equal to p forward */
+        for (size_t i = lt; i < hi; i++) {
+            double v = a[i];
+            a[i] = a[le];
+            a[le] = v;
+            le += v <= p;
+        }
+        if (k < le) return; /* a[k] == p, already in place */
+        lo = le;
     }
     for (size_t i = lo + 1; i < hi; i++) {
         double v = a[i];
@@ -199,6 +209,12 @@ int lw_mann_kendall(const double *y, int n, lw_mk_result *out) {
 
 /* ---- Theil–Sen ---- */
 
+/* The slope of pair (i, j), i < j, x[i] != x[j]: every path computes it by
+ * this one expression, so every path sees the same doubles. */
+static inline double pair_slope(const double *x, const double *y, int i, int j) {
+    return (y[j] - y[i]) / (x[j] - x[i]);
+}
+
 /* All slopes over pairs with distinct x into a fresh array; NULL when out of
  * memory. */
 static double *pair_slopes(const double *x, const double *y, int n, size_t *count) {
@@ -207,7 +223,7 @@ static double *pair_slopes(const double *x, const double *y, int n, size_t *coun
     if (!d) return NULL;
     for (int i = 0; i < n - 1; i++)
         for (int j = i + 1; j < n; j++)
-            if (x[j] != x[i]) d[m++] = (y[j] - y[i]) / (x[j] - x[i]);
+            if (x[j] != x[i]) d[m++] = pair_slope(x, y, i, j);
     *count = m;
     return d;
 }
@@ -225,26 +241,206 @@ static double median_of_residuals(const double *x, const double *y, int n, doubl
     return m;
 }
 
+/* ---- order statistics of the pair slopes without storing them ---- */
+
+/* Below this many pairs the slopes are stored and selected in place. */
+#define TS_FAST_MIN_PAIRS 4096
+#define TS_SAMPLE 1024
+
+/* A band [a, b] of slope values meant to hold the ranks ks[first..last]:
+ * how many slopes lie below a, at most a, below b, at most b, and the ones
+ * strictly between a and b (up to cap of them). */
+typedef struct {
+    double a, b;
+    int lo_i, hi_i; /* a and b's indices in the sorted sample */
+    int first, last;
+    size_t lt_a, le_a, lt_b, le_b, len, cap;
+    double *buf;
+} ts_band;
+
+static uint32_t ts_rand(uint64_t *s) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(*s >> 33);
+}
+
+/* The ranks ks[0..m) (0-based, ascending) of the N slopes over pairs with
+ * distinct x, into vals, exactly as sorting them would give, in two passes
+ * over the pairs and without storing them: a random sample of the slopes
+ * brackets each rank with a band [a, b] (Floyd–Rivest), one pass counts the
+ * slopes below and at each band's ends and keeps the few strictly inside,
+ * and the ranks are selected among those. Returns 1 when the sample missed a
+ * rank, a band overflowed, a slope is NaN or memory ran out: the caller then
+ * stores all the slopes and selects among them. */
+static inline void band_count(ts_band *bd, double d) {
+    bd->lt_a += d < bd->a;
+    bd->le_a += d <= bd->a;
+    bd->lt_b += d < bd->b;
+    bd->le_b += d <= bd->b;
+    /* Branch-free: the slot past the last kept one is always writable. */
+    bd->buf[bd->len < bd->cap ? bd->len : bd->cap] = d;
+    bd->len += d > bd->a && d < bd->b;
+}
+
+/* The counting pass over every pair with distinct x (x_ties: x has equal
+ * values, so pairs must be checked). */
+static void count_bands(const double *x, const double *y, int n, int x_ties, ts_band *band,
+                        int nb) {
+    if (nb == 1 && band[0].a == band[0].b) {
+        /* A band of one value (an exactly linear or flat series: its slopes
+         * nearly all equal): nothing lies strictly inside, and the counts at
+         * b are those at a. */
+        const double a = band[0].a;
+        size_t lt = 0, le = 0;
+        for (int i = 0; i < n - 1; i++)
+            for (int j = i + 1; j < n; j++)
+                if (!x_ties || x[j] != x[i]) {
+                    double d = pair_slope(x, y, i, j);
+                    lt += d < a;
+                    le += d <= a;
+                }
+        band[0].lt_a = band[0].lt_b = lt;
+        band[0].le_a = band[0].le_b = le;
+        return;
+    }
+    if (nb == 1) {
+        ts_band b0 = band[0]; /* a local copy the compiler keeps in registers */
+        for (int i = 0; i < n - 1; i++)
+            for (int j = i + 1; j < n; j++)
+                if (!x_ties || x[j] != x[i]) band_count(&b0, pair_slope(x, y, i, j));
+        band[0] = b0;
+        return;
+    }
+    for (int i = 0; i < n - 1; i++)
+        for (int j = i + 1; j < n; j++) {
+            if (x_ties && x[j] == x[i]) continue;
+            double d = pair_slope(x, y, i, j);
+            for (int k = 0; k < nb; k++)
+                band_count(&band[k], d);
+        }
+}
+
+/* The ranks ks[0..m) (0-based, ascending) of the N slopes over pairs with
+ * distinct x, into vals, exactly as sorting them would give, in one pass
+ * over the pairs and without storing them: a random sample of the slopes
+ * brackets each rank with a band [a, b] (Floyd–Rivest), the pass counts the
+ * slopes below and at each band's ends and keeps the few strictly inside,
+ * and the ranks are selected among those. Returns 1 when the sample missed a
+ * rank, a band overflowed, a slope could be NaN or memory ran out: the
+ * caller then stores all the slopes and selects among them. */
+static int select_pair_slopes(const double *x, const double *y, int n, size_t N, int x_ties,
+                              const size_t *ks, int m, double *vals) {
+    /* Finite x and y this far from overflow: every slope is a number
+     * (finite, or infinite over a subnormal x step), never NaN. */
+    for (int i = 0; i < n; i++)
+        if (!(fabs(x[i]) < 1e300 && fabs(y[i]) < 1e300)) return 1;
+    double sample[TS_SAMPLE];
+    uint64_t seed = 0x9E3779B97F4A7C15ull ^ (uint64_t)N;
+    int got = 0;
+    for (int tries = 0; got < TS_SAMPLE && tries < 8 * TS_SAMPLE; tries++) {
+        int i = (int)(ts_rand(&seed) % (uint32_t)n), j = (int)(ts_rand(&seed) % (uint32_t)n);
+        if (i == j || x[i] == x[j]) continue;
+        sample[got++] = i < j ? pair_slope(x, y, i, j) : pair_slope(x, y, j, i);
+    }
+    if (got < TS_SAMPLE) return 1;
+
+    /* Each rank's band in sample ranks: its expected place +- 3.5 standard
+     * deviations of a sample quantile; overlapping bands merge. */
+    ts_band band[4];
+    int nb = 0;
+    for (int r = 0; r < m; r++) {
+        double p = ((double)ks[r] + 0.5) / (double)N;
+        double c = p * TS_SAMPLE, delta = 3.5 * sqrt(TS_SAMPLE * p * (1 - p)) + 3;
+        int lo_i = (int)floor(c - delta), hi_i = (int)ceil(c + delta);
+        if (nb > 0 && lo_i <= band[nb - 1].hi_i) {
+            if (hi_i > band[nb - 1].hi_i) band[nb - 1].hi_i = hi_i;
+            band[nb - 1].last = r;
+            continue;
+        }
+        band[nb++] = (ts_band){.lo_i = lo_i, .hi_i = hi_i, .first = r, .last = r};
+    }
+    /* The band ends are order statistics of the sample. */
+    size_t at[8];
+    double end[8];
+    int na = 0;
+    for (int k = 0; k < nb; k++) {
+        if (band[k].lo_i >= 0) at[na++] = (size_t)band[k].lo_i;
+        if (band[k].hi_i < TS_SAMPLE) at[na++] = (size_t)band[k].hi_i;
+    }
+    select_many(sample, TS_SAMPLE, at, na, end);
+    size_t total = 0;
+    for (int k = 0, q = 0; k < nb; k++) {
+        ts_band *bd = &band[k];
+        bd->a = bd->lo_i < 0 ? -INFINITY : end[q++];
+        bd->b = bd->hi_i >= TS_SAMPLE ? INFINITY : end[q++];
+        int lo = bd->lo_i < 0 ? 0 : bd->lo_i, hi = bd->hi_i >= TS_SAMPLE ? TS_SAMPLE : bd->hi_i;
+        /* Twice the expected count inside, and some. */
+        double want = 2.0 * (double)(hi - lo) / TS_SAMPLE * (double)N + 64;
+        bd->cap = want < (double)N ? (size_t)want : N;
+        total += bd->cap + 1;
+    }
+    double *mem = malloc(total * sizeof *mem);
+    if (!mem) return 1;
+    for (int k = 0, off = 0; k < nb; off += (int)band[k].cap + 1, k++)
+        band[k].buf = mem + off;
+
+    count_bands(x, y, n, x_ties, band, nb);
+
+    int bad = 0;
+    for (int k = 0; k < nb && !bad; k++) {
+        ts_band *bd = &band[k];
+        if (bd->len > bd->cap) {
+            bad = 1;
+            break;
+        }
+        /* Ranks in [le_a, lt_b) lie strictly inside: the buffer holds them. */
+        size_t inner[4];
+        int ni = 0;
+        for (int r = bd->first; r <= bd->last; r++) {
+            size_t kr = ks[r];
+            if (kr < bd->lt_a || kr >= bd->le_b) {
+                bad = 1;
+                break;
+            }
+            if (kr < bd->le_a)
+                vals[r] = bd->a;
+            else if (kr >= bd->lt_b)
+                vals[r] = bd->b;
+            else
+                inner[ni++] = kr - bd->le_a;
+        }
+        if (bad || ni == 0) continue;
+        double iv[4];
+        select_many(bd->buf, bd->len, inner, ni, iv);
+        for (int r = bd->first, q = 0; r <= bd->last; r++)
+            if (ks[r] >= bd->le_a && ks[r] < bd->lt_b) vals[r] = iv[q++];
+    }
+    free(mem);
+    return bad;
+}
+
+/* A flat series on a non-decreasing x: every y the same bits (so y[j] - y[i]
+ * is +0, never -0 as -0.0 - 0.0 would be) and x[j] - x[i] > 0 for every
+ * pair of distinct x. The floor of a job that does not leak is often this. */
+static int flat_rising(const double *x, const double *y, int n) {
+    for (int i = 1; i < n; i++)
+        if (memcmp(&y[i], &y[0], sizeof y[0]) != 0 || x[i] < x[i - 1]) return 0;
+    return 1;
+}
+
 /* Theil–Sen slope and, when conf > 0, Sen's interval. */
 static int theil_sen_core(const double *x, const double *y, int n, double conf,
                           lw_theil_sen_result *out) {
-    size_t N;
-    double *d = pair_slopes(x, y, n, &N);
-    if (!d) return -1;
-    if (N == 0) {
-        free(d);
-        return -1;
-    }
+    tie_sums tx, ty;
+    if (tie_sums_of(x, n, &tx) || tie_sums_of(y, n, &ty)) return -1;
+    /* The pairs with distinct x: all pairs less those within each group of
+     * equal x (tx.c sums t(t-1) over the groups). */
+    size_t N = (size_t)n * (size_t)(n - 1) / 2 - (size_t)(tx.c / 2);
+    if (N == 0) return -1;
     size_t ks[4];
     int m = 0;
     long k_lo = 0;
     double var_s = NAN;
     if (conf > 0) {
-        tie_sums tx, ty;
-        if (tie_sums_of(x, n, &tx) || tie_sums_of(y, n, &ty)) {
-            free(d);
-            return -1;
-        }
         var_s = kendall_var(n, tx, ty);
         double c = lw_normal_quantile(0.5 + conf / 2) * sqrt(var_s);
         /* Rank M1 = (N - C)/2 rounded down (1-based); the upper rank is its
@@ -258,8 +454,17 @@ static int theil_sen_core(const double *x, const double *y, int n, double conf,
     ks[m++] = N / 2;
     if (k_lo >= 1) ks[m++] = N - (size_t)k_lo;
     double vals[4];
-    select_many(d, N, ks, m, vals);
-    free(d);
+    if (flat_rising(x, y, n)) {
+        /* Every slope is (+0)/(positive): +0, whatever its rank. */
+        for (int r = 0; r < m; r++)
+            vals[r] = 0.0;
+    } else if (N < TS_FAST_MIN_PAIRS || select_pair_slopes(x, y, n, N, tx.c > 0, ks, m, vals)) {
+        size_t got;
+        double *d = pair_slopes(x, y, n, &got);
+        if (!d) return -1;
+        select_many(d, got, ks, m, vals);
+        free(d);
+    }
     out->slope = vals[med_at] / 2 + vals[med_at + 1] / 2;
     if (vals[med_at] == vals[med_at + 1]) out->slope = vals[med_at];
     out->n_pairs = (int)N;

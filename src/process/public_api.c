@@ -123,6 +123,49 @@ LW_EXPORT void leakwatch_torch_backward(int entering) {
     lw_record_backward(entering);
 }
 
+/* The helper's per-step calls as Python builtins: python/leakwatch/_torch.py
+ * makes each a builtin function (PyCFunction_NewEx over a METH_NOARGS
+ * PyMethodDef that points here), whose call costs tens of nanoseconds where a
+ * ctypes call costs one to three microseconds (ctypes describes the call to
+ * libffi and converts the arguments each time, and releases and retakes the
+ * GIL). They run with the GIL held, as every builtin does: each takes only
+ * the library's short locks, and no thread ever waits for the GIL while
+ * holding one. The CPython API comes from the process: the library links no
+ * Python. Not in leakwatch.h. leakwatch_py_builtins: 0 when they can be
+ * used (CPython's Py_IncRef and None were found). */
+static void *py_none;
+static void (*py_incref)(void *);
+
+LW_EXPORT int leakwatch_py_builtins(void) {
+    void *none = lw_real_dlsym(RTLD_DEFAULT, "_Py_NoneStruct");
+    void (*incref)(void *) = (void (*)(void *))lw_real_dlsym(RTLD_DEFAULT, "Py_IncRef");
+    if (!none || !incref) return -1;
+    py_incref = incref;
+    py_none = none;
+    return 0;
+}
+
+/* None, as a builtin returns it: a new reference. */
+static void *py_return_none(void) {
+    py_incref(py_none);
+    return py_none;
+}
+
+LW_EXPORT void *leakwatch_py_step(void *self, void *unused) {
+    leakwatch_step();
+    return py_return_none();
+}
+
+LW_EXPORT void *leakwatch_py_backward_enter(void *self, void *unused) {
+    leakwatch_torch_backward(1);
+    return py_return_none();
+}
+
+LW_EXPORT void *leakwatch_py_backward_leave(void *self, void *unused) {
+    leakwatch_torch_backward(0);
+    return py_return_none();
+}
+
 LW_EXPORT void leakwatch_torch_rank(int rank, int world_size) {
     lw_rank_set_group(rank, world_size);
 }

@@ -569,6 +569,27 @@ START_TEST(manual_steps_with_the_package_count_once) {
 }
 END_TEST
 
+/* The helper marks steps and brackets backward through Python builtins over
+ * the library (leakwatch_py_*), under every CPython found: a ctypes call
+ * costs one to three microseconds, a builtin's tens of nanoseconds. */
+START_TEST(per_step_calls_are_builtins) {
+    NEED_PYTHON();
+    for (int p = 0; p < npythons; p++) {
+        const char *env[] = {"STEPS=30", NULL};
+        lw_run r;
+        run_torch_with(&r, pythons[p], "torch_builtins.py", NULL, NULL, env);
+        ck_assert_msg(r.exit_code == 0 && r.report, "%s: exit %d\n%s", pythons[p], r.exit_code,
+                      r.err);
+        ck_assert_msg(strstr(r.out, "calls: builtin_function_or_method builtin_function_or_method "
+                                    "builtin_function_or_method\n"),
+                      "%s: stdout: %s", pythons[p], r.out);
+        ck_assert_int_eq(lw_rep_int(&r, "growth.steps"), 30);
+        ck_assert_int_eq(lw_rep_int(&r, "totals.live_bytes"), 30LL << 20);
+        lw_run_free(&r);
+    }
+}
+END_TEST
+
 /* The helper under every CPython found (frame layouts, relative paths). */
 START_TEST(seed_leak_named_with_every_python) {
     NEED_PYTHON();
@@ -882,6 +903,7 @@ int main(void) {
     tcase_add_test(steps, optimizer_steps_are_marked);
     tcase_add_test(steps, jobs_own_leakwatch_module_is_its_own);
     tcase_add_test(steps, manual_steps_with_the_package_count_once);
+    tcase_add_test(steps, per_step_calls_are_builtins);
     suite_add_tcase(s, steps);
     TCase *dflt = tcase_create("default");
     tcase_set_timeout(dflt, 600);

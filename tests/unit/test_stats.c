@@ -372,6 +372,98 @@ START_TEST(ts_large_n) {
 }
 END_TEST
 
+/* The slope and its interval by brute force: every pair slope (the same
+ * expression as stats.c's), sorted, read at Sen's ranks. */
+static int cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void ts_brute(const double *x, const double *y, int n, double var_s, double *slope,
+                     double *lo, double *hi, size_t *pairs) {
+    double *d = malloc((size_t)n * (size_t)(n - 1) / 2 * sizeof *d);
+    ck_assert_ptr_nonnull(d);
+    size_t N = 0;
+    for (int i = 0; i < n - 1; i++)
+        for (int j = i + 1; j < n; j++)
+            if (x[j] != x[i]) d[N++] = (y[j] - y[i]) / (x[j] - x[i]);
+    qsort(d, N, sizeof *d, cmp_dbl);
+    double a = d[(N - 1) / 2], b = d[N / 2];
+    *slope = a == b ? a : a / 2 + b / 2;
+    double c = lw_normal_quantile(0.975) * sqrt(var_s);
+    long k = (long)floor(((double)N - c) / 2 + 1e-9);
+    *lo = k >= 1 ? d[k - 1] : -INFINITY;
+    *hi = k >= 1 ? d[N - (size_t)k] : INFINITY;
+    *pairs = N;
+    free(d);
+}
+
+/* lw_theil_sen selects the ranks of many pairs without storing the slopes
+ * (a sampled band, one counting pass): it must give exactly the doubles that
+ * sorting every slope gives, on random data, on ties in y and in x (pairs of
+ * equal x are left out), on exactly linear data (every slope equal), on
+ * unsorted x, on signed zeros, and on values so large that slopes may be NaN
+ * (where it falls back to storing them). */
+START_TEST(ts_fast_matches_brute_force) {
+    enum { NMAX = 320 };
+    static double x[NMAX], y[NMAX];
+    static const int sizes[] = {60, 93, 150, 256, 320};
+    lcg g = {777};
+    int checked = 0;
+    for (int kind = 0; kind < 10; kind++)
+        for (size_t si = 0; si < N_OF(sizes); si++) {
+            int n = sizes[si];
+            for (int t = 0; t < n; t++) {
+                double noise = (double)lcg_int(&g, -100000, 100000);
+                x[t] = t;
+                switch (kind) {
+                case 0:
+                    y[t] = 4e9 + 512.0 * t + noise;
+                    break; /* a noisy leak */
+                case 1:
+                    y[t] = (double)lcg_int(&g, 0, 3);
+                    break; /* heavy y ties */
+                case 2:
+                    x[t] = t / 3, y[t] = noise;
+                    break; /* x in groups of 3 */
+                case 3:
+                    x[t] = t / 4, y[t] = (double)lcg_int(&g, 0, 5) + t;
+                    break;
+                case 4:
+                    y[t] = 4e9 + 512.0 * t;
+                    break; /* every slope 512 */
+                case 5:
+                    y[t] = 7;
+                    break; /* every slope 0 */
+                case 6:
+                    y[t] = 1e5 * t + (t % 2 ? 1 : 0);
+                    break; /* two slope groups */
+                case 7:
+                    x[t] = (double)lcg_int(&g, 0, 4 * n), y[t] = noise;
+                    break; /* unsorted */
+                case 8:
+                    y[t] = t % 3 == 0 ? 0.0 : t % 3 == 1 ? -0.0 : (double)lcg_int(&g, -1, 1);
+                    break;
+                default:
+                    y[t] = t == n / 2 ? 1e305 : noise;
+                    break; /* beyond the fast path */
+                }
+            }
+            lw_theil_sen_result r;
+            ck_assert_int_eq(lw_theil_sen(x, y, n, 0.95, &r), 0);
+            double slope, lo, hi;
+            size_t N;
+            ts_brute(x, y, n, r.var_s, &slope, &lo, &hi, &N);
+            ck_assert_msg(r.slope == slope && r.lo == lo && r.hi == hi && (size_t)r.n_pairs == N,
+                          "kind %d n %d: slope %.17g [%.17g, %.17g] (%d pairs), brute force "
+                          "%.17g [%.17g, %.17g] (%zu)",
+                          kind, n, r.slope, r.lo, r.hi, r.n_pairs, slope, lo, hi, N);
+            checked++;
+        }
+    ck_assert_int_eq(checked, 50);
+}
+END_TEST
+
 START_TEST(ts_rejects) {
     double x[] = {1, 2, 3, 4}, y[] = {1, 2, 3, 4}, same[] = {2, 2, 2, 2};
     lw_theil_sen_result r = {.slope = -7};
@@ -583,6 +675,7 @@ static Suite *stats_suite(void) {
     tcase_add_test(tc, ts_ignores_outliers);
     tcase_add_test(tc, ts_large_n);
     tcase_add_test(tc, ts_rejects);
+    tcase_add_test(tc, ts_fast_matches_brute_force);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("ess");
