@@ -359,8 +359,8 @@ static int select_pair_slopes(const double *x, const double *y, int n, size_t N,
         band[nb++] = (ts_band){.lo_i = lo_i, .hi_i = hi_i, .first = r, .last = r};
     }
     /* The band ends are order statistics of the sample. */
-    size_t at[8];
-    double end[8];
+    size_t at[8] = {0}; /* zeroed: GCC's ASan build cannot see that na counts the set ones */
+    double end[8] = {0};
     int na = 0;
     for (int k = 0; k < nb; k++) {
         if (band[k].lo_i >= 0) at[na++] = (size_t)band[k].lo_i;
