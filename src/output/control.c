@@ -195,7 +195,7 @@ static void reply_snapshot(int fd, const char *path) {
         reply_error(fd, "snapshot needs an absolute path");
         return;
     }
-    int rc = lw_report_write_path(path, "snapshot", why, sizeof why);
+    int rc = lw_report_snapshot(path, why, sizeof why);
     if (rc == LW_AF_FAILED) {
         snprintf(msg, sizeof msg, "cannot write %s: %s", path, why);
         reply_error(fd, msg);

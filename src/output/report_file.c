@@ -39,6 +39,7 @@ static int emit_to(FILE *f, void *reason) {
  * periodic write after a final report is skipped). */
 static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
 static int final_written;
+static struct stat final_st; /* the final report's file, once written */
 
 /* Set in a forked child that uses CUDA itself (lifecycle.c). */
 static int forked_child;
@@ -417,7 +418,7 @@ static int write_locked(const char *reason, int fallback, char *written, size_t 
         if (rc == LW_AF_WRITTEN) {
             note_written(path, is_final(reason));
             if (written) snprintf(written, writtenlen, "%s", path);
-            if (is_final(reason)) final_written = 1;
+            if (is_final(reason)) final_written = stat(path, &final_st) == 0 ? 2 : 1;
             return 0;
         }
         /* Periodic rewrites fail the same way every time: say it once. */
@@ -440,7 +441,7 @@ static int write_locked(const char *reason, int fallback, char *written, size_t 
     if (lw_report_write_path(alt, reason, why, sizeof why) == LW_AF_WRITTEN) {
         lw_log("wrote the report to %s instead", alt);
         if (written) snprintf(written, writtenlen, "%s", alt);
-        if (is_final(reason)) final_written = 1;
+        if (is_final(reason)) final_written = stat(alt, &final_st) == 0 ? 2 : 1;
         return 0;
     }
     /* The name reserved and nothing written there: the empty file goes
@@ -453,6 +454,23 @@ static int write_locked(const char *reason, int fallback, char *written, size_t 
     }
     lw_log("cannot write the report to %s either: %s; no report was written", alt, why);
     return -1;
+}
+
+int lw_report_snapshot(const char *path, char *why, size_t whylen) {
+    pthread_mutex_lock(&write_lock);
+    struct stat st;
+    int rc;
+    if (final_written == 2 && stat(path, &st) == 0 && st.st_dev == final_st.st_dev &&
+        st.st_ino == final_st.st_ino) {
+        snprintf(why, whylen,
+                 "it is this process's final report, written as the job ends; give the snapshot "
+                 "another path");
+        rc = LW_AF_FAILED;
+    } else {
+        rc = lw_report_write_path(path, "snapshot", why, whylen);
+    }
+    pthread_mutex_unlock(&write_lock);
+    return rc;
 }
 
 int lw_report_write(const char *reason, int fallback, char *written, size_t writtenlen) {

@@ -17,6 +17,12 @@ int lw_report_write(const char *reason, int fallback, char *written, size_t writ
  * LW_AF_WRITTEN, LW_AF_OFF, or LW_AF_FAILED with a reason in why. */
 int lw_report_write_path(const char *path, const char *reason, char *why, size_t whylen);
 
+/* A snapshot (the control socket's "snapshot PATH") written to path: one
+ * writer at a time with the process's own reports, and never over the final
+ * report once it is written (a snapshot requested as the job ends, to the
+ * report's own path, replaced the exit report: seen under ThreadSanitizer). */
+int lw_report_snapshot(const char *path, char *why, size_t whylen);
+
 /* 1 when LEAKWATCH_REPORT=none: no report file. */
 int lw_report_off(void);
 
