@@ -171,6 +171,19 @@ static void release_claim(void) {
     claim_fd = -1;
 }
 
+/* The file this process's last snapshot wrote (the control socket's
+ * "snapshot PATH"): a snapshot to the report's own path before the first
+ * report is this process's, not "another process's report". Under
+ * claim_lock. */
+static struct stat snapshot_st;
+static int snapshot_known;
+
+static int snapshot_wrote(const char *path) {
+    struct stat st;
+    return snapshot_known && stat(path, &st) == 0 && st.st_dev == snapshot_st.st_dev &&
+           st.st_ino == snapshot_st.st_ino;
+}
+
 /* path: the template expanded for this process. Under claim_lock. */
 static void claim(const char *path) {
     release_claim();
@@ -180,7 +193,7 @@ static void claim(const char *path) {
     char holder[300] = "";
     lock_name(path, lock_path, sizeof lock_path);
     int fd = take_lock(lock_path, holder, sizeof holder);
-    if (fd >= 0 && !written_since_start(path)) {
+    if (fd >= 0 && (!written_since_start(path) || snapshot_wrote(path))) {
         claim_fd = fd;
         return;
     }
@@ -468,6 +481,11 @@ int lw_report_snapshot(const char *path, char *why, size_t whylen) {
         rc = LW_AF_FAILED;
     } else {
         rc = lw_report_write_path(path, "snapshot", why, whylen);
+        if (rc == LW_AF_WRITTEN) {
+            pthread_mutex_lock(&claim_lock);
+            snapshot_known = stat(path, &snapshot_st) == 0;
+            pthread_mutex_unlock(&claim_lock);
+        }
     }
     pthread_mutex_unlock(&write_lock);
     return rc;
