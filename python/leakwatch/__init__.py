@@ -114,6 +114,50 @@ def _lookup(name, restype):
     return fn
 
 
+_BUILTIN_DEFS = []  # the PyMethodDef structures behind _builtins(): alive for good
+_BUILTINS = []  # (step, backward_enter, backward_leave), once made
+
+
+def _builtins():
+    """(step, backward_enter, backward_leave): the library's leakwatch_py_*
+    (src/process/public_api.c) as Python builtins, or None where the library
+    or CPython's API lacks them (looked for again on the next call: the
+    library may come later, with leakwatch attach). A builtin's call costs
+    tens of nanoseconds, a ctypes call one to three microseconds: these run
+    at every step (the mark, and around every backward)."""
+    if _BUILTINS:
+        return _BUILTINS[0]
+    try:
+        lib = ctypes.CDLL(None)
+        if lib.leakwatch_py_builtins() != 0:
+            return None
+
+        class MethodDef(ctypes.Structure):
+            _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p),
+                        ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
+
+        new = ctypes.pythonapi.PyCFunction_NewEx
+        new.restype = ctypes.py_object
+        new.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
+        fns = []
+        for name in ("leakwatch_py_step", "leakwatch_py_backward_enter",
+                     "leakwatch_py_backward_leave"):
+            m = MethodDef(name.encode(), ctypes.cast(getattr(lib, name), ctypes.c_void_p).value,
+                          0x0004, None)  # METH_NOARGS
+            _BUILTIN_DEFS.append(m)
+            fns.append(new(ctypes.addressof(m), None, None))
+    except (OSError, AttributeError, TypeError, ValueError):
+        return None
+    _BUILTINS.append(tuple(fns))
+    return _BUILTINS[0]
+
+
+def _step_function():
+    """leakwatch_step: the builtin where it can be made, else through ctypes."""
+    fast = _builtins()
+    return fast[0] if fast is not None else _lookup("leakwatch_step", None)
+
+
 def _register_exit_hook():
     """The final report on every ending that finalises CPython. After an
     uncaught KeyboardInterrupt CPython kills itself with SIGINT instead of
@@ -131,7 +175,7 @@ def _register_exit_hook():
 
 if _helper is None:
     _register_exit_hook()
-_step = _lookup("leakwatch_step", None)
+_step = _step_function()
 _dump = _lookup("leakwatch_dump", None)
 _enabled = _lookup("leakwatch_enabled", ctypes.c_int)
 _lib_version = _lookup("leakwatch_version", ctypes.c_char_p)
@@ -146,7 +190,7 @@ def _late_lookup():
     if now - _looked_at < 1.0:
         return
     _looked_at = now
-    _step = _lookup("leakwatch_step", None)
+    _step = _step_function()
     _dump = _lookup("leakwatch_dump", None)
     _enabled = _lookup("leakwatch_enabled", ctypes.c_int)
     _lib_version = _lookup("leakwatch_version", ctypes.c_char_p)

@@ -133,45 +133,6 @@ def _steps_mode():
     return "optimizer" if v == "optimizer" else "iteration"
 
 
-_METHODS = []  # the PyMethodDef structures behind _builtins(): alive for good
-
-
-def _builtins():
-    """(step, backward_enter, backward_leave) as Python builtins over the
-    library's leakwatch_py_* (lifecycle.c), or None where the library or
-    CPython's API lacks them. A builtin's call costs tens of nanoseconds, a
-    ctypes call one to three microseconds: these run at every step (the mark,
-    and around every backward)."""
-    if _METHODS:
-        return _METHODS[0]
-    got = None
-    try:
-        import ctypes
-
-        lib = ctypes.CDLL(None)
-        if lib.leakwatch_py_builtins() == 0:
-
-            class MethodDef(ctypes.Structure):
-                _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p),
-                            ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
-
-            new = ctypes.pythonapi.PyCFunction_NewEx
-            new.restype = ctypes.py_object
-            new.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
-            fns = []
-            for name in ("leakwatch_py_step", "leakwatch_py_backward_enter",
-                         "leakwatch_py_backward_leave"):
-                m = MethodDef(name.encode(), ctypes.cast(getattr(lib, name), ctypes.c_void_p).value,
-                              0x0004, None)  # METH_NOARGS
-                _METHODS.append(m)
-                fns.append(new(ctypes.addressof(m), None, None))
-            got = tuple(fns)
-    except (OSError, AttributeError, TypeError, ValueError):
-        got = None
-    _METHODS.insert(0, got)
-    return got
-
-
 class _Lib:
     """The library's PyTorch entry points, through the global symbol scope."""
 
@@ -197,7 +158,7 @@ class _Lib:
             self.backward_leave = functools.partial(b, 0)
         except (OSError, AttributeError, TypeError):
             pass
-        fast = _builtins()
+        fast = leakwatch._builtins()
         if fast is not None and self.backward is not None:
             self.backward_enter, self.backward_leave = fast[1], fast[2]
         self.step_unit = None
@@ -1717,8 +1678,6 @@ class _Window:
 class _Helper:
     def __init__(self):
         self.lib = _Lib()
-        fast = _builtins()
-        self.fast_step = fast[0] if fast is not None else None  # leakwatch_step, as a builtin
         self.mode = _steps_mode() or "iteration"
         self.window_steps = _env_int("LEAKWATCH_TORCH_WINDOW", 32, 0, 100000)
         self.max_entries = _env_int("LEAKWATCH_TORCH_MAX_ENTRIES", 100000, 1000, 100000000)
@@ -1775,10 +1734,7 @@ class _Helper:
             self.mark()
             self.read_after = self.steps + max(1, self.steps // 128)
         else:
-            if self.fast_step is not None and not leakwatch.manual_steps:
-                self.fast_step()
-            else:
-                leakwatch._auto_step()
+            leakwatch._auto_step()
             self.steps += 1
 
     # -- steps --
@@ -1826,10 +1782,7 @@ class _Helper:
 
     def mark(self, manual=False):
         if not manual:
-            if self.fast_step is not None and not leakwatch.manual_steps:
-                self.fast_step()
-            else:
-                leakwatch._auto_step()
+            leakwatch._auto_step()
         self.steps += 1
         if not _rank_told[0]:
             _tell_rank()

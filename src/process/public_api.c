@@ -123,7 +123,7 @@ LW_EXPORT void leakwatch_torch_backward(int entering) {
     lw_record_backward(entering);
 }
 
-/* The helper's per-step calls as Python builtins: python/leakwatch/_torch.py
+/* The helper's per-step calls as Python builtins: python/leakwatch/__init__.py
  * makes each a builtin function (PyCFunction_NewEx over a METH_NOARGS
  * PyMethodDef that points here), whose call costs tens of nanoseconds where a
  * ctypes call costs one to three microseconds (ctypes describes the call to

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The helper's per-step calls into the library are Python builtins
 (leakwatch_py_step, _backward_enter, _backward_leave wrapped by
-PyCFunction_NewEx in leakwatch/_torch.py), not ctypes calls, and the steps
+PyCFunction_NewEx in leakwatch/__init__.py), not ctypes calls, and the steps
 they mark count (tests/integration/test_torch.c): STEPS optimizer steps of
 the stand-in torch, one 1 MiB allocation each. Prints the calls' types."""
 import ctypes
@@ -22,7 +22,7 @@ for _ in range(STEPS):
     kept.append(p)
     optimizer.step()
 h = sys.modules["_leakwatch_helper._torch"]._helper
-calls = (getattr(h, "fast_step", None), h.lib.backward_enter, h.lib.backward_leave)
+calls = (sys.modules["_leakwatch_helper"]._step, h.lib.backward_enter, h.lib.backward_leave)
 print("calls:", " ".join(type(c).__name__ for c in calls), flush=True)
 h.lib.backward_enter()
 h.lib.backward_leave()
