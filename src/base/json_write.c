@@ -240,6 +240,13 @@ void lw_jw_double(lw_jw *w, const char *key, double v) {
         putf(w, "%.17g", v);
 }
 
+void lw_jw_double_pair(lw_jw *w, const char *key, double a, double b) {
+    lw_jw_array(w, key);
+    lw_jw_double(w, NULL, a);
+    lw_jw_double(w, NULL, b);
+    lw_jw_end(w);
+}
+
 void lw_jw_bool(lw_jw *w, const char *key, int v) {
     begin_value(w, key);
     puts_(w, v ? "true" : "false");

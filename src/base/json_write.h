@@ -45,6 +45,8 @@ void lw_jw_strn(lw_jw *w, const char *key, const char *value, size_t len);
 void lw_jw_int(lw_jw *w, const char *key, int64_t value);
 void lw_jw_uint(lw_jw *w, const char *key, uint64_t value);
 void lw_jw_double(lw_jw *w, const char *key, double value);
+/* [a, b]: an interval or a range of two numbers. */
+void lw_jw_double_pair(lw_jw *w, const char *key, double a, double b);
 void lw_jw_bool(lw_jw *w, const char *key, int value);
 void lw_jw_null(lw_jw *w, const char *key);
 /* A value already written as JSON text (the caller vouches for it). */

@@ -216,39 +216,28 @@ void lw_run_answer_from(lw_run_answer *r, const lw_growth_state *g) {
     lw_site_views_free(&vs);
 }
 
-/* A count, null when unknown (NAN). */
-static void emit_num(lw_jw *w, const char *key, double v) {
-    if (isfinite(v))
-        lw_jw_double(w, key, v);
-    else
-        lw_jw_null(w, key);
-}
-
+/* lw_jw_double writes an unknown (NAN) count as null. */
 void lw_run_answer_emit(lw_jw *w, const lw_run_answer *r) {
     const lw_answer *a = &r->a;
     lw_jw_str(w, LW_KEY(answer_unit), a->unit);
     lw_jw_bool(w, LW_KEY(answer_says_where), a->where != NULL);
-    emit_num(w, LW_KEY(answer_site_bytes_per_step), a->where_rate);
-    emit_num(w, LW_KEY(answer_site_live_bytes), a->where_live);
-    emit_num(w, LW_KEY(answer_bytes_per_step), a->rate);
-    if (isfinite(a->lo) && isfinite(a->hi)) {
-        lw_jw_array(w, LW_KEY(answer_slope_ci));
-        lw_jw_double(w, NULL, a->lo);
-        lw_jw_double(w, NULL, a->hi);
-        lw_jw_end(w);
-    } else {
+    lw_jw_double(w, LW_KEY(answer_site_bytes_per_step), a->where_rate);
+    lw_jw_double(w, LW_KEY(answer_site_live_bytes), a->where_live);
+    lw_jw_double(w, LW_KEY(answer_bytes_per_step), a->rate);
+    if (isfinite(a->lo) && isfinite(a->hi))
+        lw_jw_double_pair(w, LW_KEY(answer_slope_ci), a->lo, a->hi);
+    else
         lw_jw_null(w, LW_KEY(answer_slope_ci));
-    }
-    emit_num(w, LW_KEY(answer_bytes_per_second), a->per_second);
-    emit_num(w, LW_KEY(answer_onset_step), a->onset);
-    emit_num(w, LW_KEY(answer_onset_end_step), a->onset_hi);
-    emit_num(w, LW_KEY(answer_steps), a->steps);
-    emit_num(w, LW_KEY(answer_free_bytes), a->free_bytes);
-    emit_num(w, LW_KEY(answer_total_bytes), a->total_bytes);
-    emit_num(w, LW_KEY(answer_oom_eta_seconds), a->oom_seconds);
-    emit_num(w, LW_KEY(answer_oom_eta_steps), a->oom_steps);
+    lw_jw_double(w, LW_KEY(answer_bytes_per_second), a->per_second);
+    lw_jw_double(w, LW_KEY(answer_onset_step), a->onset);
+    lw_jw_double(w, LW_KEY(answer_onset_end_step), a->onset_hi);
+    lw_jw_double(w, LW_KEY(answer_steps), a->steps);
+    lw_jw_double(w, LW_KEY(answer_free_bytes), a->free_bytes);
+    lw_jw_double(w, LW_KEY(answer_total_bytes), a->total_bytes);
+    lw_jw_double(w, LW_KEY(answer_oom_eta_seconds), a->oom_seconds);
+    lw_jw_double(w, LW_KEY(answer_oom_eta_steps), a->oom_steps);
     lw_jw_str(w, LW_KEY(answer_reason), a->reason);
-    emit_num(w, LW_KEY(answer_steps_to_decide), a->more_steps);
+    lw_jw_double(w, LW_KEY(answer_steps_to_decide), a->more_steps);
     lw_jw_bool(w, LW_KEY(answer_rose_once), a->rose_once);
 }
 

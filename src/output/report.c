@@ -226,10 +226,7 @@ static void emit_site(lw_jw *w, lw_symtab *syms, const lw_ranked_site *r, const 
     lw_jw_double(w, LW_KEY(sites_bytes_per_step), v ? v->growth.slope : 0.0);
     if (v) {
         lw_jw_int(w, LW_KEY(sites_rank), rank);
-        lw_jw_array(w, LW_KEY(sites_slope_ci));
-        lw_jw_double(w, NULL, v->growth.lo);
-        lw_jw_double(w, NULL, v->growth.hi);
-        lw_jw_end(w);
+        lw_jw_double_pair(w, LW_KEY(sites_slope_ci), v->growth.lo, v->growth.hi);
         lw_jw_double(w, LW_KEY(sites_p_value), v->growth.p_value);
     }
     lw_jw_bool(w, LW_KEY(sites_pooled), s == lw_site_overflow());
@@ -325,10 +322,7 @@ static void emit_pinned_host(lw_jw *w) {
     lw_jw_object(w, LW_KEY(growth_pinned_host));
     lw_jw_str(w, LW_KEY(growth_pinned_host_verdict), lw_verdict_name(h.verdict));
     lw_jw_double(w, LW_KEY(growth_pinned_host_bytes_per_step), h.last.slope);
-    lw_jw_array(w, LW_KEY(growth_pinned_host_slope_ci));
-    lw_jw_double(w, NULL, h.last.lo);
-    lw_jw_double(w, NULL, h.last.hi);
-    lw_jw_end(w);
+    lw_jw_double_pair(w, LW_KEY(growth_pinned_host_slope_ci), h.last.lo, h.last.hi);
     lw_jw_double(w, LW_KEY(growth_pinned_host_p_value), h.last.p_value);
     lw_jw_uint(w, LW_KEY(growth_pinned_host_points), h.points);
     lw_jw_str(w, LW_KEY(growth_pinned_host_reason), h.reason[0] ? h.reason : "not evaluated yet");
@@ -361,10 +355,7 @@ static const fit_keys torch_fit = {LW_FIELD_torch_devices_bytes_per_step,
 static void emit_fit(lw_jw *w, const fit_keys *k, const lw_growth *l) {
     lw_jw_double(w, lw_report_field_key(k->per_step), l->slope);
     lw_jw_double(w, lw_report_field_key(k->per_second), l->bytes_per_second);
-    lw_jw_array(w, lw_report_field_key(k->ci));
-    lw_jw_double(w, NULL, l->lo);
-    lw_jw_double(w, NULL, l->hi);
-    lw_jw_end(w);
+    lw_jw_double_pair(w, lw_report_field_key(k->ci), l->lo, l->hi);
     lw_jw_double(w, lw_report_field_key(k->p_value), l->p_value);
 }
 
@@ -442,14 +433,10 @@ static void emit_growth(lw_jw *w, const lw_growth_state *g) {
     else
         lw_jw_null(w, LW_KEY(growth_onset_step));
     /* The steps the onset's bin covers (the onset is known to a bin). */
-    if (leak && isfinite(l->onset_lo) && isfinite(l->onset_hi) && l->onset_hi >= l->onset_lo) {
-        lw_jw_array(w, LW_KEY(growth_onset_range));
-        lw_jw_double(w, NULL, l->onset_lo);
-        lw_jw_double(w, NULL, l->onset_hi);
-        lw_jw_end(w);
-    } else {
+    if (leak && isfinite(l->onset_lo) && isfinite(l->onset_hi) && l->onset_hi >= l->onset_lo)
+        lw_jw_double_pair(w, LW_KEY(growth_onset_range), l->onset_lo, l->onset_hi);
+    else
         lw_jw_null(w, LW_KEY(growth_onset_range));
-    }
     emit_opt_int(w, LW_KEY(growth_first_leak_step), g->first_leak_step);
     double eta_s, eta_steps;
     lw_growth_oom(g, &eta_s, &eta_steps);

@@ -128,10 +128,30 @@ START_TEST(json_write_buffered_same_bytes) {
 }
 END_TEST
 
+/* A pair of numbers (an interval, a range): an array of two, an unknown
+ * bound written as null as any number is. */
+START_TEST(json_write_double_pair) {
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    lw_jw w;
+    lw_jw_init(&w, f, 0);
+    lw_jw_object(&w, NULL);
+    lw_jw_double_pair(&w, "ci", 1.5, 2);
+    lw_jw_double_pair(&w, "open", -1, NAN);
+    lw_jw_end(&w);
+    ck_assert_int_eq(lw_jw_failed(&w), 0);
+    fclose(f);
+    ck_assert_str_eq(out, "{\"ci\":[1.5,2],\"open\":[-1,null]}");
+    free(out);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("json_write");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, json_write_reads_back);
+    tcase_add_test(tc, json_write_double_pair);
     tcase_add_test(tc, json_write_buffered_same_bytes);
     suite_add_tcase(s, tc);
     return lw_check_run(s) ? 1 : 0;
