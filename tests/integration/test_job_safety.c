@@ -147,6 +147,57 @@ START_TEST(every_report_read_is_complete) {
 }
 END_TEST
 
+/* A snapshot to the report's own path before the process's first report is
+ * this process's file: the final report still goes there, not to
+ * report.PID.json with the snapshot left as report.json (the claim took the
+ * snapshot for "the report of another process": seen in the soak test above
+ * under ThreadSanitizer, where the first periodic report came after the
+ * first snapshot). */
+START_TEST(snapshot_to_the_report_path_keeps_it_ours) {
+    char dir[256], rep[300], set_rep[340], xdg[300], out[300], sock[400], req[400];
+    lw_temp_dir(dir, sizeof dir);
+    snprintf(rep, sizeof rep, "%s/report.json", dir);
+    snprintf(set_rep, sizeof set_rep, "LEAKWATCH_REPORT=%s", rep);
+    snprintf(xdg, sizeof xdg, "XDG_RUNTIME_DIR=%s", dir);
+    snprintf(out, sizeof out, "%s/.out", dir);
+    const char *env[] = {set_rep, xdg, NULL};
+    const char *args[] = {"1", "1048576", "sleep", NULL};
+    pid_t pid = lw_spawn(lw_program_path("rt_sleeper"), args, env, 1, out);
+    snprintf(sock, sizeof sock, "%s/leakwatch/%ld.sock", dir, (long)pid);
+    /* Ready: the program said so and its control socket answers. */
+    for (int i = 0;; i++) {
+        ck_assert_msg(i < 30000, "the program never got ready");
+        char *o = lw_slurp_file(out);
+        int ready = o && strstr(o, "ready") && access(sock, F_OK) == 0;
+        free(o);
+        if (ready) break;
+        usleep(1000);
+    }
+    snprintf(req, sizeof req, "snapshot %s", rep);
+    char err[600];
+    size_t len = 0;
+    char *body = lw_sock_request(sock, req, &len, err, sizeof err);
+    ck_assert_msg(body && !strncmp(body, "ok ", 3), "snapshot: %s", body ? body : err);
+    free(body);
+    lw_json *j = parse_or_null(rep);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_str_eq(lw_json_string(lw_json_get(j, "reason")), "snapshot");
+    lw_json_free(j);
+    kill(pid, SIGTERM);
+    int status = 0;
+    ck_assert_int_eq(lw_wait_pid(pid, 60000, &status), 0);
+    char *o = lw_slurp_file(out);
+    ck_assert_msg(!o || !strstr(o, "report of another process"), "%s", o);
+    free(o);
+    j = parse_or_null(rep);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_str_eq(lw_json_string(lw_json_get(j, "reason")), "signal");
+    lw_json_free(j);
+    ck_assert_int_eq(lw_files_matching(dir, "report.", ".json"), 1);
+    lw_remove_dir(dir);
+}
+END_TEST
+
 /* A report path that is not a regular file is left as it is, with one
  * message; the report goes to $TMPDIR at exit. */
 static void check_refused(const char *dir, const char *path, mode_t kind, const char *says) {
@@ -1124,6 +1175,7 @@ int main(void) {
     TCase *tc = tcase_create("job_safety");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, every_report_read_is_complete);
+    tcase_add_test(tc, snapshot_to_the_report_path_keeps_it_ours);
     tcase_add_test(tc, only_regular_files_are_replaced);
     tcase_add_test(tc, dev_null_and_none_turn_the_file_off);
     tcase_add_test(tc, temporary_files_of_a_killed_writer_are_removed);
