@@ -622,10 +622,12 @@ static void emit_answer(lw_jw *w, lw_symtab *syms, const lw_growth_state *g,
     lw_jw_end(w);
 }
 
-static const char *end_signal;
+/* Set by the end-signal thread, read by whichever thread writes a report
+ * (a snapshot on the control thread at the same moment: ThreadSanitizer). */
+static _Atomic(const char *) end_signal;
 
 void lw_report_set_end_signal(const char *name) {
-    end_signal = name;
+    atomic_store_explicit(&end_signal, name, memory_order_release);
 }
 
 static _Atomic int attached_session;
@@ -660,7 +662,8 @@ int lw_report_emit(FILE *f, const char *reason, const char *report_path) {
     lw_jw_str(&w, LW_KEY(host), host);
     emit_rank(&w, report_path);
     lw_jw_str(&w, LW_KEY(reason), reason);
-    if (end_signal && !strcmp(reason, "signal")) lw_jw_str(&w, LW_KEY(end_signal), end_signal);
+    const char *signame = atomic_load_explicit(&end_signal, memory_order_acquire);
+    if (signame && !strcmp(reason, "signal")) lw_jw_str(&w, LW_KEY(end_signal), signame);
     lw_jw_int(&w, LW_KEY(written_at), (int64_t)time(NULL));
     lw_jw_double(&w, LW_KEY(duration_s), uptime);
     /* Its own copy: reports may be written from several threads at once
