@@ -7,8 +7,10 @@
  * series and decides which series the run's verdict comes from.
  *
  * Every series follows one rule: evaluated at each point early on, then
- * every 1/32 of the points seen (lw_tracked_due), so a verdict does not
- * depend on how promptly the worker was scheduled; a leak needs
+ * every 1/32 of the points seen (lw_tracked_due), every 1/8 while the
+ * series is at rest (its latest evaluation: no leak, no trend at all), so
+ * a verdict does not depend on how promptly the worker was scheduled; a
+ * leak needs
  * LEAKWATCH_CONFIRM agreeing evaluations (lw_decision_update), and the
  * warning on stderr waits longer (lw_tracked_warning_due).
  *
@@ -42,6 +44,13 @@ enum {
     LW_TRACKED_RISES = 4,
 };
 #define LW_TRACKED_MIN_RISES 8
+/* A series at rest is evaluated every 1/LW_TRACKED_REST_PART of its points
+ * (from 32 points): a job that does not leak pays for a quarter of the
+ * evaluations. Once an evaluation sees a trend (p below alpha_keep), any
+ * growth, or a leak, the next comes after 1/32 again, so confirmation is as
+ * fast as before; only the first evaluation to see growth may come up to
+ * 1/8 - 1/32 of the points later. */
+#define LW_TRACKED_REST_PART 8
 
 typedef struct {
     lw_series series;
@@ -50,6 +59,7 @@ typedef struct {
     lw_decision decision; /* the announced verdict, from the evaluations */
     double last_x;        /* the newest point's step (or interval) */
     uint64_t next_eval_at, points_at_eval;
+    uint64_t due_at;  /* points when lw_tracked_due last said due */
     int flags;        /* LW_TRACKED_* */
     lw_pace pace;     /* with LW_TRACKED_PACE */
     lw_cycles cycles; /* with LW_TRACKED_CYCLES */
@@ -73,7 +83,8 @@ void lw_tracked_forget(lw_tracked *t);
 void lw_tracked_add(lw_tracked *t, double x, double time, double floor, double peak);
 
 /* 1 when the points added call for an evaluation; the next one is then due
- * after another 1/32 of the points seen (at every point early on). */
+ * after another 1/32 of the points seen (at every point early on), or 1/8
+ * when that evaluation finds the series at rest (lw_tracked_evaluate). */
 int lw_tracked_due(lw_tracked *t);
 
 /* 1 when points came since the last evaluation. */
