@@ -30,8 +30,11 @@ It does six things:
    one waits until READ_BUDGET times that cost has passed: at most 1 % of the
    job's time, every step of a step slower than that, fewer points (each at
    its own step number) for faster ones. The first ALWAYS_READ marks are
-   all read (a short job keeps every point; the detector needs 24). The
-   driver's free memory is read at
+   all read (a short job keeps every point; the detector needs 24). A
+   device PyTorch's allocator has not used yet is looked at on the first
+   UNUSED_FIRST reads, then at every UNUSED_EVERY-th (each look builds its
+   statistics dictionary too): a device taken into use later is seen
+   within that many reads. The driver's free memory is read at
    most once a second per device (torch.cuda.mem_get_info), for the
    out-of-memory projection; never while a stream is being captured.
 
@@ -113,6 +116,10 @@ ALWAYS_READ = 200
 # load (the budget itself is tested on a clock of its own,
 # tests/python/counter_budget.py).
 READ_EVERY_MARK = os.environ.get("LEAKWATCH_TEST_CLOCK") == "1"
+# Devices not used yet (point 2): looked at on the first UNUSED_FIRST reads,
+# then at every UNUSED_EVERY-th.
+UNUSED_FIRST = 8
+UNUSED_EVERY = 16
 
 SITE_ID_BASE = 1 << 30  # ids of sites from PyTorch's history, apart from the library's
 MAX_SITES = 20
@@ -1702,6 +1709,7 @@ class _Helper:
         self.sites_told = 0
         self.unit_told = False
         self.read_at = 0.0  # time.monotonic() before which no counters are read
+        self.reads = 0  # reads of the counters (read_counters)
         self.read_after = 0  # module-call steps: the next step that reads the counters
         self.ticks = 0  # time intervals read by _IntervalReader (no step marked)
         self.host_cue = False  # the library judged a pinned host leak's sites
@@ -1834,7 +1842,11 @@ class _Helper:
         stats_of = getattr(torch._C, "_cuda_memoryStats", None)
         growing = []
         free_cost = 0.0
+        self.reads += 1
+        look_unused = self.reads <= UNUSED_FIRST or self.reads % UNUSED_EVERY == 0
         for d in range(cuda.device_count()):
+            if d not in self.devices and not look_unused:
+                continue
             if stats_of is not None:
                 st = stats_of(d)
                 allocated = st["allocated_bytes"]["all"]["current"]
