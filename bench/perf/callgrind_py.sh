@@ -68,6 +68,9 @@ cg() {
 total() { sed -n 's/^summary: *//p;s/^totals: *//p' "$1" | head -1 | awk '{print $1}'; }
 
 for PY in "$@"; do
+    # The interpreter itself, not a wrapper script (pyenv's shims): callgrind
+    # follows no child process.
+    PY=$("$PY" -c 'import sys; print(sys.executable)') || continue
     v=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])') || continue
     for w in $WORKLOADS; do
         case $w in
@@ -82,6 +85,10 @@ for PY in "$@"; do
             continue
         b1=$(total "$TMP/$t-bare.$N1") b2=$(total "$TMP/$t-bare.$N2")
         s1=$(total "$TMP/$t-shim.$N1") s2=$(total "$TMP/$t-shim.$N2")
+        if [ -z "$b1" ] || [ -z "$b2" ] || [ -z "$s1" ] || [ -z "$s2" ]; then
+            echo "callgrind_py: no instruction count from a run of $PY ($t)" >&2
+            continue
+        fi
         awk -v v="$v" -v w="$w" -v f="$FRAMES" -v b1="$b1" -v b2="$b2" -v s1="$s1" -v s2="$s2" \
             -v n="$((N2 - N1))" 'BEGIN { printf "Python %s %-6s %2d frames: bare %6.0f, shim %6.0f, added %5.0f instructions a pair\n",
                 v, w, f, (b2 - b1) / n, (s2 - s1) / n, (s2 - s1 - b2 + b1) / n }'
