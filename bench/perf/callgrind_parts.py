@@ -3,7 +3,8 @@
 
     python3 callgrind_parts.py PAIRS BARE_N1 BARE_N2 SHIM_N1 SHIM_N2
 
-Each argument after PAIRS is a callgrind.out file; PAIRS is N2 - N1. Reads
+Each argument after PAIRS is a callgrind.out file (callgrind_py.sh keeps the
+pair-making thread's); PAIRS is N2 - N1. Reads
 each function's own (exclusive) instructions with callgrind_annotate, takes
 (shim(N2) - shim(N1)) - (bare(N2) - bare(N1)) per function, divides by
 PAIRS, and sums them into parts by function name (PARTS below; the first

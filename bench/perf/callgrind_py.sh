@@ -12,7 +12,12 @@
 # frames), runs bench/perf/py_bench.py under callgrind with N1 and N2 pairs,
 # bare and with the shim preloaded (PYTHONHASHSEED=0), and prints
 #   (shim(N2) - shim(N1) - bare(N2) + bare(N1)) / (N2 - N1)
-# so that start-up, import and the report cancel out. With LW_CG_PARTS=1 it
+# so that start-up, import and the report cancel out. Only the thread that
+# makes the pairs is counted (callgrind --separate-threads, its first file):
+# the library's own threads (the sampler) work by the clock, and callgrind's
+# slowdown of about 50 times stretches the clock, so their share would grow
+# with the run's wall time (a few hundred instructions a pair on a loaded
+# machine). With LW_CG_PARTS=1 it
 # also prints where the added instructions go, by part of the path and by
 # function (bench/perf/callgrind_parts.py: each function's own instructions,
 # the same difference).
@@ -58,12 +63,14 @@ cg() {
     local tag=$1 n=$2
     shift 2
     env PYTHONHASHSEED=0 LD_LIBRARY_PATH="$STANDINS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@" \
-        valgrind --tool=callgrind --callgrind-out-file="$TMP/$tag.$n" "$PY" "$PYBENCH" \
-        "$STANDINS/libcudart.so" "$n" "$FRAMES" 200 >"$TMP/$tag.$n.log" 2>&1 || {
+        valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$TMP/$tag.$n.all" \
+        "$PY" "$PYBENCH" "$STANDINS/libcudart.so" "$n" "$FRAMES" 200 >"$TMP/$tag.$n.log" 2>&1 || {
         echo "callgrind_py: the run $tag $n failed:" >&2
         tail -5 "$TMP/$tag.$n.log" >&2
         return 1
     }
+    # The first thread's file: the interpreter's main thread, which makes the pairs.
+    mv "$TMP/$tag.$n.all-01" "$TMP/$tag.$n" && rm -f "$TMP/$tag.$n.all"*
 }
 total() { sed -n 's/^summary: *//p;s/^totals: *//p' "$1" | head -1 | awk '{print $1}'; }
 
