@@ -114,7 +114,7 @@ typedef struct {
     lw_decision d;
     lw_growth last;
     double last_x;
-    uint64_t next_eval;
+    uint64_t next_eval, rest_until;
 } sim;
 
 static void sim_init(sim *m) {
@@ -148,13 +148,15 @@ static void add_point(sim *m, double x, double y) {
     lw_series_add(&m->series, x, x * 0.1, y, y);
     m->last_x = x;
     if (m->series.points >= m->next_eval) {
-        evaluate(m);
         uint64_t points = m->series.points, gap = points / 32;
-        if (points >= 32 && m->last.verdict == LW_VERDICT_NO_LEAK &&
-            m->d.announced == LW_VERDICT_NO_LEAK &&
-            m->last.p_value >= lw_detect_defaults().alpha_keep)
-            gap = points / LW_TRACKED_REST_PART;
         m->next_eval = points + (gap ? gap : 1);
+        if (points < m->rest_until) return;
+        evaluate(m);
+        m->rest_until = points >= 32 && m->last.verdict == LW_VERDICT_NO_LEAK &&
+                                m->d.announced == LW_VERDICT_NO_LEAK &&
+                                m->last.p_value >= lw_detect_defaults().alpha_keep
+                            ? points + points / LW_TRACKED_REST_PART
+                            : 0;
     }
 }
 

@@ -19,6 +19,7 @@ void lw_tracked_forget(lw_tracked *t) {
     t->last_x = 0;
     t->next_eval_at = 0;
     t->due_at = 0;
+    t->rest_until = 0;
     lw_pace_reset(&t->pace);
     lw_cycles_init(&t->cycles);
     t->alarm = 0;
@@ -41,6 +42,10 @@ int lw_tracked_due(lw_tracked *t) {
     if (points < t->next_eval_at) return 0;
     uint64_t gap = points / 32;
     t->next_eval_at = points + (gap ? gap : 1);
+    /* At rest: this point of the 1/32 schedule is passed over, the
+     * schedule itself kept, so that the evaluations after the series
+     * leaves its rest fall on the points they always did. */
+    if (points < t->rest_until) return 0;
     t->due_at = points;
     return 1;
 }
@@ -54,13 +59,14 @@ static int at_rest(const lw_tracked *t) {
 }
 
 /* After an evaluation that lw_tracked_due asked for: a series at rest is
- * next evaluated after another 1/LW_TRACKED_REST_PART of its points, any
- * other after 1/32 (as lw_tracked_due set it). The choice follows the
- * data only, as the schedule itself does. */
+ * next evaluated at the first point of the 1/32 schedule after another
+ * 1/LW_TRACKED_REST_PART of its points, any other at the next point of
+ * that schedule. The choice follows the data only, as the schedule itself
+ * does. */
 static void schedule_next(lw_tracked *t) {
     uint64_t points = t->series.points;
-    if (t->due_at != points || points < 32 || !at_rest(t)) return;
-    t->next_eval_at = points + points / LW_TRACKED_REST_PART;
+    if (t->due_at != points) return;
+    t->rest_until = points >= 32 && at_rest(t) ? points + points / LW_TRACKED_REST_PART : 0;
 }
 
 int lw_tracked_changed(const lw_tracked *t) {
@@ -139,6 +145,7 @@ void lw_tracked_copy(lw_tracked *dst, const lw_tracked *src) {
     dst->last_x = src->last_x;
     dst->next_eval_at = src->next_eval_at;
     dst->due_at = src->due_at;
+    dst->rest_until = src->rest_until;
     dst->points_at_eval = src->points_at_eval;
     dst->alarm = src->alarm;
     dst->hold = src->hold;

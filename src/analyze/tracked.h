@@ -44,12 +44,14 @@ enum {
     LW_TRACKED_RISES = 4,
 };
 #define LW_TRACKED_MIN_RISES 8
-/* A series at rest is evaluated every 1/LW_TRACKED_REST_PART of its points
- * (from 32 points): a job that does not leak pays for a quarter of the
+/* A series at rest is evaluated about every 1/LW_TRACKED_REST_PART of its
+ * points (from 32 points; at the first point of the 1/32 schedule after
+ * that): a job that does not leak pays for about a quarter of the
  * evaluations. Once an evaluation sees a trend (p below alpha_keep), any
- * growth, or a leak, the next comes after 1/32 again, so confirmation is as
- * fast as before; only the first evaluation to see growth may come up to
- * 1/8 - 1/32 of the points later. */
+ * growth, or a leak, the next comes at the next point of the 1/32 schedule,
+ * every evaluation from then on falling on the points of a series never at
+ * rest, so confirmation is as fast as before; only the first evaluation to
+ * see growth may come up to about 1/8 of the points later. */
 #define LW_TRACKED_REST_PART 8
 
 typedef struct {
@@ -59,14 +61,15 @@ typedef struct {
     lw_decision decision; /* the announced verdict, from the evaluations */
     double last_x;        /* the newest point's step (or interval) */
     uint64_t next_eval_at, points_at_eval;
-    uint64_t due_at;  /* points when lw_tracked_due last said due */
-    int flags;        /* LW_TRACKED_* */
-    lw_pace pace;     /* with LW_TRACKED_PACE */
-    lw_cycles cycles; /* with LW_TRACKED_CYCLES */
-    int alarm;        /* the announced leak may be said live (lw_tracked_alarm) */
-    uint64_t hold;    /* the hold lw_tracked_alarm was last called with */
-    uint64_t rises;   /* with LW_TRACKED_RISES: points whose floor was a new high */
-    double high;      /* the highest floor so far */
+    uint64_t due_at;     /* points when lw_tracked_due last said due */
+    uint64_t rest_until; /* at rest: the 1/32 schedule's points before this are passed over */
+    int flags;           /* LW_TRACKED_* */
+    lw_pace pace;        /* with LW_TRACKED_PACE */
+    lw_cycles cycles;    /* with LW_TRACKED_CYCLES */
+    int alarm;           /* the announced leak may be said live (lw_tracked_alarm) */
+    uint64_t hold;       /* the hold lw_tracked_alarm was last called with */
+    uint64_t rises;      /* with LW_TRACKED_RISES: points whose floor was a new high */
+    double high;         /* the highest floor so far */
 } lw_tracked;
 
 /* An empty series keeping what flags name. */
