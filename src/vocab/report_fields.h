@@ -76,6 +76,14 @@ extern const size_t lw_report_nabbrevs;
  * (python/leakwatch/_torch.py), held to the rows by test_report_schema. */
 #define LW_KEY(id) lw_report_field_key(LW_FIELD_##id)
 
+/* The row of a path as a report has it, abbreviations written out:
+ * "growth.p_value", "sites[].owners[].count", "sites[].where.file"
+ * (WHERE_file), "torch.diagnosis.windows[].state" (WINDOW_state); a "*"
+ * row is matched only by its own path, an abbreviation's row ("WHERE.file")
+ * never by its own. LW_FIELD_COUNT when no row has it.
+ * A scan of the table: callers that resolve often keep what it found. */
+lw_field lw_report_field_find(const char *path);
+
 /* The member's key, the path's last part ("p_value" of "growth.p_value");
  * NULL when the path ends in "[]". */
 const char *lw_report_field_key(lw_field f);
