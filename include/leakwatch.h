@@ -116,6 +116,20 @@ typedef struct {
 int leakwatch_torch_values(const char *section, unsigned int site, const leakwatch_value *values,
                            int n, const char *message);
 
+/* The same batch packed, for callers for whom n structures cost (Python's
+ * ctypes builds each one in the interpreter, several microseconds a value,
+ * where a window's sites are thousands of values): paths holds the batch's
+ * npaths distinct paths (paths_size bytes), each ended by a NUL byte; cells
+ * 6 ints per value: its path's number in paths (from 0), its 3 positions,
+ * its type, its text's length in bytes (-1: none); numbers one per value;
+ * texts the values' strings end to end, no separator (ntexts bytes). A
+ * value whose path number or text lies outside these is skipped. Returns
+ * as leakwatch_torch_values. */
+int leakwatch_torch_values_packed(const char *section, unsigned int site, const char *paths,
+                                  size_t paths_size, int npaths, const int *cells,
+                                  const double *numbers, const char *texts, size_t ntexts, int n,
+                                  const char *message);
+
 /* Older helpers' entry: field "step_unit" ({"unit": ..., "module": ...}, as
  * leakwatch_torch_step_unit) only. The fields once handed over as JSON text
  * ("sites", "diagnosis", "backend", "steps", "host_owner", "answer") are

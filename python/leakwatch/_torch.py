@@ -79,6 +79,7 @@ it. A failure in the helper never reaches the job (every entry point
 catches its own exceptions and turns itself off).
 """
 
+import array
 import bisect
 import collections
 import functools
@@ -167,19 +168,15 @@ class _Lib:
             self.step_unit = u
         except (OSError, AttributeError, TypeError):
             pass
-        self.values = self.Value = None
+        self.values = None
         try:
-            v = ctypes.CDLL(None).leakwatch_torch_values
-
-            class Value(ctypes.Structure):  # leakwatch.h's leakwatch_value
-                _fields_ = [("path", ctypes.c_char_p), ("index", ctypes.c_int * 3),
-                            ("type", ctypes.c_int), ("number", ctypes.c_double),
-                            ("text", ctypes.c_char_p)]
-
+            v = ctypes.CDLL(None).leakwatch_torch_values_packed
             v.restype = ctypes.c_int
-            v.argtypes = [ctypes.c_char_p, ctypes.c_uint, ctypes.POINTER(Value), ctypes.c_int,
-                          ctypes.c_char_p]
-            self.values, self.Value = v, Value
+            v.argtypes = [ctypes.c_char_p, ctypes.c_uint, ctypes.c_char_p, ctypes.c_size_t,
+                          ctypes.c_int, ctypes.POINTER(ctypes.c_int),
+                          ctypes.POINTER(ctypes.c_double), ctypes.c_char_p, ctypes.c_size_t,
+                          ctypes.c_int, ctypes.c_char_p]
+            self.values = v
         except (OSError, AttributeError, TypeError):
             pass
         self.host_blocks = None
@@ -214,28 +211,26 @@ class _Lib:
 
     def tell(self, section, obj, message=None, site=0):
         """Hands obj (dicts, lists, numbers, strings, booleans, None) to the
-        library as values by their report paths (leakwatch_torch_values):
+        library as values by their report paths (leakwatch_torch_values_packed):
         the library shapes the JSON and composes the labels and the owner
         sentences. host_owner: obj is the members of the library's site
         `site`. Returns the library's answer, or -1 when it lacks the entry."""
         if self.values is None:
             return -1
-        rows = []
-        _flatten(self.SECTIONS[section], [obj] if section == "host_owner" else obj, (), rows)
-        batch = (self.Value * len(rows))(*rows)
-        return self.values(section.encode(), site, batch, len(rows),
-                           message.encode() if message else None)
+        import ctypes
+
+        paths, cells, nums, texts = _pack(self.SECTIONS[section],
+                                          [obj] if section == "host_owner" else obj)
+        n = len(nums)
+        c = (ctypes.c_int * len(cells)).from_buffer(cells) if n else None
+        x = (ctypes.c_double * n).from_buffer(nums) if n else None
+        texts = b"".join(texts)
+        blob = b"\0".join(paths) + b"\0"
+        return self.values(section.encode(), site, blob, len(blob), len(paths), c, x, texts,
+                           len(texts), n, message.encode() if message else None)
 
 
-_PATHS = {}  # (path, key) -> path.key, and path -> its bytes: the same few paths again
-_NO_INDEX = (-1, -1, -1)
-
-
-def _path_bytes(path):
-    b = _PATHS.get(path)
-    if b is None:
-        b = _PATHS[path] = path.encode()
-    return b
+_PATHS = {}  # (path, key) -> "path.key", (path, None) -> "path[]": the same few paths again
 
 
 def _text_bytes(s):
@@ -245,45 +240,98 @@ def _text_bytes(s):
         return s.encode("utf-8", "replace")
 
 
-def _flatten(path, obj, idx, out):
-    """obj's plain values, as (path, positions, type, number, text) in
-    leakwatch_value's order: "sites[].owners[].count" with one position per
-    "[]"; an empty list or dict as the container itself."""
-    if isinstance(obj, dict):
-        if not obj:
-            out.append((_path_bytes(path), idx + _NO_INDEX[len(idx):], 5, 0.0, None))
-        for k, v in obj.items():
-            key = (path, k)
-            sub = _PATHS.get(key)
-            if sub is None:
-                sub = _PATHS[key] = f"{path}.{k}"
-            _flatten(sub, v, idx, out)
-    elif isinstance(obj, (list, tuple)):
-        if not obj:
-            out.append((_path_bytes(path), idx + _NO_INDEX[len(idx):], 4, 0.0, None))
-        sub = _PATHS.get((path, None))
-        if sub is None:
-            sub = _PATHS[(path, None)] = path + "[]"
-        for i, v in enumerate(obj):
-            _flatten(sub, v, idx + (i,), out)
-    else:
-        at = idx + _NO_INDEX[len(idx):]
-        if obj is None:
-            out.append((_path_bytes(path), at, 0, 0.0, None))
-        elif obj is True or obj is False:
-            out.append((_path_bytes(path), at, 1, 1.0 if obj else 0.0, None))
-        elif isinstance(obj, (int, float)):
+def _pack(root, obj):
+    """obj's plain values, by path ("sites[].owners[].count", one position
+    per "[]"; an empty list or dict as the container itself), packed for
+    leakwatch_torch_values_packed: (the distinct paths, 6 ints per value:
+    the path's number, its 3 positions, its type, its text's length or -1;
+    a number per value; the texts end to end). Array appends in one
+    function, not a ctypes structure or a call per value: a window's sites
+    are thousands of values."""
+    ids, paths, texts = {}, [], []
+    cells, nums = array.array("i"), array.array("d")
+    put, num, text, get, join = cells.extend, nums.append, texts.append, ids.get, _PATHS.get
+    containers = (dict, list, tuple)
+
+    def leaf(path, i0, i1, i2, v):
+        pid = get(path)
+        if pid is None:
+            pid = ids[path] = len(paths)
+            paths.append(path.encode())
+        t = type(v)
+        if t is str:
+            b = _text_bytes(v)
+            put((pid, i0, i1, i2, 3, len(b)))
+            num(0.0)
+            text(b)
+            return
+        if v is None:
+            put((pid, i0, i1, i2, 0, -1))
+            num(0.0)
+            return
+        if t is bool:
+            put((pid, i0, i1, i2, 1, -1))
+            num(1.0 if v else 0.0)
+            return
+        if t in containers:  # empty: the container itself
+            put((pid, i0, i1, i2, 5 if t is dict else 4, -1))
+            num(0.0)
+            return
+        if isinstance(v, (int, float)):
             try:
-                x = float(obj)
+                x = float(v)
             except OverflowError:
                 x = float("inf")
-            if x != x or x in (float("inf"), float("-inf")):
-                out.append((_path_bytes(path), at, 0, 0.0, None))
-            else:
-                out.append((_path_bytes(path), at, 2, x, None))
+            put((pid, i0, i1, i2, 2 if x - x == 0 else 0, -1))  # not finite: null
+            num(x)
+            return
+        leaf(path, i0, i1, i2, str(v))
+
+    def walk(path, v, i0, i1, i2):
+        t = type(v)
+        if t is dict and v:
+            for k, x in v.items():
+                sub = join((path, k))
+                if sub is None:
+                    sub = _PATHS[(path, k)] = f"{path}.{k}"
+                tx = type(x)
+                if tx is str:  # the most common leaves, here without a call
+                    pid = get(sub)
+                    if pid is not None:
+                        try:
+                            b = x.encode("utf-8", "surrogateescape")
+                        except UnicodeEncodeError:
+                            b = x.encode("utf-8", "replace")
+                        put((pid, i0, i1, i2, 3, len(b)))
+                        num(0.0)
+                        text(b)
+                        continue
+                elif x is None:
+                    pid = get(sub)
+                    if pid is not None:
+                        put((pid, i0, i1, i2, 0, -1))
+                        num(0.0)
+                        continue
+                if tx in containers and x:
+                    walk(sub, x, i0, i1, i2)
+                else:
+                    leaf(sub, i0, i1, i2, x)
+        elif (t is list or t is tuple) and v:
+            sub = join((path, None))
+            if sub is None:
+                sub = _PATHS[(path, None)] = path + "[]"
+            for i, x in enumerate(v):
+                if i0 < 0:
+                    walk(sub, x, i, -1, -1)
+                elif i1 < 0:
+                    walk(sub, x, i0, i, -1)
+                else:
+                    walk(sub, x, i0, i1, i)
         else:
-            out.append((_path_bytes(path), at, 3, 0.0,
-                        _text_bytes(obj if isinstance(obj, str) else str(obj))))
+            leaf(path, i0, i1, i2, v)
+
+    walk(root, obj, -1, -1, -1)
+    return paths, cells, nums, texts
 
 
 # ---- what counts as the user's own code ----

@@ -34,6 +34,16 @@
 int lw_torch_info_values(const char *section, uint32_t site, const lw_tv_value *v, size_t n,
                          const char *message);
 
+/* The same batch packed (leakwatch_torch_values_packed): npaths distinct
+ * paths in paths (paths_size bytes), each ended by a NUL; 6 ints per value
+ * in cells (its path's number, its 3 positions, its type, its text's length
+ * in texts or -1); a number per value; the texts end to end (ntexts
+ * bytes). A value whose path number or text lies outside them is skipped. */
+int lw_torch_info_values_packed(const char *section, uint32_t site, const char *paths,
+                                size_t paths_size, size_t npaths, const int *cells,
+                                const double *numbers, const char *texts, size_t ntexts, size_t n,
+                                const char *message);
+
 /* 1 when the helper handed anything over. */
 int lw_torch_info_present(void);
 

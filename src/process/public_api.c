@@ -201,6 +201,16 @@ LW_EXPORT int leakwatch_torch_values(const char *section, unsigned int site,
     return lw_torch_info_values(section, site, (const lw_tv_value *)values, (size_t)n, message);
 }
 
+LW_EXPORT int leakwatch_torch_values_packed(const char *section, unsigned int site,
+                                            const char *paths, size_t paths_size, int npaths,
+                                            const int *cells, const double *numbers,
+                                            const char *texts, size_t ntexts, int n,
+                                            const char *message) {
+    if (!lw_lifecycle_recording_here() || n < 0 || npaths < 0) return -1;
+    return lw_torch_info_values_packed(section, site, paths, paths_size, (size_t)npaths, cells,
+                                       numbers, texts, ntexts, (size_t)n, message);
+}
+
 LW_EXPORT int leakwatch_torch_info(const char *field, const char *json, const char *message) {
     (void)message;
     if (!lw_lifecycle_recording_here() || !field || strcmp(field, "step_unit")) return -1;

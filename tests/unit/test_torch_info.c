@@ -302,6 +302,39 @@ START_TEST(label_from_the_sites) {
 }
 END_TEST
 
+/* The batch packed, as the Python helper hands it: the distinct paths once,
+ * 6 ints per value, the texts end to end; a path number or a text outside
+ * them skips that value. */
+START_TEST(packed_batch) {
+    static const char paths[] = "torch.backend.mode\0torch.backend.fell_back\0"
+                                "torch.backend.torch_version\0";
+    const int cells[] = {
+        0, -1, -1, -1, LW_TV_STRING, 8,                                  /* "segments" */
+        1, -1, -1, -1, LW_TV_BOOL,   -1, 2, -1, -1, -1, LW_TV_STRING, 5, /* "2.6.0" */
+        3, -1, -1, -1, LW_TV_NUMBER, -1,                                 /* no path 3 */
+        2, -1, -1, -1, LW_TV_STRING, 99,                                 /* past the texts */
+    };
+    const double nums[] = {0, 1, 0, 7, 0};
+    const char *texts = "segments2.6.0";
+    ck_assert_int_eq(lw_torch_info_values_packed("backend", 0, paths, sizeof paths, 3, cells, nums,
+                                                 texts, strlen(texts), 5, NULL),
+                     2);
+    lw_json *doc = report_of(fields, 1);
+    ck_assert_str_eq(lw_json_string(lw_json_path(doc, "backend.mode")), "segments");
+    ck_assert_str_eq(lw_json_string(lw_json_path(doc, "backend.torch_version")), "2.6.0");
+    ck_assert(lw_json_bool(lw_json_path(doc, "backend.fell_back"), 0) == 1);
+    lw_json_free(doc);
+    /* Paths that do not end within their bytes: nothing. */
+    ck_assert_int_eq(lw_torch_info_values_packed("backend", 0, paths, 5, 1, cells, nums, texts,
+                                                 strlen(texts), 1, NULL),
+                     -1);
+    ck_assert_int_eq(lw_torch_info_values_packed("backend", 0, paths, sizeof paths, 4, cells, nums,
+                                                 texts, strlen(texts), 1, NULL),
+                     -1);
+    lw_torch_info_forget();
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("torch_info");
     TCase *tc = tcase_create("core");
@@ -311,6 +344,7 @@ int main(void) {
     tcase_add_test(tc, answer_is_the_first_site);
     tcase_add_test(tc, step_unit_by_names);
     tcase_add_test(tc, label_from_the_sites);
+    tcase_add_test(tc, packed_batch);
     suite_add_tcase(s, tc);
     return lw_check_run(s) ? 1 : 0;
 }
