@@ -7,14 +7,19 @@ Python work only. Run inside the real-clients root (scripts/bench.sh does it).
 
 Loops (each in a process of its own, 50 steps of warm-up first):
   train  Linear/ReLU/Adam/CrossEntropy, batch 64 (the optimizer marks the
-         steps): bare, default mode, tensors mode
+         steps): bare, default mode, tensors mode, and bare on the backend
+         tensors mode switches to (backend:cudaMallocAsync): on the
+         stand-ins that backend has a cost of its own (every tensor a
+         stand-in call, no pool), so leakwatch's share of tensors mode is
+         tensors minus that run
   leak   the same loop keeping each step's loss (512 bytes a step): the
          tensor series grows, the diagnosis window opens for 32 steps and
          closes with the owner search. Its steps are split by the helper's
          state: before the window, window open, the closing step (the
          window's analysis and the owner search), after
   infer  inference requests of about 1 ms: a forward pass under no_grad and
-         a fixed 0.6 ms of busy waiting (the GPU's time), no optimizer
+         a fixed 0.6 ms of busy waiting (the GPU's time), no optimizer (the
+         same modes as train but no-anatomy)
 Each run reports the median wall time of its steps (less load noise than the
 mean) and its process CPU time per step (all threads: the autograd engine's
 and leakwatch's sampler included). The table: medians over the rounds of
@@ -109,8 +114,10 @@ def loop(kind, steps):
 def one(loop_kind, mode, steps, tmp):
     py = [sys.executable, os.path.abspath(__file__), "--loop", loop_kind, str(steps)]
     env = dict(os.environ, LEAKWATCH_QUIET="1")
-    if mode == "bare":
+    if mode in ("bare", "bare-async"):
         env["LD_LIBRARY_PATH"] = STAND_INS
+        if mode == "bare-async":  # the backend tensors mode switches to, without leakwatch
+            env["PYTORCH_CUDA_ALLOC_CONF"] = "backend:cudaMallocAsync"
         cmd = py
     else:
         if mode == "no-anatomy":  # the same build with the anatomy's sampling off
@@ -138,9 +145,9 @@ def main():
         return
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     tmp = os.environ.get("TMPDIR", "/tmp")
-    plan = (("train", 400, ("bare", "default", "tensors", "no-anatomy")),
+    plan = (("train", 400, ("bare", "default", "tensors", "no-anatomy", "bare-async")),
             ("leak", 300, ("bare", "default")),
-            ("infer", 400, ("bare", "default", "tensors")))
+            ("infer", 400, ("bare", "default", "tensors", "bare-async")))
     if os.environ.get("LW_REALTORCH_BASE"):
         plan = tuple((k, n, modes + ("base",) if k != "leak" else modes) for k, n, modes in plan)
     only = os.environ.get("LW_REALTORCH_LOOPS")
@@ -159,7 +166,7 @@ def main():
                 "infer": "inference requests of ~1 ms"}[k]
         print(f"  {what} ({steps} steps): bare {_med([r['step_us'] for r in bare]):.0f} us a step,"
               f" {_med([r['cpu_us'] for r in bare]):.0f} us CPU, {_med([r['rate'] for r in bare]):.0f}/s")
-        rows = [(m, "step_us", m) for m in modes[1:] if k != "leak"]
+        rows = [(m, "step_us", m) for m in modes[1:] if k != "leak" and m != "bare-async"]
         if k == "leak":
             rows = [("default", "step_us", "before the window"),
                     ("default", "window_us", "window open"),
@@ -194,6 +201,20 @@ def main():
                   f" [{min(own):.1f}..{max(own):.1f}]; steps/s {_med(rate):.3f}x"
                   f" [{min(rate):.3f}..{max(rate):.3f}]; CPU {_med(cpu):+.1f} us a step"
                   f" [{min(cpu):.1f}..{max(cpu):.1f}]")
+        if res.get((k, "bare-async")) and res.get((k, "tensors")):
+            # Tensors mode switches PyTorch to backend:cudaMallocAsync, whose
+            # cost on the stand-ins (no pool: every tensor a stand-in call)
+            # is not leakwatch's: its own share is against the bare run on
+            # that backend, round by round.
+            both = list(zip(res[(k, "tensors")], res[(k, "bare-async")]))
+            own = [t["step_us"] - a["step_us"] for t, a in both]
+            rate = [t["rate"] / a["rate"] for t, a in both]
+            cpu = [t["cpu_us"] - a["cpu_us"] for t, a in both]
+            backend = [a["step_us"] - b["step_us"] for a, b in zip(res[(k, "bare-async")], bare)]
+            print(f"    {'tensors - bare on its backend':40s} {_med(own):+.1f} us the median step"
+                  f" [{min(own):.1f}..{max(own):.1f}]; steps/s {_med(rate):.3f}x"
+                  f" [{min(rate):.3f}..{max(rate):.3f}]; CPU {_med(cpu):+.1f} us a step"
+                  f" (the backend alone, bare: {_med(backend):+.1f} us a step)")
         if k == "train" and res.get((k, "no-anatomy")):
             # The anatomy's per-step cost (issue 40): the default mode against
             # the same build with it off (LEAKWATCH_TORCH_ANATOMY=0), round by round.
