@@ -101,7 +101,9 @@ struct lw_tv {
 static void *arena(lw_tv *t, size_t n) {
     n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
     if (!t->mem || t->mem->cap - t->mem->used < n) {
-        size_t cap = n > 65536 ? n : 65536;
+        /* Small first (most sections are a few values), then 64 KiB. */
+        size_t cap = t->mem ? 65536 : 4096;
+        if (cap < n) cap = n;
         chunk *c = malloc(sizeof *c + cap);
         if (!c) return NULL;
         c->prev = t->mem, c->used = 0, c->cap = cap;
