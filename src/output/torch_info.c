@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "torch_info.h"
 
-#include "owner_text.h"
 #include "report_fields.h"
+#include "torch_text.h"
 #include "torch_values.h"
 
-#include "fmt.h"
 #include "log.h"
 
 #include <math.h>
@@ -41,7 +40,7 @@ static int said[S_COUNT];
 
 #define TEXT 4096
 
-/* ---- what the library says itself ---- */
+/* ---- what the helper may hand ---- */
 
 static int is_under(const char *path, int s) {
     for (int i = 0; i < 4 && under[s][i]; i++) {
@@ -59,22 +58,6 @@ static int derived(lw_field f) {
            f == LW_FIELD_sites_owners_text;
 }
 
-/* Each site's where.label, and its owners' sentences. */
-static void compose_site(lw_tv *t, lw_tv_node *site) {
-    char text[TEXT];
-    lw_tv_node *where = lw_tv_member(site, LW_FIELD_sites_where);
-    if (lw_tv_type(where) == LW_TV_OBJECT)
-        lw_tv_set_str(t, where, LW_FIELD_WHERE_label, lw_owner_where_label(where, text, TEXT));
-    const lw_tv_node *search = lw_tv_member(site, LW_FIELD_sites_owner_search);
-    lw_tv_node *own = lw_tv_member(site, LW_FIELD_sites_owner);
-    if (lw_tv_type(own) == LW_TV_OBJECT)
-        lw_tv_set_str(t, own, LW_FIELD_sites_owner_text, lw_owner_text(own, search, text, TEXT));
-    for (lw_tv_node *o = lw_tv_first(lw_tv_member(site, LW_FIELD_sites_owners)); o;
-         o = lw_tv_next(o))
-        if (lw_tv_type(o) == LW_TV_OBJECT)
-            lw_tv_set_str(t, o, LW_FIELD_sites_owners_text, lw_owner_text(o, search, text, TEXT));
-}
-
 static lw_tv_node *sites_of(lw_tv *t) {
     return lw_tv_member(lw_tv_root(t), LW_FIELD_sites);
 }
@@ -82,59 +65,6 @@ static lw_tv_node *sites_of(lw_tv *t) {
 static double rate_of(const lw_tv_node *site) {
     double r = lw_tv_num(site, LW_KEY(sites_bytes_per_step));
     return isfinite(r) ? r : 0;
-}
-
-/* A string member as one line (newlines as spaces) into out; 0 when absent
- * or empty. */
-static int line_of(const lw_tv_node *n, const char *key, char *out, size_t size) {
-    const char *s = lw_tv_str(n, key);
-    if (!s || !*s) return 0;
-    snprintf(out, size, "%s", s);
-    for (char *c = out; *c; c++)
-        if (*c == '\n') *c = ' ';
-    return 1;
-}
-
-/* The summary's label of the sites: the first site's place (and its note),
- * then on lines of their own what keeps it alive (its owner's sentence) and
- * the other leaking sites of at least a tenth of its rate, two at most
- * ("also leaking: PLACE: +RATE/step; kept by ..."). The text after the
- * first newline is said under the exit line. */
-static char *compose_label(const lw_tv_node *sites) {
-    const lw_tv_node *first = lw_tv_first(sites);
-    if (!first) return NULL;
-    size_t cap = 8192, o = 0;
-    char *out = malloc(cap), text[2048], note[512];
-    if (!out) return NULL;
-#define PUT(...)                                                                                   \
-    do {                                                                                           \
-        int w_ = snprintf(out + o, cap - o, __VA_ARGS__);                                          \
-        if (w_ > 0) o = o + (size_t)w_ < cap ? o + (size_t)w_ : cap - 1;                           \
-    } while (0)
-    if (!line_of(lw_tv_member(first, LW_FIELD_sites_where), LW_KEY(WHERE_label), text, sizeof text))
-        snprintf(text, sizeof text, "?");
-    PUT("%s", text);
-    if (line_of(first, LW_KEY(sites_note), note, sizeof note)) PUT(" (%s)", note);
-    int owned = line_of(lw_tv_member(first, LW_FIELD_sites_owner), LW_KEY(sites_owner_text), text,
-                        sizeof text);
-    if (owned) PUT("\n%s", text);
-    double top = rate_of(first);
-    const lw_tv_node *s = lw_tv_next(first);
-    for (int i = 1; s && i < 3; i++, s = lw_tv_next(s)) {
-        double rate = rate_of(s);
-        if (!(top > 0) || rate < top / 10 || rate <= 0) break;
-        char rs[64];
-        if (!line_of(lw_tv_member(s, LW_FIELD_sites_where), LW_KEY(WHERE_label), text, sizeof text))
-            snprintf(text, sizeof text, "?");
-        PUT("%s\nalso leaking: %s: %s", i == 1 && !owned ? "\n" : "", text,
-            lw_fmt_rate(rate, "step", rs, sizeof rs));
-        const lw_tv_node *own = lw_tv_member(s, LW_FIELD_sites_owner);
-        if (line_of(own, LW_KEY(sites_owner_name), note, sizeof note) &&
-            line_of(own, LW_KEY(sites_owner_text), text, sizeof text))
-            PUT("; %s", text);
-    }
-#undef PUT
-    return out;
 }
 
 /* ---- the store ---- */
@@ -163,9 +93,9 @@ int lw_torch_info_values(const char *section, uint32_t site, const lw_tv_value *
     lw_tv_node *sites = sites_of(t);
     if (s == S_SITES || s == S_HOST_OWNER)
         for (lw_tv_node *e = lw_tv_first(sites); e; e = lw_tv_next(e))
-            if (lw_tv_type(e) == LW_TV_OBJECT) compose_site(t, e);
+            if (lw_tv_type(e) == LW_TV_OBJECT) lw_torch_text_site(t, e);
     if (s == S_SITES) {
-        lab = compose_label(sites);
+        lab = lw_torch_text_label(sites);
         char *nl = lab ? strchr(lab, '\n') : NULL;
         if (nl) {
             *nl = '\0';
@@ -173,8 +103,8 @@ int lw_torch_info_values(const char *section, uint32_t site, const lw_tv_value *
         }
     } else if (s == S_HOST_OWNER) {
         char text[TEXT];
-        if (line_of(lw_tv_member(lw_tv_first(sites), LW_FIELD_sites_owner),
-                    LW_KEY(sites_owner_text), text, sizeof text))
+        if (lw_torch_text_line(lw_tv_member(lw_tv_first(sites), LW_FIELD_sites_owner),
+                               LW_KEY(sites_owner_text), text, sizeof text))
             host = strdup(text);
     }
     pthread_mutex_lock(&lock);
@@ -202,45 +132,13 @@ int lw_torch_info_values_packed(const char *section, uint32_t site, const char *
                                 size_t paths_size, size_t npaths, const int *cells,
                                 const double *numbers, const char *texts, size_t ntexts, size_t n,
                                 const char *message) {
-    if (n > LW_TORCH_INFO_MAX_VALUES || npaths > n || (n && (!cells || !numbers || !paths)))
-        return -1;
-    const char **pv = calloc(npaths ? npaths : 1, sizeof *pv);
-    lw_tv_value *v = calloc(n ? n : 1, sizeof *v);
-    char *tx = malloc(ntexts + n + 1);
-    int rc = -1;
-    if (!pv || !v || !tx) goto out;
-    /* The paths, each ended by a NUL within paths_size bytes. */
-    for (size_t i = 0, at = 0; i < npaths; i++) {
-        const char *end = at < paths_size ? memchr(paths + at, '\0', paths_size - at) : NULL;
-        if (!end) goto out;
-        pv[i] = paths + at;
-        at = (size_t)(end - paths) + 1;
-    }
-    /* The texts, each copied with its NUL; a length past the end: no text
-     * (the value is refused). */
-    size_t from = 0, to = 0;
-    for (size_t k = 0; k < n; k++) {
-        const int *c = cells + 6 * k;
-        v[k] = (lw_tv_value){c[0] >= 0 && (size_t)c[0] < npaths ? pv[c[0]] : NULL,
-                             {c[1], c[2], c[3]},
-                             c[4],
-                             numbers[k],
-                             NULL};
-        if (c[5] >= 0 && (!texts || (size_t)c[5] > ntexts - from)) {
-            v[k].path = NULL;
-        } else if (c[5] >= 0) {
-            memcpy(tx + to, texts + from, (size_t)c[5]);
-            tx[to + (size_t)c[5]] = '\0';
-            v[k].text = tx + to;
-            from += (size_t)c[5];
-            to += (size_t)c[5] + 1;
-        }
-    }
-    rc = lw_torch_info_values(section, site, v, n, message);
-out:
-    free(pv);
+    if (n > LW_TORCH_INFO_MAX_VALUES) return -1;
+    char *copy = NULL;
+    lw_tv_value *v =
+        lw_tv_unpack(paths, paths_size, npaths, cells, numbers, texts, ntexts, n, &copy);
+    int rc = v ? lw_torch_info_values(section, site, v, n, message) : -1;
     free(v);
-    free(tx);
+    free(copy);
     return rc;
 }
 

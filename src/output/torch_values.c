@@ -341,3 +341,49 @@ void lw_tv_write_members(lw_jw *w, const lw_tv_node *n) {
     for (const lw_tv_node *c = n->first; c; c = c->next)
         lw_tv_write(w, lw_report_field_key(c->row), c);
 }
+
+lw_tv_value *lw_tv_unpack(const char *paths, size_t paths_size, size_t npaths, const int *cells,
+                          const double *numbers, const char *texts, size_t ntexts, size_t n,
+                          char **copy) {
+    *copy = NULL;
+    if (npaths > n || (n && (!cells || !numbers || !paths))) return NULL;
+    const char **pv = calloc(npaths ? npaths : 1, sizeof *pv);
+    lw_tv_value *v = calloc(n ? n : 1, sizeof *v);
+    char *tx = malloc(ntexts + n + 1);
+    if (!pv || !v || !tx) goto fail;
+    /* The paths, each ended by a NUL within paths_size bytes. */
+    for (size_t i = 0, at = 0; i < npaths; i++) {
+        const char *end = at < paths_size ? memchr(paths + at, '\0', paths_size - at) : NULL;
+        if (!end) goto fail;
+        pv[i] = paths + at;
+        at = (size_t)(end - paths) + 1;
+    }
+    /* The texts, each copied with its NUL; a path number or a length past
+     * the end: no path (the value is refused). */
+    size_t from = 0, to = 0;
+    for (size_t k = 0; k < n; k++) {
+        const int *c = cells + 6 * k;
+        v[k] = (lw_tv_value){c[0] >= 0 && (size_t)c[0] < npaths ? pv[c[0]] : NULL,
+                             {c[1], c[2], c[3]},
+                             c[4],
+                             numbers[k],
+                             NULL};
+        if (c[5] >= 0 && (!texts || (size_t)c[5] > ntexts - from)) {
+            v[k].path = NULL;
+        } else if (c[5] >= 0) {
+            memcpy(tx + to, texts + from, (size_t)c[5]);
+            tx[to + (size_t)c[5]] = '\0';
+            v[k].text = tx + to;
+            from += (size_t)c[5];
+            to += (size_t)c[5] + 1;
+        }
+    }
+    free(pv);
+    *copy = tx;
+    return v;
+fail:
+    free(pv);
+    free(v);
+    free(tx);
+    return NULL;
+}

@@ -76,4 +76,16 @@ void lw_tv_write(lw_jw *w, const char *key, const lw_tv_node *n);
 /* Writes object n's members into w's current object. */
 void lw_tv_write_members(lw_jw *w, const lw_tv_node *n);
 
+/* A batch packed (leakwatch_torch_values_packed): npaths distinct paths in
+ * paths (paths_size bytes), each ended by a NUL; 6 ints per value in cells
+ * (its path's number, its 3 positions, its type, its text's length in texts
+ * or -1); a number per value; the texts end to end (ntexts bytes). Returns
+ * the n values (a value whose path number or text lies outside these gets
+ * no path: lw_tv_add refuses it), their texts in *copy; the caller frees
+ * both. NULL: paths that do not end within their bytes, more paths than
+ * values, out of memory. */
+lw_tv_value *lw_tv_unpack(const char *paths, size_t paths_size, size_t npaths, const int *cells,
+                          const double *numbers, const char *texts, size_t ntexts, size_t n,
+                          char **copy);
+
 #endif

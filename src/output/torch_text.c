@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A place's label and an owner's sentence (owner_text.h). */
-#include "owner_text.h"
+/* The library's words from the PyTorch helper's values (torch_text.h). */
+#include "torch_text.h"
 
 #include "fmt.h"
 #include "where.h"
@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 char *lw_owner_where_label(const lw_tv_node *where, char *out, size_t n) {
@@ -123,5 +124,75 @@ char *lw_owner_text(const lw_tv_node *owner, const lw_tv_node *search, char *out
         named(owner, out, n, &at);
     else
         not_found(owner, search, out, n, &at);
+    return out;
+}
+
+#define TEXT 4096
+
+void lw_torch_text_site(lw_tv *t, lw_tv_node *site) {
+    char text[TEXT];
+    lw_tv_node *where = lw_tv_member(site, LW_FIELD_sites_where);
+    if (lw_tv_type(where) == LW_TV_OBJECT)
+        lw_tv_set_str(t, where, LW_FIELD_WHERE_label, lw_owner_where_label(where, text, TEXT));
+    const lw_tv_node *search = lw_tv_member(site, LW_FIELD_sites_owner_search);
+    lw_tv_node *own = lw_tv_member(site, LW_FIELD_sites_owner);
+    if (lw_tv_type(own) == LW_TV_OBJECT)
+        lw_tv_set_str(t, own, LW_FIELD_sites_owner_text, lw_owner_text(own, search, text, TEXT));
+    for (lw_tv_node *o = lw_tv_first(lw_tv_member(site, LW_FIELD_sites_owners)); o;
+         o = lw_tv_next(o))
+        if (lw_tv_type(o) == LW_TV_OBJECT)
+            lw_tv_set_str(t, o, LW_FIELD_sites_owners_text, lw_owner_text(o, search, text, TEXT));
+}
+
+static double rate_of(const lw_tv_node *site) {
+    double r = lw_tv_num(site, LW_KEY(sites_bytes_per_step));
+    return isfinite(r) ? r : 0;
+}
+
+int lw_torch_text_line(const lw_tv_node *n, const char *key, char *out, size_t size) {
+    const char *s = lw_tv_str(n, key);
+    if (!s || !*s) return 0;
+    snprintf(out, size, "%s", s);
+    for (char *c = out; *c; c++)
+        if (*c == '\n') *c = ' ';
+    return 1;
+}
+
+char *lw_torch_text_label(const lw_tv_node *sites) {
+    const lw_tv_node *first = lw_tv_first(sites);
+    if (!first) return NULL;
+    size_t cap = 8192, o = 0;
+    char *out = malloc(cap), text[2048], note[512];
+    if (!out) return NULL;
+#define PUT(...)                                                                                   \
+    do {                                                                                           \
+        int w_ = snprintf(out + o, cap - o, __VA_ARGS__);                                          \
+        if (w_ > 0) o = o + (size_t)w_ < cap ? o + (size_t)w_ : cap - 1;                           \
+    } while (0)
+    if (!lw_torch_text_line(lw_tv_member(first, LW_FIELD_sites_where), LW_KEY(WHERE_label), text,
+                            sizeof text))
+        snprintf(text, sizeof text, "?");
+    PUT("%s", text);
+    if (lw_torch_text_line(first, LW_KEY(sites_note), note, sizeof note)) PUT(" (%s)", note);
+    int owned = lw_torch_text_line(lw_tv_member(first, LW_FIELD_sites_owner),
+                                   LW_KEY(sites_owner_text), text, sizeof text);
+    if (owned) PUT("\n%s", text);
+    double top = rate_of(first);
+    const lw_tv_node *s = lw_tv_next(first);
+    for (int i = 1; s && i < 3; i++, s = lw_tv_next(s)) {
+        double rate = rate_of(s);
+        if (!(top > 0) || rate < top / 10 || rate <= 0) break;
+        char rs[64];
+        if (!lw_torch_text_line(lw_tv_member(s, LW_FIELD_sites_where), LW_KEY(WHERE_label), text,
+                                sizeof text))
+            snprintf(text, sizeof text, "?");
+        PUT("%s\nalso leaking: %s: %s", i == 1 && !owned ? "\n" : "", text,
+            lw_fmt_rate(rate, "step", rs, sizeof rs));
+        const lw_tv_node *own = lw_tv_member(s, LW_FIELD_sites_owner);
+        if (lw_torch_text_line(own, LW_KEY(sites_owner_name), note, sizeof note) &&
+            lw_torch_text_line(own, LW_KEY(sites_owner_text), text, sizeof text))
+            PUT("; %s", text);
+    }
+#undef PUT
     return out;
 }

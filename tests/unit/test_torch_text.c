@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for src/output/owner_text.c: the owner's sentence and a
+/* Unit tests for src/output/torch_text.c: the owner's sentence and a
  * place's label, composed by the library from the values the PyTorch helper
  * handed over, word for word as the helper said them before (its
  * _describe, _searched and _unnamed_holder, which tests/real check). */
 #include "../check_run.h"
-#include "owner_text.h"
+#include "torch_text.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -154,7 +154,7 @@ START_TEST(where_labels) {
 END_TEST
 
 int main(void) {
-    Suite *s = suite_create("owner_text");
+    Suite *s = suite_create("torch_text");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, named_owners);
     tcase_add_test(tc, owner_not_found);
