@@ -219,15 +219,18 @@ class _Lib:
             return -1
         import ctypes
 
-        paths, cells, nums, texts = _pack(self.SECTIONS[section],
-                                          [obj] if section == "host_owner" else obj)
-        n = len(nums)
-        c = (ctypes.c_int * len(cells)).from_buffer(cells) if n else None
-        x = (ctypes.c_double * n).from_buffer(nums) if n else None
-        texts = b"".join(texts)
-        blob = b"\0".join(paths) + b"\0"
-        return self.values(section.encode(), site, blob, len(blob), len(paths), c, x, texts,
-                           len(texts), n, message.encode() if message else None)
+        try:  # never a failure of the job's: called from its handlers too
+            paths, cells, nums, texts = _pack(self.SECTIONS[section],
+                                              [obj] if section == "host_owner" else obj)
+            n = len(nums)
+            c = (ctypes.c_int * len(cells)).from_buffer(cells) if n else None
+            x = (ctypes.c_double * n).from_buffer(nums) if n else None
+            texts = b"".join(texts)
+            blob = b"\0".join(paths) + b"\0"
+            return self.values(section.encode(), site, blob, len(blob), len(paths), c, x, texts,
+                               len(texts), n, message.encode() if message else None)
+        except Exception:
+            return -1
 
 
 _PATHS = {}  # (path, key) -> "path.key", (path, None) -> "path[]": the same few paths again
