@@ -20,6 +20,12 @@ $(B)/bench/py_ext.so: bench/perf/py_ext.c include/leakwatch/cuda_api.h $(STUBS)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(BENCH_CFLAGS) -fPIC -shared -o $@ $< -L$(STUB_DIR) -lcudart -Wl,-rpath,'$$ORIGIN/../tests/lib'
 bench: $(B)/bench/rt_bench $(B)/bench/lib/libcudart.so $(B)/bench/py_ext.so
+# Instructions the shim adds per cudaMalloc+cudaFree pair under Python frames
+# (valgrind's callgrind; bench/perf/callgrind_py.sh, docs/cost.md). Not part of
+# make bench (minutes under valgrind). CALLGRIND_ARGS: interpreters to use;
+# LW_CG_PARTS=1 also says where the instructions go.
+bench-callgrind: all $(STUBS) $(B)/bench/py_ext.so
+	@bench/perf/callgrind_py.sh $(B) $(CALLGRIND_ARGS)
 # The library with one part of the allocation path removed, to measure what
 # that part costs: build/ablate-NAME/libleakwatch.so, then
 #   bench/perf/compare.sh build build/libleakwatch.so build/ablate-NAME/libleakwatch.so

@@ -18,7 +18,7 @@
  * (preloaded); never set when loaded late. */
 static atomic_int enabled;
 /* The loader's count of objects added and removed when last bound. */
-static atomic_ullong seen_adds;
+atomic_ullong lw_bind_seen_adds;
 static unsigned long long seen_subs;
 /* Objects already walked (first mapped address); cleared when any object was
  * unloaded since (an address may be reused). Under bind_lock. */
@@ -232,17 +232,17 @@ static int counts_of(struct dl_phdr_info *info, size_t size, void *data) {
  * _rtld_global, never freed, bumped by every load, whoever asked for it
  * (dlopen from code not bound yet, glibc's own loads, a dependency). Its
  * offset there differs between glibc versions, so it is found by value:
- * `cand` holds every 8-byte word of _rtld_global that has equalled dlpi_adds
+ * `lw_bind_cand` holds every 8-byte word of _rtld_global that has equalled dlpi_adds
  * at each bind since the first (read under the loader's lock, in the
  * dl_iterate_phdr callback, where the count is exactly dlpi_adds); the true
  * count is always among them. lw_bind_poll skips the lock when every one of
- * them still holds seen_adds: a load changes the true one, so nothing
+ * them still holds lw_bind_seen_adds: a load changes the true one, so nothing
  * loaded is missed; a word that merely matched only sends a poll the slow
  * way. No candidates (no _rtld_global: another C library, or more than
  * MAX_CAND matches so far): every poll takes the slow way, as before. */
-#define MAX_CAND 16
-static _Atomic(const unsigned long long *) cand[MAX_CAND];
-static atomic_int ncand;
+#define MAX_CAND LW_BIND_MAX_CAND
+_Atomic(const unsigned long long *) lw_bind_cand[MAX_CAND];
+atomic_int lw_bind_ncand;
 static const unsigned long long *rtld_lo; /* _rtld_global's words, [lo, hi) */
 static size_t rtld_words;
 
@@ -265,7 +265,7 @@ typedef struct {
 
 /* Under the loader's lock (dl_iterate_phdr): the counts, and the candidates
  * narrowed to the words that hold dlpi_adds now (all of _rtld_global's the
- * first time, and whenever none is left). Only bind_all writes `cand`
+ * first time, and whenever none is left). Only bind_all writes `lw_bind_cand`
  * (under bind_lock); a poll reading a shorter list meanwhile still
  * compares the true count. */
 static int counts_and_cand(struct dl_phdr_info *info, size_t size, void *data) {
@@ -274,10 +274,10 @@ static int counts_and_cand(struct dl_phdr_info *info, size_t size, void *data) {
     c->adds = info->dlpi_adds;
     c->subs = info->dlpi_subs;
     if (!rtld_lo) return 1;
-    int n = atomic_load_explicit(&ncand, memory_order_relaxed), k = 0;
+    int n = atomic_load_explicit(&lw_bind_ncand, memory_order_relaxed), k = 0;
     const unsigned long long *keep[MAX_CAND];
     for (int i = 0; i < n; i++) {
-        const unsigned long long *w = atomic_load_explicit(&cand[i], memory_order_relaxed);
+        const unsigned long long *w = atomic_load_explicit(&lw_bind_cand[i], memory_order_relaxed);
         if (__atomic_load_n(w, __ATOMIC_RELAXED) == c->adds) keep[k++] = w;
     }
     if (!k) {
@@ -292,20 +292,22 @@ static int counts_and_cand(struct dl_phdr_info *info, size_t size, void *data) {
     }
     /* Shrink first, so that a concurrent poll never compares fewer words
      * than are valid, then write the list, then publish its length. */
-    atomic_store_explicit(&ncand, 0, memory_order_release);
+    atomic_store_explicit(&lw_bind_ncand, 0, memory_order_release);
     for (int i = 0; i < k; i++)
-        atomic_store_explicit(&cand[i], keep[i], memory_order_relaxed);
-    atomic_store_explicit(&ncand, k, memory_order_release);
+        atomic_store_explicit(&lw_bind_cand[i], keep[i], memory_order_relaxed);
+    /* lw_bind_poll (bind.h) compares two words when there are one or two. */
+    if (k == 1) atomic_store_explicit(&lw_bind_cand[1], keep[0], memory_order_relaxed);
+    atomic_store_explicit(&lw_bind_ncand, k, memory_order_release);
     return 1;
 }
 
-/* 1: every candidate still holds seen_adds (nothing loaded since). */
+/* 1: every candidate still holds lw_bind_seen_adds (nothing loaded since). */
 static inline int nothing_added(void) {
-    int n = atomic_load_explicit(&ncand, memory_order_acquire);
+    int n = atomic_load_explicit(&lw_bind_ncand, memory_order_acquire);
     if (!n) return 0;
-    unsigned long long seen = atomic_load_explicit(&seen_adds, memory_order_acquire);
+    unsigned long long seen = atomic_load_explicit(&lw_bind_seen_adds, memory_order_acquire);
     for (int i = 0; i < n; i++) {
-        const unsigned long long *w = atomic_load_explicit(&cand[i], memory_order_relaxed);
+        const unsigned long long *w = atomic_load_explicit(&lw_bind_cand[i], memory_order_relaxed);
         if (__atomic_load_n(w, __ATOMIC_ACQUIRE) != seen) return 0;
     }
     return 1;
@@ -340,19 +342,20 @@ static void bind_all(void) {
     /* The count from before the walk: what was added during it is looked at
      * again next time (the list makes that cheap); so is everything while
      * an object was left for later. */
-    atomic_store_explicit(&seen_adds, pending ? 0 : c.adds, memory_order_release);
+    atomic_store_explicit(&lw_bind_seen_adds, pending ? 0 : c.adds, memory_order_release);
     errno = saved;
     pthread_mutex_unlock(&bind_lock);
 }
 
-void lw_bind_poll(void) {
+/* lw_bind_poll (bind.h) found a candidate changed, or none to compare. */
+void lw_bind_poll_slow(void) {
     if (!atomic_load_explicit(&enabled, memory_order_relaxed)) return;
     if (nothing_added()) return;
     unsigned long long c[2] = {0, 0};
     int saved = errno;
     dl_iterate_phdr(counts_of, c);
     errno = saved;
-    if (c[0] != atomic_load_explicit(&seen_adds, memory_order_acquire)) bind_all();
+    if (c[0] != atomic_load_explicit(&lw_bind_seen_adds, memory_order_acquire)) bind_all();
 }
 
 /* ---- dlopen ----

@@ -371,9 +371,7 @@ static void *guess(const caller_obj *c, const char *name) {
 static __thread _Atomic uint64_t last_call __attribute__((tls_model("initial-exec")));
 _Static_assert(CALLERS_MAX < 127, "caller index + 1 in 7 bits");
 
-static caller_obj *caller_of(uintptr_t a) {
-    uint64_t last = atomic_load_explicit(&last_call, memory_order_relaxed);
-    if (last >> 7 == a && (last & 127) != 0) return &callers[(last & 127) - 1];
+__attribute__((noinline)) static caller_obj *caller_search(uintptr_t a) {
     int n = atomic_load_explicit(&callers_claimed, memory_order_acquire);
     if (n > CALLERS_MAX) n = CALLERS_MAX;
     caller_obj *c = NULL;
@@ -389,6 +387,14 @@ static caller_obj *caller_of(uintptr_t a) {
         atomic_store_explicit(&last_call, (uint64_t)a << 7 | (uint64_t)(c - callers + 1),
                               memory_order_relaxed);
     return c;
+}
+
+/* The caller's entry: the thread's last answer when the address is the
+ * same (inline: every call reached by address asks), else the search. */
+static inline caller_obj *caller_of(uintptr_t a) {
+    uint64_t last = atomic_load_explicit(&last_call, memory_order_relaxed);
+    if (__builtin_expect(last >> 7 == a && (last & 127) != 0, 1)) return &callers[(last & 127) - 1];
+    return caller_search(a);
 }
 
 /* The first call of a function for a caller: its definition, found once

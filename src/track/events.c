@@ -16,6 +16,9 @@ static inline int recording(lw_event_gate gate) {
 
 static void alloc(lw_event_gate gate, int result, lw_kind kind, lw_key_class cls, uint64_t key,
                   uint64_t size, int host) {
+    /* A nested hook's event (the driver's call under the runtime's): nothing
+     * to do, errno untouched, no frame. */
+    if (!gate) return;
     int saved = errno;
     if (recording(gate)) {
         int device = host ? -1 : lw_device_current();
@@ -53,6 +56,10 @@ void lw_event_vmm_create(lw_event_gate gate, int result, uint64_t handle, uint64
 
 static void free_begin(lw_event_gate gate, lw_key_class cls, uint64_t key,
                        lw_event_free_ticket *t) {
+    if (!gate) { /* a nested hook's: see alloc */
+        t->track = 0;
+        return;
+    }
     int saved = errno;
     t->track = key != 0 && recording(gate);
     if (t->track) lw_record_free_begin(cls, key, &t->t);

@@ -267,10 +267,13 @@ static inline int same_chain(const lw_py_cache *c, int steps) {
     const uintptr_t(*w)[4] = (const uintptr_t(*)[4])c->w;
 #if defined(__SSE2__)
     /* Two 16-byte compares a frame, with the cache's copy (16-aligned when
-     * the cache is: calloc'd, always, but checked). */
+     * the cache is: calloc'd, always, but checked). Unrolled: still one
+     * branch a frame, taken before the next frame is read, but no loop
+     * count between them. */
     if (((uintptr_t)w & 15) == 0) {
         const uintptr_t o0 = g.off[0], o1 = g.off[1], o2 = g.off[2], o3 = g.off[3];
         if (g.pairs) { /* 3.12 on: a 16-byte load for each pair */
+#pragma GCC unroll 4
             for (int i = 0; i < steps; i++) {
                 const uintptr_t x = fs[i];
                 __m128i e = _mm_and_si128(
@@ -283,6 +286,7 @@ static inline int same_chain(const lw_py_cache *c, int steps) {
             return 1;
         }
         /* Words apart: each pair made of two 8-byte loads (movq, movhpd). */
+#pragma GCC unroll 4
         for (int i = 0; i < steps; i++) {
             const uintptr_t x = fs[i];
             __m128d v0 = _mm_loadh_pd(_mm_castsi128_pd(_mm_loadl_epi64((const __m128i *)(x + o0))),

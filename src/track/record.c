@@ -44,17 +44,21 @@ static atomic_flag said_untracked = ATOMIC_FLAG_INIT;
 static _Atomic uintptr_t eval_lo, eval_hi;
 static atomic_int eval_state; /* 0 unknown, 1 known (or none) */
 
-static void eval_range(uintptr_t *lo, uintptr_t *hi) {
-    if (!atomic_load_explicit(&eval_state, memory_order_acquire)) {
-        void *f = lw_real_dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
-        Dl_info info;
-        const ElfW(Sym) *sym = NULL;
-        if (f && dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
-            atomic_store_explicit(&eval_lo, (uintptr_t)f, memory_order_relaxed);
-            atomic_store_explicit(&eval_hi, (uintptr_t)f + sym->st_size, memory_order_relaxed);
-        }
-        atomic_store_explicit(&eval_state, 1, memory_order_release);
+__attribute__((noinline, cold)) static void find_eval_range(void) {
+    void *f = lw_real_dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (f && dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
+        atomic_store_explicit(&eval_lo, (uintptr_t)f, memory_order_relaxed);
+        atomic_store_explicit(&eval_hi, (uintptr_t)f + sym->st_size, memory_order_relaxed);
     }
+    atomic_store_explicit(&eval_state, 1, memory_order_release);
+}
+
+/* Inline: every allocation under Python frames asks. */
+static inline void eval_range(uintptr_t *lo, uintptr_t *hi) {
+    if (__builtin_expect(!atomic_load_explicit(&eval_state, memory_order_acquire), 0))
+        find_eval_range();
     *lo = atomic_load_explicit(&eval_lo, memory_order_relaxed);
     *hi = atomic_load_explicit(&eval_hi, memory_order_relaxed);
 }

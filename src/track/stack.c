@@ -43,7 +43,7 @@ static int use_fast;    /* the walker is used (x86-64, not turned off for a test
 static int trust_cache; /* tests only: a known anchor is believed, unchecked */
 static int ra_only;     /* tests only: saved frame pointers are not checked */
 static int keep_rules;  /* tests only: caches kept across dlclose */
-static int verify;      /* LEAKWATCH_VERIFY_STACKS */
+int lw_stack_verify;    /* LEAKWATCH_VERIFY_STACKS (stack.h) */
 
 static _Atomic uint64_t n_fallback, n_verified, n_mismatch;
 
@@ -129,7 +129,7 @@ static void init(void) {
     /* LEAKWATCH_TEST_UNWIND=keep-rules (tests only): caches survive dlclose,
      * to show why they must not. */
     keep_rules = t && strcmp(t, "keep-rules") == 0;
-    verify = (int)lw_opt_int(LW_OPT_VERIFY_STACKS);
+    lw_stack_verify = (int)lw_opt_int(LW_OPT_VERIFY_STACKS);
     if (use_fast)
         snprintf(unwinder_text, sizeof unwinder_text, "leakwatch CFI walker, fallback %s", fb_name);
     else
@@ -659,7 +659,7 @@ void lw_stack_capture(uintptr_t *ips, int max, uintptr_t cut_lo, uintptr_t cut_h
             if (n >= 0) {
                 out->n = n;
                 out->internal = ts;
-                if (verify) {
+                if (lw_stack_verify) {
                     lw_stack_ips(out, ips);
                     verify_stack(ips, n, max, cut_lo, cut_hi);
                 }
@@ -700,10 +700,6 @@ void lw_stack_done(lw_stack_info *info, void *tag, uint64_t aux) {
     }
     ts->busy = 0;
     info->internal = NULL;
-}
-
-int lw_stack_verifying(void) {
-    return verify;
 }
 
 void lw_stack_count_mismatch(void) {

@@ -73,9 +73,14 @@ void lw_stack_init(void);
  * sites, which the child forgets. */
 void lw_stack_after_fork_child(void);
 
-/* LEAKWATCH_VERIFY_STACKS: whether it is on, and a difference found by the
- * caller (a known stack whose tag is another stack's site). */
-int lw_stack_verifying(void);
+/* LEAKWATCH_VERIFY_STACKS: whether it is on (read inline: every allocation
+ * asks; set once, when the stacks start, before any capture), and a
+ * difference found by the caller (a known stack whose tag is another
+ * stack's site). */
+extern int lw_stack_verify;
+static inline int lw_stack_verifying(void) {
+    return lw_stack_verify;
+}
 void lw_stack_count_mismatch(void);
 
 /* For the report. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Calls CUDA through tail-calling modules (tests/modules/mod_tail.c) opened
  * RTLD_LOCAL, from a program whose global scope has no CUDA library:
- *   dl_tailcall N SIZE MODULE[:local|global] [MODULE...]
+ *   dl_tailcall N SIZE MODULE[:local|global|bare|late|closed] [MODULE...]
  * For each module (in ../lib beside the program, opened in order), then for
  * each in turn: N blocks of SIZE bytes kept and CHURN more freed, through the
  * module's tail-calling wrappers of cudaMalloc/cudaFree and of
@@ -12,7 +12,13 @@
  * its wrapper is a
  * jump, the first error of each path (0: all succeeded), which runtime the
  * module is linked to and how many allocations reached it. The tests compare
- * the lines with and without leakwatch. */
+ * the lines with and without leakwatch. MODULE:late is opened by bare name
+ * when its turn comes, after the calls through the modules before it;
+ * MODULE:closed (a library without CUDA references, which nothing else
+ * holds) is opened by path when its turn comes and closed again at once,
+ * and prints nothing. So "A B:closed C:late" loads C behind leakwatch's back
+ * with the loader's count of loaded objects back where it was at the last
+ * bind (B's dlopen): only its count of objects ever added moves. */
 #include <leakwatch/cuda_api.h>
 
 #include <dlfcn.h>
@@ -125,9 +131,35 @@ NOINLINE static int leak_tail_jit(stub_fn alloc, size_t n, size_t size) {
     return first;
 }
 
+/* How MODULE[:how] is opened ("" when plainly). */
+static const char *how_of(const char *arg) {
+    const char *colon = strchr(arg, ':');
+    return colon ? colon + 1 : "";
+}
+
+/* Opens MODULE[:how] from dir (by bare name for bare and late); NULL after a
+ * message when it cannot. */
+static void *open_module(const char *dir, const char *arg) {
+    char name[256], path[4400];
+    snprintf(name, sizeof name, "%s", arg);
+    char *colon = strchr(name, ':');
+    if (colon) *colon = '\0';
+    const char *how = how_of(arg);
+    int mode = !strcmp(how, "global") ? RTLD_NOW | RTLD_GLOBAL : RTLD_NOW | RTLD_LOCAL;
+    /* By bare name (found on LD_LIBRARY_PATH): leakwatch binds such a module
+     * at its next look, not at the dlopen. */
+    if (!strcmp(how, "bare") || !strcmp(how, "late"))
+        snprintf(path, sizeof path, "%s", name);
+    else
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+    void *h = dlopen(path, mode);
+    if (!h) fprintf(stderr, "dl_tailcall: %s\n", dlerror());
+    return h;
+}
+
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: dl_tailcall N SIZE MODULE[:local|global]...\n");
+        fprintf(stderr, "usage: dl_tailcall N SIZE MODULE[:how]...\n");
         return 2;
     }
     size_t n = strtoul(argv[1], NULL, 0), size = strtoul(argv[2], NULL, 0);
@@ -140,28 +172,20 @@ int main(int argc, char **argv) {
     void *handles[8];
     int count = 0;
     for (int i = 3; i < argc && count < 8; i++, count++) {
-        char name[256], path[4400];
-        snprintf(name, sizeof name, "%s", argv[i]);
-        char *colon = strchr(name, ':');
-        int mode = RTLD_NOW | RTLD_LOCAL, bare = 0;
-        if (colon) {
-            *colon = '\0';
-            if (!strcmp(colon + 1, "global")) mode = RTLD_NOW | RTLD_GLOBAL;
-            /* By bare name (found on LD_LIBRARY_PATH): leakwatch binds such a
-             * module at its next look, not at the dlopen. */
-            bare = !strcmp(colon + 1, "bare");
-        }
-        if (bare)
-            snprintf(path, sizeof path, "%s", name);
-        else
-            snprintf(path, sizeof path, "%s/%s", dir, name);
-        handles[count] = dlopen(path, mode);
-        if (!handles[count]) {
-            fprintf(stderr, "dl_tailcall: %s\n", dlerror());
-            return 3;
-        }
+        const char *how = how_of(argv[i]);
+        handles[count] = NULL;
+        if (!strcmp(how, "late") || !strcmp(how, "closed")) continue; /* at its turn */
+        if (!(handles[count] = open_module(dir, argv[i]))) return 3;
     }
     for (int i = 0; i < count; i++) {
+        const char *how = how_of(argv[3 + i]);
+        if (!strcmp(how, "late") || !strcmp(how, "closed")) {
+            if (!(handles[i] = open_module(dir, argv[3 + i]))) return 3;
+            if (!strcmp(how, "closed")) {
+                dlclose(handles[i]);
+                continue;
+            }
+        }
         void *h = handles[i];
         int (*is_jump)(void) = (int (*)(void))sym(h, "tail_is_jump");
         const char *(*runtime)(void) = (const char *(*)(void))sym(h, "tail_runtime");
