@@ -17,6 +17,11 @@ Loops (each in a process of its own, 50 steps of warm-up first):
          closes with the owner search. Its steps are split by the helper's
          state: before the window, window open, the closing step (the
          window's analysis and the owner search), after
+  steady the train loop after 2,000 steps of warm-up, bare and default: the
+         cost of a step once leakwatch's start-up work is done (counters
+         read at each of the first 200 steps, the detector's dense first
+         evaluations), what a long job pays; train's 400 steps after 50
+         are the start, the worst part
   infer  inference requests of about 1 ms: a forward pass under no_grad and
          a fixed 0.6 ms of busy waiting (the GPU's time), no optimizer (the
          same modes as train but no-anatomy)
@@ -83,7 +88,11 @@ def loop(kind, steps):
                 kept.append(loss.detach())
             return loss.item()
 
-    for _ in range(50):  # warm-up: caches filled, sites seen
+    # Warm-up: caches filled, sites seen. "steady" is the training loop
+    # after 2,000 steps: leakwatch's start-up work (counters read at every
+    # step of the first 200, the detector's dense first evaluations) done,
+    # the per-step cost a long job pays.
+    for _ in range(2000 if kind == "steady" else 50):
         step()
     phase = []  # per step: 0 before the window, 1 open, 2 the closing step, 3 after
     times = []
@@ -147,7 +156,8 @@ def main():
     tmp = os.environ.get("TMPDIR", "/tmp")
     plan = (("train", 400, ("bare", "default", "tensors", "no-anatomy", "bare-async")),
             ("leak", 300, ("bare", "default")),
-            ("infer", 400, ("bare", "default", "tensors", "bare-async")))
+            ("infer", 400, ("bare", "default", "tensors", "bare-async")),
+            ("steady", 400, ("bare", "default")))
     if os.environ.get("LW_REALTORCH_BASE"):
         plan = tuple((k, n, modes + ("base",) if k != "leak" else modes) for k, n, modes in plan)
     only = os.environ.get("LW_REALTORCH_LOOPS")
@@ -162,7 +172,8 @@ def main():
           f" CPU time per step; medians over rounds of (run - bare of the same round)")
     for k, steps, modes in plan:
         bare = res[(k, "bare")]
-        what = {"train": "training loop", "leak": "training loop keeping each loss",
+        what = {"train": "training loop", "steady": "training loop after 2,000 steps",
+                "leak": "training loop keeping each loss",
                 "infer": "inference requests of ~1 ms"}[k]
         print(f"  {what} ({steps} steps): bare {_med([r['step_us'] for r in bare]):.0f} us a step,"
               f" {_med([r['cpu_us'] for r in bare]):.0f} us CPU, {_med([r['rate'] for r in bare]):.0f}/s")
