@@ -73,17 +73,68 @@ void leakwatch_torch_backward(int entering);
  * whatever the launcher (mp.spawn sets no RANK). */
 void leakwatch_torch_rank(int rank, int world_size);
 
-/* What the helper found, for the report: field "sites" (a JSON array of site
- * objects from PyTorch's allocation history; message: the first one's label
- * for the summary line; the report's answer names the first when
- * PyTorch's counters decided the verdict), "answer" (accepted and not used:
- * older helpers told the first site's id and where), "host_owner" (what
- * keeps the pinned host leak's site alive: {"site": its id, "owner",
- * "owners", "owner_search"}, written into that site's entry of the report's
- * sites; message: the owner sentence, said under the exit line), or "diagnosis",
- * "backend", "steps" (a JSON object, written under the report's "torch";
- * message, if not NULL, is printed once on stderr). Returns 0, or -1 when not recording or the text
- * is not JSON of that shape (arrays for sites, objects otherwise; at most 1 MiB). */
+/* What the helper found, for the report, as values (never JSON text): the
+ * library keeps them and writes the JSON itself, by the report's fields
+ * (docs/report-fields.md). Each value names its field by path, as the
+ * field list writes it with its abbreviations written out
+ * ("sites[].owners[].count", "sites[].where.file",
+ * "torch.diagnosis.windows[].state"), with one array position per "[]" in
+ * the path, outermost first, and -1 in the slots left over. */
+enum {
+    LEAKWATCH_VALUE_NULL = 0,
+    LEAKWATCH_VALUE_BOOL = 1,   /* number: nonzero is true */
+    LEAKWATCH_VALUE_NUMBER = 2, /* number */
+    LEAKWATCH_VALUE_STRING = 3, /* text, UTF-8 (other bytes are written as U+FFFD) */
+    LEAKWATCH_VALUE_ARRAY = 4,  /* the array is there (empty unless elements follow) */
+    LEAKWATCH_VALUE_OBJECT = 5, /* the object is there (empty unless members follow) */
+};
+typedef struct {
+    const char *path;
+    int index[3];
+    int type; /* LEAKWATCH_VALUE_* */
+    double number;
+    const char *text;
+} leakwatch_value;
+
+/* One section of what the helper found, replacing the section's earlier
+ * values: "sites" (PyTorch's sites from its allocation history: paths under
+ * "sites[]"; the report lists them first, and its answer names the first
+ * when PyTorch's counters decided the verdict), "diagnosis" (paths under
+ * "torch.diagnosis"), "backend" ("torch.backend"), "steps" ("torch.steps"),
+ * "host_owner" (what keeps the pinned host leak's site `site`, the report's
+ * sites[].id, alive: paths under "sites[].owner", "sites[].owners",
+ * "sites[].owner_search", first index 0; written into that site's entry).
+ * The library composes the places' labels (where.label) and the owners'
+ * sentences (owner.text, from the owner's values, or from owner.unnamed_*
+ * and the site's owner_search when owner.name is null), which are not
+ * handed over. message, if not NULL, is printed once on stderr ("diagnosis",
+ * "backend", "steps"). A value is skipped when no field has its path, its
+ * type is not one the field allows, its positions do not match the path's
+ * "[]", or it lies outside the section. Returns how many values were
+ * skipped (0: all taken), or -1 and nothing stored: not recording, an
+ * unknown section, a host_owner without a site, every value skipped. */
+int leakwatch_torch_values(const char *section, unsigned int site, const leakwatch_value *values,
+                           int n, const char *message);
+
+/* The same batch packed, for callers for whom n structures cost (Python's
+ * ctypes builds each one in the interpreter, several microseconds a value,
+ * where a window's sites are thousands of values): paths holds the batch's
+ * npaths distinct paths (paths_size bytes), each ended by a NUL byte; cells
+ * 6 ints per value: its path's number in paths (from 0), its 3 positions,
+ * its type, its text's length in bytes (-1: none); numbers one per value;
+ * texts the values' strings end to end, no separator (ntexts bytes). A
+ * value whose path number or text lies outside these is skipped. Returns
+ * as leakwatch_torch_values. */
+int leakwatch_torch_values_packed(const char *section, unsigned int site, const char *paths,
+                                  size_t paths_size, int npaths, const int *cells,
+                                  const double *numbers, const char *texts, size_t ntexts, int n,
+                                  const char *message);
+
+/* Older helpers' entry: field "step_unit" ({"unit": ..., "module": ...}, as
+ * leakwatch_torch_step_unit) only. The fields once handed over as JSON text
+ * ("sites", "diagnosis", "backend", "steps", "host_owner", "answer") are
+ * leakwatch_torch_values' now: -1. Returns 0, or -1 (not recording, another
+ * field, a unit that is neither "module_call" nor "optimizer_step"). */
 int leakwatch_torch_info(const char *field, const char *json, const char *message);
 
 /* What one step is, said by the PyTorch helper: unit "module_call" (a call

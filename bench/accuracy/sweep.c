@@ -38,6 +38,7 @@
 #include "detector.h"
 #include "series.h"
 #include "stats.h"
+#include "tracked.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -113,7 +114,7 @@ typedef struct {
     lw_decision d;
     lw_growth last;
     double last_x;
-    uint64_t next_eval;
+    uint64_t next_eval, rest_until;
 } sim;
 
 static void sim_init(sim *m) {
@@ -140,14 +141,22 @@ static void evaluate(sim *m) {
                m->last.slope, m->last.lo, m->last.hi, m->d.reason);
 }
 
-/* As the sampler does: every point early on, then every 1/32 of the points. */
+/* As the sampler does (tracked.c): every point early on, then every 1/32
+ * of the points, every 1/LW_TRACKED_REST_PART while the series is at rest
+ * (no leak, no trend at all). */
 static void add_point(sim *m, double x, double y) {
     lw_series_add(&m->series, x, x * 0.1, y, y);
     m->last_x = x;
     if (m->series.points >= m->next_eval) {
+        uint64_t points = m->series.points, gap = points / 32;
+        m->next_eval = points + (gap ? gap : 1);
+        if (points < m->rest_until) return;
         evaluate(m);
-        uint64_t gap = m->series.points / 32;
-        m->next_eval = m->series.points + (gap ? gap : 1);
+        m->rest_until = points >= 32 && m->last.verdict == LW_VERDICT_NO_LEAK &&
+                                m->d.announced == LW_VERDICT_NO_LEAK &&
+                                m->last.p_value >= lw_detect_defaults().alpha_keep
+                            ? points + points / LW_TRACKED_REST_PART
+                            : 0;
     }
 }
 

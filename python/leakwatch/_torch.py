@@ -30,8 +30,11 @@ It does six things:
    one waits until READ_BUDGET times that cost has passed: at most 1 % of the
    job's time, every step of a step slower than that, fewer points (each at
    its own step number) for faster ones. The first ALWAYS_READ marks are
-   all read (a short job keeps every point; the detector needs 24). The
-   driver's free memory is read at
+   all read (a short job keeps every point; the detector needs 24). A
+   device PyTorch's allocator has not used yet is looked at on the first
+   UNUSED_FIRST reads, then at every UNUSED_EVERY-th (each look builds its
+   statistics dictionary too): a device taken into use later is seen
+   within that many reads. The driver's free memory is read at
    most once a second per device (torch.cuda.mem_get_info), for the
    out-of-memory projection; never while a stream is being captured.
 
@@ -42,8 +45,10 @@ It does six things:
    stacks="python", max_entries=LEAKWATCH_TORCH_MAX_ENTRIES)), takes
    torch.cuda.memory._snapshot(), and turns recording off again. The
    allocations made in the window and still live at its end, grouped by
-   Python stack, are the leaking sites (leakwatch_torch_info("sites")),
-   each with the first frame in the user's own code as the place to look.
+   Python stack, are the leaking sites (leakwatch_torch_values("sites"),
+   values by their report paths: the library shapes the JSON and says the
+   labels and owner sentences), each with the first frame in the user's own
+   code as the place to look.
    A user who is already recording (torch._C._cuda_isHistoryEnabled()) is
    left alone: the helper only reads the snapshot, never turns recording on
    or off.
@@ -70,19 +75,19 @@ It does six things:
    parameters, then give way to a forward pre-hook on that module alone. A
    backward, an optimizer step or leakwatch.step() turns them off. The
    counters and the window follow these marks; the report's growth.step_unit
-   says "module_call" (leakwatch_torch_info("step_unit")).
+   says "module_call" (leakwatch_torch_step_unit).
 
 Nothing here imports torch: the hooks are installed when the job imports
 it. A failure in the helper never reaches the job (every entry point
 catches its own exceptions and turns itself off).
 """
 
+import array
 import bisect
 import collections
 import functools
 import inspect
 import itertools
-import json
 import linecache
 import os
 import re
@@ -113,6 +118,10 @@ ALWAYS_READ = 200
 # load (the budget itself is tested on a clock of its own,
 # tests/python/counter_budget.py).
 READ_EVERY_MARK = os.environ.get("LEAKWATCH_TEST_CLOCK") == "1"
+# Devices not used yet (point 2): looked at on the first UNUSED_FIRST reads,
+# then at every UNUSED_EVERY-th.
+UNUSED_FIRST = 8
+UNUSED_EVERY = 16
 
 SITE_ID_BASE = 1 << 30  # ids of sites from PyTorch's history, apart from the library's
 MAX_SITES = 20
@@ -139,7 +148,7 @@ class _Lib:
     def __init__(self):
         import ctypes
 
-        self.counters = self.info = self.backward = None
+        self.counters = self.backward = None
         self.backward_enter = self.backward_leave = None
         try:
             lib = ctypes.CDLL(None)
@@ -147,13 +156,10 @@ class _Lib:
             c = ctypes.PyDLL(None).leakwatch_torch_counters
             c.restype = ctypes.c_int
             c.argtypes = [ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_longlong]
-            i = lib.leakwatch_torch_info
-            i.restype = ctypes.c_int
-            i.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]
             b = lib.leakwatch_torch_backward
             b.restype = None
             b.argtypes = [ctypes.c_int]
-            self.counters, self.info, self.backward = c, i, b
+            self.counters, self.backward = c, b
             self.backward_enter = functools.partial(b, 1)
             self.backward_leave = functools.partial(b, 0)
         except (OSError, AttributeError, TypeError):
@@ -167,6 +173,17 @@ class _Lib:
             u.restype = ctypes.c_int
             u.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
             self.step_unit = u
+        except (OSError, AttributeError, TypeError):
+            pass
+        self.values = None
+        try:
+            v = ctypes.CDLL(None).leakwatch_torch_values_packed
+            v.restype = ctypes.c_int
+            v.argtypes = [ctypes.c_char_p, ctypes.c_uint, ctypes.c_char_p, ctypes.c_size_t,
+                          ctypes.c_int, ctypes.POINTER(ctypes.c_int),
+                          ctypes.POINTER(ctypes.c_double), ctypes.c_char_p, ctypes.c_size_t,
+                          ctypes.c_int, ctypes.c_char_p]
+            self.values = v
         except (OSError, AttributeError, TypeError):
             pass
         self.host_blocks = None
@@ -195,11 +212,136 @@ class _Lib:
             return None
         return site.value, [(pairs[2 * k], pairs[2 * k + 1]) for k in range(n)]
 
-    def tell(self, field, obj, message=None):
-        if self.info is None:
+    # Where each section's values lie in the report (leakwatch_torch_values).
+    SECTIONS = {"sites": "sites", "diagnosis": "torch.diagnosis", "backend": "torch.backend",
+                "steps": "torch.steps", "host_owner": "sites"}
+
+    def tell(self, section, obj, message=None, site=0):
+        """Hands obj (dicts, lists, numbers, strings, booleans, None) to the
+        library as values by their report paths (leakwatch_torch_values_packed):
+        the library shapes the JSON and composes the labels and the owner
+        sentences. host_owner: obj is the members of the library's site
+        `site`. Returns the library's answer, or -1 when it lacks the entry."""
+        if self.values is None:
             return -1
-        text = json.dumps(obj, separators=(",", ":"), allow_nan=False, default=str)
-        return self.info(field.encode(), text.encode(), message.encode() if message else None)
+        import ctypes
+
+        try:  # never a failure of the job's: called from its handlers too
+            paths, cells, nums, texts = _pack(self.SECTIONS[section],
+                                              [obj] if section == "host_owner" else obj)
+            n = len(nums)
+            c = (ctypes.c_int * len(cells)).from_buffer(cells) if n else None
+            x = (ctypes.c_double * n).from_buffer(nums) if n else None
+            texts = b"".join(texts)
+            blob = b"\0".join(paths) + b"\0"
+            return self.values(section.encode(), site, blob, len(blob), len(paths), c, x, texts,
+                               len(texts), n, message.encode() if message else None)
+        except Exception:
+            return -1
+
+
+_PATHS = {}  # (path, key) -> "path.key", (path, None) -> "path[]": the same few paths again
+
+
+def _text_bytes(s):
+    try:
+        return s.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "replace")
+
+
+def _pack(root, obj):
+    """obj's plain values, by path ("sites[].owners[].count", one position
+    per "[]"; an empty list or dict as the container itself), packed for
+    leakwatch_torch_values_packed: (the distinct paths, 6 ints per value:
+    the path's number, its 3 positions, its type, its text's length or -1;
+    a number per value; the texts end to end). Array appends in one
+    function, not a ctypes structure or a call per value: a window's sites
+    are thousands of values."""
+    ids, paths, texts = {}, [], []
+    cells, nums = array.array("i"), array.array("d")
+    put, num, text, get, join = cells.extend, nums.append, texts.append, ids.get, _PATHS.get
+    containers = (dict, list, tuple)
+
+    def leaf(path, i0, i1, i2, v):
+        pid = get(path)
+        if pid is None:
+            pid = ids[path] = len(paths)
+            paths.append(path.encode())
+        t = type(v)
+        if t is str:
+            b = _text_bytes(v)
+            put((pid, i0, i1, i2, 3, len(b)))
+            num(0.0)
+            text(b)
+            return
+        if v is None:
+            put((pid, i0, i1, i2, 0, -1))
+            num(0.0)
+            return
+        if t is bool:
+            put((pid, i0, i1, i2, 1, -1))
+            num(1.0 if v else 0.0)
+            return
+        if t in containers:  # empty: the container itself
+            put((pid, i0, i1, i2, 5 if t is dict else 4, -1))
+            num(0.0)
+            return
+        if isinstance(v, (int, float)):
+            try:
+                x = float(v)
+            except OverflowError:
+                x = float("inf")
+            put((pid, i0, i1, i2, 2 if x - x == 0 else 0, -1))  # not finite: null
+            num(x)
+            return
+        leaf(path, i0, i1, i2, str(v))
+
+    def walk(path, v, i0, i1, i2):
+        t = type(v)
+        if t is dict and v:
+            for k, x in v.items():
+                sub = join((path, k))
+                if sub is None:
+                    sub = _PATHS[(path, k)] = f"{path}.{k}"
+                tx = type(x)
+                if tx is str:  # the most common leaves, here without a call
+                    pid = get(sub)
+                    if pid is not None:
+                        try:
+                            b = x.encode("utf-8", "surrogateescape")
+                        except UnicodeEncodeError:
+                            b = x.encode("utf-8", "replace")
+                        put((pid, i0, i1, i2, 3, len(b)))
+                        num(0.0)
+                        text(b)
+                        continue
+                elif x is None:
+                    pid = get(sub)
+                    if pid is not None:
+                        put((pid, i0, i1, i2, 0, -1))
+                        num(0.0)
+                        continue
+                if tx in containers and x:
+                    walk(sub, x, i0, i1, i2)
+                else:
+                    leaf(sub, i0, i1, i2, x)
+        elif (t is list or t is tuple) and v:
+            sub = join((path, None))
+            if sub is None:
+                sub = _PATHS[(path, None)] = path + "[]"
+            for i, x in enumerate(v):
+                if i0 < 0:
+                    walk(sub, x, i, -1, -1)
+                elif i1 < 0:
+                    walk(sub, x, i0, i, -1)
+                else:
+                    walk(sub, x, i0, i1, i)
+        else:
+            leaf(path, i0, i1, i2, v)
+
+    walk(root, obj, -1, -1, -1)
+    return paths, cells, nums, texts
 
 
 # ---- what counts as the user's own code ----
@@ -356,11 +498,6 @@ def _frame_json(f):
     }
 
 
-def _label(f):
-    """As the library labels a frame (src/vocab/where.c): "train.py:27 in train"."""
-    return f"{os.path.basename(f.get('filename') or '?')}:{f.get('line')} in {f.get('name')}"
-
-
 def _where(frames, look):
     """The place to look in the report's shape (a site's "where"): the first
     frame in the user's own code, else the innermost Python frame."""
@@ -373,7 +510,8 @@ def _where(frames, look):
         return None
     f = frames[k]
     line = f.get("line")
-    return {"frame": k, "label": _label(f), "file": f.get("filename"),
+    # Its label is the library's, from file, line and function (where.c).
+    return {"frame": k, "file": f.get("filename"),
             "line": line if isinstance(line, int) and line > 0 else None,
             "function": f.get("name"), "why": why}
 
@@ -1166,33 +1304,12 @@ def _shape_hint(shape, function=None):
     }[shape]
 
 
-def _describe(owner):
-    """The sentence for the exit line and the text report."""
-    where = f"{owner['scope']}"
-    if owner.get("file") and owner.get("line"):
-        where += f", {os.path.basename(owner['file'])}:{owner['line']}"
-    name = f"`{owner['name']}`"
-    if owner["shape"] == "graph_item":
-        return (f"{name} ({where}) is a tensor holding an autograd graph of "
-                f"{owner['graph_nodes']:,} nodes ({owner['graph_top_count']:,} "
-                f"{owner['graph_top']}, {owner['passes']:,} forward passes): {owner['hint']}")
-    noun = "pinned host tensor" if owner["shape"] == "pinned" else "tensor"
-    what = f"kept by {owner['kind']} {name} ({where}): {owner['count']:,} {noun}" \
-        f"{'s' if owner['count'] != 1 else ''}, {_fmt_bytes(owner['bytes'])}"
-    if owner["shape"] in ("no_grad", "retain_graph", "detach"):
-        what += (f" in the saved tensors of autograd graphs of {owner['graph_nodes']:,} nodes"
-                 + (f" ({owner['passes']:,} forward passes)" if owner.get("passes") else "")
-                 + {"no_grad": " (grad mode on, no backward)",
-                    "retain_graph": " (backward ran with retain_graph=True)",
-                    "detach": " (backward ran)"}[owner["shape"]])
-    return f"{what}; {owner['hint']}"
-
-
 def _unnamed_holder(torch, blocks, search, deadline):
     """When no name leads to a site's blocks: the tensors in them among all
     the objects the collector tracks (gc.get_objects, within the time left),
     and the container that holds most of them (gc.get_referrers), said
-    without a name. Returns a sentence, or None."""
+    without a name: the owner's unnamed_* values (the library says them),
+    or None."""
     import gc
 
     Tensor = torch.Tensor
@@ -1229,10 +1346,10 @@ def _unnamed_holder(torch, blocks, search, deadline):
             n = sum(1 for v in vals if id(v) in ids)
             if best is None or n > best[0]:
                 best = (n, type(ref).__name__, len(ref))
-    what = f"{len(found):,} tensor{'s' if len(found) != 1 else ''} in its blocks"
+    what = {"unnamed_tensors": len(found)}
     if best:
-        what += f", {best[0]:,} of them held by a {best[1]} of {best[2]:,} elements"
-    return what + " that no local of your frames or global of your modules leads to"
+        what.update(unnamed_holder=best[1], unnamed_held=best[0], unnamed_elements=best[2])
+    return what
 
 
 def _keyed_by_other_than_names(d):
@@ -1338,25 +1455,22 @@ def _find_owners(torch, sites, site_blocks, steps, budget_s, max_objects, max_no
                 unnamed = _unnamed_holder(torch, site_blocks[i], search, search.deadline)
             except Exception:
                 unnamed = None
-        site["owner"] = owners[0] if owners else {
-            "kind": None, "name": None,
-            "text": "owner not found: " + (unnamed or "none of them leads to these blocks") +
-            "; searched " + _searched(roots, search) +
-            (f" (search stopped: {stopped}{'' if stopped.startswith('error') else ' budget'})"
-             if stopped else "")}
+        # The owner's sentence is the library's (src/output/owner_text.c):
+        # from the owner's values, or, when none was found, from what holds
+        # the blocks without a name and what was searched (owner_search).
+        site["owner"] = owners[0] if owners else {"kind": None, "name": None, **(unnamed or {})}
         site["owners"] = owners
-    return {"roots": len(roots), "objects": search.objects, "graph_nodes": search.nodes,
-            "stopped": stopped, "seconds": round(time.monotonic() - t0, 4)}
+        site["owner_search"] = _searched(roots, search, stopped)
+    return {**_searched(roots, search, stopped), "seconds": round(time.monotonic() - t0, 4)}
 
 
-def _searched(roots, search):
-    """What the owner search looked at, in words."""
+def _searched(roots, search, stopped):
+    """What the owner search looked at: names (of them, the user's functions
+    on the stack and modules), objects and graph nodes; why it stopped."""
     frames = {r.scope for r in roots if r.scope.startswith("local of")}
     mods = {r.scope for r in roots if r.scope.startswith("global of")}
-    return (f"{len(roots):,} names (the locals of {len(frames):,} of your functions on the "
-            f"stack, the globals of {len(mods):,} of your modules), {search.objects:,} objects "
-            f"below them (attributes, containers, closures, default arguments) and "
-            f"{search.nodes:,} autograd graph nodes")
+    return {"roots": len(roots), "frames": len(frames), "modules": len(mods),
+            "objects": search.objects, "graph_nodes": search.nodes, "stopped": stopped}
 
 
 def _runs_backward(evidence, place):
@@ -1462,8 +1576,6 @@ def _site_owners(torch, i, site, roots, search, steps, evidence):
                 "graph_top": g[2][1], "graph_top_count": g[2][0], "passes": g[1],
                 "shape": "graph_item", "hint": _hint("tensor", "graph_item"),
             })
-    for o in owners:
-        o["text"] = _describe(o)
     return owners
 
 
@@ -1706,6 +1818,7 @@ class _Helper:
         self.sites_told = 0
         self.unit_told = False
         self.read_at = 0.0  # time.monotonic() before which no counters are read
+        self.reads = 0  # reads of the counters (read_counters)
         self.read_after = 0  # module-call steps: the next step that reads the counters
         self.ticks = 0  # time intervals read by _IntervalReader (no step marked)
         self.host_cue = False  # the library judged a pinned host leak's sites
@@ -1838,7 +1951,11 @@ class _Helper:
         stats_of = getattr(torch._C, "_cuda_memoryStats", None)
         growing = []
         free_cost = 0.0
+        self.reads += 1
+        look_unused = self.reads <= UNUSED_FIRST or self.reads % UNUSED_EVERY == 0
         for d in range(cuda.device_count()):
+            if d not in self.devices and not look_unused:
+                continue
             if stats_of is not None:
                 st = stats_of(d)
                 allocated = st["allocated_bytes"]["all"]["current"]
@@ -1893,10 +2010,8 @@ class _Helper:
             self.host_tries = 0
         else:
             self.next_host_at = self.steps + self.ticks + 64
-        self.lib.tell("host_owner", {"site": site_id, "owner": owner,
-                                     "owners": site.get("owners") or [],
-                                     "owner_search": search},
-                      (owner or {}).get("text", "").replace("\n", " ") or None)
+        self.lib.tell("host_owner", {"owner": owner, "owners": site.get("owners") or [],
+                                     "owner_search": search}, site=site_id)
 
     def may_open(self):
         return (self.window_steps > 0 and not self.async_backend and self.windows_left > 0

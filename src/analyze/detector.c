@@ -438,7 +438,7 @@ static int choose_window(const series_view *v, window_choice *c) {
         lw_mk_result mkk;
         double rk = 1;
         if (lw_theil_sen(kx, ky, wk, 0.95, &tk) != 0 ||
-            lw_mann_kendall_corrected(kx, ky, wk, &mkk, &rk) != 0)
+            lw_mann_kendall_corrected_at(kx, ky, wk, &tk, &mkk, &rk) != 0)
             continue;
         c->tested++;
         if (chosen < 0 || mkk.p_increasing < best_p) {
@@ -452,7 +452,8 @@ static int choose_window(const series_view *v, window_choice *c) {
         /* Every window rejected: the numbers of the smallest. */
         int w = c->w;
         if (lw_theil_sen(x + (n - w), y + (n - w), w, 0.95, &c->ts) != 0 ||
-            lw_mann_kendall_corrected(x + (n - w), y + (n - w), w, &c->mk, &c->ratio) != 0)
+            lw_mann_kendall_corrected_at(x + (n - w), y + (n - w), w, &c->ts, &c->mk, &c->ratio) !=
+                0)
             c->w = 0;
         c->tested = 1;
     }

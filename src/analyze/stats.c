@@ -143,12 +143,67 @@ static tie_sums tie_sums_sorted(const double *v, int n) {
     return s;
 }
 
-/* Tie sums of v[0..n) (copied and sorted); -1 if out of memory. */
+/* Sorts a[lo..hi) ascending (tmp: scratch of the same length as a) and
+ * returns the pairs i < j with a[i] > a[j] (strictly): a merge sort that
+ * takes the left element first on ties, so that when it takes a right
+ * element every left element still waiting is strictly greater. No
+ * callback per comparison (qsort's cost the detector paid at every tie
+ * count); the order it gives is the ascending order of the values, so
+ * the groups of equal values it leaves are the ones qsort left. */
+static long long merge_count(double *a, double *tmp, int lo, int hi) {
+    int n = hi - lo;
+    if (n < 2) return 0;
+    if (n <= 16) {
+        long long inv = 0;
+        for (int i = lo + 1; i < hi; i++) {
+            double v = a[i];
+            int j = i;
+            while (j > lo && a[j - 1] > v) {
+                a[j] = a[j - 1];
+                j--;
+            }
+            inv += i - j;
+            a[j] = v;
+        }
+        return inv;
+    }
+    int mid = lo + n / 2;
+    long long inv = merge_count(a, tmp, lo, mid) + merge_count(a, tmp, mid, hi);
+    if (!(a[mid - 1] > a[mid])) return inv; /* already in order */
+    int i = lo, j = mid, k = lo;
+    while (i < mid && j < hi) {
+        if (a[j] < a[i]) {
+            inv += mid - i;
+            tmp[k++] = a[j++];
+        } else {
+            tmp[k++] = a[i++];
+        }
+    }
+    while (i < mid)
+        tmp[k++] = a[i++];
+    while (j < hi)
+        tmp[k++] = a[j++];
+    memcpy(a + lo, tmp + lo, (size_t)n * sizeof *a);
+    return inv;
+}
+
+static int non_decreasing(const double *v, int n) {
+    for (int i = 1; i < n; i++)
+        if (v[i] < v[i - 1]) return 0;
+    return 1;
+}
+
+/* Tie sums of v[0..n) (sorted in a copy unless already in order); -1 if
+ * out of memory. */
 static int tie_sums_of(const double *v, int n, tie_sums *out) {
-    double *w = malloc((size_t)n * sizeof *w);
+    if (non_decreasing(v, n)) {
+        *out = tie_sums_sorted(v, n);
+        return 0;
+    }
+    double *w = malloc((size_t)n * 2 * sizeof *w);
     if (!w) return -1;
     memcpy(w, v, (size_t)n * sizeof *w);
-    qsort(w, (size_t)n, sizeof *w, cmp_double);
+    (void)merge_count(w, w + n, 0, n);
     *out = tie_sums_sorted(w, n);
     free(w);
     return 0;
@@ -188,22 +243,35 @@ static void mk_finish(double s, double var_s, int n, lw_mk_result *out) {
     out->p_increasing = 0.5 * erfc((s - 1) / (sd * M_SQRT2));
 }
 
-static long long mk_s(const double *y, int n) {
-    long long s = 0;
-    for (int i = 0; i < n - 1; i++) {
-        double yi = y[i];
-        for (int j = i + 1; j < n; j++)
-            s += (y[j] > yi) - (y[j] < yi);
+/* S = sum over i < j of sign(y[j] - y[i]) and the tie sums of y, in
+ * O(n log n): with P = n(n-1)/2 pairs, T of them tied and D with
+ * y[i] > y[j] (merge_count), the concordant ones are P - T - D, so
+ * S = P - T - 2D, the same integer the pairwise count gives. */
+static int mk_s_ties(const double *y, int n, long long *s, tie_sums *ty) {
+    double *w = malloc((size_t)n * 2 * sizeof *w);
+    if (!w) return -1;
+    memcpy(w, y, (size_t)n * sizeof *w);
+    long long d = merge_count(w, w + n, 0, n), tied = 0;
+    for (int i = 0; i < n;) {
+        int j = i + 1;
+        while (j < n && w[j] == w[i])
+            j++;
+        tied += (long long)(j - i) * (j - i - 1) / 2;
+        i = j;
     }
-    return s;
+    *ty = tie_sums_sorted(w, n);
+    free(w);
+    *s = (long long)n * (n - 1) / 2 - tied - 2 * d;
+    return 0;
 }
 
 int lw_mann_kendall(const double *y, int n, lw_mk_result *out) {
     if (!y || !out || n < 3 || !all_finite(y, n)) return -1;
     tie_sums ty;
-    if (tie_sums_of(y, n, &ty)) return -1;
+    long long s;
+    if (mk_s_ties(y, n, &s, &ty)) return -1;
     tie_sums none = {0, 0, 0};
-    mk_finish((double)mk_s(y, n), kendall_var(n, none, ty), n, out);
+    mk_finish((double)s, kendall_var(n, none, ty), n, out);
     return 0;
 }
 
@@ -572,8 +640,11 @@ static int ess_ratio_of(double *e, int n, const lw_ess_opts *o, double tie_tol, 
     return 0;
 }
 
-int lw_mann_kendall_corrected_ex(const double *x, const double *y, int n, const lw_ess_opts *opts,
-                                 lw_mk_result *out, double *ess_ratio) {
+/* known_slope: the Theil–Sen slope of (x, y) when the caller has it (the
+ * same double theil_sen_core gives: the median ranks do not depend on the
+ * interval's), or NULL to compute it. */
+static int mk_corrected(const double *x, const double *y, int n, const lw_ess_opts *opts,
+                        const double *known_slope, lw_mk_result *out, double *ess_ratio) {
     if (!y || !out || n < 3 || n > LW_THEIL_SEN_MAX_N || !all_finite(y, n)) return -1;
     if (x) {
         if (!all_finite(x, n)) return -1;
@@ -590,7 +661,10 @@ int lw_mann_kendall_corrected_ex(const double *x, const double *y, int n, const 
     for (int i = 0; i < n; i++)
         xs[i] = x ? x[i] : i;
     lw_theil_sen_result ts;
-    if (theil_sen_core(xs, y, n, 0, &ts)) goto done;
+    if (known_slope)
+        ts.slope = *known_slope;
+    else if (theil_sen_core(xs, y, n, 0, &ts))
+        goto done;
     /* Residuals about the first point, not the origin: floors sit near 4e9,
      * where a double resolves only ~5e-7, and the autocorrelations are
      * built from deviations of a few hundred bytes. The shift is a constant
@@ -617,21 +691,37 @@ done:
     return rc;
 }
 
+int lw_mann_kendall_corrected_ex(const double *x, const double *y, int n, const lw_ess_opts *opts,
+                                 lw_mk_result *out, double *ess_ratio) {
+    return mk_corrected(x, y, n, opts, NULL, out, ess_ratio);
+}
+
 int lw_mann_kendall_corrected(const double *x, const double *y, int n, lw_mk_result *out,
                               double *ess_ratio) {
-    return lw_mann_kendall_corrected_ex(x, y, n, NULL, out, ess_ratio);
+    return mk_corrected(x, y, n, NULL, NULL, out, ess_ratio);
+}
+
+int lw_mann_kendall_corrected_at(const double *x, const double *y, int n,
+                                 const lw_theil_sen_result *ts, lw_mk_result *out,
+                                 double *ess_ratio) {
+    if (!x || !ts || !isfinite(ts->slope)) return -1;
+    return mk_corrected(x, y, n, NULL, &ts->slope, out, ess_ratio);
 }
 
 /* ---- least squares ---- */
 
 static int distinct_at_least(const double *x, int n, int want) {
-    double *w = malloc((size_t)n * sizeof *w);
-    if (!w) return -1;
-    memcpy(w, x, (size_t)n * sizeof *w);
-    qsort(w, (size_t)n, sizeof *w, cmp_double);
+    double *w = NULL;
+    if (!non_decreasing(x, n)) {
+        w = malloc((size_t)n * 2 * sizeof *w);
+        if (!w) return -1;
+        memcpy(w, x, (size_t)n * sizeof *w);
+        (void)merge_count(w, w + n, 0, n);
+        x = w;
+    }
     int d = 1;
     for (int i = 1; i < n && d < want; i++)
-        d += w[i] != w[i - 1];
+        d += x[i] != x[i - 1];
     free(w);
     return d >= want;
 }

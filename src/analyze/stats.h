@@ -127,6 +127,17 @@ typedef struct {
 } lw_theil_sen_result;
 int lw_theil_sen(const double *x, const double *y, int n, double conf, lw_theil_sen_result *out);
 
+/* lw_mann_kendall_corrected (default options) on data whose Theil–Sen
+ * result ts the caller already has from lw_theil_sen(x, y, n, ...): the
+ * residuals are taken about ts->slope instead of computing it again (the
+ * same double: the median's ranks do not depend on the interval's), so the
+ * results are bit for bit those of lw_mann_kendall_corrected. x must not be
+ * NULL. Returns as lw_mann_kendall_corrected, and -1 when ts->slope is not
+ * finite. */
+int lw_mann_kendall_corrected_at(const double *x, const double *y, int n,
+                                 const lw_theil_sen_result *ts, lw_mk_result *out,
+                                 double *ess_ratio);
+
 /* Least squares y = a + b x + c x^2. se_c is the standard error of c,
  * resid_sd = sqrt(RSS / (n - 3)). Solved by Householder QR on x centred and
  * scaled to [-1, 1], so x values like step numbers near 1e6 (x^2 ~ 1e12) lose

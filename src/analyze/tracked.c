@@ -18,6 +18,8 @@ void lw_tracked_forget(lw_tracked *t) {
     lw_decision_init(&t->decision);
     t->last_x = 0;
     t->next_eval_at = 0;
+    t->due_at = 0;
+    t->rest_until = 0;
     lw_pace_reset(&t->pace);
     lw_cycles_init(&t->cycles);
     t->alarm = 0;
@@ -40,7 +42,31 @@ int lw_tracked_due(lw_tracked *t) {
     if (points < t->next_eval_at) return 0;
     uint64_t gap = points / 32;
     t->next_eval_at = points + (gap ? gap : 1);
+    /* At rest: this point of the 1/32 schedule is passed over, the
+     * schedule itself kept, so that the evaluations after the series
+     * leaves its rest fall on the points they always did. */
+    if (points < t->rest_until) return 0;
+    t->due_at = points;
     return 1;
+}
+
+/* A series at rest (lw_tracked_due): its latest evaluation found no leak
+ * and no trend at all (the trend test's p at or above the level an
+ * announced leak is kept at), and no leak is announced. */
+static int at_rest(const lw_tracked *t) {
+    return t->last.verdict == LW_VERDICT_NO_LEAK && t->decision.announced == LW_VERDICT_NO_LEAK &&
+           t->last.p_value >= lw_detect_defaults().alpha_keep;
+}
+
+/* After an evaluation that lw_tracked_due asked for: a series at rest is
+ * next evaluated at the first point of the 1/32 schedule after another
+ * 1/LW_TRACKED_REST_PART of its points, any other at the next point of
+ * that schedule. The choice follows the data only, as the schedule itself
+ * does. */
+static void schedule_next(lw_tracked *t) {
+    uint64_t points = t->series.points;
+    if (t->due_at != points) return;
+    t->rest_until = points >= 32 && at_rest(t) ? points + points / LW_TRACKED_REST_PART : 0;
 }
 
 int lw_tracked_changed(const lw_tracked *t) {
@@ -69,8 +95,10 @@ lw_verdict lw_tracked_evaluate(lw_tracked *t) {
                          "blocks fills in a few; a leak keeps rising";
     }
     t->points_at_eval = t->series.points;
-    return lw_decision_update(&t->decision, &t->last, t->series.points, t->last_x,
-                              (int)lw_opt_int(LW_OPT_CONFIRM));
+    lw_verdict v = lw_decision_update(&t->decision, &t->last, t->series.points, t->last_x,
+                                      (int)lw_opt_int(LW_OPT_CONFIRM));
+    schedule_next(t);
+    return v;
 }
 
 int lw_tracked_final(lw_tracked *t) {
@@ -116,6 +144,8 @@ void lw_tracked_copy(lw_tracked *dst, const lw_tracked *src) {
     dst->decision = src->decision;
     dst->last_x = src->last_x;
     dst->next_eval_at = src->next_eval_at;
+    dst->due_at = src->due_at;
+    dst->rest_until = src->rest_until;
     dst->points_at_eval = src->points_at_eval;
     dst->alarm = src->alarm;
     dst->hold = src->hold;

@@ -7,8 +7,10 @@
  * series and decides which series the run's verdict comes from.
  *
  * Every series follows one rule: evaluated at each point early on, then
- * every 1/32 of the points seen (lw_tracked_due), so a verdict does not
- * depend on how promptly the worker was scheduled; a leak needs
+ * every 1/32 of the points seen (lw_tracked_due), every 1/8 while the
+ * series is at rest (its latest evaluation: no leak, no trend at all), so
+ * a verdict does not depend on how promptly the worker was scheduled; a
+ * leak needs
  * LEAKWATCH_CONFIRM agreeing evaluations (lw_decision_update), and the
  * warning on stderr waits longer (lw_tracked_warning_due).
  *
@@ -42,6 +44,15 @@ enum {
     LW_TRACKED_RISES = 4,
 };
 #define LW_TRACKED_MIN_RISES 8
+/* A series at rest is evaluated about every 1/LW_TRACKED_REST_PART of its
+ * points (from 32 points; at the first point of the 1/32 schedule after
+ * that): a job that does not leak pays for about a quarter of the
+ * evaluations. Once an evaluation sees a trend (p below alpha_keep), any
+ * growth, or a leak, the next comes at the next point of the 1/32 schedule,
+ * every evaluation from then on falling on the points of a series never at
+ * rest, so confirmation is as fast as before; only the first evaluation to
+ * see growth may come up to about 1/8 of the points later. */
+#define LW_TRACKED_REST_PART 8
 
 typedef struct {
     lw_series series;
@@ -50,13 +61,15 @@ typedef struct {
     lw_decision decision; /* the announced verdict, from the evaluations */
     double last_x;        /* the newest point's step (or interval) */
     uint64_t next_eval_at, points_at_eval;
-    int flags;        /* LW_TRACKED_* */
-    lw_pace pace;     /* with LW_TRACKED_PACE */
-    lw_cycles cycles; /* with LW_TRACKED_CYCLES */
-    int alarm;        /* the announced leak may be said live (lw_tracked_alarm) */
-    uint64_t hold;    /* the hold lw_tracked_alarm was last called with */
-    uint64_t rises;   /* with LW_TRACKED_RISES: points whose floor was a new high */
-    double high;      /* the highest floor so far */
+    uint64_t due_at;     /* points when lw_tracked_due last said due */
+    uint64_t rest_until; /* at rest: the 1/32 schedule's points before this are passed over */
+    int flags;           /* LW_TRACKED_* */
+    lw_pace pace;        /* with LW_TRACKED_PACE */
+    lw_cycles cycles;    /* with LW_TRACKED_CYCLES */
+    int alarm;           /* the announced leak may be said live (lw_tracked_alarm) */
+    uint64_t hold;       /* the hold lw_tracked_alarm was last called with */
+    uint64_t rises;      /* with LW_TRACKED_RISES: points whose floor was a new high */
+    double high;         /* the highest floor so far */
 } lw_tracked;
 
 /* An empty series keeping what flags name. */
@@ -73,7 +86,8 @@ void lw_tracked_forget(lw_tracked *t);
 void lw_tracked_add(lw_tracked *t, double x, double time, double floor, double peak);
 
 /* 1 when the points added call for an evaluation; the next one is then due
- * after another 1/32 of the points seen (at every point early on). */
+ * after another 1/32 of the points seen (at every point early on), or 1/8
+ * when that evaluation finds the series at rest (lw_tracked_evaluate). */
 int lw_tracked_due(lw_tracked *t);
 
 /* 1 when points came since the last evaluation. */

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 void lw_jw_init(lw_jw *w, FILE *f, int pretty) {
@@ -238,6 +239,25 @@ void lw_jw_double(lw_jw *w, const char *key, double v) {
         put(w, "null", 4);
     else
         putf(w, "%.17g", v);
+}
+
+void lw_jw_number(lw_jw *w, const char *key, double v) {
+    begin_value(w, key);
+    if (!isfinite(v)) {
+        put(w, "null", 4);
+        return;
+    }
+    if (v == (double)(int64_t)v && fabs(v) < 9007199254740992.0) {
+        putf(w, "%lld", (long long)v);
+        return;
+    }
+    /* The fewest digits that read back as v: 0.1, not 0.10000000000000001. */
+    char b[32];
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(b, sizeof b, "%.*g", prec, v);
+        if (strtod(b, NULL) == v) break;
+    }
+    puts_(w, b);
 }
 
 void lw_jw_double_pair(lw_jw *w, const char *key, double a, double b) {

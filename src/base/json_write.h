@@ -45,6 +45,9 @@ void lw_jw_strn(lw_jw *w, const char *key, const char *value, size_t len);
 void lw_jw_int(lw_jw *w, const char *key, int64_t value);
 void lw_jw_uint(lw_jw *w, const char *key, uint64_t value);
 void lw_jw_double(lw_jw *w, const char *key, double value);
+/* A number as it reads best: an integral value as an integer ("512"),
+ * else the fewest digits that read back as it ("0.1"); non-finite: null. */
+void lw_jw_number(lw_jw *w, const char *key, double value);
 /* [a, b]: an interval or a range of two numbers. */
 void lw_jw_double_pair(lw_jw *w, const char *key, double a, double b);
 void lw_jw_bool(lw_jw *w, const char *key, int value);

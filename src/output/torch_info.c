@@ -2,508 +2,231 @@
 #include "torch_info.h"
 
 #include "report_fields.h"
+#include "torch_text.h"
+#include "torch_values.h"
 
-#include "fmt.h"
 #include "log.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_TEXT (1u << 20)
-
-enum { F_SITES, F_DIAGNOSIS, F_BACKEND, F_STEPS, F_ANSWER, F_STEP_UNIT, F_HOST_OWNER, F_COUNT };
-static const char *const names[F_COUNT] = {"sites",  "diagnosis", "backend",   "steps",
-                                           "answer", "step_unit", "host_owner"};
-
-/* The helper's fields written as members of the report's "torch", under
- * their rows' keys (report_fields.def). */
-static const lw_field torch_rows[F_COUNT] = {[F_DIAGNOSIS] = LW_FIELD_torch_diagnosis,
-                                             [F_BACKEND] = LW_FIELD_torch_backend,
-                                             [F_STEPS] = LW_FIELD_torch_steps};
+enum { S_SITES, S_DIAGNOSIS, S_BACKEND, S_STEPS, S_HOST_OWNER, S_COUNT };
+static const char *const names[S_COUNT] = {"sites", "diagnosis", "backend", "steps", "host_owner"};
+/* The paths each section's values may have (a path is under one when it
+ * starts with it, then ends or goes on with '.' or '['). */
+static const char *const under[S_COUNT][4] = {
+    [S_SITES] = {"sites[]"},
+    [S_DIAGNOSIS] = {"torch.diagnosis"},
+    [S_BACKEND] = {"torch.backend"},
+    [S_STEPS] = {"torch.steps"},
+    [S_HOST_OWNER] = {"sites[].owner", "sites[].owners", "sites[].owner_search"},
+};
+/* Where the sections go under the report's "torch", in its rows' order. */
+static const lw_field torch_rows[S_COUNT] = {[S_DIAGNOSIS] = LW_FIELD_torch_diagnosis,
+                                             [S_BACKEND] = LW_FIELD_torch_backend,
+                                             [S_STEPS] = LW_FIELD_torch_steps};
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static char *texts[F_COUNT];
+static lw_tv *trees[S_COUNT];
+static uint32_t host_site; /* the library's site host_owner is about */
 static char *label;
 static char *owner;     /* what keeps the leak alive: the label's text after a newline */
-static char *host_text; /* host_owner's message: what keeps the pinned host site alive */
-static int said[F_COUNT];
+static char *host_text; /* host_owner's sentence */
+static char unit_name[32], unit_module[128];
+static int said[S_COUNT];
 
-/* ---- a strict JSON checker (RFC 8259), depth-limited ---- */
+#define TEXT 4096
 
-typedef struct {
-    const char *p;
-    int depth;
-} scan;
+/* ---- what the helper may hand ---- */
 
-static void ws(scan *s) {
-    while (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r')
-        s->p++;
-}
-
-static int is_hex(char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
-static int string(scan *s) {
-    if (*s->p != '"') return 0;
-    for (s->p++; *s->p != '"'; s->p++) {
-        unsigned char c = (unsigned char)*s->p;
-        if (c < 0x20) return 0;
-        if (c != '\\') continue;
-        c = (unsigned char)*++s->p;
-        if (c == 'u') {
-            for (int i = 1; i <= 4; i++)
-                if (!is_hex(s->p[i])) return 0;
-            s->p += 4;
-        } else if (!strchr("\"\\/bfnrt", c) || !c) {
-            return 0;
-        }
+static int is_under(const char *path, int s) {
+    for (int i = 0; i < 4 && under[s][i]; i++) {
+        size_t l = strlen(under[s][i]);
+        if (!strncmp(path, under[s][i], l) && (!path[l] || path[l] == '.' || path[l] == '['))
+            return 1;
     }
-    s->p++;
-    return 1;
+    return 0;
 }
 
-static int digits(scan *s) {
-    const char *start = s->p;
-    while (*s->p >= '0' && *s->p <= '9')
-        s->p++;
-    return s->p > start;
+/* The library's own words, never the helper's: a place's label and an
+ * owner's sentence. */
+static int derived(lw_field f) {
+    return f == LW_FIELD_WHERE_label || f == LW_FIELD_sites_owner_text ||
+           f == LW_FIELD_sites_owners_text;
 }
 
-static int number(scan *s) {
-    if (*s->p == '-') s->p++;
-    if (*s->p == '0')
-        s->p++;
-    else if (!digits(s))
-        return 0;
-    if (*s->p == '.' && (s->p++, !digits(s))) return 0;
-    if (*s->p == 'e' || *s->p == 'E') {
-        s->p++;
-        if (*s->p == '+' || *s->p == '-') s->p++;
-        if (!digits(s)) return 0;
-    }
-    return 1;
+static lw_tv_node *sites_of(lw_tv *t) {
+    return lw_tv_member(lw_tv_root(t), LW_FIELD_sites);
 }
 
-static int value(scan *s);
-
-static int items(scan *s, char close, int keyed) {
-    if (++s->depth > 24) return 0;
-    s->p++;
-    ws(s);
-    if (*s->p == close) {
-        s->p++;
-        s->depth--;
-        return 1;
-    }
-    for (;;) {
-        if (keyed) {
-            if (!string(s)) return 0;
-            ws(s);
-            if (*s->p++ != ':') return 0;
-            ws(s);
-        }
-        if (!value(s)) return 0;
-        ws(s);
-        if (*s->p == close) break;
-        if (*s->p++ != ',') return 0;
-        ws(s);
-    }
-    s->p++;
-    s->depth--;
-    return 1;
-}
-
-static int value(scan *s) {
-    switch (*s->p) {
-    case '{':
-        return items(s, '}', 1);
-    case '[':
-        return items(s, ']', 0);
-    case '"':
-        return string(s);
-    case 't':
-        return strncmp(s->p, "true", 4) == 0 ? (s->p += 4, 1) : 0;
-    case 'f':
-        return strncmp(s->p, "false", 5) == 0 ? (s->p += 5, 1) : 0;
-    case 'n':
-        return strncmp(s->p, "null", 4) == 0 ? (s->p += 4, 1) : 0;
-    default:
-        return number(s);
-    }
-}
-
-int lw_json_valid(const char *text, char type) {
-    if (!text) return 0;
-    scan s = {text, 0};
-    ws(&s);
-    if (*s.p != type || !value(&s)) return 0;
-    ws(&s);
-    return *s.p == '\0';
-}
-
-/* ---- the summary's label, from the sites ---- */
-
-/* Four hex digits (checked). */
-static unsigned hex4(const char *p) {
-    unsigned v = 0;
-    for (int i = 0; i < 4; i++)
-        v = v * 16 + (unsigned)(p[i] <= '9' ? p[i] - '0' : (p[i] | 0x20) - 'a' + 10);
-    return v;
-}
-
-/* The JSON string at p (checked text, at its opening quote) into out as
- * UTF-8, at most n - 1 bytes: \uXXXX escapes (surrogate pairs joined) and
- * the one-letter ones decoded. */
-static void decode_string(const char *p, char *out, size_t n) {
-    size_t o = 0;
-    if (!n) return;
-    for (p++; *p && *p != '"' && o + 4 < n; p++) {
-        unsigned c = (unsigned char)*p;
-        if (c == '\\') {
-            c = (unsigned char)*++p;
-            if (c == 'u') {
-                unsigned u = hex4(p + 1);
-                p += 4;
-                if (u >= 0xd800 && u < 0xdc00 && p[1] == '\\' && p[2] == 'u') {
-                    unsigned lo = hex4(p + 3);
-                    if (lo >= 0xdc00 && lo < 0xe000) {
-                        u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
-                        p += 6;
-                    }
-                }
-                if (u < 0x80) {
-                    out[o++] = (char)u;
-                } else if (u < 0x800) {
-                    out[o++] = (char)(0xc0 | (u >> 6));
-                    out[o++] = (char)(0x80 | (u & 0x3f));
-                } else if (u < 0x10000) {
-                    out[o++] = (char)(0xe0 | (u >> 12));
-                    out[o++] = (char)(0x80 | ((u >> 6) & 0x3f));
-                    out[o++] = (char)(0x80 | (u & 0x3f));
-                } else {
-                    out[o++] = (char)(0xf0 | (u >> 18));
-                    out[o++] = (char)(0x80 | ((u >> 12) & 0x3f));
-                    out[o++] = (char)(0x80 | ((u >> 6) & 0x3f));
-                    out[o++] = (char)(0x80 | (u & 0x3f));
-                }
-                continue;
-            }
-            c = c == 'n'   ? '\n'
-                : c == 't' ? '\t'
-                : c == 'r' ? '\r'
-                : c == 'b' ? '\b'
-                : c == 'f' ? '\f'
-                           : c;
-        }
-        out[o++] = (char)c;
-    }
-    out[o] = '\0';
-}
-
-static int member(const char *t, const char *key, const char **v, size_t *len);
-static size_t each_element(const char *text, size_t limit,
-                           void (*fn)(const char *start, size_t len, void *arg), void *arg);
-
-/* The string member key of the object at t into out, newlines as spaces;
- * 0 when absent, null or not a string. */
-static int member_text(const char *t, const char *key, char *out, size_t n) {
-    const char *v;
-    size_t len;
-    if (!t || !member(t, key, &v, &len) || *v != '"') return 0;
-    decode_string(v, out, n);
-    for (char *c = out; *c; c++)
-        if (*c == '\n') *c = ' ';
-    return 1;
-}
-
-/* The number member key of the object at t, or 0. */
-static double member_number(const char *t, const char *key) {
-    const char *v;
-    size_t len;
-    if (!t || !member(t, key, &v, &len) || !(*v == '-' || (*v >= '0' && *v <= '9'))) return 0;
-    return strtod(v, NULL);
-}
-
-/* The object member key of the object at t, or NULL. */
-static const char *member_object(const char *t, const char *key) {
-    const char *v;
-    size_t len;
-    return t && member(t, key, &v, &len) && *v == '{' ? v : NULL;
-}
-
-typedef struct {
-    const char *el[3];
-    size_t n;
-} first_sites;
-
-static void keep_site(const char *start, size_t len, void *arg) {
-    (void)len;
-    first_sites *f = arg;
-    if (f->n < 3) f->el[f->n++] = start;
-}
-
-/* The summary's label of the sites (checked text): the first site's place
- * (and its note), then on lines of their own what keeps it alive (its
- * owner's sentence) and the other leaking sites of at least a tenth of its
- * rate, two at most ("also leaking: PLACE: +RATE/step; kept by ..."). The
- * text after the first newline is said under the exit line. */
-static char *compose_label(const char *sites) {
-    first_sites f = {{0}, 0};
-    each_element(sites, 3, keep_site, &f);
-    if (!f.n) return NULL;
-    size_t cap = 8192, o = 0;
-    char *out = malloc(cap), text[2048], note[512];
-    if (!out) return NULL;
-#define PUT(...)                                                                                   \
-    do {                                                                                           \
-        int w_ = snprintf(out + o, cap - o, __VA_ARGS__);                                          \
-        if (w_ > 0) o = o + (size_t)w_ < cap ? o + (size_t)w_ : cap - 1;                           \
-    } while (0)
-    if (!member_text(member_object(f.el[0], "where"), "label", text, sizeof text))
-        snprintf(text, sizeof text, "?");
-    PUT("%s", text);
-    if (member_text(f.el[0], "note", note, sizeof note) && note[0]) PUT(" (%s)", note);
-    int owned = member_text(member_object(f.el[0], "owner"), "text", text, sizeof text) && text[0];
-    if (owned) PUT("\n%s", text);
-    double top = member_number(f.el[0], "bytes_per_step");
-    for (size_t i = 1; i < f.n; i++) {
-        double rate = member_number(f.el[i], "bytes_per_step");
-        if (!(top > 0) || rate < top / 10 || rate <= 0) break;
-        char rs[64];
-        if (!member_text(member_object(f.el[i], "where"), "label", text, sizeof text))
-            snprintf(text, sizeof text, "?");
-        PUT("%s\nalso leaking: %s: %s", i == 1 && !owned ? "\n" : "", text,
-            lw_fmt_rate(rate, "step", rs, sizeof rs));
-        const char *own = member_object(f.el[i], "owner");
-        if (member_text(own, "name", note, sizeof note) && note[0] &&
-            member_text(own, "text", text, sizeof text))
-            PUT("; %s", text);
-    }
-#undef PUT
-    return out;
+static double rate_of(const lw_tv_node *site) {
+    double r = lw_tv_num(site, LW_KEY(sites_bytes_per_step));
+    return isfinite(r) ? r : 0;
 }
 
 /* ---- the store ---- */
 
-int lw_torch_info_set(const char *field, const char *json, const char *message) {
-    int f = -1;
-    for (int i = 0; field && i < F_COUNT; i++)
-        if (!strcmp(field, names[i])) f = i;
-    if (f < 0 || !json || strlen(json) > MAX_TEXT) return -1;
-    if (!lw_json_valid(json, f == F_SITES ? '[' : '{')) return -1;
-    char *copy = strdup(json);
-    /* The sites' label: the library's, from the sites (a message given
-     * with them, as older helpers gave, is taken as is). */
-    char *lab = f != F_SITES ? NULL : message ? strdup(message) : compose_label(json);
-    char *own = f == F_HOST_OWNER && message ? strdup(message) : NULL;
-    char *nl = lab ? strchr(lab, '\n') : NULL;
-    if (nl) {
-        *nl = '\0';
-        own = nl[1] ? strdup(nl + 1) : NULL;
+int lw_torch_info_values(const char *section, uint32_t site, const lw_tv_value *v, size_t n,
+                         const char *message) {
+    int s = -1;
+    for (int i = 0; section && i < S_COUNT; i++)
+        if (!strcmp(section, names[i])) s = i;
+    if (s < 0 || (n && !v) || n > LW_TORCH_INFO_MAX_VALUES || (s == S_HOST_OWNER && !site))
+        return -1;
+    lw_tv *t = lw_tv_new();
+    if (!t) return -1;
+    size_t refused = 0;
+    for (size_t i = 0; i < n; i++) {
+        const lw_tv_value *x = &v[i];
+        int ok = x->path && is_under(x->path, s) && !derived(lw_tv_find(x->path)) &&
+                 (s != S_HOST_OWNER || x->index[0] == 0);
+        if (!ok || lw_tv_add(t, x) != 0) refused++;
     }
-    if (!copy) {
-        free(lab);
-        free(own);
+    if (n && refused == n) {
+        lw_tv_free(t);
         return -1;
     }
+    char *lab = NULL, *own = NULL, *host = NULL;
+    lw_tv_node *sites = sites_of(t);
+    if (s == S_SITES || s == S_HOST_OWNER)
+        for (lw_tv_node *e = lw_tv_first(sites); e; e = lw_tv_next(e))
+            if (lw_tv_type(e) == LW_TV_OBJECT) lw_torch_text_site(t, e);
+    if (s == S_SITES) {
+        lab = lw_torch_text_label(sites);
+        char *nl = lab ? strchr(lab, '\n') : NULL;
+        if (nl) {
+            *nl = '\0';
+            own = nl[1] ? strdup(nl + 1) : NULL;
+        }
+    } else if (s == S_HOST_OWNER) {
+        char text[TEXT];
+        if (lw_torch_text_line(lw_tv_member(lw_tv_first(sites), LW_FIELD_sites_owner),
+                               LW_KEY(sites_owner_text), text, sizeof text))
+            host = strdup(text);
+    }
     pthread_mutex_lock(&lock);
-    free(texts[f]);
-    texts[f] = copy;
-    if (f == F_SITES) {
+    lw_tv *old = trees[s];
+    trees[s] = t;
+    if (s == S_SITES) {
         free(label);
         label = lab;
         free(owner);
         owner = own;
-    } else if (f == F_HOST_OWNER) {
+    } else if (s == S_HOST_OWNER) {
+        host_site = site;
         free(host_text);
-        host_text = own;
+        host_text = host;
     }
-    int say = f != F_SITES && f != F_HOST_OWNER && message && *message && !said[f];
-    if (say) said[f] = 1;
+    int say = s != S_SITES && s != S_HOST_OWNER && message && *message && !said[s];
+    if (say) said[s] = 1;
     pthread_mutex_unlock(&lock);
+    lw_tv_free(old);
     if (say && !lw_log_quiet) lw_log("%s", message);
-    return 0;
+    return (int)refused;
+}
+
+int lw_torch_info_values_packed(const char *section, uint32_t site, const char *paths,
+                                size_t paths_size, size_t npaths, const int *cells,
+                                const double *numbers, const char *texts, size_t ntexts, size_t n,
+                                const char *message) {
+    if (n > LW_TORCH_INFO_MAX_VALUES) return -1;
+    char *copy = NULL;
+    lw_tv_value *v =
+        lw_tv_unpack(paths, paths_size, npaths, cells, numbers, texts, ntexts, n, &copy);
+    int rc = v ? lw_torch_info_values(section, site, v, n, message) : -1;
+    free(v);
+    free(copy);
+    return rc;
 }
 
 int lw_torch_info_present(void) {
     pthread_mutex_lock(&lock);
-    int any = 0;
-    for (int f = 0; f < F_COUNT; f++)
-        any |= texts[f] != NULL;
+    int any = unit_name[0] != '\0';
+    for (int s = 0; s < S_COUNT; s++)
+        any |= trees[s] != NULL;
     pthread_mutex_unlock(&lock);
     return any;
 }
 
-/* Calls fn for each element of the array text (already checked). */
-static size_t each_element(const char *text, size_t limit,
-                           void (*fn)(const char *start, size_t len, void *arg), void *arg) {
-    scan s = {text, 0};
-    size_t n = 0;
-    ws(&s);
-    s.p++; /* [ */
-    ws(&s);
-    while (*s.p && *s.p != ']' && n < limit) {
-        const char *start = s.p;
-        if (!value(&s)) break;
-        if (fn) fn(start, (size_t)(s.p - start), arg);
-        n++;
-        ws(&s);
-        if (*s.p == ',') s.p++;
-        ws(&s);
-    }
-    return n;
-}
-
-static void emit_one(const char *start, size_t len, void *arg) {
-    lw_jw_raw(arg, NULL, start, len);
-}
-
 size_t lw_torch_info_emit_sites(lw_jw *w, size_t limit) {
     pthread_mutex_lock(&lock);
-    size_t n = texts[F_SITES] ? each_element(texts[F_SITES], limit, emit_one, w) : 0;
+    size_t n = 0;
+    for (lw_tv_node *e = lw_tv_first(sites_of(trees[S_SITES])); e && n < limit;
+         e = lw_tv_next(e), n++)
+        lw_tv_write(w, NULL, e);
     pthread_mutex_unlock(&lock);
     return n;
 }
 
 size_t lw_torch_info_sites(double *top_bytes_per_step) {
     pthread_mutex_lock(&lock);
-    size_t n = texts[F_SITES] ? each_element(texts[F_SITES], (size_t)-1, NULL, NULL) : 0;
-    if (top_bytes_per_step) {
-        *top_bytes_per_step = 0;
-        const char *k = n ? strstr(texts[F_SITES], "\"bytes_per_step\":") : NULL;
-        if (k) *top_bytes_per_step = strtod(k + strlen("\"bytes_per_step\":"), NULL);
-    }
+    const lw_tv_node *sites = sites_of(trees[S_SITES]);
+    size_t n = lw_tv_count(sites);
+    if (top_bytes_per_step) *top_bytes_per_step = n ? rate_of(lw_tv_first(sites)) : 0;
     pthread_mutex_unlock(&lock);
     return n;
 }
 
 void lw_torch_info_emit_fields(lw_jw *w) {
     pthread_mutex_lock(&lock);
-    for (int f = F_DIAGNOSIS; f < F_ANSWER; f++)
-        if (texts[f]) lw_jw_raw(w, lw_report_field_key(torch_rows[f]), texts[f], strlen(texts[f]));
+    for (int s = S_DIAGNOSIS; s <= S_STEPS; s++) {
+        const lw_tv_node *torch = lw_tv_member(lw_tv_root(trees[s]), LW_FIELD_torch);
+        const lw_tv_node *n = lw_tv_member(torch, torch_rows[s]);
+        if (n) lw_tv_write(w, lw_report_field_key(torch_rows[s]), n);
+    }
     pthread_mutex_unlock(&lock);
+}
+
+static const char *copy_out(const char *s, char *out, size_t n) {
+    if (!s || !n) return NULL;
+    snprintf(out, n, "%s", s);
+    return out;
 }
 
 const char *lw_torch_info_label(char *out, size_t n) {
     pthread_mutex_lock(&lock);
-    const char *r = NULL;
-    if (label && n) {
-        snprintf(out, n, "%s", label);
-        r = out;
-    }
+    const char *r = copy_out(label, out, n);
     pthread_mutex_unlock(&lock);
     return r;
 }
 
 const char *lw_torch_info_owner(char *out, size_t n) {
     pthread_mutex_lock(&lock);
-    const char *r = NULL;
-    if (owner && n) {
-        snprintf(out, n, "%s", owner);
-        r = out;
-    }
+    const char *r = copy_out(owner, out, n);
     pthread_mutex_unlock(&lock);
     return r;
 }
 
-/* ---- what keeps a pinned host leak's site alive ("host_owner") ---- */
-
-/* The site the host_owner text is about: its top-level "site" (the helper
- * writes it first), or 0. */
-static uint32_t host_owner_site(const char *text) {
-    const char *k = "{\"site\":";
-    if (!text || strncmp(text, k, strlen(k))) return 0;
-    char *end;
-    unsigned long v = strtoul(text + strlen(k), &end, 10);
-    return end > text + strlen(k) && v <= UINT32_MAX ? (uint32_t)v : 0;
-}
-
-/* The members of the object text (checked) but skip, as members of w's
- * current object. */
-static void emit_members(lw_jw *w, const char *t, const char *skip) {
-    scan s = {t, 1};
-    s.p++; /* { */
-    ws(&s);
-    while (*s.p == '"') {
-        const char *key = s.p + 1;
-        if (!string(&s)) break;
-        size_t klen = (size_t)(s.p - 1 - key);
-        ws(&s);
-        if (*s.p++ != ':') break;
-        ws(&s);
-        const char *v = s.p;
-        if (!value(&s)) break;
-        char name[64];
-        if (klen < sizeof name && !memchr(key, '\\', klen) &&
-            !(skip && klen == strlen(skip) && !strncmp(key, skip, klen))) {
-            memcpy(name, key, klen);
-            name[klen] = '\0';
-            lw_jw_raw(w, name, v, (size_t)(s.p - v));
-        }
-        ws(&s);
-        if (*s.p != ',') break;
-        s.p++;
-        ws(&s);
-    }
-}
-
 int lw_torch_info_host_owner_emit(lw_jw *w, uint32_t site_id) {
     pthread_mutex_lock(&lock);
-    const char *t = texts[F_HOST_OWNER];
-    int any = site_id && host_owner_site(t) == site_id;
-    /* Its members but "site", as members of the site's own object. */
-    if (any) emit_members(w, t, "site");
+    const lw_tv_node *e = lw_tv_first(sites_of(trees[S_HOST_OWNER]));
+    int any = site_id && site_id == host_site && e;
+    /* Its members, as members of the site's own object. */
+    if (any) lw_tv_write_members(w, e);
     pthread_mutex_unlock(&lock);
     return any;
 }
 
-/* The value of member key of the object at t (checked text): its start and
- * length, or 0. */
-static int member(const char *t, const char *key, const char **v, size_t *len) {
-    scan s = {t, 1};
-    ws(&s);
-    if (*s.p != '{') return 0;
-    s.p++;
-    ws(&s);
-    while (*s.p == '"') {
-        const char *k = s.p + 1;
-        if (!string(&s)) return 0;
-        size_t klen = (size_t)(s.p - 1 - k);
-        ws(&s);
-        if (*s.p++ != ':') return 0;
-        ws(&s);
-        const char *start = s.p;
-        if (!value(&s)) return 0;
-        if (klen == strlen(key) && !strncmp(k, key, klen)) {
-            *v = start, *len = (size_t)(s.p - start);
-            return 1;
-        }
-        ws(&s);
-        if (*s.p != ',') return 0;
-        s.p++;
-        ws(&s);
-    }
-    return 0;
-}
-
-static void first_element(const char *start, size_t len, void *arg) {
-    (void)len;
-    *(const char **)arg = start;
+const char *lw_torch_info_host_owner_text(uint32_t site_id, char *out, size_t n) {
+    pthread_mutex_lock(&lock);
+    const char *r = site_id && site_id == host_site ? copy_out(host_text, out, n) : NULL;
+    pthread_mutex_unlock(&lock);
+    return r;
 }
 
 int lw_torch_info_answer_members(lw_jw *w) {
     pthread_mutex_lock(&lock);
-    const char *top = NULL, *id = NULL, *where = NULL;
-    size_t nid = 0, nwhere = 0;
-    if (texts[F_SITES]) each_element(texts[F_SITES], 1, first_element, &top);
-    int any = top && member(top, "id", &id, &nid);
+    const lw_tv_node *top = lw_tv_first(sites_of(trees[S_SITES]));
+    const lw_tv_node *id = lw_tv_member(top, LW_FIELD_sites_id);
+    int any = id != NULL;
     if (any) {
-        lw_jw_raw(w, LW_KEY(answer_site), id, nid);
-        if (member(top, "where", &where, &nwhere))
-            lw_jw_raw(w, LW_KEY(answer_where), where, nwhere);
+        lw_tv_write(w, LW_KEY(answer_site), id);
+        const lw_tv_node *where = lw_tv_member(top, LW_FIELD_sites_where);
+        if (where)
+            lw_tv_write(w, LW_KEY(answer_where), where);
         else
             lw_jw_null(w, LW_KEY(answer_where));
     }
@@ -511,15 +234,34 @@ int lw_torch_info_answer_members(lw_jw *w) {
     return any;
 }
 
-const char *lw_torch_info_host_owner_text(uint32_t site_id, char *out, size_t n) {
+/* ---- what a step is ---- */
+
+int lw_torch_info_step_unit(char *unit, size_t un, char *module, size_t mn) {
     pthread_mutex_lock(&lock);
-    const char *r = NULL;
-    if (site_id && host_text && n && host_owner_site(texts[F_HOST_OWNER]) == site_id) {
-        snprintf(out, n, "%s", host_text);
-        r = out;
-    }
+    int have = unit_name[0] != '\0';
+    if (have && un) snprintf(unit, un, "%s", unit_name);
+    if (module && mn) snprintf(module, mn, "%s", have ? unit_module : "");
     pthread_mutex_unlock(&lock);
-    return r;
+    return have;
+}
+
+/* An identifier, dotted or not, shorter than 128 bytes (a class's name). */
+static int plain_name(const char *s) {
+    size_t n = 0;
+    for (; s && s[n]; n++)
+        if (!((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= 'A' && s[n] <= 'Z') ||
+              (s[n] >= '0' && s[n] <= '9') || s[n] == '_' || s[n] == '.'))
+            return 0;
+    return n > 0 && n < 128;
+}
+
+int lw_torch_info_step_unit_set(const char *unit, const char *module) {
+    if (!unit || (strcmp(unit, "module_call") && strcmp(unit, "optimizer_step"))) return -1;
+    pthread_mutex_lock(&lock);
+    snprintf(unit_name, sizeof unit_name, "%s", unit);
+    snprintf(unit_module, sizeof unit_module, "%s", plain_name(module) ? module : "");
+    pthread_mutex_unlock(&lock);
+    return 0;
 }
 
 /* The string value of "key" in the helper's compact JSON text (json.dumps
@@ -538,41 +280,21 @@ static int string_value(const char *text, const char *key, char *out, size_t n) 
     return i > 0;
 }
 
-int lw_torch_info_step_unit(char *unit, size_t un, char *module, size_t mn) {
-    pthread_mutex_lock(&lock);
-    const char *t = texts[F_STEP_UNIT];
-    int have = string_value(t, "unit", unit, un);
-    if (module && mn && !string_value(t, "module", module, mn)) module[0] = '\0';
-    pthread_mutex_unlock(&lock);
-    return have;
-}
-
-/* An identifier, dotted or not, shorter than 128 bytes (a class's name). */
-static int plain_name(const char *s) {
-    size_t n = 0;
-    for (; s && s[n]; n++)
-        if (!((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= 'A' && s[n] <= 'Z') ||
-              (s[n] >= '0' && s[n] <= '9') || s[n] == '_' || s[n] == '.'))
-            return 0;
-    return n > 0 && n < 128;
-}
-
-int lw_torch_info_step_unit_set(const char *unit, const char *module) {
-    if (!unit || (strcmp(unit, "module_call") && strcmp(unit, "optimizer_step"))) return -1;
-    char json[200];
-    if (plain_name(module))
-        snprintf(json, sizeof json, "{\"unit\":\"%s\",\"module\":\"%s\"}", unit, module);
-    else
-        snprintf(json, sizeof json, "{\"unit\":\"%s\"}", unit);
-    return lw_torch_info_set("step_unit", json, NULL);
+int lw_torch_info_step_unit_json(const char *json) {
+    char unit[32], module[128];
+    if (!string_value(json, "unit", unit, sizeof unit)) return -1;
+    return lw_torch_info_step_unit_set(
+        unit, string_value(json, "module", module, sizeof module) ? module : NULL);
 }
 
 void lw_torch_info_forget(void) {
-    for (int f = 0; f < F_COUNT; f++) {
-        free(texts[f]);
-        texts[f] = NULL;
-        said[f] = 0;
+    for (int s = 0; s < S_COUNT; s++) {
+        lw_tv_free(trees[s]);
+        trees[s] = NULL;
+        said[s] = 0;
     }
+    host_site = 0;
+    unit_name[0] = unit_module[0] = '\0';
     free(label);
     label = NULL;
     free(owner);

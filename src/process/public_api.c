@@ -22,6 +22,7 @@
 #include <leakwatch.h>
 
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,13 +180,44 @@ LW_EXPORT int leakwatch_torch_anatomy(int device, int event, const long long *va
     return 0;
 }
 
+/* The helper's values are laid out as the store's (torch_values.h). */
+_Static_assert(sizeof(leakwatch_value) == sizeof(lw_tv_value) &&
+                   offsetof(leakwatch_value, path) == offsetof(lw_tv_value, path) &&
+                   offsetof(leakwatch_value, index) == offsetof(lw_tv_value, index) &&
+                   offsetof(leakwatch_value, type) == offsetof(lw_tv_value, type) &&
+                   offsetof(leakwatch_value, number) == offsetof(lw_tv_value, number) &&
+                   offsetof(leakwatch_value, text) == offsetof(lw_tv_value, text) &&
+                   (int)LEAKWATCH_VALUE_NULL == (int)LW_TV_NULL &&
+                   (int)LEAKWATCH_VALUE_BOOL == (int)LW_TV_BOOL &&
+                   (int)LEAKWATCH_VALUE_NUMBER == (int)LW_TV_NUMBER &&
+                   (int)LEAKWATCH_VALUE_STRING == (int)LW_TV_STRING &&
+                   (int)LEAKWATCH_VALUE_ARRAY == (int)LW_TV_ARRAY &&
+                   (int)LEAKWATCH_VALUE_OBJECT == (int)LW_TV_OBJECT,
+               "leakwatch_value is lw_tv_value");
+
+LW_EXPORT int leakwatch_torch_values(const char *section, unsigned int site,
+                                     const leakwatch_value *values, int n, const char *message) {
+    if (!lw_lifecycle_recording_here() || n < 0) return -1;
+    return lw_torch_info_values(section, site, (const lw_tv_value *)values, (size_t)n, message);
+}
+
+LW_EXPORT int leakwatch_torch_values_packed(const char *section, unsigned int site,
+                                            const char *paths, size_t paths_size, int npaths,
+                                            const int *cells, const double *numbers,
+                                            const char *texts, size_t ntexts, int n,
+                                            const char *message) {
+    if (!lw_lifecycle_recording_here() || n < 0 || npaths < 0) return -1;
+    return lw_torch_info_values_packed(section, site, paths, paths_size, (size_t)npaths, cells,
+                                       numbers, texts, ntexts, (size_t)n, message);
+}
+
 LW_EXPORT int leakwatch_torch_info(const char *field, const char *json, const char *message) {
-    if (!lw_lifecycle_recording_here()) return -1;
-    int rc = lw_torch_info_set(field, json, message);
+    (void)message;
+    if (!lw_lifecycle_recording_here() || !field || strcmp(field, "step_unit")) return -1;
+    int rc = lw_torch_info_step_unit_json(json);
     /* What a step is: module calls (no optimizer) tell the detector that the
      * time between marks is no work (growth.h). */
-    if (rc == 0 && !strcmp(field, "step_unit") && strstr(json, "\"module_call\""))
-        lw_growth_steps_are_calls();
+    if (rc == 0 && strstr(json, "\"module_call\"")) lw_growth_steps_are_calls();
     return rc;
 }
 

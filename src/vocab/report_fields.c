@@ -66,3 +66,25 @@ char *lw_report_types_text(unsigned types, char *out, size_t n) {
         }
     return out;
 }
+
+lw_field lw_report_field_find(const char *path) {
+    if (!path) return LW_FIELD_COUNT;
+    for (int f = 0; f < LW_FIELD_COUNT; f++) {
+        const char *p = lw_report_fields[f].path;
+        int abbrev = 0;
+        for (size_t i = 0; i < lw_report_nabbrevs && !abbrev; i++) {
+            size_t l = strlen(lw_report_abbrevs[i].name);
+            if (strncmp(p, lw_report_abbrevs[i].name, l) || p[l] != '.') continue;
+            /* "NAME.x": path is one of NAME's paths, then ".x". */
+            abbrev = 1;
+            for (const char *e = lw_report_abbrevs[i].paths; *e;) {
+                size_t n = strcspn(e, ",");
+                if (!strncmp(path, e, n) && !strcmp(path + n, p + l)) return (lw_field)f;
+                e += n + (e[n] == ',');
+                e += strspn(e, " ");
+            }
+        }
+        if (!abbrev && !strcmp(p, path)) return (lw_field)f;
+    }
+    return LW_FIELD_COUNT;
+}

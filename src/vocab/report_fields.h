@@ -15,7 +15,8 @@
  *     members flagged LW_RF_SHOWN are written back, in the rows' order, and
  *     the answer's (answer.*) when the report holds it whole (answer.unit).
  * The library's writer (src/output/report.c, answer.c, anatomy.c,
- * torch_info.c) names its keys by their rows (LW_KEY, below), and
+ * torch_info.c, torch_values.c) names its keys by their rows (LW_KEY,
+ * below; torch_values.c: lw_report_field_key of each value's row), and
  * test_report_schema holds all it writes to the rows. */
 #ifndef LW_REPORT_FIELDS_H
 #define LW_REPORT_FIELDS_H
@@ -70,11 +71,20 @@ extern const size_t lw_report_nabbrevs;
  * row does not compile. A member of an array's elements has its own row
  * ("sites[].frames[].line": sites_frames_line), and a member of an
  * abbreviation's objects the abbreviation's (WHERE_label). report.c,
- * answer.c, anatomy.c and torch_info.c name so every key they write; the
- * members inside what the PyTorch helper hands over as JSON text (torch's
- * diagnosis, backend and steps, PyTorch's sites[], owner) are the helper's
- * (python/leakwatch/_torch.py), held to the rows by test_report_schema. */
+ * answer.c and anatomy.c name so every key they write; what the PyTorch
+ * helper hands over (torch's diagnosis, backend and steps, PyTorch's
+ * sites[], owner) comes as values by their rows' paths
+ * (leakwatch_torch_values), each refused without a row that allows it, and
+ * torch_values.c writes them under their rows' keys. */
 #define LW_KEY(id) lw_report_field_key(LW_FIELD_##id)
+
+/* The row of a path as a report has it, abbreviations written out:
+ * "growth.p_value", "sites[].owners[].count", "sites[].where.file"
+ * (WHERE_file), "torch.diagnosis.windows[].state" (WINDOW_state); a "*"
+ * row is matched only by its own path, an abbreviation's row ("WHERE.file")
+ * never by its own. LW_FIELD_COUNT when no row has it.
+ * A scan of the table: callers that resolve often keep what it found. */
+lw_field lw_report_field_find(const char *path);
 
 /* The member's key, the path's last part ("p_value" of "growth.p_value");
  * NULL when the path ends in "[]". */

@@ -242,7 +242,8 @@ START_TEST(reports_hold_the_listed_fields) {
 
     /* PyTorch jobs, with the stand-in torch (tests/python/faketorch): the
      * default (segments) with a diagnosis window, a leak in backward(), the
-     * tensors mode whose switch did not take, pinned host memory. */
+     * tensors mode whose switch did not take, pinned host memory, an owner
+     * found by no name, a window PyTorch refused and one cut short. */
     int pytorch = python_found();
     if (pytorch) {
         run_torch(&r, "torch_seed.py", "loss", NULL);
@@ -258,6 +259,14 @@ START_TEST(reports_hold_the_listed_fields) {
         /* A pinned host leak whose owner is found: the site's owner_search. */
         run_torch(&r, "torch_offload.py", NULL, NULL);
         check_report("torch_offload.py", &r);
+        /* An owner no name of the user's code leads to: owner.unnamed_*. */
+        run_torch(&r, "torch_owner_shapes.py", "hidden", NULL);
+        check_report("torch_owner_shapes.py hidden", &r);
+        /* The window's other states: torch.diagnosis.error and .window. */
+        run_torch(&r, "torch_diagnosis_states.py", "unavailable", NULL);
+        check_report("torch_diagnosis_states.py unavailable", &r);
+        run_torch(&r, "torch_diagnosis_states.py", "recording", NULL);
+        check_report("torch_diagnosis_states.py recording", &r);
     } else {
         printf("test_report_schema: no CPython >= 3.8: the PyTorch fields are not checked\n");
     }

@@ -759,6 +759,42 @@ START_TEST(counters_are_read_within_a_budget) {
 }
 END_TEST
 
+/* A device PyTorch has not used yet is looked at on the helper's first
+ * reads and then at every 16th (each look builds the allocator's whole
+ * statistics dictionary, ~20 us under real PyTorch), not at every read; a
+ * device taken into use later is read at every read from the next look
+ * (tests/python/unused_device_reads.py: two devices, the second used from
+ * mark 100 of 180). */
+START_TEST(an_unused_device_is_looked_at_sparsely) {
+    NEED_PYTHON();
+    lw_run r;
+    const char *env[] = {"LEAKWATCH_TORCH_ANATOMY=0", "FAKETORCH_DEVICES=2", NULL};
+    run_torch(&r, "unused_device_reads.py", NULL, NULL, env);
+    ck_assert_msg(r.exit_code == 0, "exit %d\n%s", r.exit_code, r.err);
+    int reads = 0, dev0 = 0, before = 0, after = 0, used = 0, first = 0, every = 0, always = 0;
+    const char *p = strstr(r.out, "reads ");
+    ck_assert_msg(
+        p &&
+            sscanf(
+                p,
+                "reads %d dev0 %d dev1_before %d dev1_after %d used %d first %d every %d always %d",
+                &reads, &dev0, &before, &after, &used, &first, &every, &always) == 8,
+        "stdout: %s", r.out);
+    ck_assert_int_ge(always, 180);
+    ck_assert_int_eq(reads, 180);
+    ck_assert_int_eq(dev0, reads);
+    /* Reads 1-99: the first 8, then 16, 32, ..., 96 (99 before). */
+    ck_assert_msg(before == 8 + 6, "device 1 looked at %d times in 99 reads before its use",
+                  before);
+    ck_assert_int_eq(first, 8);
+    ck_assert_int_eq(every, 16);
+    /* Used from mark 100: seen at read 112, then read at every read. */
+    ck_assert_int_eq(used, 1);
+    ck_assert_msg(after == 180 - 112 + 1, "device 1 read %d times after its use", after);
+    lw_run_free(&r);
+}
+END_TEST
+
 /* The anatomy's walks of the job's objects (issue 40) keep within 1 % of
  * the job's time (tests/python/anatomy_budget.py, on a clock of its own:
  * a mark each 1 ms, a walk 60 ms): over 20,000 marks the schedule alone
@@ -915,6 +951,7 @@ int main(void) {
     tcase_add_test(dflt, pinned_host_owner_is_named);
     tcase_add_test(dflt, backward_allocations_name_the_caller);
     tcase_add_test(dflt, counters_are_read_within_a_budget);
+    tcase_add_test(dflt, an_unused_device_is_looked_at_sparsely);
     tcase_add_test(dflt, anatomy_walks_keep_within_a_budget);
     suite_add_tcase(s, dflt);
     int failed = lw_check_run(s);

@@ -147,11 +147,34 @@ START_TEST(json_write_double_pair) {
 }
 END_TEST
 
+/* lw_jw_number: an integral value as an integer, else the fewest digits
+ * that read back as it (as json.dumps writes a float), not finite: null. */
+START_TEST(json_write_number_shortest) {
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    lw_jw w;
+    lw_jw_init(&w, f, 0);
+    lw_jw_array(&w, NULL);
+    const double v[] = {512.0, 1073741824,         -3,  0.1,     0.0066, 1.0 / 3,
+                        1e300, 9007199254740993.0, NAN, INFINITY};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        lw_jw_number(&w, NULL, v[i]);
+    lw_jw_end(&w);
+    ck_assert_int_eq(lw_jw_failed(&w), 0);
+    fclose(f);
+    ck_assert_str_eq(out, "[512,1073741824,-3,0.1,0.0066,0.3333333333333333,1e+300,"
+                          "9007199254740992,null,null]");
+    free(out);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("json_write");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, json_write_reads_back);
     tcase_add_test(tc, json_write_double_pair);
+    tcase_add_test(tc, json_write_number_shortest);
     tcase_add_test(tc, json_write_buffered_same_bytes);
     suite_add_tcase(s, tc);
     return lw_check_run(s) ? 1 : 0;

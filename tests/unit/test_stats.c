@@ -464,6 +464,115 @@ START_TEST(ts_fast_matches_brute_force) {
 }
 END_TEST
 
+/* Mann–Kendall's S and tie-corrected variance, counted pair by pair as
+ * the definition says, against lw_mann_kendall (an inversion count by
+ * merge sort): the same S and the same variance, to the bit, on series
+ * with and without ties, -0.0 beside +0.0, runs already in order, in
+ * reverse order, and lengths around the merge's insertion-sort cut. */
+static void mk_brute(const double *y, int n, double *s, double *var_s) {
+    long long sum = 0;
+    for (int i = 0; i < n - 1; i++)
+        for (int j = i + 1; j < n; j++)
+            sum += (y[j] > y[i]) - (y[j] < y[i]);
+    double ties = 0;
+    char *done = calloc((size_t)n, 1);
+    ck_assert_ptr_nonnull(done);
+    for (int i = 0; i < n; i++) {
+        if (done[i]) continue;
+        double t = 0;
+        for (int j = i; j < n; j++)
+            if (y[j] == y[i]) done[j] = 1, t++;
+        ties += t * (t - 1) * (2 * t + 5);
+    }
+    free(done);
+    double dn = n;
+    *s = (double)sum;
+    *var_s = (dn * (dn - 1) * (2 * dn + 5) - ties) / 18.0;
+}
+
+START_TEST(mk_matches_pairwise_count) {
+    enum { NMAX = 300 };
+    static double y[NMAX];
+    static const int sizes[] = {3, 15, 16, 17, 33, 64, 129, 256, 300};
+    lcg g = {4242};
+    int checked = 0;
+    for (int kind = 0; kind < 7; kind++)
+        for (int si = 0; si < N_OF(sizes); si++) {
+            int n = sizes[si];
+            for (int t = 0; t < n; t++) {
+                switch (kind) {
+                case 0:
+                    y[t] = 4e9 + 512.0 * t + (double)lcg_int(&g, -100000, 100000);
+                    break;
+                case 1:
+                    y[t] = (double)lcg_int(&g, 0, 3); /* heavy ties */
+                    break;
+                case 2:
+                    y[t] = t; /* in order */
+                    break;
+                case 3:
+                    y[t] = -t; /* reversed */
+                    break;
+                case 4:
+                    y[t] = 7; /* all tied */
+                    break;
+                case 5:
+                    y[t] = t % 3 == 0 ? 0.0 : t % 3 == 1 ? -0.0 : (double)lcg_int(&g, -1, 1);
+                    break;
+                default:
+                    y[t] = (double)(t / 8) * 2097152.0; /* a floor in segments */
+                    break;
+                }
+            }
+            lw_mk_result r;
+            ck_assert_int_eq(lw_mann_kendall(y, n, &r), 0);
+            double s, var_s;
+            mk_brute(y, n, &s, &var_s);
+            ck_assert_msg(r.s == s && r.var_s == var_s,
+                          "kind %d n %d: S %.17g var %.17g, pairwise %.17g %.17g", kind, n, r.s,
+                          r.var_s, s, var_s);
+            checked++;
+        }
+    ck_assert_int_eq(checked, 7 * N_OF(sizes));
+}
+END_TEST
+
+/* lw_mann_kendall_corrected_at takes the Theil–Sen slope the caller has
+ * instead of computing it again: every field, and the ratio, the same
+ * bits as lw_mann_kendall_corrected's. */
+START_TEST(mk_corrected_at_is_bit_identical) {
+    enum { N = 256 };
+    static double x[N], y[N];
+    lcg g = {99};
+    for (int kind = 0; kind < 4; kind++) {
+        for (int t = 0; t < N; t++) {
+            x[t] = 1 + 3.0 * t;
+            double noise = (double)lcg_int(&g, -100000, 100000);
+            y[t] = kind == 0   ? 4e9 + 512.0 * t + noise
+                   : kind == 1 ? 4e9 + noise
+                   : kind == 2 ? 4e9
+                               : (double)(t / 16) * 2097152.0 + (t % 5);
+        }
+        for (int n = 40; n <= N; n += 72) {
+            lw_theil_sen_result ts;
+            ck_assert_int_eq(lw_theil_sen(x + (N - n), y + (N - n), n, 0.95, &ts), 0);
+            lw_mk_result a, b;
+            double ra = -1, rb = -2;
+            ck_assert_int_eq(lw_mann_kendall_corrected(x + (N - n), y + (N - n), n, &a, &ra), 0);
+            ck_assert_int_eq(
+                lw_mann_kendall_corrected_at(x + (N - n), y + (N - n), n, &ts, &b, &rb), 0);
+            ck_assert_msg(!memcmp(&a, &b, sizeof a) && !memcmp(&ra, &rb, sizeof ra),
+                          "kind %d n %d: p %.17g ratio %.17g against %.17g %.17g", kind, n,
+                          a.p_increasing, ra, b.p_increasing, rb);
+        }
+    }
+    lw_theil_sen_result bad = {.slope = NAN};
+    lw_mk_result r;
+    ck_assert_int_eq(lw_mann_kendall_corrected_at(x, y, 10, &bad, &r, NULL), -1);
+    ck_assert_int_eq(lw_mann_kendall_corrected_at(NULL, y, 10, &bad, &r, NULL), -1);
+}
+END_TEST
+
 START_TEST(ts_rejects) {
     double x[] = {1, 2, 3, 4}, y[] = {1, 2, 3, 4}, same[] = {2, 2, 2, 2};
     lw_theil_sen_result r = {.slope = -7};
@@ -667,6 +776,8 @@ static Suite *stats_suite(void) {
     tcase_add_test(tc, mk_reference_series);
     tcase_add_test(tc, mk_large_n);
     tcase_add_test(tc, mk_all_equal_and_edges);
+    tcase_add_test(tc, mk_matches_pairwise_count);
+    tcase_add_test(tc, mk_corrected_at_is_bit_identical);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("theil_sen");

@@ -57,6 +57,57 @@ START_TEST(evaluations_follow_the_points) {
 }
 END_TEST
 
+/* A series at rest (no leak, no trend: a job that does not leak) is
+ * evaluated about every 1/8 of its points (at the first point of the 1/32
+ * schedule after that), not every 1/32: from 64 to 1024 points, four
+ * doublings of 4 to 8 evaluations each (about 32 each before). */
+START_TEST(a_series_at_rest_is_evaluated_less_often) {
+    lw_tracked_init(&a, 0);
+    uint64_t seed = 11;
+    feed(&a, 63, 0, &seed);
+    ck_assert_int_eq(a.decision.announced, LW_VERDICT_NO_LEAK);
+    int evaluated = feed(&a, 1024 - 63, 0, &seed);
+    ck_assert_int_eq(a.decision.announced, LW_VERDICT_NO_LEAK);
+    ck_assert_msg(evaluated >= 4 * 4 && evaluated <= 4 * 8, "%d evaluations", evaluated);
+}
+END_TEST
+
+/* ... and once growth shows, every 1/32 again, on the very points a
+ * series never at rest is evaluated at: a leak that begins after 1,000
+ * flat steps is announced within two gaps of 1/32 of the points after the
+ * first evaluation that calls it (LEAKWATCH_CONFIRM 3). */
+START_TEST(growth_brings_the_dense_schedule_back) {
+    lw_tracked_init(&a, 0);
+    uint64_t seed = 5;
+    feed(&a, 1000, 0, &seed);
+    ck_assert_int_eq(a.decision.announced, LW_VERDICT_NO_LEAK);
+    uint64_t seen = 0, announced = 0;
+    for (int i = 0; i < 2000 && !announced; i++) {
+        double x = a.last_x + 1;
+        double floor = 1e9 + 8192 * (x - 1000) + noise(&seed);
+        lw_tracked_add(&a, x, x / 100, floor, floor);
+        if (!lw_tracked_due(&a)) continue;
+        lw_tracked_evaluate(&a);
+        /* Every evaluation falls on a point of the 1/32 schedule of a
+         * series never at rest (1, 2, ..., then + points/32). */
+        uint64_t on = 1;
+        while (on < a.series.points)
+            on += on / 32 ? on / 32 : 1;
+        ck_assert_msg(on == a.series.points, "evaluated at %llu, off the 1/32 schedule",
+                      (unsigned long long)a.series.points);
+        if (!seen && a.last.verdict == LW_VERDICT_LEAK) seen = a.series.points;
+        if (a.decision.announced == LW_VERDICT_LEAK) announced = a.series.points;
+        /* Not at rest: the next evaluation after 1/32 of the points. */
+        if (a.last.verdict != LW_VERDICT_NO_LEAK && !announced)
+            ck_assert_uint_le(a.next_eval_at, a.series.points + a.series.points / 32);
+    }
+    ck_assert_uint_gt(seen, 0);
+    ck_assert_uint_gt(announced, 0);
+    ck_assert_msg(announced - seen <= 2 * (announced / 32) + 2, "seen at %llu, announced at %llu",
+                  (unsigned long long)seen, (unsigned long long)announced);
+}
+END_TEST
+
 /* A steady leak is announced after LEAKWATCH_CONFIRM evaluations and said
  * on stderr only later: at 64 points at the least, and twice the points
  * at which it was first seen. */
@@ -206,6 +257,8 @@ int main(void) {
     TCase *tc = tcase_create("tracked");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, evaluations_follow_the_points);
+    tcase_add_test(tc, a_series_at_rest_is_evaluated_less_often);
+    tcase_add_test(tc, growth_brings_the_dense_schedule_back);
     tcase_add_test(tc, a_leak_is_confirmed_then_warned);
     tcase_add_test(tc, a_flat_series_is_no_leak);
     tcase_add_test(tc, whole_blocks_need_eight_rises);
