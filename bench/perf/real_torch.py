@@ -16,7 +16,19 @@ Loops (each in a process of its own, 50 steps of warm-up first):
          tensor series grows, the diagnosis window opens for 32 steps and
          closes with the owner search. Its steps are split by the helper's
          state: before the window, window open, the closing step (the
-         window's analysis and the owner search), after
+         window's analysis and the owner search), after (10 steps of
+         warm-up here: the window opens at about the 26th step). Two more
+         runs give the floor of a step with the window open: bare-record,
+         the bare loop with PyTorch's own allocation history recording on
+         (the window's arguments) over the steps the default run's window
+         covered in the same round, against which the rows "PyTorch's own
+         recording - bare" and "window open - PyTorch's own recording"
+         (leakwatch's share); and window-ab, under leakwatch, the training
+         loop in blocks of 16 steps alternated in one process: nothing,
+         PyTorch's recording on, the helper's window open (closed without
+         the analysis), whose differences are the same split without the
+         default mode's own per-step cost and the detector's work after its
+         verdict that the runs apart carry (issue 44)
   steady the train loop after 2,000 steps of warm-up, bare and default: the
          cost of a step once leakwatch's start-up work is done (counters
          read at each of the first 200 steps, the detector's dense first
@@ -27,8 +39,11 @@ Loops (each in a process of its own, 50 steps of warm-up first):
          same modes as train but no-anatomy)
 Each run reports the median wall time of its steps (less load noise than the
 mean) and its process CPU time per step (all threads: the autograd engine's
-and leakwatch's sampler included). The table: medians over the rounds of
-each run's figure minus (or over) the bare run's of the same round.
+and leakwatch's sampler included); the leak loop's phases also the median of
+their steps' process CPU time and of their job CPU time (this thread and
+PyTorch's autograd threads, not leakwatch's sampler): on a loaded machine
+the primary numbers. The table: medians over the rounds of each run's
+figure minus (or over) the bare run's of the same round.
 
 LW_REALTORCH_BASE=DIR adds a run of the default mode under another build
 (DIR/leakwatch, e.g. main's build/) to the train and infer loops, and a row
@@ -49,6 +64,32 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 LEAKWATCH = os.path.join(REPO, "build", "leakwatch")
 STAND_INS = os.path.join(REPO, "build", "tests", "lib")
 REQUEST_BUSY_S = 0.0006
+# The leak loop's warm-up: its window opens after about 26 steps (the
+# detector's verdict), which must fall in the measured steps
+LEAK_WARM_UP = 10
+
+
+def _record(torch, on):
+    """PyTorch's allocation history recording with the diagnosis window's
+    arguments (python/leakwatch/_torch.py, _Window: keep them the same),
+    each passed only where this version's signature has it, as the helper's
+    _call_accepted does."""
+    import inspect
+    mem = torch.cuda.memory
+    if not on:
+        mem._record_memory_history(enabled=None)
+        return
+    kw = dict(enabled="all", context="alloc", stacks="python", max_entries=100000,
+              clear_history=True,
+              skip_actions=["free_requested", "segment_alloc", "segment_free", "snapshot"])
+    try:
+        params = inspect.signature(getattr(mem, "_record_memory_history_impl", None)
+                                   or mem._record_memory_history).parameters
+    except (TypeError, ValueError):
+        params = {}
+    if params and not any(p.kind == p.VAR_KEYWORD for p in params.values()):
+        kw = {k: v for k, v in kw.items() if k in params}
+    mem._record_memory_history(**kw)
 
 
 def _helper():
@@ -56,7 +97,95 @@ def _helper():
     return getattr(t, "_helper", None) if t is not None else None
 
 
+class _JobClock:
+    """CPU time of the job's own threads: this one and PyTorch's autograd
+    engine threads (pt_autograd_*, where backward runs and allocates), from
+    their /proc schedstat; not leakwatch's sampler thread, whose work (the
+    detector's evaluations) is apart from the step's."""
+    def __init__(self):
+        self.fds = []
+        for t in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{t}/comm") as f:
+                    if f.read().startswith("pt_autograd"):
+                        self.fds.append(os.open(f"/proc/self/task/{t}/schedstat", os.O_RDONLY))
+            except OSError:
+                pass
+
+    def others(self):
+        n = 0
+        for fd in self.fds:
+            try:
+                n += int(os.pread(fd, 64, 0).split()[0])
+            except (OSError, ValueError, IndexError):
+                pass
+        return n / 1e9
+
+
+def window_ab(steps, block=16):
+    """The leak loop's window-ab run (under leakwatch): the training loop,
+    which never opens a window of itself, in blocks of steps alternated in
+    one process: nothing extra (off), PyTorch's history recording on with the
+    window's arguments (rec), the helper's diagnosis window open (win: the
+    recording and leakwatch's per-step work while open, closed without the
+    analysis). Per block the median step's wall time and job CPU (this
+    thread and autograd's); per pair the medians over blocks of rec - off and
+    win - rec. In one process the three share the machine's moments, which
+    the leak loop's runs apart do not."""
+    import torch
+    from torch import nn, optim
+    model = nn.Sequential(nn.Linear(128, 512), nn.ReLU(), nn.Linear(512, 10)).cuda()
+    opt = optim.Adam(model.parameters())
+    crit = nn.CrossEntropyLoss()
+    x = torch.randn(64, 128).cuda()
+    y = torch.randint(10, (64,)).cuda()
+
+    def step():
+        opt.zero_grad()
+        loss = crit(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+    for _ in range(50):
+        step()
+    h = _helper()
+    clock = _JobClock()
+    h.window_steps = 1 << 30  # closed here, not by its length
+    modes = ("off", "rec", "win")
+    got = {m: ([], [], []) for m in modes}
+    for r in range(max(steps // (block * len(modes)), 1)):
+        for m in (modes if r % 2 == 0 else modes[::-1]):
+            if m == "rec":
+                _record(torch, True)
+            elif m == "win":
+                h.windows_left, h.next_window_at = 1, 0
+                h.open_window(torch, 0)
+            walls, cpus, jobs = [], [], []
+            for _ in range(block):
+                o, j = clock.others(), time.thread_time()
+                c, s = time.process_time(), time.perf_counter()
+                step()
+                walls.append(time.perf_counter() - s)
+                cpus.append(time.process_time() - c)
+                jobs.append(time.thread_time() - j + clock.others() - o)
+            if m == "rec":
+                _record(torch, False)
+            elif m == "win":
+                h._close_window_quietly()
+            for i, v in enumerate((walls, cpus, jobs)):
+                got[m][i].append(statistics.median(v) * 1e6)
+    out = {}
+    for a, b in (("rec", "off"), ("win", "rec")):
+        for i, clk in enumerate(("us", "cpu_us", "job_us")):
+            out[f"{a}-{b}_{clk}"] = statistics.median(
+                [p - q for p, q in zip(got[a][i], got[b][i])])
+    out["blocks"] = len(got["off"][0])
+    return out
+
+
 def loop(kind, steps):
+    if kind == "window":
+        return window_ab(steps)
     import torch
     from torch import nn, optim
     if kind == "infer":
@@ -92,41 +221,81 @@ def loop(kind, steps):
     # after 2,000 steps: leakwatch's start-up work (counters read at every
     # step of the first 200, the detector's dense first evaluations) done,
     # the per-step cost a long job pays.
-    for _ in range(2000 if kind == "steady" else 50):
+    warm = LEAK_WARM_UP if kind == "leak" else 2000 if kind == "steady" else 50
+    for _ in range(warm):
         step()
     phase = []  # per step: 0 before the window, 1 open, 2 the closing step, 3 after
     times = []
+    cpus = []
+    jobs = []
+    clock = _JobClock() if kind == "leak" else None
+    # bare-record: PyTorch's recording over the steps the default run's
+    # window covered (LW_REALTORCH_RECORD=FIRST:STEPS, in the job's steps)
+    record = os.environ.get("LW_REALTORCH_RECORD") if kind == "leak" else None
+    if record:
+        first, n = (int(v) for v in record.split(":"))
+        rec_at = max(first - warm, 0)
+        rec_end = max(first + n - 1 - warm, rec_at + 1)
     c0, t0 = time.process_time(), time.perf_counter()
-    for _ in range(steps):
+    for i in range(steps):
         h = _helper()
         before = (h.window is not None, len(h.windows)) if h is not None else (False, 0)
+        if record and i in (rec_at, rec_end):
+            _record(torch, i == rec_at)  # between steps, as the window opens and closes
+        o = clock.others() if clock else 0.0
+        j = time.thread_time()
+        c = time.process_time()
         s = time.perf_counter()
         step()
         times.append(time.perf_counter() - s)
+        cpus.append(time.process_time() - c)
+        jobs.append(time.thread_time() - j + ((clock.others() - o) if clock else 0.0))
         after = (h.window is not None, len(h.windows)) if h is not None else (False, 0)
-        phase.append(2 if after[1] > before[1] else 1 if before[0] else 3 if before[1] else 0)
+        if record:
+            phase.append(1 if rec_at <= i < rec_end else 3 if i >= rec_end else 0)
+        else:
+            phase.append(2 if after[1] > before[1] else 1 if before[0] else 3 if before[1] else 0)
     c1, t1 = time.process_time(), time.perf_counter()
     out = {"rate": steps / (t1 - t0), "cpu_us": (c1 - c0) / steps * 1e6,
            "step_us": statistics.median(times) * 1e6}
+    if kind == "leak":
+        # The steps after the window (or the recording): warm, and outside
+        # it (the steps before it are the first after a short warm-up)
+        sel = [(t, c, j) for t, c, j, q in zip(times, cpus, jobs, phase) if q == 3]
+        if sel:
+            out["after_us"] = statistics.median([v[0] for v in sel]) * 1e6
+            out["after_cpu_us"] = statistics.median([v[1] for v in sel]) * 1e6
+            out["after_job_us"] = statistics.median([v[2] for v in sel]) * 1e6
     for p, name in ((1, "window_us"), (2, "close_us")):
         sel = [t for t, q in zip(times, phase) if q == p]
         if sel:
             out[name] = statistics.median(sel) * 1e6
             out[name.replace("_us", "_steps")] = len(sel)
+            out[name.replace("_us", "_cpu_us")] = statistics.median(
+                [c for c, q in zip(cpus, phase) if q == p]) * 1e6
+            if clock:
+                out[name.replace("_us", "_job_us")] = statistics.median(
+                    [c for c, q in zip(jobs, phase) if q == p]) * 1e6
     h = _helper()
     if h is not None and h.windows:
         search = h.windows[0].get("owner_search") or {}
         out["owner_s"] = search.get("seconds")
+        out["window_first"] = h.windows[0].get("first_step")
+        out["window_marks"] = h.windows[0].get("steps")
     return out
 
 
-def one(loop_kind, mode, steps, tmp):
+def one(loop_kind, mode, steps, tmp, record=None):
+    if mode == "window-ab":
+        loop_kind, steps = "window", 16 * 3 * 16
     py = [sys.executable, os.path.abspath(__file__), "--loop", loop_kind, str(steps)]
     env = dict(os.environ, LEAKWATCH_QUIET="1")
-    if mode in ("bare", "bare-async"):
+    if mode in ("bare", "bare-async", "bare-record"):
         env["LD_LIBRARY_PATH"] = STAND_INS
         if mode == "bare-async":  # the backend tensors mode switches to, without leakwatch
             env["PYTORCH_CUDA_ALLOC_CONF"] = "backend:cudaMallocAsync"
+        if mode == "bare-record":  # PyTorch's own history recording, without leakwatch
+            env["LW_REALTORCH_RECORD"] = record or "26:32"
         cmd = py
     else:
         if mode == "no-anatomy":  # the same build with the anatomy's sampling off
@@ -155,7 +324,7 @@ def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     tmp = os.environ.get("TMPDIR", "/tmp")
     plan = (("train", 400, ("bare", "default", "tensors", "no-anatomy", "bare-async")),
-            ("leak", 300, ("bare", "default")),
+            ("leak", 300, ("bare", "default", "bare-record", "window-ab")),
             ("infer", 400, ("bare", "default", "tensors", "bare-async")),
             ("steady", 400, ("bare", "default")))
     if os.environ.get("LW_REALTORCH_BASE"):
@@ -167,7 +336,13 @@ def main():
     for _ in range(rounds):
         for k, steps, modes in plan:
             for m in modes:
-                res[(k, m)].append(one(k, m, steps, tmp))
+                record = None
+                if m == "bare-record" and res[(k, "default")]:
+                    # the steps of this round's window (the default run is before)
+                    d = res[(k, "default")][-1]
+                    if d.get("window_first") is not None:
+                        record = f"{d['window_first']}:{d['window_marks']}"
+                res[(k, m)].append(one(k, m, steps, tmp, record))
     print(f"real PyTorch loops, {rounds} rounds alternated; per run the median step (wall) and the"
           f" CPU time per step; medians over rounds of (run - bare of the same round)")
     for k, steps, modes in plan:
@@ -203,6 +378,57 @@ def main():
                 if owner:
                     line += f"; owner search {_med(owner) * 1000:.1f} ms of it"
             print(line)
+        if k == "leak" and res.get((k, "bare-record")):
+            # The floor of a step with the window open: PyTorch's own history
+            # recording (bare-record's recording steps against its steps
+            # after them); leakwatch's share (the window's steps against
+            # those); and, of it, what opening the window adds (the default
+            # run's window steps against its steps after, less the same for
+            # bare-record). Round by round: the median step's wall time, its
+            # process CPU (all threads: leakwatch's sampler, whose detector
+            # works hardest just after the verdict that opens the window,
+            # included) and the job's threads' CPU (this one and autograd's).
+            rec = res[(k, "bare-record")]
+            dft = res[(k, "default")]
+
+            def get(r, phase, clock):
+                return r.get(f"{phase}_{clock}us")
+
+            def row(label, value):
+                parts = []
+                for clock, name in (("", "wall"), ("cpu_", "CPU"), ("job_", "job CPU")):
+                    v = [value(d, r, clock) for d, r in zip(dft, rec)]
+                    v = [x for x in v if x is not None]
+                    if v:
+                        parts.append(f"{name} {_med(v):+.1f} [{min(v):.1f}..{max(v):.1f}]")
+                print(f"    {label:40s} " + ("; ".join(parts) + " us a step" if parts
+                                                else "not reached"))
+
+            def sub(*terms):
+                if any(t is None for t in terms):
+                    return None
+                return terms[0] - sum(terms[1:]) if len(terms) == 2 else (
+                    terms[0] - terms[1] - (terms[2] - terms[3]))
+            row("PyTorch's own recording - bare",
+                lambda d, r, c: sub(get(r, "window", c), get(r, "after", c)))
+            row("window open - PyTorch's own recording",
+                lambda d, r, c: sub(get(d, "window", c), get(r, "window", c)))
+            row("  of it, the window opened, net",
+                lambda d, r, c: sub(get(d, "window", c), get(d, "after", c),
+                                    get(r, "window", c), get(r, "after", c)))
+        if k == "leak" and res.get((k, "window-ab")):
+            # The same split in one process, blocks alternated (window_ab):
+            # the runs apart above carry the default mode's own per-step cost
+            # and the detector's work after its verdict; this does not.
+            ab = res[(k, "window-ab")]
+            for key, label in (("rec-off", "in one process: recording on - off"),
+                               ("win-rec", "in one process: window - recording")):
+                parts = []
+                for clk, name in (("us", "wall"), ("cpu_us", "CPU"), ("job_us", "job CPU")):
+                    v = [r[f"{key}_{clk}"] for r in ab]
+                    parts.append(f"{name} {_med(v):+.1f} [{min(v):.1f}..{max(v):.1f}]")
+                print(f"    {label:40s} " + "; ".join(parts) +
+                      f" us a step ({ab[0]['blocks']} blocks of 16 steps a run)")
         if res.get((k, "base")):
             both = list(zip(res[(k, "default")], res[(k, "base")]))
             own = [d["step_us"] - b["step_us"] for d, b in both]

@@ -1612,7 +1612,10 @@ class _Window:
         self.owner_ms = owner_ms
         self.lib, self.first_step = lib, first_step
         self.marks = []  # time (us) at each step mark in the window
-        self.backward_calls = []  # (start_us, end_us, caller frames innermost first)
+        # (start_us, end_us, caller frames innermost first): while open the
+        # frames as _caller_codes gives them, dicts (filename, line, name)
+        # from close() on
+        self.backward_calls = []
         self.retain_graph_calls = 0  # backward calls with retain_graph=True
         self.ours = False
         self.start_us = time.time() * 1e6
@@ -1658,6 +1661,7 @@ class _Window:
         finally:
             if self.ours:
                 self.torch.cuda.memory._record_memory_history(enabled=None)
+        self.backward_calls = _backward_frames(self.backward_calls)
         return self.analyse(snap, step_now)
 
     def analyse(self, snap, step_now):
@@ -2263,14 +2267,36 @@ def _wrap_scaler(module):
     cls.step = wrapped
 
 
-def _caller_frames(f):
-    """(file, line, function) of f and its callers, innermost first."""
-    frames = []
+def _caller_codes(f):
+    """The frames of f and its callers, innermost first, as it is cheapest to
+    take them at each backward call in an open window: one flat tuple of
+    (code object, line) pairs, made into the analysis' dicts (file, line,
+    function) at the window's close (_backward_frames). Dicts at each call
+    took about twice as long (a backward call from 40 frames: 12 -> 5 us)."""
+    out = []
     while f is not None:
-        code = f.f_code
-        frames.append({"filename": code.co_filename, "line": f.f_lineno, "name": code.co_name})
+        out.append(f.f_code)
+        out.append(f.f_lineno)
         f = f.f_back
-    return frames
+    return tuple(out)
+
+
+def _backward_frames(calls):
+    """The window's backward calls with their callers' frames as dicts
+    (filename, line, name); calls from the same frames share one list."""
+    made = {}
+    out = []
+    for start, end, codes in calls:
+        if not isinstance(codes, tuple):
+            out.append((start, end, codes))  # already dicts
+            continue
+        frames = made.get(codes)
+        if frames is None:
+            frames = made[codes] = [
+                {"filename": codes[i].co_filename, "line": codes[i + 1],
+                 "name": codes[i].co_name} for i in range(0, len(codes), 2)]
+        out.append((start, end, frames))
+    return out
 
 
 def _wrap_autograd(module):
@@ -2293,7 +2319,7 @@ def _wrap_autograd(module):
                 # The caller's frames, innermost first, as the window's
                 # analysis reads them; no source lines (traceback's
                 # extract_stack reads each file: tens of microseconds).
-                frames = _caller_frames(sys._getframe(1))
+                frames = _caller_codes(sys._getframe(1))
                 start = time.time() * 1e6
             if enter is not None:
                 enter()
