@@ -27,40 +27,27 @@ static uint32_t hash(const char *s, size_t n) {
     return h;
 }
 
-static void put_path(const char *a, size_t an, const char *b, lw_field row) {
-    size_t n = an + strlen(b);
+/* One of the row's paths (head's n bytes, then rest) into the table. */
+static int put_path(const char *head, size_t an, const char *rest, void *arg) {
+    lw_field row = (lw_field)(intptr_t)arg;
+    size_t n = an + strlen(rest);
     char *p = malloc(n + 1);
-    if (!p) return;
-    memcpy(p, a, an);
-    strcpy(p + an, b);
+    if (!p) return 0;
+    memcpy(p, head, an);
+    strcpy(p + an, rest);
     for (uint32_t i = hash(p, n) & (SLOTS - 1), k = 0; k < SLOTS; k++, i = (i + 1) & (SLOTS - 1))
         if (!slots[i].path) {
             slots[i].path = p, slots[i].len = n, slots[i].row = row;
-            return;
+            return 0;
         }
     free(p);
+    return 0;
 }
 
-/* Each row's path, or for an abbreviation's row ("WHERE.file") each of its
- * paths ("sites[].where.file", "answer.where.file"), as
- * lw_report_field_find resolves them. */
+/* Each row's paths, as lw_report_field_find resolves them. */
 static void fill_slots(void) {
-    for (int f = 0; f < LW_FIELD_COUNT; f++) {
-        const char *p = lw_report_fields[f].path;
-        int abbrev = 0;
-        for (size_t i = 0; i < lw_report_nabbrevs && !abbrev; i++) {
-            size_t l = strlen(lw_report_abbrevs[i].name);
-            if (strncmp(p, lw_report_abbrevs[i].name, l) || p[l] != '.') continue;
-            abbrev = 1;
-            for (const char *e = lw_report_abbrevs[i].paths; *e;) {
-                size_t n = strcspn(e, ",");
-                put_path(e, n, p + l, (lw_field)f);
-                e += n + (e[n] == ',');
-                e += strspn(e, " ");
-            }
-        }
-        if (!abbrev) put_path(p, strlen(p), "", (lw_field)f);
-    }
+    for (int f = 0; f < LW_FIELD_COUNT; f++)
+        lw_report_field_paths((lw_field)f, put_path, (void *)(intptr_t)f);
 }
 
 /* The row of path's first n bytes, or LW_FIELD_COUNT. */

@@ -109,10 +109,7 @@ void lw_answer_oom(double free_bytes, double per_second, double per_step, double
     if (isfinite(per_step) && per_step > 0) *steps = free_bytes / per_step;
 }
 
-/* Appends to out at *o, never past n. */
-static void add(char *out, size_t n, size_t *o, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void add(char *out, size_t n, size_t *o, const char *fmt, ...) {
+void lw_fmt_add(char *out, size_t n, size_t *o, const char *fmt, ...) {
     if (*o >= n) return;
     va_list ap;
     va_start(ap, fmt);
@@ -127,7 +124,7 @@ static void add(char *out, size_t n, size_t *o, const char *fmt, ...) {
 static int add_per_second(char *out, size_t n, size_t *o, const lw_answer *a) {
     char ps[64];
     if (!(isfinite(a->per_second) && a->per_second > 0)) return 0;
-    add(out, n, o, ", %s", lw_fmt_rate(a->per_second, "s", ps, sizeof ps));
+    lw_fmt_add(out, n, o, ", %s", lw_fmt_rate(a->per_second, "s", ps, sizeof ps));
     return 1;
 }
 
@@ -153,72 +150,75 @@ char *lw_answer_line(const lw_answer *a, char *out, size_t n) {
     int verdict = lw_verdict_parse(a->verdict);
     int host = a->kind && !strcmp(a->kind, "pinned_host");
     if (a->oom_cause) {
-        add(out, n, &o, "out of memory: %s", lw_oom_cause_text(a->oom_cause));
-        if (a->oom_evidence) add(out, n, &o, ": %s", a->oom_evidence);
-        if (a->oom_remedy) add(out, n, &o, "; remedy: %s", a->oom_remedy);
-        add(out, n, &o, ". ");
+        lw_fmt_add(out, n, &o, "out of memory: %s", lw_oom_cause_text(a->oom_cause));
+        if (a->oom_evidence) lw_fmt_add(out, n, &o, ": %s", a->oom_evidence);
+        if (a->oom_remedy) lw_fmt_add(out, n, &o, "; remedy: %s", a->oom_remedy);
+        lw_fmt_add(out, n, &o, ". ");
     }
     if (verdict == LW_VERDICT_LEAK) {
-        add(out, n, &o, host ? "LEAK of pinned host memory" : "LEAK");
-        if (a->where) add(out, n, &o, " in %s", a->where);
-        add(out, n, &o, ": %s", lw_fmt_rate(a->rate, unit, r, sizeof r));
+        lw_fmt_add(out, n, &o, host ? "LEAK of pinned host memory" : "LEAK");
+        if (a->where) lw_fmt_add(out, n, &o, " in %s", a->where);
+        lw_fmt_add(out, n, &o, ": %s", lw_fmt_rate(a->rate, unit, r, sizeof r));
         if (isfinite(a->lo) && isfinite(a->hi))
-            add(out, n, &o, " (95%% CI %s .. %s)", lw_fmt_bytes(a->lo, lo, sizeof lo),
-                lw_fmt_bytes(a->hi, hi, sizeof hi));
+            lw_fmt_add(out, n, &o, " (95%% CI %s .. %s)", lw_fmt_bytes(a->lo, lo, sizeof lo),
+                       lw_fmt_bytes(a->hi, hi, sizeof hi));
         const char *sep = add_per_second(out, n, &o, a) ? "," : "";
         if (isfinite(a->onset) && isfinite(a->onset_hi) && a->onset_hi > a->onset) {
             /* Coarse bins: the onset is known to a bin's steps. */
-            add(out, n, &o, "%s starting within %ss %s", sep, unit,
-                lw_fmt_count(a->onset, s, sizeof s));
-            add(out, n, &o, "-%s", lw_fmt_count(a->onset_hi, s, sizeof s));
+            lw_fmt_add(out, n, &o, "%s starting within %ss %s", sep, unit,
+                       lw_fmt_count(a->onset, s, sizeof s));
+            lw_fmt_add(out, n, &o, "-%s", lw_fmt_count(a->onset_hi, s, sizeof s));
         } else if (isfinite(a->onset)) {
-            add(out, n, &o, "%s since %s %s", sep, unit, lw_fmt_count(a->onset, s, sizeof s));
+            lw_fmt_add(out, n, &o, "%s since %s %s", sep, unit,
+                       lw_fmt_count(a->onset, s, sizeof s));
         }
         if (isfinite(a->oom_seconds) || isfinite(a->oom_steps)) {
-            add(out, n, &o, host ? "; host memory used up in " : "; out of memory in ");
+            lw_fmt_add(out, n, &o, host ? "; host memory used up in " : "; out of memory in ");
             if (isfinite(a->oom_seconds))
-                add(out, n, &o, "%s", lw_fmt_duration(a->oom_seconds, d, sizeof d));
+                lw_fmt_add(out, n, &o, "%s", lw_fmt_duration(a->oom_seconds, d, sizeof d));
             if (isfinite(a->oom_steps))
-                add(out, n, &o, isfinite(a->oom_seconds) ? " (%s %ss)" : "%s %ss",
-                    lw_fmt_count(a->oom_steps, s, sizeof s), unit);
-            add(out, n, &o, " at this rate");
+                lw_fmt_add(out, n, &o, isfinite(a->oom_seconds) ? " (%s %ss)" : "%s %ss",
+                           lw_fmt_count(a->oom_steps, s, sizeof s), unit);
+            lw_fmt_add(out, n, &o, " at this rate");
         } else if (a->oom_cause && !host) {
             /* It ran out already: no projection. */
         } else {
-            add(out, n, &o,
-                host ? "; no out-of-memory projection (host memory unknown)"
-                     : "; no out-of-memory projection (device memory unknown)");
+            lw_fmt_add(out, n, &o,
+                       host ? "; no out-of-memory projection (host memory unknown)"
+                            : "; no out-of-memory projection (device memory unknown)");
         }
         if (isfinite(a->free_bytes)) {
-            add(out, n, &o, host ? " (%s of host memory available" : " (%s free",
-                lw_fmt_bytes(a->free_bytes, f, sizeof f));
+            lw_fmt_add(out, n, &o, host ? " (%s of host memory available" : " (%s free",
+                       lw_fmt_bytes(a->free_bytes, f, sizeof f));
             if (isfinite(a->total_bytes))
-                add(out, n, &o, " of %s", lw_fmt_bytes(a->total_bytes, t, sizeof t));
-            add(out, n, &o, ")");
+                lw_fmt_add(out, n, &o, " of %s", lw_fmt_bytes(a->total_bytes, t, sizeof t));
+            lw_fmt_add(out, n, &o, ")");
         }
     } else {
         const char *v = verdict == LW_VERDICT_NO_LEAK        ? "no leak"
                         : verdict == LW_VERDICT_INCONCLUSIVE ? "inconclusive"
                         : verdict == LW_VERDICT_NOTHING_SEEN ? "nothing seen"
                                                              : "unknown verdict";
-        add(out, n, &o, "%s", v);
+        lw_fmt_add(out, n, &o, "%s", v);
         if (verdict == LW_VERDICT_NOTHING_SEEN)
-            add(out, n, &o, ": no CUDA allocation was seen since the attach");
+            lw_fmt_add(out, n, &o, ": no CUDA allocation was seen since the attach");
         else if (verdict == LW_VERDICT_NO_LEAK && a->rose_once)
-            add(out, n, &o, ": the floor of live memory rose, then held level (no growth per %s)",
-                unit);
+            lw_fmt_add(out, n, &o,
+                       ": the floor of live memory rose, then held level (no growth per %s)", unit);
         else if (verdict == LW_VERDICT_NO_LEAK)
-            add(out, n, &o, ": the floor of live memory is flat");
+            lw_fmt_add(out, n, &o, ": the floor of live memory is flat");
         else if (verdict == LW_VERDICT_INCONCLUSIVE &&
                  ((isfinite(a->rate) && a->rate > 0) || (a->reason && a->reason[0]))) {
             if (isfinite(a->rate) && a->rate > 0) {
                 /* Growth seen but not yet confirmed: its size, never hidden. */
-                add(out, n, &o, ": the floor rises %s", lw_fmt_rate(a->rate, unit, r, sizeof r));
+                lw_fmt_add(out, n, &o, ": the floor rises %s",
+                           lw_fmt_rate(a->rate, unit, r, sizeof r));
                 if (isfinite(a->lo) && isfinite(a->hi))
-                    add(out, n, &o, " (95%% CI %s .. %s)", lw_fmt_bytes(a->lo, lo, sizeof lo),
-                        lw_fmt_bytes(a->hi, hi, sizeof hi));
+                    lw_fmt_add(out, n, &o, " (95%% CI %s .. %s)",
+                               lw_fmt_bytes(a->lo, lo, sizeof lo),
+                               lw_fmt_bytes(a->hi, hi, sizeof hi));
                 add_per_second(out, n, &o, a);
-                add(out, n, &o, ", not yet confirmed");
+                lw_fmt_add(out, n, &o, ", not yet confirmed");
             }
             if (a->reason && a->reason[0]) {
                 /* A report's text, read back: no control character gets through. */
@@ -227,32 +227,34 @@ char *lw_answer_line(const lw_answer *a, char *out, size_t n) {
                 for (const char *c = a->reason; *c && k + 1 < sizeof why; c++)
                     why[k++] = (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c;
                 why[k] = '\0';
-                add(out, n, &o, isfinite(a->rate) && a->rate > 0 ? " (%s)" : ": %s", why);
+                lw_fmt_add(out, n, &o, isfinite(a->rate) && a->rate > 0 ? " (%s)" : ": %s", why);
             }
         } else if (verdict == LW_VERDICT_INCONCLUSIVE)
-            add(out, n, &o, ": not enough %ss or too much noise to decide", unit);
+            lw_fmt_add(out, n, &o, ": not enough %ss or too much noise to decide", unit);
         if (isfinite(a->steps))
-            add(out, n, &o, " over %s %ss", lw_fmt_count(a->steps, s, sizeof s), unit);
+            lw_fmt_add(out, n, &o, " over %s %ss", lw_fmt_count(a->steps, s, sizeof s), unit);
         if (a->where) {
-            add(out, n, &o, "; %s site: %s", a->where_grows ? "growing" : "largest", a->where);
+            lw_fmt_add(out, n, &o, "; %s site: %s", a->where_grows ? "growing" : "largest",
+                       a->where);
             if (isfinite(a->where_live))
-                add(out, n, &o, " (%s live)", lw_fmt_bytes(a->where_live, f, sizeof f));
+                lw_fmt_add(out, n, &o, " (%s live)", lw_fmt_bytes(a->where_live, f, sizeof f));
         }
         /* The one thing that would decide it. */
         if (verdict == LW_VERDICT_INCONCLUSIVE) {
             int more = isfinite(a->more_steps) && a->more_steps >= 1;
             if (!strcmp(unit, "interval"))
-                add(out, n, &o,
-                    "; to decide: mark steps (leakwatch_step() in C, leakwatch.step() in "
-                    "Python) or a shorter --interval");
+                lw_fmt_add(out, n, &o,
+                           "; to decide: mark steps (leakwatch_step() in C, leakwatch.step() in "
+                           "Python) or a shorter --interval");
             else
-                add(out, n, &o, "; to decide: run %s", more ? "about " : "more steps");
+                lw_fmt_add(out, n, &o, "; to decide: run %s", more ? "about " : "more steps");
             if (more)
-                add(out, n, &o, "%s%s more %ss", strcmp(unit, "interval") ? "" : ", or about ",
-                    lw_fmt_count(ceil(a->more_steps), s, sizeof s), unit);
+                lw_fmt_add(out, n, &o, "%s%s more %ss",
+                           strcmp(unit, "interval") ? "" : ", or about ",
+                           lw_fmt_count(ceil(a->more_steps), s, sizeof s), unit);
         }
     }
     if (isfinite(a->computed_at))
-        add(out, n, &o, " [as of %s %s]", unit, lw_fmt_count(a->computed_at, s, sizeof s));
+        lw_fmt_add(out, n, &o, " [as of %s %s]", unit, lw_fmt_count(a->computed_at, s, sizeof s));
     return out;
 }

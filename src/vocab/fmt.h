@@ -13,8 +13,12 @@
 char *lw_fmt_bytes(double bytes, char *out, size_t n);                 /* "1.50 GiB", "512 B" */
 char *lw_fmt_rate(double bytes, const char *per, char *out, size_t n); /* "+1.50 MiB/step" */
 char *lw_fmt_duration(double seconds, char *out, size_t n);            /* "3 h 12 min", "450 ms" */
-char *lw_fmt_count(double v, char *out, size_t n);                     /* "12,345" */
-char *lw_fmt_int(double v, char *out, size_t n);                       /* "12345", "?" */
+/* Appends printf-style text to out (n bytes) at *o, never past its end: a
+ * sentence built in pieces; *o stays below n, the text cut where it ends. */
+void lw_fmt_add(char *out, size_t n, size_t *o, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+char *lw_fmt_count(double v, char *out, size_t n); /* "12,345" */
+char *lw_fmt_int(double v, char *out, size_t n);   /* "12345", "?" */
 
 /* The library's older name for lw_fmt_bytes. */
 void lw_format_bytes(double bytes, char *out, size_t outlen);

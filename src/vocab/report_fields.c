@@ -67,24 +67,36 @@ char *lw_report_types_text(unsigned types, char *out, size_t n) {
     return out;
 }
 
+void lw_report_field_paths(lw_field f, lw_report_path_fn fn, void *arg) {
+    const char *p = lw_report_fields[f].path;
+    for (size_t i = 0; i < lw_report_nabbrevs; i++) {
+        size_t l = strlen(lw_report_abbrevs[i].name);
+        if (strncmp(p, lw_report_abbrevs[i].name, l) || p[l] != '.') continue;
+        /* "NAME.x": each of NAME's paths, then ".x". */
+        for (const char *e = lw_report_abbrevs[i].paths; *e;) {
+            size_t n = strcspn(e, ",");
+            if (fn(e, n, p + l, arg)) return;
+            e += n + (e[n] == ',');
+            e += strspn(e, " ");
+        }
+        return;
+    }
+    fn(p, strlen(p), "", arg);
+}
+
+static int is_path(const char *head, size_t n, const char *rest, void *arg) {
+    const char *path = ((const char **)arg)[0];
+    if (strncmp(path, head, n) || strcmp(path + n, rest)) return 0;
+    ((const char **)arg)[1] = path; /* found */
+    return 1;
+}
+
 lw_field lw_report_field_find(const char *path) {
     if (!path) return LW_FIELD_COUNT;
     for (int f = 0; f < LW_FIELD_COUNT; f++) {
-        const char *p = lw_report_fields[f].path;
-        int abbrev = 0;
-        for (size_t i = 0; i < lw_report_nabbrevs && !abbrev; i++) {
-            size_t l = strlen(lw_report_abbrevs[i].name);
-            if (strncmp(p, lw_report_abbrevs[i].name, l) || p[l] != '.') continue;
-            /* "NAME.x": path is one of NAME's paths, then ".x". */
-            abbrev = 1;
-            for (const char *e = lw_report_abbrevs[i].paths; *e;) {
-                size_t n = strcspn(e, ",");
-                if (!strncmp(path, e, n) && !strcmp(path + n, p + l)) return (lw_field)f;
-                e += n + (e[n] == ',');
-                e += strspn(e, " ");
-            }
-        }
-        if (!abbrev && !strcmp(p, path)) return (lw_field)f;
+        const char *look[2] = {path, NULL};
+        lw_report_field_paths((lw_field)f, is_path, look);
+        if (look[1]) return (lw_field)f;
     }
     return LW_FIELD_COUNT;
 }

@@ -85,6 +85,12 @@ extern const size_t lw_report_nabbrevs;
  * never by its own. LW_FIELD_COUNT when no row has it.
  * A scan of the table: callers that resolve often keep what it found. */
 lw_field lw_report_field_find(const char *path);
+/* Calls fn for each path a report has for row f: the row's own path (head
+ * the whole path, rest ""), or for an abbreviation's row ("WHERE.file")
+ * each of its paths (head "sites[].where", n bytes of it, rest ".file");
+ * stops when fn returns nonzero. */
+typedef int (*lw_report_path_fn)(const char *head, size_t n, const char *rest, void *arg);
+void lw_report_field_paths(lw_field f, lw_report_path_fn fn, void *arg);
 
 /* The member's key, the path's last part ("p_value" of "growth.p_value");
  * NULL when the path ends in "[]". */
