@@ -137,11 +137,19 @@ END_TEST
  * what it is, with the peak it reaches at a cycle's end. */
 START_TEST(growth_released_at_each_cycle_end_is_described) {
     lw_run r;
-    const char *args[] = {"--steps", "1000", "--base", "64M", "--sawtooth", "400K:period100", NULL};
-    lw_run_prog(&r, 1, "rt_workload", args, NULL);
+    /* On the test clock, each step 1 ms of the run's time: on the wall
+     * clock a stall of the job under load (8 mean steps without a mark)
+     * opened a phase without marks whose interval point took the floor of
+     * the step under way, and one cycle measured 47 steps (.ci/run,
+     * period 93.375). */
+    const char *clock[] = {"LEAKWATCH_TEST_CLOCK=1", NULL};
+    const char *args[] = {"--steps",        "1000",      "--base", "64M", "--sawtooth",
+                          "400K:period100", "--step-ms", "1",      NULL};
+    lw_run_prog(&r, 1, "rt_workload", args, clock);
     RUN_OK(&r);
     ck_assert_msg(r.report != NULL, "no report; stderr: %s", r.err);
     ck_assert_str_eq(str_at(&r, "verdict"), "no_leak");
+    ck_assert_int_eq(lw_rep_int(&r, "growth.unmarked_intervals"), 0);
     ck_assert_int_eq(lw_rep_int(&r, "growth.cycles.count"), 8);
     ck_assert_double_eq_tol(num_at(&r, "growth.cycles.period_steps"), 100, 1e-9);
     ck_assert_double_eq_tol(num_at(&r, "growth.cycles.rise_bytes_per_step"), 4096, 1e-9);
@@ -155,8 +163,9 @@ START_TEST(growth_released_at_each_cycle_end_is_described) {
                   "stderr: %s", r.err);
     lw_run_free(&r);
     /* A steady leak has no cycles, and a flat run none either. */
-    const char *leak_args[] = {"--steps", "1000", "--base", "64M", "--leak", "4096", NULL};
-    lw_run_prog(&r, 1, "rt_workload", leak_args, NULL);
+    const char *leak_args[] = {"--steps", "1000",      "--base", "64M", "--leak",
+                               "4096",    "--step-ms", "1",      NULL};
+    lw_run_prog(&r, 1, "rt_workload", leak_args, clock);
     RUN_OK(&r);
     ck_assert_str_eq(str_at(&r, "verdict"), "leak");
     ck_assert_int_eq(lw_json_type_of(lw_json_path(r.report, "growth.cycles")), LW_JSON_NULL);
