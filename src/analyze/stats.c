@@ -36,6 +36,24 @@ static double median3(double a, double b, double c) {
     return b;
 }
 
+/* Sorts a[lo..hi) ascending by insertion (the small ranges of the
+ * selection and of the inversion count); returns the inversions it undid,
+ * the pairs i < j with a[i] > a[j]. */
+static long long insertion_sort(double *a, size_t lo, size_t hi) {
+    long long inv = 0;
+    for (size_t i = lo + 1; i < hi; i++) {
+        double v = a[i];
+        size_t j = i;
+        while (j > lo && a[j - 1] > v) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        inv += (long long)(i - j);
+        a[j] = v;
+    }
+    return inv;
+}
+
 /* Rearranges a[0..n) so that a[k] holds the k-th smallest (0-based) value,
  * everything before it is <= a[k] and everything after is >= a[k].
  * Quickselect whose rounds split a range in three (below the pivot, equal to
@@ -78,15 +96,7 @@ static void select_kth(double *a, size_t n, size_t k) {
         if (k < le) return; /* a[k] == p, already in place */
         lo = le;
     }
-    for (size_t i = lo + 1; i < hi; i++) {
-        double v = a[i];
-        size_t j = i;
-        while (j > lo && a[j - 1] > v) {
-            a[j] = a[j - 1];
-            j--;
-        }
-        a[j] = v;
-    }
+    (void)insertion_sort(a, lo, hi);
 }
 
 /* Order statistics at 0-based ranks ks[0..m), given in ascending order (equal
@@ -153,20 +163,7 @@ static tie_sums tie_sums_sorted(const double *v, int n) {
 static long long merge_count(double *a, double *tmp, int lo, int hi) {
     int n = hi - lo;
     if (n < 2) return 0;
-    if (n <= 16) {
-        long long inv = 0;
-        for (int i = lo + 1; i < hi; i++) {
-            double v = a[i];
-            int j = i;
-            while (j > lo && a[j - 1] > v) {
-                a[j] = a[j - 1];
-                j--;
-            }
-            inv += i - j;
-            a[j] = v;
-        }
-        return inv;
-    }
+    if (n <= 16) return insertion_sort(a, (size_t)lo, (size_t)hi);
     int mid = lo + n / 2;
     long long inv = merge_count(a, tmp, lo, mid) + merge_count(a, tmp, mid, hi);
     if (!(a[mid - 1] > a[mid])) return inv; /* already in order */
