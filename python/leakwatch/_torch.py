@@ -1828,6 +1828,7 @@ class _Helper:
         self.host_cue = False  # the library judged a pinned host leak's sites
         self.host_tries = 2  # owner searches of a pinned host leak left
         self.next_host_at = 0
+        self.anatomy_at = 0  # the first step the anatomy may have work at (_anatomy.after_mark)
 
     def tell_unit(self, unit, module=None):
         """What a step is, once (the report's growth.step_unit): its names,
@@ -1905,7 +1906,10 @@ class _Helper:
         if not manual:
             leakwatch._auto_step()
         self.steps += 1
-        if not _rank_told[0]:
+        # The rank (torch.distributed), asked at each of the first 64 marks
+        # and then at every 64th: a job sets its process group up before it
+        # trains, and the question costs a third of a microsecond.
+        if not _rank_told[0] and (self.steps <= 64 or not self.steps % 64):
             _tell_rank()
         # One thread at a time reads the counters and drives the window; a
         # mark from another thread meanwhile only counts. After an error of
@@ -1938,7 +1942,8 @@ class _Helper:
         growing = self.read_counters(torch, cuda, capturing, now) if read else ()
         if capturing:
             return
-        _anatomy_module().after_mark(torch, self.steps)
+        if self.steps >= self.anatomy_at:
+            self.anatomy_at = _anatomy_module().after_mark(torch, self.steps)
         if self.window is not None:
             if self.window.mark():
                 self.close_window()
