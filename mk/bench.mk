@@ -26,6 +26,12 @@ bench: $(B)/bench/rt_bench $(B)/bench/lib/libcudart.so $(B)/bench/py_ext.so
 # LW_CG_PARTS=1 also says where the instructions go.
 bench-callgrind: all $(STUBS) $(B)/bench/py_ext.so
 	@bench/perf/callgrind_py.sh $(B) $(CALLGRIND_ARGS)
+# Instructions leakwatch adds to a step of real PyTorch 2.6 (the real-torch
+# training loop on the stand-ins, bench/perf/callgrind_torch.sh): the steady
+# measure beside make bench's timed realtorch rows. Minutes under valgrind;
+# needs the real-clients root (root). LW_CG_PARTS=1, LW_CG_LOOPS="train steady".
+bench-callgrind-torch: all $(STUBS)
+	@bench/perf/callgrind_torch.sh $(B)
 # The library with one part of the allocation path removed, to measure what
 # that part costs: build/ablate-NAME/libleakwatch.so, then
 #   bench/perf/compare.sh build build/libleakwatch.so build/ablate-NAME/libleakwatch.so
