@@ -42,6 +42,12 @@ ablate:
 	  *) echo "make ablate ABLATE=unwind|python|site"; exit 2 ;; esac
 	@$(MAKE) --no-print-directory B=build/ablate-$(ABLATE) ABLATE=$(ABLATE) all
 
+# eval_bench: one flat series' evaluations, counted with callgrind
+# (bench/perf/eval_bench.c; docs/cost.md). Not part of make bench.
+$(B)/bench/eval_bench: bench/perf/eval_bench.c $(B)/liblw_core.a
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(INC_analyze) -O2 -o $@ $< $(B)/liblw_core.a $(LIB_LIBS)
+
 # ---- examples ----
 $(B)/examples/train_loop: examples/train_loop.c $(STUBS)
 	@mkdir -p $(@D)
