@@ -14,7 +14,7 @@
 # neither start-up nor exit is counted. Runs:
 #   train   50 steps of warm-up, 200 counted: bare, default, and tensors
 #           against bare on its own backend (bare-async)
-#   steady  2,000 steps of warm-up, 200 counted: bare, default
+#   steady  2,000 steps of warm-up, 200 counted: the same four runs
 # For each run, from callgrind's per-thread counts: the instructions per
 # step of the job's threads (the loop's and PyTorch's autograd engine's) and
 # of leakwatch's worker thread. The job's figure is what a step pays. The
@@ -88,7 +88,7 @@ run() {
 for loop in $LOOPS; do
     case $loop in
     train) modes="bare default bare-async tensors" ;;
-    steady) modes="bare default" ;;
+    steady) modes="bare default bare-async tensors" ;;
     *) echo "callgrind_torch: unknown loop $loop" >&2; exit 2 ;;
     esac
     # Two at a time: one per core of this project's machine.
