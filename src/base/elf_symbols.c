@@ -33,6 +33,62 @@ static int by_addr(const void *a, const void *b) {
     return (x->size < y->size) - (x->size > y->size);
 }
 
+/* Sorts v by by_addr, stably: symbols equal by it (C++ constructors'
+ * C1/C2 aliases, of one address and size) stay in the table's order, as
+ * glibc's qsort (a merge sort) left them, so that lw_elf_syms_find names
+ * the same one. A radix sort of the addresses (11 bits a pass, from the
+ * lowest address up: three passes for a module of up to 8 GiB), then
+ * insertion by size within each run of one address: a few instructions a
+ * symbol where qsort's comparisons through a pointer cost some 25 each
+ * (libtorch_cpu: 29,000 functions). */
+#define RADIX_BITS 11
+#define BUCKETS ((size_t)1 << RADIX_BITS)
+static void sort_syms(sym *v, size_t n) {
+    if (n < 2) return;
+    sym *tmp = malloc(n * sizeof *tmp);
+    size_t *pos = malloc(BUCKETS * sizeof *pos); /* not on the report thread's small stack */
+    if (!tmp || !pos) {
+        free(tmp);
+        free(pos);
+        qsort(v, n, sizeof *v, by_addr); /* out of memory: as before */
+        return;
+    }
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].addr < lo) lo = v[i].addr;
+        if (v[i].addr > hi) hi = v[i].addr;
+    }
+    sym *from = v, *to = tmp;
+    for (unsigned shift = 0; shift < 64 && (hi - lo) >> shift; shift += RADIX_BITS) {
+        memset(pos, 0, BUCKETS * sizeof *pos);
+        for (size_t i = 0; i < n; i++)
+            pos[((from[i].addr - lo) >> shift) & (BUCKETS - 1)]++;
+        for (size_t d = 0, sum = 0; d < BUCKETS; d++) {
+            size_t c = pos[d];
+            pos[d] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            to[pos[((from[i].addr - lo) >> shift) & (BUCKETS - 1)]++] = from[i];
+        sym *t = from;
+        from = to;
+        to = t;
+    }
+    if (from != v) memcpy(v, from, n * sizeof *v);
+    free(tmp);
+    free(pos);
+    /* Within each run of one address, by size (insertion: stable, and the
+     * runs are short). */
+    for (size_t i = 1; i < n; i++) {
+        if (by_addr(&v[i - 1], &v[i]) <= 0) continue;
+        sym x = v[i];
+        size_t j = i;
+        for (; j > 0 && by_addr(&v[j - 1], &x) > 0; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
 /* Bounds-checked view of a mapped file: a corrupt or truncated file must not
  * make the report writer read outside the mapping. */
 static int in_file(size_t file_size, uint64_t off, uint64_t len) {
@@ -151,34 +207,35 @@ static lw_elf_syms *load(const char *path, int objects) {
     size_t nsyms = tab->sh_size / sizeof(Elf64_Sym);
     const char *strtab = (const char *)(map + strs->sh_offset);
 
-    size_t names_len = 0, count = 0;
+    size_t count = 0;
     for (size_t i = 0; i < nsyms; i++) {
         unsigned type = ELF64_ST_TYPE(es[i].st_info);
         if ((type != STT_FUNC && type != STT_GNU_IFUNC && !(objects && type == STT_OBJECT)) ||
             !es[i].st_value || es[i].st_name >= strs->sh_size)
             continue;
         count++;
-        names_len += strnlen(strtab + es[i].st_name, strs->sh_size - es[i].st_name) + 1;
     }
     if (!count) goto done;
-    if (!(out->syms = malloc(count * sizeof *out->syms)) || !(out->names = malloc(names_len))) {
+    /* The string table copied whole, one terminator added after it (a name
+     * running off a corrupt table's end stops there): one copy, where a
+     * measure and a copy of each name cost a few calls per symbol. The
+     * table holds a few names besides the functions' (data, files). */
+    if (!(out->syms = malloc(count * sizeof *out->syms)) ||
+        !(out->names = malloc(strs->sh_size + 1))) {
         lw_elf_syms_free(out);
         out = NULL;
         goto done;
     }
-    char *np = out->names;
+    memcpy(out->names, strtab, strs->sh_size);
+    out->names[strs->sh_size] = '\0';
     for (size_t i = 0; i < nsyms; i++) {
         unsigned type = ELF64_ST_TYPE(es[i].st_info);
         if ((type != STT_FUNC && type != STT_GNU_IFUNC && !(objects && type == STT_OBJECT)) ||
             !es[i].st_value || es[i].st_name >= strs->sh_size)
             continue;
-        size_t len = strnlen(strtab + es[i].st_name, strs->sh_size - es[i].st_name);
-        memcpy(np, strtab + es[i].st_name, len);
-        np[len] = '\0';
-        out->syms[out->n++] = (sym){es[i].st_value, es[i].st_size, np};
-        np += len + 1;
+        out->syms[out->n++] = (sym){es[i].st_value, es[i].st_size, out->names + es[i].st_name};
     }
-    qsort(out->syms, out->n, sizeof *out->syms, by_addr);
+    sort_syms(out->syms, out->n);
 done:
     munmap((void *)map, size);
     return out;
