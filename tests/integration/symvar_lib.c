@@ -21,3 +21,15 @@ __attribute__((noinline, visibility("default"))) int NAME(int x) {
 __attribute__((visibility("default"))) uintptr_t symvar_probe(void) {
     return (uintptr_t)&NAME + 1;
 }
+
+/* A function only .symtab names (not exported): a stripped copy of the
+ * library has no name for it, in its .dynsym or from dladdr. */
+__attribute__((noinline)) static int symvar_unexported(int x) {
+    __asm__ volatile("" : "+r"(x));
+    return x * 5 + 2;
+}
+
+/* An address inside symvar_unexported, as symvar_probe's. */
+__attribute__((visibility("default"))) uintptr_t symvar_unexported_probe(void) {
+    return (uintptr_t)&symvar_unexported + 1;
+}
