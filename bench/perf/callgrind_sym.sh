@@ -73,5 +73,13 @@ for lib in $LIBS; do
         ir=$(sed -n 's/^summary: *//p;s/^totals: *//p' "$out.cg" | head -1 | awk '{print $1}')
         named=$(sed -n 's/^sym_bench: \([0-9]*\) of.*/\1/p' "$out.log")
         printf '%-10s %-6s %8s %14s %12s\n' "$lib" "$tag" "$named/$N" "$ir" "$((ir / N))"
+        # Every answer, outside callgrind, to compare the two builds'.
+        LW_SYM_PRINT=1 "$bin" "$path" "$N" >"$TMP/$lib.$tag.names" 2>&1
     done
+    if [ -e "$TMP/$lib.base.names" ] && ! cmp -s "$TMP/$lib.base.names" "$TMP/$lib.this.names"; then
+        echo "callgrind_sym: $lib: the builds name the addresses differently:" >&2
+        diff "$TMP/$lib.base.names" "$TMP/$lib.this.names" | head -10 >&2
+        status=1
+    fi
 done
+exit "${status:-0}"

@@ -10,7 +10,7 @@
  * LIBRARY is dlopened (RTLD_LOCAL); the addresses are spread evenly over its
  * executable segments, as a job's return addresses land anywhere in its code.
  * Prints how many of them got a function name (the same before and after a
- * change that only makes it cheaper). */
+ * change that only makes it cheaper); with LW_SYM_PRINT set, every answer. */
 #include "symbolize.h"
 
 #include <dlfcn.h>
@@ -87,6 +87,17 @@ int main(int argc, char **argv) {
     setenv("LEAKWATCH_SOURCE_LINES", "0", 1);
     int named = sym_bench_symbolise(addrs, n);
     printf("sym_bench: %d of %d addresses named in %s\n", named, n, argv[1]);
+    if (getenv("LW_SYM_PRINT")) {
+        /* Every answer, to compare two builds' (the same names, modules and
+         * offsets before and after a change for speed). */
+        lw_symtab *tab = lw_symtab_new();
+        for (int i = 0; i < n; i++) {
+            const lw_symbol *s = lw_symtab_lookup(tab, addrs[i]);
+            printf("%d %s %s+%#lx\n", i, s && s->function ? s->function : "-",
+                   s && s->module ? s->module : "-", s ? (unsigned long)s->offset : 0ul);
+        }
+        lw_symtab_free(tab);
+    }
     free(addrs);
     lw_symtab_release();
     dlclose(h);

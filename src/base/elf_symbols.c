@@ -19,11 +19,22 @@ typedef struct {
     const char *name; /* points into names */
 } sym;
 
+/* [lo, hi): addresses some .dynsym entry covers. */
+typedef struct {
+    uint64_t lo, hi;
+} span;
+
 struct lw_elf_syms {
     sym *syms;
     size_t n;
     char *names;
     int has_debug;
+    /* What dladdr could name (lw_elf_syms_may_export): the union of the
+     * .dynsym entries' ranges, sorted and disjoint; dyn_known is 0 when the
+     * file's .dynsym was not read (then anything may be). */
+    span *dyn;
+    size_t ndyn;
+    int dyn_known;
 };
 
 static int by_addr(const void *a, const void *b) {
@@ -159,6 +170,42 @@ static int debug_info_exists(const char *path, const unsigned char *map, size_t 
     return 0;
 }
 
+/* The union of the ranges of tab's entries that dladdr weighs (defined or
+ * with a value, not absolute, not thread-local: glibc's determine_info),
+ * each [value, value + size), or [value, value + 1) when it has no size
+ * (dladdr matches those at their address only). A superset of where
+ * dladdr finds a symbol; an address outside it gets no name from dladdr. */
+static void dyn_spans(lw_elf_syms *out, const Elf64_Sym *es, size_t nsyms) {
+    sym *v = malloc((nsyms ? nsyms : 1) * sizeof *v);
+    if (!v) return;
+    size_t n = 0;
+    for (size_t i = 0; i < nsyms; i++) {
+        if ((es[i].st_shndx == SHN_UNDEF && !es[i].st_value) || es[i].st_shndx == SHN_ABS ||
+            ELF64_ST_TYPE(es[i].st_info) == STT_TLS)
+            continue;
+        uint64_t len = es[i].st_size ? es[i].st_size : 1;
+        if (es[i].st_value > UINT64_MAX - len) len = UINT64_MAX - es[i].st_value;
+        v[n++] = (sym){es[i].st_value, len, NULL};
+    }
+    sort_syms(v, n);
+    span *d = malloc((n ? n : 1) * sizeof *d);
+    if (d) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t hi = v[i].addr + v[i].size;
+            if (m && v[i].addr <= d[m - 1].hi) {
+                if (hi > d[m - 1].hi) d[m - 1].hi = hi;
+            } else {
+                d[m++] = (span){v[i].addr, hi};
+            }
+        }
+        out->dyn = d;
+        out->ndyn = m;
+        out->dyn_known = 1;
+    }
+    free(v);
+}
+
 static lw_elf_syms *load(const char *path, int objects) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return NULL;
@@ -188,6 +235,16 @@ static lw_elf_syms *load(const char *path, int objects) {
     out = calloc(1, sizeof *out);
     if (!out) goto done;
     out->has_debug = debug_info_exists(path, map, size, eh, sh);
+    /* Names: what dladdr could give for an address the symbol table leaves
+     * unnamed (symbolize.c asks it only when this says it may). */
+    for (unsigned i = 0; !objects && i < eh->e_shnum; i++)
+        if (sh[i].sh_type == SHT_DYNSYM) {
+            if (sh[i].sh_entsize == sizeof(Elf64_Sym) &&
+                in_file(size, sh[i].sh_offset, sh[i].sh_size))
+                dyn_spans(out, (const Elf64_Sym *)(map + sh[i].sh_offset),
+                          sh[i].sh_size / sizeof(Elf64_Sym));
+            break;
+        }
 
     /* Prefer .symtab (has every function); fall back to .dynsym. */
     const Elf64_Shdr *tab = NULL;
@@ -287,6 +344,19 @@ uint64_t lw_elf_syms_lookup(const lw_elf_syms *s, const char *name) {
     return lw_elf_syms_lookup_sized(s, name, NULL);
 }
 
+int lw_elf_syms_may_export(const lw_elf_syms *s, uint64_t vaddr) {
+    if (!s || !s->dyn_known) return 1;
+    size_t lo = 0, hi = s->ndyn; /* first span starting above vaddr */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->dyn[mid].lo <= vaddr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && vaddr < s->dyn[lo - 1].hi;
+}
+
 int lw_elf_syms_has_debug(const lw_elf_syms *s) {
     return s && s->has_debug;
 }
@@ -295,5 +365,6 @@ void lw_elf_syms_free(lw_elf_syms *s) {
     if (!s) return;
     free(s->syms);
     free(s->names);
+    free(s->dyn);
     free(s);
 }

@@ -510,13 +510,15 @@ static entry *resolve(lw_symtab *t, uintptr_t ret) {
         module *m = module_of(t->c, path);
         const char *name = lw_elf_syms_find(m ? m->syms : NULL, pc - bias);
         /* No name in the symbol table on disk (deleted file, or none):
-         * dladdr's exported name, if pc really lies inside that symbol. Only
-         * here is dladdr's walk over the exported symbols worth its cost. */
+         * dladdr's exported name, if pc really lies inside that symbol. Its
+         * walk over every exported symbol (libtorch_cpu: 41,000) is made
+         * only where the file's own .dynsym, which the loader mapped, has
+         * an entry over pc. */
         const ElfW(Sym) *sym = NULL;
         Dl_info i2;
-        if (!name && dladdr1((void *)pc, &i2, (void **)&sym, RTLD_DL_SYMENT) && sym &&
-            i2.dli_sname && i2.dli_saddr &&
-            pc < (uintptr_t)i2.dli_saddr + (sym->st_size ? sym->st_size : 1))
+        if (!name && lw_elf_syms_may_export(m ? m->syms : NULL, pc - bias) &&
+            dladdr1((void *)pc, &i2, (void **)&sym, RTLD_DL_SYMENT) && sym && i2.dli_sname &&
+            i2.dli_saddr && pc < (uintptr_t)i2.dli_saddr + (sym->st_size ? sym->st_size : 1))
             name = i2.dli_sname;
         lw_a2l_frame *fr = NULL;
         int n = source_frames(t, m, pc - bias, &fr, &e->lines_missing);

@@ -33,3 +33,17 @@ __attribute__((noinline)) static int symvar_unexported(int x) {
 __attribute__((visibility("default"))) uintptr_t symvar_unexported_probe(void) {
     return (uintptr_t)&symvar_unexported + 1;
 }
+
+/* Code under an exported symbol without a type (as hand-written assembly
+ * often has): the symbol tables' reader names functions only, dladdr names
+ * it (symbolize.c's fallback). Never run: only its address is used. */
+__asm__(".text\n"
+        ".globl symvar_untyped\n"
+        "symvar_untyped:\n"
+        ".skip 32\n"
+        ".size symvar_untyped, 32\n");
+extern const char symvar_untyped[];
+
+__attribute__((visibility("default"))) uintptr_t symvar_untyped_probe(void) {
+    return (uintptr_t)symvar_untyped + 8;
+}

@@ -544,6 +544,12 @@ START_TEST(modules_and_offsets_as_dladdr_finds_them) {
     s = lw_symtab_lookup(t, hidden());
     ck_assert_msg(s && s->function && !strcmp(s->function, "symvar_unexported"), "function %s",
                   s && s->function ? s->function : "null");
+    /* Named by dladdr alone (an exported symbol of no type). */
+    uintptr_t (*untyped)(void) = (uintptr_t(*)(void))dlsym(h, "symvar_untyped_probe");
+    s = lw_symtab_lookup(t, untyped());
+    ck_assert_msg(s && s->function && !strcmp(s->function, "symvar_untyped"), "function %s",
+                  s && s->function ? s->function : "null");
+    check_as_dladdr(t, untyped());
     walk w = {.t = t};
     dl_iterate_phdr(check_object, &w);
     ck_assert_int_ge(w.objects, 4); /* the program, libc, the loader, libsymvar1 at least */
