@@ -42,6 +42,12 @@ $(B)/bench/lib/libmanysyms.so: $(B)/bench/manysyms.c
 bench-callgrind-sym: $(B)/bench/sym_bench $(B)/bench/lib/libmanysyms.so
 	@bench/perf/callgrind_sym.sh $(B) $(SYM_BASE)
 bench-callgrind: bench-callgrind-sym
+# Instructions leakwatch adds to a step of real PyTorch 2.6 (the real-torch
+# training loop on the stand-ins, bench/perf/callgrind_torch.sh): the steady
+# measure beside make bench's timed realtorch rows. Minutes under valgrind;
+# needs the real-clients root (root). LW_CG_PARTS=1, LW_CG_LOOPS="train steady".
+bench-callgrind-torch: all $(STUBS)
+	@bench/perf/callgrind_torch.sh $(B)
 # The library with one part of the allocation path removed, to measure what
 # that part costs: build/ablate-NAME/libleakwatch.so, then
 #   bench/perf/compare.sh build build/libleakwatch.so build/ablate-NAME/libleakwatch.so
@@ -51,6 +57,12 @@ ablate:
 	@case "$(ABLATE)" in unwind|python|site) ;; \
 	  *) echo "make ablate ABLATE=unwind|python|site"; exit 2 ;; esac
 	@$(MAKE) --no-print-directory B=build/ablate-$(ABLATE) ABLATE=$(ABLATE) all
+
+# eval_bench: one flat series' evaluations, counted with callgrind
+# (bench/perf/eval_bench.c; docs/cost.md). Not part of make bench.
+$(B)/bench/eval_bench: bench/perf/eval_bench.c $(B)/liblw_core.a
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(INC_analyze) -O2 -o $@ $< $(B)/liblw_core.a $(LIB_LIBS)
 
 # ---- examples ----
 $(B)/examples/train_loop: examples/train_loop.c $(STUBS)

@@ -183,6 +183,19 @@ def window_ab(steps, block=16):
     return out
 
 
+def _callgrind_start():
+    """LW_REALTORCH_CALLGRIND names a library whose lw_cg_start() starts
+    callgrind's instrumentation and zeroes its counts (its client requests,
+    valgrind/callgrind.h; bench/perf/callgrind_torch.sh builds it): the
+    warm-up is not counted."""
+    lib = os.environ.get("LW_REALTORCH_CALLGRIND")
+    if not lib:
+        return False
+    import ctypes
+    ctypes.CDLL(lib).lw_cg_start()
+    return True
+
+
 def loop(kind, steps):
     if kind == "window":
         return window_ab(steps)
@@ -224,6 +237,9 @@ def loop(kind, steps):
     warm = LEAK_WARM_UP if kind == "leak" else 2000 if kind == "steady" else 50
     for _ in range(warm):
         step()
+    # Under callgrind (bench/perf/callgrind_torch.sh): instructions counted
+    # from here, and the process ends with the last step (no exit work).
+    counted = _callgrind_start()
     phase = []  # per step: 0 before the window, 1 open, 2 the closing step, 3 after
     times = []
     cpus = []
@@ -256,6 +272,9 @@ def loop(kind, steps):
         else:
             phase.append(2 if after[1] > before[1] else 1 if before[0] else 3 if before[1] else 0)
     c1, t1 = time.process_time(), time.perf_counter()
+    if counted:
+        sys.stdout.flush()
+        os._exit(0)
     out = {"rate": steps / (t1 - t0), "cpu_us": (c1 - c0) / steps * 1e6,
            "step_us": statistics.median(times) * 1e6}
     if kind == "leak":

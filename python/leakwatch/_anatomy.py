@@ -175,14 +175,21 @@ def sample(torch, event=SAMPLE, device=None, request=-1, free=None, total=None):
         _tell(d, event, v)
 
 
+NEVER = float("inf")
+
+
 def after_mark(torch, steps):
     """The sparse schedule: steps 1, 2, 4, ..., 1024, then every 1024, at
-    most 1 % of the job's time (BUDGET)."""
-    if _s.off or steps < _s.next_at:
-        return
+    most 1 % of the job's time (BUDGET). Returns the first step at which it
+    may have work again: the helper calls it no sooner (one comparison a
+    step instead of a call)."""
+    if _s.off:
+        return NEVER
+    if steps < _s.next_at:
+        return _s.next_at
     t0 = time.monotonic()
     if t0 < _s.not_before:
-        return  # over the budget: the first step it allows
+        return steps + 1  # over the budget: the first step it allows
     _s.next_at = steps * 2 if steps < 1024 else steps + 1024
     try:
         sample(torch)
@@ -190,6 +197,7 @@ def after_mark(torch, steps):
         _s.off = True
     t1 = time.monotonic()
     _s.not_before = t1 + BUDGET * (t1 - t0)
+    return NEVER if _s.off else _s.next_at
 
 
 def at_exit():

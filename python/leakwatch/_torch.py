@@ -27,9 +27,9 @@ It does six things:
    and the reserved bytes -- and hands them to the library
    (leakwatch_torch_counters). The read costs tens of microseconds (it builds
    the allocator's whole statistics dictionary), so it is timed, and the next
-   one waits until READ_BUDGET times that cost has passed: at most 1 % of the
-   job's time, every step of a step slower than that, fewer points (each at
-   its own step number) for faster ones. The first ALWAYS_READ marks are
+   one waits until READ_BUDGET times that cost has passed: at most 0.25 % of
+   the job's time, every step of a step slower than that, fewer points (each
+   at its own step number) for faster ones. The first ALWAYS_READ marks are
    all read (a short job keeps every point; the detector needs 24). A
    device PyTorch's allocator has not used yet is looked at on the first
    UNUSED_FIRST reads, then at every UNUSED_EVERY-th (each look builds its
@@ -111,7 +111,11 @@ TARGETS = (OPTIM, AUTOGRAD, NN_MODULE) + SCALERS
 
 # The counters' read (point 2) takes at most 1/READ_BUDGET of the job's time,
 # after the first ALWAYS_READ marks (all read: a short job keeps every point).
-READ_BUDGET = 100
+# 0.25 %: a read costs 12-20 us, so on a 1 ms step 1 % was 6-10 us a step,
+# half of what leakwatch may add to it (issue 44); past the first marks the
+# detector's bins hold many points each, so one every few steps loses
+# nothing it uses, and a step of 5 ms or more is still read at every mark.
+READ_BUDGET = 400
 ALWAYS_READ = 200
 # Under leakwatch's test clock (LEAKWATCH_TEST_CLOCK=1, tests only) every
 # mark is read: a run's points then do not depend on the machine's speed or
@@ -1824,6 +1828,7 @@ class _Helper:
         self.host_cue = False  # the library judged a pinned host leak's sites
         self.host_tries = 2  # owner searches of a pinned host leak left
         self.next_host_at = 0
+        self.anatomy_at = 0  # the first step the anatomy may have work at (_anatomy.after_mark)
 
     def tell_unit(self, unit, module=None):
         """What a step is, once (the report's growth.step_unit): its names,
@@ -1901,7 +1906,10 @@ class _Helper:
         if not manual:
             leakwatch._auto_step()
         self.steps += 1
-        if not _rank_told[0]:
+        # The rank (torch.distributed), asked at each of the first 64 marks
+        # and then at every 64th: a job sets its process group up before it
+        # trains, and the question costs a third of a microsecond.
+        if not _rank_told[0] and (self.steps <= 64 or not self.steps % 64):
             _tell_rank()
         # One thread at a time reads the counters and drives the window; a
         # mark from another thread meanwhile only counts. After an error of
@@ -1934,7 +1942,8 @@ class _Helper:
         growing = self.read_counters(torch, cuda, capturing, now) if read else ()
         if capturing:
             return
-        _anatomy_module().after_mark(torch, self.steps)
+        if self.steps >= self.anatomy_at:
+            self.anatomy_at = _anatomy_module().after_mark(torch, self.steps)
         if self.window is not None:
             if self.window.mark():
                 self.close_window()

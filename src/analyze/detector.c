@@ -102,6 +102,65 @@ static double noise_of(const double *y, int n) {
     return s > eps ? s : eps;
 }
 
+/* A window whose floor does not move (the pinned memory, the tensors or a
+ * caching allocator's segments of a job in a steady state): every floor the
+ * same bits c, a whole number of bytes below 2^40, on finite steps that rise
+ * (below 2^52), 3 to LW_THEIL_SEN_MAX_N of them. Its statistics are known
+ * without computing them, exactly as computing them gives (each use below
+ * says why): the sums of up to 4096 copies of c are whole numbers below
+ * 2^52, so every mean of them is c itself and every deviation from it +0.
+ * -0 is left out: c - c and +0 - (-0) would give the deviations other
+ * signs. */
+#define FLAT_MAX_FLOOR 0x1p40
+#define FLAT_MAX_X 0x1p52
+static int flat_window(const double *x, const double *y, int w) {
+    if (w < 3 || w > LW_THEIL_SEN_MAX_N) return 0;
+    double c = y[0];
+    if (!(fabs(c) < FLAT_MAX_FLOOR) || c != floor(c) || (c == 0 && signbit(c))) return 0;
+    for (int i = 0; i < w; i++) {
+        if (memcmp(&y[i], &c, sizeof c) != 0 || !(fabs(x[i]) < FLAT_MAX_X)) return 0;
+        if (i > 0 && !(x[i] > x[i - 1])) return 0;
+    }
+    return 1;
+}
+
+/* noise_of on a flat window: the second differences are all +0, so both
+ * medians and the mean absolute deviation are 0, and noise_of returns its
+ * floor, computed here by the same expressions. */
+static double flat_noise(double c) {
+    double level = fmax(0, fabs(c));
+    return fmax(1e-9 * level, LW_NOISE_FLOOR);
+}
+
+/* lw_theil_sen(x, y, w, 0.95) and lw_mann_kendall_corrected_at on a flat
+ * window, field by field as they compute them:
+ *   Theil–Sen: x rises, so it has no ties, and y is one group of w ties,
+ *     whose t(t-1)(2t+5) is the n(n-1)(2n+5) of Kendall's variance: var_s
+ *     = (X - 0 - X)/18 + 0 + 0 = +0, Sen's C = z * sqrt(+0) = 0, so the
+ *     interval's rank floor(N/2) >= 1 (N = w(w-1)/2 >= 3); every pair
+ *     slope is (+0)/(x[j] - x[i] > 0) = +0 (stats.c's flat_rising), so the
+ *     slope, lo and hi are +0; the intercept is the median of c - (+-0) = c
+ *     (c/2 + c/2 = c for a whole c);
+ *   Mann–Kendall: no pair differs, S = +0, its variance the same +0, so
+ *     z = 0, both p-values 1 and tau = 0 / (n(n-1)/2) = +0; the residuals
+ *     (c - c) - 0 * (x[i] - x[0]) are all +0, so the series has no variance
+ *     to correlate: the ratio is 1, and var_s * 1 = +0. */
+static void flat_stats(double c, int w, lw_theil_sen_result *ts, lw_mk_result *mk, double *ratio) {
+    ts->slope = 0;
+    ts->intercept = c;
+    ts->lo = ts->hi = 0;
+    ts->n_pairs = (int)((size_t)w * (size_t)(w - 1) / 2);
+    ts->var_s = 0;
+    mk->s = 0;
+    mk->var_s = 0;
+    mk->z = 0;
+    mk->p_two_sided = 1;
+    mk->p_increasing = 1;
+    mk->n = w;
+    mk->tau = 0;
+    *ratio = 1;
+}
+
 /* Least-squares slope of y on x and Sxx = sum (x - mean)^2. */
 static double ols_slope(const double *x, const double *y, int n, double *sxx_out) {
     double mx = 0, my = 0;
@@ -139,7 +198,12 @@ typedef struct {
  *     warm-up, a cache filling up, saturation);
  *   stopped: the least-squares slope of the newest third is significantly
  *     below LW_SLOWDOWN times the window's (growth that ended).
- * Fills *g and returns 1 when one rejects. */
+ * Fills *g and returns 1 when one rejects.
+ * On a flat window (flat_window) it returns 0, and choose_window and
+ * run_guards skip it there: ym is c, so each r[a] adds products with +0
+ * to +0 and stays +0, th and l are then +0 (NaN at worst, should C / det
+ * not be finite), z is 0 (or NaN), never below -zg < 0; and the newest
+ * third's test needs bw > 0, where bw = sxy / Sxx has sxy = +0. */
 #define LW_SLOWDOWN 0.5
 static int growth_stops(const double *x, const double *y, int w, double sigma, double alpha,
                         double rho, guard_result *g) {
@@ -235,10 +299,13 @@ static double fall_at(const double *y, int i) {
  * as long as the longest cycle, which stay level for a cycle and rise for a leak, even one under a
  * sawtooth (Mann–Kendall at alpha_low). Returns 1 (and fills *g) when the floor falls back without
  * its low points rising, 2 when it falls back but the low points cannot be tested yet, else 0. */
-static int falls_back(const double *x, const double *y, int w, double slope, double sigma,
-                      double alpha, double alpha_low, guard_result *g, double *p_lows) {
+static int falls_back(const double *x, const double *y, int w, double slope, double alpha,
+                      double alpha_low, guard_result *g, double *p_lows) {
     *p_lows = NAN;
     if (w < 8 || !(slope > 0)) return 0;
+    /* The noise only past that return: a floor that does not rise (most
+     * evaluations of a job that does not leak) skips its two medians. */
+    double sigma = noise_of(y, w);
     double thr = sigma * M_SQRT2 * lw_normal_quantile(1 - alpha / (2.0 * w));
     double biggest = 0;
     int *at = malloc(sizeof(int) * (size_t)w);
@@ -298,7 +365,11 @@ static int falls_back(const double *x, const double *y, int w, double slope, dou
 }
 
 /* 1.4826 MAD of the residuals around the least-squares parabola: the
- * spread the guards' own model leaves unexplained. */
+ * spread the guards' own model leaves unexplained. 0 on a flat window
+ * (flat_window), where choose_window does not call it: the fit's mean is c,
+ * its centred floors +0, which the reflections keep +0 (each subtracts
+ * (2 * (+0) / vv) times a column), so its coefficients are +-0 and a is c,
+ * every residual and their median 0, and so the MAD. */
 static double resid_sd(const double *x, const double *y, int w) {
     lw_quad_fit q;
     if (w < 8 || lw_quadratic_fit(x, y, w, &q) != 0) return 0;
@@ -340,6 +411,7 @@ typedef struct {
     int w;              /* 0: no statistics could be computed */
     int tested;         /* windows the trend test ran on (Bonferroni) */
     int all_ok;         /* the whole series passed the guards */
+    int flat;           /* the window's floor does not move (flat_window) */
     double sigma;       /* noise of one bin (noise_of) */
     double sigma_guard; /* what the guards compare against */
     double ratio;       /* Mann–Kendall's variance inflation for serial correlation */
@@ -417,16 +489,20 @@ static int choose_window(const series_view *v, window_choice *c) {
          * filling, whose noise is larger. */
         int wf = v->full - (n - wk);
         if (wf < 4) wf = wk;
-        double sk = noise_of(ky, wf);
+        /* wf <= wk: a flat window's first wf bins are flat too. */
+        int flat = !p->no_shortcut && flat_window(kx, ky, wk);
+        double sk = flat ? flat_noise(ky[0]) : noise_of(ky, wf);
         /* The guards compare against the larger of that noise and the
          * floor's spread around a parabola: a floor that moves in steps (a
          * leak every k steps) or cycles (a sawtooth) strays from any smooth
          * curve by more than its step-to-step noise, and a bend or a flat
          * stretch of that size is no sign of growth stopping. (A warm-up's
          * bend is the parabola's own: it adds nothing to that spread.) */
-        double sg = fmax(sk, resid_sd(kx, ky, wf));
+        /* Flat: the parabola fits the floor exactly (resid_sd 0), and
+         * growth_stops finds no growth to stop (see growth_stops). */
+        double sg = flat ? sk : fmax(sk, resid_sd(kx, ky, wf));
         guard_result g = {0};
-        if (growth_stops(kx, ky, wf, sg, p->alpha_guard, LW_SLOWDOWN, &g)) {
+        if (!flat && growth_stops(kx, ky, wf, sg, p->alpha_guard, LW_SLOWDOWN, &g)) {
             if (chosen < 0) {
                 c->overruled = g;
                 c->w = wk, c->sigma = sk, c->sigma_guard = sg;
@@ -437,13 +513,16 @@ static int choose_window(const series_view *v, window_choice *c) {
         lw_theil_sen_result tk;
         lw_mk_result mkk;
         double rk = 1;
-        if (lw_theil_sen(kx, ky, wk, 0.95, &tk) != 0 ||
-            lw_mann_kendall_corrected_at(kx, ky, wk, &tk, &mkk, &rk) != 0)
+        if (flat)
+            flat_stats(ky[0], wk, &tk, &mkk, &rk);
+        else if (lw_theil_sen(kx, ky, wk, 0.95, &tk) != 0 ||
+                 lw_mann_kendall_corrected_at(kx, ky, wk, &tk, &mkk, &rk) != 0)
             continue;
         c->tested++;
         if (chosen < 0 || mkk.p_increasing < best_p) {
             chosen = k, best_p = mkk.p_increasing;
             c->w = wk, c->sigma = sk, c->sigma_guard = sg, c->ts = tk, c->mk = mkk, c->ratio = rk;
+            c->flat = flat;
         }
     }
     if (chosen >= 0) {
@@ -498,7 +577,10 @@ static void test_newest_half(const series_view *v, const window_choice *c, lw_gr
     const double *wx = v->x + (v->n - w), *wy = v->y + (v->n - w);
     lw_mk_result mk2;
     double r2;
-    if (lw_mann_kendall_corrected(wx + (w - half), wy + (w - half), half, &mk2, &r2) == 0)
+    /* A flat newest half: no pair differs, p = 1 (flat_stats). */
+    if (!v->p->no_shortcut && flat_window(wx + (w - half), wy + (w - half), half))
+        out->p_recent = 1;
+    else if (lw_mann_kendall_corrected(wx + (w - half), wy + (w - half), half, &mk2, &r2) == 0)
         out->p_recent = mk2.p_increasing;
 }
 
@@ -607,8 +689,8 @@ static void run_guards(const series_view *v, const window_choice *c, int signifi
     guard_result cyc = {0};
     double p_lows = NAN;
     int nf = v->full >= 4 ? v->full : n;
-    int cycle = !f->overruled.name ? falls_back(x, y, nf, c->ts.slope, noise_of(y, nf),
-                                                p->alpha_guard, p->alpha_keep, &cyc, &p_lows)
+    int cycle = !f->overruled.name ? falls_back(x, y, nf, c->ts.slope, p->alpha_guard,
+                                                p->alpha_keep, &cyc, &p_lows)
                                    : 0;
     if (cycle == 1) f->overruled = cyc;
     /* Hysteresis: a new leak verdict needs more than an announced one needs
@@ -629,9 +711,11 @@ static void run_guards(const series_view *v, const window_choice *c, int signifi
     double enter_rho = all_ok ? LW_SLOWDOWN : 1.0;
     guard_result weak = {0};
     int unruled = !f->overruled.name; /* no guard overrules the trend */
-    f->slowing = unruled && significant &&
+    /* A flat window has no growth to stop (see growth_stops). */
+    f->slowing = unruled && significant && !c->flat &&
                  growth_stops(wx, wy, wf, c->sigma_guard, enter_level, enter_rho, &f->early);
-    f->slowed = unruled && growth_stops(wx, wy, wf, c->sigma_guard, keep_level, LW_SLOWDOWN, &weak);
+    f->slowed = unruled && !c->flat &&
+                growth_stops(wx, wy, wf, c->sigma_guard, keep_level, LW_SLOWDOWN, &weak);
     f->lows_unclear = unruled && (cycle == 2 || (!isnan(p_lows) && !(p_lows < p->alpha)));
 }
 
@@ -719,6 +803,15 @@ int lw_detect(const lw_bin *bins, int n, const lw_detect_params *p, lw_growth *o
     if (out->verdict == LW_VERDICT_LEAK || out->supports_leak) place_onset(&v, &c, out);
     free(v.x);
     return 0;
+}
+
+int lw_detect_flat(const lw_bin *bins, int n) {
+    lw_detect_params p = lw_detect_defaults();
+    series_view v;
+    if (n < 3 || !view_of(bins, n, &p, &v)) return 0;
+    int flat = flat_window(v.x, v.y, n);
+    free(v.x);
+    return flat;
 }
 
 void lw_decision_init(lw_decision *d) {

@@ -492,6 +492,54 @@ static int flat_rising(const double *x, const double *y, int n) {
     return 1;
 }
 
+/* A series flat but for its first point on a rising x: y[1..n) the same
+ * bits c (not -0), x strictly increasing. A series that moved only at its
+ * start is often this: pinned memory that is 0 at the point of the step
+ * that pinned it, then the same few bytes; a caching allocator's segments
+ * reserved in the first step. */
+static int flat_but_first(const double *x, const double *y, int n) {
+    if (n < 3 || (y[1] == 0 && signbit(y[1]))) return 0;
+    for (int i = 1; i < n; i++)
+        if (memcmp(&y[i], &y[1], sizeof y[0]) != 0 || !(x[i] > x[i - 1])) return 0;
+    return 1;
+}
+
+/* The ranks ks[0..m) (0-based, ascending) of the pair slopes of a series
+ * flat_but_first, into vals, as sorting them gives: a pair (i, j) with
+ * 0 < i < j has the slope (c - c) / (x[j] - x[i] > 0) = +0, and the n - 1
+ * pairs (0, j) their own slopes (pair_slope, the same doubles). When none
+ * of those is 0, the slopes sorted are the +0s and those n - 1 values
+ * sorted, the +0s after the negative ones and before the positive ones,
+ * each value's bits the only ones it has; so each rank is a +0 or a rank
+ * among the n - 1. Returns 1 (nothing written) when a (0, j) slope is 0
+ * (a +0 or -0 among the +0s: sorting would not say which comes first) or
+ * memory runs out: the caller selects among all the slopes. */
+static int first_point_slopes(const double *x, const double *y, int n, const size_t *ks, int m,
+                              double *vals) {
+    size_t N = (size_t)n * (size_t)(n - 1) / 2, zeros = N - (size_t)(n - 1);
+    double *d = malloc((size_t)(n - 1) * sizeof *d);
+    if (!d) return 1;
+    for (int j = 1; j < n; j++) {
+        d[j - 1] = pair_slope(x, y, 0, j);
+        if (d[j - 1] == 0) {
+            free(d);
+            return 1;
+        }
+    }
+    /* The (0, j) slopes all have the sign of c - y[0]: below the +0s when
+     * negative, above them when positive. */
+    size_t below = d[0] < 0 ? (size_t)(n - 1) : 0, at[4];
+    int na = 0;
+    for (int r = 0; r < m; r++)
+        if (below ? ks[r] < below : ks[r] >= zeros) at[na++] = below ? ks[r] : ks[r] - zeros;
+    double got[4];
+    select_many(d, (size_t)(n - 1), at, na, got);
+    for (int r = 0, q = 0; r < m; r++)
+        vals[r] = (below ? ks[r] < below : ks[r] >= zeros) ? got[q++] : 0.0;
+    free(d);
+    return 0;
+}
+
 /* Theil–Sen slope and, when conf > 0, Sen's interval. */
 static int theil_sen_core(const double *x, const double *y, int n, double conf,
                           lw_theil_sen_result *out) {
@@ -523,6 +571,8 @@ static int theil_sen_core(const double *x, const double *y, int n, double conf,
         /* Every slope is (+0)/(positive): +0, whatever its rank. */
         for (int r = 0; r < m; r++)
             vals[r] = 0.0;
+    } else if (flat_but_first(x, y, n) && !first_point_slopes(x, y, n, ks, m, vals)) {
+        /* Its slopes known in O(n), not sampled and counted over every pair. */
     } else if (N < TS_FAST_MIN_PAIRS || select_pair_slopes(x, y, n, N, tx.c > 0, ks, m, vals)) {
         size_t got;
         double *d = pair_slopes(x, y, n, &got);
@@ -595,6 +645,29 @@ static int to_midranks(double *e, int n, double tol) {
     return 0;
 }
 
+/* The lag sums ck = sum_{i < n-k} e[i] e[i+k] of residuals that are the
+ * same bits b from e[1] on (a series flat but for its first point, about a
+ * slope of 0), added in the order ess_ratio_of adds them: 0 + e[0] b, then
+ * b b, n - k - 1 times. Each ck is a prefix of one running sum: ck =
+ * sums[n - k - 1], every step the same expression as the loop's, so the
+ * same doubles, in O(n) for all k instead of O(n^2). NULL when e is not so
+ * (or out of memory): the caller adds them up. */
+static double *lag_sums_flat_but_first(const double *e, int n) {
+    if (n < 3) return NULL;
+    for (int i = 2; i < n; i++)
+        if (memcmp(&e[i], &e[1], sizeof e[0]) != 0) return NULL;
+    double *sums = malloc((size_t)(n - 1) * sizeof *sums);
+    if (!sums) return NULL;
+    double ck = 0;
+    ck += e[0] * e[1];
+    sums[0] = ck;
+    for (int m = 1; m < n - 1; m++) {
+        ck += e[1] * e[1];
+        sums[m] = ck;
+    }
+    return sums;
+}
+
 /* n/n* from the residuals e[0..n) (overwritten when ranks are used). */
 static int ess_ratio_of(double *e, int n, const lw_ess_opts *o, double tie_tol, double *ratio) {
     if (o->use_ranks && to_midranks(e, n, tie_tol)) return -1;
@@ -615,11 +688,15 @@ static int ess_ratio_of(double *e, int n, const lw_ess_opts *o, double tie_tol, 
     }
     int max_lag = (o->max_lag <= 0 || o->max_lag >= n) ? n - 1 : o->max_lag;
     double thr = o->lag_alpha > 0 ? lw_normal_quantile(1 - o->lag_alpha / 2) / sqrt((double)n) : -1;
+    double *first = lag_sums_flat_but_first(e, n);
     double dn = n, sum = 0;
     for (int k = 1; k <= max_lag; k++) {
         double ck = 0;
-        for (int i = 0; i + k < n; i++)
-            ck += e[i] * e[i + k];
+        if (first)
+            ck = first[n - k - 1];
+        else
+            for (int i = 0; i + k < n; i++)
+                ck += e[i] * e[i + k];
         double r = ck / c0;
         if (thr >= 0 && !(fabs(r) > thr)) continue;
         if (o->weights == LW_ESS_WEIGHTS_LINEAR)
@@ -634,6 +711,7 @@ static int ess_ratio_of(double *e, int n, const lw_ess_opts *o, double tie_tol, 
      * all-lag sums reach it) would make the variance meaningless. */
     if (q < 1 / dn) q = 1 / dn;
     *ratio = q;
+    free(first);
     return 0;
 }
 

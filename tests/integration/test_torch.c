@@ -734,8 +734,8 @@ END_TEST
 
 /* The helper's read of PyTorch's counters stays within its time budget
  * (tests/python/counter_budget.py, on a clock of its own): the first marks
- * are all read, then every other one (each mark 1 ms after the last, each
- * read 20 us: 100 times that is 2 ms). */
+ * are all read, then every eighth (each mark 1 ms after the last, each read
+ * 18.75 us: 400 times that is 7.5 ms). */
 START_TEST(counters_are_read_within_a_budget) {
     NEED_PYTHON();
     lw_run r;
@@ -749,10 +749,10 @@ START_TEST(counters_are_read_within_a_budget) {
     ck_assert_msg(p && sscanf(p, "marks %d reads %d always %d budget %d", &marks, &reads, &always,
                               &budget) == 4,
                   "stdout: %s", r.out);
-    ck_assert_int_eq(budget, 100);
-    /* After the first `always`, one read per 2 ms: every other mark, less
+    ck_assert_int_eq(budget, 400);
+    /* After the first `always`, one read per 7.5 ms: every eighth mark, less
      * the few the once-a-second free-memory reading stretches. */
-    int rest = (marks - always) / 2;
+    int rest = (marks - always) / 8;
     ck_assert_msg(reads <= always + rest + 1 && reads >= always + rest - 4,
                   "%d reads of %d marks (%d always read)", reads, marks, always);
     lw_run_free(&r);

@@ -3,8 +3,10 @@
 (leakwatch/_torch.py, point 2): the first ALWAYS_READ marks are all read,
 then one read waits READ_BUDGET times what the last one took. Checked on a
 clock of the test's own (no timing): each mark 1 ms later, each read taking
-20 us (perf_counter moves 20 us each time it is asked), so after the first
-marks every other mark reads. Prints "marks N reads R" and the constants."""
+18.75 us (perf_counter moves that much each time it is asked): 400 times
+that is 7.5 ms, so after the first marks every eighth mark reads (a whole
+8 ms would leave it to the floating point of the clock's sums whether the
+eighth or the ninth does). Prints "marks N reads R" and the constants."""
 import sys
 
 import torch
@@ -22,7 +24,7 @@ class Clock:
         return self.mono
 
     def perf_counter(self):
-        self.perf += 20e-6
+        self.perf += 18.75e-6
         return self.perf
 
     def __getattr__(self, name):  # time.time and the rest: the real ones

@@ -8,12 +8,14 @@
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define GiB (1024.0 * 1024.0 * 1024.0)
 #define KiB 1024.0
 #define MiB (1024.0 * 1024.0)
+#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* Deterministic normal noise (Box–Muller over a fixed LCG). */
 static uint64_t rng = 12345;
@@ -363,6 +365,156 @@ START_TEST(noisy_clean_floor_and_ended_warmup_are_no_leak) {
 }
 END_TEST
 
+/* The same bits (a NaN's included). */
+static int same_bits(double a, double b) {
+    return !memcmp(&a, &b, sizeof a);
+}
+
+static int same_text(const char *a, const char *b) {
+    return a == b || (a && b && !strcmp(a, b));
+}
+
+/* Every field of two evaluations, bit for bit: the structure's padding is
+ * not lw_detect's to set, so not memcmp. Returns the first field that
+ * differs, NULL when none does. */
+static const char *growth_differs(const lw_growth *a, const lw_growth *b) {
+    if (a->verdict != b->verdict) return "verdict";
+    if (!same_bits(a->slope, b->slope)) return "slope";
+    if (!same_bits(a->lo, b->lo)) return "lo";
+    if (!same_bits(a->hi, b->hi)) return "hi";
+    if (!same_bits(a->p_value, b->p_value)) return "p_value";
+    if (!same_bits(a->onset_x, b->onset_x)) return "onset_x";
+    if (!same_bits(a->bytes_per_second, b->bytes_per_second)) return "bytes_per_second";
+    if (a->window != b->window) return "window";
+    if (!same_text(a->reason, b->reason)) return "reason";
+    if (a->supports_leak != b->supports_leak) return "supports_leak";
+    if (!same_text(a->overruled_by, b->overruled_by)) return "overruled_by";
+    if (!same_text(a->guard_why, b->guard_why)) return "guard_why";
+    if (!same_bits(a->guard_p, b->guard_p)) return "guard_p";
+    if (!same_bits(a->p_recent, b->p_recent)) return "p_recent";
+    if (!same_bits(a->onset_lo, b->onset_lo)) return "onset_lo";
+    if (!same_bits(a->onset_hi, b->onset_hi)) return "onset_hi";
+    if (!same_bits(a->noise_bin, b->noise_bin)) return "noise_bin";
+    if (!same_bits(a->noise_step, b->noise_step)) return "noise_step";
+    if (!same_bits(a->min_rate, b->min_rate)) return "min_rate";
+    if (!same_bits(a->more_steps, b->more_steps)) return "more_steps";
+    return NULL;
+}
+
+/* lw_detect with its shortcut for windows whose floor does not move against
+ * the same evaluation with every statistic computed (no_shortcut); fails
+ * the test at the first field that differs. */
+static void assert_shortcut_exact(const lw_bin *bins, int n, const lw_detect_params *p,
+                                  const char *what) {
+    lw_detect_params full = *p;
+    full.no_shortcut = 1;
+    lw_growth a, b;
+    memset(&a, 0x5a, sizeof a);
+    memset(&b, 0xa5, sizeof b);
+    ck_assert_int_eq(lw_detect(bins, n, p, &a), 0);
+    ck_assert_int_eq(lw_detect(bins, n, &full, &b), 0);
+    const char *field = growth_differs(&a, &b);
+    ck_assert_msg(!field, "%s, n %d: %s differs (p %.17g / %.17g, min_rate %.17g / %.17g)", what, n,
+                  field ? field : "", a.p_value, b.p_value, a.min_rate, b.min_rate);
+}
+
+/* The bins of a series whose every point is c: steps x0, x0 + dx, ...,
+ * width points a bin, the newest bin holding `pending` points (0: full). */
+static int flat_bins(lw_bin *bins, int n, double c, double x0, double dx, uint32_t width,
+                     uint32_t pending) {
+    for (int i = 0; i < n; i++) {
+        uint32_t k = i == n - 1 && pending ? pending : width;
+        double x = x0 + dx * (width * (double)i + (k - 1) / 2.0);
+        bins[i] = (lw_bin){x, x / 64, c, c, k};
+    }
+    return n;
+}
+
+/* A floor that never moves (pinned memory of a few bytes, a caching
+ * allocator's segments, a steady job's tensors) is evaluated without its
+ * statistics, and every field of the result is the one computing them
+ * gives: lengths from 3 to 600 bins, floors from 0 to just below 2^40,
+ * steps that start below 0, bins full or with a newest one filling, and
+ * the detector's own thresholds as well as ones that test 3 bins. */
+START_TEST(flat_series_shortcut_is_bit_identical) {
+    enum { NMAX = 600 };
+    static lw_bin bins[NMAX];
+    static const int sizes[] = {3,  4,  7,  8,  9,   15,  16,  23,  24,  25,  31,  32,  33, 47,
+                                48, 63, 64, 65, 100, 127, 128, 129, 200, 255, 256, 257, 600};
+    static const double floors[] = {
+        0, 1, 4, 512, 2097152, 68283392, 71303168, 4.0 * GiB, 1099511627775.0 /* 2^40 - 1 */};
+    lw_detect_params dflt = lw_detect_defaults(), small = dflt;
+    small.min_points = 3;
+    small.min_window = 3;
+    const lw_detect_params *params[] = {&dflt, &small};
+    int checked = 0, flat = 0;
+    char what[96];
+    for (int pi = 0; pi < 2; pi++)
+        for (int si = 0; si < N_OF(sizes); si++)
+            for (int fi = 0; fi < N_OF(floors); fi++)
+                for (int shape = 0; shape < 3; shape++) {
+                    int n = sizes[si];
+                    double x0 = shape == 2 ? -1000.5 : 1;
+                    uint32_t width = shape == 1 ? 16 : 1, pending = shape == 1 ? 5 : 0;
+                    flat_bins(bins, n, floors[fi], x0, shape == 2 ? 0.25 : 1, width, pending);
+                    flat += lw_detect_flat(bins, n);
+                    snprintf(what, sizeof what, "params %d floor %.17g shape %d", pi, floors[fi],
+                             shape);
+                    assert_shortcut_exact(bins, n, params[pi], what);
+                    checked++;
+                }
+    ck_assert_int_eq(checked, 2 * N_OF(sizes) * N_OF(floors) * 3);
+    ck_assert_int_eq(flat, checked); /* each of them took the shortcut */
+    /* The verdict itself: no leak, nothing moving, p 1. */
+    lw_growth g;
+    flat_bins(bins, 256, 4, 1, 1, 1, 0);
+    lw_detect(bins, 256, &dflt, &g);
+    ck_assert_int_eq(g.verdict, LW_VERDICT_NO_LEAK);
+    ck_assert(g.slope == 0 && g.p_value == 1 && g.p_recent == 1 && g.window == 256);
+}
+END_TEST
+
+/* What the shortcut must not take: a floor that moved at one bin (up or
+ * down by a byte or a segment, at each place), a floor of a fraction of a
+ * byte, of 2^40 bytes or more, -0, or steps that do not rise. Each is
+ * evaluated as before (the whole series is not flat; newer windows that
+ * do not hold the moved bin still are), bit for bit. */
+START_TEST(moved_series_takes_no_shortcut) {
+    enum { N = 64 };
+    static lw_bin bins[N];
+    static const double moves[] = {1, -1, 2097152, -4};
+    lw_detect_params p = lw_detect_defaults();
+    char what[96];
+    for (int mi = 0; mi < N_OF(moves); mi++)
+        for (int at = 0; at < N; at++) {
+            flat_bins(bins, N, 71303168, 1, 1, 1, 0);
+            bins[at].floor += moves[mi];
+            ck_assert_msg(!lw_detect_flat(bins, N), "moved by %g at %d", moves[mi], at);
+            snprintf(what, sizeof what, "moved by %g at %d", moves[mi], at);
+            assert_shortcut_exact(bins, N, &p, what);
+        }
+    static const double unfit[] = {4.5, 1099511627776.0 /* 2^40 */, 1e15, -0.0};
+    for (int ui = 0; ui < N_OF(unfit); ui++) {
+        flat_bins(bins, N, unfit[ui], 1, 1, 1, 0);
+        ck_assert_msg(!lw_detect_flat(bins, N), "floor %g", unfit[ui]);
+        snprintf(what, sizeof what, "floor %.17g", unfit[ui]);
+        assert_shortcut_exact(bins, N, &p, what);
+    }
+    flat_bins(bins, N, 4, 1, 1, 1, 0);
+    ck_assert(lw_detect_flat(bins, N));
+    bins[40].x = bins[39].x; /* two bins at one step */
+    ck_assert(!lw_detect_flat(bins, N));
+    assert_shortcut_exact(bins, N, &p, "steps that do not rise");
+    /* The pinned memory of a real job: 0 at its first point (the step that
+     * pinned it), then 4 bytes at every point. */
+    flat_bins(bins, N, 4, 1, 1, 1, 0);
+    bins[0].floor = 0;
+    ck_assert(!lw_detect_flat(bins, N));
+    ck_assert(lw_detect_flat(bins + 1, N - 1));
+    assert_shortcut_exact(bins, N, &p, "0 then 4 bytes");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("detector");
     TCase *tc = tcase_create("verdicts");
@@ -386,6 +538,8 @@ int main(void) {
     tcase_add_test(tc, noisy_steady_leak_is_called_once_and_never_withdrawn);
     tcase_add_test(tc, noisy_clean_floor_and_ended_warmup_are_no_leak);
     tcase_add_test(tc, segment_staircase_is_never_a_wrong_no_leak);
+    tcase_add_test(tc, flat_series_shortcut_is_bit_identical);
+    tcase_add_test(tc, moved_series_takes_no_shortcut);
     suite_add_tcase(s, tc);
     int failed = lw_check_run(s);
     return failed ? 1 : 0;

@@ -584,6 +584,141 @@ START_TEST(mk_corrected_at_is_bit_identical) {
 }
 END_TEST
 
+/* A series flat but for its first point (pinned memory: 0 at the step
+ * that pinned it, then the same bytes; segments reserved in the first
+ * step): its Theil–Sen ranks come from its n - 1 slopes through the first
+ * point and the +0s of every other pair, without counting every pair. The
+ * same doubles as sorting every slope, bit for bit, on lengths around the
+ * sampled path's cut (4,096 pairs), first points below and above the rest,
+ * floors with and without a fraction, rising x of uneven spacing; and
+ * where a first slope is 0 (-0 then +0: the general path). */
+START_TEST(ts_flat_but_first_matches_brute_force) {
+    enum { NMAX = 400 };
+    static double x[NMAX], y[NMAX];
+    static const int sizes[] = {3, 4, 5, 16, 17, 24, 33, 64, 65, 90, 91, 92, 128, 200, 257, 400};
+    static const double rest[] = {0, 4, 71303168, 4e9 + 0.5};
+    static const double first[] = {-4, 4, -69206016, 1e-300};
+    int checked = 0;
+    for (int si = 0; si < N_OF(sizes); si++)
+        for (int ri = 0; ri < N_OF(rest); ri++)
+            for (int fi = 0; fi < N_OF(first) + 1; fi++)
+                for (int xs = 0; xs < 2; xs++) {
+                    int n = sizes[si];
+                    for (int t = 0; t < n; t++) {
+                        x[t] = xs ? -50.5 + t + 0.25 * (t % 3) + t * (double)t / 64 : t + 1;
+                        y[t] = rest[ri];
+                    }
+                    /* The last kind: -0 before +0, the same value. */
+                    if (fi == N_OF(first))
+                        y[0] = rest[ri] == 0 ? -0.0 : rest[ri];
+                    else
+                        y[0] = rest[ri] + first[fi];
+                    lw_theil_sen_result r;
+                    ck_assert_int_eq(lw_theil_sen(x, y, n, 0.95, &r), 0);
+                    double slope, lo, hi;
+                    size_t N;
+                    ts_brute(x, y, n, r.var_s, &slope, &lo, &hi, &N);
+                    ck_assert_msg(same_bits(r.slope, slope) && same_bits(r.lo, lo) &&
+                                      same_bits(r.hi, hi) && (size_t)r.n_pairs == N,
+                                  "n %d rest %.17g first %d x %d: slope %.17g [%.17g, %.17g], "
+                                  "brute force %.17g [%.17g, %.17g]",
+                                  n, rest[ri], fi, xs, r.slope, r.lo, r.hi, slope, lo, hi);
+                    checked++;
+                }
+    ck_assert_int_eq(checked, N_OF(sizes) * N_OF(rest) * (N_OF(first) + 1) * 2);
+}
+END_TEST
+
+/* lw_mann_kendall_corrected_ex's variance ratio as its definition adds it
+ * up (stats.h; all lags up to n - 1, raw residuals, o's lags, weights
+ * and clamp): residuals about the first point and the Theil–Sen slope,
+ * centred, each lag's sum of products in index order. */
+static double ess_ratio_brute(const double *x, const double *y, int n, const lw_ess_opts *o) {
+    lw_theil_sen_result ts;
+    ck_assert_int_eq(lw_theil_sen(x, y, n, 0.95, &ts), 0);
+    double *e = malloc((size_t)n * sizeof *e);
+    ck_assert_ptr_nonnull(e);
+    double mean = 0, c0 = 0;
+    for (int i = 0; i < n; i++) {
+        e[i] = (y[i] - y[0]) - ts.slope * (x[i] - x[0]);
+        mean += e[i];
+    }
+    mean /= n;
+    for (int i = 0; i < n; i++) {
+        e[i] -= mean;
+        c0 += e[i] * e[i];
+    }
+    double dn = n, sum = 0, q = 1;
+    if (c0 > 0) {
+        double thr = o->lag_alpha > 0 ? lw_normal_quantile(1 - o->lag_alpha / 2) / sqrt(dn) : -1;
+        for (int k = 1; k < n; k++) {
+            double ck = 0;
+            for (int i = 0; i + k < n; i++)
+                ck += e[i] * e[i + k];
+            double r = ck / c0;
+            if (thr >= 0 && !(fabs(r) > thr)) continue;
+            if (o->weights == LW_ESS_WEIGHTS_LINEAR)
+                sum += (1 - k / dn) * r;
+            else
+                sum += (dn - k) * (dn - k - 1) * (dn - k - 2) * r;
+        }
+        q = o->weights == LW_ESS_WEIGHTS_LINEAR ? 1 + 2 * sum
+                                                : 1 + 2 * sum / (dn * (dn - 1) * (dn - 2));
+        if (!o->allow_below_one && q < 1) q = 1;
+        if (q < 1 / dn) q = 1 / dn;
+    }
+    free(e);
+    return q;
+}
+
+/* Residuals that are the same from the second on (a series flat but for
+ * its first point) have every lag's sum a prefix of one running sum: the
+ * ratio, and so p, the same bits as adding each lag up, with the default
+ * options (whose clamp at 1 a step's negative correlations reach) and with
+ * ratios kept below 1 (cubic and linear weights, which carry every lag's
+ * sum); and the reference itself agrees with the library on noisy series,
+ * where it adds them up. */
+START_TEST(ess_flat_but_first_matches_lag_by_lag) {
+    enum { NMAX = 300 };
+    static double x[NMAX], y[NMAX];
+    static const int sizes[] = {4, 5, 8, 17, 24, 64, 65, 128, 250, 257, 300};
+    static const double first[] = {0, 2097152, 4e9, 71303164.5};
+    lcg g = {31};
+    int checked = 0, corrected = 0;
+    for (int si = 0; si < N_OF(sizes); si++)
+        for (int fi = 0; fi < N_OF(first) + 1; fi++) {
+            int n = sizes[si];
+            for (int t = 0; t < n; t++) {
+                x[t] = 1 + 2.0 * t + (t % 5) * 0.125;
+                y[t] = fi < N_OF(first) ? 71303168
+                                        : 4e9 + 512.0 * t + (double)lcg_int(&g, -100000, 100000);
+            }
+            if (fi < N_OF(first)) y[0] = first[fi];
+            for (int oi = 0; oi < 3; oi++) {
+                lw_ess_opts o = lw_ess_opts_default();
+                /* Every lag in the sum (a step's lags are each far too
+                 * small to count as significant) and no clamp: the ratio
+                 * carries every lag's sum. */
+                o.allow_below_one = oi > 0;
+                if (oi > 0) o.lag_alpha = 0;
+                if (oi == 2) o.weights = LW_ESS_WEIGHTS_LINEAR;
+                lw_mk_result mk;
+                double ratio = -1;
+                ck_assert_int_eq(lw_mann_kendall_corrected_ex(x, y, n, &o, &mk, &ratio), 0);
+                double want = ess_ratio_brute(x, y, n, &o);
+                ck_assert_msg(same_bits(ratio, want),
+                              "n %d first %d options %d: ratio %.17g, lag by lag %.17g", n, fi, oi,
+                              ratio, want);
+                corrected += ratio != 1;
+                checked++;
+            }
+        }
+    ck_assert_int_eq(checked, N_OF(sizes) * (N_OF(first) + 1) * 3);
+    /* Most ratios come from the lags' sums, not from the clamp. */
+    ck_assert_int_gt(corrected, checked / 2);
+}
+END_TEST
+
 START_TEST(ts_rejects) {
     double x[] = {1, 2, 3, 4}, y[] = {1, 2, 3, 4}, same[] = {2, 2, 2, 2};
     lw_theil_sen_result r = {.slope = -7};
@@ -804,6 +939,8 @@ static Suite *stats_suite(void) {
     tcase_add_test(tc, ess_ar1_vs_white);
     tcase_add_test(tc, ess_options);
     tcase_add_test(tc, ess_edges);
+    tcase_add_test(tc, ts_flat_but_first_matches_brute_force);
+    tcase_add_test(tc, ess_flat_but_first_matches_lag_by_lag);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("least_squares");
