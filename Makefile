@@ -4,8 +4,9 @@
 #   make check      every test (unit, integration, sanitizer build)
 #   make demo       run the example workload under the shim on the CPU stand-ins
 #   make bench      benchmarks (print numbers, never fail on them); make bench-callgrind:
-#                   instructions per allocation under Python frames (valgrind);
-#                   make bench-callgrind-torch: instructions per real PyTorch step
+#                   instructions per allocation under Python frames, and a report's
+#                   symbolisation (valgrind); make bench-callgrind-torch: instructions
+#                   per real PyTorch step
 #   make install PREFIX=/usr/local   (make uninstall PREFIX=... removes it again)
 #   make wheel      the Python package (pip install . does the same; see pyproject.toml)
 # This file holds the settings, the file lists, the goals and the checks that
@@ -120,7 +121,8 @@ SUBMAKE_J = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(NPROC))
 .PHONY: all deps test-deps test-bins tsan-bins check-bins stand-ins docs format lint clean \
     check check-fast check-san check-tsan check-valgrind check-layers check-scripts check-cuda-abi \
     check-gpu-dry check-golden golden-update report-fields-doc check-install check-real check-aarch64 check-dist check-spdx check-docs docs-check \
-    fuzz fuzz-inputs fuzz-smoke fuzz-smoke-inputs demo screenshot bench bench-accuracy bench-callgrind bench-callgrind-torch ablate \
+    fuzz fuzz-inputs fuzz-smoke fuzz-smoke-inputs demo screenshot bench bench-accuracy bench-callgrind bench-callgrind-sym \
+    bench-callgrind-torch ablate \
     install uninstall wheel dist distcheck check-under-load
 TOOL_MAIN := $(wildcard tools/main.c)
 all: $(B)/libleakwatch.so $(if $(TOOL_MAIN),$(B)/leakwatch)

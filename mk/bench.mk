@@ -26,6 +26,22 @@ bench: $(B)/bench/rt_bench $(B)/bench/lib/libcudart.so $(B)/bench/py_ext.so
 # LW_CG_PARTS=1 also says where the instructions go.
 bench-callgrind: all $(STUBS) $(B)/bench/py_ext.so
 	@bench/perf/callgrind_py.sh $(B) $(CALLGRIND_ARGS)
+# A first report's symbolisation, by instructions (bench/perf/callgrind_sym.sh):
+# N return addresses inside a large library, named through the shared cache.
+# libmanysyms.so: a generated stand-in for a large C++ library (20,000
+# exported functions, each with a static one: 40,000 in .symtab).
+$(B)/bench/sym_bench: bench/perf/sym_bench.c src/output/symbolize.h $(B)/liblw_core.a
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(INC_output) -O2 -o $@ $< $(B)/liblw_core.a $(SAN_LDFLAGS) $(LIB_LIBS)
+$(B)/bench/manysyms.c: bench/perf/gen_manysyms.py
+	@mkdir -p $(@D)
+	$(Q)python3 $< 20000 >$@
+$(B)/bench/lib/libmanysyms.so: $(B)/bench/manysyms.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) -O0 -fPIC -shared -o $@ $<
+bench-callgrind-sym: $(B)/bench/sym_bench $(B)/bench/lib/libmanysyms.so
+	@bench/perf/callgrind_sym.sh $(B) $(SYM_BASE)
+bench-callgrind: bench-callgrind-sym
 # Instructions leakwatch adds to a step of real PyTorch 2.6 (the real-torch
 # training loop on the stand-ins, bench/perf/callgrind_torch.sh): the steady
 # measure beside make bench's timed realtorch rows. Minutes under valgrind;

@@ -19,11 +19,22 @@ typedef struct {
     const char *name; /* points into names */
 } sym;
 
+/* [lo, hi): addresses some .dynsym entry covers. */
+typedef struct {
+    uint64_t lo, hi;
+} span;
+
 struct lw_elf_syms {
     sym *syms;
     size_t n;
     char *names;
     int has_debug;
+    /* What dladdr could name (lw_elf_syms_may_export): the union of the
+     * .dynsym entries' ranges, sorted and disjoint; dyn_known is 0 when the
+     * file's .dynsym was not read (then anything may be). */
+    span *dyn;
+    size_t ndyn;
+    int dyn_known;
 };
 
 static int by_addr(const void *a, const void *b) {
@@ -31,6 +42,62 @@ static int by_addr(const void *a, const void *b) {
     if (x->addr != y->addr) return x->addr < y->addr ? -1 : 1;
     /* Prefer a sized symbol over an alias of size 0 at the same address. */
     return (x->size < y->size) - (x->size > y->size);
+}
+
+/* Sorts v by by_addr, stably: symbols equal by it (C++ constructors'
+ * C1/C2 aliases, of one address and size) stay in the table's order, as
+ * glibc's qsort (a merge sort) left them, so that lw_elf_syms_find names
+ * the same one. A radix sort of the addresses (11 bits a pass, from the
+ * lowest address up: three passes for a module of up to 8 GiB), then
+ * insertion by size within each run of one address: a few instructions a
+ * symbol where qsort's comparisons through a pointer cost some 25 each
+ * (libtorch_cpu: 29,000 functions). */
+#define RADIX_BITS 11
+#define BUCKETS ((size_t)1 << RADIX_BITS)
+static void sort_syms(sym *v, size_t n) {
+    if (n < 2) return;
+    sym *tmp = malloc(n * sizeof *tmp);
+    size_t *pos = malloc(BUCKETS * sizeof *pos); /* not on the report thread's small stack */
+    if (!tmp || !pos) {
+        free(tmp);
+        free(pos);
+        qsort(v, n, sizeof *v, by_addr); /* out of memory: as before */
+        return;
+    }
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].addr < lo) lo = v[i].addr;
+        if (v[i].addr > hi) hi = v[i].addr;
+    }
+    sym *from = v, *to = tmp;
+    for (unsigned shift = 0; shift < 64 && (hi - lo) >> shift; shift += RADIX_BITS) {
+        memset(pos, 0, BUCKETS * sizeof *pos);
+        for (size_t i = 0; i < n; i++)
+            pos[((from[i].addr - lo) >> shift) & (BUCKETS - 1)]++;
+        for (size_t d = 0, sum = 0; d < BUCKETS; d++) {
+            size_t c = pos[d];
+            pos[d] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            to[pos[((from[i].addr - lo) >> shift) & (BUCKETS - 1)]++] = from[i];
+        sym *t = from;
+        from = to;
+        to = t;
+    }
+    if (from != v) memcpy(v, from, n * sizeof *v);
+    free(tmp);
+    free(pos);
+    /* Within each run of one address, by size (insertion: stable, and the
+     * runs are short). */
+    for (size_t i = 1; i < n; i++) {
+        if (by_addr(&v[i - 1], &v[i]) <= 0) continue;
+        sym x = v[i];
+        size_t j = i;
+        for (; j > 0 && by_addr(&v[j - 1], &x) > 0; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
 }
 
 /* Bounds-checked view of a mapped file: a corrupt or truncated file must not
@@ -103,6 +170,42 @@ static int debug_info_exists(const char *path, const unsigned char *map, size_t 
     return 0;
 }
 
+/* The union of the ranges of tab's entries that dladdr weighs (defined or
+ * with a value, not absolute, not thread-local: glibc's determine_info),
+ * each [value, value + size), or [value, value + 1) when it has no size
+ * (dladdr matches those at their address only). A superset of where
+ * dladdr finds a symbol; an address outside it gets no name from dladdr. */
+static void dyn_spans(lw_elf_syms *out, const Elf64_Sym *es, size_t nsyms) {
+    sym *v = malloc((nsyms ? nsyms : 1) * sizeof *v);
+    if (!v) return;
+    size_t n = 0;
+    for (size_t i = 0; i < nsyms; i++) {
+        if ((es[i].st_shndx == SHN_UNDEF && !es[i].st_value) || es[i].st_shndx == SHN_ABS ||
+            ELF64_ST_TYPE(es[i].st_info) == STT_TLS)
+            continue;
+        uint64_t len = es[i].st_size ? es[i].st_size : 1;
+        if (es[i].st_value > UINT64_MAX - len) len = UINT64_MAX - es[i].st_value;
+        v[n++] = (sym){es[i].st_value, len, NULL};
+    }
+    sort_syms(v, n);
+    span *d = malloc((n ? n : 1) * sizeof *d);
+    if (d) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t hi = v[i].addr + v[i].size;
+            if (m && v[i].addr <= d[m - 1].hi) {
+                if (hi > d[m - 1].hi) d[m - 1].hi = hi;
+            } else {
+                d[m++] = (span){v[i].addr, hi};
+            }
+        }
+        out->dyn = d;
+        out->ndyn = m;
+        out->dyn_known = 1;
+    }
+    free(v);
+}
+
 static lw_elf_syms *load(const char *path, int objects) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return NULL;
@@ -132,6 +235,16 @@ static lw_elf_syms *load(const char *path, int objects) {
     out = calloc(1, sizeof *out);
     if (!out) goto done;
     out->has_debug = debug_info_exists(path, map, size, eh, sh);
+    /* Names: what dladdr could give for an address the symbol table leaves
+     * unnamed (symbolize.c asks it only when this says it may). */
+    for (unsigned i = 0; !objects && i < eh->e_shnum; i++)
+        if (sh[i].sh_type == SHT_DYNSYM) {
+            if (sh[i].sh_entsize == sizeof(Elf64_Sym) &&
+                in_file(size, sh[i].sh_offset, sh[i].sh_size))
+                dyn_spans(out, (const Elf64_Sym *)(map + sh[i].sh_offset),
+                          sh[i].sh_size / sizeof(Elf64_Sym));
+            break;
+        }
 
     /* Prefer .symtab (has every function); fall back to .dynsym. */
     const Elf64_Shdr *tab = NULL;
@@ -151,34 +264,35 @@ static lw_elf_syms *load(const char *path, int objects) {
     size_t nsyms = tab->sh_size / sizeof(Elf64_Sym);
     const char *strtab = (const char *)(map + strs->sh_offset);
 
-    size_t names_len = 0, count = 0;
+    size_t count = 0;
     for (size_t i = 0; i < nsyms; i++) {
         unsigned type = ELF64_ST_TYPE(es[i].st_info);
         if ((type != STT_FUNC && type != STT_GNU_IFUNC && !(objects && type == STT_OBJECT)) ||
             !es[i].st_value || es[i].st_name >= strs->sh_size)
             continue;
         count++;
-        names_len += strnlen(strtab + es[i].st_name, strs->sh_size - es[i].st_name) + 1;
     }
     if (!count) goto done;
-    if (!(out->syms = malloc(count * sizeof *out->syms)) || !(out->names = malloc(names_len))) {
+    /* The string table copied whole, one terminator added after it (a name
+     * running off a corrupt table's end stops there): one copy, where a
+     * measure and a copy of each name cost a few calls per symbol. The
+     * table holds a few names besides the functions' (data, files). */
+    if (!(out->syms = malloc(count * sizeof *out->syms)) ||
+        !(out->names = malloc(strs->sh_size + 1))) {
         lw_elf_syms_free(out);
         out = NULL;
         goto done;
     }
-    char *np = out->names;
+    memcpy(out->names, strtab, strs->sh_size);
+    out->names[strs->sh_size] = '\0';
     for (size_t i = 0; i < nsyms; i++) {
         unsigned type = ELF64_ST_TYPE(es[i].st_info);
         if ((type != STT_FUNC && type != STT_GNU_IFUNC && !(objects && type == STT_OBJECT)) ||
             !es[i].st_value || es[i].st_name >= strs->sh_size)
             continue;
-        size_t len = strnlen(strtab + es[i].st_name, strs->sh_size - es[i].st_name);
-        memcpy(np, strtab + es[i].st_name, len);
-        np[len] = '\0';
-        out->syms[out->n++] = (sym){es[i].st_value, es[i].st_size, np};
-        np += len + 1;
+        out->syms[out->n++] = (sym){es[i].st_value, es[i].st_size, out->names + es[i].st_name};
     }
-    qsort(out->syms, out->n, sizeof *out->syms, by_addr);
+    sort_syms(out->syms, out->n);
 done:
     munmap((void *)map, size);
     return out;
@@ -230,6 +344,19 @@ uint64_t lw_elf_syms_lookup(const lw_elf_syms *s, const char *name) {
     return lw_elf_syms_lookup_sized(s, name, NULL);
 }
 
+int lw_elf_syms_may_export(const lw_elf_syms *s, uint64_t vaddr) {
+    if (!s || !s->dyn_known) return 1;
+    size_t lo = 0, hi = s->ndyn; /* first span starting above vaddr */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->dyn[mid].lo <= vaddr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && vaddr < s->dyn[lo - 1].hi;
+}
+
 int lw_elf_syms_has_debug(const lw_elf_syms *s) {
     return s && s->has_debug;
 }
@@ -238,5 +365,6 @@ void lw_elf_syms_free(lw_elf_syms *s) {
     if (!s) return;
     free(s->syms);
     free(s->names);
+    free(s->dyn);
     free(s);
 }

@@ -34,6 +34,12 @@ uint64_t lw_elf_syms_lookup_sized(const lw_elf_syms *s, const char *name, uint64
 
 int lw_elf_syms_has_debug(const lw_elf_syms *s);
 
+/* 0 when no entry of the file's .dynsym covers vaddr, so that dladdr (which
+ * reads the loaded copy of that table) can name nothing there: its walk
+ * over every exported symbol is then not worth making. 1 when one may, or
+ * when the file's .dynsym was not read (NULL, loaded with data, none). */
+int lw_elf_syms_may_export(const lw_elf_syms *s, uint64_t vaddr);
+
 void lw_elf_syms_free(lw_elf_syms *s);
 
 #endif

@@ -121,6 +121,149 @@ static unsigned long long unload_count(void) {
     return subs != ~0ull ? subs : (1ull << 63) | lw_code_epoch();
 }
 
+/* Which module holds an address, without dladdr: dladdr also looks for the
+ * nearest exported symbol, a walk over the module's whole dynamic symbol
+ * table (libtorch_cpu's 41,000 symbols, each lookup), where only the module
+ * is wanted. A table of the loaded objects' PT_LOAD segments, from
+ * dl_iterate_phdr, made again whenever the loader's counts of added or
+ * removed objects move (checked at each lookup: the walk stops at the first
+ * object, a few hundred instructions). dladdr's rule is the same one: the
+ * object one of whose PT_LOAD segments holds the address. Addresses it does
+ * not hold (another link-map namespace, the padding between segments, no
+ * module) still go to dladdr, which then finds no symbol to scan or answers
+ * as before. Under the lock. */
+typedef struct {
+    uintptr_t start, end; /* [start, end) of one PT_LOAD segment */
+    size_t obj;
+} segment;
+
+typedef struct {
+    char *name;      /* dlpi_name (the link map's l_name); "" for the program */
+    uintptr_t bias;  /* dlpi_addr: l_addr */
+    uintptr_t start; /* where its mapping starts: dladdr's dli_fbase (l_map_start) */
+} object;
+
+static struct {
+    object *objs;
+    size_t nobjs;
+    segment *segs;
+    size_t nsegs;
+    unsigned long long adds, subs; /* the loader's counts it was made at */
+    int made;
+} loaded;
+
+static int get_counts(struct dl_phdr_info *info, size_t size, void *data) {
+    unsigned long long *counts = data;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+        counts[0] = info->dlpi_adds;
+        counts[1] = info->dlpi_subs;
+    }
+    return 1;
+}
+
+static void loaded_clear(void) {
+    for (size_t i = 0; i < loaded.nobjs; i++)
+        free(loaded.objs[i].name);
+    free(loaded.objs);
+    free(loaded.segs);
+    loaded.objs = NULL;
+    loaded.segs = NULL;
+    loaded.nobjs = loaded.nsegs = 0;
+    loaded.made = 0;
+}
+
+typedef struct {
+    size_t nobjs, nsegs, cap_objs, cap_segs;
+    object *objs;
+    segment *segs;
+    /* The loader's counts, read in the same walk as the objects (the
+     * loader's lock held throughout): the table is what they describe. */
+    unsigned long long counts[2];
+    int failed;
+} collect;
+
+static int add_object(struct dl_phdr_info *info, size_t size, void *data) {
+    collect *c = data;
+    if (c->failed) return 1;
+    if (!c->nobjs) get_counts(info, size, c->counts);
+    if (c->nobjs == c->cap_objs) {
+        size_t cap = c->cap_objs ? 2 * c->cap_objs : 64;
+        object *o = realloc(c->objs, cap * sizeof *o);
+        if (!o) return c->failed = 1;
+        c->objs = o;
+        c->cap_objs = cap;
+    }
+    /* The loader's own formula for where the mapping starts (l_map_start):
+     * the lowest PT_LOAD segment's start, rounded down to the page. */
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), start = UINTPTR_MAX;
+    for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !ph->p_memsz) continue;
+        uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+        if (info->dlpi_addr + (ph->p_vaddr & ~(page - 1)) < start)
+            start = info->dlpi_addr + (ph->p_vaddr & ~(page - 1));
+        if (c->nsegs == c->cap_segs) {
+            size_t cap = c->cap_segs ? 2 * c->cap_segs : 256;
+            segment *sg = realloc(c->segs, cap * sizeof *sg);
+            if (!sg) return c->failed = 1;
+            c->segs = sg;
+            c->cap_segs = cap;
+        }
+        c->segs[c->nsegs++] = (segment){s, s + ph->p_memsz, c->nobjs};
+    }
+    char *name = strdup(info->dlpi_name ? info->dlpi_name : "");
+    if (!name) return c->failed = 1;
+    c->objs[c->nobjs++] = (object){name, info->dlpi_addr, start};
+    return 0;
+}
+
+static int by_start(const void *a, const void *b) {
+    const segment *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+/* The table brought up to date with the loader (the lock held); 0 when it
+ * cannot be had (no counts from this loader, out of memory): dladdr then. */
+static int loaded_current(void) {
+    unsigned long long counts[2] = {~0ull, ~0ull};
+    dl_iterate_phdr(get_counts, counts);
+    if (counts[1] == ~0ull) return 0;
+    if (loaded.made && loaded.adds == counts[0] && loaded.subs == counts[1]) return 1;
+    loaded_clear();
+    collect c = {0};
+    dl_iterate_phdr(add_object, &c);
+    if (c.failed) {
+        for (size_t i = 0; i < c.nobjs; i++)
+            free(c.objs[i].name);
+        free(c.objs);
+        free(c.segs);
+        return 0;
+    }
+    qsort(c.segs, c.nsegs, sizeof *c.segs, by_start);
+    loaded.objs = c.objs;
+    loaded.nobjs = c.nobjs;
+    loaded.segs = c.segs;
+    loaded.nsegs = c.nsegs;
+    loaded.adds = c.counts[0];
+    loaded.subs = c.counts[1];
+    loaded.made = 1;
+    return 1;
+}
+
+/* The loaded object one of whose segments holds pc, or NULL. */
+static const object *loaded_find(uintptr_t pc) {
+    size_t lo = 0, hi = loaded.nsegs; /* first segment starting above pc */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (loaded.segs[mid].start <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0 || pc >= loaded.segs[lo - 1].end) return NULL;
+    return &loaded.objs[loaded.segs[lo - 1].obj];
+}
+
 static void entry_free(entry *e) {
     free((char *)e->sym.function);
     free((char *)e->sym.module);
@@ -213,6 +356,7 @@ void lw_symtab_release(void) {
     pthread_mutex_lock(&lock);
     cache_put(current);
     current = NULL;
+    loaded_clear();
     pthread_mutex_unlock(&lock);
 }
 
@@ -223,6 +367,9 @@ void lw_symtab_after_fork_child(void) {
      * their sockets, so that they still end when the parent closes them. */
     pthread_mutex_init(&lock, NULL);
     current = NULL;
+    /* The table of loaded objects too: another thread may have been making
+     * it (left, as the cache is). */
+    memset(&loaded, 0, sizeof loaded);
     lw_a2l_forget_after_fork();
 }
 
@@ -334,33 +481,48 @@ static entry *resolve(lw_symtab *t, uintptr_t ret) {
     entry *e = calloc(1, sizeof *e);
     if (!e) return NULL;
     e->addr = ret;
-    Dl_info info;
-    struct link_map *lm = NULL;
     /* ret - 1 lies inside the call instruction, so a call that is the last
      * instruction of a function is not named after the next function. */
     uintptr_t pc = ret ? ret - 1 : 0;
-    if (dladdr1((void *)pc, &info, (void **)&lm, RTLD_DL_LINKMAP) && lm) {
-        uintptr_t base = (uintptr_t)info.dli_fbase;
-        e->sym.offset = pc - base;
-        const char *path = lm->l_name && lm->l_name[0] ? lm->l_name : NULL;
-        if (!path && base == exe_base) path = exe_path;
-        if (path) {
-            e->sym.module = strdup(path);
-            module *m = module_of(t->c, path);
-            const char *name = lw_elf_syms_find(m ? m->syms : NULL, pc - lm->l_addr);
-            if (!name && info.dli_sname && info.dli_saddr) {
-                /* No symbol table on disk (deleted file, or none): dladdr's
-                 * exported name, if pc really lies inside that symbol. */
-                const ElfW(Sym) *sym = NULL;
-                Dl_info i2;
-                if (dladdr1((void *)pc, &i2, (void **)&sym, RTLD_DL_SYMENT) && sym &&
-                    pc < (uintptr_t)i2.dli_saddr + (sym->st_size ? sym->st_size : 1))
-                    name = i2.dli_sname;
-            }
-            lw_a2l_frame *fr = NULL;
-            int n = source_frames(t, m, pc - lm->l_addr, &fr, &e->lines_missing);
-            fill(t, e, name, fr, n);
-        }
+    /* The module: name (l_name), where it starts (dladdr's dli_fbase) and
+     * its load bias (l_addr). */
+    const char *lname = NULL;
+    uintptr_t base = 0, bias = 0;
+    const object *o = loaded_current() ? loaded_find(pc) : NULL;
+    Dl_info info;
+    struct link_map *lm = NULL;
+    if (o) {
+        lname = o->name;
+        base = o->start;
+        bias = o->bias;
+    } else if (dladdr1((void *)pc, &info, (void **)&lm, RTLD_DL_LINKMAP) && lm) {
+        lname = lm->l_name;
+        base = (uintptr_t)info.dli_fbase;
+        bias = lm->l_addr;
+    } else {
+        return e;
+    }
+    e->sym.offset = pc - base;
+    const char *path = lname && lname[0] ? lname : NULL;
+    if (!path && base == exe_base) path = exe_path;
+    if (path) {
+        e->sym.module = strdup(path);
+        module *m = module_of(t->c, path);
+        const char *name = lw_elf_syms_find(m ? m->syms : NULL, pc - bias);
+        /* No name in the symbol table on disk (deleted file, or none):
+         * dladdr's exported name, if pc really lies inside that symbol. Its
+         * walk over every exported symbol (libtorch_cpu: 41,000) is made
+         * only where the file's own .dynsym, which the loader mapped, has
+         * an entry over pc. */
+        const ElfW(Sym) *sym = NULL;
+        Dl_info i2;
+        if (!name && lw_elf_syms_may_export(m ? m->syms : NULL, pc - bias) &&
+            dladdr1((void *)pc, &i2, (void **)&sym, RTLD_DL_SYMENT) && sym && i2.dli_sname &&
+            i2.dli_saddr && pc < (uintptr_t)i2.dli_saddr + (sym->st_size ? sym->st_size : 1))
+            name = i2.dli_sname;
+        lw_a2l_frame *fr = NULL;
+        int n = source_frames(t, m, pc - bias, &fr, &e->lines_missing);
+        fill(t, e, name, fr, n);
     }
     return e;
 }

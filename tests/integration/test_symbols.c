@@ -10,6 +10,7 @@
 
 #include <dlfcn.h>
 #include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -454,6 +455,170 @@ START_TEST(cache_renewed_after_dlclose) {
 }
 END_TEST
 
+/* Where each module is found without dladdr (a table of the loaded
+ * objects' segments, made again when objects come or go), the answer is
+ * dladdr's: the same module and offset for addresses in every loaded
+ * object's code (the program, the loader, the vDSO, the C library), in a
+ * library loaded after the table was made, and none where a library was
+ * unloaded. */
+static const char *exe_of_test(void) {
+    static char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    buf[n > 0 ? n : 0] = '\0';
+    return buf;
+}
+
+static uintptr_t first_object_bias;
+static int first_object(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    (void)data;
+    first_object_bias = info->dlpi_addr;
+    return 1;
+}
+
+/* t's answer for return address ret agrees with dladdr on ret - 1. */
+static void check_as_dladdr(lw_symtab *t, uintptr_t ret) {
+    const lw_symbol *s = lw_symtab_lookup(t, ret);
+    ck_assert_ptr_nonnull(s);
+    Dl_info info;
+    struct link_map *lm = NULL;
+    if (!dladdr1((void *)(ret - 1), &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm) {
+        ck_assert_msg(s->module == NULL, "%#lx: module %s where dladdr has none",
+                      (unsigned long)ret, s->module);
+        return;
+    }
+    const char *want = lm->l_name && lm->l_name[0] ? lm->l_name : NULL;
+    if (!want && (uintptr_t)info.dli_fbase == first_object_bias) want = exe_of_test();
+    ck_assert_msg(want ? s->module && !strcmp(s->module, want) : s->module == NULL,
+                  "%#lx: module %s, dladdr's %s", (unsigned long)ret,
+                  s->module ? s->module : "null", want ? want : "null");
+    ck_assert_msg(s->offset == ret - 1 - (uintptr_t)info.dli_fbase,
+                  "%#lx in %s: offset %#lx, dladdr's %#lx", (unsigned long)ret, want ? want : "?",
+                  (unsigned long)s->offset, (unsigned long)(ret - 1 - (uintptr_t)info.dli_fbase));
+}
+
+typedef struct {
+    lw_symtab *t;
+    int objects, checked;
+} walk;
+
+/* 64 addresses spread over each executable segment, its first and last
+ * bytes among them. */
+static int check_object(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    walk *w = data;
+    w->objects++;
+    for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || !ph->p_memsz) continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        for (uintptr_t k = 0; k <= 64; k++) {
+            check_as_dladdr(w->t, lo + 1 + (ph->p_memsz - 1) * k / 64);
+            w->checked++;
+        }
+    }
+    return 0;
+}
+
+START_TEST(modules_and_offsets_as_dladdr_finds_them) {
+    dl_iterate_phdr(first_object, NULL);
+    lw_symtab *t = lw_symtab_new_names();
+    /* A first lookup makes the table of loaded objects... */
+    const lw_symbol *s = lw_symtab_lookup(t, outer_function());
+    ck_assert_msg(s && s->function && !strncmp(s->function, "outer_function", 14), "function %s",
+                  s && s->function ? s->function : "null");
+    check_as_dladdr(t, outer_function());
+    /* ...then a library comes, loaded on its own (RTLD_LOCAL): the same
+     * report names it. */
+    char p1[4200];
+    snprintf(p1, sizeof p1, "%s/tests/lib/libsymvar1.so", lw_build_dir());
+    void *h = dlopen(p1, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(h != NULL, "%s", dlerror());
+    uintptr_t (*probe)(void) = (uintptr_t(*)(void))dlsym(h, "symvar_probe");
+    uintptr_t (*hidden)(void) = (uintptr_t(*)(void))dlsym(h, "symvar_unexported_probe");
+    uintptr_t a = probe();
+    s = lw_symtab_lookup(t, a);
+    ck_assert_msg(s && s->function && !strcmp(s->function, "symvar_first_one"), "function %s",
+                  s && s->function ? s->function : "null");
+    ck_assert(ends_with(s->module, "/libsymvar1.so"));
+    s = lw_symtab_lookup(t, hidden());
+    ck_assert_msg(s && s->function && !strcmp(s->function, "symvar_unexported"), "function %s",
+                  s && s->function ? s->function : "null");
+    /* Named by dladdr alone (an exported symbol of no type). */
+    uintptr_t (*untyped)(void) = (uintptr_t(*)(void))dlsym(h, "symvar_untyped_probe");
+    s = lw_symtab_lookup(t, untyped());
+    ck_assert_msg(s && s->function && !strcmp(s->function, "symvar_untyped"), "function %s",
+                  s && s->function ? s->function : "null");
+    check_as_dladdr(t, untyped());
+    walk w = {.t = t};
+    dl_iterate_phdr(check_object, &w);
+    ck_assert_int_ge(w.objects, 4); /* the program, libc, the loader, libsymvar1 at least */
+    ck_assert_int_ge(w.checked, 4 * 65);
+    lw_symtab_free(t);
+    /* Unloaded (and nothing loaded since): the address is no module's. */
+    ck_assert_int_eq(dlclose(h), 0);
+    t = lw_symtab_new_names();
+    if (dladdr1((void *)(a - 1), &(Dl_info){0}, (void **)&(struct link_map *){NULL},
+                RTLD_DL_LINKMAP) == 0) {
+        s = lw_symtab_lookup(t, a);
+        ck_assert_msg(s && !s->module && !s->function,
+                      "an unloaded library's address still named: %s in %s",
+                      s && s->function ? s->function : "null", s && s->module ? s->module : "null");
+    }
+    check_as_dladdr(t, a);
+    lw_symtab_free(t);
+}
+END_TEST
+
+/* A copy of libsymvar1.so in a folder of its own, made by strip with
+ * option; *dir gets the folder (for the caller to remove). */
+static void stripped_copy(const char *option, char *dir, size_t ndir, char *copy, size_t n) {
+    snprintf(dir, ndir, "/tmp/lwsymstrip.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(copy, n, "%s/libsymcopy.so", dir);
+    char cmd[3 * PATH_MAX];
+    const char *strip = getenv("STRIP");
+    snprintf(cmd, sizeof cmd, "%s %s -o '%s' '%s/tests/lib/libsymvar1.so'",
+             strip && *strip ? strip : "strip", option, copy, lw_build_dir());
+    ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
+}
+
+/* Without .symtab the names come from .dynsym: the exported function is
+ * named, the static one is not (nothing invented for it, by the table or by
+ * dladdr's fallback). Deleted before its first lookup, the library's file
+ * gives no table at all: dladdr's exported name, still none for the static
+ * function. */
+START_TEST(stripped_and_deleted_libraries) {
+    char dir[64], copy[PATH_MAX];
+    stripped_copy("--strip-all", dir, sizeof dir, copy, sizeof copy);
+    void *h = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(h != NULL, "%s", dlerror());
+    uintptr_t (*probe)(void) = (uintptr_t(*)(void))dlsym(h, "symvar_probe");
+    uintptr_t (*hidden)(void) = (uintptr_t(*)(void))dlsym(h, "symvar_unexported_probe");
+    for (int deleted = 0; deleted < 2; deleted++) {
+        if (deleted) {
+            /* Again after the file went: a new table for the same module
+             * would read it, so a names-only table (a cache of its own). */
+            ck_assert_int_eq(unlink(copy), 0);
+            ck_assert_int_eq(rmdir(dir), 0);
+        }
+        lw_symtab *t = lw_symtab_new_names();
+        const lw_symbol *s = lw_symtab_lookup(t, probe());
+        ck_assert_msg(s && s->function && !strcmp(s->function, "symvar_first_one"),
+                      "deleted %d: function %s", deleted, s && s->function ? s->function : "null");
+        ck_assert_str_eq(s->module, copy);
+        check_as_dladdr(t, probe());
+        s = lw_symtab_lookup(t, hidden());
+        ck_assert_msg(s && !s->function, "deleted %d: static function named %s", deleted,
+                      s && s->function ? s->function : "null");
+        ck_assert_str_eq(s->module, copy);
+        check_as_dladdr(t, hidden());
+        lw_symtab_free(t);
+    }
+    dlclose(h);
+}
+END_TEST
+
 /* Reports on several threads share the cache while another thread loads
  * and unloads a library (each unload renews the cache under them): every
  * answer stays right and readable until its report ends (the TSan build
@@ -646,6 +811,8 @@ int main(void) {
     tcase_add_test(tc, names_only_table_has_no_lines);
     tcase_add_test(tc, second_report_starts_no_addr2line);
     tcase_add_test(tc, cache_renewed_after_dlclose);
+    tcase_add_test(tc, modules_and_offsets_as_dladdr_finds_them);
+    tcase_add_test(tc, stripped_and_deleted_libraries);
     tcase_add_test(tc, release_after_the_last_report);
     tcase_add_test(tc, addr2line_started_without_a_clone_wrapper);
     tcase_add_test(tc, forked_child_leaves_the_parents_addr2line);
