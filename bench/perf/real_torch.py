@@ -29,8 +29,9 @@ Loops (each in a process of its own, 50 steps of warm-up first):
          the analysis), whose differences are the same split without the
          default mode's own per-step cost and the detector's work after its
          verdict that the runs apart carry (issue 44)
-  steady the train loop after 2,000 steps of warm-up, bare and default: the
-         cost of a step once leakwatch's start-up work is done (counters
+  steady the train loop after 2,000 steps of warm-up (the same modes as
+         train but no-anatomy): the cost of a step once leakwatch's
+         start-up work is done (counters
          read at each of the first 200 steps, the detector's dense first
          evaluations), what a long job pays; train's 400 steps after 50
          are the start, the worst part
@@ -345,7 +346,7 @@ def main():
     plan = (("train", 400, ("bare", "default", "tensors", "no-anatomy", "bare-async")),
             ("leak", 300, ("bare", "default", "bare-record", "window-ab")),
             ("infer", 400, ("bare", "default", "tensors", "bare-async")),
-            ("steady", 400, ("bare", "default")))
+            ("steady", 400, ("bare", "default", "tensors", "bare-async")))
     if os.environ.get("LW_REALTORCH_BASE"):
         plan = tuple((k, n, modes + ("base",) if k != "leak" else modes) for k, n, modes in plan)
     only = os.environ.get("LW_REALTORCH_LOOPS")
