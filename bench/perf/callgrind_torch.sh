@@ -25,7 +25,8 @@
 #
 # Environment: LW_CG_PARTS=1 also prints, per leakwatch run, the functions
 # whose own instructions on the job's threads grew most over the bare run;
-# LW_CG_LOOPS ("train steady"); LW_CG_KEEP=DIR keeps the callgrind files.
+# LW_CG_LOOPS ("train steady"); LW_CG_MODES (e.g. "bare default": some of the
+# runs only); LW_CG_KEEP=DIR keeps the callgrind files.
 # About 2 minutes for train and 4 for steady on an idle core of this
 # project's machine; needs root (the real-clients root is entered with
 # mount and chroot), valgrind and its headers (valgrind/callgrind.h).
@@ -91,6 +92,7 @@ for loop in $LOOPS; do
     steady) modes="bare default bare-async tensors" ;;
     *) echo "callgrind_torch: unknown loop $loop" >&2; exit 2 ;;
     esac
+    [ -n "${LW_CG_MODES:-}" ] && modes=$LW_CG_MODES
     # Two at a time: one per core of this project's machine.
     set -- $modes
     while [ $# -gt 0 ]; do

@@ -1829,6 +1829,7 @@ class _Helper:
         self.host_tries = 2  # owner searches of a pinned host leak left
         self.next_host_at = 0
         self.anatomy_at = 0  # the first step the anatomy may have work at (_anatomy.after_mark)
+        self.torch = self.cuda = None  # the modules, once imported (after_mark)
 
     def tell_unit(self, unit, module=None):
         """What a step is, once (the report's growth.step_unit): its names,
@@ -1904,7 +1905,13 @@ class _Helper:
 
     def mark(self, manual=False):
         if not manual:
-            leakwatch._auto_step()
+            # leakwatch._auto_step's work without its call, once the
+            # library's step is found (_auto_step finds it).
+            step = leakwatch._step
+            if step is not None and not leakwatch.manual_steps:
+                step()
+            else:
+                leakwatch._auto_step()
         self.steps += 1
         # The rank (torch.distributed), asked at each of the first 64 marks
         # and then at every 64th: a job sets its process group up before it
@@ -1928,11 +1935,17 @@ class _Helper:
     # -- counters and the window --
 
     def after_mark(self):
-        torch = sys.modules.get("torch")
-        if torch is None or self.lib.counters is None:
-            return
-        cuda = getattr(torch, "cuda", None)
-        if cuda is None or not cuda.is_initialized():
+        cuda = self.cuda
+        if cuda is None:  # torch and torch.cuda, looked up until both are there
+            torch = sys.modules.get("torch")
+            if torch is None or self.lib.counters is None:
+                return
+            cuda = getattr(torch, "cuda", None)
+            if cuda is None:
+                return
+            self.torch, self.cuda = torch, cuda
+        torch = self.torch
+        if not cuda.is_initialized():
             return
         if not self.backend_checked:
             self.check_backend(torch)
@@ -2236,13 +2249,6 @@ def _at_exit():
         pass
 
 
-def _on_optimizer_step(optimizer, args, kwargs):
-    try:
-        _get_helper().optimizer_step(optimizer)
-    except Exception:
-        pass
-
-
 def _wrap_scaler(module):
     """GradScaler.step(optimizer): one step attempt for that optimizer,
     whether or not it ran optimizer.step() (torch/amp/grad_scaler.py,
@@ -2369,8 +2375,13 @@ _optimizer_hook_calls = [0]
 
 
 def _counting_hook(optimizer, args, kwargs):
+    # The optimizer's step post-hook (registered globally): counts the
+    # calls, including those swallowed inside GradScaler.step, and marks.
     _optimizer_hook_calls[0] += 1
-    _on_optimizer_step(optimizer, args, kwargs)
+    try:
+        (_helper or _get_helper()).optimizer_step(optimizer)
+    except Exception:
+        pass
 
 
 _counting_hook._leakwatch = True

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The anatomy's walks (leakwatch/_anatomy.py) keep within 1 % of the job's
+"""The anatomy's walks (leakwatch/_anatomy.py) keep within 0.25 % of the job's
 time: after a walk, the next one of the sparse schedule (steps 1, 2, 4, ...)
 waits until the job ran BUDGET times as long as the walk took. Checked on a
 clock of the test's own (no timing): each mark 1 ms later, each walk
@@ -39,7 +39,7 @@ def walk(torch, *args, **kwargs):
 
 A.sample = walk
 h.window_steps = 0  # no diagnosis window
-N = 20000
+N = 60000
 start = clock.mono
 for _ in range(N):
     clock.mono += 1e-3
