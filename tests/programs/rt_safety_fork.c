@@ -66,26 +66,28 @@ static void child(int uses_cuda) {
     exit(0);
 }
 
-/* Prints what a hung child is doing, for the test's failure message: each
- * thread's state, kernel wait channel and system call (a futex: a lock
- * inherited held; running: starved), and the child's own stderr. */
-static void describe_hung(pid_t pid) {
-    char path[96], buf[512];
-    const char *files[] = {"stat", "wchan", "syscall"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(path, sizeof path, "/proc/%ld/%s", (long)pid, files[i]);
-        FILE *f = fopen(path, "r");
-        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-        if (f) fclose(f);
-        buf[n] = '\0';
-        printf("  %s: %s\n", files[i], buf);
-    }
-    snprintf(path, sizeof path, "child-%ld.err", (long)pid);
+/* Prints "  LABEL: " and up to 511 bytes of the file at path. */
+static void print_file(const char *label, const char *path) {
+    char buf[512];
     FILE *f = fopen(path, "r");
     size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
     if (f) fclose(f);
     buf[n] = '\0';
-    printf("  stderr: %s\n", buf);
+    printf("  %s: %s\n", label, buf);
+}
+
+/* Prints what a hung child is doing, for the test's failure message: its
+ * state, kernel wait channel and system call (a futex: a lock inherited
+ * held; running: starved), and the child's own stderr. */
+static void describe_hung(pid_t pid) {
+    char path[96];
+    const char *files[] = {"stat", "wchan", "syscall"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "/proc/%ld/%s", (long)pid, files[i]);
+        print_file(files[i], path);
+    }
+    snprintf(path, sizeof path, "child-%ld.err", (long)pid);
+    print_file("stderr", path);
 }
 
 /* 0 when the child exited 0 within 10 s. */
