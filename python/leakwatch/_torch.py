@@ -1905,13 +1905,7 @@ class _Helper:
 
     def mark(self, manual=False):
         if not manual:
-            # leakwatch._auto_step's work without its call, once the
-            # library's step is found (_auto_step finds it).
-            step = leakwatch._step
-            if step is not None and not leakwatch.manual_steps:
-                step()
-            else:
-                leakwatch._auto_step()
+            leakwatch._auto_step()
         self.steps += 1
         # The rank (torch.distributed), asked at each of the first 64 marks
         # and then at every 64th: a job sets its process group up before it
