@@ -9,8 +9,9 @@
 # For each interpreter (default: CPython 3.12 and 3.11 from PATH or pyenv) and
 # each workload (ctypes: 20 Python frames, each pair two ctypes calls; ext: the
 # pairs made by C code, 8 native frames under one ctypes call, 30 Python
-# frames), runs bench/perf/py_bench.py under callgrind with N1 and N2 pairs,
-# bare and with the shim preloaded (PYTHONHASHSEED=0), and prints
+# frames; ext20: the same under 20 Python frames, as make bench's goal row),
+# runs bench/perf/py_bench.py under callgrind with N1 and N2 pairs, bare and
+# with the shim preloaded (PYTHONHASHSEED=0), and prints
 #   (shim(N2) - shim(N1) - bare(N2) + bare(N1)) / (N2 - N1)
 # so that start-up, import and the report cancel out. Only the thread that
 # makes the pairs is counted (callgrind --separate-threads, its first file):
@@ -24,7 +25,10 @@
 #
 # Environment: LW_CG_N1, LW_CG_N2 (default 10000, 20000), LW_BENCH_LIB (the
 # shim; default BUILD_DIR/libleakwatch.so), LW_CG_WORKLOADS ("ctypes ext"),
-# LW_CG_PARTS=1, LW_CG_KEEP=DIR keeps the callgrind.out files there. About a
+# LW_CG_PARTS=1, LW_CG_KEEP=DIR keeps the callgrind.out files there,
+# LW_CG_RUNTIME=lockfree makes the pairs on the lock-free runtime stand-in
+# (BUILD/bench/lib, bench/perf/fast_cudart.c: no driver call under the runtime,
+# as the timed goal rows of make bench) instead of the test stand-ins. About a
 # minute a workload on an idle core.
 set -u
 B=${1:?usage: callgrind_py.sh BUILD_DIR [PYTHON ...]}
@@ -38,8 +42,14 @@ WORKLOADS=${LW_CG_WORKLOADS:-ctypes ext}
 PYBENCH=$HERE/bench/perf/py_bench.py
 PYEXT=$B/bench/py_ext.so
 STANDINS=$B/tests/lib
+RUNTIME=$STANDINS/libcudart.so
+LIBPATH=$STANDINS
+if [ "${LW_CG_RUNTIME:-}" = lockfree ]; then
+    RUNTIME=$B/bench/lib/libcudart.so
+    LIBPATH=$B/bench/lib:$STANDINS
+fi
 command -v valgrind >/dev/null || { echo "callgrind_py: valgrind is not installed" >&2; exit 2; }
-for f in "$LIB" "$STANDINS/libcudart.so" "$PYEXT"; do
+for f in "$LIB" "$RUNTIME" "$PYEXT"; do
     [ -e "$f" ] || { echo "callgrind_py: $f is missing (make all test-bins $B/bench/py_ext.so)" >&2; exit 2; }
 done
 TMP=${LW_CG_KEEP:-$(mktemp -d "${TMPDIR:-/tmp}/lw-cg.XXXXXX")} || exit 2
@@ -62,9 +72,9 @@ fi
 cg() {
     local tag=$1 n=$2
     shift 2
-    env PYTHONHASHSEED=0 LD_LIBRARY_PATH="$STANDINS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@" \
+    env PYTHONHASHSEED=0 LD_LIBRARY_PATH="$LIBPATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@" \
         valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$TMP/$tag.$n.all" \
-        "$PY" "$PYBENCH" "$STANDINS/libcudart.so" "$n" "$FRAMES" 200 >"$TMP/$tag.$n.log" 2>&1 || {
+        "$PY" "$PYBENCH" "$RUNTIME" "$n" "$FRAMES" 200 >"$TMP/$tag.$n.log" 2>&1 || {
         echo "callgrind_py: the run $tag $n failed:" >&2
         tail -5 "$TMP/$tag.$n.log" >&2
         return 1
@@ -83,6 +93,7 @@ for PY in "$@"; do
         case $w in
         ctypes) FRAMES=20; EXTRA="" ;;
         ext) FRAMES=30; EXTRA="LW_PY_EXT=$PYEXT" ;;
+        ext20) FRAMES=20; EXTRA="LW_PY_EXT=$PYEXT" ;; # make bench's Python goal row
         *) echo "callgrind_py: unknown workload $w" >&2; exit 2 ;;
         esac
         t="$v-$w"

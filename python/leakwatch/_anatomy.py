@@ -181,16 +181,17 @@ NEVER = float("inf")
 
 def after_mark(torch, steps):
     """The sparse schedule: steps 1, 2, 4, ..., 1024, then every 1024, at
-    most 0.25 % of the job's time (BUDGET). Returns the first step at which it
-    may have work again: the helper calls it no sooner (one comparison a
-    step instead of a call)."""
+    most 0.25 % of the job's time (BUDGET). Returns when it may have work
+    again: the first step, and the time.monotonic() before which it has none
+    (a step due waits for the budget). The helper calls it no sooner (two
+    comparisons a step instead of a call)."""
     if _s.off:
-        return NEVER
+        return NEVER, NEVER
     if steps < _s.next_at:
-        return _s.next_at
+        return _s.next_at, _s.not_before
     t0 = time.monotonic()
     if t0 < _s.not_before:
-        return steps + 1  # over the budget: the first step it allows
+        return steps, _s.not_before  # due, over the budget until then
     _s.next_at = steps * 2 if steps < 1024 else steps + 1024
     try:
         sample(torch)
@@ -198,7 +199,7 @@ def after_mark(torch, steps):
         _s.off = True
     t1 = time.monotonic()
     _s.not_before = t1 + BUDGET * (t1 - t0)
-    return NEVER if _s.off else _s.next_at
+    return (NEVER, NEVER) if _s.off else (_s.next_at, _s.not_before)
 
 
 def at_exit():

@@ -1828,7 +1828,10 @@ class _Helper:
         self.host_cue = False  # the library judged a pinned host leak's sites
         self.host_tries = 2  # owner searches of a pinned host leak left
         self.next_host_at = 0
-        self.anatomy_at = 0  # the first step the anatomy may have work at (_anatomy.after_mark)
+        # The anatomy (_anatomy.after_mark) has no work before this step, nor
+        # before this time.monotonic() (its budget).
+        self.anatomy_at = 0
+        self.anatomy_after = 0.0
         self.torch = self.cuda = None  # the modules, once imported (after_mark)
 
     def tell_unit(self, unit, module=None):
@@ -1874,6 +1877,8 @@ class _Helper:
             self.skipped += bool(skipped)
             if self.mode == "optimizer":
                 marks = 1
+            elif self.closer == id(optimizer) and not self.seen:
+                marks = 1  # the closer alone (one optimizer): _iteration's answer, no call
             else:
                 marks = self._iteration(id(optimizer))
         for _ in range(marks):
@@ -1912,6 +1917,16 @@ class _Helper:
         # trains, and the question costs a third of a microsecond.
         if not _rank_told[0] and (self.steps <= 64 or not self.steps % 64):
             _tell_rank()
+        # Nothing due at most marks of a long job: no read of the counters
+        # yet, no anatomy, no window, no pinned host cue. Said here, before
+        # the lock and PyTorch's two state questions (initialised,
+        # capturing), which after_mark would ask only to do nothing; stale
+        # values read without the lock only send a mark the long way.
+        if (self.steps > ALWAYS_READ and self.window is None and not self.host_cue
+                and not READ_EVERY_MARK):
+            now = time.monotonic()
+            if now < self.read_at and (self.steps < self.anatomy_at or now < self.anatomy_after):
+                return
         # One thread at a time reads the counters and drives the window; a
         # mark from another thread meanwhile only counts. After an error of
         # its own the helper only marks steps.
@@ -1949,8 +1964,8 @@ class _Helper:
         growing = self.read_counters(torch, cuda, capturing, now) if read else ()
         if capturing:
             return
-        if self.steps >= self.anatomy_at:
-            self.anatomy_at = _anatomy_module().after_mark(torch, self.steps)
+        if self.steps >= self.anatomy_at and now >= self.anatomy_after:
+            self.anatomy_at, self.anatomy_after = _anatomy_module().after_mark(torch, self.steps)
         if self.window is not None:
             if self.window.mark():
                 self.close_window()

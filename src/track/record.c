@@ -87,18 +87,28 @@ static _Atomic uintptr_t bw_words[2 * LW_PY_MAX];
 
 #define BACKWARD_BIT ((uintptr_t)1 << LW_SITE_KEY_BACKWARD_SHIFT)
 
+/* The last backward() caller's chain, for the next entry's capture: a
+ * training loop enters backward from the same line at every step, and a
+ * repeat is confirmed frame by frame instead of walked and decoded again.
+ * One for the process, used under bw_write (not the threads' caches: the
+ * allocations' chains would evict it, and it theirs). */
+static _Alignas(16) lw_py_cache bw_cache;
+
 void lw_record_backward(int entering) {
     lw_pyframe f[LW_PY_MAX];
-    int n = entering ? lw_py_capture(f, LW_PY_MAX) : 0;
+    const lw_pyframe *frames = f;
     pthread_mutex_lock(&bw_write);
+    int n = entering ? lw_py_capture_cached(f, LW_PY_MAX, &bw_cache, &frames) : 0;
     int depth = atomic_load(&bw_depth) + (entering ? 1 : -1);
     if (depth < 0) depth = 0;
     atomic_fetch_add_explicit(&bw_seq, 1, memory_order_acq_rel);
     if (entering && n > 0) {
         for (int i = 0; i < n; i++) {
-            atomic_store_explicit(&bw_words[2 * i], (uintptr_t)f[i].code, memory_order_relaxed);
+            atomic_store_explicit(&bw_words[2 * i], (uintptr_t)frames[i].code,
+                                  memory_order_relaxed);
             atomic_store_explicit(&bw_words[2 * i + 1],
-                                  (uintptr_t)(uint32_t)f[i].instr | (uintptr_t)f[i].entry << 32,
+                                  (uintptr_t)(uint32_t)frames[i].instr | (uintptr_t)frames[i].entry
+                                                                             << 32,
                                   memory_order_relaxed);
         }
         atomic_store_explicit(&bw_n, n, memory_order_relaxed);

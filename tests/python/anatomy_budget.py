@@ -28,6 +28,7 @@ class Clock:
 
 clock = Clock()
 A.time = clock
+T.time = clock  # the helper compares the anatomy's times with its own clock
 walks = [0]
 WALK_S = 0.060
 
