@@ -59,7 +59,10 @@ static torch_track *torch_track_of(int d) {
         torch_track *tr = calloc(1, sizeof *tr);
         if (!tr) return NULL;
         lw_tracked_init(&tr->t, LW_TRACKED_PACE | LW_TRACKED_CYCLES);
-        lw_release_init(&tr->rel, 0);
+        /* The first read may predate start-up memory that stays to the
+         * end (PyTorch's cuBLAS workspace, taken at the first matrix
+         * product): it sets no base, as the device floor's first point. */
+        lw_release_init(&tr->rel, 1);
         tr->device_free = -1;
         ttracks[d] = tr;
     }

@@ -78,7 +78,8 @@ static void print_file(const char *label, const char *path) {
 
 /* Prints what a hung child is doing, for the test's failure message: its
  * state, kernel wait channel and system call (a futex: a lock inherited
- * held; running: starved), and the child's own stderr. */
+ * held; running: starved), and the child's own stderr; with LW_HANG_GDB set
+ * (by hand, when hunting a hang), its threads' backtraces from gdb. */
 static void describe_hung(pid_t pid) {
     char path[96];
     const char *files[] = {"stat", "wchan", "syscall"};
@@ -88,6 +89,12 @@ static void describe_hung(pid_t pid) {
     }
     snprintf(path, sizeof path, "child-%ld.err", (long)pid);
     print_file("stderr", path);
+    if (getenv("LW_HANG_GDB")) {
+        char cmd[160];
+        snprintf(cmd, sizeof cmd, "gdb -q -batch -p %ld -ex 'thread apply all bt' 2>&1", (long)pid);
+        fflush(stdout);
+        if (system(cmd) < 0) printf("  (gdb did not run)\n");
+    }
 }
 
 /* 0 when the child exited 0 within 10 s. */

@@ -95,6 +95,30 @@ START_TEST(tensor_release_at_the_end_keeps_the_leak) {
 }
 END_TEST
 
+/* The same, when the series' first point predates the job's start-up
+ * memory that stays to the end (PyTorch's cuBLAS workspace, 32 MiB, taken
+ * at the first matrix product after the first read): the teardown goes back
+ * to that level, not to the first point's. Seen on real PyTorch
+ * (tests/real/torch_server.py tensors): one read after the leaking function
+ * returned, and the leak was withdrawn ("the growth decelerates"). */
+START_TEST(tensor_release_to_the_start_up_level_keeps_the_leak) {
+    lw_growth_init();
+    lw_step_mark();
+    lw_growth_torch_counters(0, 16384, 2 << 20, -1); /* before the workspace */
+    lw_growth_update(0);
+    int64_t level = 0;
+    uint64_t seed = 5;
+    steps(100, &level, 12800, &seed); /* each (64 << 20) + level: the workspace kept */
+    lw_growth_flush();
+    ck_assert_int_eq(device0().verdict, LW_VERDICT_LEAK);
+    level = 0;
+    steps(1, &level, 0, &seed); /* the kept tensors freed; the workspace stays */
+    lw_growth_finish();
+    lw_torch_device_state d = device0();
+    ck_assert_msg(d.verdict == LW_VERDICT_LEAK, "verdict %d: %s", d.verdict, d.reason);
+}
+END_TEST
+
 /* A flat tensor series never gives a leak, and its reason is never one. */
 START_TEST(flat_tensor_series_is_no_leak) {
     lw_growth_init();
@@ -171,6 +195,7 @@ static Suite *growth_suite(void) {
     tcase_add_test(tc, tensor_series_follows_the_decision_rule);
     tcase_add_test(tc, flat_tensor_series_is_no_leak);
     tcase_add_test(tc, tensor_release_at_the_end_keeps_the_leak);
+    tcase_add_test(tc, tensor_release_to_the_start_up_level_keeps_the_leak);
     tcase_add_test(tc, pace_is_the_recent_steps_own);
     tcase_add_test(tc, step_marks_wake_the_worker_only_at_first);
     suite_add_tcase(s, tc);
