@@ -78,7 +78,8 @@ static void print_file(const char *label, const char *path) {
 
 /* Prints what a hung child is doing, for the test's failure message: its
  * state, kernel wait channel and system call (a futex: a lock inherited
- * held; running: starved), and the child's own stderr; with LW_HANG_GDB set
+ * held, and the mapping it lies in; running: starved), and the child's own
+ * stderr; with LW_HANG_GDB set
  * (by hand, when hunting a hang), its threads' backtraces from gdb. */
 static void describe_hung(pid_t pid) {
     char path[96];
@@ -87,6 +88,23 @@ static void describe_hung(pid_t pid) {
         snprintf(path, sizeof path, "/proc/%ld/%s", (long)pid, files[i]);
         print_file(files[i], path);
     }
+    /* Waiting on a futex (system call 202): the mapping that holds it, which
+     * names the library whose lock it is. */
+    unsigned long nr = 0, addr = 0;
+    snprintf(path, sizeof path, "/proc/%ld/syscall", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (f && fscanf(f, "%lu %lx", &nr, &addr) == 2 && nr == 202) {
+        char line[512];
+        snprintf(path, sizeof path, "/proc/%ld/maps", (long)pid);
+        FILE *m = fopen(path, "r");
+        while (m && fgets(line, sizeof line, m)) {
+            unsigned long lo = 0, hi = 0;
+            if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && addr >= lo && addr < hi)
+                printf("  futex in: %s", line);
+        }
+        if (m) fclose(m);
+    }
+    if (f) fclose(f);
     snprintf(path, sizeof path, "child-%ld.err", (long)pid);
     print_file("stderr", path);
     if (getenv("LW_HANG_GDB")) {
