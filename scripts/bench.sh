@@ -372,8 +372,13 @@ py_goal_row() {
     summarise 250 steady "" <"$rounds"
 }
 
+# py_version PYTHON: its X.Y.
+py_version() {
+    "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'
+}
+
 section_python() {
-    local py v
+    local py
     echo
     echo "== Python frames: the goal (<= 250 ns a pair under 20 Python frames) =="
     echo "   on the lock-free runtime stand-in, pairs made in C 8 native frames under one ctypes"
@@ -382,9 +387,8 @@ section_python() {
     echo "   ($((ROUNDS * 3)) to $((ROUNDS * 12)) rounds, until 7 are steady)"
     header
     for py in $PYTHONS; do
-        command -v "$py" >/dev/null || continue
-        v=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-        py_goal_row "Python $v, 20 Python + 8 C frames (goal)" "$py"
+        command -v "$py" >/dev/null &&
+            py_goal_row "Python $(py_version "$py"), 20 Python + 8 C frames (goal)" "$py"
     done
     echo
     echo "== Python: cudaMalloc/cudaFree through ctypes, 20 Python frames =="
@@ -406,8 +410,7 @@ section_python() {
     header
     for py in $PYTHONS; do
         command -v "$py" >/dev/null || continue
-        v=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-        ab "Python $v, 30 Python + 8 C extension frames" "" "$BASE" "$SHIM" \
+        ab "Python $(py_version "$py"), 30 Python + 8 C extension frames" "" "$BASE" "$SHIM" \
             env LW_PY_EXT="$PYEXT" "$py" "$PYBENCH" "$STANDINS/libcudart.so" 300000 30
     done
     case " $(for py in $PYTHONS; do "$py" -V 2>&1; done) " in
