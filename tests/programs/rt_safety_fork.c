@@ -2,19 +2,29 @@
 /* Forks while eight threads allocate (and one marks steps), as PyTorch's
  * DataLoader forks its workers from a process that uses CUDA.
  *
- *   rt_safety_fork TEMPLATE FORKS
+ *   rt_safety_fork TEMPLATE FORKS [warm]
  *
  * TEMPLATE becomes LEAKWATCH_REPORT before the first CUDA call (use %p, so
  * parent and children write apart). Even-numbered children never touch
  * CUDA; odd-numbered ones allocate 2 MiB from leak_child, free 1 MiB, and
  * exit. Each child's stderr goes to child-PID.err in the current folder.
  * Prints "parent PID", then "quiet PID" or "cuda PID" per child; exits 1 if
- * a child hangs (a lock inherited held) or fails. */
+ * a child hangs (a lock inherited held) or fails.
+ *
+ * With "warm", the first fork waits until every thread has made its first
+ * call: a thread's first CUDA call sets up its state in leakwatch (glibc's
+ * pthread_getattr_np for its stack, its shard, its site cache), which
+ * allocates host memory outside every lock a fork takes. glibc's malloc is
+ * fork-safe, so the plain build forks from the start; GCC 12's AddressSanitizer
+ * allocator is not (no fork handler: a child forked while another thread
+ * holds one of its size-class locks waits on it forever), so the ASan build
+ * forks only once those first calls are done. */
 #include "safety.h"
 
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <string.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -22,23 +32,28 @@
 
 #define MiB (1024 * 1024)
 static atomic_int stop;
+static atomic_int warm; /* threads past their first call */
 
 static void *allocator(void *arg) {
     (void)arg;
+    int first = 0;
     while (!atomic_load(&stop)) {
         void *p[4];
         for (int i = 0; i < 4; i++)
             CHECK(cudaMalloc(&p[i], 4096));
         for (int i = 0; i < 4; i++)
             CHECK(cudaFree(p[i]));
+        if (!first++) atomic_fetch_add(&warm, 1);
     }
     return NULL;
 }
 
 static void *stepper(void *arg) {
     (void)arg;
-    while (!atomic_load(&stop))
+    for (int first = 0; !atomic_load(&stop); first = 1) {
         lw_call("leakwatch_step");
+        if (!first) atomic_fetch_add(&warm, 1);
+    }
     return NULL;
 }
 
@@ -136,7 +151,7 @@ static int reap(pid_t pid) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) return 2;
+    if (argc < 3 || (argc > 3 && strcmp(argv[3], "warm"))) return 2;
     setenv("LEAKWATCH_REPORT", argv[1], 1);
     int forks = atoi(argv[2]);
     printf("parent %ld\n", (long)getpid());
@@ -145,6 +160,9 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 8; i++)
         pthread_create(&t[i], NULL, allocator, NULL);
     pthread_create(&t[8], NULL, stepper, NULL);
+    if (argc > 3)
+        while (atomic_load(&warm) < 9)
+            usleep(1000);
     int failed = 0;
     for (int i = 0; i < forks; i++) {
         usleep(2000); /* let the threads be mid-call */
