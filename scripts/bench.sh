@@ -337,39 +337,53 @@ section_threads() {
             "8 threads, added cost per pair:", a / b, a / b <= 1.5 ? "met" : "NOT met" }'
 }
 
-# py_goal_row LABEL PYTHON: the Python-frame goal (<= 250 ns a pair under 20
-# Python frames, issue 44) on the lock-free runtime stand-in, the pairs made by
-# C code 8 native frames under one ctypes call (py_bench.py, LW_PY_EXT): no
-# ctypes and no stand-in lock in the pair, whose bare cost is then 15-20 ns,
-# and the shim's cost stands out of the noise as on the native goal rows.
-# Rounds as goal_phase's (bare, shim, bare; 3x to 12x ROUNDS, until 7 are
-# steady), steady against this row's own bare runs: both within 1.3 times
-# their lower quartile (the fastest bare run of these 3-5 ms runs is an
-# outlier here: 11 ns a pair against 16-18 for most).
-py_goal_row() {
-    local label=$1 py=$2 lib=$B/bench/lib r a b c par steady rounds
+# py_goal_rows PYTHON...: the Python-frame goal (<= 250 ns a pair under 20
+# Python frames, issue 44), a row for each Python, on the lock-free runtime
+# stand-in, the pairs made by C code 8 native frames under one ctypes call
+# (py_bench.py, LW_PY_EXT): no ctypes and no stand-in lock in the pair, whose
+# bare cost is then 9-17 ns. This machine's speed changes by half from one
+# tenth of a second to the next, and stays slow for seconds at times (a bare
+# loop alone runs at 9 ns a pair, then 15-17), so runs seconds apart do not
+# compare: each process times batches of pairs alternately through the
+# runtime's unhooked names (bare) and its hooked ones (LW_PY_INTERLEAVE), and
+# each hooked batch is compared with the bare batch next to it, milliseconds
+# away. The Pythons take turns, process by process, so that a slow spell
+# falls on every row alike. Steady rounds, as in goal_phase: the bare batch
+# within 1.3 times the lower quartile of all the rows' bare batches (the
+# same C loop in every row), so that a row measured wholly in a slow spell
+# is not judged by itself. 3x ROUNDS processes a Python, 10 rounds each.
+py_goal_rows() {
+    local lib=$B/bench/lib r py out ref
     if [ ! -e "$lib/libcudart.so" ]; then
-        echo "($lib/libcudart.so missing: the Python goal's lock-free runtime row skipped)"
+        echo "($lib/libcudart.so missing: the Python goal's lock-free runtime rows skipped)"
         return 0
     fi
-    rounds=$TMP/pygoal.$(basename "$py").rounds
-    : >"$rounds"
-    local cmd=(env LW_PY_EXT="$PYEXT" "$py" "$PYBENCH" "$lib/libcudart.so" 300000 20)
-    for ((r = 0; r < ROUNDS * 12; r++)); do
-        a=$(LD_LIBRARY_PATH=$lib:$LD_LIBRARY_PATH run $BASE "${cmd[@]}") || return 1
-        b=$(LD_LIBRARY_PATH=$lib:$LD_LIBRARY_PATH run $SHIM "${cmd[@]}") || return 1
-        c=$(LD_LIBRARY_PATH=$lib:$LD_LIBRARY_PATH run $BASE "${cmd[@]}") || return 1
-        par=$(field parallel "$b")
-        echo "$(field cpu_ns_per_pair "$a") $(field cpu_ns_per_pair "$b")" \
-            "$(field ns_per_pair "$a") $(field ns_per_pair "$b") ${par:-0}" \
-            "$(field cpu_ns_per_pair "$c")" >>"$rounds"
-        [ $((r + 1)) -lt $((ROUNDS * 3)) ] && continue
-        steady=$(summarise "" steady "" <"$rounds" 2>/dev/null |
-            sed -n 's/.*(\([0-9]*\) of [0-9]* rounds steady.*/\1/p')
-        [ "${steady:-0}" -ge 7 ] && break
+    for py in "$@"; do : >"$TMP/pygoal.$(basename "$py").rounds"; done
+    for ((r = 0; r < ROUNDS * 3; r++)); do
+        for py in "$@"; do
+            out=$(LD_LIBRARY_PATH=$lib:$LD_LIBRARY_PATH LW_PY_INTERLEAVE=10 LW_PY_EXT="$PYEXT" \
+                $SHIM "$py" "$PYBENCH" "$lib/libcudart.so" 30000 20 2>"$TMP/stderr" |
+                grep '^BATCHES') || {
+                echo "bench: no batches from $py $PYBENCH (LW_PY_INTERLEAVE)" >&2
+                tail -5 "$TMP/stderr" >&2
+                return 1
+            }
+            # "BATCHES raw=a,b,... hooked=c,d,...": one row a pair of
+            # neighbours, in summarise's columns (thread CPU time: the wall
+            # columns repeat it).
+            echo "$out" | awk '{
+                split(substr($2, 5), raw, ","); n = split(substr($3, 8), hk, ",")
+                for (i = 1; i <= n; i++) print raw[i], hk[i], raw[i], hk[i], 0, raw[i]
+            }' >>"$TMP/pygoal.$(basename "$py").rounds"
+        done
     done
-    printf '%-44s ' "$label"
-    summarise 250 steady "" <"$rounds"
+    ref=$(for py in "$@"; do cat "$TMP/pygoal.$(basename "$py").rounds"; done |
+        awk '{ print $1 }' | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 3) / 4)] }')
+    for py in "$@"; do
+        printf '%-44s ' "Python $(py_version "$py"), 20 Python + 8 C frames (goal)"
+        summarise 250 steady "$ref" <"$TMP/pygoal.$(basename "$py").rounds"
+    done
+    echo "   (steady: bare batch <= 1.3 x ${ref:-?} ns, the lower quartile of all rows' bare batches)"
 }
 
 # py_version PYTHON: its X.Y.
@@ -382,14 +396,17 @@ section_python() {
     echo
     echo "== Python frames: the goal (<= 250 ns a pair under 20 Python frames) =="
     echo "   on the lock-free runtime stand-in, pairs made in C 8 native frames under one ctypes"
-    echo "   call, 20 Python frames above it; steady rounds: both bare runs within 1.3x the row's"
-    echo "   lower quartile of bare runs"
-    echo "   ($((ROUNDS * 3)) to $((ROUNDS * 12)) rounds, until 7 are steady)"
+    echo "   call, 20 Python frames above it; in each of $((ROUNDS * 3)) processes, 10 batches of"
+    echo "   30,000 pairs with leakwatch, each beside a batch without it (the runtime's unhooked"
+    echo "   names): a round is such a pair of batches, ns on the thread's CPU clock; steady"
+    echo "   rounds: the bare batch within 1.3x the lower quartile of every row's bare batches"
+    echo "   (the Pythons take turns, process by process)"
     header
+    local found=()
     for py in $PYTHONS; do
-        command -v "$py" >/dev/null &&
-            py_goal_row "Python $(py_version "$py"), 20 Python + 8 C frames (goal)" "$py"
+        command -v "$py" >/dev/null && found+=("$py")
     done
+    [ ${#found[@]} -gt 0 ] && py_goal_rows "${found[@]}"
     echo
     echo "== Python: cudaMalloc/cudaFree through ctypes, 20 Python frames =="
     echo "   (the CPU stand-ins: the bare ctypes pair costs microseconds and moves by hundreds of"

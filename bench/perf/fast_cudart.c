@@ -7,6 +7,11 @@
  * each thread hands out its own fake device addresses, most recently freed
  * first, so threads share nothing and what grows with threads is leakwatch's.
  *
+ * Each entry is exported twice: as the runtime's name, which leakwatch
+ * hooks, and as lw_bench_raw_NAME, which it does not know, so that one
+ * process can time the same pairs without leakwatch and with it, batch
+ * after batch (py_bench.py's LW_PY_INTERLEAVE).
+ *
  * It loads the test stand-in driver (libcuda.so.1) and initialises it, so that
  * leakwatch finds cuCtxGetDevice as it does beside a real runtime. */
 #include <leakwatch/cuda_api.h>
@@ -58,5 +63,13 @@ API cudaError_t cudaMallocAsync_ptsz(void **p, size_t size, cudaStream_t s) {
     return take(p, size);
 }
 API cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s) {
+    return give(p);
+}
+
+/* The unhooked names (see the top). */
+API cudaError_t lw_bench_raw_cudaMalloc(void **p, size_t size) {
+    return take(p, size);
+}
+API cudaError_t lw_bench_raw_cudaFree(void *p) {
     return give(p);
 }

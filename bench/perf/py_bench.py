@@ -15,6 +15,17 @@ With LW_PY_EXT=PATH (bench/perf/py_ext.c, built as BUILD/bench/py_ext.so) the
 pairs are made by C code, LW_PY_EXT_DEPTH (default 8) native frames below one
 ctypes call: Python frames over C extension frames, and no ctypes cost per
 pair.
+
+With LW_PY_EXT and LW_PY_INTERLEAVE=K as well (the lock-free runtime stand-in,
+bench/perf/fast_cudart.c, whose entries are also exported under names
+leakwatch does not hook), the one process times 2K batches, alternately of 16 x PAIRS pairs through
+the unhooked names and of PAIRS pairs through the hooked ones (raw, hooked,
+hooked, raw, ...: a drift in the machine's speed falls on both alike), each
+on this thread's CPU clock, and prints a BATCHES line after the RESULT line:
+"BATCHES raw=NS,NS,... hooked=NS,NS,...", ns a pair, in order. A batch of the
+one kind and the batch of the other next to it ran within milliseconds of
+each other: on a shared machine whose speed changes by half from one tenth of
+a second to the next, only such neighbours compare.
 """
 
 import ctypes
@@ -53,6 +64,28 @@ def main():
         run.restype = ctypes.c_long
         if run(warmup, ext_depth):
             sys.exit("py_bench: an allocation failed")
+        interleave = int(os.environ.get("LW_PY_INTERLEAVE", "0"))
+        if interleave > 0:
+            raw = ext.lw_bench_ext_pairs_raw
+            raw.argtypes = [ctypes.c_long, ctypes.c_int]
+            raw.restype = ctypes.c_long
+            if raw(warmup, ext_depth):
+                sys.exit("py_bench: LW_PY_INTERLEAVE needs the lock-free runtime stand-in")
+            times = {True: [], False: []}
+            for i in range(2 * interleave):
+                hooked = (i % 4) in (1, 2)
+                # A bare batch makes 16 times the pairs: each kind of batch
+                # then lasts about as long (a few ms), and so sees the same
+                # spell of the machine's speed.
+                n = pairs if hooked else 16 * pairs
+                t0 = time.thread_time_ns()
+                if (run if hooked else raw)(n, ext_depth):
+                    sys.exit("py_bench: an allocation failed")
+                times[hooked].append((time.thread_time_ns() - t0) / n)
+            result["batches"] = "BATCHES raw=%s hooked=%s" % (
+                ",".join("%.1f" % x for x in times[False]),
+                ",".join("%.1f" % x for x in times[True]),
+            )
         c0 = time.process_time_ns()
         w0 = time.perf_counter_ns()
         if run(pairs, ext_depth):
@@ -91,6 +124,8 @@ def main():
         % (result["pyframes"], pairs, result["wall"] / pairs, result["cpu"] / pairs),
         flush=True,
     )
+    if "batches" in result:
+        print(result["batches"], flush=True)
 
 
 if __name__ == "__main__":
