@@ -1921,7 +1921,10 @@ class _Helper:
         # yet, no anatomy, no window, no pinned host cue. Said here, before
         # the lock and PyTorch's two state questions (initialised,
         # capturing), which after_mark would ask only to do nothing; stale
-        # values read without the lock only send a mark the long way.
+        # values read without the lock only send a mark the long way. The
+        # two conditions are after_mark's "read" and "anatomy due" negated
+        # (a change to either rule is a change to both places): inline, as
+        # a method call each would cost this path more than its test.
         if (self.steps > ALWAYS_READ and self.window is None and not self.host_cue
                 and not READ_EVERY_MARK):
             now = time.monotonic()
@@ -1960,6 +1963,8 @@ class _Helper:
             self.check_backend(torch)
         capturing = cuda.is_current_stream_capturing()
         now = time.monotonic()
+        # Due: mark's early return tests the negation of this and of the
+        # anatomy's rule below (keep the three in step).
         read = now >= self.read_at or self.steps <= ALWAYS_READ or READ_EVERY_MARK
         growing = self.read_counters(torch, cuda, capturing, now) if read else ()
         if capturing:
