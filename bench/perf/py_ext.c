@@ -16,29 +16,25 @@ cudaError_t cudaFree(void *p);
 
 typedef cudaError_t (*malloc_fn)(void **, size_t);
 typedef cudaError_t (*free_fn)(void *);
-/* The unhooked entries (lw_bench_ext_pairs_raw); NULL: the runtime's own. */
+/* The lock-free runtime's unhooked entries (lw_bench_ext_pairs_raw). */
 static malloc_fn raw_malloc;
 static free_fn raw_free;
 
-NOINLINE static long pairs_loop(long pairs) {
-    long failed = 0;
-    for (long i = 0; i < pairs; i++) {
-        void *p = NULL;
-        failed += cudaMalloc(&p, 4096) != 0;
-        failed += cudaFree(p) != 0;
+/* One loop, two ways of calling: the runtime's names through the PLT (as a
+ * C extension calls them, the calls leakwatch hooks), or the unhooked
+ * entries through pointers. */
+#define PAIRS_LOOP(name, alloc, release)                                                           \
+    NOINLINE static long name(long pairs) {                                                        \
+        long failed = 0;                                                                           \
+        for (long i = 0; i < pairs; i++) {                                                         \
+            void *p = NULL;                                                                        \
+            failed += alloc(&p, 4096) != 0;                                                        \
+            failed += release(p) != 0;                                                             \
+        }                                                                                          \
+        return failed;                                                                             \
     }
-    return failed;
-}
-
-NOINLINE static long raw_pairs_loop(long pairs) {
-    long failed = 0;
-    for (long i = 0; i < pairs; i++) {
-        void *p = NULL;
-        failed += raw_malloc(&p, 4096) != 0;
-        failed += raw_free(p) != 0;
-    }
-    return failed;
-}
+PAIRS_LOOP(pairs_loop, cudaMalloc, cudaFree)
+PAIRS_LOOP(raw_pairs_loop, raw_malloc, raw_free)
 
 NOINLINE static long down(int depth, long pairs, int raw) {
     if (depth <= 0) return raw ? raw_pairs_loop(pairs) : pairs_loop(pairs);
