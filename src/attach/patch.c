@@ -2,6 +2,7 @@
 #include "patch.h"
 
 #include "attach_locks.h"
+#include "dl_walk.h"
 #include "got.h"
 #include "hook_names.h"
 #include "real.h"
@@ -54,7 +55,7 @@ static int patch_object(struct dl_phdr_info *info, size_t size, void *data) {
 static void patch_all_locked(void) {
     lw_got_read_regions();
     unsigned long long adds = 0;
-    dl_iterate_phdr(patch_object, &adds);
+    lw_dl_walk(patch_object, &adds);
     seen_adds = adds;
 }
 
@@ -69,7 +70,7 @@ static int adds_of(struct dl_phdr_info *info, size_t size, void *data) {
 void lw_patch_tick(void) {
     if (!atomic_load(&installed)) return;
     unsigned long long adds = 0;
-    dl_iterate_phdr(adds_of, &adds);
+    lw_dl_walk(adds_of, &adds);
     if (adds == seen_adds) return;
     lw_patch_lock();
     if (atomic_load(&installed)) patch_all_locked();
@@ -117,7 +118,7 @@ static size_t unpatch_all_locked(void) {
     for (size_t i = npatches; i-- > 0;) {
         patch *p = &patches[i];
         find_addr f = {(uintptr_t)p->slot, 0};
-        dl_iterate_phdr(in_object, &f);
+        lw_dl_walk(in_object, &f);
         if (!f.found || lw_got_prot_of(f.addr) < 0) continue;
         /* The dynamic linker may have bound a lazy entry since: leave it. */
         if (__atomic_load_n(p->slot, __ATOMIC_ACQUIRE) != p->hook) continue;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "bind.h"
 
+#include "dl_walk.h"
 #include "dynamic.h"
 #include "got.h"
 #include "real.h"
@@ -317,7 +318,7 @@ static void bind_all(void) {
     if (pthread_mutex_trylock(&bind_lock) != 0) return;
     int saved = errno;
     counts c = {0, 0};
-    dl_iterate_phdr(counts_and_cand, &c);
+    lw_dl_walk(counts_and_cand, &c);
     if (c.subs != seen_subs) {
         ndone = 0;
         seen_subs = c.subs;
@@ -328,7 +329,7 @@ static void bind_all(void) {
             exports[f] && lw_real_dlsym(RTLD_DEFAULT, runtime->name(f)) == exports[f];
     dlopen_fn real = atomic_load_explicit(&real_dlopen, memory_order_relaxed);
     s.global_dlopen = real && lw_real_dlsym(RTLD_DEFAULT, "dlopen") == (void *)real;
-    dl_iterate_phdr(walk_object, &s);
+    lw_dl_walk(walk_object, &s);
     int pending = s.failed, regions_read = 0;
     for (size_t i = 0; i < s.nobjs; i++) {
         if (write_object(&s.objs[i], &regions_read))
@@ -353,7 +354,7 @@ void lw_bind_poll_slow(void) {
     if (nothing_added()) return;
     unsigned long long c[2] = {0, 0};
     int saved = errno;
-    dl_iterate_phdr(counts_of, c);
+    lw_dl_walk(counts_of, c);
     errno = saved;
     if (c[0] != atomic_load_explicit(&lw_bind_seen_adds, memory_order_acquire)) bind_all();
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "instance.h"
 
+#include "dl_walk.h"
 #include "dynamic.h"
 
 #include <link.h>
@@ -45,7 +46,7 @@ int lw_instance_other(char *path, size_t n) {
     walk w;
     memset(&w, 0, sizeof w);
     w.self = (uintptr_t)&lw_instance_other;
-    dl_iterate_phdr(visit, &w);
+    lw_dl_walk(visit, &w);
     if (!w.other) return 0;
     if (path && n) snprintf(path, n, "%s", w.name);
     return 1;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "real.h"
 
+#include "dl_walk.h"
 #include "dynamic.h"
 #include "log.h"
 
@@ -77,7 +78,7 @@ int lw_is_own_address(uintptr_t addr) {
     int st = atomic_load_explicit(&own_state, memory_order_acquire);
     if (st == 0) {
         /* Racing threads compute the same answer; no lock needed. */
-        st = dl_iterate_phdr(find_own, (void *)(uintptr_t)&lw_is_own_address) ? 1 : -1;
+        st = lw_dl_walk(find_own, (void *)(uintptr_t)&lw_is_own_address) ? 1 : -1;
         atomic_store_explicit(&own_state, st, memory_order_release);
     }
     return st == 1 && addr >= own_lo && addr < own_hi;
@@ -220,7 +221,7 @@ static caller_obj *add_caller(uintptr_t ra) {
         return NULL;
     }
     struct find_obj f = {.addr = ra};
-    if (!dl_iterate_phdr(find_object, &f)) return NULL;
+    if (!lw_dl_walk(find_object, &f)) return NULL;
     int i = atomic_fetch_add(&callers_claimed, 1);
     if (i >= CALLERS_MAX) {
         atomic_store(&callers_claimed, CALLERS_MAX);
@@ -353,7 +354,7 @@ static void *guess(const caller_obj *c, const char *name) {
         f.skip_lo = c->lo;
         f.skip_hi = c->hi;
     }
-    dl_iterate_phdr(find_definition, &f);
+    lw_dl_walk(find_definition, &f);
     if (!f.first) return NULL;
     lw_keep_loaded(f.first);
     say_guess(name, f.first_name,

@@ -9,6 +9,7 @@
 #include "addr2line.h"
 #include "clock.h"
 #include "code_epoch.h"
+#include "dl_walk.h"
 #include "elf_symbols.h"
 #include "lw_uthash.h"
 #include "options.h"
@@ -102,7 +103,7 @@ static void exe_init(void) {
         buf[n] = '\0';
         exe_path = strdup(buf);
     }
-    dl_iterate_phdr(find_exe, &exe_base);
+    lw_dl_walk(find_exe, &exe_base);
 }
 
 static int get_subs(struct dl_phdr_info *info, size_t size, void *data) {
@@ -117,7 +118,7 @@ static int get_subs(struct dl_phdr_info *info, size_t size, void *data) {
  * a loader without it, leakwatch's own count of dlclose calls. */
 static unsigned long long unload_count(void) {
     unsigned long long subs = ~0ull;
-    dl_iterate_phdr(get_subs, &subs);
+    lw_dl_walk(get_subs, &subs);
     return subs != ~0ull ? subs : (1ull << 63) | lw_code_epoch();
 }
 
@@ -226,12 +227,12 @@ static int by_start(const void *a, const void *b) {
  * cannot be had (no counts from this loader, out of memory): dladdr then. */
 static int loaded_current(void) {
     unsigned long long counts[2] = {~0ull, ~0ull};
-    dl_iterate_phdr(get_counts, counts);
+    lw_dl_walk(get_counts, counts);
     if (counts[1] == ~0ull) return 0;
     if (loaded.made && loaded.adds == counts[0] && loaded.subs == counts[1]) return 1;
     loaded_clear();
     collect c = {0};
-    dl_iterate_phdr(add_object, &c);
+    lw_dl_walk(add_object, &c);
     if (c.failed) {
         for (size_t i = 0; i < c.nobjs; i++)
             free(c.objs[i].name);

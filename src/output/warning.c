@@ -3,6 +3,7 @@
 
 #include "answer.h"
 
+#include "dl_walk.h"
 #include "torch_info.h"
 
 #include "clock.h"
@@ -187,7 +188,7 @@ static int is_c10_cuda(struct dl_phdr_info *info, size_t size, void *found) {
 /* PyTorch's CUDA allocator is loaded in this process. */
 static int torch_loaded(void) {
     int found = 0;
-    dl_iterate_phdr(is_c10_cuda, &found);
+    lw_dl_walk(is_c10_cuda, &found);
     return found;
 }
 

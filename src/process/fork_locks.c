@@ -3,6 +3,7 @@
 #include "fork_locks.h"
 
 #include "anatomy.h"
+#include "dl_walk.h"
 #include "growth.h"
 #include "imports.h"
 #include "live.h"
@@ -66,6 +67,11 @@ static const lw_fork_row rows[] = {
     {lw_warning_lock_for_fork, lw_warning_unlock_after_fork, NULL},
     /* src/attach: patch_lock, taken; attach_lock, made new in the child. */
     {attach_prepare, attach_parent, attach_child},
+    /* base/dl_walk.c's walk lock, last: it is taken under start_lock (a
+     * start binds) and patch_lock (an attach patches), and nothing is taken
+     * under it. No walk of leakwatch's is then under way at the fork, so the
+     * child never inherits glibc's list lock held by one (dl_walk.h). */
+    {lw_dl_walk_lock_for_fork, lw_dl_walk_unlock_after_fork, NULL},
 };
 enum { NROWS = sizeof rows / sizeof rows[0] };
 

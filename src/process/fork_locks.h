@@ -10,8 +10,9 @@
  * tables' locks (each row takes its module's locks in that module's order),
  * then the attach layer's patch_lock (src/base/lock_order.h ranks start_lock
  * and patch_lock; src/attach/attach_locks.h says why patch_lock comes
- * after), so a fork takes them as every other path does and cannot deadlock
- * against one.
+ * after), then the walk lock of leakwatch's dl_iterate_phdr calls
+ * (src/base/dl_walk.h), so a fork takes them as every other path does and
+ * cannot deadlock against one.
  *
  * Adding a lock: one row in fork_locks.c's table, at its place in the lock
  * order. */

@@ -12,6 +12,7 @@
 #include "unwind.h"
 
 #include "cfi.h"
+#include "dl_walk.h"
 #include "real.h"
 
 #include <dlfcn.h>
@@ -70,7 +71,7 @@ static uintptr_t eh_frame_hdr_of(uintptr_t ip) {
         return (uintptr_t)r.eh_frame;
     }
     struct phdr_find pf = {.ip = ip, .hdr = 0};
-    dl_iterate_phdr(phdr_cb, &pf);
+    lw_dl_walk(phdr_cb, &pf);
     return pf.hdr;
 }
 

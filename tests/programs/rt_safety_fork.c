@@ -2,7 +2,7 @@
 /* Forks while eight threads allocate (and one marks steps), as PyTorch's
  * DataLoader forks its workers from a process that uses CUDA.
  *
- *   rt_safety_fork TEMPLATE FORKS [warm]
+ *   rt_safety_fork TEMPLATE FORKS [warm|walk]
  *
  * TEMPLATE becomes LEAKWATCH_REPORT before the first CUDA call (use %p, so
  * parent and children write apart). Even-numbered children never touch
@@ -18,10 +18,21 @@
  * fork-safe, so the plain build forks from the start; GCC 12's AddressSanitizer
  * allocator is not (no fork handler: a child forked while another thread
  * holds one of its size-class locks waits on it forever), so the ASan build
- * forks only once those first calls are done. */
+ * forks only once those first calls are done.
+ *
+ * With "walk", each fork comes while a thread of the parent writes a report
+ * (leakwatch_dump), whose symbols leakwatch finds by walking the loaded
+ * objects (dl_iterate_phdr): this program defines dl_iterate_phdr itself
+ * (exported, -rdynamic), so leakwatch's walks reach it, and the dumping
+ * thread's first walk waits inside, up to HOLD_MS, for the fork. glibc does
+ * not make its list lock new in a child: a child forked during the walk
+ * would wait forever at its own first walk (its first CUDA call binds
+ * leakwatch's entries), unless leakwatch's fork handlers wait for the walk
+ * to end. Then each fork waits HOLD_MS. */
 #include "safety.h"
 
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -33,6 +44,48 @@
 #define MiB (1024 * 1024)
 static atomic_int stop;
 static atomic_int warm; /* threads past their first call */
+
+/* "walk" mode: a walk held for the fork (see the top). */
+#define HOLD_MS 300
+static pid_t parent_pid;
+static atomic_int hold_armed, held, forked;
+
+typedef int (*walk_cb)(struct dl_phdr_info *, size_t, void *);
+typedef struct {
+    walk_cb cb;
+    void *data;
+    int waited;
+} held_walk;
+
+/* The held walk's callback: at the first object, waits for the fork. */
+static int held_walk_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+    held_walk *h = arg;
+    if (!h->waited) {
+        h->waited = 1;
+        atomic_store(&held, 1);
+        for (int ms = 0; ms < HOLD_MS && !atomic_load(&forked); ms++)
+            usleep(1000);
+    }
+    return h->cb(info, size, h->data);
+}
+
+/* Every dl_iterate_phdr of the process (leakwatch's included); the first
+ * walk in the parent after hold_armed is set is held. */
+int dl_iterate_phdr(walk_cb cb, void *data) {
+    static int (*real)(walk_cb, void *);
+    if (!real) real = (int (*)(walk_cb, void *))dlsym(RTLD_NEXT, "dl_iterate_phdr");
+    if (getpid() == parent_pid && atomic_exchange(&hold_armed, 0)) {
+        held_walk h = {cb, data, 0};
+        return real(held_walk_cb, &h);
+    }
+    return real(cb, data);
+}
+
+static void *dumper(void *arg) {
+    (void)arg;
+    lw_call("leakwatch_dump");
+    return NULL;
+}
 
 static void *allocator(void *arg) {
     (void)arg;
@@ -150,17 +203,54 @@ static int reap(pid_t pid) {
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
+/* "walk" mode: each fork while the dumping thread's walk is held; every
+ * child uses CUDA. Prints "held" before each fork whose walk was held. */
+static int forks_during_walks(int forks) {
+    void *p;
+    CHECK(cudaMalloc(&p, 4096)); /* leakwatch started: a dump has a report to write */
+    int failed = 0;
+    for (int i = 0; i < forks; i++) {
+        atomic_store(&held, 0);
+        atomic_store(&forked, 0);
+        atomic_store(&hold_armed, 1);
+        pthread_t d;
+        pthread_create(&d, NULL, dumper, NULL);
+        for (int ms = 0; ms < 10000 && !atomic_load(&held); ms++)
+            usleep(1000);
+        if (atomic_load(&held)) printf("held\n");
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid < 0) return 4;
+        if (pid == 0) child(1);
+        atomic_store(&forked, 1);
+        printf("cuda %ld\n", (long)pid);
+        fflush(stdout);
+        if (reap(pid) != 0) failed = 1;
+        pthread_join(d, NULL);
+    }
+    CHECK(cudaFree(p));
+    return failed;
+}
+
 int main(int argc, char **argv) {
-    if (argc < 3 || (argc > 3 && strcmp(argv[3], "warm"))) return 2;
+    int warm_start = argc > 3 && !strcmp(argv[3], "warm");
+    int walk = argc > 3 && !strcmp(argv[3], "walk");
+    if (argc < 3 || (argc > 3 && !warm_start && !walk)) return 2;
     setenv("LEAKWATCH_REPORT", argv[1], 1);
     int forks = atoi(argv[2]);
+    parent_pid = getpid();
     printf("parent %ld\n", (long)getpid());
     fflush(stdout);
+    if (walk) {
+        int failed = forks_during_walks(forks);
+        leak_parent();
+        return failed;
+    }
     pthread_t t[9];
     for (int i = 0; i < 8; i++)
         pthread_create(&t[i], NULL, allocator, NULL);
     pthread_create(&t[8], NULL, stepper, NULL);
-    if (argc > 3)
+    if (warm_start)
         while (atomic_load(&warm) < 9)
             usleep(1000);
     int failed = 0;
