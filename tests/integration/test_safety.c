@@ -76,6 +76,26 @@ static char *slurp(const char *path) {
 #define FORK_START NULL
 #endif
 
+/* Each "cuda PID" child of the run: its report (the file fmt names from the
+ * run's folder and the pid) is its own, its 2 allocations and the 1 MiB it
+ * kept. Returns how many. */
+static int cuda_children_reports(lw_run *r, const char *fmt) {
+    int n = 0;
+    char path[600];
+    for (char *line = strtok(r->out, "\n"); line; line = strtok(NULL, "\n")) {
+        long pid = 0;
+        if (sscanf(line, "cuda %ld", &pid) != 1) continue;
+        n++;
+        snprintf(path, sizeof path, fmt, r->dir, pid);
+        lw_json *c = parse(path);
+        ck_assert_int_eq(jint(c, "pid"), pid);
+        ck_assert_int_eq(jint(c, "totals.alloc_count"), 2);
+        ck_assert_int_eq(jint(c, "totals.live_bytes"), MiB);
+        lw_json_free(c);
+    }
+    return n;
+}
+
 START_TEST(fork_while_eight_threads_allocate) {
 #ifdef __SANITIZE_THREAD__
     /* ThreadSanitizer does not support threads created in the child of a
@@ -145,18 +165,7 @@ START_TEST(fork_while_eight_threads_allocate) {
     p = parse(path);
     ck_assert_int_eq(jint(p, "totals.live_bytes"), 3 * MiB);
     lw_json_free(p);
-    int children = 0;
-    for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n")) {
-        long pid = 0;
-        if (sscanf(line, "cuda %ld", &pid) != 1) continue;
-        children++;
-        snprintf(path, sizeof path, "%s/same.%ld.json", r.dir, pid);
-        lw_json *c = parse(path);
-        ck_assert_int_eq(jint(c, "pid"), pid);
-        ck_assert_int_eq(jint(c, "totals.live_bytes"), MiB);
-        lw_json_free(c);
-    }
-    ck_assert_int_eq(children, 2);
+    ck_assert_int_eq(cuda_children_reports(&r, "%s/same.%ld.json"), 2);
     lw_run_free(&r);
 }
 END_TEST
@@ -184,20 +193,7 @@ START_TEST(fork_while_a_report_walks_the_objects) {
     /* Each fork came while a walk of leakwatch's was held: else this test
      * proves nothing. */
     ck_assert_int_eq(lw_count_substr(r.out, "held\n"), 3);
-    int cuda = 0;
-    char path[600];
-    for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n")) {
-        long pid = 0;
-        if (sscanf(line, "cuda %ld", &pid) != 1) continue;
-        cuda++;
-        snprintf(path, sizeof path, "%s/r-%ld.json", r.dir, pid);
-        lw_json *c = parse(path);
-        ck_assert_int_eq(jint(c, "pid"), pid);
-        ck_assert_int_eq(jint(c, "totals.alloc_count"), 2);
-        ck_assert_int_eq(jint(c, "totals.live_bytes"), MiB);
-        lw_json_free(c);
-    }
-    ck_assert_int_eq(cuda, 3);
+    ck_assert_int_eq(cuda_children_reports(&r, "%s/r-%ld.json"), 3);
     lw_run_free(&r);
 }
 END_TEST
