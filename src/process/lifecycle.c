@@ -142,6 +142,12 @@ static void start(void) {
 int lw_started(void) {
     int s = atomic_load_explicit(&state, memory_order_acquire);
     if (s != NOT_STARTED) return s == RECORDING;
+    /* The fork handlers before start_lock is taken: a fork while this thread
+     * starts then waits for the start (the table's first row takes
+     * start_lock) instead of handing the child start_lock held by a thread
+     * it does not have, on which its own first CUDA call would wait for
+     * ever. Once per process (pthread_once). */
+    lw_lifecycle_fork_handlers();
     LW_LOCK_RANKED(&start_lock, LW_RANK_START);
     if (atomic_load(&state) == NOT_STARTED) start();
     LW_UNLOCK_RANKED(&start_lock, LW_RANK_START);
@@ -280,6 +286,7 @@ void lw_lifecycle_oom_report(void) {
 }
 
 int lw_lifecycle_attach(void) {
+    lw_lifecycle_fork_handlers(); /* before start_lock, as lw_started says */
     LW_LOCK_RANKED(&start_lock, LW_RANK_START);
     int s = atomic_load(&state);
     int rc = 0;

@@ -2,7 +2,7 @@
 /* Forks while eight threads allocate (and one marks steps), as PyTorch's
  * DataLoader forks its workers from a process that uses CUDA.
  *
- *   rt_safety_fork TEMPLATE FORKS [warm|walk]
+ *   rt_safety_fork TEMPLATE FORKS [warm|walk|start]
  *
  * TEMPLATE becomes LEAKWATCH_REPORT before the first CUDA call (use %p, so
  * parent and children write apart). Even-numbered children never touch
@@ -28,7 +28,13 @@
  * not make its list lock new in a child: a child forked during the walk
  * would wait forever at its own first walk (its first CUDA call binds
  * leakwatch's entries), unless leakwatch's fork handlers wait for the walk
- * to end. Then each fork waits HOLD_MS. */
+ * to end. Then each fork waits HOLD_MS.
+ *
+ * With "start" (FORKS is 1), the fork comes while another thread's first
+ * CUDA call starts leakwatch: this program defines __cxa_atexit (which
+ * atexit calls; leakwatch registers its exit handler as it starts, under its
+ * start lock), and that thread's call waits there, up to HOLD_MS, for the
+ * fork. The child, which uses CUDA, must not inherit the start lock held. */
 #include "safety.h"
 
 #include <fcntl.h>
@@ -79,6 +85,52 @@ int dl_iterate_phdr(walk_cb cb, void *data) {
         return real(held_walk_cb, &h);
     }
     return real(cb, data);
+}
+
+static void child(int uses_cuda);
+static int reap(pid_t pid);
+
+/* "start" mode: the starting thread held in atexit (see the top). */
+static atomic_int start_hold_armed;
+static pthread_t main_thread;
+
+int __cxa_atexit(void (*fn)(void *), void *arg, void *dso) {
+    static int (*real)(void (*)(void *), void *, void *);
+    if (!real) real = (int (*)(void (*)(void *), void *, void *))dlsym(RTLD_NEXT, "__cxa_atexit");
+    if (getpid() == parent_pid && !pthread_equal(pthread_self(), main_thread) &&
+        atomic_exchange(&start_hold_armed, 0)) {
+        atomic_store(&held, 1);
+        for (int ms = 0; ms < HOLD_MS && !atomic_load(&forked); ms++)
+            usleep(1000);
+    }
+    return real(fn, arg, dso);
+}
+
+static void *first_caller(void *arg) {
+    (void)arg;
+    void *p;
+    CHECK(cudaMalloc(&p, MiB));
+    return NULL;
+}
+
+/* "start" mode: one fork while another thread starts leakwatch. */
+static int fork_during_start(void) {
+    atomic_store(&start_hold_armed, 1);
+    pthread_t a;
+    pthread_create(&a, NULL, first_caller, NULL);
+    for (int ms = 0; ms < 10000 && !atomic_load(&held); ms++)
+        usleep(1000);
+    if (atomic_load(&held)) printf("held\n");
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) return 4;
+    if (pid == 0) child(1);
+    atomic_store(&forked, 1);
+    printf("cuda %ld\n", (long)pid);
+    fflush(stdout);
+    int failed = reap(pid) != 0;
+    pthread_join(a, NULL);
+    return failed;
 }
 
 static void *dumper(void *arg) {
@@ -235,12 +287,19 @@ static int forks_during_walks(int forks) {
 int main(int argc, char **argv) {
     int warm_start = argc > 3 && !strcmp(argv[3], "warm");
     int walk = argc > 3 && !strcmp(argv[3], "walk");
-    if (argc < 3 || (argc > 3 && !warm_start && !walk)) return 2;
+    int at_start = argc > 3 && !strcmp(argv[3], "start");
+    if (argc < 3 || (argc > 3 && !warm_start && !walk && !at_start)) return 2;
     setenv("LEAKWATCH_REPORT", argv[1], 1);
     int forks = atoi(argv[2]);
     parent_pid = getpid();
+    main_thread = pthread_self();
     printf("parent %ld\n", (long)getpid());
     fflush(stdout);
+    if (at_start) {
+        int failed = fork_during_start();
+        leak_parent();
+        return failed;
+    }
     if (walk) {
         int failed = forks_during_walks(forks);
         leak_parent();
