@@ -90,6 +90,25 @@ int dl_iterate_phdr(walk_cb cb, void *data) {
 static void child(int uses_cuda);
 static int reap(pid_t pid);
 
+/* The held modes' fork: once thread t is held (10 s at most), prints "held",
+ * forks a child that uses CUDA, lets t go on, and reaps the child; then joins
+ * t. 0 when the child exited 0 within reap's time. */
+static int fork_while_held(pthread_t t) {
+    for (int ms = 0; ms < 10000 && !atomic_load(&held); ms++)
+        usleep(1000);
+    if (atomic_load(&held)) printf("held\n");
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) exit(4);
+    if (pid == 0) child(1);
+    atomic_store(&forked, 1);
+    printf("cuda %ld\n", (long)pid);
+    fflush(stdout);
+    int failed = reap(pid) != 0;
+    pthread_join(t, NULL);
+    return failed;
+}
+
 /* "start" mode: the starting thread held in atexit (see the top). */
 static atomic_int start_hold_armed;
 static pthread_t main_thread;
@@ -118,19 +137,7 @@ static int fork_during_start(void) {
     atomic_store(&start_hold_armed, 1);
     pthread_t a;
     pthread_create(&a, NULL, first_caller, NULL);
-    for (int ms = 0; ms < 10000 && !atomic_load(&held); ms++)
-        usleep(1000);
-    if (atomic_load(&held)) printf("held\n");
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) return 4;
-    if (pid == 0) child(1);
-    atomic_store(&forked, 1);
-    printf("cuda %ld\n", (long)pid);
-    fflush(stdout);
-    int failed = reap(pid) != 0;
-    pthread_join(a, NULL);
-    return failed;
+    return fork_while_held(a);
 }
 
 static void *dumper(void *arg) {
@@ -267,18 +274,7 @@ static int forks_during_walks(int forks) {
         atomic_store(&hold_armed, 1);
         pthread_t d;
         pthread_create(&d, NULL, dumper, NULL);
-        for (int ms = 0; ms < 10000 && !atomic_load(&held); ms++)
-            usleep(1000);
-        if (atomic_load(&held)) printf("held\n");
-        fflush(stdout);
-        pid_t pid = fork();
-        if (pid < 0) return 4;
-        if (pid == 0) child(1);
-        atomic_store(&forked, 1);
-        printf("cuda %ld\n", (long)pid);
-        fflush(stdout);
-        if (reap(pid) != 0) failed = 1;
-        pthread_join(d, NULL);
+        failed |= fork_while_held(d);
     }
     CHECK(cudaFree(p));
     return failed;
